@@ -1,0 +1,312 @@
+// Package history defines the canonical conversation history of a session
+// and the Store interface that persists it.
+//
+// A session's history is an append-only log of [Message] values, each at a
+// timeline position. The messages after the session's watermark are Active:
+// they are sent to the model verbatim. A compaction archives the oldest
+// Active messages as a [Segment] by moving the watermark and recording the
+// summary that now stands for them; archived messages are never deleted or
+// copied. Compaction attempts of every outcome are recorded at their timeline
+// position as [CompactionRecord] values, so a client can replay the whole
+// timeline later (SEMANTICS §5, §7.6).
+//
+// # Stores
+//
+// Two stores ship with sessionkit: history/memstore (tests and throwaway
+// sessions) and history/sqlite (the embedded default: one SQLite file). Both
+// pass the conformance suite in history/historytest.
+//
+//	store, err := sqlite.Open("sessions.db")
+//	if err != nil { ... }
+//	defer store.Close()
+//	snap, err := store.Create(ctx, history.NewSession{ID: "s1"})
+//	v, err := store.Append(ctx, "s1", snap.Version, []history.Message{{ID: "m1", Role: history.RoleUser, Text: "hi"}})
+//
+// # Concurrency
+//
+// Stores are safe for concurrent use across sessions. A session has one writer
+// at a time: every write names the session version it was computed from, and a
+// write against any other version fails with [ErrConflict] instead of being
+// merged (optimistic concurrency).
+package history
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Role is the author of a [Message].
+type Role string
+
+// The roles of canonical history.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+// Valid reports whether r is one of the three known roles.
+func (r Role) Valid() bool {
+	return r == RoleUser || r == RoleAssistant || r == RoleTool
+}
+
+// ToolCall is one tool invocation requested by an assistant message.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments json.RawMessage
+}
+
+// Message is one item of canonical history.
+type Message struct {
+	ID         string
+	Role       Role
+	Text       string
+	ToolCalls  []ToolCall // assistant only
+	ToolCallID string     // tool only: the call this message answers
+	Steer      bool       // user message that arrived as a steer
+	CreatedAt  time.Time
+}
+
+// Counted reports whether m counts towards the compaction algorithm's n: user
+// and assistant messages count, tool messages do not (SEMANTICS §4.1).
+func (m *Message) Counted() bool {
+	return m.Role == RoleUser || m.Role == RoleAssistant
+}
+
+// Validate reports the first structural problem of m, or nil. Stores call it
+// before writing; it returns an error wrapping [ErrInvalid].
+func (m *Message) Validate() error {
+	switch {
+	case m.ID == "":
+		return fmt.Errorf("%w: message has no ID", ErrInvalid)
+	case !m.Role.Valid():
+		return fmt.Errorf("%w: message %s has unknown role %q", ErrInvalid, m.ID, m.Role)
+	case m.Role != RoleAssistant && len(m.ToolCalls) > 0:
+		return fmt.Errorf("%w: message %s: only assistant messages carry tool calls", ErrInvalid, m.ID)
+	case m.Role == RoleTool && m.ToolCallID == "":
+		return fmt.Errorf("%w: tool message %s answers no tool call", ErrInvalid, m.ID)
+	case m.Role != RoleTool && m.ToolCallID != "":
+		return fmt.Errorf("%w: message %s: only tool messages answer a tool call", ErrInvalid, m.ID)
+	case m.Steer && m.Role != RoleUser:
+		return fmt.Errorf("%w: message %s: only user messages can be steers", ErrInvalid, m.ID)
+	}
+	for _, c := range m.ToolCalls {
+		if c.ID == "" || c.Name == "" {
+			return fmt.Errorf("%w: message %s has a tool call without ID or name", ErrInvalid, m.ID)
+		}
+		if len(c.Arguments) > 0 && !json.Valid(c.Arguments) {
+			return fmt.Errorf("%w: message %s: tool call %s arguments are not JSON", ErrInvalid, m.ID, c.ID)
+		}
+	}
+	return nil
+}
+
+// Segment is one archived span of history: the messages a compaction removed
+// from Active, kept verbatim, and the summary produced from them.
+type Segment struct {
+	ID           string
+	CompactID    string
+	Trigger      string    // "manual" or "auto"
+	Summary      string    // the retained summary this compaction produced
+	Messages     []Message // the archived prefix, oldest first
+	Instructions string
+	CreatedAt    time.Time // when the commit happened
+	StartedAt    time.Time // when the compaction started
+	InputTokens  int       // provider-reported usage of the summary call
+	OutputTokens int
+	Position     int64 // timeline position of the compaction
+}
+
+// CompactionStatus is the state of a recorded compaction attempt.
+type CompactionStatus string
+
+// Compaction statuses. Only [StatusInProgress] is not terminal; a session
+// records interrupted ones as failed when it reopens (see [Store.Recover]).
+const (
+	StatusInProgress       CompactionStatus = "in_progress"
+	StatusCompleted        CompactionStatus = "completed"
+	StatusFailed           CompactionStatus = "failed"
+	StatusCancelled        CompactionStatus = "cancelled"
+	StatusNothingToCompact CompactionStatus = "nothing_to_compact"
+)
+
+// Terminal reports whether s ends a compaction.
+func (s CompactionStatus) Terminal() bool {
+	switch s {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusNothingToCompact:
+		return true
+	}
+	return false
+}
+
+// InterruptedError is the error text recorded for a compaction that was in
+// progress when its process stopped (SEMANTICS §5.5).
+const InterruptedError = "interrupted: the process stopped before the compaction finished"
+
+// CompactionRecord is one compaction attempt at its timeline position,
+// whatever its outcome. A completed record has a Segment with the same
+// CompactID.
+type CompactionRecord struct {
+	CompactID    string
+	Trigger      string
+	Instructions string
+	Status       CompactionStatus
+	Summary      string // completed only
+	Error        string // failed and cancelled
+	StartedAt    time.Time
+	FinishedAt   time.Time // zero while in progress
+	Position     int64
+}
+
+// Entry is one item of the replayable timeline: exactly one of Message and
+// Compaction is set.
+type Entry struct {
+	Position   int64
+	Archived   bool // the message belongs to a Segment
+	Message    *Message
+	Compaction *CompactionRecord
+}
+
+// NewSession describes a session to create.
+type NewSession struct {
+	ID     string
+	Config json.RawMessage // opaque to the store; nil means none
+}
+
+// Snapshot is what opening a session reads: its Active messages, retained
+// summary and configuration. Its cost grows with Active, never with the
+// archived total (SEMANTICS §5.4).
+type Snapshot struct {
+	ID      string
+	Version uint64 // pass to the next write
+	Config  json.RawMessage
+	Summary string
+	Active  []Message
+	// Archived is the number of messages archived in Segments.
+	Archived int64
+	// Interrupted lists compactions that were in progress in the store; they
+	// stay so until [Store.Recover] records them as failed.
+	Interrupted []string
+}
+
+// Commit is one canonical compaction commit (SEMANTICS §4.6).
+type Commit struct {
+	CompactID string // a compaction begun with [Store.BeginCompaction]
+	SegmentID string
+	// Archive is how many of the oldest Active messages the Segment takes.
+	Archive      int
+	Summary      string // the new retained summary; must not be blank
+	InputTokens  int
+	OutputTokens int
+	At           time.Time
+}
+
+// Store persists the canonical history of many sessions.
+//
+// Every write takes the session version the caller last saw and returns the
+// next one; a mismatch returns [ErrConflict] and writes nothing. Every write is
+// one transaction: it happens completely or not at all, and is durable when
+// the call returns. Errors wrap [ErrNotFound], [ErrExists], [ErrConflict],
+// [ErrInvalid] or [ErrClosed] where they apply.
+type Store interface {
+	// Create stores a new, empty session. It fails with ErrExists if the ID is
+	// taken.
+	Create(ctx context.Context, s NewSession) (*Snapshot, error)
+	// Load reads a session's Active messages, retained summary and
+	// configuration in one consistent read.
+	Load(ctx context.Context, id string) (*Snapshot, error)
+	// Append adds messages at the end of Active, in order.
+	Append(ctx context.Context, id string, version uint64, msgs []Message) (uint64, error)
+	// SetConfig replaces the session's opaque configuration.
+	SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error)
+	// BeginCompaction records a compaction attempt at the current end of the
+	// timeline. rec.Status is StatusInProgress, or StatusNothingToCompact for
+	// an attempt that ends at once. A compaction ID already recorded for the
+	// session fails with ErrExists.
+	BeginCompaction(ctx context.Context, id string, version uint64, rec CompactionRecord) (uint64, error)
+	// FinishCompaction ends an in-progress attempt without committing it:
+	// status is StatusFailed or StatusCancelled.
+	FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status CompactionStatus, errText string, at time.Time) (uint64, error)
+	// CommitCompaction is the canonical compaction commit: in one transaction
+	// it archives the oldest c.Archive Active messages as a Segment, sets the
+	// retained summary, and completes the attempt. Its cost does not depend on
+	// how many messages it archives.
+	CommitCompaction(ctx context.Context, id string, version uint64, c Commit) (uint64, *Segment, error)
+	// Recover records every in-progress compaction of the session as failed
+	// with InterruptedError (SEMANTICS §5.5) and returns their IDs.
+	Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error)
+	// Segments returns the session's archive, oldest first, with messages.
+	Segments(ctx context.Context, id string) ([]Segment, error)
+	// Timeline returns every message and compaction record in timeline order.
+	Timeline(ctx context.Context, id string) ([]Entry, error)
+}
+
+// Sentinel errors of stores. Test with errors.Is.
+var (
+	ErrNotFound = errors.New("history: session not found")
+	ErrExists   = errors.New("history: session already exists")
+	ErrConflict = errors.New("history: session was changed by another writer")
+	ErrInvalid  = errors.New("history: invalid write")
+	ErrClosed   = errors.New("history: store is closed")
+)
+
+// CheckCommit validates c against the number of Active messages; stores call
+// it inside the commit transaction.
+func CheckCommit(c *Commit, active int) error {
+	switch {
+	case c.CompactID == "" || c.SegmentID == "":
+		return fmt.Errorf("%w: commit needs a compaction ID and a segment ID", ErrInvalid)
+	case c.Archive < 1 || c.Archive > active:
+		return fmt.Errorf("%w: commit archives %d messages of %d active", ErrInvalid, c.Archive, active)
+	case strings.TrimSpace(c.Summary) == "":
+		return fmt.Errorf("%w: commit has an empty summary", ErrInvalid)
+	}
+	return nil
+}
+
+// CheckBegin validates a compaction record passed to BeginCompaction.
+func CheckBegin(rec *CompactionRecord) error {
+	switch {
+	case rec.CompactID == "":
+		return fmt.Errorf("%w: compaction has no ID", ErrInvalid)
+	case rec.Status != StatusInProgress && rec.Status != StatusNothingToCompact:
+		return fmt.Errorf("%w: compaction %s cannot begin as %q", ErrInvalid, rec.CompactID, rec.Status)
+	case rec.Trigger != "manual" && rec.Trigger != "auto":
+		return fmt.Errorf("%w: compaction %s has unknown trigger %q", ErrInvalid, rec.CompactID, rec.Trigger)
+	}
+	return nil
+}
+
+// CheckFinish validates the status passed to FinishCompaction.
+func CheckFinish(status CompactionStatus) error {
+	if status != StatusFailed && status != StatusCancelled {
+		return fmt.Errorf("%w: a compaction cannot finish as %q without a commit", ErrInvalid, status)
+	}
+	return nil
+}
+
+// CheckMessages validates messages passed to Append.
+func CheckMessages(msgs []Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: nothing to append", ErrInvalid)
+	}
+	for i := range msgs {
+		if err := msgs[i].Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckConfig validates a configuration blob: nil or valid JSON.
+func CheckConfig(config json.RawMessage) error {
+	if config != nil && !json.Valid(config) {
+		return fmt.Errorf("%w: configuration is not JSON", ErrInvalid)
+	}
+	return nil
+}

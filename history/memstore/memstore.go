@@ -1,0 +1,362 @@
+// Package memstore is an in-memory [history.Store] for tests and throwaway
+// sessions. It keeps every session in process memory and loses it when the
+// process ends; it follows the same contract as the durable stores and passes
+// the same conformance suite (history/historytest).
+//
+//	store := memstore.New()
+//	sess, err := session.New(ctx, session.Config{Provider: p, Store: store})
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// Store is an in-memory history store. It is safe for concurrent use.
+type Store struct {
+	mu       sync.Mutex
+	closed   bool
+	sessions map[string]*session
+}
+
+type session struct {
+	version     uint64
+	config      json.RawMessage
+	summary     string
+	messages    []history.Message // every message ever appended, in order
+	positions   []int64           // positions[i] is the timeline position of messages[i]
+	activeFrom  int               // index into messages of the first Active message
+	compactions []history.CompactionRecord
+	segments    []segment
+	nextPos     int64
+}
+
+type segment struct {
+	seg        history.Segment // without Messages
+	from, upto int             // messages[from:upto]
+}
+
+var _ history.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{sessions: make(map[string]*session)}
+}
+
+// Close makes every later call fail with history.ErrClosed. It never fails.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// get returns the session for a read, with s.mu held by the caller.
+func (s *Store) get(ctx context.Context, id string) (*session, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.closed {
+		return nil, history.ErrClosed
+	}
+	ss, ok := s.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", history.ErrNotFound, id)
+	}
+	return ss, nil
+}
+
+// write returns the session for a write at version, with s.mu held by the caller.
+func (s *Store) write(ctx context.Context, id string, version uint64) (*session, error) {
+	ss, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if ss.version != version {
+		return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, ss.version, version)
+	}
+	return ss, nil
+}
+
+// Create implements [history.Store].
+func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snapshot, error) {
+	if n.ID == "" {
+		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
+	}
+	if err := history.CheckConfig(n.Config); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.closed {
+		return nil, history.ErrClosed
+	}
+	if _, ok := s.sessions[n.ID]; ok {
+		return nil, fmt.Errorf("%w: %q", history.ErrExists, n.ID)
+	}
+	ss := &session{version: 1, config: slices.Clone(n.Config)}
+	s.sessions[n.ID] = ss
+	return ss.snapshot(n.ID), nil
+}
+
+func (ss *session) snapshot(id string) *history.Snapshot {
+	snap := &history.Snapshot{
+		ID:       id,
+		Version:  ss.version,
+		Config:   slices.Clone(ss.config),
+		Summary:  ss.summary,
+		Active:   cloneMessages(ss.messages[ss.activeFrom:]),
+		Archived: int64(ss.activeFrom),
+	}
+	for _, c := range ss.compactions {
+		if c.Status == history.StatusInProgress {
+			snap.Interrupted = append(snap.Interrupted, c.CompactID)
+		}
+	}
+	return snap
+}
+
+// Load implements [history.Store].
+func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return ss.snapshot(id), nil
+}
+
+// Append implements [history.Store].
+func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
+	if err := history.CheckMessages(msgs); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, err
+	}
+	for _, m := range cloneMessages(msgs) {
+		ss.messages = append(ss.messages, m)
+		ss.positions = append(ss.positions, ss.nextPos)
+		ss.nextPos++
+	}
+	ss.version++
+	return ss.version, nil
+}
+
+// SetConfig implements [history.Store].
+func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
+	if err := history.CheckConfig(config); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, err
+	}
+	ss.config = slices.Clone(config)
+	ss.version++
+	return ss.version, nil
+}
+
+func (ss *session) compaction(compactID string) int {
+	return slices.IndexFunc(ss.compactions, func(c history.CompactionRecord) bool { return c.CompactID == compactID })
+}
+
+// BeginCompaction implements [history.Store].
+func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
+	if err := history.CheckBegin(&rec); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, err
+	}
+	if ss.compaction(rec.CompactID) >= 0 {
+		return 0, fmt.Errorf("%w: compaction %q is already recorded", history.ErrExists, rec.CompactID)
+	}
+	rec.Position = ss.nextPos
+	rec.Summary, rec.Error = "", ""
+	if rec.Status != history.StatusInProgress {
+		rec.FinishedAt = rec.StartedAt
+	} else {
+		rec.FinishedAt = time.Time{}
+	}
+	ss.nextPos++
+	ss.compactions = append(ss.compactions, rec)
+	ss.version++
+	return ss.version, nil
+}
+
+// inProgress returns the index of an in-progress compaction.
+func (ss *session) inProgress(compactID string) (int, error) {
+	i := ss.compaction(compactID)
+	if i < 0 {
+		return 0, fmt.Errorf("%w: no compaction %q", history.ErrInvalid, compactID)
+	}
+	if ss.compactions[i].Status != history.StatusInProgress {
+		return 0, fmt.Errorf("%w: compaction %q is already %s", history.ErrInvalid, compactID, ss.compactions[i].Status)
+	}
+	return i, nil
+}
+
+// FinishCompaction implements [history.Store].
+func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
+	if err := history.CheckFinish(status); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, err
+	}
+	i, err := ss.inProgress(compactID)
+	if err != nil {
+		return 0, err
+	}
+	ss.compactions[i].Status = status
+	ss.compactions[i].Error = errText
+	ss.compactions[i].FinishedAt = at
+	ss.version++
+	return ss.version, nil
+}
+
+// CommitCompaction implements [history.Store].
+func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := history.CheckCommit(&c, len(ss.messages)-ss.activeFrom); err != nil {
+		return 0, nil, err
+	}
+	i, err := ss.inProgress(c.CompactID)
+	if err != nil {
+		return 0, nil, err
+	}
+	if slices.ContainsFunc(ss.segments, func(g segment) bool { return g.seg.ID == c.SegmentID }) {
+		return 0, nil, fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
+	}
+	rec := &ss.compactions[i]
+	rec.Status = history.StatusCompleted
+	rec.Summary = c.Summary
+	rec.FinishedAt = c.At
+	seg := segment{
+		seg: history.Segment{
+			ID:           c.SegmentID,
+			CompactID:    c.CompactID,
+			Trigger:      rec.Trigger,
+			Summary:      c.Summary,
+			Instructions: rec.Instructions,
+			CreatedAt:    c.At,
+			StartedAt:    rec.StartedAt,
+			InputTokens:  c.InputTokens,
+			OutputTokens: c.OutputTokens,
+			Position:     rec.Position,
+		},
+		from: ss.activeFrom,
+		upto: ss.activeFrom + c.Archive,
+	}
+	ss.segments = append(ss.segments, seg)
+	ss.activeFrom = seg.upto
+	ss.summary = c.Summary
+	ss.version++
+	return ss.version, ss.segmentOf(&seg), nil
+}
+
+func (ss *session) segmentOf(s *segment) *history.Segment {
+	seg := s.seg
+	seg.Messages = cloneMessages(ss.messages[s.from:s.upto])
+	return &seg
+}
+
+// Recover implements [history.Store].
+func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, nil, err
+	}
+	var ids []string
+	for i := range ss.compactions {
+		if c := &ss.compactions[i]; c.Status == history.StatusInProgress {
+			c.Status, c.Error, c.FinishedAt = history.StatusFailed, history.InterruptedError, at
+			ids = append(ids, c.CompactID)
+		}
+	}
+	if len(ids) == 0 {
+		return version, nil, nil
+	}
+	ss.version++
+	return ss.version, ids, nil
+}
+
+// Segments implements [history.Store].
+func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]history.Segment, 0, len(ss.segments))
+	for i := range ss.segments {
+		out = append(out, *ss.segmentOf(&ss.segments[i]))
+	}
+	return out, nil
+}
+
+// Timeline implements [history.Store].
+func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]history.Entry, 0, len(ss.messages)+len(ss.compactions))
+	mi, ci := 0, 0
+	for mi < len(ss.messages) || ci < len(ss.compactions) {
+		if ci == len(ss.compactions) || (mi < len(ss.messages) && ss.positions[mi] < ss.compactions[ci].Position) {
+			m := cloneMessages(ss.messages[mi : mi+1])[0]
+			out = append(out, history.Entry{Position: ss.positions[mi], Archived: mi < ss.activeFrom, Message: &m})
+			mi++
+			continue
+		}
+		c := ss.compactions[ci]
+		out = append(out, history.Entry{Position: c.Position, Compaction: &c})
+		ci++
+	}
+	return out, nil
+}
+
+func cloneMessages(msgs []history.Message) []history.Message {
+	out := make([]history.Message, len(msgs))
+	for i, m := range msgs {
+		m.ToolCalls = slices.Clone(m.ToolCalls)
+		for j := range m.ToolCalls {
+			m.ToolCalls[j].Arguments = slices.Clone(m.ToolCalls[j].Arguments)
+		}
+		out[i] = m
+	}
+	return out
+}

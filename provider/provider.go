@@ -1,0 +1,86 @@
+// Package provider defines how a session talks to a model: one [Request] in,
+// one [Response] out, with text deltas streamed on the way.
+//
+// Three implementations ship with sessionkit:
+//
+//   - provider/openai: any OpenAI-compatible Chat Completions endpoint;
+//   - provider/offline: the embedded default, deterministic and without network;
+//   - provider/providertest: a scripted fake for tests.
+//
+// A request has a [Purpose]: [PurposeTurn] for a step of a conversation turn,
+// [PurposeSummary] for the one summary call of a compaction. For a summary,
+// Messages holds the transcript to summarize (already rendered by the
+// compact package) and System holds the summarizer instructions; the
+// session's own system prompt and tools are never part of it.
+//
+//	resp, err := p.Complete(ctx, &provider.Request{
+//		Purpose:  provider.PurposeTurn,
+//		System:   "You are terse.",
+//		Messages: []history.Message{{ID: "1", Role: history.RoleUser, Text: "hi"}},
+//	}, func(delta string) { fmt.Print(delta) })
+package provider
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// Purpose says why a request is made.
+type Purpose string
+
+// Request purposes.
+const (
+	PurposeTurn    Purpose = "turn"
+	PurposeSummary Purpose = "summary"
+)
+
+// ToolSpec declares a tool the model may call.
+type ToolSpec struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema
+}
+
+// Request is one model request.
+type Request struct {
+	Purpose   Purpose
+	System    string            // system prompt (turns) or summarizer instructions (summary)
+	Summary   string            // retained summary, "" when none (turns only)
+	Messages  []history.Message // Active (turns) or the rendered prefix (summary)
+	Tools     []ToolSpec
+	MaxTokens int // 0 = the provider's default
+}
+
+// Usage is the token usage a provider reported for one response.
+type Usage struct {
+	InputTokens  int // as reported by the provider
+	OutputTokens int
+}
+
+// Total returns input plus output tokens: the context a conversation holds
+// after the response (SEMANTICS §3.1).
+func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// Response is a complete model response.
+type Response struct {
+	Message history.Message // role assistant
+	Usage   Usage
+}
+
+// Provider makes one model request. onDelta, when non-nil, receives text
+// deltas of the assistant message as they arrive; the Response holds the
+// complete message. Implementations must return promptly when ctx is done,
+// with an error wrapping ctx.Err().
+//
+// Providers leave Message.ID and CreatedAt to the caller when they have no
+// better value; the session assigns both before committing.
+type Provider interface {
+	Complete(ctx context.Context, req *Request, onDelta func(text string)) (*Response, error)
+}
+
+// SummaryPreamble introduces the retained summary when a turn request carries
+// one (SEMANTICS §4.10). Providers put it, followed by the summary, before
+// Active, as context the model reads and does not answer.
+const SummaryPreamble = "The conversation so far has been compacted. The following is a summary of the earlier part of the conversation, written for you to continue from; it is context, not a message to reply to."
