@@ -1,0 +1,676 @@
+package offline
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// Headings of a summary.
+const (
+	summaryTitle     = "## Summary of earlier conversation"
+	headingRequests  = "### User requests"
+	headingFacts     = "### Decisions and facts"
+	headingTools     = "### Tools used"
+	headingEarlier   = "### Earlier summary"
+	requestChars     = 160
+	factChars        = 200
+	toolArgChars     = 80
+	maxFacts         = 12
+	maxToolBullets   = 10
+	omittedNoteShape = "- … (%d more)"
+)
+
+// Input sections of a summary request.
+const (
+	tagPrevious     = "previous-summary"
+	tagTranscript   = "transcript"
+	tagInstructions = "instructions"
+)
+
+// Entry kinds of a transcript.
+const (
+	kindText = iota // text outside any entry, or an unknown role
+	kindUser
+	kindAssistant
+	kindCall   // assistant → tool
+	kindResult // tool result
+)
+
+type entry struct {
+	kind  int
+	steer bool
+	tool  string
+	text  string
+}
+
+type summaryInput struct {
+	previous     string
+	transcript   string
+	instructions string
+}
+
+// parseSummaryInput splits the rendered input into its sections. Sections are
+// read in order, so a tag quoted inside an earlier section is content. A
+// section without its closing tag ends where the next section begins. Without
+// a transcript section, the text outside every section is the transcript.
+func parseSummaryInput(s string) summaryInput {
+	tags := []string{tagPrevious, tagTranscript, tagInstructions}
+	var in summaryInput
+	var outside strings.Builder
+	hasTranscript := false
+	pos := 0
+	for {
+		tag, at := "", -1
+		for _, t := range tags {
+			if i := strings.Index(s[pos:], "<"+t+">"); i >= 0 && (at < 0 || pos+i < at) {
+				tag, at = t, pos+i
+			}
+		}
+		if at < 0 {
+			break
+		}
+		outside.WriteString(s[pos:at])
+		start := at + len(tag) + 2
+		closing := "</" + tag + ">"
+		var end, next int
+		var i int
+		if tag == tagTranscript {
+			i = strings.LastIndex(s[start:], closing) // entries may quote the tag
+		} else {
+			i = strings.Index(s[start:], closing)
+		}
+		if i >= 0 {
+			end, next = start+i, start+i+len(closing)
+		} else {
+			end = len(s)
+			for _, t := range tags {
+				if j := strings.Index(s[start:], "\n<"+t+">"); t != tag && j >= 0 && start+j < end {
+					end = start + j
+				}
+			}
+			next = end
+		}
+		content := strings.Trim(s[start:end], "\r\n")
+		switch tag {
+		case tagPrevious:
+			in.previous += content + "\n"
+		case tagTranscript:
+			hasTranscript = true
+			in.transcript += content + "\n"
+		case tagInstructions:
+			in.instructions += content + "\n"
+		}
+		pos = next
+	}
+	outside.WriteString(s[pos:])
+	if !hasTranscript {
+		rest := outside.String()
+		for _, t := range tags {
+			rest = strings.ReplaceAll(rest, "</"+t+">", "")
+		}
+		in.transcript = rest
+	}
+	return in
+}
+
+// parseTranscript splits a transcript into entries. An entry starts at a line
+// "[role ...] text"; other lines continue the previous entry.
+func parseTranscript(t string) []entry {
+	var out []entry
+	for line := range strings.SplitSeq(t, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if e, ok := parseHeader(line); ok {
+			out = append(out, e)
+			continue
+		}
+		if len(out) == 0 {
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			out = append(out, entry{kind: kindText})
+		}
+		last := &out[len(out)-1]
+		if last.text == "" {
+			last.text = line
+		} else {
+			last.text += "\n" + line
+		}
+	}
+	return out
+}
+
+var headerRE = regexp.MustCompile(`^\[\s*(user|assistant|tool|system)\b([^\]]*)\]\s?(.*)$`)
+
+func parseHeader(line string) (entry, bool) {
+	m := headerRE.FindStringSubmatch(line)
+	if m == nil {
+		return entry{}, false
+	}
+	rest := strings.TrimSpace(m[2])
+	e := entry{text: m[3]}
+	switch m[1] {
+	case "user":
+		e.kind = kindUser
+		e.steer = strings.Contains(strings.ToLower(rest), "steer")
+	case "assistant":
+		e.kind = kindAssistant
+		if i := strings.LastIndex(rest, "tool"); i >= 0 && strings.ContainsAny(rest[:i], "→>") {
+			e.kind = kindCall
+			e.tool = strings.TrimSpace(strings.Trim(rest[i+len("tool"):], " :"))
+		}
+	case "tool":
+		e.kind = kindResult
+		e.tool = strings.TrimSpace(strings.Trim(rest, " :"))
+	default:
+		e.kind = kindText
+	}
+	return e, true
+}
+
+// bullet is one line of a summary section.
+type bullet struct {
+	text  string
+	rank  int // drop order: the highest rank is dropped first
+	goal  int // 1-based chronological position among the user's goals; 0 for other bullets
+	focus bool
+}
+
+type section struct {
+	heading string
+	bullets []bullet
+}
+
+// Ranks of bullets; higher ranks are dropped first when the summary is too
+// long. The user's goals are the requests of the transcript and the requests
+// carried over from earlier summaries; the first of them and the most recent
+// keyGoals are kept longest.
+const (
+	rankKeyGoal = iota
+	rankFact
+	rankGoal
+	rankEarlierFact
+	rankTool
+	rankEarlierTool
+)
+
+const keyGoals = 8
+
+// Markers of carried-over goals in the Earlier summary section, so that they
+// are recognised again by the next compaction.
+const (
+	markRequest = "(request) "
+	markSteer   = "(steer) "
+)
+
+// summarize produces the extractive summary of a summary request.
+func summarize(req *provider.Request, limit int) string {
+	var texts []string
+	for _, m := range req.Messages {
+		if m.Role != history.RoleTool {
+			texts = append(texts, m.Text)
+		}
+	}
+	in := parseSummaryInput(strings.Join(texts, "\n"))
+	entries := parseTranscript(in.transcript)
+	focus := focusWords(in.instructions)
+	seen := map[string]bool{}
+
+	requests := userRequests(entries, seen)
+	facts := decisionsAndFacts(entries, seen, focus)
+	tools := toolsUsed(entries)
+	earlier := carryOver(in.previous, seen)
+	rankGoals(earlier, requests)
+
+	sections := []section{
+		{headingRequests, requests},
+		{headingFacts, facts},
+		{headingTools, tools},
+		{headingEarlier, earlier},
+	}
+	empty := true
+	for i := range sections {
+		markFocus(sections[i].bullets, focus)
+		if len(sections[i].bullets) > 0 {
+			empty = false
+		}
+	}
+	if empty {
+		n := len(entries)
+		noun := "messages were"
+		if n == 1 {
+			noun = "message was"
+		}
+		return truncateHard(fmt.Sprintf("%s\n- %d earlier %s compacted", summaryTitle, n, noun), limit)
+	}
+	return render(sections, limit)
+}
+
+// key normalizes a bullet for deduplication.
+func key(s string) string {
+	s = strings.TrimPrefix(strings.TrimPrefix(s, markRequest), markSteer)
+	return strings.ToLower(collapse(strings.TrimRight(s, ".!… ")))
+}
+
+// rankGoals numbers the goals chronologically (the carried-over ones, which
+// come first in earlier, then the requests) and makes the first and the most
+// recent ones key goals.
+func rankGoals(earlier, requests []bullet) {
+	var goals []*bullet
+	for i := range earlier {
+		if earlier[i].goal > 0 {
+			goals = append(goals, &earlier[i])
+		}
+	}
+	for i := range requests {
+		goals = append(goals, &requests[i])
+	}
+	for i, g := range goals {
+		g.goal = i + 1
+		g.rank = rankGoal
+		if i == 0 || i >= len(goals)-keyGoals {
+			g.rank = rankKeyGoal
+		}
+	}
+}
+
+func userRequests(entries []entry, seen map[string]bool) []bullet {
+	var out []bullet
+	for _, e := range entries {
+		if e.kind != kindUser {
+			continue
+		}
+		text := lead(e.text, requestChars)
+		if text == "" {
+			continue
+		}
+		k := key(text)
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		if e.steer {
+			text = markSteer + text
+		}
+		out = append(out, bullet{text: text, rank: rankGoal})
+	}
+	return out
+}
+
+var decisionWords = map[string]bool{
+	"decided": true, "decide": true, "decision": true, "will": true, "won't": true, "use": true,
+	"uses": true, "using": true, "chose": true, "choose": true, "chosen": true, "must": true,
+	"should": true, "agreed": true, "agree": true, "because": true, "prefer": true,
+	"require": true, "required": true, "always": true, "never": true,
+}
+
+// factScore counts decision words and identifier-like tokens (file names,
+// paths, numbers) of a sentence.
+func factScore(s string) int {
+	score := 0
+	for _, f := range strings.Fields(s) {
+		w := trimToken(f)
+		if w == "" {
+			continue
+		}
+		if decisionWords[strings.ToLower(w)] {
+			score++
+			continue
+		}
+		if strings.ContainsAny(w, "./_\\") || strings.ContainsAny(w, "0123456789") {
+			score++
+		}
+	}
+	return score
+}
+
+// statusLineRE matches the status line of this provider's own
+// acknowledgements, so it does not come back as a fact.
+var statusLineRE = regexp.MustCompile(`^\(\d+ messages? in context; [^)]*\)$`)
+
+func decisionsAndFacts(entries []entry, seen map[string]bool, focus map[string]bool) []bullet {
+	type fact struct {
+		text  string
+		score int
+		order int
+	}
+	var cands []fact
+	for _, e := range entries {
+		if e.kind != kindUser && e.kind != kindAssistant && e.kind != kindText {
+			continue
+		}
+		request := ""
+		if e.kind == kindUser {
+			request = lead(e.text, requestChars)
+		}
+		for _, block := range blocks(e.text) {
+			for _, s := range sentences(block) {
+				for _, p := range []string{"Noted: ", "Earlier you said: ", "Earlier I said: "} {
+					s = strings.TrimPrefix(s, p)
+				}
+				if utf8.RuneCountInString(s) < 4 || strings.HasSuffix(s, "?") || statusLineRE.MatchString(s) {
+					continue
+				}
+				if request != "" && strings.Contains(request, s) {
+					continue // already a user request bullet
+				}
+				score := factScore(s)
+				if len(focus) > 0 && overlap(focus, contentWords(s)) > 0 {
+					score += 2
+				}
+				if score == 0 {
+					continue
+				}
+				s = truncate(s, factChars)
+				k := key(s)
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+				cands = append(cands, fact{text: s, score: score, order: len(cands)})
+			}
+		}
+	}
+	if len(cands) > maxFacts {
+		slices.SortStableFunc(cands, func(a, b fact) int { return b.score - a.score })
+		cands = cands[:maxFacts]
+		slices.SortFunc(cands, func(a, b fact) int { return a.order - b.order })
+	}
+	out := make([]bullet, len(cands))
+	for i, c := range cands {
+		out[i] = bullet{text: c.text, rank: rankFact}
+	}
+	return out
+}
+
+func toolsUsed(entries []entry) []bullet {
+	var out []bullet
+	seen := map[string]bool{}
+	called := map[string]bool{}
+	more := 0
+	add := func(name, text string) {
+		called[name] = true
+		if seen[text] {
+			return
+		}
+		seen[text] = true
+		if len(out) == maxToolBullets {
+			more++
+			return
+		}
+		out = append(out, bullet{text: text, rank: rankTool})
+	}
+	for _, e := range entries {
+		name := e.tool
+		if name == "" {
+			name = "a tool"
+		}
+		switch e.kind {
+		case kindCall:
+			args := collapse(e.text)
+			add(name, name+"("+truncate(args, toolArgChars)+")")
+		case kindResult:
+			if !called[name] {
+				add(name, name+" (result only)")
+			}
+		}
+	}
+	if more > 0 {
+		out = append(out, bullet{text: fmt.Sprintf("… and %d more tool calls", more), rank: rankTool})
+	}
+	return out
+}
+
+// blocks splits text into paragraphs: wrapped lines are joined, blank lines,
+// list items and headings start a new block, fenced code is skipped.
+func blocks(text string) []string {
+	var out, cur []string
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.Join(cur, " "))
+			cur = nil
+		}
+	}
+	inFence := false
+	for line := range strings.SplitSeq(text, "\n") {
+		t := strings.TrimSpace(line)
+		switch {
+		case strings.HasPrefix(t, "```"):
+			flush()
+			inFence = !inFence
+		case inFence:
+		case t == "":
+			flush()
+		case strings.HasPrefix(t, "#"), strings.HasPrefix(t, "- "), strings.HasPrefix(t, "* "),
+			strings.HasPrefix(t, "+ "), strings.HasPrefix(t, "> "), numberedRE.MatchString(t):
+			flush()
+			t = numberedRE.ReplaceAllString(t, "")
+			cur = append(cur, strings.TrimSpace(strings.TrimLeft(t, "#-*+> ")))
+		default:
+			cur = append(cur, t)
+		}
+	}
+	flush()
+	return out
+}
+
+var numberedRE = regexp.MustCompile(`^\d+[.)]\s+`)
+
+// carryOver turns the previous summary into bullets, in this order: goals
+// it carried over itself, its user requests (both marked as goals), then its
+// facts and free text, then its tools.
+func carryOver(prev string, seen map[string]bool) []bullet {
+	const (
+		oldGoals = iota
+		newGoals
+		other
+		tools
+	)
+	var groups [4][]bullet
+	group := other
+	for line := range strings.SplitSeq(prev, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			h := strings.ToLower(line)
+			switch {
+			case strings.Contains(h, "request"), strings.Contains(h, "goal"):
+				group = newGoals
+			case strings.Contains(h, "earlier summary"):
+				group = oldGoals
+			case strings.Contains(h, "tool"):
+				group = tools
+			default:
+				group = other
+			}
+			continue
+		}
+		var items []string
+		switch {
+		case strings.HasPrefix(line, "- "), strings.HasPrefix(line, "* "), strings.HasPrefix(line, "+ "):
+			items = []string{strings.TrimSpace(line[2:])}
+		case numberedRE.MatchString(line):
+			items = []string{numberedRE.ReplaceAllString(line, "")}
+		default:
+			items = sentences(line)
+		}
+		for _, it := range items {
+			if it == "" || strings.HasPrefix(it, "…") {
+				continue
+			}
+			k := key(it)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			b := bullet{text: it, rank: rankEarlierFact}
+			marked := strings.HasPrefix(it, markRequest) || strings.HasPrefix(it, markSteer)
+			g := group
+			switch {
+			case group == newGoals:
+				if !marked {
+					b.text = markRequest + it
+				}
+				b.goal = 1
+			case group == oldGoals && marked:
+				b.goal = 1
+			case group == oldGoals:
+				g = other
+			case group == tools:
+				b.rank = rankEarlierTool
+			}
+			groups[g] = append(groups[g], b)
+		}
+	}
+	return slices.Concat(groups[:]...)
+}
+
+var focusRE = regexp.MustCompile(`(?i)\bfocus(?:ing)?(?:\s+(?:on|upon)\s+|\s*:\s*)([^.;\n]+)`)
+
+// focusWords reads "focus on X" (or "focus: X") in the instructions.
+func focusWords(instructions string) map[string]bool {
+	words := map[string]bool{}
+	for _, m := range focusRE.FindAllStringSubmatch(instructions, -1) {
+		for w := range contentWords(m[1]) {
+			words[w] = true
+		}
+	}
+	return words
+}
+
+// markFocus flags the bullets that mention a focus word and moves them first.
+func markFocus(bs []bullet, focus map[string]bool) {
+	if len(focus) == 0 {
+		return
+	}
+	for i := range bs {
+		bs[i].focus = overlap(focus, contentWords(bs[i].text)) > 0
+	}
+	slices.SortStableFunc(bs, func(a, b bullet) int {
+		switch {
+		case a.focus == b.focus:
+			return 0
+		case a.focus:
+			return -1
+		}
+		return 1
+	})
+}
+
+// render writes the sections that have bullets, dropping whole bullets until
+// the text fits in limit runes: non-focus bullets before focus bullets, higher
+// ranks first, later bullets of a rank first, except goals: the oldest go
+// first, but the very first goal goes last. A section that lost bullets says
+// how many, when those notes fit too.
+func render(sections []section, limit int) string {
+	type ref struct{ s, b int }
+	var order []ref
+	base := utf8.RuneCountInString(summaryTitle) // title, headings and every bullet
+	for i, sec := range sections {
+		if len(sec.bullets) == 0 {
+			continue
+		}
+		base += 1 + utf8.RuneCountInString(sec.heading)
+		for j, b := range sec.bullets {
+			base += 1 + utf8.RuneCountInString("- "+b.text)
+			order = append(order, ref{i, j})
+		}
+	}
+	// Drop order: the first element of order is dropped first.
+	slices.SortStableFunc(order, func(a, b ref) int {
+		x, y := sections[a.s].bullets[a.b], sections[b.s].bullets[b.b]
+		if x.focus != y.focus {
+			if x.focus {
+				return 1
+			}
+			return -1
+		}
+		if x.rank != y.rank {
+			return y.rank - x.rank
+		}
+		if x.goal > 0 && y.goal > 0 {
+			switch {
+			case x.goal == 1:
+				return 1 // the first goal goes last
+			case y.goal == 1:
+				return -1
+			}
+			return x.goal - y.goal // then the oldest go first
+		}
+		if a.s != b.s {
+			return b.s - a.s
+		}
+		return b.b - a.b
+	})
+	noteLen := func(n int) int {
+		if n == 0 {
+			return 0
+		}
+		return 1 + utf8.RuneCountInString(fmt.Sprintf(omittedNoteShape, n))
+	}
+	kept := make([][]bool, len(sections))
+	dropped := make([]int, len(sections))
+	// fit drops bullets until the text fits, counting the notes on omitted
+	// bullets when notes is set, and returns the resulting length.
+	fit := func(notes bool) int {
+		for i, sec := range sections {
+			kept[i] = make([]bool, len(sec.bullets))
+			for j := range kept[i] {
+				kept[i][j] = true
+			}
+			dropped[i] = 0
+		}
+		length := base
+		for _, r := range order {
+			if length <= limit {
+				break
+			}
+			kept[r.s][r.b] = false
+			length -= 1 + utf8.RuneCountInString("- "+sections[r.s].bullets[r.b].text)
+			if notes {
+				length -= noteLen(dropped[r.s])
+				length += noteLen(dropped[r.s] + 1)
+			}
+			dropped[r.s]++
+		}
+		return length
+	}
+	notes := true
+	if fit(true) > limit {
+		notes = false // not even the notes fit: keep what the limit allows
+		fit(false)
+	}
+	var sb strings.Builder
+	sb.WriteString(summaryTitle)
+	for i, sec := range sections {
+		if len(sec.bullets) == 0 {
+			continue
+		}
+		sb.WriteString("\n" + sec.heading)
+		for j, b := range sec.bullets {
+			if kept[i][j] {
+				sb.WriteString("\n- " + b.text)
+			}
+		}
+		if notes && dropped[i] > 0 {
+			sb.WriteString("\n" + fmt.Sprintf(omittedNoteShape, dropped[i]))
+		}
+	}
+	return truncateHard(sb.String(), limit)
+}
+
+// truncateHard cuts s at limit runes; it is the last resort when not even
+// the headings fit.
+func truncateHard(s string, limit int) string {
+	if utf8.RuneCountInString(s) <= limit {
+		return s
+	}
+	return truncate(s, limit)
+}

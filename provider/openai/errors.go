@@ -1,0 +1,224 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+
+	goopenai "github.com/sashabaranov/go-openai"
+)
+
+// Error is the error [Provider.Complete] returns for every failed request;
+// find it with errors.As. Its text never contains the API key.
+type Error struct {
+	// StatusCode is the HTTP status of the failed response, 0 when there was
+	// none (connection error, error sent inside a stream, cancellation).
+	StatusCode int
+	// Type and Code are the "type" and "code" of the server's error object,
+	// when it sent one.
+	Type, Code string
+	// Message is the server's error message, or the start of a non-JSON
+	// error body, with the API key redacted. It is empty when the server sent
+	// nothing.
+	Message string
+	// Retries is the number of retries made before giving up.
+	Retries int
+	// Retryable reports whether the failure is transient (HTTP 429 or 5xx, a
+	// connection error, a truncated stream): trying again later may succeed.
+	// It stays true when the provider stopped retrying because its retries
+	// were exhausted or because deltas had already been delivered.
+	Retryable bool
+	// Err is the underlying error: ctx.Err() when the context ended the
+	// request, otherwise the transport or decoding error (its text with the
+	// API key redacted).
+	Err error
+}
+
+// Error returns a one-line description: status, message, error type and
+// code, and the number of retries.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("openai: ")
+	if e.StatusCode > 0 {
+		fmt.Fprintf(&b, "HTTP %d: ", e.StatusCode)
+	}
+	switch {
+	case e.Message != "":
+		b.WriteString(e.Message)
+	case e.Err != nil:
+		b.WriteString(e.Err.Error())
+	default:
+		b.WriteString("request failed")
+	}
+	switch {
+	case e.Type != "" && e.Code != "":
+		fmt.Fprintf(&b, " (type %s, code %s)", e.Type, e.Code)
+	case e.Type != "":
+		fmt.Fprintf(&b, " (type %s)", e.Type)
+	case e.Code != "":
+		fmt.Fprintf(&b, " (code %s)", e.Code)
+	}
+	switch {
+	case e.Retries == 1:
+		b.WriteString(" (after 1 retry)")
+	case e.Retries > 1:
+		fmt.Fprintf(&b, " (after %d retries)", e.Retries)
+	}
+	return b.String()
+}
+
+// Unwrap returns Err.
+func (e *Error) Unwrap() error { return e.Err }
+
+// redacted hides a secret in the text of an error it wraps.
+type redacted struct {
+	err    error
+	secret string
+}
+
+func (r *redacted) Error() string { return redact(r.err.Error(), r.secret) }
+func (r *redacted) Unwrap() error { return r.err }
+
+const redactedText = "[REDACTED]"
+
+func redact(s, secret string) string {
+	if secret == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, secret, redactedText)
+}
+
+func (p *Provider) redactErr(err error) error {
+	if err == nil || p.apiKey == "" {
+		return err
+	}
+	return &redacted{err: err, secret: p.apiKey}
+}
+
+// failure wraps an error that happened before any request was sent.
+func (p *Provider) failure(err error) *Error {
+	return &Error{Err: p.redactErr(err)}
+}
+
+// cancelled is the error for a request ended by its context.
+func (p *Provider) cancelled(ctx context.Context, retries int) *Error {
+	err := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, err) {
+		err = fmt.Errorf("%w: %w", err, cause)
+	}
+	return &Error{Err: p.redactErr(err), Retries: retries}
+}
+
+// maxMessage bounds the part of a non-JSON error body kept in Message.
+const maxMessage = 200
+
+// classify turns the error of one attempt into an *Error (Retries unset).
+func (p *Provider) classify(err error, att *attempt) *Error {
+	e := &Error{Err: p.redactErr(err)}
+	var (
+		reqErr *goopenai.RequestError
+		apiErr *goopenai.APIError
+	)
+	// A RequestError (non-JSON or odd error body) may wrap a partly decoded
+	// APIError without status, so look at it first.
+	if errors.As(err, &reqErr) {
+		e.StatusCode = reqErr.HTTPStatusCode
+		e.Message = bodySnippet(reqErr.Body)
+	}
+	if errors.As(err, &apiErr) {
+		if e.StatusCode == 0 {
+			e.StatusCode = apiErr.HTTPStatusCode
+		}
+		e.Type = apiErr.Type
+		e.Code = codeString(apiErr.Code)
+		if apiErr.Message != "" {
+			e.Message = apiErr.Message
+		}
+	}
+	if e.StatusCode == 0 && reqErr == nil && apiErr == nil {
+		// The error body could not be read: keep the status the transport saw.
+		if st := att.statusCode(); st >= http.StatusBadRequest {
+			e.StatusCode = st
+		}
+	}
+	if e.Message == "" && e.StatusCode > 0 && reqErr != nil {
+		e.Message = http.StatusText(e.StatusCode)
+	}
+	e.Message = redact(e.Message, p.apiKey)
+	e.Type = redact(e.Type, p.apiKey)
+	e.Code = redact(e.Code, p.apiKey)
+
+	switch {
+	case e.StatusCode > 0:
+		e.Retryable = e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
+	case apiErr != nil:
+		e.Retryable = false // an error object sent inside a stream
+	case errors.Is(err, errTruncated):
+		e.Retryable = true
+	default:
+		e.Retryable = isConnError(err)
+	}
+	return e
+}
+
+// bodySnippet returns the start of an error body on one line.
+func bodySnippet(body []byte) string {
+	s := strings.Join(strings.Fields(string(body)), " ")
+	if len(s) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !isRuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// codeString renders the "code" of an error object, a string or a number.
+// go-openai decodes "code": null as the number 0, so 0 means no code.
+func codeString(code any) string {
+	switch c := code.(type) {
+	case nil:
+		return ""
+	case int:
+		if c == 0 {
+			return ""
+		}
+		return strconv.Itoa(c)
+	case string:
+		return c
+	default:
+		return fmt.Sprint(c)
+	}
+}
+
+// isConnError reports whether err is a transient connection failure: refused
+// or reset connections, a connection closed early, a timeout.
+func isConnError(err error) bool {
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return !dnsErr.IsNotFound
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) && netErr.Timeout() {
+		return true
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, io.EOF) ||
+		errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, syscall.ECONNABORTED) ||
+		errors.Is(err, syscall.EPIPE)
+}

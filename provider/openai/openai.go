@@ -1,0 +1,275 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	goopenai "github.com/sashabaranov/go-openai"
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// Defaults of [New].
+const (
+	// DefaultMaxRetries is the number of retries when [WithMaxRetries] is not
+	// given.
+	DefaultMaxRetries = 3
+	// DefaultBackoffBase is the first backoff delay when [WithBackoff] is not
+	// given.
+	DefaultBackoffBase = 500 * time.Millisecond
+	// DefaultBackoffMax is the largest backoff delay when [WithBackoff] is not
+	// given.
+	DefaultBackoffMax = 8 * time.Second
+	// DefaultEnvModel is the model [FromEnv] uses when SESSIONKIT_MODEL is
+	// unset or empty.
+	DefaultEnvModel = "gpt-4o-mini"
+	// MaxRetryAfter caps the wait a Retry-After header can ask for.
+	MaxRetryAfter = 60 * time.Second
+)
+
+// ErrConfig is wrapped by the errors [New] and [FromEnv] return for an
+// invalid configuration.
+var ErrConfig = errors.New("openai: invalid configuration")
+
+// Option configures a [Provider]; see [New].
+type Option func(*options)
+
+type options struct {
+	baseURL     string
+	apiKey      string
+	model       string
+	httpClient  *http.Client
+	maxRetries  int
+	backoffBase time.Duration
+	backoffMax  time.Duration
+	temperature *float32
+	logger      *zap.Logger
+}
+
+// WithBaseURL sets the API base URL, up to and including the version path,
+// for example "http://localhost:8080/v1". The default is OpenAI's
+// "https://api.openai.com/v1".
+func WithBaseURL(url string) Option { return func(o *options) { o.baseURL = url } }
+
+// WithAPIKey sets the key sent as a bearer token. Without a key no
+// Authorization header is sent (local servers often need none). The key never
+// appears in errors or logs.
+func WithAPIKey(key string) Option { return func(o *options) { o.apiKey = key } }
+
+// WithModel sets the model name sent with every request. It is required.
+func WithModel(model string) Option { return func(o *options) { o.model = model } }
+
+// WithHTTPClient sets the HTTP client. The provider uses a shallow copy whose
+// transport is wrapped to read Retry-After headers; the client passed in is
+// not modified. nil means a new default client.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.httpClient = c } }
+
+// WithMaxRetries sets how many times a failed attempt may be retried (see
+// the package documentation, section Retries). 0 disables retries; negative
+// values are a configuration error. The default is [DefaultMaxRetries].
+func WithMaxRetries(n int) Option { return func(o *options) { o.maxRetries = n } }
+
+// WithBackoff sets the exponential backoff between retries: the n-th retry
+// waits about base·2ⁿ, capped at max, with random jitter of up to half the
+// delay removed. base must be positive and max at least base. The defaults
+// are [DefaultBackoffBase] and [DefaultBackoffMax].
+func WithBackoff(base, max time.Duration) Option {
+	return func(o *options) { o.backoffBase, o.backoffMax = base, max }
+}
+
+// WithTemperature sets the sampling temperature; negative values are a
+// configuration error. 0 is sent as [math.SmallestNonzeroFloat32] because
+// go-openai drops a zero temperature from the request (see the package
+// documentation, section Temperature). Without this option no temperature is
+// sent.
+func WithTemperature(t float32) Option { return func(o *options) { o.temperature = &t } }
+
+// WithLogger sets the logger for retries and failures. The default discards
+// everything.
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
+
+// Provider is a [provider.Provider] for an OpenAI-compatible Chat Completions
+// endpoint. It is safe for concurrent use.
+type Provider struct {
+	client      *goopenai.Client
+	model       string
+	apiKey      string
+	maxRetries  int
+	backoffBase time.Duration
+	backoffMax  time.Duration
+	temperature *float32
+	log         *zap.Logger
+
+	// sleep waits d or until ctx is done; tests replace it.
+	sleep func(ctx context.Context, d time.Duration) error
+	// jitter returns a random duration in [0, n]; tests may replace it.
+	jitter func(n time.Duration) time.Duration
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// New returns a provider configured by opts. It returns an error wrapping
+// [ErrConfig] when no model is given, when max retries or temperature is
+// negative, or when the backoff is invalid. New makes no request.
+func New(opts ...Option) (*Provider, error) {
+	o := options{
+		maxRetries:  DefaultMaxRetries,
+		backoffBase: DefaultBackoffBase,
+		backoffMax:  DefaultBackoffMax,
+	}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	switch {
+	case o.model == "":
+		return nil, fmt.Errorf("%w: a model is required (WithModel)", ErrConfig)
+	case o.maxRetries < 0:
+		return nil, fmt.Errorf("%w: max retries %d is negative", ErrConfig, o.maxRetries)
+	case o.backoffBase <= 0 || o.backoffMax < o.backoffBase:
+		return nil, fmt.Errorf("%w: backoff base %v must be positive and max %v at least base", ErrConfig, o.backoffBase, o.backoffMax)
+	case o.temperature != nil && *o.temperature < 0:
+		return nil, fmt.Errorf("%w: temperature %v is negative", ErrConfig, *o.temperature)
+	}
+
+	cfg := goopenai.DefaultConfig(o.apiKey)
+	if o.baseURL != "" {
+		cfg.BaseURL = o.baseURL
+	}
+	cfg.HTTPClient = wrapClient(o.httpClient)
+
+	log := o.logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Provider{
+		client:      goopenai.NewClientWithConfig(cfg),
+		model:       o.model,
+		apiKey:      o.apiKey,
+		maxRetries:  o.maxRetries,
+		backoffBase: o.backoffBase,
+		backoffMax:  o.backoffMax,
+		temperature: o.temperature,
+		log:         log.With(zap.String("provider", "openai"), zap.String("model", o.model)),
+		sleep:       sleepCtx,
+		jitter:      randomJitter,
+	}, nil
+}
+
+// FromEnv returns a provider configured from the environment: OPENAI_BASE_URL
+// (base URL), OPENAI_API_KEY (API key) and SESSIONKIT_MODEL (model, default
+// [DefaultEnvModel] when unset or empty). Options in opts are applied after
+// the environment, so they override it. Errors are those of [New].
+func FromEnv(opts ...Option) (*Provider, error) {
+	model := os.Getenv("SESSIONKIT_MODEL")
+	if model == "" {
+		model = DefaultEnvModel
+	}
+	env := []Option{WithModel(model)}
+	if v := os.Getenv("OPENAI_BASE_URL"); v != "" {
+		env = append(env, WithBaseURL(v))
+	}
+	if v := os.Getenv("OPENAI_API_KEY"); v != "" {
+		env = append(env, WithAPIKey(v))
+	}
+	return New(append(env, opts...)...)
+}
+
+// Model returns the model name the provider sends.
+func (p *Provider) Model() string { return p.model }
+
+// Complete sends req as one Chat Completions request, streamed when onDelta
+// is non-nil, and returns the assistant message with the usage the server
+// reported. Message.ID and CreatedAt are left for the caller to assign.
+//
+// The request is built as described in the package documentation (section
+// Summary context). Transient failures are retried as described in section
+// Retries. Every failure is returned as an [*Error]; when ctx is done the
+// error wraps ctx.Err().
+func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta func(text string)) (*provider.Response, error) {
+	if req == nil {
+		return nil, p.failure(errors.New("nil request"))
+	}
+	creq, err := p.buildRequest(req)
+	if err != nil {
+		return nil, p.failure(err)
+	}
+	for retries := 0; ; retries++ {
+		if ctx.Err() != nil {
+			return nil, p.cancelled(ctx, retries)
+		}
+		att := &attempt{}
+		actx := context.WithValue(ctx, attemptKey{}, att)
+		var (
+			resp      *provider.Response
+			delivered bool
+		)
+		if onDelta != nil {
+			resp, delivered, err = p.stream(actx, creq, onDelta)
+		} else {
+			resp, err = p.complete(actx, creq)
+		}
+		if err == nil {
+			return resp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, p.cancelled(ctx, retries)
+		}
+		e := p.classify(err, att)
+		e.Retries = retries
+		if !e.Retryable || delivered || retries >= p.maxRetries {
+			p.log.Debug("request failed",
+				zap.Int("retries", retries),
+				zap.Bool("delivered", delivered),
+				zap.String("error", e.Error()))
+			return nil, e
+		}
+		wait := p.backoff(retries)
+		if d, ok := att.retryAfter(); ok {
+			wait = d
+		}
+		p.log.Warn("retrying request",
+			zap.Int("retry", retries+1),
+			zap.Int("max_retries", p.maxRetries),
+			zap.Duration("wait", wait),
+			zap.String("error", e.Error()))
+		if err := p.sleep(ctx, wait); err != nil {
+			return nil, p.cancelled(ctx, retries)
+		}
+	}
+}
+
+// complete makes one non-streaming attempt.
+func (p *Provider) complete(ctx context.Context, creq goopenai.ChatCompletionRequest) (*provider.Response, error) {
+	resp, err := p.client.CreateChatCompletion(ctx, creq)
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Choices) == 0 {
+		return nil, errNoChoices
+	}
+	choice := resp.Choices[0]
+	for _, c := range resp.Choices {
+		if c.Index == 0 {
+			choice = c
+			break
+		}
+	}
+	calls := make([]toolCallParts, 0, len(choice.Message.ToolCalls))
+	for _, tc := range choice.Message.ToolCalls {
+		calls = append(calls, toolCallParts{id: tc.ID, name: tc.Function.Name, args: []byte(tc.Function.Arguments)})
+	}
+	return &provider.Response{
+		Message: assistantMessage(choice.Message.Content, calls),
+		Usage: provider.Usage{
+			InputTokens:  resp.Usage.PromptTokens,
+			OutputTokens: resp.Usage.CompletionTokens,
+		},
+	}, nil
+}

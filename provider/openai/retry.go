@@ -1,0 +1,161 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxErrorBody bounds how much of an error response body is read, so that a
+// hostile server cannot make the client buffer without limit.
+const maxErrorBody = 1 << 20
+
+// attemptKey is the context key of the *attempt of one request.
+type attemptKey struct{}
+
+// attempt is what the transport saw of one attempt's HTTP response.
+// go-openai exposes neither the status of a body it failed to read nor the
+// Retry-After header, so the transport records them here.
+type attempt struct {
+	mu     sync.Mutex
+	status int
+	after  time.Duration
+	hasRA  bool
+}
+
+func (a *attempt) record(resp *http.Response, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.status = resp.StatusCode
+	a.after, a.hasRA = 0, false
+	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
+		a.after, a.hasRA = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	}
+}
+
+func (a *attempt) statusCode() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status
+}
+
+// retryAfter returns the wait a Retry-After header asked for, if any.
+func (a *attempt) retryAfter() (time.Duration, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.after, a.hasRA
+}
+
+// parseRetryAfter parses a Retry-After value, delay-seconds or an HTTP date,
+// relative to now. The result is capped at [MaxRetryAfter]; a date in the
+// past means no wait.
+func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0, false
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0, false
+		}
+		if secs > int64(MaxRetryAfter/time.Second) {
+			return MaxRetryAfter, true
+		}
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = max(t.Sub(now), 0)
+	} else {
+		return 0, false
+	}
+	return min(d, MaxRetryAfter), true
+}
+
+// captureTransport records each response in the request's *attempt and
+// reads error bodies (bounded) so that their connection is always released.
+type captureTransport struct{ base http.RoundTripper }
+
+func (t *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if att, ok := r.Context().Value(attemptKey{}).(*attempt); ok {
+		att.record(resp, time.Now())
+	}
+	if resp.StatusCode >= http.StatusBadRequest {
+		body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
+	}
+	return resp, nil
+}
+
+// CloseIdleConnections forwards to the wrapped transport.
+func (t *captureTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// wrapClient returns a shallow copy of c (or a new client) whose transport
+// is wrapped by captureTransport.
+func wrapClient(c *http.Client) *http.Client {
+	var hc http.Client
+	if c != nil {
+		hc = *c
+	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &captureTransport{base: base}
+	return &hc
+}
+
+// backoff returns the wait before retry n+1 (n counts from 0): base·2ⁿ
+// capped at max, minus a random jitter of up to half of it.
+func (p *Provider) backoff(n int) time.Duration {
+	d := p.backoffMax
+	if n < 62 {
+		if e := p.backoffBase << n; e > 0 && e < d && e>>n == p.backoffBase {
+			d = e
+		}
+	}
+	half := d / 2
+	return d - half + p.jitter(half)
+}
+
+// randomJitter returns a uniformly random duration in [0, n].
+func randomJitter(n time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	return rand.N(n + 1)
+}
+
+// sleepCtx waits d, or less when ctx is done first (then it returns
+// ctx.Err()).
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,184 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/compact"
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// ActionKindCompact is the Kind of compaction actions.
+const ActionKindCompact = "compact"
+
+// usage records the provider-reported usage of a turn response and queues an
+// automatic compaction when it reaches the threshold (SEMANTICS §3).
+func (l *loop) usage(u provider.Usage) {
+	l.contextTokens = u.Total()
+	l.publish(&UsageEvent{Purpose: provider.PurposeTurn, Usage: u, ContextTokens: l.contextTokens, TurnID: l.turnID()})
+	thr := l.set.threshold()
+	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked {
+		return
+	}
+	c := &command{id: newID(), kind: kindCompact, trigger: TriggerAuto}
+	c.comp, c.finishComp = NewHandle[CompactResult](c.id, nil)
+	l.autoQueued = true
+	l.q.PushFront(c.id, c)
+	l.log.Debug("automatic compaction queued", zap.Int("context_tokens", l.contextTokens), zap.Int("threshold", thr))
+	l.publish(&CompactionEvent{CompactID: c.id, Trigger: TriggerAuto, Phase: PhaseQueued, TurnID: l.turnID()})
+}
+
+// startCompaction runs compaction c: the one algorithm of SEMANTICS §4 for
+// manual and automatic compactions alike.
+func (l *loop) startCompaction(c *command) {
+	plan := compact.PlanFor(l.active)
+	rec := history.CompactionRecord{CompactID: c.id, Trigger: c.trigger, Instructions: c.text, StartedAt: time.Now()}
+	id, store, v := l.s.id, l.store, l.version
+
+	if plan.K == 0 { // §4.2: no model call, a completed action that explains
+		rec.Status = history.StatusNothingToCompact
+		text := fmt.Sprintf("Nothing to compact: the conversation has %d user and assistant messages in its active history, and a compaction needs at least 2.", plan.N)
+		l.submit(func(post func(func(*loop))) {
+			nv, err := store.BeginCompaction(storeCtx, id, v, rec)
+			post(func(l *loop) {
+				l.idle()
+				if err != nil {
+					// The record is for replay only; the outcome stands.
+					l.log.Warn("cannot record a compaction with nothing to compact", zap.Error(err))
+				} else {
+					l.version = nv
+				}
+				l.publish(&ActionEvent{ID: newID(), Kind: ActionKindCompact, Status: ActionCompleted, Text: text, CompactID: c.id})
+				l.finishCompaction(c, CompactResult{CompactID: c.id, Success: true, Reason: ReasonNothingToCompact, Trigger: c.trigger})
+			})
+		})
+		return
+	}
+
+	rec.Status = history.StatusInProgress
+	ctx, cancel := context.WithCancelCause(context.Background())
+	l.running, l.cancelJ = c, cancel
+	l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseStarted, Archive: plan.Archive, TurnID: l.turnID()})
+	composer := l.composer()
+	in := compact.Input{PreviousSummary: l.summary, Prefix: slices.Clone(l.active[:plan.Archive]), Instructions: c.text}
+	actionID := newID()
+
+	l.submit(func(post func(func(*loop))) {
+		defer cancel(nil)
+		// The in-progress record makes an interrupted compaction visible
+		// after a crash (§5.5).
+		v, err := store.BeginCompaction(storeCtx, id, v, rec)
+		if err != nil {
+			post(func(l *loop) {
+				l.idle()
+				l.finishCompaction(c, compactFailed(c, fmt.Errorf("session: record compaction: %w", err)))
+			})
+			return
+		}
+		post(func(l *loop) { l.version = v })
+
+		sum, err := composer.Summarize(ctx, in, func(delta string) {
+			if delta != "" {
+				post(func(l *loop) {
+					l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseDelta, Delta: delta, TurnID: l.turnID()})
+				})
+			}
+		})
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		if err != nil { // §4.5, §4.8: nothing committed, no action
+			status := history.StatusFailed
+			cancelled := ctx.Err() != nil
+			if cancelled {
+				status = history.StatusCancelled
+			}
+			if cancelled {
+				err = context.Cause(ctx) // ErrCancelled or ErrClosed
+			}
+			nv, ferr := store.FinishCompaction(storeCtx, id, v, c.id, status, err.Error(), time.Now())
+			post(func(l *loop) {
+				l.idle()
+				if ferr != nil {
+					l.log.Warn("cannot record the end of a compaction", zap.Error(ferr))
+				} else {
+					l.version = nv
+				}
+				res := compactFailed(c, err)
+				res.Cancelled = cancelled
+				if sum != nil {
+					res.Usage = sum.Usage
+				}
+				l.finishCompaction(c, res)
+			})
+			return
+		}
+
+		// §4.6: the canonical commit. From here on it is never torn.
+		post(func(l *loop) {
+			l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural(plan.Archive, "message") + ".", CompactID: c.id})
+			l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseCommitting, TurnID: l.turnID()})
+		})
+		commit := history.Commit{
+			CompactID:    c.id,
+			SegmentID:    newID(),
+			Archive:      plan.Archive,
+			Summary:      sum.Text,
+			InputTokens:  sum.Usage.InputTokens,
+			OutputTokens: sum.Usage.OutputTokens,
+			At:           time.Now(),
+		}
+		nv, seg, err := store.CommitCompaction(storeCtx, id, v, commit)
+		if err != nil {
+			err = fmt.Errorf("session: commit compaction: %w", err)
+			fv, ferr := store.FinishCompaction(storeCtx, id, v, c.id, history.StatusFailed, err.Error(), time.Now())
+			post(func(l *loop) {
+				l.idle()
+				if ferr == nil {
+					l.version = fv
+				}
+				l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionFailed, Text: "Compaction failed: " + err.Error(), CompactID: c.id})
+				res := compactFailed(c, err)
+				res.Usage = sum.Usage
+				l.finishCompaction(c, res)
+			})
+			return
+		}
+		post(func(l *loop) {
+			l.idle()
+			l.version = nv
+			// Active is exactly what the store now holds after its boundary;
+			// the next provider request is built from it (§4.7).
+			l.active = slices.Clone(l.active[plan.Archive:])
+			l.summary = seg.Summary
+			l.contextTokens = 0 // stale until the next turn response (§3.3)
+			l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural(plan.Archive, "message") + " into a summary.", CompactID: c.id})
+			l.finishCompaction(c, CompactResult{CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage})
+		})
+	})
+}
+
+// finishCompaction publishes the result and finishes the handle.
+func (l *loop) finishCompaction(c *command, res CompactResult) {
+	if l.running == c {
+		l.running, l.cancelJ = nil, nil
+	}
+	if c.trigger == TriggerAuto {
+		l.autoQueued = false
+		l.autoBlocked = !res.Compacted
+	}
+	l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseFinished, Result: &res, TurnID: l.turnID()})
+	c.finishComp(res)
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}

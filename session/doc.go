@@ -1,0 +1,52 @@
+// Package session is the agent side of a conversation with a model: a
+// [Session] owns the canonical history, the configuration, an ordered input
+// queue of prompts, steers, configuration changes and compactions, and a
+// timeline of events.
+//
+//	s, err := session.New(ctx, session.Config{Provider: offline.New()})
+//	if err != nil { ... }
+//	defer s.Close()
+//	turn, err := s.Prompt(ctx, session.PromptRequest{Text: "hello"})
+//	res, err := turn.Wait(ctx)
+//	c, err := s.Compact(ctx, session.CompactRequest{})
+//	<-c.Finished()
+//	fmt.Println(c.Result().Reason)
+//
+// # The input queue
+//
+// Every public call validates its input synchronously, queues the command
+// and returns a [Handle] at once; invalid input returns an error wrapping
+// [ErrInvalid] and queues nothing. Prompts start a turn only when the session
+// is idle. Steer, Configure and Compact are checkpoint commands: they are
+// taken at the next step checkpoint of the active turn (after a step's
+// assistant message and tool results are committed, before the next provider
+// request), or at once when the session is idle, in their exact queue order,
+// and always before the next prompt's turn. A turn that ends before another
+// checkpoint leaves them queued; they run as it ends, before its Handle
+// finishes. See docs/session.md for the diagram and SEMANTICS §2.
+//
+// # Compaction
+//
+// Compact and the automatic threshold (Config.AutoCompactTokens) run the
+// same algorithm (package compact): the oldest floor(n/2) user and assistant
+// messages of Active are summarized by exactly one model call and archived as
+// a history.Segment in one store transaction. The Handle's result says
+// compacted, nothing_to_compact or compact_failed; nothing is committed
+// unless a non-empty summary exists. See docs/compaction.md.
+//
+// # Ownership and concurrency
+//
+// One goroutine owns a session's state; provider calls, tool runs and store
+// writes run one at a time in a worker goroutine that receives copies and
+// posts its results back. No mutex guards session state. Every message is
+// committed to the store before the event that reports it is published.
+//
+// # Events
+//
+// [Session.Subscribe] delivers the timeline: messages, text deltas,
+// compaction lifecycle mutations and timeline actions, usage, turns. Each
+// event has a sequence number; durable events can be replayed, deltas are
+// live only. A subscriber that falls behind is ended with a
+// [SlowSubscriberError] and can resubscribe from its last sequence number.
+// Events are for presentation; application logic waits on Handles.
+package session

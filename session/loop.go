@@ -1,0 +1,410 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/queue"
+)
+
+type kind int
+
+const (
+	kindPrompt kind = iota
+	kindSteer
+	kindConfigure
+	kindCompact
+)
+
+// command is one accepted input. Exactly one handle is set, by kind.
+type command struct {
+	id        string
+	kind      kind
+	text      string // prompt or steer text; compaction instructions
+	trigger   string // compactions
+	configure ConfigureRequest
+
+	turn        *Handle[TurnResult]
+	finishTurn  func(TurnResult)
+	steer       *Handle[SteerResult]
+	finishSteer func(SteerResult)
+	conf        *Handle[ConfigureResult]
+	finishConf  func(ConfigureResult)
+	comp        *Handle[CompactResult]
+	finishComp  func(CompactResult)
+}
+
+// fail finishes a command that never ran.
+func (c *command) fail(err error) {
+	switch c.kind {
+	case kindPrompt:
+		c.finishTurn(TurnResult{Err: err})
+	case kindSteer:
+		c.finishSteer(SteerResult{Err: err})
+	case kindConfigure:
+		c.finishConf(ConfigureResult{Err: err})
+	case kindCompact:
+		c.finishComp(compactFailed(c, err))
+	}
+}
+
+func compactFailed(c *command, err error) CompactResult {
+	return CompactResult{CompactID: c.id, Reason: ReasonCompactFailed, Error: err.Error(), Trigger: c.trigger}
+}
+
+type turnPhase int
+
+const (
+	phaseStep       turnPhase = iota // the next provider step is due
+	phaseTools                       // the last step asked for tools: run them
+	phaseCheckpoint                  // a step checkpoint: take checkpoint commands, then step
+	phaseEnded                       // the last step ended: take checkpoint commands, then finish
+)
+
+// turn is the state of the active turn.
+type turn struct {
+	cmd      *command
+	ctx      context.Context
+	cancel   context.CancelCauseFunc // with ErrCancelled or ErrClosed
+	phase    turnPhase
+	steps    int
+	messages []history.Message
+	usage    provider.Usage
+	err      error
+}
+
+// loop owns a session's state. Only its goroutine touches these fields; the
+// worker goroutine receives copies in closures and posts results back as
+// functions that the loop applies.
+type loop struct {
+	s       *Session
+	log     *zap.Logger
+	store   history.Store
+	prov    provider.Provider
+	tools   map[string]Tool
+	specs   []provider.ToolSpec
+	maxTool int
+
+	set     settings
+	version uint64
+	active  []history.Message
+	summary string
+	feed    *Feed
+	q       queue.Queue[*command]
+
+	turn    *turn
+	running *command           // the compaction in the worker
+	cancelJ context.CancelCauseFunc // cancels it, with ErrCancelled or ErrClosed
+	busy    bool               // a job is in the worker
+	closing bool
+
+	// Automatic compaction state (SEMANTICS §3).
+	contextTokens int  // input+output of the latest turn response; 0 when stale
+	autoQueued    bool // an automatic compaction is queued or running
+	autoBlocked   bool // the last automatic compaction failed or had nothing to do; cleared by new messages
+
+	jobs    chan func()
+	results chan func(*loop)
+}
+
+// work is the worker goroutine: it runs jobs one at a time.
+func (l *loop) work() {
+	for job := range l.jobs {
+		job()
+	}
+}
+
+// submit hands a job to the worker. The job must only use its own copies and
+// post back through post; the last posted function should call l.idle().
+func (l *loop) submit(job func(post func(func(*loop)))) {
+	l.busy = true
+	post := func(f func(*loop)) { l.results <- f }
+	l.jobs <- func() { job(post) }
+}
+
+// idle marks the worker free again; called by the last function a job posts.
+func (l *loop) idle() { l.busy = false }
+
+func (l *loop) run() {
+	defer close(l.s.done)
+	defer close(l.jobs)
+	inbox, closing := l.s.inbox, l.s.closing
+	for {
+		if !l.busy {
+			if l.closing {
+				l.shutdown()
+				if !l.busy {
+					return
+				}
+			} else {
+				l.advance()
+			}
+		}
+		select {
+		case c := <-inbox:
+			l.accept(c)
+		case f := <-l.s.ctl:
+			f(l)
+		case f := <-l.results:
+			f(l)
+		case <-closing:
+			inbox, closing = nil, nil
+			l.beginClose()
+		}
+	}
+}
+
+// accept puts an admitted command into the queue.
+func (l *loop) accept(c *command) {
+	if c.kind == kindPrompt {
+		l.q.Push(queue.Prompt, c.id, c)
+		return
+	}
+	l.q.Push(queue.Checkpoint, c.id, c)
+	if c.kind == kindCompact {
+		l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseQueued, TurnID: l.turnID()})
+	}
+}
+
+// counted reports whether c counts against Config.MaxQueue: every public
+// command does; automatic compactions do not.
+func (c *command) counted() bool { return c.kind != kindCompact || c.trigger == TriggerManual }
+
+// take removes the next command to run from the queue.
+func (l *loop) take(idle bool) (*command, bool) {
+	c, ok := l.q.Next(idle)
+	if ok && c.counted() {
+		l.s.pending.Add(-1)
+	}
+	return c, ok
+}
+
+// remove removes command id from the queue.
+func (l *loop) remove(id string) (*command, bool) {
+	c, ok := l.q.Remove(id)
+	if ok && c.counted() {
+		l.s.pending.Add(-1)
+	}
+	return c, ok
+}
+
+// advance starts the next piece of work, if any, while the worker is free.
+// During a turn, checkpoint commands are taken only at a step checkpoint or
+// once the last step has ended (SEMANTICS §2.2, §2.5).
+func (l *loop) advance() {
+	for !l.busy && !l.closing {
+		t := l.turn
+		if t == nil {
+			c, ok := l.take(true)
+			if !ok {
+				return
+			}
+			l.start(c)
+			continue
+		}
+		if t.phase == phaseCheckpoint || t.phase == phaseEnded {
+			if c, ok := l.take(false); ok {
+				l.start(c)
+				continue
+			}
+		}
+		switch t.phase {
+		case phaseStep, phaseCheckpoint:
+			l.step()
+		case phaseTools:
+			l.runTools()
+		case phaseEnded:
+			l.endTurn()
+		}
+	}
+}
+
+// start runs a command taken from the queue.
+func (l *loop) start(c *command) {
+	switch c.kind {
+	case kindPrompt:
+		l.startTurn(c)
+	case kindSteer:
+		l.startSteer(c)
+	case kindConfigure:
+		l.startConfigure(c)
+	case kindCompact:
+		l.startCompaction(c)
+	}
+}
+
+func (l *loop) turnID() string {
+	if l.turn != nil {
+		return l.turn.cmd.id
+	}
+	return ""
+}
+
+func (l *loop) publish(p Payload) { l.feed.Publish(p) }
+
+// appended applies messages that the worker committed at version v.
+func (l *loop) appended(v uint64, msgs ...history.Message) {
+	l.version = v
+	l.active = append(l.active, msgs...)
+	l.autoBlocked = false
+	for i := range msgs {
+		if l.turn != nil && l.turn.phase != phaseEnded {
+			l.turn.messages = append(l.turn.messages, msgs[i])
+		}
+		l.publish(&MessageEvent{Message: msgs[i], TurnID: l.turnID()})
+	}
+}
+
+// storeCtx is the context of store writes: they are short and are never
+// torn by a cancellation (SEMANTICS §4.8).
+var storeCtx = context.Background()
+
+func (l *loop) startSteer(c *command) {
+	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Steer: true, CreatedAt: time.Now()}
+	id, store, v := l.s.id, l.store, l.version
+	l.submit(func(post func(func(*loop))) {
+		nv, err := store.Append(storeCtx, id, v, []history.Message{msg})
+		post(func(l *loop) {
+			l.idle()
+			if err != nil {
+				c.finishSteer(SteerResult{Err: fmt.Errorf("session: store steer: %w", err)})
+				return
+			}
+			l.appended(nv, msg)
+			c.finishSteer(SteerResult{Message: msg})
+		})
+	})
+}
+
+func (l *loop) startConfigure(c *command) {
+	next := c.configure.apply(l.set)
+	if err := next.validate(); err != nil {
+		c.finishConf(ConfigureResult{Err: err})
+		return
+	}
+	blob, err := marshalSettings(next)
+	if err != nil {
+		c.finishConf(ConfigureResult{Err: err})
+		return
+	}
+	id, store, v := l.s.id, l.store, l.version
+	l.submit(func(post func(func(*loop))) {
+		nv, err := store.SetConfig(storeCtx, id, v, blob)
+		post(func(l *loop) {
+			l.idle()
+			if err != nil {
+				c.finishConf(ConfigureResult{Err: fmt.Errorf("session: store settings: %w", err)})
+				return
+			}
+			l.version = nv
+			l.set = next
+			c.finishConf(ConfigureResult{})
+		})
+	})
+}
+
+// cancel handles Handle.Cancel for command id.
+func (l *loop) cancel(id string) {
+	if c, ok := l.remove(id); ok {
+		l.abandon(c, ErrCancelled)
+		return
+	}
+	if l.turn != nil && l.turn.cmd.id == id {
+		l.turn.cancel(ErrCancelled)
+		return
+	}
+	if l.running != nil && l.running.id == id {
+		l.cancelJ(ErrCancelled)
+	}
+}
+
+// abandon finishes a command that never ran.
+func (l *loop) abandon(c *command, err error) {
+	if c.kind == kindCompact {
+		res := compactFailed(c, err)
+		res.Cancelled = true
+		l.finishCompaction(c, res)
+		return
+	}
+	c.fail(err)
+}
+
+func (l *loop) beginClose() {
+	l.closing = true
+	for _, c := range l.q.Drain() {
+		if c.counted() {
+			l.s.pending.Add(-1)
+		}
+		l.abandon(c, ErrClosed)
+	}
+	if l.turn != nil {
+		l.turn.cancel(ErrClosed)
+	}
+	if l.running != nil {
+		l.cancelJ(ErrClosed)
+	}
+}
+
+// shutdown finishes what is left once the worker is free; it may submit one
+// last job (answering unanswered tool calls of the turn).
+func (l *loop) shutdown() {
+	if t := l.turn; t != nil {
+		if t.phase != phaseEnded {
+			l.endWith(ErrClosed)
+		}
+		l.endTurn()
+		if l.busy {
+			return
+		}
+	}
+	l.feed.CloseAll(ErrClosed)
+}
+
+func marshalSettings(set settings) ([]byte, error) {
+	b, err := json.Marshal(set)
+	if err != nil {
+		return nil, fmt.Errorf("session: encode settings: %w", err)
+	}
+	return b, nil
+}
+
+// unanswered returns the tool calls at the end of msgs that have no result.
+func unanswered(msgs []history.Message) []history.ToolCall {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m := &msgs[i]
+		if m.Role == history.RoleTool {
+			continue
+		}
+		if m.Role != history.RoleAssistant || len(m.ToolCalls) == 0 {
+			return nil
+		}
+		answered := map[string]bool{}
+		for _, r := range msgs[i+1:] {
+			answered[r.ToolCallID] = true
+		}
+		var out []history.ToolCall
+		for _, tc := range m.ToolCalls {
+			if !answered[tc.ID] {
+				out = append(out, tc)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// notRun returns tool result messages that say the calls did not run.
+func notRun(calls []history.ToolCall, why string) []history.Message {
+	out := make([]history.Message, len(calls))
+	now := time.Now()
+	for i, tc := range calls {
+		out[i] = history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: "error: tool " + tc.Name + " did not run: " + why, CreatedAt: now}
+	}
+	return out
+}

@@ -1,0 +1,407 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/compact"
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// Agent is the surface shared by a local [Session] and a remote session
+// driven over ACP (acp.RemoteSession), so that applications can hold either.
+type Agent interface {
+	ID() string
+	Prompt(ctx context.Context, req PromptRequest) (*Handle[TurnResult], error)
+	Compact(ctx context.Context, req CompactRequest) (*Handle[CompactResult], error)
+	Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscription, error)
+	Close() error
+}
+
+var _ Agent = (*Session)(nil)
+
+// Session is one conversation: its canonical history, configuration, ordered
+// input queue and timeline. All methods are safe for concurrent use.
+type Session struct {
+	id      string
+	store   history.Store
+	inbox   chan *command    // admission; unbuffered, read by the loop
+	ctl     chan func(*loop) // subscriptions, cancellations and reads
+	closing chan struct{}    // closed by Close
+	done    chan struct{}    // closed when the loop and the worker have exited
+	once    sync.Once
+	pending atomic.Int64 // queued commands, for the MaxQueue check
+	max     int64
+}
+
+// newID returns a time-ordered unique ID.
+func newID() string {
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// New opens a session and starts its loop. With an empty cfg.ID it creates a
+// new session with a fresh ID; with the ID of a stored session it resumes
+// it (its Active, retained summary and stored settings, which win over cfg's
+// SystemPrompt, AutoCompactTokens, CompactInstructions, ContextWindow,
+// AutoCompactRatio and MaxSteps; use Configure to change them), recording
+// compactions the previous process left in progress as failed (SEMANTICS
+// §5.5); with any other ID it creates the session under that ID.
+//
+// ctx governs opening only. New returns an error wrapping ErrInvalid for an
+// invalid cfg, and the store's error when the session cannot be read or
+// created.
+func New(ctx context.Context, cfg Config) (*Session, error) {
+	if cfg.Provider == nil {
+		return nil, invalid("Config.Provider is required")
+	}
+	set := settings{
+		SystemPrompt:        cfg.SystemPrompt,
+		AutoCompactTokens:   cfg.AutoCompactTokens,
+		CompactInstructions: cfg.CompactInstructions,
+		ContextWindow:       cfg.ContextWindow,
+		AutoCompactRatio:    cfg.AutoCompactRatio,
+		MaxSteps:            cfg.MaxSteps,
+	}
+	if err := set.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.MaxQueue < 0 || cfg.EventHistory < 0 || cfg.MaxToolOutput < 0 {
+		return nil, invalid("MaxQueue, EventHistory and MaxToolOutput must not be negative")
+	}
+	tools := make(map[string]Tool, len(cfg.Tools))
+	specs := make([]provider.ToolSpec, 0, len(cfg.Tools))
+	for _, t := range cfg.Tools {
+		switch {
+		case t.Name == "":
+			return nil, invalid("a tool has no name")
+		case t.Run == nil:
+			return nil, invalid("tool %q has no Run function", t.Name)
+		case len(t.Parameters) > 0 && !json.Valid(t.Parameters):
+			return nil, invalid("tool %q parameters are not JSON", t.Name)
+		}
+		if _, dup := tools[t.Name]; dup {
+			return nil, invalid("tool %q is declared twice", t.Name)
+		}
+		tools[t.Name] = t
+		specs = append(specs, provider.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	store := cfg.Store
+	if store == nil {
+		store = memstore.New()
+	}
+	id := cfg.ID
+	if id == "" {
+		id = newID()
+	}
+
+	snap, err := open(ctx, store, id, set)
+	if err != nil {
+		return nil, err
+	}
+	if len(snap.Config) > 0 {
+		var stored settings
+		if err := json.Unmarshal(snap.Config, &stored); err != nil {
+			return nil, fmt.Errorf("session: stored settings of %q: %w", id, err)
+		}
+		set = stored
+	}
+	version := snap.Version
+	if len(snap.Interrupted) > 0 {
+		v, ids, err := store.Recover(ctx, id, version, time.Now())
+		if err != nil {
+			return nil, fmt.Errorf("session: recover interrupted compactions: %w", err)
+		}
+		version = v
+		log.Info("recorded interrupted compactions as failed", zap.String("session", id), zap.Strings("compactions", ids))
+	}
+	active := snap.Active
+	// A process that stopped between a tool call and its results left calls
+	// without answers; a provider would reject that history.
+	if missing := unanswered(active); len(missing) > 0 {
+		msgs := notRun(missing, "the session stopped before this tool call ran")
+		v, err := store.Append(ctx, id, version, msgs)
+		if err != nil {
+			return nil, fmt.Errorf("session: answer interrupted tool calls: %w", err)
+		}
+		version = v
+		active = append(active, msgs...)
+	}
+
+	maxQueue := cfg.MaxQueue
+	if maxQueue == 0 {
+		maxQueue = DefaultMaxQueue
+	}
+	s := &Session{
+		id:      id,
+		store:   store,
+		inbox:   make(chan *command),
+		ctl:     make(chan func(*loop)),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+		max:     int64(maxQueue),
+	}
+	l := &loop{
+		s:       s,
+		log:     log.With(zap.String("session", id)),
+		store:   store,
+		prov:    cfg.Provider,
+		tools:   tools,
+		specs:   specs,
+		set:     set,
+		version: version,
+		active:  active,
+		summary: snap.Summary,
+		feed:    NewFeed(cfg.EventHistory),
+		maxTool: cfg.MaxToolOutput,
+		jobs:    make(chan func()),
+		results: make(chan func(*loop)),
+	}
+	go l.work()
+	go l.run()
+	return s, nil
+}
+
+func open(ctx context.Context, store history.Store, id string, set settings) (*history.Snapshot, error) {
+	snap, err := store.Load(ctx, id)
+	if err == nil {
+		return snap, nil
+	}
+	if !errors.Is(err, history.ErrNotFound) {
+		return nil, fmt.Errorf("session: load %q: %w", id, err)
+	}
+	cfg, err := json.Marshal(set)
+	if err != nil {
+		return nil, err
+	}
+	snap, err = store.Create(ctx, history.NewSession{ID: id, Config: cfg})
+	if err != nil {
+		return nil, fmt.Errorf("session: create %q: %w", id, err)
+	}
+	return snap, nil
+}
+
+// ID returns the session's ID.
+func (s *Session) ID() string { return s.id }
+
+// admit queues c. The ctx of the call governs admission only.
+func (s *Session) admit(ctx context.Context, c *command) error {
+	select {
+	case <-s.closing:
+		return ErrClosed
+	default:
+	}
+	for {
+		n := s.pending.Load()
+		if n >= s.max {
+			return fmt.Errorf("%w: %d commands are waiting", ErrQueueFull, n)
+		}
+		if s.pending.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	select {
+	case s.inbox <- c:
+		return nil
+	case <-s.closing:
+		s.pending.Add(-1)
+		return ErrClosed
+	case <-ctx.Done():
+		s.pending.Add(-1)
+		return ctx.Err()
+	}
+}
+
+// cancel asks the loop to cancel command id.
+func (s *Session) cancel(id string) {
+	select {
+	case s.ctl <- func(l *loop) { l.cancel(id) }:
+	case <-s.done:
+	}
+}
+
+// Prompt queues a prompt. It starts a turn when the session is idle and no
+// checkpoint command is waiting; otherwise it waits its turn in queue order.
+// The Handle finishes when the turn has ended and the checkpoint commands
+// queued during it (including an automatic compaction it triggered) have
+// run. Errors: ErrInvalid (empty text), ErrClosed, ErrQueueFull, or ctx's
+// error; nothing is queued then.
+func (s *Session) Prompt(ctx context.Context, req PromptRequest) (*Handle[TurnResult], error) {
+	if err := validText("prompt", req.Text); err != nil {
+		return nil, err
+	}
+	c := &command{id: newID(), kind: kindPrompt, text: req.Text}
+	c.turn, c.finishTurn = NewHandle[TurnResult](c.id, func() { s.cancel(c.id) })
+	if err := s.admit(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.turn, nil
+}
+
+// Steer queues user input for the active turn: it becomes a user message
+// (marked as a steer) at the next step checkpoint, so the next provider
+// request sees it. On an idle session it is appended at once without
+// starting a turn (SEMANTICS §2.3). Errors as for Prompt.
+func (s *Session) Steer(ctx context.Context, req SteerRequest) (*Handle[SteerResult], error) {
+	if err := validText("steer", req.Text); err != nil {
+		return nil, err
+	}
+	c := &command{id: newID(), kind: kindSteer, text: req.Text}
+	c.steer, c.finishSteer = NewHandle[SteerResult](c.id, func() { s.cancel(c.id) })
+	if err := s.admit(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.steer, nil
+}
+
+// Configure queues a settings change, applied at the next step checkpoint
+// (or at once when idle) and used by every provider request after that
+// (SEMANTICS §2.4). The new settings are stored with the session. Errors as
+// for Prompt; ErrInvalid also for an empty request or out-of-range values.
+func (s *Session) Configure(ctx context.Context, req ConfigureRequest) (*Handle[ConfigureResult], error) {
+	if req.empty() {
+		return nil, invalid("configure request changes nothing")
+	}
+	probe := req.apply(settings{})
+	if err := probe.validate(); err != nil {
+		return nil, err
+	}
+	c := &command{id: newID(), kind: kindConfigure, configure: req}
+	c.conf, c.finishConf = NewHandle[ConfigureResult](c.id, func() { s.cancel(c.id) })
+	if err := s.admit(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.conf, nil
+}
+
+// Compact queues a manual compaction and returns its Handle as soon as the
+// command is queued; the Handle's ID is the compact ID. The compaction runs
+// at once when the session is idle (after checkpoint commands queued before
+// it), at the next step checkpoint of an active turn, or when that turn ends
+// (SEMANTICS §2.5, §2.6). It never starts a turn: its one summary call is the
+// only model request it makes. Wait on the Handle for the result. Errors as
+// for Prompt.
+func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[CompactResult], error) {
+	c := &command{id: newID(), kind: kindCompact, text: req.Instructions, trigger: TriggerManual}
+	c.comp, c.finishComp = NewHandle[CompactResult](c.id, func() { s.cancel(c.id) })
+	if err := s.admit(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.comp, nil
+}
+
+// Subscribe returns a subscription to the session's timeline. With
+// opts.After > 0 it first replays the retained durable events after that
+// sequence number (ErrEventsTrimmed when they are no longer retained). The
+// subscription ends when ctx ends, on Close, when the session closes, or when
+// the subscriber falls behind (see [SlowSubscriberError]).
+func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscription, error) {
+	type reply struct {
+		sub *Subscription
+		err error
+	}
+	ch := make(chan reply, 1)
+	req := func(l *loop) {
+		sub, err := l.feed.Subscribe(ctx, opts, func(sub *Subscription) {
+			select {
+			case s.ctl <- func(l *loop) { l.feed.Unsubscribe(sub, nil) }:
+			case <-s.done:
+			}
+		})
+		ch <- reply{sub, err}
+	}
+	select {
+	case s.ctl <- req:
+	case <-s.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	r := <-ch
+	return r.sub, r.err
+}
+
+// read runs f on the loop, or returns ErrClosed once it has exited.
+func (s *Session) read(ctx context.Context, f func(l *loop)) error {
+	done := make(chan struct{})
+	select {
+	case s.ctl <- func(l *loop) { f(l); close(done) }:
+		<-done
+		return nil
+	case <-s.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Active returns a copy of the Active messages, the messages sent to the
+// model verbatim. After Close it reads them from the store.
+func (s *Session) Active(ctx context.Context) ([]history.Message, error) {
+	var out []history.Message
+	err := s.read(ctx, func(l *loop) { out = slices.Clone(l.active) })
+	if errors.Is(err, ErrClosed) {
+		snap, err := s.store.Load(ctx, s.id)
+		if err != nil {
+			return nil, err
+		}
+		return snap.Active, nil
+	}
+	return out, err
+}
+
+// Summary returns the retained summary, "" before the first compaction.
+// After Close it reads it from the store.
+func (s *Session) Summary(ctx context.Context) (string, error) {
+	var out string
+	err := s.read(ctx, func(l *loop) { out = l.summary })
+	if errors.Is(err, ErrClosed) {
+		snap, err := s.store.Load(ctx, s.id)
+		if err != nil {
+			return "", err
+		}
+		return snap.Summary, nil
+	}
+	return out, err
+}
+
+// Segments returns the archive, oldest first, read from the store.
+func (s *Session) Segments(ctx context.Context) ([]history.Segment, error) {
+	return s.store.Segments(ctx, s.id)
+}
+
+// Store returns the session's store.
+func (s *Session) Store() history.Store { return s.store }
+
+// Close closes the session: every queued command finishes with ErrClosed, a
+// running command is cancelled (a compaction whose commit has started still
+// finishes), subscriptions end with ErrClosed, and the loop and worker exit.
+// Close waits for all that, then returns nil. It is idempotent. It does not
+// close the store.
+func (s *Session) Close() error {
+	s.once.Do(func() { close(s.closing) })
+	<-s.done
+	return nil
+}
+
+// Done returns a channel closed when the session has closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// composer returns the compaction composer for the current settings.
+func (l *loop) composer() *compact.Composer {
+	return &compact.Composer{Provider: l.prov, Instructions: l.set.CompactInstructions, MaxToolOutput: l.maxTool}
+}

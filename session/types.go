@@ -1,0 +1,244 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// Sentinel errors. Test with errors.Is.
+var (
+	// ErrInvalid wraps every validation error of a public call; nothing was
+	// queued.
+	ErrInvalid = errors.New("session: invalid input")
+	// ErrClosed is returned by calls on a closed session, and is the error of
+	// commands that were still queued when it closed.
+	ErrClosed = errors.New("session: closed")
+	// ErrQueueFull is returned when the input queue holds Config.MaxQueue
+	// commands.
+	ErrQueueFull = errors.New("session: input queue is full")
+	// ErrCancelled is the error of a command cancelled with Handle.Cancel.
+	ErrCancelled = errors.New("session: cancelled")
+	// ErrTooManySteps ends a turn that reached Config.MaxSteps provider steps.
+	ErrTooManySteps = errors.New("session: turn reached the step limit")
+	// ErrSlowSubscriber ends a subscription whose buffer filled up; see
+	// [SlowSubscriberError] for where to resume.
+	ErrSlowSubscriber = errors.New("session: subscriber fell behind")
+	// ErrEventsTrimmed is returned by Subscribe when the events after the
+	// requested sequence number are no longer retained.
+	ErrEventsTrimmed = errors.New("session: events are no longer retained")
+)
+
+// SlowSubscriberError is the Err of a subscription that was ended because
+// its buffer filled up. Resubscribe with After = LastSeq to continue without
+// missing a durable event.
+type SlowSubscriberError struct {
+	LastSeq uint64 // the last event delivered into the subscription's channel
+}
+
+func (e *SlowSubscriberError) Error() string {
+	return fmt.Sprintf("session: subscriber fell behind; resubscribe after sequence %d", e.LastSeq)
+}
+
+// Unwrap returns ErrSlowSubscriber.
+func (e *SlowSubscriberError) Unwrap() error { return ErrSlowSubscriber }
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// Tool is a function the model may call during a turn.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage // JSON Schema of the arguments; nil = no arguments
+	// Run executes the tool. Its text becomes the tool result message; an
+	// error becomes a tool result that says so. ctx is cancelled when the
+	// turn is cancelled or the session closes.
+	Run func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+// Config configures a session. Provider is required.
+type Config struct {
+	ID                  string            // "" = new UUID; a stored ID resumes that session; any other ID creates it
+	Provider            provider.Provider // required
+	Store               history.Store     // nil = in-memory
+	SystemPrompt        string
+	Tools               []Tool
+	AutoCompactTokens   int         // 0 = automatic compaction off (SEMANTICS §3)
+	CompactInstructions string      // extra guidance for every summary
+	Logger              *zap.Logger // nil = no-op
+
+	// ContextWindow and AutoCompactRatio give the automatic threshold as a
+	// fraction of the model's context window (SEMANTICS §3.4); used when
+	// AutoCompactTokens is 0 and both are positive.
+	ContextWindow    int
+	AutoCompactRatio float64
+	// MaxSteps caps the provider steps of one turn; 0 = DefaultMaxSteps.
+	MaxSteps int
+	// MaxQueue caps the queued commands; 0 = DefaultMaxQueue.
+	MaxQueue int
+	// EventHistory is how many durable events the session keeps for
+	// Subscribe replay; 0 = DefaultEventHistory.
+	EventHistory int
+	// MaxToolOutput bounds each tool output in a summary transcript, in
+	// bytes; 0 = the compact package's default.
+	MaxToolOutput int
+}
+
+// Defaults of Config.
+const (
+	DefaultMaxSteps     = 32
+	DefaultMaxQueue     = 1024
+	DefaultEventHistory = 4096
+	DefaultBuffer       = 1024
+)
+
+// settings are the parts of the configuration a session stores and Configure
+// changes. On resume the stored settings win over Config.
+type settings struct {
+	SystemPrompt        string  `json:"system_prompt,omitempty"`
+	AutoCompactTokens   int     `json:"auto_compact_tokens,omitempty"`
+	CompactInstructions string  `json:"compact_instructions,omitempty"`
+	ContextWindow       int     `json:"context_window,omitempty"`
+	AutoCompactRatio    float64 `json:"auto_compact_ratio,omitempty"`
+	MaxSteps            int     `json:"max_steps,omitempty"`
+}
+
+// threshold returns the automatic compaction threshold in tokens, 0 = off.
+func (s *settings) threshold() int {
+	if s.AutoCompactTokens > 0 {
+		return s.AutoCompactTokens
+	}
+	if s.ContextWindow > 0 && s.AutoCompactRatio > 0 {
+		return int(float64(s.ContextWindow) * s.AutoCompactRatio)
+	}
+	return 0
+}
+
+func (s *settings) validate() error {
+	switch {
+	case s.AutoCompactTokens < 0:
+		return invalid("AutoCompactTokens is negative")
+	case s.ContextWindow < 0:
+		return invalid("ContextWindow is negative")
+	case s.AutoCompactRatio < 0 || s.AutoCompactRatio > 1:
+		return invalid("AutoCompactRatio %v is outside [0, 1]", s.AutoCompactRatio)
+	case s.MaxSteps < 0:
+		return invalid("MaxSteps is negative")
+	}
+	return nil
+}
+
+// PromptRequest starts a turn.
+type PromptRequest struct{ Text string }
+
+// SteerRequest adds user input to the active turn at its next step
+// checkpoint, or to the history at once when the session is idle.
+type SteerRequest struct{ Text string }
+
+// CompactRequest asks for a manual compaction.
+type CompactRequest struct{ Instructions string }
+
+// ConfigureRequest changes settings from the next provider request on. Nil
+// fields are left as they are.
+type ConfigureRequest struct {
+	SystemPrompt      *string
+	AutoCompactTokens *int
+	// CompactInstructions replaces Config.CompactInstructions.
+	CompactInstructions *string
+	// ContextWindow and AutoCompactRatio replace their Config fields.
+	ContextWindow    *int
+	AutoCompactRatio *float64
+	// MaxSteps replaces Config.MaxSteps.
+	MaxSteps *int
+}
+
+func (r *ConfigureRequest) apply(s settings) settings {
+	if r.SystemPrompt != nil {
+		s.SystemPrompt = *r.SystemPrompt
+	}
+	if r.AutoCompactTokens != nil {
+		s.AutoCompactTokens = *r.AutoCompactTokens
+	}
+	if r.CompactInstructions != nil {
+		s.CompactInstructions = *r.CompactInstructions
+	}
+	if r.ContextWindow != nil {
+		s.ContextWindow = *r.ContextWindow
+	}
+	if r.AutoCompactRatio != nil {
+		s.AutoCompactRatio = *r.AutoCompactRatio
+	}
+	if r.MaxSteps != nil {
+		s.MaxSteps = *r.MaxSteps
+	}
+	return s
+}
+
+func (r *ConfigureRequest) empty() bool {
+	return *r == ConfigureRequest{}
+}
+
+// TurnResult is the result of a Prompt.
+type TurnResult struct {
+	Messages []history.Message // appended by this turn, in order
+	Usage    provider.Usage    // of the last step
+	Err      error             // non-nil when the turn failed
+}
+
+// SteerResult is the result of a Steer.
+type SteerResult struct {
+	Message history.Message // the committed user message (Steer true)
+	Err     error
+}
+
+// ConfigureResult is the result of a Configure.
+type ConfigureResult struct {
+	Err error
+}
+
+// CompactReason is the outcome of a compaction.
+type CompactReason string
+
+// Compaction outcomes (SEMANTICS §4).
+const (
+	ReasonCompacted        CompactReason = "compacted"
+	ReasonNothingToCompact CompactReason = "nothing_to_compact"
+	ReasonCompactFailed    CompactReason = "compact_failed"
+)
+
+// Compaction triggers.
+const (
+	TriggerManual = "manual"
+	TriggerAuto   = "auto"
+)
+
+// CompactResult is the result of a compaction (SEMANTICS §4.9).
+type CompactResult struct {
+	CompactID string
+	Success   bool
+	Compacted bool
+	Reason    CompactReason
+	Error     string
+	Trigger   string           // "manual" or "auto"
+	Segment   *history.Segment // non-nil when Compacted
+	Usage     provider.Usage   // of the summary call
+	// Cancelled reports a compact_failed that was a cancellation (Handle.Cancel,
+	// Close, or an ACP session/cancel) rather than a failure.
+	Cancelled bool
+}
+
+func validText(what, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return invalid("%s text is empty", what)
+	}
+	return nil
+}
