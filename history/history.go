@@ -235,7 +235,8 @@ type Store interface {
 	// CommitCompaction is the canonical compaction commit: in one transaction
 	// it archives the oldest c.Archive Active messages as a Segment, sets the
 	// retained summary, and completes the attempt. Its cost does not depend on
-	// how many messages it archives.
+	// how many messages it archives: the returned Segment has no Messages
+	// (the caller holds them; Segments reads them back).
 	CommitCompaction(ctx context.Context, id string, version uint64, c Commit) (uint64, *Segment, error)
 	// Recover records every in-progress compaction of the session as failed
 	// with InterruptedError (SEMANTICS §5.5) and returns their IDs.

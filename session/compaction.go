@@ -149,6 +149,7 @@ func (l *loop) startCompaction(c *command) {
 			})
 			return
 		}
+		seg.Messages = in.Prefix // the store does not read them back (O(1) commit)
 		post(func(l *loop) {
 			l.idle()
 			l.version = nv

@@ -566,4 +566,3 @@ func TestAuto_3_4_ConfigureAndRatio(t *testing.T) {
 	require.NoError(t, wait(t, mustPrompt(t, s, "p")).Err)
 	assert.Equal(t, 2, fake.Calls(provider.PurposeSummary), "510 >= 500")
 }
-

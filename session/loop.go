@@ -99,9 +99,9 @@ type loop struct {
 	q       queue.Queue[*command]
 
 	turn    *turn
-	running *command           // the compaction in the worker
+	running *command                // the compaction in the worker
 	cancelJ context.CancelCauseFunc // cancels it, with ErrCancelled or ErrClosed
-	busy    bool               // a job is in the worker
+	busy    bool                    // a job is in the worker
 	closing bool
 
 	// Automatic compaction state (SEMANTICS §3).

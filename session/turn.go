@@ -50,7 +50,6 @@ func (l *loop) endWith(err error) {
 	l.turn.phase = phaseEnded
 }
 
-
 // step makes the next provider request of the turn, built from the
 // canonical history as it is now: system prompt, retained summary, Active
 // (SEMANTICS §4.7, §4.10).

@@ -279,7 +279,8 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 	ss.activeFrom = seg.upto
 	ss.summary = c.Summary
 	ss.version++
-	return ss.version, ss.segmentOf(&seg), nil
+	out := seg.seg
+	return ss.version, &out, nil
 }
 
 func (ss *session) segmentOf(s *segment) *history.Segment {

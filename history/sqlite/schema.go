@@ -1,0 +1,134 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// migrations bring the schema forward: migrations[i] takes a file from
+// schema version i to i+1. Each runs in its own transaction together with the
+// version update. Append new migrations; never edit a released one.
+var migrations = []string{
+	// 1: the watermark schema.
+	`
+CREATE TABLE sessions (
+	id            TEXT    NOT NULL PRIMARY KEY,
+	version       INTEGER NOT NULL,
+	config        BLOB,              -- opaque JSON; NULL means none
+	summary       TEXT    NOT NULL DEFAULT '',
+	active_from   INTEGER NOT NULL DEFAULT 0, -- messages at pos >= active_from are Active
+	archived      INTEGER NOT NULL DEFAULT 0, -- messages before the watermark
+	message_count INTEGER NOT NULL DEFAULT 0, -- messages ever appended (next seq)
+	next_pos      INTEGER NOT NULL DEFAULT 0  -- next timeline position
+) WITHOUT ROWID;
+
+CREATE TABLE messages (
+	session_id   TEXT    NOT NULL REFERENCES sessions (id),
+	pos          INTEGER NOT NULL, -- timeline position
+	seq          INTEGER NOT NULL, -- index among the session's messages
+	id           TEXT    NOT NULL,
+	role         TEXT    NOT NULL,
+	text         TEXT    NOT NULL,
+	tool_calls   TEXT,             -- JSON; NULL means none
+	tool_call_id TEXT    NOT NULL DEFAULT '',
+	steer        INTEGER NOT NULL DEFAULT 0,
+	created_at   INTEGER,          -- unix nanoseconds; NULL means zero
+	PRIMARY KEY (session_id, pos)
+) WITHOUT ROWID;
+
+CREATE UNIQUE INDEX messages_seq ON messages (session_id, seq);
+
+CREATE TABLE compactions (
+	session_id    TEXT    NOT NULL REFERENCES sessions (id),
+	compact_id    TEXT    NOT NULL,
+	pos           INTEGER NOT NULL, -- timeline position
+	status        TEXT    NOT NULL,
+	trigger_kind  TEXT    NOT NULL, -- manual or auto
+	instructions  TEXT    NOT NULL DEFAULT '',
+	summary       TEXT    NOT NULL DEFAULT '',
+	error         TEXT    NOT NULL DEFAULT '',
+	started_at    INTEGER,
+	finished_at   INTEGER,
+	-- completed only: the segment and the positions of its first and last message
+	segment_id    TEXT,
+	from_pos      INTEGER,
+	to_pos        INTEGER,
+	input_tokens  INTEGER,
+	output_tokens INTEGER,
+	PRIMARY KEY (session_id, compact_id)
+) WITHOUT ROWID;
+
+CREATE UNIQUE INDEX compactions_segment ON compactions (session_id, segment_id) WHERE segment_id IS NOT NULL;
+CREATE INDEX compactions_pos ON compactions (session_id, pos);
+CREATE INDEX compactions_in_progress ON compactions (session_id, pos) WHERE status = 'in_progress';
+`,
+}
+
+// migrate brings the schema of the database behind w up to
+// len(migrations), one transaction per migration. Two processes opening a
+// file at once serialize on the write lock and re-read the version.
+func migrate(w *sql.DB) error {
+	ctx := context.Background()
+	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	for {
+		done, err := migrateOnce(ctx, w)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// migrateOnce applies the next migration, or reports that none is left.
+func migrateOnce(ctx context.Context, w *sql.DB) (done bool, err error) {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("schema: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	version, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case version > len(migrations):
+		return false, fmt.Errorf("%w: file schema version %d, known up to %d", ErrNewerSchema, version, len(migrations))
+	case version == len(migrations):
+		return true, tx.Rollback()
+	}
+	if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
+		return false, fmt.Errorf("schema: migration to version %d: %w", version+1, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
+		return false, fmt.Errorf("schema: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, version+1); err != nil {
+		return false, fmt.Errorf("schema: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("schema: migration to version %d: %w", version+1, err)
+	}
+	return false, nil
+}
+
+// schemaVersion reads the schema version; a file without one is at 0.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var v int
+	err := q.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("schema: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,162 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// Store is a [history.Store] backed by one SQLite file. It is safe for
+// concurrent use; see the package documentation.
+type Store struct {
+	path   string
+	w      *sql.DB // the one writer connection
+	r      *sql.DB // read-only pool
+	closed atomic.Bool
+}
+
+var _ history.Store = (*Store)(nil)
+
+// Option configures [Open].
+type Option func(*options)
+
+type options struct {
+	busyTimeout time.Duration
+	readConns   int
+}
+
+// WithBusyTimeout sets how long a statement waits for a lock held by another
+// connection to the same file (another Store or process) before failing. The
+// default is 5 seconds.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
+}
+
+// WithReadConns sets the maximum number of connections of the read pool. The
+// default is the larger of 4 and GOMAXPROCS.
+func WithReadConns(n int) Option {
+	return func(o *options) { o.readConns = n }
+}
+
+// ErrNewerSchema reports a file whose schema version is newer than this
+// package knows; it was written by a newer sessionkit and is left untouched.
+var ErrNewerSchema = errors.New("sqlite: the file's schema is newer than this version of sessionkit supports")
+
+// Open opens the SQLite file at path, creating it (mode 0600) if it does not
+// exist, and brings its schema up to date. The parent directory must exist.
+// It fails with an error wrapping [ErrNewerSchema] if the file was written by
+// a newer schema. Close the Store when done.
+func Open(path string, opts ...Option) (*Store, error) {
+	o := options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0))}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if path == "" {
+		return nil, errors.New("sqlite: open: empty path")
+	}
+	if o.busyTimeout < 0 || o.readConns < 1 {
+		return nil, fmt.Errorf("sqlite: open: invalid options (busy timeout %v, read connections %d)", o.busyTimeout, o.readConns)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	if err := createFile(abs); err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+
+	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", o.busyTimeout.Milliseconds())
+	w, err := sql.Open("sqlite", dsn(abs, busy, "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)", "_txlock=immediate"))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := migrate(w); err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), w.Close())
+	}
+
+	r, err := sql.Open("sqlite", dsn(abs, busy, "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)", "_pragma=query_only(1)"))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: open: %w", err), w.Close())
+	}
+	r.SetMaxOpenConns(o.readConns)
+	r.SetMaxIdleConns(o.readConns)
+	if err := r.Ping(); err != nil {
+		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
+	}
+	return &Store{path: abs, w: w, r: r}, nil
+}
+
+// createFile creates path with mode 0600 unless it exists. It never creates
+// a directory.
+func createFile(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// dsn builds a SQLite URI for the absolute path with the given driver
+// parameters.
+func dsn(path string, params ...string) string {
+	// SQLite decodes %HH escapes in URI file names; escape the characters
+	// that would end the path or start an escape.
+	p := strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(filepath.ToSlash(path))
+	if !strings.HasPrefix(p, "/") { // a Windows volume: file:/C:/…
+		p = "/" + p
+	}
+	return "file:" + p + "?" + strings.Join(params, "&")
+}
+
+// Close closes the store; every later call fails with [history.ErrClosed].
+// Calls in progress finish first. Closing twice is a no-op.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// admit checks a call's context and the store before it starts.
+func (s *Store) admit(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return history.ErrClosed
+	}
+	return nil
+}
+
+// fail wraps an error of the driver for op, reporting a closed store as
+// [history.ErrClosed] and a finished context as the context's error.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	switch {
+	case s.closed.Load(): // database/sql reports "sql: database is closed"
+		return fmt.Errorf("sqlite: %s: %w", op, history.ErrClosed)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("sqlite: %s: %w", op, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("sqlite: %s: %w (%v)", op, ctx.Err(), err)
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}

@@ -1,0 +1,639 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+const statusInProgress = string(history.StatusInProgress)
+
+// The statements whose cost the design depends on; TestQueryPlans checks
+// that SQLite runs them through the intended keys.
+const (
+	// whereActive selects the Active messages: a range of the primary key
+	// from the watermark, never touching an archived row.
+	whereActive = `WHERE session_id = ? AND pos >= ? ORDER BY pos`
+	// whereRange selects the messages of an archived range.
+	whereRange = `WHERE session_id = ? AND pos BETWEEN ? AND ? ORDER BY pos`
+	// selectPosOfSeq finds a message's position from its number through the
+	// (session_id, seq) index.
+	selectPosOfSeq = `SELECT pos FROM messages WHERE session_id = ? AND seq = ?`
+	// selectInProgress lists in-progress compactions through a partial index.
+	selectInProgress = `SELECT compact_id FROM compactions WHERE session_id = ? AND status = 'in_progress' ORDER BY pos`
+)
+
+// state is the sessions row as a write transaction sees it after its version
+// compare-and-swap.
+type state struct {
+	activeFrom   int64 // messages at pos >= activeFrom are Active
+	archived     int64 // messages before the watermark
+	messageCount int64 // messages ever appended; the next message's seq
+	nextPos      int64 // the next timeline position
+}
+
+// active is the number of Active messages.
+func (st *state) active() int64 { return st.messageCount - st.archived }
+
+// errNoChange makes write roll back a transaction that found nothing to do
+// and return the caller's version.
+var errNoChange = errors.New("no change")
+
+// write runs fn in one BEGIN IMMEDIATE transaction on the writer connection,
+// after the compare-and-swap that advances the session from version to
+// version+1. Any error of fn rolls the whole transaction back.
+func (s *Store) write(ctx context.Context, op, id string, version uint64, fn func(tx *sql.Tx, st *state) error) (uint64, error) {
+	if err := s.admit(ctx); err != nil {
+		return 0, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, s.fail(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback() }() // a no-op after Commit
+	st, err := s.swap(ctx, tx, op, id, version)
+	if err != nil {
+		return 0, err
+	}
+	if err := fn(tx, st); err != nil {
+		if errors.Is(err, errNoChange) {
+			return version, nil
+		}
+		return 0, err
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, s.fail(ctx, op, err)
+	}
+	return version + 1, nil
+}
+
+// swap is the version compare-and-swap every write starts with. When no row
+// matches it tells a missing session (history.ErrNotFound) from a stale
+// version (history.ErrConflict).
+func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uint64) (*state, error) {
+	v := int64(-1) // no stored version matches
+	if version <= math.MaxInt64 {
+		v = int64(version)
+	}
+	var st state
+	err := tx.QueryRowContext(ctx, `
+		UPDATE sessions SET version = version + 1 WHERE id = ? AND version = ?
+		RETURNING active_from, archived, message_count, next_pos`, id, v).
+		Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
+	if err == nil {
+		return &st, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return nil, s.fail(ctx, op, err)
+	}
+	var current uint64
+	err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, id).Scan(&current)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("%w: %q", history.ErrNotFound, id)
+	case err != nil:
+		return nil, s.fail(ctx, op, err)
+	}
+	return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, current, version)
+}
+
+// read runs fn in one read transaction on the read pool, so that all its
+// statements see the same committed state.
+func (s *Store) read(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	if err := s.admit(ctx); err != nil {
+		return err
+	}
+	tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return s.fail(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	return fn(tx)
+}
+
+// isConstraint reports whether err is the SQLite constraint violation code.
+func isConstraint(err error, code int) bool {
+	var e *sqlite.Error
+	return errors.As(err, &e) && e.Code() == code
+}
+
+// Create implements [history.Store].
+func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snapshot, error) {
+	if n.ID == "" {
+		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
+	}
+	if err := history.CheckConfig(n.Config); err != nil {
+		return nil, err
+	}
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, version, config) VALUES (?, 1, ?)`, n.ID, nullBytes(n.Config))
+	switch {
+	case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
+		return nil, fmt.Errorf("%w: %q", history.ErrExists, n.ID)
+	case err != nil:
+		return nil, s.fail(ctx, "create", err)
+	}
+	return &history.Snapshot{ID: n.ID, Version: 1, Config: slices.Clone(n.Config), Active: []history.Message{}}, nil
+}
+
+// nullBytes stores nil as NULL and anything else, even empty, as a BLOB.
+func nullBytes(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return b
+}
+
+// Load implements [history.Store]. It reads the sessions row, the messages
+// from the watermark on and the in-progress compactions in one read
+// transaction; its cost grows with Active only.
+func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) {
+	snap := &history.Snapshot{ID: id}
+	err := s.read(ctx, "load", func(tx *sql.Tx) error {
+		var (
+			activeFrom int64
+			config     []byte
+		)
+		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived FROM sessions WHERE id = ?`, id).
+			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
+		case err != nil:
+			return s.fail(ctx, "load", err)
+		}
+		snap.Config = config
+		if snap.Active, err = s.messages(ctx, tx, "load", whereActive, id, activeFrom); err != nil {
+			return err
+		}
+		snap.Interrupted, err = s.strings(ctx, tx, "load", selectInProgress, id)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// messages reads the messages selected by where (a WHERE and ORDER BY
+// clause over the messages table).
+func (s *Store) messages(ctx context.Context, tx *sql.Tx, op, where string, args ...any) ([]history.Message, error) {
+	_, msgs, err := s.positioned(ctx, tx, op, where, args...)
+	return msgs, err
+}
+
+// positioned is messages with the timeline position of each message.
+func (s *Store) positioned(ctx context.Context, tx *sql.Tx, op, where string, args ...any) ([]int64, []history.Message, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages `+where, args...)
+	if err != nil {
+		return nil, nil, s.fail(ctx, op, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var (
+		positions []int64
+		msgs      = []history.Message{}
+	)
+	for rows.Next() {
+		pos, m, err := decodeMessage(rows)
+		if err != nil {
+			return nil, nil, s.fail(ctx, op, err)
+		}
+		positions = append(positions, pos)
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, s.fail(ctx, op, err)
+	}
+	return positions, msgs, nil
+}
+
+// strings reads a one-column query of text.
+func (s *Store) strings(ctx context.Context, tx *sql.Tx, op, query string, args ...any) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, s.fail(ctx, op, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	return out, nil
+}
+
+// Append implements [history.Store]. Each message takes the next timeline
+// position and the next message number.
+func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
+	if err := history.CheckMessages(msgs); err != nil {
+		return 0, err
+	}
+	rows, err := encodeMessages(msgs)
+	if err != nil {
+		return 0, err
+	}
+	return s.write(ctx, "append", id, version, func(tx *sql.Tx, st *state) error {
+		stmt, err := tx.PrepareContext(ctx, `
+			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return s.fail(ctx, "append", err)
+		}
+		defer func() { _ = stmt.Close() }()
+		pos, seq := st.nextPos, st.messageCount
+		for _, r := range rows {
+			if _, err := stmt.ExecContext(ctx, id, pos, seq, r.id, r.role, r.text, r.toolCalls, r.toolCallID, r.steer, r.createdAt); err != nil {
+				return s.fail(ctx, "append", err)
+			}
+			pos++
+			seq++
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE sessions SET next_pos = ?, message_count = ? WHERE id = ?`, pos, seq, id)
+		if err != nil {
+			return s.fail(ctx, "append", err)
+		}
+		return nil
+	})
+}
+
+// SetConfig implements [history.Store].
+func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
+	if err := history.CheckConfig(config); err != nil {
+		return 0, err
+	}
+	return s.write(ctx, "set config", id, version, func(tx *sql.Tx, _ *state) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET config = ? WHERE id = ?`, nullBytes(config), id); err != nil {
+			return s.fail(ctx, "set config", err)
+		}
+		return nil
+	})
+}
+
+// BeginCompaction implements [history.Store]. The record takes the next
+// timeline position.
+func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
+	if err := history.CheckBegin(&rec); err != nil {
+		return 0, err
+	}
+	started, err := encodeTime(rec.StartedAt)
+	if err != nil {
+		return 0, err
+	}
+	finished := sql.NullInt64{}
+	if rec.Status != history.StatusInProgress {
+		finished = started
+	}
+	return s.write(ctx, "begin compaction", id, version, func(tx *sql.Tx, st *state) error {
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO compactions (session_id, compact_id, pos, status, trigger_kind, instructions, started_at, finished_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			id, rec.CompactID, st.nextPos, string(rec.Status), rec.Trigger, rec.Instructions, started, finished)
+		switch {
+		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
+			return fmt.Errorf("%w: compaction %q is already recorded", history.ErrExists, rec.CompactID)
+		case err != nil:
+			return s.fail(ctx, "begin compaction", err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET next_pos = next_pos + 1 WHERE id = ?`, id); err != nil {
+			return s.fail(ctx, "begin compaction", err)
+		}
+		return nil
+	})
+}
+
+// compaction is the part of a compactions row a finish or commit needs.
+type compaction struct {
+	pos          int64
+	trigger      string
+	instructions string
+	startedAt    sql.NullInt64
+}
+
+// inProgress reads an in-progress compaction inside a write transaction; any
+// other state fails with history.ErrInvalid.
+func (s *Store) inProgress(ctx context.Context, tx *sql.Tx, op, id, compactID string) (*compaction, error) {
+	var (
+		c      compaction
+		status string
+	)
+	err := tx.QueryRowContext(ctx, `
+		SELECT status, pos, trigger_kind, instructions, started_at FROM compactions
+		WHERE session_id = ? AND compact_id = ?`, id, compactID).
+		Scan(&status, &c.pos, &c.trigger, &c.instructions, &c.startedAt)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, fmt.Errorf("%w: no compaction %q", history.ErrInvalid, compactID)
+	case err != nil:
+		return nil, s.fail(ctx, op, err)
+	case status != statusInProgress:
+		return nil, fmt.Errorf("%w: compaction %q is already %s", history.ErrInvalid, compactID, status)
+	}
+	return &c, nil
+}
+
+// FinishCompaction implements [history.Store].
+func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
+	if err := history.CheckFinish(status); err != nil {
+		return 0, err
+	}
+	finished, err := encodeTime(at)
+	if err != nil {
+		return 0, err
+	}
+	return s.write(ctx, "finish compaction", id, version, func(tx *sql.Tx, _ *state) error {
+		if _, err := s.inProgress(ctx, tx, "finish compaction", id, compactID); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `
+			UPDATE compactions SET status = ?, error = ?, finished_at = ?
+			WHERE session_id = ? AND compact_id = ?`, string(status), errText, finished, id, compactID)
+		if err != nil {
+			return s.fail(ctx, "finish compaction", err)
+		}
+		return nil
+	})
+}
+
+// archive is the range of messages a commit archives: positions from..to,
+// both included.
+// CommitCompaction implements [history.Store]. It is one write transaction
+// of a fixed number of statements, whatever it archives: it moves the
+// session's Active boundary, and reads none of the archived messages.
+func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
+	return s.commit(ctx, id, version, c)
+}
+
+// lastArchived returns the position of the last message a commit of n
+// messages archives: the message numbered archived+n-1, found through the
+// (session_id, seq) index without reading any other row.
+func (s *Store) lastArchived(ctx context.Context, tx *sql.Tx, id string, st *state, n int) (int64, error) {
+	var pos int64
+	err := tx.QueryRowContext(ctx, selectPosOfSeq, id, st.archived+int64(n)-1).Scan(&pos)
+	if err != nil {
+		return 0, s.fail(ctx, "commit compaction", err)
+	}
+	return pos, nil
+}
+
+// commit is the write transaction of CommitCompaction.
+func (s *Store) commit(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
+	const op = "commit compaction"
+	at, err := encodeTime(c.At)
+	if err != nil {
+		return 0, nil, err
+	}
+	var seg *history.Segment
+	v, err := s.write(ctx, op, id, version, func(tx *sql.Tx, st *state) error {
+		if err := history.CheckCommit(&c, int(st.active())); err != nil {
+			return err
+		}
+		rec, err := s.inProgress(ctx, tx, op, id, c.CompactID)
+		if err != nil {
+			return err
+		}
+		from := st.activeFrom
+		to, err := s.lastArchived(ctx, tx, id, st, c.Archive)
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `
+			UPDATE compactions SET status = 'completed', summary = ?, finished_at = ?,
+				segment_id = ?, from_pos = ?, to_pos = ?, input_tokens = ?, output_tokens = ?
+			WHERE session_id = ? AND compact_id = ?`,
+			c.Summary, at, c.SegmentID, from, to, c.InputTokens, c.OutputTokens, id, c.CompactID)
+		switch {
+		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE):
+			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		_, err = tx.ExecContext(ctx, `
+			UPDATE sessions SET active_from = ?, archived = archived + ?, summary = ? WHERE id = ?`,
+			to+1, c.Archive, c.Summary, id)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		seg = &history.Segment{
+			ID:           c.SegmentID,
+			CompactID:    c.CompactID,
+			Trigger:      rec.trigger,
+			Summary:      c.Summary,
+			Instructions: rec.instructions,
+			CreatedAt:    decodeTime(at),
+			StartedAt:    decodeTime(rec.startedAt),
+			InputTokens:  c.InputTokens,
+			OutputTokens: c.OutputTokens,
+			Position:     rec.pos,
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, seg, nil
+}
+
+// Recover implements [history.Store]. With no compaction in progress it
+// writes nothing and returns version.
+func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error) {
+	finished, err := encodeTime(at)
+	if err != nil {
+		return 0, nil, err
+	}
+	var ids []string
+	v, err := s.write(ctx, "recover", id, version, func(tx *sql.Tx, _ *state) error {
+		var err error
+		ids, err = s.strings(ctx, tx, "recover", selectInProgress, id)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return errNoChange
+		}
+		_, err = tx.ExecContext(ctx, `
+			UPDATE compactions SET status = ?, error = ?, finished_at = ?
+			WHERE session_id = ? AND status = 'in_progress'`,
+			string(history.StatusFailed), history.InterruptedError, finished, id)
+		if err != nil {
+			return s.fail(ctx, "recover", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, ids, nil
+}
+
+// exists fails with history.ErrNotFound unless the session exists, and
+// returns its watermark.
+func (s *Store) exists(ctx context.Context, tx *sql.Tx, op, id string) (activeFrom int64, err error) {
+	err = tx.QueryRowContext(ctx, `SELECT active_from FROM sessions WHERE id = ?`, id).Scan(&activeFrom)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, fmt.Errorf("%w: %q", history.ErrNotFound, id)
+	case err != nil:
+		return 0, s.fail(ctx, op, err)
+	}
+	return activeFrom, nil
+}
+
+// Segments implements [history.Store]. It reads the completed compactions
+// and the messages before the watermark in one read transaction.
+func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
+	const op = "segments"
+	var out []history.Segment
+	err := s.read(ctx, op, func(tx *sql.Tx) error {
+		activeFrom, err := s.exists(ctx, tx, op, id)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `
+			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
+				input_tokens, output_tokens, pos, from_pos, to_pos
+			FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL ORDER BY from_pos`, id)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		type span struct{ from, to int64 }
+		var spans []span
+		err = func() error {
+			defer func() { _ = rows.Close() }()
+			for rows.Next() {
+				var (
+					g                  history.Segment
+					created, started   sql.NullInt64
+					sp                 span
+					inTokens, outTokns int64
+				)
+				if err := rows.Scan(&g.ID, &g.CompactID, &g.Trigger, &g.Summary, &g.Instructions, &created, &started,
+					&inTokens, &outTokns, &g.Position, &sp.from, &sp.to); err != nil {
+					return s.fail(ctx, op, err)
+				}
+				g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
+				g.InputTokens, g.OutputTokens = int(inTokens), int(outTokns)
+				out = append(out, g)
+				spans = append(spans, sp)
+			}
+			if err := rows.Err(); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+		positions, msgs, err := s.positioned(ctx, tx, op, `WHERE session_id = ? AND pos < ? ORDER BY pos`, id, activeFrom)
+		if err != nil {
+			return err
+		}
+		i := 0
+		for k, sp := range spans {
+			j := i
+			for j < len(msgs) && positions[j] <= sp.to {
+				j++
+			}
+			if i < len(msgs) && positions[i] < sp.from {
+				return fmt.Errorf("sqlite: %s: session %q: message at position %d belongs to no segment", op, id, positions[i])
+			}
+			out[k].Messages = msgs[i:j:j]
+			i = j
+		}
+		if i != len(msgs) {
+			return fmt.Errorf("sqlite: %s: session %q: %d archived messages belong to no segment", op, id, len(msgs)-i)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []history.Segment{}
+	}
+	return out, nil
+}
+
+// Timeline implements [history.Store]. It reads every message and
+// compaction record of the session in one read transaction and merges them
+// by position.
+func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
+	const op = "timeline"
+	var out []history.Entry
+	err := s.read(ctx, op, func(tx *sql.Tx) error {
+		activeFrom, err := s.exists(ctx, tx, op, id)
+		if err != nil {
+			return err
+		}
+		positions, msgs, err := s.positioned(ctx, tx, op, `WHERE session_id = ? ORDER BY pos`, id)
+		if err != nil {
+			return err
+		}
+		recs, err := s.records(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		out = make([]history.Entry, 0, len(msgs)+len(recs))
+		mi, ci := 0, 0
+		for mi < len(msgs) || ci < len(recs) {
+			if ci == len(recs) || (mi < len(msgs) && positions[mi] < recs[ci].Position) {
+				out = append(out, history.Entry{Position: positions[mi], Archived: positions[mi] < activeFrom, Message: &msgs[mi]})
+				mi++
+				continue
+			}
+			out = append(out, history.Entry{Position: recs[ci].Position, Compaction: &recs[ci]})
+			ci++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// records reads a session's compaction records in timeline order.
+func (s *Store) records(ctx context.Context, tx *sql.Tx, id string) ([]history.CompactionRecord, error) {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
+		FROM compactions WHERE session_id = ? ORDER BY pos`, id)
+	if err != nil {
+		return nil, s.fail(ctx, "timeline", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var recs []history.CompactionRecord
+	for rows.Next() {
+		var (
+			r                 history.CompactionRecord
+			status            string
+			started, finished sql.NullInt64
+		)
+		if err := rows.Scan(&r.CompactID, &r.Trigger, &r.Instructions, &status, &r.Summary, &r.Error, &started, &finished, &r.Position); err != nil {
+			return nil, s.fail(ctx, "timeline", err)
+		}
+		r.Status = history.CompactionStatus(status)
+		r.StartedAt, r.FinishedAt = decodeTime(started), decodeTime(finished)
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, "timeline", err)
+	}
+	return recs, nil
+}
