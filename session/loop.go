@@ -324,6 +324,30 @@ func (l *loop) cancel(id string) {
 	}
 }
 
+// interrupt implements Session.Interrupt.
+func (l *loop) interrupt() {
+	if l.turn != nil {
+		l.turn.cancel(ErrCancelled)
+	}
+	if l.running != nil {
+		l.cancelJ(ErrCancelled)
+	}
+	for _, c := range l.q.Drain() {
+		if c.kind == kindCompact {
+			if c.counted() {
+				l.s.pending.Add(-1)
+			}
+			l.abandon(c, ErrCancelled)
+			continue
+		}
+		k := queue.Checkpoint
+		if c.kind == kindPrompt {
+			k = queue.Prompt
+		}
+		l.q.Push(k, c.id, c)
+	}
+}
+
 // abandon finishes a command that never ran.
 func (l *loop) abandon(c *command, err error) {
 	if c.kind == kindCompact {

@@ -304,6 +304,19 @@ func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[Comp
 	return c.comp, nil
 }
 
+// Interrupt stops what the session is doing, as an editor's stop button
+// (ACP session/cancel) asks: the active turn is cancelled, a running
+// compaction is cancelled unless its commit has started, and queued
+// compactions are removed (each finishes as compact_failed with Cancelled
+// set). Queued prompts, steers and configuration changes stay queued.
+// Interrupt returns at once; it does nothing on an idle or closed session.
+func (s *Session) Interrupt() {
+	select {
+	case s.ctl <- func(l *loop) { l.interrupt() }:
+	case <-s.done:
+	}
+}
+
 // Subscribe returns a subscription to the session's timeline. With
 // opts.After > 0 it first replays the retained durable events after that
 // sequence number (ErrEventsTrimmed when they are no longer retained). The

@@ -557,3 +557,34 @@ func TestSteerOrdering_Synctest(t *testing.T) {
 		assert.Equal(t, "assistant:after", texts(res.Messages)[len(res.Messages)-1])
 	})
 }
+
+func TestInterrupt_CancelsTurnAndCompactionsKeepsPrompts(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{})
+	converse(t, s, fake, 2)
+	gate := make(chan struct{})
+	defer close(gate)
+	fake.QueueTurn(providertest.Reply{Text: "never", Gate: gate})
+	turn := mustPrompt(t, s, "long")
+	require.NoError(t, fake.WaitCalls(ctxT(t), 3))
+	comp := mustCompact(t, s, "")
+	next := mustPrompt(t, s, "after")
+	s.Interrupt()
+	assert.ErrorIs(t, wait(t, turn).Err, session.ErrCancelled)
+	res := wait(t, comp)
+	assert.True(t, res.Cancelled)
+	assert.Zero(t, fake.Calls(provider.PurposeSummary))
+	fake.QueueTurn(providertest.Reply{Text: "ok"})
+	assert.NoError(t, wait(t, next).Err, "queued prompts stay queued")
+
+	// A running compaction is cancelled too.
+	sgate := make(chan struct{})
+	defer close(sgate)
+	fake.QueueSummary(providertest.Reply{Text: "never", Gate: sgate})
+	comp = mustCompact(t, s, "")
+	require.NoError(t, fake.WaitCalls(ctxT(t), 5))
+	s.Interrupt()
+	res = wait(t, comp)
+	assert.True(t, res.Cancelled)
+	assert.Equal(t, session.ReasonCompactFailed, res.Reason)
+}
