@@ -3,9 +3,9 @@
 
 GO       ?= go
 PKGS     ?= ./...
-FUZZTIME ?= 5s
+FUZZTIME ?= 10000x
 
-.PHONY: run test fmt-check vet unit fuzz-short fuzz bench soak build
+.PHONY: run test fmt-check vet unit interop fuzz-short fuzz bench soak build
 
 run:
 	$(GO) run ./examples/quickstart
@@ -13,7 +13,7 @@ run:
 build:
 	$(GO) build ./...
 
-test: fmt-check vet unit fuzz-short
+test: fmt-check vet unit interop fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -25,12 +25,18 @@ vet:
 unit:
 	$(GO) test -race -shuffle=on -count=1 -timeout 12m $(PKGS)
 
-# Short fuzz runs of every fuzz target (a longer run: make fuzz FUZZTIME=5m).
+# The ACP agent against the official TypeScript SDK client (acp/interop).
+interop:
+	cd acp/interop && { [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && node --test --test-reporter=spec
+
+# Short fuzz runs of every fuzz target, counted in executions (Go 1.26 fuzzing
+# can end a time-bounded run with a spurious "context deadline exceeded").
+# A longer run: make fuzz (500000 executions each) or make fuzz FUZZTIME=2000000x.
 fuzz-short:
 	@./scripts/fuzz.sh $(FUZZTIME)
 
 fuzz:
-	@./scripts/fuzz.sh $(if $(filter 5s,$(FUZZTIME)),2m,$(FUZZTIME))
+	@./scripts/fuzz.sh $(if $(filter 10000x,$(FUZZTIME)),500000x,$(FUZZTIME))
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)

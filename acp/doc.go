@@ -1,0 +1,39 @@
+// Package acp speaks the Agent Client Protocol (ACP, v1) for sessionkit: the
+// agent side ([Serve]) turns each ACP session into a session.Session, and
+// the client side ([Timeline]) reduces what an agent sends with the Session
+// Compaction RFD's semantics.
+//
+//	err := acp.Serve(ctx, os.Stdin, os.Stdout, acp.ServerOptions{
+//		Session: session.Config{Provider: offline.New(), Store: store},
+//	})
+//
+// # Compaction over ACP
+//
+// A client that advertises clientCapabilities.session.compaction (an
+// object) in initialize sees each compaction as one entity: a
+// compaction_update with status in_progress when it starts, one
+// compaction_summary_chunk per summary delta, and exactly one terminal
+// update (completed with the final summary as an authoritative replacement;
+// failed with error and summary null; cancelled with summary null). All of
+// them come before the response to the session/prompt they occurred in. A
+// client without the capability (absent, null, or not an object) never
+// receives a compaction_* update, live or on replay: it gets agent text.
+// With nothing to compact there is no entity, only agent text. session/load
+// replays the stored timeline, each compaction at its position as one
+// terminal update. See docs/acp.md for the mapping of every rule.
+//
+// # Commands and extensions
+//
+// "/compact [instructions]" as a prompt runs a manual compaction; the agent
+// advertises it in available_commands_update. The _sessionkit/compact
+// request queues a compaction and is answered at once with its ID; the
+// _sessionkit/compact_finished notification carries the result.
+//
+// # Wire types
+//
+// Every message the package sends or reads has a Go type here. Unions
+// (SessionUpdate, ContentBlock, ToolCallContent) are decoded by their
+// discriminator, never by shape; unknown kinds are kept verbatim. Nullable
+// patch fields are [Optional] values: the zero value is omitted, [Null]
+// clears, [Value] replaces; they never encode null or [] by accident.
+package acp

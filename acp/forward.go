@@ -1,0 +1,440 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// forwardBuffer is the subscription buffer of a session's forwarder. A
+// client that stops reading blocks the forwarder's writes; the session goes
+// on, and once this many events wait the subscription is ended and resumed
+// from the last delivered sequence number (durable events are replayed;
+// text deltas in between are lost, and the message they belong to is then
+// sent whole).
+const forwardBuffer = 1 << 14
+
+// keepFinished bounds the record of finished turn and compaction IDs that
+// prompt handlers wait for.
+const keepFinished = 256
+
+// agentSession is one ACP session of a connection: a session.Session and the
+// forwarder goroutine that turns its events into session/update
+// notifications.
+type agentSession struct {
+	srv  *server
+	sess *session.Session
+	log  *zap.Logger
+	done chan struct{} // closed when the forwarder has exited
+
+	mu        sync.Mutex
+	extension map[string]bool          // compactions requested with _sessionkit/compact
+	finished  map[string]chan struct{} // closed once the ID's last event was forwarded
+	order     []string                 // finished IDs, oldest first
+
+	// Forwarder state.
+	streamed bool            // the current assistant message's text went out as deltas
+	lost     bool            // deltas may have been lost (resubscribed after falling behind)
+	entities map[string]bool // compactions whose start was reported
+}
+
+func newAgentSession(srv *server, sess *session.Session) *agentSession {
+	return &agentSession{
+		srv:       srv,
+		sess:      sess,
+		log:       srv.log.With(zap.String("session", sess.ID())),
+		done:      make(chan struct{}),
+		extension: map[string]bool{},
+		finished:  map[string]chan struct{}{},
+		entities:  map[string]bool{},
+	}
+}
+
+// start subscribes to the session's live events and starts the forwarder.
+func (a *agentSession) start() {
+	sub, err := a.sess.Subscribe(context.Background(), session.SubscribeOptions{Buffer: forwardBuffer})
+	if err != nil {
+		a.log.Error("cannot subscribe to the session", zap.Error(err))
+		close(a.done)
+		return
+	}
+	go a.run(sub)
+}
+
+func (a *agentSession) close() {
+	_ = a.sess.Close()
+	<-a.done
+}
+
+func (a *agentSession) run(sub *session.Subscription) {
+	defer close(a.done)
+	for {
+		for ev := range sub.Events() {
+			a.forward(ev)
+		}
+		var slow *session.SlowSubscriberError
+		if !errors.As(sub.Err(), &slow) {
+			return
+		}
+		a.log.Warn("client fell behind; resuming from the last delivered event", zap.Uint64("seq", slow.LastSeq))
+		var err error
+		sub, err = a.sess.Subscribe(context.Background(), session.SubscribeOptions{After: slow.LastSeq, Buffer: forwardBuffer})
+		if err != nil {
+			return
+		}
+		a.lost = true
+	}
+}
+
+// finishedChan returns the channel closed when id's last event is forwarded.
+// Called with a.mu held.
+func (a *agentSession) finishedChan(id string) chan struct{} {
+	ch, ok := a.finished[id]
+	if !ok {
+		ch = make(chan struct{})
+		a.finished[id] = ch
+		a.order = append(a.order, id)
+		if len(a.order) > keepFinished {
+			delete(a.finished, a.order[0])
+			a.order = a.order[1:]
+		}
+	}
+	return ch
+}
+
+// markForwarded records that id's last event has been forwarded.
+func (a *agentSession) markForwarded(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := a.finishedChan(id)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// await waits until the command id is done (finished is closed) and every
+// update it caused has been written, so that a response sent next follows
+// them on the wire (§7.3). When ctx ends first (the request was cancelled or
+// the connection is closing), the session is interrupted.
+func (a *agentSession) await(ctx context.Context, id string, finished <-chan struct{}) error {
+	select {
+	case <-finished:
+	case <-ctx.Done():
+		a.sess.Interrupt()
+		return ctx.Err()
+	}
+	a.mu.Lock()
+	ch := a.finishedChan(id)
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.finished, id)
+		a.mu.Unlock()
+	}()
+	select {
+	case <-ch:
+		return nil
+	case <-a.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// notify sends one session/update.
+func (a *agentSession) notify(u SessionUpdate) {
+	switch v := u.(type) {
+	case *CompactionUpdate:
+		if err := v.Validate(); err != nil {
+			a.log.Error("not sending an invalid update", zap.Error(err))
+			return
+		}
+	case *CompactionSummaryChunk:
+		if err := v.Validate(); err != nil {
+			a.log.Error("not sending an invalid update", zap.Error(err))
+			return
+		}
+	}
+	err := a.srv.conn.Notify(context.Background(), MethodSessionUpdate, SessionNotification{SessionID: a.sess.ID(), Update: u})
+	if err != nil && !errors.Is(err, jsonrpc.ErrClosed) {
+		a.log.Warn("cannot send a session update", zap.Error(err))
+	}
+}
+
+func (a *agentSession) text(s string) {
+	if s != "" {
+		a.notify(&AgentMessageChunk{Content: TextBlock(s)})
+	}
+}
+
+// advertise sends the slash commands the agent offers (§7.7).
+func (a *agentSession) advertise() {
+	a.notify(&AvailableCommandsUpdate{AvailableCommands: []AvailableCommand{{
+		Name:        CompactCommand,
+		Description: "Compact the conversation: summarize the older half of the history to free context",
+		Input:       &AvailableCommandInput{Hint: "optional instructions for the summary"},
+	}}})
+}
+
+// forward turns one session event into session/update notifications.
+func (a *agentSession) forward(ev session.Event) {
+	switch p := ev.Payload.(type) {
+	case *session.DeltaEvent:
+		a.streamed = true
+		a.text(p.Text)
+	case *session.MessageEvent:
+		a.message(p.Message, true)
+	case *session.UsageEvent:
+		if p.ContextTokens > 0 {
+			a.notify(&UsageUpdate{Used: uint64(p.ContextTokens), Size: a.srv.contextWindow()})
+		}
+	case *session.ActionEvent:
+		// A compaction with nothing to compact opens no entity; its action
+		// text is the user's answer (§7.3).
+		if p.Kind == session.ActionKindCompact && p.Status == session.ActionCompleted && !a.entities[p.CompactID] {
+			a.text(p.Text + "\n\n")
+		}
+	case *session.CompactionEvent:
+		a.compaction(p)
+	case *session.TurnEvent:
+		if p.Phase == session.TurnFinished {
+			a.markForwarded(p.TurnID)
+		}
+	}
+}
+
+// message forwards a committed message. Live, assistant text normally went
+// out as deltas already.
+func (a *agentSession) message(m history.Message, live bool) {
+	switch m.Role {
+	case history.RoleUser:
+		if !live {
+			a.notify(&UserMessageChunk{Content: TextBlock(m.Text)})
+		}
+	case history.RoleAssistant:
+		if (!live || !a.streamed || a.lost) && m.Text != "" {
+			a.text(m.Text)
+		}
+		a.streamed, a.lost = false, false
+		for _, c := range m.ToolCalls {
+			a.notify(&ToolCall{
+				ToolCallID: c.ID,
+				Title:      c.Name,
+				Kind:       "other",
+				Status:     "in_progress",
+				RawInput:   c.Arguments,
+			})
+		}
+	case history.RoleTool:
+		status := ToolCallStatus("completed")
+		if strings.HasPrefix(m.Text, "error:") {
+			status = "failed"
+		}
+		a.notify(&ToolCallUpdate{
+			ToolCallID: m.ToolCallID,
+			Status:     Value(status),
+			Content:    Value([]ToolCallContent{{Content: &ToolContent{Content: TextBlock(m.Text)}}}),
+		})
+	}
+}
+
+// compaction forwards a compaction lifecycle event (§7.3): with the
+// capability, one entity per compaction that started; without it, agent
+// text.
+func (a *agentSession) compaction(p *session.CompactionEvent) {
+	capable := a.srv.capable()
+	switch p.Phase {
+	case session.PhaseStarted:
+		a.entities[p.CompactID] = true
+		if capable {
+			a.notify(&CompactionUpdate{CompactionID: p.CompactID, Status: CompactionInProgress})
+		} else {
+			a.text("Compacting the conversation…\n\n")
+		}
+	case session.PhaseDelta:
+		if capable && !a.srv.opts.OmitSummaries {
+			a.notify(&CompactionSummaryChunk{CompactionID: p.CompactID, Content: TextBlock(p.Delta)})
+		}
+	case session.PhaseFinished:
+		if a.entities[p.CompactID] {
+			delete(a.entities, p.CompactID)
+			a.terminal(p.CompactID, p.Result, capable)
+			if p.Result.Compacted {
+				a.usageAfterCompaction()
+			}
+		}
+		a.mu.Lock()
+		ext := a.extension[p.CompactID]
+		delete(a.extension, p.CompactID)
+		a.mu.Unlock()
+		if ext {
+			err := a.srv.conn.Notify(context.Background(), MethodCompactFinished, CompactFinishedParams{
+				SessionID: a.sess.ID(), CompactID: p.CompactID, Result: wireResult(p.Result),
+			})
+			if err != nil && !errors.Is(err, jsonrpc.ErrClosed) {
+				a.log.Warn("cannot send compact_finished", zap.Error(err))
+			}
+		}
+		a.markForwarded(p.CompactID)
+	}
+}
+
+// terminal sends the one terminal update of a compaction entity, or its
+// fallback text.
+func (a *agentSession) terminal(id string, res *session.CompactResult, capable bool) {
+	var summary string
+	if res.Segment != nil {
+		summary = res.Segment.Summary
+	}
+	status := CompactionCompleted
+	switch {
+	case res.Compacted:
+	case res.Cancelled:
+		status = CompactionCancelled
+	default:
+		status = CompactionFailed
+	}
+	if capable {
+		a.notify(a.terminalUpdate(id, status, summary, res.Error))
+		return
+	}
+	a.text(fallbackText(status, res.Error, archived(res)))
+}
+
+func archived(res *session.CompactResult) int {
+	if res.Segment == nil {
+		return 0
+	}
+	return len(res.Segment.Messages)
+}
+
+// terminalUpdate builds the terminal compaction_update: completed carries the
+// final summary as an authoritative replacement (unless summaries are
+// omitted); failed carries the error and summary null; cancelled carries
+// summary null (nothing was retained).
+func (a *agentSession) terminalUpdate(id string, status CompactionStatus, summary, errText string) *CompactionUpdate {
+	u := &CompactionUpdate{CompactionID: id, Status: status}
+	switch status {
+	case CompactionCompleted:
+		if !a.srv.opts.OmitSummaries && summary != "" {
+			u.Summary = Value([]ContentBlock{TextBlock(summary)})
+		}
+	case CompactionFailed:
+		u.Summary = Null[[]ContentBlock]()
+		if errText == "" {
+			errText = "compaction failed"
+		}
+		u.Error = Value(errText)
+	default:
+		u.Summary = Null[[]ContentBlock]()
+	}
+	return u
+}
+
+// fallbackText is what a client without the compaction capability sees.
+func fallbackText(status CompactionStatus, errText string, archived int) string {
+	switch status {
+	case CompactionCompleted:
+		if archived > 0 {
+			return fmt.Sprintf("Compacted the conversation: %d earlier messages were summarized.\n\n", archived)
+		}
+		return "Compacted the conversation: earlier messages were summarized.\n\n"
+	case CompactionCancelled:
+		return "Compaction cancelled.\n\n"
+	}
+	return "Compaction failed: " + errText + "\n\n"
+}
+
+// usageAfterCompaction reports the context after a compaction. No provider
+// has reported usage for it yet, so it is an estimate (4 characters a token)
+// of the retained summary and Active; it only informs the user and never
+// triggers anything.
+func (a *agentSession) usageAfterCompaction() {
+	ctx := context.Background()
+	active, err := a.sess.Active(ctx)
+	if err != nil {
+		return
+	}
+	summary, err := a.sess.Summary(ctx)
+	if err != nil {
+		return
+	}
+	chars := len(summary)
+	for _, m := range active {
+		chars += len(m.Text)
+		for _, c := range m.ToolCalls {
+			chars += len(c.Arguments) + len(c.Name)
+		}
+	}
+	a.notify(&UsageUpdate{Used: uint64((chars + 3) / 4), Size: a.srv.contextWindow()})
+}
+
+func wireResult(r *session.CompactResult) WireResult {
+	w := WireResult{
+		CompactID: r.CompactID, Success: r.Success, Compacted: r.Compacted, Reason: string(r.Reason),
+		Error: r.Error, Trigger: r.Trigger, Cancelled: r.Cancelled,
+		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+	}
+	if r.Segment != nil {
+		w.SegmentID, w.Summary, w.Archived = r.Segment.ID, r.Segment.Summary, len(r.Segment.Messages)
+	}
+	return w
+}
+
+// replay sends the whole stored timeline of the session (§7.6): archived and
+// active messages as message chunks, and each compaction at its position as
+// one terminal update carrying its final state (or the fallback text).
+func (a *agentSession) replay(ctx context.Context) error {
+	tl, err := a.srv.store.Timeline(ctx, a.sess.ID())
+	if err != nil {
+		return err
+	}
+	capable := a.srv.capable()
+	counts := map[string]int{} // messages per compaction, for the fallback text
+	if !capable {
+		segs, err := a.srv.store.Segments(ctx, a.sess.ID())
+		if err != nil {
+			return err
+		}
+		for _, s := range segs {
+			counts[s.CompactID] = len(s.Messages)
+		}
+	}
+	for _, e := range tl {
+		if e.Message != nil {
+			a.message(*e.Message, false)
+			continue
+		}
+		c := e.Compaction
+		var status CompactionStatus
+		switch c.Status {
+		case history.StatusCompleted:
+			status = CompactionCompleted
+		case history.StatusCancelled:
+			status = CompactionCancelled
+		case history.StatusFailed:
+			status = CompactionFailed
+		case history.StatusNothingToCompact:
+			a.text("Nothing to compact.\n\n")
+			continue
+		default: // in progress: the session recovered it on open; be safe
+			status = CompactionFailed
+		}
+		if capable {
+			a.notify(a.terminalUpdate(c.CompactID, status, c.Summary, c.Error))
+		} else {
+			a.text(fallbackText(status, c.Error, counts[c.CompactID]))
+		}
+	}
+	return nil
+}

@@ -1,0 +1,451 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// Version is the version sessionkit reports as agentInfo.version.
+const Version = "0.1.0"
+
+// Extension methods of this project.
+const (
+	// MethodCompact is the _sessionkit/compact request: params
+	// {sessionId, instructions?}; answered with {compactId} as soon as the
+	// compaction is queued.
+	MethodCompact = "_sessionkit/compact"
+	// MethodCompactFinished is the _sessionkit/compact_finished
+	// notification: {sessionId, compactId, result}, sent when a compaction
+	// requested with MethodCompact has finished.
+	MethodCompactFinished = "_sessionkit/compact_finished"
+)
+
+// DefaultContextWindow is the usage_update size reported when neither
+// ServerOptions.ContextWindow nor the session's Config.ContextWindow is set.
+const DefaultContextWindow = 128000
+
+// CompactCommand is the slash command that requests a manual compaction.
+const CompactCommand = "compact"
+
+// ServerOptions configure [Serve].
+type ServerOptions struct {
+	// Session is the template of every session the agent opens: Provider is
+	// required; ID is ignored (session/new creates one, session/load names
+	// one). A nil Store means one in-memory store for this connection.
+	Session session.Config
+	// AgentInfo is reported in the initialize response; zero means
+	// sessionkit and Version.
+	AgentInfo Implementation
+	// OmitSummaries keeps summaries off the wire: compaction updates carry
+	// no summary and no summary chunks. For deployments where a summary
+	// could expose context the user never saw (RFD: "Agents should omit
+	// summary when ... exposing it could reveal context that was not
+	// otherwise user-visible").
+	OmitSummaries bool
+	// ContextWindow is the size reported in usage_update; 0 means the
+	// session's Config.ContextWindow, or DefaultContextWindow.
+	ContextWindow int
+	// MaxLineBytes limits one incoming message; 0 means 8 MiB.
+	MaxLineBytes int
+	// Logger receives diagnostics; nil means none. Serve never writes
+	// anything but protocol messages to w.
+	Logger *zap.Logger
+}
+
+// Serve runs an ACP agent over r and w (stdio in practice) until r ends or
+// ctx is done. Each ACP session is a session.Session built from
+// opts.Session. Serve closes every session it opened before it returns; it
+// returns nil when the client closed its end (also when that made a write
+// fail), and the read or write error otherwise.
+func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServerOptions) error {
+	if opts.Session.Provider == nil {
+		return errors.New("acp: ServerOptions.Session.Provider is required")
+	}
+	srv := &server{opts: opts, log: opts.Logger, sessions: make(map[string]*agentSession)}
+	if srv.log == nil {
+		srv.log = zap.NewNop()
+	}
+	srv.store = opts.Session.Store
+	if srv.store == nil {
+		srv.store = memstore.New()
+	}
+	ready := make(chan struct{}) // srv.conn is set
+	srv.conn = jsonrpc.NewConn(r, w, jsonrpc.Options{
+		Handler: func(ctx context.Context, req *jsonrpc.Request) (any, error) {
+			<-ready
+			return srv.handle(ctx, req)
+		},
+		MaxLineBytes:  opts.MaxLineBytes,
+		OrderRequests: true,
+		Logger:        srv.log,
+	})
+	close(ready)
+	select {
+	case <-ctx.Done():
+		_ = srv.conn.Close()
+	case <-srv.conn.Done():
+	}
+	err := srv.conn.Wait()
+	srv.closeSessions()
+	if errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) {
+		return nil // the client went away while the agent was writing
+	}
+	return err
+}
+
+// server is one ACP connection.
+type server struct {
+	opts  ServerOptions
+	log   *zap.Logger
+	store history.Store
+	conn  *jsonrpc.Conn
+
+	mu          sync.Mutex
+	initialized bool
+	compaction  bool // the client advertised session.compaction (§7.2)
+	sessions    map[string]*agentSession
+}
+
+func (s *server) capable() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.compaction
+}
+
+func (s *server) closeSessions() {
+	s.mu.Lock()
+	all := make([]*agentSession, 0, len(s.sessions))
+	for _, a := range s.sessions {
+		all = append(all, a)
+	}
+	s.sessions = map[string]*agentSession{}
+	s.mu.Unlock()
+	for _, a := range all {
+		a.close()
+	}
+}
+
+func (s *server) contextWindow() uint64 {
+	switch {
+	case s.opts.ContextWindow > 0:
+		return uint64(s.opts.ContextWindow)
+	case s.opts.Session.ContextWindow > 0:
+		return uint64(s.opts.Session.ContextWindow)
+	}
+	return DefaultContextWindow
+}
+
+func invalidParams(format string, args ...any) error {
+	return jsonrpc.NewError(jsonrpc.InvalidParams, "invalid params: "+format, args...)
+}
+
+// handle dispatches one request or notification.
+func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	if req.Method == MethodInitialize {
+		return s.initialize(req)
+	}
+	s.mu.Lock()
+	ready := s.initialized
+	s.mu.Unlock()
+	if !ready {
+		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "%s before initialize: send initialize first", req.Method)
+	}
+	switch req.Method {
+	case MethodAuthenticate:
+		var p AuthenticateRequest
+		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+			return nil, err
+		}
+		return AuthenticateResponse{}, nil
+	case MethodSessionNew:
+		return s.newSession(ctx, req)
+	case MethodSessionLoad:
+		return s.loadSession(ctx, req)
+	case MethodSessionPrompt:
+		return s.prompt(ctx, req)
+	case MethodSessionCancel:
+		var p CancelNotification
+		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+			return nil, err
+		}
+		a, err := s.session(p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		a.sess.Interrupt()
+		return nil, nil
+	case MethodCompact:
+		return s.compact(req)
+	}
+	return nil, jsonrpc.MethodNotFoundError(req.Method)
+}
+
+func (s *server) initialize(req *jsonrpc.Request) (any, error) {
+	var p InitializeRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.initialized = true
+	s.compaction = p.ClientCapabilities.SupportsCompaction()
+	s.mu.Unlock()
+	info := s.opts.AgentInfo
+	if info.Name == "" {
+		info = Implementation{Name: "sessionkit", Title: "sessionkit", Version: Version}
+	}
+	// Version negotiation: this agent speaks v1 whatever the client asks.
+	return InitializeResponse{
+		ProtocolVersion: 1,
+		AgentCapabilities: AgentCapabilities{
+			LoadSession:        true,
+			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
+		},
+		AgentInfo: &info,
+	}, nil
+}
+
+// session returns the open session with the given ID.
+func (s *server) session(id string) (*agentSession, error) {
+	if id == "" {
+		return nil, invalidParams(`field "sessionId": must not be empty`)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a, ok := s.sessions[id]
+	if !ok {
+		return nil, jsonrpc.NewError(jsonrpc.ResourceNotFound, "unknown session %q: create it with session/new or load it with session/load", id)
+	}
+	return a, nil
+}
+
+// open starts a session.Session for id ("" = new) and registers it.
+func (s *server) open(ctx context.Context, id string) (*agentSession, error) {
+	cfg := s.opts.Session
+	cfg.ID = id
+	cfg.Store = s.store
+	if cfg.Logger == nil {
+		cfg.Logger = s.log
+	}
+	sess, err := session.New(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	a := newAgentSession(s, sess)
+	s.mu.Lock()
+	s.sessions[sess.ID()] = a
+	s.mu.Unlock()
+	return a, nil
+}
+
+func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p NewSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.Cwd == "" {
+		return nil, invalidParams(`field "cwd": must not be empty`)
+	}
+	a, err := s.open(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	a.start()
+	return jsonrpc.Then(NewSessionResponse{SessionID: a.sess.ID()}, a.advertise), nil
+}
+
+func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p LoadSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if p.SessionID == "" {
+		return nil, invalidParams(`field "sessionId": must not be empty`)
+	}
+	if p.Cwd == "" {
+		return nil, invalidParams(`field "cwd": must not be empty`)
+	}
+	s.mu.Lock()
+	a, open := s.sessions[p.SessionID]
+	s.mu.Unlock()
+	if !open {
+		if _, err := s.store.Load(ctx, p.SessionID); errors.Is(err, history.ErrNotFound) {
+			return nil, jsonrpc.NewError(jsonrpc.ResourceNotFound, "unknown session %q", p.SessionID)
+		} else if err != nil {
+			return nil, err
+		}
+		var err error
+		if a, err = s.open(ctx, p.SessionID); err != nil {
+			return nil, err
+		}
+	}
+	// §7.6: the whole timeline, in order, before the response; then live.
+	// The dispatcher stays held (no Detach), so no prompt for this session
+	// can start before the replay is written.
+	if err := a.replay(ctx); err != nil {
+		return nil, err
+	}
+	if !open {
+		a.start()
+	}
+	return jsonrpc.Then(LoadSessionResponse{}, a.advertise), nil
+}
+
+// promptText joins the prompt's content into the text of a user message.
+func promptText(blocks []ContentBlock) (string, error) {
+	var parts []string
+	for i, b := range blocks {
+		switch {
+		case b.Text != nil:
+			parts = append(parts, b.Text.Text)
+		case b.ResourceLink != nil:
+			parts = append(parts, fmt.Sprintf("[%s](%s)", b.ResourceLink.Name, b.ResourceLink.URI))
+		case b.Resource != nil && b.Resource.Resource.Text != nil:
+			r := b.Resource.Resource
+			parts = append(parts, fmt.Sprintf("<resource uri=%q>\n%s\n</resource>", r.URI, *r.Text))
+		default:
+			return "", invalidParams("field \"prompt\": item %d: content of type %q is not supported by this agent", i, b.Type())
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if strings.TrimSpace(text) == "" {
+		return "", invalidParams(`field "prompt": the prompt has no text`)
+	}
+	return text, nil
+}
+
+// compactPrompt recognizes "/compact [instructions]".
+func compactPrompt(text string) (instructions string, ok bool) {
+	t := strings.TrimSpace(text)
+	rest, found := strings.CutPrefix(t, "/"+CompactCommand)
+	if !found || (rest != "" && rest[0] != ' ' && rest[0] != '\n' && rest[0] != '\t') {
+		return "", false
+	}
+	return strings.TrimSpace(rest), true
+}
+
+func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p PromptRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	text, err := promptText(p.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	if instr, ok := compactPrompt(text); ok {
+		h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
+		if err != nil {
+			return nil, sessionError(err)
+		}
+		jsonrpc.Detach(ctx)
+		if err := a.await(ctx, h.ID(), h.Finished()); err != nil {
+			return nil, err
+		}
+		if h.Result().Cancelled {
+			return PromptResponse{StopReason: StopCancelled}, nil
+		}
+		return PromptResponse{StopReason: StopEndTurn}, nil
+	}
+	h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	jsonrpc.Detach(ctx)
+	if err := a.await(ctx, h.ID(), h.Finished()); err != nil {
+		return nil, err
+	}
+	switch res := h.Result(); {
+	case res.Err == nil:
+		return PromptResponse{StopReason: StopEndTurn}, nil
+	case errors.Is(res.Err, session.ErrCancelled), errors.Is(res.Err, session.ErrClosed):
+		return PromptResponse{StopReason: StopCancelled}, nil
+	case errors.Is(res.Err, session.ErrTooManySteps):
+		return PromptResponse{StopReason: StopMaxTurnRequests}, nil
+	default:
+		return nil, jsonrpc.NewError(jsonrpc.InternalError, "the turn failed: %v", res.Err)
+	}
+}
+
+// sessionError maps an admission error of a session to a JSON-RPC error.
+func sessionError(err error) error {
+	switch {
+	case errors.Is(err, session.ErrInvalid):
+		return invalidParams("%v", err)
+	case errors.Is(err, session.ErrQueueFull):
+		return jsonrpc.NewError(jsonrpc.InternalError, "%v", err)
+	}
+	return err
+}
+
+// CompactParams are the params of the _sessionkit/compact request.
+type CompactParams struct {
+	SessionID    string `json:"sessionId"`
+	Instructions string `json:"instructions,omitzero"`
+}
+
+// CompactAccepted is the result of _sessionkit/compact: the compaction is
+// queued.
+type CompactAccepted struct {
+	CompactID string `json:"compactId"`
+}
+
+// CompactFinishedParams are the params of the _sessionkit/compact_finished
+// notification.
+type CompactFinishedParams struct {
+	SessionID string     `json:"sessionId"`
+	CompactID string     `json:"compactId"`
+	Result    WireResult `json:"result"`
+}
+
+// WireResult is a session.CompactResult on the wire.
+type WireResult struct {
+	CompactID    string `json:"compactId"`
+	Success      bool   `json:"success"`
+	Compacted    bool   `json:"compacted"`
+	Reason       string `json:"reason"`
+	Error        string `json:"error,omitzero"`
+	Trigger      string `json:"trigger"`
+	Cancelled    bool   `json:"cancelled,omitzero"`
+	SegmentID    string `json:"segmentId,omitzero"`
+	Summary      string `json:"summary,omitzero"`
+	Archived     int    `json:"archived,omitzero"` // messages the Segment holds
+	InputTokens  int    `json:"inputTokens,omitzero"`
+	OutputTokens int    `json:"outputTokens,omitzero"`
+}
+
+func (s *server) compact(req *jsonrpc.Request) (any, error) {
+	var p CompactParams
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	// The forwarder reports the result; registering under the lock means it
+	// cannot see the end before it knows the ID was requested here.
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	h, err := a.sess.Compact(context.Background(), session.CompactRequest{Instructions: p.Instructions})
+	if err != nil {
+		return nil, sessionError(err)
+	}
+	a.extension[h.ID()] = true
+	return CompactAccepted{CompactID: h.ID()}, nil
+}

@@ -1,0 +1,203 @@
+package acp
+
+// Timeline is a client-side reducer of session/update notifications with the
+// Session Compaction RFD's client semantics. Apply updates in receive order;
+// Items is the resulting timeline.
+//
+//   - The first notification for a compaction ID creates its entity at that
+//     position (status in_progress when it is a chunk); later updates and
+//     chunks patch it in place and never move it.
+//   - Patch fields: omitted leaves the value, null clears it, a value
+//     replaces it; summary [] clears like null.
+//   - A chunk appends its block to the summary; a concrete summary replaces
+//     everything accumulated, and later chunks append to it.
+//   - Unknown statuses are kept verbatim.
+//   - Message chunks with a messageId join the message with that ID wherever
+//     it stands; chunks without one join the last item when it is a message
+//     of the same kind, else start a new message. A compaction entity
+//     between two ID-less chunks therefore splits them.
+//
+// Replay into a fresh Timeline: replayed IDs may differ from live ones
+// (checklist item 54), so merging replay into a live timeline is not
+// supported. The zero value is an empty timeline. A Timeline is not safe for
+// concurrent use.
+type Timeline struct {
+	Items []TimelineItem
+
+	compactions map[string]int // compaction ID → index in Items
+	messages    map[string]int // message ID → index in Items
+	tools       map[string]int // tool call ID → index in Items
+}
+
+// TimelineItem is one item of a [Timeline]: exactly one field is set.
+type TimelineItem struct {
+	Message    *TimelineMessage
+	Compaction *CompactionEntity
+	ToolCall   *TimelineToolCall
+}
+
+// TimelineMessage is a message assembled from chunks.
+type TimelineMessage struct {
+	Kind      string // UpdateUserMessageChunk, UpdateAgentMessageChunk or UpdateAgentThoughtChunk
+	MessageID string
+	Content   []ContentBlock
+}
+
+// Text returns the concatenated text blocks of the message.
+func (m *TimelineMessage) Text() string { return blocksText(m.Content) }
+
+// TimelineToolCall is a tool call with its latest state.
+type TimelineToolCall struct {
+	ID      string
+	Title   string
+	Status  ToolCallStatus
+	Content []ToolCallContent
+}
+
+// CompactionEntity is the client-side state of one compaction.
+type CompactionEntity struct {
+	ID      string
+	Status  CompactionStatus
+	Summary []ContentBlock // nil: no summary
+	Error   *string        // nil: no error
+	Meta    map[string]any // nil: no metadata
+}
+
+// SummaryText returns the concatenated text blocks of the summary.
+func (e *CompactionEntity) SummaryText() string { return blocksText(e.Summary) }
+
+func blocksText(blocks []ContentBlock) string {
+	var s string
+	for _, b := range blocks {
+		if b.Text != nil {
+			s += b.Text.Text
+		}
+	}
+	return s
+}
+
+// Compaction returns the entity with the given ID, or nil.
+func (t *Timeline) Compaction(id string) *CompactionEntity {
+	if i, ok := t.compactions[id]; ok {
+		return t.Items[i].Compaction
+	}
+	return nil
+}
+
+// Compactions returns the compaction entities in timeline order.
+func (t *Timeline) Compactions() []*CompactionEntity {
+	var out []*CompactionEntity
+	for _, it := range t.Items {
+		if it.Compaction != nil {
+			out = append(out, it.Compaction)
+		}
+	}
+	return out
+}
+
+func (t *Timeline) init() {
+	if t.compactions == nil {
+		t.compactions = map[string]int{}
+		t.messages = map[string]int{}
+		t.tools = map[string]int{}
+	}
+}
+
+// entity returns the entity for id, creating it at the end of the timeline
+// (in_progress, no optional values) when it is first seen.
+func (t *Timeline) entity(id string) *CompactionEntity {
+	if e := t.Compaction(id); e != nil {
+		return e
+	}
+	e := &CompactionEntity{ID: id, Status: CompactionInProgress}
+	t.compactions[id] = len(t.Items)
+	t.Items = append(t.Items, TimelineItem{Compaction: e})
+	return e
+}
+
+// Apply reduces one update into the timeline. Updates of kinds the
+// timeline does not model (usage, commands, plans, modes, unknown kinds) are
+// ignored.
+func (t *Timeline) Apply(u SessionUpdate) {
+	t.init()
+	switch v := u.(type) {
+	case *CompactionUpdate:
+		e := t.entity(v.CompactionID)
+		e.Status = v.Status
+		if v.Summary.IsNull() {
+			e.Summary = nil
+		} else if blocks, ok := v.Summary.Get(); ok {
+			if len(blocks) == 0 {
+				e.Summary = nil // [] clears, like null
+			} else {
+				e.Summary = append([]ContentBlock(nil), blocks...)
+			}
+		}
+		if v.Error.IsNull() {
+			e.Error = nil
+		} else if s, ok := v.Error.Get(); ok {
+			e.Error = &s
+		}
+		if v.Meta.IsNull() {
+			e.Meta = nil
+		} else if m, ok := v.Meta.Get(); ok {
+			e.Meta = m // v1: a concrete _meta replaces wholesale
+		}
+	case *CompactionSummaryChunk:
+		e := t.entity(v.CompactionID)
+		e.Summary = append(e.Summary, v.Content)
+	case *UserMessageChunk:
+		t.chunk(UpdateUserMessageChunk, (*ContentChunk)(v))
+	case *AgentMessageChunk:
+		t.chunk(UpdateAgentMessageChunk, (*ContentChunk)(v))
+	case *AgentThoughtChunk:
+		t.chunk(UpdateAgentThoughtChunk, (*ContentChunk)(v))
+	case *ToolCall:
+		tc := &TimelineToolCall{ID: v.ToolCallID, Title: v.Title, Status: v.Status, Content: v.Content}
+		if i, ok := t.tools[v.ToolCallID]; ok {
+			t.Items[i].ToolCall = tc
+			return
+		}
+		t.tools[v.ToolCallID] = len(t.Items)
+		t.Items = append(t.Items, TimelineItem{ToolCall: tc})
+	case *ToolCallUpdate:
+		i, ok := t.tools[v.ToolCallID]
+		if !ok {
+			t.tools[v.ToolCallID] = len(t.Items)
+			t.Items = append(t.Items, TimelineItem{ToolCall: &TimelineToolCall{ID: v.ToolCallID}})
+			i = len(t.Items) - 1
+		}
+		tc := t.Items[i].ToolCall
+		if s, ok := v.Status.Get(); ok {
+			tc.Status = s
+		}
+		if s, ok := v.Title.Get(); ok {
+			tc.Title = s
+		}
+		if v.Content.IsNull() {
+			tc.Content = nil
+		} else if c, ok := v.Content.Get(); ok {
+			tc.Content = c
+		}
+	}
+}
+
+func (t *Timeline) chunk(kind string, c *ContentChunk) {
+	if c.MessageID != "" {
+		if i, ok := t.messages[c.MessageID]; ok {
+			m := t.Items[i].Message
+			m.Content = append(m.Content, c.Content)
+			return
+		}
+	} else if n := len(t.Items); n > 0 {
+		if m := t.Items[n-1].Message; m != nil && m.Kind == kind && m.MessageID == "" {
+			m.Content = append(m.Content, c.Content)
+			return
+		}
+	}
+	m := &TimelineMessage{Kind: kind, MessageID: c.MessageID, Content: []ContentBlock{c.Content}}
+	if c.MessageID != "" {
+		t.messages[c.MessageID] = len(t.Items)
+	}
+	t.Items = append(t.Items, TimelineItem{Message: m})
+}

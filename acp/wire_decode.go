@@ -1,0 +1,409 @@
+package acp
+
+// Decoding of the wire types, shared by all of them.
+//
+// encoding/json alone is too lenient for the ACP schema: it matches keys
+// case-insensitively ("CompactionID" would fill compactionId), decodes null
+// into a required string as "", and cannot express the schema's
+// x-deserialize-* annotations. So every wire struct decodes through
+// decodeObject, which reads the struct's `json` tags for the exact member
+// names and its `acp` tags for the schema rules:
+//
+//	required     the key must be present (JSON Schema "required"); null is
+//	             an error unless combined with lenient or nulldefault
+//	lenient      x-deserialize-default-on-error: an invalid value (wrong
+//	             type, null where not allowed, malformed object) is treated
+//	             as absent, or as empty for a required array
+//	skipinvalid  x-deserialize-skip-invalid-items: array items that do not
+//	             decode are dropped
+//	nulldefault  x-deserialize-default-on-null: null decodes as the empty
+//	             array or object
+//
+// These are exactly the rules the official TypeScript SDK applies with zod
+// (defaultOnError, requiredDefaultOnError, vecSkipError, defaultOnNull), so a
+// Go peer accepts and repairs what a TypeScript peer does. Anything else that
+// does not match the schema is an error wrapping ErrMalformed, whose message
+// says where and what: `field "update": session update "compaction_update":
+// missing required field "compactionId"`.
+//
+// Unions are decoded by their discriminator ("sessionUpdate", "type"), never
+// by shape. An unknown discriminator decodes into an Unknown variant that
+// keeps the raw JSON; a known one with a malformed payload is an error.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+)
+
+// ErrMalformed is matched by every error returned when decoding a wire type
+// from JSON that does not satisfy the ACP v1 schema.
+var ErrMalformed = errors.New("acp: malformed wire value")
+
+type malformedError struct{ msg string }
+
+func (e *malformedError) Error() string        { return e.msg }
+func (e *malformedError) Is(target error) bool { return target == ErrMalformed }
+
+func malformed(format string, args ...any) error {
+	return &malformedError{msg: fmt.Sprintf(format, args...)}
+}
+
+// describe renders err (a decoding error of any origin) for a peer.
+func describe(err error) string {
+	var m *malformedError
+	if errors.As(err, &m) {
+		return m.msg
+	}
+	return jsonrpc.DescribeJSONError(err)
+}
+
+func isNull(raw []byte) bool {
+	return bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+}
+
+// jsonKind names the JSON type of a valid JSON value.
+func jsonKind(raw []byte) string {
+	raw = bytes.TrimLeft(raw, " \t\r\n")
+	if len(raw) == 0 {
+		return "nothing"
+	}
+	switch raw[0] {
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case '"':
+		return "string"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	}
+	return "number"
+}
+
+// members splits a JSON object into its members.
+func members(data []byte) (map[string]json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(data, &m); err != nil || m == nil {
+		if err != nil && jsonKind(data) == "object" {
+			return nil, malformed("%s", describe(err))
+		}
+		return nil, malformed("expected object, got %s", jsonKind(data))
+	}
+	return m, nil
+}
+
+// canonicalRaw returns raw JSON in the form encoding/json produces when it
+// re-encodes it (compact, HTML-escaped, valid UTF-8), so that a decoded raw
+// value survives an encode/decode round trip unchanged.
+func canonicalRaw(raw []byte) json.RawMessage {
+	if !utf8.Valid(raw) {
+		raw = fixUTF8(raw)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, raw); err != nil {
+		return append(json.RawMessage(nil), raw...)
+	}
+	var out bytes.Buffer
+	json.HTMLEscape(&out, compact.Bytes())
+	return out.Bytes()
+}
+
+// fixUTF8 replaces every byte of an invalid UTF-8 sequence with U+FFFD, as
+// encoding/json does when it decodes a string.
+func fixUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, size := utf8.DecodeRune(b)
+		if r == utf8.RuneError && size == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:size]...)
+		}
+		b = b[size:]
+	}
+	return out
+}
+
+type fieldSpec struct {
+	name        string
+	index       int
+	typ         reflect.Type
+	required    bool
+	lenient     bool
+	skipInvalid bool
+	nullDefault bool
+}
+
+var specCache sync.Map // reflect.Type -> []fieldSpec
+
+var (
+	rawMessageType    = reflect.TypeFor[json.RawMessage]()
+	sessionUpdateType = reflect.TypeFor[SessionUpdate]()
+	optionalFieldType = reflect.TypeFor[optionalField]()
+)
+
+func specsOf(t reflect.Type) []fieldSpec {
+	if s, ok := specCache.Load(t); ok {
+		return s.([]fieldSpec)
+	}
+	var specs []fieldSpec
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		s := fieldSpec{name: name, index: i, typ: f.Type}
+		for _, opt := range strings.Split(f.Tag.Get("acp"), ",") {
+			switch opt {
+			case "required":
+				s.required = true
+			case "lenient":
+				s.lenient = true
+			case "skipinvalid":
+				s.skipInvalid = true
+			case "nulldefault":
+				s.nullDefault = true
+			case "":
+			default:
+				panic(fmt.Sprintf("acp: unknown acp tag option %q on %s.%s", opt, t, f.Name))
+			}
+		}
+		specs = append(specs, s)
+	}
+	specCache.Store(t, specs)
+	return specs
+}
+
+// decodeObject decodes the JSON object data into the struct v points to,
+// following the struct's json and acp tags (see the top of this file).
+func decodeObject(data []byte, v any) error {
+	fields, err := members(data)
+	if err != nil {
+		return err
+	}
+	rv := reflect.ValueOf(v).Elem()
+	rv.SetZero()
+	for _, f := range specsOf(rv.Type()) {
+		raw, ok := fields[f.name]
+		if !ok {
+			if f.required {
+				return malformed("missing required field %q", f.name)
+			}
+			continue
+		}
+		dst := rv.Field(f.index)
+		if err := decodeField(dst, f, raw); err != nil {
+			if !f.lenient {
+				return malformed("field %q: %s", f.name, describe(err))
+			}
+			dst.SetZero()
+			if f.required && dst.Kind() == reflect.Slice {
+				dst.Set(reflect.MakeSlice(dst.Type(), 0, 0))
+			}
+		}
+	}
+	return nil
+}
+
+func decodeField(dst reflect.Value, f fieldSpec, raw json.RawMessage) error {
+	if isNull(raw) {
+		switch {
+		case f.nullDefault:
+			setEmpty(dst)
+			return nil
+		case f.typ == rawMessageType:
+			dst.SetBytes(json.RawMessage("null"))
+			return nil
+		case dst.Addr().Type().Implements(optionalFieldType):
+			dst.Addr().Interface().(optionalField).setNull()
+			return nil
+		case f.required && f.typ == sessionUpdateType:
+			return malformed("expected object, got null")
+		case f.required:
+			return malformed("expected %s, got null", jsonrpc.JSONTypeName(f.typ))
+		}
+		// Optional and not nullable: null is the same as absent (the schema
+		// marks all such fields default-on-error or nullable).
+		return nil
+	}
+	switch {
+	case f.typ == rawMessageType:
+		dst.SetBytes(canonicalRaw(raw))
+		return nil
+	case f.typ == sessionUpdateType:
+		u, err := DecodeSessionUpdate(raw)
+		if err != nil {
+			return err
+		}
+		dst.Set(reflect.ValueOf(u))
+		return nil
+	case dst.Addr().Type().Implements(optionalFieldType):
+		opt := dst.Addr().Interface().(optionalField)
+		vt := opt.valueType()
+		if vt.Kind() == reflect.Slice {
+			s, err := decodeSlice(raw, vt, f.skipInvalid)
+			if err != nil {
+				return err
+			}
+			opt.setValue(s)
+			return nil
+		}
+		pv := reflect.New(vt)
+		if err := json.Unmarshal(raw, pv.Interface()); err != nil {
+			return err
+		}
+		opt.setValue(pv.Elem())
+		return nil
+	case f.typ.Kind() == reflect.Slice:
+		s, err := decodeSlice(raw, f.typ, f.skipInvalid)
+		if err != nil {
+			return err
+		}
+		dst.Set(s)
+		return nil
+	}
+	return json.Unmarshal(raw, dst.Addr().Interface())
+}
+
+// decodeSlice decodes a JSON array item by item, so that an error names the
+// item and skipInvalid can drop bad ones. The result is never nil.
+func decodeSlice(raw json.RawMessage, t reflect.Type, skipInvalid bool) (reflect.Value, error) {
+	var items []json.RawMessage
+	if jsonKind(raw) != "array" || json.Unmarshal(raw, &items) != nil {
+		return reflect.Value{}, malformed("expected array, got %s", jsonKind(raw))
+	}
+	out := reflect.MakeSlice(t, 0, len(items))
+	for i, item := range items {
+		ev := reflect.New(t.Elem())
+		var err error
+		if isNull(item) {
+			err = malformed("expected %s, got null", jsonrpc.JSONTypeName(t.Elem()))
+		} else {
+			err = json.Unmarshal(item, ev.Interface())
+		}
+		if err != nil {
+			if skipInvalid {
+				continue
+			}
+			return reflect.Value{}, malformed("item %d: %s", i, describe(err))
+		}
+		out = reflect.Append(out, ev.Elem())
+	}
+	return out, nil
+}
+
+func setEmpty(dst reflect.Value) {
+	switch dst.Kind() {
+	case reflect.Slice:
+		dst.Set(reflect.MakeSlice(dst.Type(), 0, 0))
+	case reflect.Map:
+		dst.Set(reflect.MakeMap(dst.Type()))
+	default:
+		dst.SetZero()
+	}
+}
+
+// marshalObject encodes a wire struct (passed by value, usually as its plain
+// alias type) after replacing nil required arrays and objects with empty
+// ones, so that a required field never goes out as null.
+func marshalObject(v any) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	cp := reflect.New(rv.Type()).Elem()
+	cp.Set(rv)
+	for _, f := range specsOf(rv.Type()) {
+		fv := cp.Field(f.index)
+		if f.required && (fv.Kind() == reflect.Slice || fv.Kind() == reflect.Map) && fv.IsNil() {
+			setEmpty(fv)
+		}
+	}
+	return json.Marshal(cp.Interface())
+}
+
+// withTag puts "key":"value" first into the encoded object obj.
+func withTag(key, value string, obj []byte) ([]byte, error) {
+	if len(obj) < 2 || obj[0] != '{' {
+		return nil, fmt.Errorf("acp: union variant encoded as %s, not an object", jsonKind(obj))
+	}
+	k, _ := json.Marshal(key)
+	v, _ := json.Marshal(value)
+	out := make([]byte, 0, len(obj)+len(k)+len(v)+2)
+	out = append(out, '{')
+	out = append(out, k...)
+	out = append(out, ':')
+	out = append(out, v...)
+	if rest := bytes.TrimSpace(obj[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, obj[1:]...), nil
+}
+
+// marshalVariant encodes a union variant with its discriminator.
+func marshalVariant(key, tag string, v any) ([]byte, error) {
+	b, err := marshalObject(v)
+	if err != nil {
+		return nil, err
+	}
+	return withTag(key, tag, b)
+}
+
+// discriminator returns the string discriminator key of a union value.
+func discriminator(data []byte, key, union string) (string, error) {
+	fields, err := members(data)
+	if err != nil {
+		return "", malformed("%s: %s", union, describe(err))
+	}
+	raw, ok := fields[key]
+	if !ok {
+		return "", malformed("%s: missing discriminator %q", union, key)
+	}
+	var tag string
+	if jsonKind(raw) != "string" || json.Unmarshal(raw, &tag) != nil {
+		return "", malformed("%s: discriminator %q must be a string, got %s", union, key, jsonKind(raw))
+	}
+	return tag, nil
+}
+
+// decodeVariant decodes the payload of a union variant whose discriminator
+// is tag and checks that a discriminator present in data agrees.
+func decodeVariant(data []byte, v any, key, tag string) error {
+	if err := decodeObject(data, v); err != nil {
+		return err
+	}
+	fields, _ := members(data)
+	if raw, ok := fields[key]; ok {
+		var got string
+		if json.Unmarshal(raw, &got) != nil || got != tag {
+			return malformed("%q is %s, expected %q", key, raw, tag)
+		}
+	}
+	return nil
+}
+
+// decodeEnum decodes a closed string enum of the schema.
+func decodeEnum[T ~string](data []byte, dst *T, what string, allowed ...T) error {
+	var s string
+	if jsonKind(data) != "string" || json.Unmarshal(data, &s) != nil {
+		return malformed("%s: expected string, got %s", what, jsonKind(data))
+	}
+	for _, a := range allowed {
+		if T(s) == a {
+			*dst = a
+			return nil
+		}
+	}
+	return malformed("unknown %s %q", what, s)
+}

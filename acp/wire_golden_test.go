@@ -1,0 +1,196 @@
+package acp
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+type goldenCase struct {
+	name  string // testdata/<name>.json
+	value any    // a pointer to a wire value
+}
+
+// goldenBack holds what a golden file decodes into when that is not the
+// value it was written from.
+var goldenBack = map[string]any{
+	// A nil required array is sent as [].
+	"available_commands_update_empty": &AvailableCommandsUpdate{AvailableCommands: []AvailableCommand{}},
+	"new_session_request_minimal":     &NewSessionRequest{Cwd: "/w", McpServers: []McpServer{}},
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func goldenCases() []goldenCase {
+	retained := []ContentBlock{TextBlock("## Retained context\n\nThe user is updating the ACP schema...")}
+	meta := map[string]any{"vendor.example/tokensBefore": float64(120000), "vendor.example/manual": true}
+	return []goldenCase{
+		// CompactionUpdate: each patch field omitted, null and set.
+		{"compaction_update_omitted", &CompactionUpdate{CompactionID: "cmp_001", Status: CompactionInProgress}},
+		{"compaction_update_null", &CompactionUpdate{CompactionID: "cmp_001", Status: CompactionCancelled,
+			Summary: Null[[]ContentBlock](), Error: Null[string](), Meta: Null[map[string]any]()}},
+		{"compaction_update_value", &CompactionUpdate{CompactionID: "cmp_001", Status: CompactionCompleted,
+			Summary: Value(retained), Error: Value("partial: one message could not be summarized"), Meta: Value(meta)}},
+		{"compaction_update_completed", &CompactionUpdate{CompactionID: "cmp_001", Status: CompactionCompleted, Summary: Value(retained)}},
+		{"compaction_update_failed", &CompactionUpdate{CompactionID: "cmp_002", Status: CompactionFailed,
+			Summary: Null[[]ContentBlock](), Error: Value("the summary call failed: provider timeout")}},
+		{"compaction_update_summary_cleared", &CompactionUpdate{CompactionID: "cmp_003", Status: CompactionCompleted,
+			Summary: Value([]ContentBlock{})}},
+		{"compaction_update_custom_status", &CompactionUpdate{CompactionID: "cmp_004", Status: "_sessionkit_waiting"}},
+		{"compaction_summary_chunk", &CompactionSummaryChunk{CompactionID: "cmp_001", Content: TextBlock("## Retained context\n\n")}},
+		{"compaction_summary_chunk_meta", &CompactionSummaryChunk{CompactionID: "cmp_001", Content: TextBlock("more"),
+			Meta: map[string]any{"seq": float64(2)}}},
+		{"session_notification_compaction", &SessionNotification{SessionID: "sess_1",
+			Update: &CompactionUpdate{CompactionID: "cmp_001", Status: CompactionInProgress}}},
+		{"session_notification_meta", &SessionNotification{SessionID: "sess_1",
+			Update: &AgentMessageChunk{Content: TextBlock("hi")}, Meta: map[string]any{"trace": "t1"}}},
+
+		// The other session updates.
+		{"user_message_chunk", &UserMessageChunk{Content: TextBlock("What does this repo do?")}},
+		{"agent_message_chunk", &AgentMessageChunk{Content: TextBlock("It is a Go SDK."), MessageID: "msg_7"}},
+		{"agent_thought_chunk", &AgentThoughtChunk{Content: TextBlock("Reading the README first.")}},
+		{"tool_call", &ToolCall{ToolCallID: "call_1", Title: "Reading go.mod", Name: "read_file", Kind: ToolKindRead,
+			Status: ToolCallPending, RawInput: json.RawMessage(`{"path":"go.mod"}`),
+			Locations: []ToolCallLocation{{Path: "/w/go.mod", Line: ptr(uint32(1))}}}},
+		{"tool_call_content", &ToolCall{ToolCallID: "call_2", Title: "Editing main.go", Kind: ToolKindEdit, Status: ToolCallCompleted,
+			Content: []ToolCallContent{
+				{Content: &ToolContent{Content: TextBlock("done")}},
+				{Diff: &ToolDiff{Path: "/w/main.go", OldText: "a", NewText: "b"}},
+				{Terminal: &ToolTerminal{TerminalID: "term_1"}},
+			}}},
+		{"tool_call_update", &ToolCallUpdate{ToolCallID: "call_1", Status: Value(ToolCallCompleted), Title: Null[string](),
+			Content:   Value([]ToolCallContent{{Content: &ToolContent{Content: TextBlock("module example")}}}),
+			RawOutput: json.RawMessage(`"module example"`)}},
+		{"plan", &Plan{Entries: []PlanEntry{
+			{Content: "Read the code", Priority: PriorityHigh, Status: PlanCompleted},
+			{Content: "Write the answer", Priority: PriorityMedium, Status: PlanInProgress},
+		}}},
+		{"available_commands_update", &AvailableCommandsUpdate{AvailableCommands: []AvailableCommand{
+			{Name: "compact", Description: "Summarize the conversation to free context", Input: &AvailableCommandInput{Hint: "optional instructions"}},
+		}}},
+		{"available_commands_update_empty", &AvailableCommandsUpdate{}},
+		{"current_mode_update", &CurrentModeUpdate{CurrentModeID: "code"}},
+		{"usage_update", &UsageUpdate{Used: 53000, Size: 200000}},
+		{"usage_update_cost", &UsageUpdate{Used: 12000, Size: 200000, Cost: &Cost{Amount: 0.42, Currency: "USD"}}},
+		{"unknown_session_update", &UnknownSessionUpdate{Kind: "notice",
+			Raw: json.RawMessage(`{"sessionUpdate":"notice","severity":"info","message":"hello"}`)}},
+
+		// Content blocks.
+		{"content_text", &ContentBlock{Text: &TextContent{Text: "hello", Annotations: &Annotations{
+			Audience: []Role{RoleUser}, Priority: ptr(0.5)}}}},
+		{"content_image", &ContentBlock{Image: &ImageContent{Data: "iVBORw0KGgo=", MimeType: "image/png"}}},
+		{"content_audio", &ContentBlock{Audio: &AudioContent{Data: "UklGRg==", MimeType: "audio/wav"}}},
+		{"content_resource_link", &ContentBlock{ResourceLink: &ResourceLink{Name: "main.go", URI: "file:///w/main.go",
+			MimeType: "text/x-go", Size: ptr(int64(1024))}}},
+		{"content_resource_text", &ContentBlock{Resource: &EmbeddedResource{Resource: ResourceContents{
+			URI: "file:///w/a.txt", MimeType: "text/plain", Text: ptr("contents")}}}},
+		{"content_resource_blob", &ContentBlock{Resource: &EmbeddedResource{Resource: ResourceContents{
+			URI: "file:///w/a.bin", Blob: ptr("AAEC")}}}},
+		{"content_unknown", &ContentBlock{Unknown: &UnknownVariant{Tag: "video",
+			Raw: json.RawMessage(`{"type":"video","uri":"file:///w/a.mp4"}`)}}},
+
+		// Requests and responses.
+		{"initialize_request", &InitializeRequest{ProtocolVersion: ProtocolVersion1,
+			ClientCapabilities: ClientCapabilities{
+				FS:       FileSystemCapabilities{ReadTextFile: true, WriteTextFile: true},
+				Terminal: true,
+				Session:  json.RawMessage(`{"compaction":{}}`),
+			},
+			ClientInfo: &Implementation{Name: "zed", Title: "Zed", Version: "0.200.0"}}},
+		{"initialize_request_minimal", &InitializeRequest{ProtocolVersion: ProtocolVersion1}},
+		{"initialize_response", &InitializeResponse{ProtocolVersion: ProtocolVersion1,
+			AgentCapabilities: AgentCapabilities{LoadSession: true, PromptCapabilities: PromptCapabilities{EmbeddedContext: true}},
+			AgentInfo:         &Implementation{Name: "sessionkit", Version: "0.1.0"}}},
+		{"initialize_response_auth", &InitializeResponse{ProtocolVersion: ProtocolVersion1,
+			AgentCapabilities: AgentCapabilities{SessionCapabilities: SessionCapabilities{Resume: &Capability{}}},
+			AuthMethods: []AuthMethod{
+				{ID: "api-key", Name: "API key", Description: "Set OPENAI_API_KEY"},
+				{ID: "login", Name: "Log in", Type: "terminal", Args: []string{"login"}},
+			}}},
+		{"authenticate_request", &AuthenticateRequest{MethodID: "api-key"}},
+		{"authenticate_response", &AuthenticateResponse{}},
+		{"new_session_request", &NewSessionRequest{Cwd: "/w", McpServers: []McpServer{
+			{Name: "fs", Command: "/usr/bin/mcp-fs", Args: []string{"--root", "/w"}, Env: []EnvVariable{{Name: "DEBUG", Value: "1"}}},
+			{Type: "http", Name: "docs", URL: "https://example.com/mcp", Headers: []HTTPHeader{{Name: "Authorization", Value: "Bearer x"}}},
+		}}},
+		{"new_session_request_minimal", &NewSessionRequest{Cwd: "/w"}},
+		{"new_session_response", &NewSessionResponse{SessionID: "sess_1"}},
+		{"new_session_response_modes", &NewSessionResponse{SessionID: "sess_1", Modes: &SessionModeState{
+			CurrentModeID: "code", AvailableModes: []SessionMode{{ID: "code", Name: "Code"}, {ID: "ask", Name: "Ask", Description: "No edits"}}}}},
+		{"load_session_request", &LoadSessionRequest{SessionID: "sess_1", Cwd: "/w", McpServers: []McpServer{}}},
+		{"load_session_response", &LoadSessionResponse{}},
+		{"prompt_request", &PromptRequest{SessionID: "sess_1", Prompt: []ContentBlock{
+			TextBlock("/compact keep the API decisions"),
+			{ResourceLink: &ResourceLink{Name: "API.md", URI: "file:///w/API.md"}},
+		}}},
+		{"prompt_response", &PromptResponse{StopReason: StopEndTurn}},
+		{"prompt_response_cancelled", &PromptResponse{StopReason: StopCancelled}},
+		{"cancel_notification", &CancelNotification{SessionID: "sess_1"}},
+	}
+}
+
+func TestGolden(t *testing.T) {
+	for _, tc := range goldenCases() {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := json.Marshal(tc.value)
+			require.NoError(t, err)
+			var pretty bytes.Buffer
+			require.NoError(t, json.Indent(&pretty, got, "", "  "))
+			pretty.WriteByte('\n')
+
+			path := filepath.Join("testdata", tc.name+".json")
+			if *updateGolden {
+				require.NoError(t, os.WriteFile(path, pretty.Bytes(), 0o644))
+			}
+			want, err := os.ReadFile(path)
+			require.NoError(t, err, "run go test ./acp -update to create it")
+			assert.Equal(t, string(want), pretty.String())
+
+			// The golden file decodes back into the same value.
+			file := want
+			var back any
+			if su, ok := tc.value.(SessionUpdate); ok {
+				var tag struct {
+					Kind string `json:"sessionUpdate"`
+				}
+				require.NoError(t, json.Unmarshal(file, &tag))
+				assert.Equal(t, tag.Kind, su.SessionUpdateKind())
+				back, err = DecodeSessionUpdate(file)
+			} else {
+				p := reflect.New(reflect.TypeOf(tc.value).Elem())
+				err = json.Unmarshal(file, p.Interface())
+				back = p.Interface()
+			}
+			require.NoError(t, err)
+			expect := tc.value
+			if b, ok := goldenBack[tc.name]; ok {
+				expect = b
+			}
+			assert.Equal(t, expect, back)
+		})
+	}
+}
+
+// Every golden file is covered by a case, so stale files do not linger.
+func TestGoldenFilesHaveCases(t *testing.T) {
+	names := map[string]bool{}
+	for _, tc := range goldenCases() {
+		require.False(t, names[tc.name], "duplicate golden case %s", tc.name)
+		names[tc.name] = true
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "*.json"))
+	require.NoError(t, err)
+	for _, f := range files {
+		name := filepath.Base(f)
+		assert.True(t, names[name[:len(name)-len(".json")]], "golden file %s has no case", f)
+	}
+}

@@ -1,0 +1,169 @@
+// Command acp-agent is the sessionkit ACP agent an editor launches: it speaks
+// the Agent Client Protocol (v1, with session compaction) on stdin and
+// stdout and logs to stderr.
+//
+// With OPENAI_API_KEY or OPENAI_BASE_URL set it uses the OpenAI-compatible
+// provider (model from SESSIONKIT_MODEL); otherwise the offline provider.
+// Sessions are kept in a SQLite file (--store), so session/load works across
+// restarts.
+//
+//	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/offline"
+	"github.com/sessionkit/sessionkit/provider/openai"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "acp-agent:", err)
+		os.Exit(1)
+	}
+}
+
+// defaultStore returns the default SQLite path under the user's data
+// directory ($XDG_DATA_HOME, else ~/.local/share).
+func defaultStore() string {
+	dir := os.Getenv("XDG_DATA_HOME")
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "sessionkit.db"
+		}
+		dir = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(dir, "sessionkit", "sessions.db")
+}
+
+func run() error {
+	storePath := flag.String("store", defaultStore(), "SQLite file that keeps the sessions")
+	autoTokens := flag.Int("auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
+	contextWindow := flag.Int("context-window", 0, "context window reported in usage_update (0 = 128000)")
+	omit := flag.Bool("omit-summaries", false, "never send compaction summaries to the client")
+	system := flag.String("system", "You are a careful coding agent.", "system prompt of new sessions")
+	summaryDelay := flag.Duration("summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
+	verbose := flag.Bool("v", false, "debug logging")
+	flag.Parse()
+
+	level := zapcore.InfoLevel
+	if *verbose {
+		level = zapcore.DebugLevel
+	}
+	logCfg := zap.NewProductionConfig()
+	logCfg.Level = zap.NewAtomicLevelAt(level)
+	logCfg.OutputPaths = []string{"stderr"} // stdout is the protocol
+	logCfg.ErrorOutputPaths = []string{"stderr"}
+	log, err := logCfg.Build()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+
+	prov, name, err := chooseProvider(log)
+	if err != nil {
+		return err
+	}
+	if *summaryDelay > 0 {
+		prov = slowSummary{Provider: prov, delay: *summaryDelay}
+	}
+	if err := os.MkdirAll(filepath.Dir(*storePath), 0o700); err != nil {
+		return err
+	}
+	store, err := sqlite.Open(*storePath)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	log.Info("acp-agent starting", zap.String("provider", name), zap.String("store", *storePath))
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return acp.Serve(ctx, os.Stdin, os.Stdout, acp.ServerOptions{
+		Session: session.Config{
+			Provider:          prov,
+			Store:             store,
+			SystemPrompt:      *system,
+			AutoCompactTokens: *autoTokens,
+			Tools:             tools(),
+			Logger:            log,
+		},
+		OmitSummaries: *omit,
+		ContextWindow: *contextWindow,
+		Logger:        log,
+	})
+}
+
+func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
+	if os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "" {
+		p, err := openai.FromEnv(openai.WithLogger(log))
+		if err != nil {
+			return nil, "", err
+		}
+		return p, "openai:" + p.Model(), nil
+	}
+	return offline.New(), "offline", nil
+}
+
+// slowSummary delays summary calls; the delay ends early when the call is
+// cancelled.
+type slowSummary struct {
+	provider.Provider
+	delay time.Duration
+}
+
+func (p slowSummary) Complete(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
+	if req.Purpose == provider.PurposeSummary {
+		t := time.NewTimer(p.delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return p.Provider.Complete(ctx, req, onDelta)
+}
+
+// tools are two harmless demo tools; a real agent declares its own.
+func tools() []session.Tool {
+	return []session.Tool{
+		{
+			Name:        "echo",
+			Description: "Returns its text argument.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+			Run: func(_ context.Context, args json.RawMessage) (string, error) {
+				var in struct{ Text string }
+				if err := json.Unmarshal(args, &in); err != nil {
+					return "", err
+				}
+				return in.Text, nil
+			},
+		},
+		{
+			Name:        "fail",
+			Description: "Always fails (to show a failed tool call).",
+			Run: func(context.Context, json.RawMessage) (string, error) {
+				return "", errors.New("this tool always fails")
+			},
+		},
+	}
+}

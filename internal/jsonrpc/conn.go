@@ -1,0 +1,819 @@
+package jsonrpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// DefaultMaxLineBytes is the default limit on the length of one input line
+// (one message), line ending excluded.
+const DefaultMaxLineBytes = 8 << 20
+
+// maxQueued bounds the messages read but not yet dispatched, and
+// queuedLines their size in units of MaxLineBytes. When the queue is full
+// the reader stops reading, which pushes back on the peer.
+const (
+	maxQueued   = 1024
+	queuedLines = 4
+)
+
+// sniffBytes is how much of an oversized line is kept to find its id.
+const sniffBytes = 4096
+
+// ErrClosed is returned by [Conn.Call] and [Conn.Notify] once the connection
+// has shut down. It wraps the cause when there is one (io.EOF when the peer
+// closed its end, or the read or write error).
+var ErrClosed = errors.New("jsonrpc: connection closed")
+
+// Handler handles incoming requests and notifications.
+//
+// For a request (req.ID != nil) the returned value is encoded as the result
+// (nil becomes null) unless err is non-nil. An err is turned into a JSON-RPC
+// error: an [*Error] anywhere in its chain is sent as is;
+// context.Canceled and context.DeadlineExceeded become [RequestCancelled];
+// anything else becomes [InternalError] with err's text. A panic becomes an
+// [InternalError] and the connection keeps going. For a notification the
+// return values are ignored (errors are logged).
+//
+// ctx is cancelled when the connection shuts down and, for a request, when
+// the peer sends $/cancel_request for it. A handler must return soon after
+// ctx is done: [Conn.Wait] waits for it. A notification handler holds back
+// the next incoming message until it returns or calls [Detach]; it must not
+// wait for a [Conn.Call] made with another ctx than its own.
+type Handler func(ctx context.Context, req *Request) (any, error)
+
+// Request is an incoming request or notification.
+type Request struct {
+	// ID is the raw JSON id, echoed verbatim in the response; nil for a
+	// notification.
+	ID     json.RawMessage
+	Method string
+	// Params is the raw params value (an object or an array); nil when absent
+	// or null. Decode it with [UnmarshalParams].
+	Params json.RawMessage
+}
+
+// IsNotification reports whether r expects no response.
+func (r *Request) IsNotification() bool { return r.ID == nil }
+
+// Options configure a [Conn]. The zero value is usable.
+type Options struct {
+	// Handler handles incoming requests and notifications. Nil answers every
+	// request with [MethodNotFound] and ignores notifications.
+	Handler Handler
+
+	// MaxLineBytes limits one input line; 0 means DefaultMaxLineBytes.
+	MaxLineBytes int
+
+	// OrderRequests makes request handling ordered like notification
+	// handling: the next incoming message is dispatched only after the
+	// request's handler has returned and its response has been written, or
+	// the handler has called [Detach]. A handler uses this to register its
+	// request (queue a prompt, say) before a later message (a cancel) is
+	// looked at, then calls Detach and keeps working. Without it every
+	// request runs concurrently from the moment it is dispatched.
+	OrderRequests bool
+
+	// Logger receives diagnostics (unanswerable messages, handler panics,
+	// notification errors). Nil means no logging.
+	Logger *zap.Logger
+}
+
+// Conn is a JSON-RPC 2.0 connection over newline-delimited JSON.
+//
+// # Dispatch and ordering
+//
+// One reader goroutine reads lines. Every message is dispatched in receive
+// order by one dispatcher goroutine: a response completes its [Conn.Call]; a
+// notification runs the handler in a goroutine and the dispatcher waits for it
+// to return (or to call [Detach]) before dispatching the next message; a
+// request runs the handler in its own goroutine, so a slow request does not
+// hold back others (see [Options.OrderRequests] for the ordered variant).
+// Hence a Call returns only after every notification received before its
+// response has been handled (or has detached).
+//
+// # Writing
+//
+// Writes are serialized: every message is written whole, with one Write
+// call, in the order the writers acquired the connection. Notify and Call
+// return only after the message was written, so a handler's notifications
+// sent before it returns precede its response on the wire. When the peer
+// stops reading, writes block (memory stays bounded) until the peer reads or
+// the connection shuts down.
+//
+// # Shutdown
+//
+// The connection shuts down when the reader hits EOF or an error, when a
+// write fails, or on [Conn.Close]. Then pending Calls fail with [ErrClosed]
+// wrapping the cause, every handler context is cancelled, queued messages are
+// dropped, later writes fail with ErrClosed, and the reader and the writer are
+// closed if they implement io.Closer: that is what unblocks a Read or a Write
+// in progress. If they do not, [Conn.Wait] waits for the Read or Write to
+// return by itself. A Conn therefore owns r and w; their Close must be safe to
+// call concurrently with Read and Write (as for os.File, net.Conn and
+// io.Pipe).
+type Conn struct {
+	r    io.Reader
+	w    io.Writer
+	opts Options
+	log  *zap.Logger
+
+	ctx    context.Context // parent of every handler context
+	cancel context.CancelFunc
+	done   chan struct{} // closed when shutdown starts
+	wg     sync.WaitGroup
+	wsem   chan struct{} // the write lock (capacity 1)
+	nextID atomic.Int64
+
+	mu       sync.Mutex
+	closed   bool
+	cause    error // why the connection shut down; nil for Close
+	closeErr error // what pending and later operations fail with
+	pending  map[int64]*pendingCall
+	inflight map[string]*inflight // incoming requests (queued or running) by id
+	queue    []item
+	queued   int           // bytes of the messages in queue
+	ready    chan struct{} // signalled when the queue gets an item (capacity 1)
+	space    chan struct{} // signalled when the queue loses an item (capacity 1)
+
+	closeOnce sync.Once
+}
+
+type pendingCall struct {
+	done chan struct{} // closed once msg or err is set
+	msg  *Message
+	err  error
+}
+
+type inflight struct{ cancel context.CancelFunc }
+
+// item is one unit of work for the dispatcher.
+type item struct {
+	msg   *Message        // a request, notification or response; nil for a reply
+	ctx   context.Context // request context
+	req   *inflight
+	reply *Message // an error response to write (for a bad line)
+	size  int      // bytes of the line it came from
+}
+
+// NewConn starts a connection reading r and writing w. Call [Conn.Close]
+// and [Conn.Wait] to stop it.
+func NewConn(r io.Reader, w io.Writer, opts Options) *Conn {
+	if opts.MaxLineBytes <= 0 {
+		opts.MaxLineBytes = DefaultMaxLineBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Conn{
+		r: r, w: w, opts: opts, log: log,
+		ctx: ctx, cancel: cancel,
+		done:     make(chan struct{}),
+		wsem:     make(chan struct{}, 1),
+		pending:  make(map[int64]*pendingCall),
+		inflight: make(map[string]*inflight),
+		ready:    make(chan struct{}, 1),
+		space:    make(chan struct{}, 1),
+	}
+	c.wg.Add(2)
+	go c.readLoop()
+	go c.dispatchLoop()
+	return c
+}
+
+// Call sends a request and waits for its response, which is decoded into
+// result unless result is nil. params is encoded with encoding/json and must
+// encode as an object or an array (or be nil).
+//
+// It returns the peer's [*Error] when the peer answered with an error,
+// [ErrClosed] (wrapping the cause) when the connection shut down first, and
+// ctx.Err() when ctx ended first; then the pending entry is dropped, a
+// $/cancel_request notification is sent for the request, and a late response
+// is ignored. Called from a handler with the handler's ctx, Call first
+// [Detach]es the handler, since the response can only be dispatched once the
+// dispatcher moves on.
+func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	Detach(ctx)
+	raw, err := marshalParams(params)
+	if err != nil {
+		return err
+	}
+	id := c.nextID.Add(1)
+	idRaw := json.RawMessage(strconv.FormatInt(id, 10))
+	p := &pendingCall{done: make(chan struct{})}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return c.closeErr
+	}
+	c.pending[id] = p
+	c.mu.Unlock()
+
+	if err := c.write(ctx, &Message{Kind: KindRequest, ID: idRaw, Method: method, Params: raw}); err != nil {
+		c.forget(id)
+		return err
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		if c.forget(id) {
+			c.cancelRemote(idRaw)
+		}
+		return ctx.Err()
+	}
+	if p.err != nil {
+		return p.err
+	}
+	if p.msg.Error != nil {
+		return p.msg.Error
+	}
+	if result != nil {
+		if err := json.Unmarshal(p.msg.Result, result); err != nil {
+			return fmt.Errorf("jsonrpc: decoding the result of %q: %w", method, err)
+		}
+	}
+	return nil
+}
+
+// Notify sends a notification. It returns once the notification has been
+// written, ctx.Err() if ctx ends while waiting for the writer, or
+// [ErrClosed].
+func (c *Conn) Notify(ctx context.Context, method string, params any) error {
+	raw, err := marshalParams(params)
+	if err != nil {
+		return err
+	}
+	return c.write(ctx, &Message{Kind: KindNotification, Method: method, Params: raw})
+}
+
+// Close shuts the connection down (see [Conn] for what that does) without
+// waiting; use [Conn.Wait] for that. It is idempotent and safe to call from
+// a handler. It always returns nil.
+func (c *Conn) Close() error {
+	c.shutdown(nil)
+	return nil
+}
+
+// Done is closed when the connection starts shutting down.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Wait blocks until the connection has shut down and every goroutine it
+// started (reader, dispatcher, handlers) has returned. It returns nil when
+// the connection ended by [Conn.Close] or by EOF from the peer, and the read
+// or write error otherwise.
+func (c *Conn) Wait() error {
+	c.wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cause == nil || errors.Is(c.cause, io.EOF) {
+		return nil
+	}
+	return c.cause
+}
+
+// Then wraps a request handler's result: the response carrying result is
+// written first, then after runs, in the handler's goroutine. With
+// [Options.OrderRequests] the next message is dispatched only after after
+// returns (unless the handler detached). Use it for notifications that must
+// follow the response, such as ones about a session the response creates.
+// after runs only when result was encoded and the response written (not
+// when the connection shut down first). For a notification the wrapper is
+// ignored like any return value.
+func Then(result any, after func()) any {
+	return &thenResult{result: result, after: after}
+}
+
+type thenResult struct {
+	result any
+	after  func()
+}
+
+type detachKey struct{}
+
+// Detach lets the dispatcher move on to the next incoming message while the
+// handler that received ctx keeps running. It matters for notifications and,
+// with [Options.OrderRequests], for requests; otherwise, and for any ctx
+// that is not a handler's, it does nothing. It is idempotent.
+func Detach(ctx context.Context) {
+	if f, ok := ctx.Value(detachKey{}).(func()); ok {
+		f()
+	}
+}
+
+func (c *Conn) shutdown(cause error) {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.cause = cause
+		if cause == nil {
+			c.closeErr = ErrClosed
+		} else {
+			c.closeErr = fmt.Errorf("%w: %w", ErrClosed, cause)
+		}
+		pending := c.pending
+		c.pending = nil
+		c.queue, c.queued = nil, 0
+		c.mu.Unlock()
+
+		close(c.done)
+		c.cancel()
+		for _, p := range pending {
+			p.err = c.closeErr
+			close(p.done)
+		}
+		if cl, ok := c.r.(io.Closer); ok {
+			_ = cl.Close()
+		}
+		if cl, ok := c.w.(io.Closer); ok {
+			_ = cl.Close()
+		}
+	})
+}
+
+// forget drops a pending call; it reports whether the call was still pending.
+func (c *Conn) forget(id int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.pending[id]
+	delete(c.pending, id)
+	return ok
+}
+
+// cancelRemote sends $/cancel_request for an abandoned call, in the
+// background so that the caller does not wait for the writer.
+func (c *Conn) cancelRemote(id json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	// wg.Add is safe here: while the connection is open, the reader and the
+	// dispatcher are still counted, so the counter is not zero.
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		_ = c.Notify(c.ctx, CancelRequestMethod, map[string]json.RawMessage{"requestId": id})
+	}()
+}
+
+func marshalParams(params any) (json.RawMessage, error) {
+	if params == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return nil, fmt.Errorf("jsonrpc: encoding params: %w", err)
+	}
+	switch jsonKind(raw) {
+	case "object", "array":
+		return raw, nil
+	case "null":
+		return nil, nil
+	}
+	return nil, fmt.Errorf("jsonrpc: params must encode as an object or an array, not a %s", jsonKind(raw))
+}
+
+// write encodes m and writes it as one line under the write lock.
+func (c *Conn) write(ctx context.Context, m *Message) error {
+	b, err := EncodeMessage(m)
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	select {
+	case c.wsem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.done:
+		return c.closedErr()
+	}
+	defer func() { <-c.wsem }()
+	select {
+	case <-c.done:
+		return c.closedErr()
+	default:
+	}
+	if _, err := c.w.Write(b); err != nil {
+		c.shutdown(fmt.Errorf("jsonrpc: write: %w", err))
+		return c.closedErr()
+	}
+	return nil
+}
+
+func (c *Conn) closedErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closeErr
+}
+
+// ---- reading ----
+
+func (c *Conn) readLoop() {
+	defer c.wg.Done()
+	br := bufio.NewReaderSize(c.r, 64<<10)
+	var buf []byte
+	for {
+		line, tooLong, err := readLine(br, c.opts.MaxLineBytes, buf[:0])
+		if tooLong {
+			c.handleOversized(line)
+		} else if len(line) > 0 {
+			c.handleLine(line)
+		}
+		if cap(line) <= 1<<20 {
+			buf = line // reuse moderate buffers only
+		} else {
+			buf = nil
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				c.shutdown(io.EOF)
+			} else {
+				c.shutdown(fmt.Errorf("jsonrpc: read: %w", err))
+			}
+			return
+		}
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+	}
+}
+
+// readLine reads one line into buf, without its line ending. When the line
+// is longer than max, the rest of it is read and discarded, tooLong is true
+// and line holds its first bytes. A final line without a newline is returned
+// together with io.EOF.
+func readLine(br *bufio.Reader, limit int, buf []byte) (line []byte, tooLong bool, err error) {
+	for {
+		var frag []byte
+		frag, err = br.ReadSlice('\n')
+		if err == nil {
+			frag = frag[:len(frag)-1]
+		}
+		switch {
+		case !tooLong && len(buf)+len(frag) <= limit+1: // one extra byte for a '\r' trimmed below
+			buf = append(buf, frag...)
+		default:
+			tooLong = true
+			if len(buf) < sniffBytes {
+				buf = append(buf, frag[:min(len(frag), sniffBytes-len(buf))]...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if !tooLong {
+			buf = bytes.TrimSuffix(buf, []byte("\r"))
+			if len(buf) > limit {
+				tooLong = true
+				buf = buf[:min(len(buf), sniffBytes)]
+			}
+		}
+		return buf, tooLong, err
+	}
+}
+
+func (c *Conn) handleLine(line []byte) {
+	line = bytes.TrimSpace(line)
+	if len(line) == 0 {
+		return
+	}
+	m, err := ReadMessage(line)
+	if err != nil {
+		e := toWireError(err)
+		if m.Kind == KindResponse {
+			// Never answer a response; fail the call it belongs to, if any.
+			c.log.Warn("jsonrpc: malformed response", zap.String("error", e.Message))
+			c.enqueue(item{msg: &Message{Kind: KindResponse, ID: m.ID, Error: e}, size: len(line)})
+			return
+		}
+		c.enqueue(item{reply: &Message{Kind: KindResponse, ID: m.ID, Error: e}, size: len(line)})
+		return
+	}
+	switch m.Kind {
+	case KindNotification:
+		if m.Method == CancelRequestMethod {
+			c.cancelIncoming(m.Params)
+			return
+		}
+		c.enqueue(item{msg: m, size: len(line)})
+	case KindRequest:
+		ctx, cancel := context.WithCancel(c.ctx)
+		req := &inflight{cancel: cancel}
+		c.mu.Lock()
+		if !c.closed {
+			c.inflight[idKey(m.ID)] = req
+		}
+		c.mu.Unlock()
+		c.enqueue(item{msg: m, ctx: ctx, req: req, size: len(line)})
+	case KindResponse:
+		c.enqueue(item{msg: m, size: len(line)})
+	}
+}
+
+// handleOversized answers a discarded line. Its first bytes tell whether it
+// was a request (answered with its id when found), a response (the call it
+// answers fails) or unknown (answered with id null).
+func (c *Conn) handleOversized(prefix []byte) {
+	e := NewError(InvalidRequest, "invalid request: message longer than %d bytes discarded", c.opts.MaxLineBytes)
+	id, kind := sniff(prefix)
+	switch kind {
+	case KindResponse:
+		c.log.Warn("jsonrpc: oversized response discarded")
+		e := NewError(InvalidRequest, "invalid response: message longer than %d bytes discarded", c.opts.MaxLineBytes)
+		c.enqueue(item{msg: &Message{Kind: KindResponse, ID: id, Error: e}})
+		return
+	case KindRequest:
+	default:
+		id = nil
+	}
+	c.enqueue(item{reply: &Message{Kind: KindResponse, ID: id, Error: e}})
+}
+
+// sniff looks at the top-level members of a truncated JSON object for an id
+// and for what kind of message it is.
+func sniff(prefix []byte) (id json.RawMessage, kind Kind) {
+	if !startsLikeObject(prefix) {
+		return nil, 0
+	}
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, 0
+	}
+	var hasMethod, hasResult bool
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			break
+		}
+		key, ok := tok.(string)
+		if !ok {
+			break
+		}
+		switch key {
+		case "method":
+			hasMethod = true
+		case "result", "error":
+			hasResult = true
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			break
+		}
+		if k := jsonKind(raw); key == "id" && (k == "string" || k == "number") {
+			id = raw
+		}
+	}
+	switch {
+	case hasMethod:
+		return id, KindRequest
+	case hasResult:
+		return id, KindResponse
+	}
+	return nil, 0
+}
+
+// startsLikeObject reports whether b starts like a JSON object.
+func startsLikeObject(b []byte) bool {
+	b = bytes.TrimLeft(b, " \t\r")
+	return len(b) > 0 && b[0] == '{'
+}
+
+func (c *Conn) cancelIncoming(params json.RawMessage) {
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.RequestID == nil {
+		return
+	}
+	c.mu.Lock()
+	req := c.inflight[idKey(p.RequestID)]
+	c.mu.Unlock()
+	if req != nil {
+		req.cancel()
+	}
+}
+
+// idKey is a canonical map key for a request id: equal ids spelled
+// differently ("1" and "1.0", "a" and "\u0061") get the same key.
+func idKey(raw json.RawMessage) string {
+	switch jsonKind(raw) {
+	case "string":
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s" + s
+		}
+	case "number":
+		if n, ok := numericID(raw); ok {
+			return "n" + strconv.FormatInt(n, 10)
+		}
+		var f float64
+		if json.Unmarshal(raw, &f) == nil {
+			return "f" + strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	}
+	return string(raw)
+}
+
+// numericID parses an integer id (such as the ones Call sends).
+func numericID(raw json.RawMessage) (int64, bool) {
+	if jsonKind(raw) != "number" {
+		return 0, false
+	}
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil || f != float64(int64(f)) {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// ---- the queue and the dispatcher ----
+
+// enqueue adds it to the dispatch queue, waiting while the queue is full.
+func (c *Conn) enqueue(it item) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return
+		}
+		if len(c.queue) == 0 || len(c.queue) < maxQueued && c.queued+it.size <= queuedLines*c.opts.MaxLineBytes {
+			c.queue = append(c.queue, it)
+			c.queued += it.size
+			c.mu.Unlock()
+			signal(c.ready)
+			return
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.space:
+		case <-c.done:
+			return
+		}
+	}
+}
+
+func (c *Conn) dequeue() (item, bool) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return item{}, false
+		}
+		if len(c.queue) > 0 {
+			it := c.queue[0]
+			c.queue[0] = item{}
+			c.queue = c.queue[1:]
+			c.queued -= it.size
+			c.mu.Unlock()
+			signal(c.space)
+			return it, true
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.ready:
+		case <-c.done:
+			return item{}, false
+		}
+	}
+}
+
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Conn) dispatchLoop() {
+	defer c.wg.Done()
+	for {
+		it, ok := c.dequeue()
+		if !ok {
+			return
+		}
+		switch {
+		case it.reply != nil:
+			if err := c.write(c.ctx, it.reply); err != nil {
+				c.log.Debug("jsonrpc: error reply not sent", zap.Error(err))
+			}
+		case it.msg.Kind == KindResponse:
+			c.deliver(it.msg)
+		case it.msg.Kind == KindNotification:
+			c.run(it.msg, c.ctx, nil, true)
+		default:
+			c.run(it.msg, it.ctx, it.req, c.opts.OrderRequests)
+		}
+	}
+}
+
+func (c *Conn) deliver(m *Message) {
+	id, ok := numericID(m.ID)
+	var p *pendingCall
+	if ok {
+		c.mu.Lock()
+		p = c.pending[id]
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}
+	if p == nil {
+		c.log.Debug("jsonrpc: response to an unknown request", zap.ByteString("id", m.ID))
+		return
+	}
+	p.msg = m
+	close(p.done)
+}
+
+// run runs the handler for one request or notification in a goroutine and,
+// when wait is set, blocks until it returns (and its response is written) or
+// detaches.
+func (c *Conn) run(m *Message, ctx context.Context, req *inflight, wait bool) {
+	detached := make(chan struct{})
+	var once sync.Once
+	detach := func() { once.Do(func() { close(detached) }) }
+	hctx := context.WithValue(ctx, detachKey{}, detach)
+	r := &Request{ID: m.ID, Method: m.Method, Params: m.Params}
+
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer detach()
+		result, err := c.handle(hctx, r)
+		if m.Kind == KindRequest {
+			var after func()
+			if t, ok := result.(*thenResult); ok && err == nil {
+				result, after = t.result, t.after
+			}
+			if c.respond(m.ID, result, err) && after != nil {
+				after()
+			}
+			c.mu.Lock()
+			if key := idKey(m.ID); c.inflight[key] == req {
+				delete(c.inflight, key)
+			}
+			c.mu.Unlock()
+			req.cancel()
+		} else if err != nil {
+			c.log.Warn("jsonrpc: notification handler failed", zap.String("method", m.Method), zap.Error(err))
+		}
+	}()
+	if wait {
+		select {
+		case <-detached:
+		case <-c.done:
+		}
+	}
+}
+
+func (c *Conn) handle(ctx context.Context, r *Request) (result any, err error) {
+	if c.opts.Handler == nil {
+		if r.IsNotification() {
+			return nil, nil
+		}
+		return nil, MethodNotFoundError(r.Method)
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.log.Error("jsonrpc: handler panicked", zap.String("method", r.Method), zap.Any("panic", p), zap.StackSkip("stack", 2))
+			err = NewError(InternalError, "internal error: handler for %q panicked", r.Method)
+		}
+	}()
+	return c.opts.Handler(ctx, r)
+}
+
+// respond writes the response to a request; it reports whether it did.
+func (c *Conn) respond(id json.RawMessage, result any, err error) bool {
+	resp := &Message{Kind: KindResponse, ID: id}
+	if err != nil {
+		resp.Error = toWireError(err)
+	} else {
+		raw, merr := json.Marshal(result)
+		if merr != nil {
+			c.log.Error("jsonrpc: cannot encode a result", zap.Error(merr))
+			resp.Error = NewError(InternalError, "internal error: cannot encode the result: %s", merr.Error())
+		} else {
+			resp.Result = raw
+		}
+	}
+	if err := c.write(context.Background(), resp); err != nil {
+		c.log.Debug("jsonrpc: response not sent", zap.Error(err))
+		return false
+	}
+	return resp.Error == nil
+}
