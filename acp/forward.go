@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -41,9 +42,10 @@ type agentSession struct {
 	order     []string                 // finished IDs, oldest first
 
 	// Forwarder state.
-	streamed bool            // the current assistant message's text went out as deltas
-	lost     bool            // deltas may have been lost (resubscribed after falling behind)
-	entities map[string]bool // compactions whose start was reported
+	streamed  bool            // the current assistant message's text went out as deltas
+	afterText bool            // the last update sent was agent text
+	lost      bool            // deltas may have been lost (resubscribed after falling behind)
+	entities  map[string]bool // compactions whose start was reported
 }
 
 func newAgentSession(srv *server, sess *session.Session) *agentSession {
@@ -122,16 +124,32 @@ func (a *agentSession) markForwarded(id string) {
 	}
 }
 
+// cancelWait bounds how long a cancelled prompt waits for its command to
+// end and its updates to be written before it answers.
+const cancelWait = 5 * time.Second
+
 // await waits until the command id is done (finished is closed) and every
 // update it caused has been written, so that a response sent next follows
-// them on the wire (§7.3). When ctx ends first (the request was cancelled or
-// the connection is closing), the session is interrupted.
+// them on the wire (§7.3). When ctx ends first ($/cancel_request for the
+// prompt), the session is interrupted and await still waits, up to
+// cancelWait, for the command's terminal updates before it returns ctx's
+// error; when the connection is closing it returns at once.
 func (a *agentSession) await(ctx context.Context, id string, finished <-chan struct{}) error {
+	var cancelled error
 	select {
 	case <-finished:
 	case <-ctx.Done():
+		cancelled = ctx.Err()
 		a.sess.Interrupt()
-		return ctx.Err()
+		timer := time.NewTimer(cancelWait)
+		defer timer.Stop()
+		select {
+		case <-finished:
+		case <-a.srv.conn.Done():
+			return cancelled
+		case <-timer.C:
+			return cancelled
+		}
 	}
 	a.mu.Lock()
 	ch := a.finishedChan(id)
@@ -141,14 +159,24 @@ func (a *agentSession) await(ctx context.Context, id string, finished <-chan str
 		delete(a.finished, id)
 		a.mu.Unlock()
 	}()
+	if cancelled == nil {
+		select {
+		case <-ch:
+		case <-a.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	timer := time.NewTimer(cancelWait)
+	defer timer.Stop()
 	select {
 	case <-ch:
-		return nil
 	case <-a.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-a.srv.conn.Done():
+	case <-timer.C:
 	}
+	return cancelled
 }
 
 // notify sends one session/update.
@@ -165,6 +193,7 @@ func (a *agentSession) notify(u SessionUpdate) {
 			return
 		}
 	}
+	_, a.afterText = u.(*AgentMessageChunk)
 	err := a.srv.conn.Notify(context.Background(), MethodSessionUpdate, SessionNotification{SessionID: a.sess.ID(), Update: u})
 	if err != nil && !errors.Is(err, jsonrpc.ErrClosed) {
 		a.log.Warn("cannot send a session update", zap.Error(err))
@@ -176,6 +205,19 @@ func (a *agentSession) text(s string) {
 		a.notify(&AgentMessageChunk{Content: TextBlock(s)})
 	}
 }
+
+// note sends agent text about the session itself (compaction fallbacks), set
+// apart from agent text it follows: a v1 client joins consecutive chunks.
+func (a *agentSession) note(s string) {
+	if a.afterText {
+		s = "\n\n" + s
+	}
+	a.text(s)
+}
+
+// nothingText is the answer to a compaction with nothing to compact, live
+// and on replay.
+const nothingText = "Nothing to compact: a compaction needs at least two user or assistant messages in the active history.\n\n"
 
 // advertise sends the slash commands the agent offers (§7.7).
 func (a *agentSession) advertise() {
@@ -202,7 +244,7 @@ func (a *agentSession) forward(ev session.Event) {
 		// A compaction with nothing to compact opens no entity; its action
 		// text is the user's answer (§7.3).
 		if p.Kind == session.ActionKindCompact && p.Status == session.ActionCompleted && !a.entities[p.CompactID] {
-			a.text(p.Text + "\n\n")
+			a.note(nothingText)
 		}
 	case *session.CompactionEvent:
 		a.compaction(p)
@@ -257,9 +299,13 @@ func (a *agentSession) compaction(p *session.CompactionEvent) {
 	case session.PhaseStarted:
 		a.entities[p.CompactID] = true
 		if capable {
-			a.notify(&CompactionUpdate{CompactionID: p.CompactID, Status: CompactionInProgress})
+			a.notify(&CompactionUpdate{
+				CompactionID: p.CompactID,
+				Status:       CompactionInProgress,
+				Meta:         Value(map[string]any{MetaKey: map[string]any{"trigger": p.Trigger}}),
+			})
 		} else {
-			a.text("Compacting the conversation…\n\n")
+			a.note("Compacting the conversation…\n\n")
 		}
 	case session.PhaseDelta:
 		if capable && !a.srv.opts.OmitSummaries {
@@ -308,7 +354,7 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 		a.notify(a.terminalUpdate(id, status, summary, res.Error))
 		return
 	}
-	a.text(fallbackText(status, res.Error, archived(res)))
+	a.note(fallbackText(status, res.Error, archived(res)))
 }
 
 func archived(res *session.CompactResult) int {
@@ -379,18 +425,6 @@ func (a *agentSession) usageAfterCompaction() {
 	a.notify(&UsageUpdate{Used: uint64((chars + 3) / 4), Size: a.srv.contextWindow()})
 }
 
-func wireResult(r *session.CompactResult) WireResult {
-	w := WireResult{
-		CompactID: r.CompactID, Success: r.Success, Compacted: r.Compacted, Reason: string(r.Reason),
-		Error: r.Error, Trigger: r.Trigger, Cancelled: r.Cancelled,
-		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
-	}
-	if r.Segment != nil {
-		w.SegmentID, w.Summary, w.Archived = r.Segment.ID, r.Segment.Summary, len(r.Segment.Messages)
-	}
-	return w
-}
-
 // replay sends the whole stored timeline of the session (§7.6): archived and
 // active messages as message chunks, and each compaction at its position as
 // one terminal update carrying its final state (or the fallback text).
@@ -425,7 +459,7 @@ func (a *agentSession) replay(ctx context.Context) error {
 		case history.StatusFailed:
 			status = CompactionFailed
 		case history.StatusNothingToCompact:
-			a.text("Nothing to compact.\n\n")
+			a.note(nothingText)
 			continue
 		default: // in progress: the session recovered it on open; be safe
 			status = CompactionFailed
@@ -433,7 +467,7 @@ func (a *agentSession) replay(ctx context.Context) error {
 		if capable {
 			a.notify(a.terminalUpdate(c.CompactID, status, c.Summary, c.Error))
 		} else {
-			a.text(fallbackText(status, c.Error, counts[c.CompactID]))
+			a.note(fallbackText(status, c.Error, counts[c.CompactID]))
 		}
 	}
 	return nil

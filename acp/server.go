@@ -2,18 +2,21 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -31,6 +34,10 @@ const (
 	// requested with MethodCompact has finished.
 	MethodCompactFinished = "_sessionkit/compact_finished"
 )
+
+// MetaKey is the key under agentCapabilities._meta where a sessionkit agent
+// lists its extension methods.
+const MetaKey = "sessionkit"
 
 // DefaultContextWindow is the usage_update size reported when neither
 // ServerOptions.ContextWindow nor the session's Config.ContextWindow is set.
@@ -147,6 +154,14 @@ func (s *server) contextWindow() uint64 {
 	return DefaultContextWindow
 }
 
+// unknownSession is the ResourceNotFound error for a session ID, with
+// data {sessionId} as the official SDK sends it.
+func unknownSession(id, hint string) error {
+	e := jsonrpc.NewError(jsonrpc.ResourceNotFound, "unknown session %q: %s", id, hint)
+	e.Data, _ = json.Marshal(map[string]string{"sessionId": id})
+	return e
+}
+
 func invalidParams(format string, args ...any) error {
 	return jsonrpc.NewError(jsonrpc.InvalidParams, "invalid params: "+format, args...)
 }
@@ -211,6 +226,8 @@ func (s *server) initialize(req *jsonrpc.Request) (any, error) {
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:        true,
 			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
+			// The extension methods this agent answers (acp.Dial looks here).
+			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact}},
 		},
 		AgentInfo: &info,
 	}, nil
@@ -225,7 +242,7 @@ func (s *server) session(id string) (*agentSession, error) {
 	defer s.mu.Unlock()
 	a, ok := s.sessions[id]
 	if !ok {
-		return nil, jsonrpc.NewError(jsonrpc.ResourceNotFound, "unknown session %q: create it with session/new or load it with session/load", id)
+		return nil, unknownSession(id, "create it with session/new or load it with session/load")
 	}
 	return a, nil
 }
@@ -281,7 +298,7 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	s.mu.Unlock()
 	if !open {
 		if _, err := s.store.Load(ctx, p.SessionID); errors.Is(err, history.ErrNotFound) {
-			return nil, jsonrpc.NewError(jsonrpc.ResourceNotFound, "unknown session %q", p.SessionID)
+			return nil, unknownSession(p.SessionID, "no such session is stored")
 		} else if err != nil {
 			return nil, err
 		}
@@ -415,18 +432,97 @@ type CompactFinishedParams struct {
 
 // WireResult is a session.CompactResult on the wire.
 type WireResult struct {
-	CompactID    string `json:"compactId"`
-	Success      bool   `json:"success"`
-	Compacted    bool   `json:"compacted"`
-	Reason       string `json:"reason"`
-	Error        string `json:"error,omitzero"`
-	Trigger      string `json:"trigger"`
-	Cancelled    bool   `json:"cancelled,omitzero"`
-	SegmentID    string `json:"segmentId,omitzero"`
-	Summary      string `json:"summary,omitzero"`
-	Archived     int    `json:"archived,omitzero"` // messages the Segment holds
-	InputTokens  int    `json:"inputTokens,omitzero"`
-	OutputTokens int    `json:"outputTokens,omitzero"`
+	CompactID    string       `json:"compactId"`
+	Success      bool         `json:"success"`
+	Compacted    bool         `json:"compacted"`
+	Reason       string       `json:"reason"`
+	Error        string       `json:"error,omitzero"`
+	Trigger      string       `json:"trigger"`
+	Cancelled    bool         `json:"cancelled,omitzero"`
+	Segment      *WireSegment `json:"segment,omitzero"`
+	InputTokens  int          `json:"inputTokens,omitzero"` // usage of the summary call
+	OutputTokens int          `json:"outputTokens,omitzero"`
+}
+
+// WireSegment is a history.Segment on the wire.
+type WireSegment struct {
+	ID           string        `json:"id"`
+	CompactID    string        `json:"compactId"`
+	Trigger      string        `json:"trigger"`
+	Summary      string        `json:"summary"`
+	Instructions string        `json:"instructions,omitzero"`
+	Messages     []WireMessage `json:"messages"`
+	CreatedAt    time.Time     `json:"createdAt"`
+	StartedAt    time.Time     `json:"startedAt,omitzero"`
+	InputTokens  int           `json:"inputTokens,omitzero"`
+	OutputTokens int           `json:"outputTokens,omitzero"`
+	Position     int64         `json:"position"`
+}
+
+// WireMessage is a history.Message on the wire.
+type WireMessage struct {
+	ID         string         `json:"id"`
+	Role       string         `json:"role"`
+	Text       string         `json:"text"`
+	ToolCalls  []WireToolCall `json:"toolCalls,omitzero"`
+	ToolCallID string         `json:"toolCallId,omitzero"`
+	Steer      bool           `json:"steer,omitzero"`
+	CreatedAt  time.Time      `json:"createdAt"`
+}
+
+// WireToolCall is a history.ToolCall on the wire.
+type WireToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitzero"`
+}
+
+func wireResult(r *session.CompactResult) WireResult {
+	w := WireResult{
+		CompactID: r.CompactID, Success: r.Success, Compacted: r.Compacted, Reason: string(r.Reason),
+		Error: r.Error, Trigger: r.Trigger, Cancelled: r.Cancelled,
+		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+	}
+	if g := r.Segment; g != nil {
+		w.Segment = &WireSegment{
+			ID: g.ID, CompactID: g.CompactID, Trigger: g.Trigger, Summary: g.Summary, Instructions: g.Instructions,
+			CreatedAt: g.CreatedAt, StartedAt: g.StartedAt, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
+			Position: g.Position, Messages: make([]WireMessage, len(g.Messages)),
+		}
+		for i, m := range g.Messages {
+			wm := WireMessage{ID: m.ID, Role: string(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt}
+			for _, c := range m.ToolCalls {
+				wm.ToolCalls = append(wm.ToolCalls, WireToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			}
+			w.Segment.Messages[i] = wm
+		}
+	}
+	return w
+}
+
+// Result converts w back to a session.CompactResult.
+func (w *WireResult) Result() session.CompactResult {
+	r := session.CompactResult{
+		CompactID: w.CompactID, Success: w.Success, Compacted: w.Compacted, Reason: session.CompactReason(w.Reason),
+		Error: w.Error, Trigger: w.Trigger, Cancelled: w.Cancelled,
+		Usage: provider.Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens},
+	}
+	if g := w.Segment; g != nil {
+		seg := &history.Segment{
+			ID: g.ID, CompactID: g.CompactID, Trigger: g.Trigger, Summary: g.Summary, Instructions: g.Instructions,
+			CreatedAt: g.CreatedAt, StartedAt: g.StartedAt, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
+			Position: g.Position, Messages: make([]history.Message, len(g.Messages)),
+		}
+		for i, m := range g.Messages {
+			hm := history.Message{ID: m.ID, Role: history.Role(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt}
+			for _, c := range m.ToolCalls {
+				hm.ToolCalls = append(hm.ToolCalls, history.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
+			}
+			seg.Messages[i] = hm
+		}
+		r.Segment = seg
+	}
+	return r
 }
 
 func (s *server) compact(req *jsonrpc.Request) (any, error) {

@@ -383,8 +383,11 @@ func TestServe_ExtensionCompact(t *testing.T) {
 	require.NotNil(t, fin)
 	assert.Equal(t, acc.CompactID, fin.CompactID)
 	assert.True(t, fin.Result.Compacted)
-	assert.Equal(t, "EXT", fin.Result.Summary)
-	assert.Equal(t, 2, fin.Result.Archived)
+	res := fin.Result.Result()
+	require.NotNil(t, res.Segment)
+	assert.Equal(t, "EXT", res.Segment.Summary)
+	assert.Equal(t, []string{"user", "assistant"}, []string{string(res.Segment.Messages[0].Role), string(res.Segment.Messages[1].Role)})
+	assert.Equal(t, "first", res.Segment.Messages[0].Text)
 }
 
 func TestServe_OmitSummaries(t *testing.T) {

@@ -569,12 +569,12 @@ func TestInterrupt_CancelsTurnAndCompactionsKeepsPrompts(t *testing.T) {
 	require.NoError(t, fake.WaitCalls(ctxT(t), 3))
 	comp := mustCompact(t, s, "")
 	next := mustPrompt(t, s, "after")
+	fake.QueueTurn(providertest.Reply{Text: "ok"}) // for "after"
 	s.Interrupt()
 	assert.ErrorIs(t, wait(t, turn).Err, session.ErrCancelled)
 	res := wait(t, comp)
 	assert.True(t, res.Cancelled)
 	assert.Zero(t, fake.Calls(provider.PurposeSummary))
-	fake.QueueTurn(providertest.Reply{Text: "ok"})
 	assert.NoError(t, wait(t, next).Err, "queued prompts stay queued")
 
 	// A running compaction is cancelled too.

@@ -87,6 +87,12 @@ type Options struct {
 	// Logger receives diagnostics (unanswerable messages, handler panics,
 	// notification errors). Nil means no logging.
 	Logger *zap.Logger
+
+	// OnMalformed, when set, is called (from the reader goroutine) with
+	// every input line that is not a valid JSON-RPC message, after it has
+	// been answered. A client that cannot trust a peer sending garbage calls
+	// [Conn.CloseWithError] from it.
+	OnMalformed func(err error)
 }
 
 // Conn is a JSON-RPC 2.0 connection over newline-delimited JSON.
@@ -205,10 +211,29 @@ func NewConn(r io.Reader, w io.Writer, opts Options) *Conn {
 // [Detach]es the handler, since the response can only be dispatched once the
 // dispatcher moves on.
 func (c *Conn) Call(ctx context.Context, method string, params, result any) error {
+	p, err := c.Go(ctx, method, params)
+	if err != nil {
+		return err
+	}
+	return p.Wait(ctx, result)
+}
+
+// Pending is a request that has been written and waits for its response.
+type Pending struct {
+	c      *Conn
+	method string
+	id     int64
+	call   *pendingCall
+}
+
+// Go sends a request and returns once it has been written, so that requests
+// sent one after the other reach the peer in that order. Wait for the
+// response with [Pending.Wait]. Errors are those of Call for the write.
+func (c *Conn) Go(ctx context.Context, method string, params any) (*Pending, error) {
 	Detach(ctx)
 	raw, err := marshalParams(params)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	id := c.nextID.Add(1)
 	idRaw := json.RawMessage(strconv.FormatInt(id, 10))
@@ -216,32 +241,42 @@ func (c *Conn) Call(ctx context.Context, method string, params, result any) erro
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return c.closeErr
+		return nil, c.closeErr
 	}
 	c.pending[id] = p
 	c.mu.Unlock()
 
 	if err := c.write(ctx, &Message{Kind: KindRequest, ID: idRaw, Method: method, Params: raw}); err != nil {
 		c.forget(id)
-		return err
+		return nil, err
 	}
+	return &Pending{c: c, method: method, id: id, call: p}, nil
+}
+
+// Done is closed when the response has arrived or the connection shut down.
+func (p *Pending) Done() <-chan struct{} { return p.call.done }
+
+// Wait waits for the response and decodes it into result unless result is
+// nil. Errors are those of [Conn.Call]; when ctx ends first the request is
+// abandoned and a $/cancel_request is sent for it.
+func (p *Pending) Wait(ctx context.Context, result any) error {
 	select {
-	case <-p.done:
+	case <-p.call.done:
 	case <-ctx.Done():
-		if c.forget(id) {
-			c.cancelRemote(idRaw)
+		if p.c.forget(p.id) {
+			p.c.cancelRemote(json.RawMessage(strconv.FormatInt(p.id, 10)))
 		}
 		return ctx.Err()
 	}
-	if p.err != nil {
-		return p.err
+	if p.call.err != nil {
+		return p.call.err
 	}
-	if p.msg.Error != nil {
-		return p.msg.Error
+	if p.call.msg.Error != nil {
+		return p.call.msg.Error
 	}
 	if result != nil {
-		if err := json.Unmarshal(p.msg.Result, result); err != nil {
-			return fmt.Errorf("jsonrpc: decoding the result of %q: %w", method, err)
+		if err := json.Unmarshal(p.call.msg.Result, result); err != nil {
+			return fmt.Errorf("jsonrpc: decoding the result of %q: %w", p.method, err)
 		}
 	}
 	return nil
@@ -264,6 +299,12 @@ func (c *Conn) Notify(ctx context.Context, method string, params any) error {
 func (c *Conn) Close() error {
 	c.shutdown(nil)
 	return nil
+}
+
+// CloseWithError shuts the connection down like Close, with err as the cause
+// that pending and later calls fail with and that [Conn.Wait] returns.
+func (c *Conn) CloseWithError(err error) {
+	c.shutdown(err)
 }
 
 // Done is closed when the connection starts shutting down.
@@ -493,6 +534,9 @@ func (c *Conn) handleLine(line []byte) {
 	}
 	m, err := ReadMessage(line)
 	if err != nil {
+		if c.opts.OnMalformed != nil {
+			defer c.opts.OnMalformed(err)
+		}
 		e := toWireError(err)
 		if m.Kind == KindResponse {
 			// Never answer a response; fail the call it belongs to, if any.

@@ -1,0 +1,283 @@
+package acp_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/session/agenttest"
+)
+
+// pipeAgent runs acp.Serve in this process and dials it over pipes.
+type pipeAgent struct {
+	client  *acp.Client
+	served  chan error
+	toAgent *io.PipeWriter
+}
+
+func startPipeAgent(t *testing.T, p provider.Provider, store history.Store, opts acp.ServerOptions) *pipeAgent {
+	t.Helper()
+	agentIn, toAgent := io.Pipe()
+	fromAgent, agentOut := io.Pipe()
+	opts.Session.Provider = p
+	opts.Session.Store = store
+	opts.Logger = zaptest.NewLogger(t)
+	pa := &pipeAgent{served: make(chan error, 1), toAgent: toAgent}
+	go func() {
+		pa.served <- acp.Serve(context.Background(), agentIn, agentOut, opts)
+		_ = agentOut.Close()
+	}()
+	c, err := acp.Dial(context.Background(), fromAgent, toAgent, acp.ClientOptions{Logger: zaptest.NewLogger(t)})
+	require.NoError(t, err)
+	pa.client = c
+	t.Cleanup(func() {
+		require.NoError(t, c.Close())
+		select {
+		case err := <-pa.served:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return")
+		}
+	})
+	return pa
+}
+
+func TestRemote_AgentSuite(t *testing.T) {
+	agenttest.Run(t, agenttest.Harness{New: func(t *testing.T, p provider.Provider) session.Agent {
+		pa := startPipeAgent(t, p, memstore.New(), acp.ServerOptions{})
+		rs, err := pa.client.NewSession(context.Background(), "/work")
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = rs.Close() })
+		return rs
+	}})
+}
+
+// rawAgent is an agent played by the test, line by line.
+type rawAgent struct {
+	t    *testing.T
+	msgs chan map[string]any // what the client sent, read as it arrives
+	out  *io.PipeWriter      // to the client
+}
+
+func dialRaw(t *testing.T, opts acp.ClientOptions, initResult string) (*acp.Client, *rawAgent, chan error) {
+	t.Helper()
+	fromClient, toAgent := io.Pipe()
+	fromAgent, toClient := io.Pipe()
+	ra := &rawAgent{t: t, msgs: make(chan map[string]any, 100), out: toClient}
+	go func() {
+		defer close(ra.msgs)
+		in := bufio.NewReader(fromClient)
+		for {
+			line, err := in.ReadBytes('\n')
+			if err != nil {
+				return
+			}
+			var m map[string]any
+			if json.Unmarshal(line, &m) == nil {
+				ra.msgs <- m
+			}
+		}
+	}()
+	type dialed struct {
+		c   *acp.Client
+		err error
+	}
+	ch := make(chan dialed, 1)
+	go func() {
+		c, err := acp.Dial(context.Background(), fromAgent, toAgent, opts)
+		ch <- dialed{c, err}
+	}()
+	req := ra.read()
+	require.Equal(t, "initialize", req["method"])
+	ra.respond(req, initResult)
+	d := <-ch
+	require.NoError(t, d.err)
+	t.Cleanup(func() {
+		_ = toClient.Close()
+		_ = d.c.Close()
+		_ = fromClient.Close()
+		for range ra.msgs {
+		}
+	})
+	return d.c, ra, nil
+}
+
+func (ra *rawAgent) read() map[string]any {
+	ra.t.Helper()
+	select {
+	case m, ok := <-ra.msgs:
+		require.True(ra.t, ok, "the client closed its end")
+		return m
+	case <-time.After(10 * time.Second):
+		ra.t.Fatal("the client sent nothing")
+		return nil
+	}
+}
+
+func (ra *rawAgent) write(line string) {
+	ra.t.Helper()
+	_, err := io.WriteString(ra.out, line+"\n")
+	require.NoError(ra.t, err)
+}
+
+func (ra *rawAgent) respond(req map[string]any, result string) {
+	id, _ := json.Marshal(req["id"])
+	ra.write(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + `}`)
+}
+
+func (ra *rawAgent) newSession(c *acp.Client, commands string) *acp.RemoteSession {
+	ra.t.Helper()
+	ch := make(chan *acp.RemoteSession, 1)
+	go func() {
+		rs, err := c.NewSession(context.Background(), "/w")
+		assert.NoError(ra.t, err)
+		ch <- rs
+	}()
+	req := ra.read()
+	require.Equal(ra.t, "session/new", req["method"])
+	ra.respond(req, `{"sessionId":"s1"}`)
+	rs := <-ch
+	if commands != "" {
+		ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"available_commands_update","availableCommands":` + commands + `}}}`)
+	}
+	return rs
+}
+
+const plainInit = `{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}`
+
+func TestRemote_AgentExitFinishesEveryHandle(t *testing.T) {
+	c, ra, _ := dialRaw(t, acp.ClientOptions{}, `{"protocolVersion":1,"agentCapabilities":{"_meta":{"sessionkit":{"compact":"_sessionkit/compact"}}}}`)
+	rs := ra.newSession(c, "")
+	sub, err := rs.Subscribe(context.Background(), session.SubscribeOptions{})
+	require.NoError(t, err)
+	turn, err := rs.Prompt(context.Background(), session.PromptRequest{Text: "hi"})
+	require.NoError(t, err)
+	require.Equal(t, "session/prompt", ra.read()["method"])
+	done := make(chan *session.Handle[session.CompactResult], 1)
+	go func() {
+		h, err := rs.Compact(context.Background(), session.CompactRequest{})
+		assert.NoError(t, err)
+		done <- h
+	}()
+	req := ra.read()
+	require.Equal(t, "_sessionkit/compact", req["method"])
+	ra.respond(req, `{"compactId":"c9"}`)
+	comp := <-done
+	require.Equal(t, "c9", comp.ID())
+
+	require.NoError(t, ra.out.Close()) // the agent process is gone
+	res := wait(t, turn)
+	assert.ErrorIs(t, res.Err, acp.ErrConnection)
+	cres := wait(t, comp)
+	assert.Equal(t, session.ReasonCompactFailed, cres.Reason)
+	assert.Contains(t, cres.Error, "connection to the agent lost")
+	for range sub.Events() {
+	}
+	assert.ErrorIs(t, sub.Err(), acp.ErrConnection)
+	_, err = rs.Prompt(context.Background(), session.PromptRequest{Text: "again"})
+	assert.ErrorIs(t, err, acp.ErrConnection)
+}
+
+func TestRemote_MalformedMessageFinishesEveryHandle(t *testing.T) {
+	c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
+	rs := ra.newSession(c, "")
+	turn, err := rs.Prompt(context.Background(), session.PromptRequest{Text: "hi"})
+	require.NoError(t, err)
+	require.Equal(t, "session/prompt", ra.read()["method"])
+	ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{`) // cut short
+	res := wait(t, turn)
+	assert.ErrorIs(t, res.Err, acp.ErrConnection)
+	assert.Contains(t, res.Err.Error(), "malformed message from the agent")
+}
+
+func TestRemote_TimeoutFinishesHandle(t *testing.T) {
+	c, ra, _ := dialRaw(t, acp.ClientOptions{RequestTimeout: 50 * time.Millisecond}, plainInit)
+	rs := ra.newSession(c, "")
+	turn, err := rs.Prompt(context.Background(), session.PromptRequest{Text: "hi"})
+	require.NoError(t, err)
+	require.Equal(t, "session/prompt", ra.read()["method"])
+	res := wait(t, turn)
+	assert.ErrorIs(t, res.Err, context.DeadlineExceeded)
+}
+
+func TestRemote_CompactFallbackAndUnsupported(t *testing.T) {
+	t.Run("neither: error, nothing sent", func(t *testing.T) {
+		c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
+		rs := ra.newSession(c, "")
+		_, err := rs.Compact(context.Background(), session.CompactRequest{})
+		assert.ErrorIs(t, err, acp.ErrUnsupported)
+		select {
+		case m := <-ra.msgs:
+			t.Fatalf("Compact sent %v", m)
+		case <-time.After(50 * time.Millisecond):
+		}
+	})
+	for _, tc := range []struct {
+		name, terminal string
+		want           session.CompactResult
+	}{
+		{"completed", `{"sessionUpdate":"compaction_update","compactionId":"x1","status":"completed","summary":[{"type":"text","text":"SUM"}]}`,
+			session.CompactResult{Success: true, Compacted: true, Reason: session.ReasonCompacted}},
+		{"failed", `{"sessionUpdate":"compaction_update","compactionId":"x1","status":"failed","summary":null,"error":"boom"}`,
+			session.CompactResult{Reason: session.ReasonCompactFailed, Error: "boom"}},
+		{"cancelled", `{"sessionUpdate":"compaction_update","compactionId":"x1","status":"cancelled","summary":null}`,
+			session.CompactResult{Reason: session.ReasonCompactFailed, Error: session.ErrCancelled.Error(), Cancelled: true}},
+	} {
+		t.Run("only /compact: "+tc.name, func(t *testing.T) {
+			c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
+			rs := ra.newSession(c, `[{"name":"compact","description":"compact"}]`)
+			require.Eventually(t, func() bool { return len(rs.Commands()) == 1 }, 5*time.Second, time.Millisecond)
+			h, err := rs.Compact(context.Background(), session.CompactRequest{Instructions: "keep it"})
+			require.NoError(t, err)
+			req := ra.read()
+			require.Equal(t, "session/prompt", req["method"])
+			params := req["params"].(map[string]any)
+			assert.Equal(t, "/compact keep it", params["prompt"].([]any)[0].(map[string]any)["text"])
+			ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"compaction_update","compactionId":"x1","status":"in_progress"}}}`)
+			ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + tc.terminal + `}}`)
+			ra.respond(req, `{"stopReason":"end_turn"}`)
+			res := wait(t, h)
+			want := tc.want
+			want.CompactID, want.Trigger = h.ID(), session.TriggerManual
+			if res.Segment != nil {
+				assert.Equal(t, "SUM", res.Segment.Summary)
+				res.Segment = nil
+			}
+			assert.Equal(t, want, res)
+		})
+	}
+	t.Run("only /compact: no entity means nothing to compact", func(t *testing.T) {
+		c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
+		rs := ra.newSession(c, `[{"name":"compact","description":"compact"}]`)
+		require.Eventually(t, func() bool { return len(rs.Commands()) == 1 }, 5*time.Second, time.Millisecond)
+		h, err := rs.Compact(context.Background(), session.CompactRequest{})
+		require.NoError(t, err)
+		req := ra.read()
+		ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"Nothing to compact."}}}}`)
+		ra.respond(req, `{"stopReason":"end_turn"}`)
+		res := wait(t, h)
+		assert.Equal(t, session.ReasonNothingToCompact, res.Reason)
+		assert.True(t, res.Success)
+	})
+}
+
+func wait[R any](t *testing.T, h *session.Handle[R]) R {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r, err := h.Wait(ctx)
+	require.NoError(t, err)
+	return r
+}
