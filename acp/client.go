@@ -152,12 +152,17 @@ func exitErr(err error) error {
 	return err
 }
 
-// waitCtx bounds a wait for the agent by ClientOptions.RequestTimeout.
-func (c *Client) waitCtx() (context.Context, context.CancelFunc) {
+// waitPrompt waits for a session/prompt response, at most
+// ClientOptions.RequestTimeout when that is set.
+func (c *Client) waitPrompt(p *jsonrpc.Pending) (PromptResponse, error) {
+	ctx, cancel := context.WithCancel(context.Background())
 	if c.opts.RequestTimeout > 0 {
-		return context.WithTimeout(context.Background(), c.opts.RequestTimeout)
+		ctx, cancel = context.WithTimeout(context.Background(), c.opts.RequestTimeout)
 	}
-	return context.WithCancel(context.Background())
+	defer cancel()
+	var resp PromptResponse
+	err := p.Wait(ctx, &resp)
+	return resp, err
 }
 
 // AgentInfo returns what the agent said about itself in initialize.

@@ -120,10 +120,7 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 		return nil, err
 	}
 	go func() {
-		var resp PromptResponse
-		ctx, cancel := r.c.waitCtx()
-		err := p.Wait(ctx, &resp)
-		cancel()
+		resp, err := r.c.waitPrompt(p)
 		r.mu.Lock()
 		delete(r.pending, id)
 		r.flush(t)
@@ -301,10 +298,7 @@ func (r *RemoteSession) compactFallback(ctx context.Context, req session.Compact
 		return nil, err
 	}
 	go func() {
-		var resp PromptResponse
-		ctx, cancel := r.c.waitCtx()
-		err := p.Wait(ctx, &resp)
-		cancel()
+		resp, err := r.c.waitPrompt(p)
 		r.mu.Lock()
 		delete(r.pending, id)
 		if r.fallback == fc {

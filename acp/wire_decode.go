@@ -70,25 +70,7 @@ func isNull(raw []byte) bool {
 }
 
 // jsonKind names the JSON type of a valid JSON value.
-func jsonKind(raw []byte) string {
-	raw = bytes.TrimLeft(raw, " \t\r\n")
-	if len(raw) == 0 {
-		return "nothing"
-	}
-	switch raw[0] {
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case '"':
-		return "string"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	}
-	return "number"
-}
+var jsonKind = jsonrpc.JSONKind
 
 // members splits a JSON object into its members.
 func members(data []byte) (map[string]json.RawMessage, error) {

@@ -265,20 +265,31 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 // torn by a cancellation (SEMANTICS §4.8).
 var storeCtx = context.Background()
 
-func (l *loop) startSteer(c *command) {
-	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Steer: true, CreatedAt: time.Now()}
+// commit appends msgs in the worker; once they are in the store the loop
+// applies them (publishing their events) and calls then with the store's
+// error, if any.
+func (l *loop) commit(msgs []history.Message, then func(l *loop, err error)) {
 	id, store, v := l.s.id, l.store, l.version
 	l.submit(func(post func(func(*loop))) {
-		nv, err := store.Append(storeCtx, id, v, []history.Message{msg})
+		nv, err := store.Append(storeCtx, id, v, msgs)
 		post(func(l *loop) {
 			l.idle()
-			if err != nil {
-				c.finishSteer(SteerResult{Err: fmt.Errorf("session: store steer: %w", err)})
-				return
+			if err == nil {
+				l.appended(nv, msgs...)
 			}
-			l.appended(nv, msg)
-			c.finishSteer(SteerResult{Message: msg})
+			then(l, err)
 		})
+	})
+}
+
+func (l *loop) startSteer(c *command) {
+	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Steer: true, CreatedAt: time.Now()}
+	l.commit([]history.Message{msg}, func(l *loop, err error) {
+		if err != nil {
+			c.finishSteer(SteerResult{Err: fmt.Errorf("session: store steer: %w", err)})
+			return
+		}
+		c.finishSteer(SteerResult{Message: msg})
 	})
 }
 

@@ -28,17 +28,10 @@ func (l *loop) startTurn(c *command) {
 	l.turn = &turn{cmd: c, ctx: ctx, cancel: cancel, phase: phaseStep}
 	l.publish(&TurnEvent{TurnID: c.id, Phase: TurnStarted})
 	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, CreatedAt: time.Now()}
-	id, store, v := l.s.id, l.store, l.version
-	l.submit(func(post func(func(*loop))) {
-		nv, err := store.Append(storeCtx, id, v, []history.Message{msg})
-		post(func(l *loop) {
-			l.idle()
-			if err != nil {
-				l.endWith(fmt.Errorf("session: store prompt: %w", err))
-				return
-			}
-			l.appended(nv, msg)
-		})
+	l.commit([]history.Message{msg}, func(l *loop, err error) {
+		if err != nil {
+			l.endWith(fmt.Errorf("session: store prompt: %w", err))
+		}
 	})
 }
 
@@ -200,19 +193,13 @@ func (l *loop) endTurn() {
 	t := l.turn
 	if calls := unanswered(l.active); len(calls) > 0 {
 		msgs := notRun(calls, "the turn ended first")
-		id, store, v := l.s.id, l.store, l.version
-		l.submit(func(post func(func(*loop))) {
-			nv, err := store.Append(storeCtx, id, v, msgs)
-			post(func(l *loop) {
-				l.idle()
-				if err != nil {
-					l.log.Error("cannot answer unanswered tool calls", zap.Error(err))
-					l.finishTurn(t)
-					return
-				}
-				l.appended(nv, msgs...)
-				t.messages = append(t.messages, msgs...)
-			})
+		l.commit(msgs, func(l *loop, err error) {
+			if err != nil {
+				l.log.Error("cannot answer unanswered tool calls", zap.Error(err))
+				l.finishTurn(t)
+				return
+			}
+			t.messages = append(t.messages, msgs...)
 		})
 		return
 	}

@@ -417,13 +417,13 @@ func marshalParams(params any) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("jsonrpc: encoding params: %w", err)
 	}
-	switch jsonKind(raw) {
+	switch JSONKind(raw) {
 	case "object", "array":
 		return raw, nil
 	case "null":
 		return nil, nil
 	}
-	return nil, fmt.Errorf("jsonrpc: params must encode as an object or an array, not a %s", jsonKind(raw))
+	return nil, fmt.Errorf("jsonrpc: params must encode as an object or an array, not a %s", JSONKind(raw))
 }
 
 // write encodes m and writes it as one line under the write lock.
@@ -617,7 +617,7 @@ func sniff(prefix []byte) (id json.RawMessage, kind Kind) {
 		if err := dec.Decode(&raw); err != nil {
 			break
 		}
-		if k := jsonKind(raw); key == "id" && (k == "string" || k == "number") {
+		if k := JSONKind(raw); key == "id" && (k == "string" || k == "number") {
 			id = raw
 		}
 	}
@@ -654,7 +654,7 @@ func (c *Conn) cancelIncoming(params json.RawMessage) {
 // idKey is a canonical map key for a request id: equal ids spelled
 // differently ("1" and "1.0", "a" and "\u0061") get the same key.
 func idKey(raw json.RawMessage) string {
-	switch jsonKind(raw) {
+	switch JSONKind(raw) {
 	case "string":
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
@@ -674,7 +674,7 @@ func idKey(raw json.RawMessage) string {
 
 // numericID parses an integer id (such as the ones Call sends).
 func numericID(raw json.RawMessage) (int64, bool) {
-	if jsonKind(raw) != "number" {
+	if JSONKind(raw) != "number" {
 		return 0, false
 	}
 	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil {

@@ -45,7 +45,7 @@ func FuzzReadMessage(f *testing.F) {
 				t.Fatal("nil message with an error")
 			}
 			if m.ID != nil {
-				if k := jsonKind(m.ID); k != "string" && k != "number" && k != "null" {
+				if k := JSONKind(m.ID); k != "string" && k != "number" && k != "null" {
 					t.Fatalf("answer id %q is not a string, number or null", m.ID)
 				}
 			}

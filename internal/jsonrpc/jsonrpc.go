@@ -185,11 +185,11 @@ func ReadMessage(line []byte) (*Message, error) {
 			return &Message{}, NewError(ParseError, "parse error: %s at byte %d", syn.Error(), syn.Offset)
 		}
 		// Valid JSON that is not an object.
-		switch jsonKind(line) {
+		switch JSONKind(line) {
 		case "array":
 			return &Message{}, NewError(InvalidRequest, "invalid request: batches are not supported")
 		default:
-			return &Message{}, NewError(InvalidRequest, "invalid request: a message must be a JSON object, got %s", jsonKind(line))
+			return &Message{}, NewError(InvalidRequest, "invalid request: a message must be a JSON object, got %s", JSONKind(line))
 		}
 	}
 	if fields == nil {
@@ -212,28 +212,28 @@ func ReadMessage(line []byte) (*Message, error) {
 		return m, NewError(InvalidRequest, `invalid request: missing "method"`)
 	}
 	if hasID {
-		if k := jsonKind(rawID); k != "string" && k != "number" && k != "null" {
+		if k := JSONKind(rawID); k != "string" && k != "number" && k != "null" {
 			return m, NewError(InvalidRequest, `invalid request: "id" must be a string, a number or null, got %s`, k)
 		}
 		m.ID = rawID
 	}
 	var version string
-	if v, ok := fields["jsonrpc"]; !ok || jsonKind(v) != "string" || json.Unmarshal(v, &version) != nil || version != Version {
+	if v, ok := fields["jsonrpc"]; !ok || JSONKind(v) != "string" || json.Unmarshal(v, &version) != nil || version != Version {
 		return m, NewError(InvalidRequest, `invalid request: "jsonrpc" must be "2.0"`)
 	}
 	if m.Kind == KindResponse {
 		return m, readResponse(m, fields, hasResult, hasError)
 	}
-	if err := json.Unmarshal(rawMethod, &m.Method); err != nil || jsonKind(rawMethod) != "string" {
-		return m, NewError(InvalidRequest, `invalid request: "method" must be a string, got %s`, jsonKind(rawMethod))
+	if err := json.Unmarshal(rawMethod, &m.Method); err != nil || JSONKind(rawMethod) != "string" {
+		return m, NewError(InvalidRequest, `invalid request: "method" must be a string, got %s`, JSONKind(rawMethod))
 	}
 	if p, ok := fields["params"]; ok {
-		switch jsonKind(p) {
+		switch JSONKind(p) {
 		case "object", "array":
 			m.Params = p
 		case "null":
 		default:
-			return m, NewError(InvalidRequest, `invalid request: "params" must be an object or an array, got %s`, jsonKind(p))
+			return m, NewError(InvalidRequest, `invalid request: "params" must be an object or an array, got %s`, JSONKind(p))
 		}
 	}
 	return m, nil
@@ -255,7 +255,7 @@ func readResponse(m *Message, fields map[string]json.RawMessage, hasResult, hasE
 	raw := fields["error"]
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil || obj == nil {
-		return NewError(InvalidRequest, `invalid response: "error" must be an object, got %s`, jsonKind(raw))
+		return NewError(InvalidRequest, `invalid response: "error" must be an object, got %s`, JSONKind(raw))
 	}
 	e := &Error{}
 	code, ok := obj["code"]
@@ -263,7 +263,7 @@ func readResponse(m *Message, fields map[string]json.RawMessage, hasResult, hasE
 		return NewError(InvalidRequest, `invalid response: "error.code" must be an integer`)
 	}
 	msg, ok := obj["message"]
-	if !ok || jsonKind(msg) != "string" || json.Unmarshal(msg, &e.Message) != nil {
+	if !ok || JSONKind(msg) != "string" || json.Unmarshal(msg, &e.Message) != nil {
 		return NewError(InvalidRequest, `invalid response: "error.message" must be a string`)
 	}
 	if d, ok := obj["data"]; ok {
@@ -288,8 +288,9 @@ func fixUTF8(b []byte) []byte {
 	return out
 }
 
-// jsonKind names the JSON type of a valid JSON value.
-func jsonKind(raw []byte) string {
+// JSONKind names the JSON type of a valid JSON value: "object", "array",
+// "string", "boolean", "null", "number", or "nothing" for empty input.
+func JSONKind(raw []byte) string {
 	raw = bytes.TrimLeft(raw, " \t\r\n")
 	if len(raw) == 0 {
 		return "nothing"
