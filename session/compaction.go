@@ -38,18 +38,19 @@ func (l *loop) usage(u provider.Usage) {
 func (l *loop) startCompaction(c *command) {
 	plan := compact.PlanFor(l.active)
 	rec := history.CompactionRecord{CompactID: c.id, Trigger: c.trigger, Instructions: c.text, StartedAt: time.Now()}
-	id, store, v := l.s.id, l.store, l.version
+	w, v, archived := l.writer(), l.version, l.archived
 
 	if plan.K == 0 { // §4.2: no model call, a completed action that explains
 		rec.Status = history.StatusNothingToCompact
 		text := fmt.Sprintf("Nothing to compact: the conversation has %d user and assistant messages in its active history, and a compaction needs at least 2.", plan.N)
 		l.submit(func(post func(func(*loop))) {
-			nv, err := store.BeginCompaction(storeCtx, id, v, rec)
+			nv, snap, err := w.begin(v, rec)
 			post(func(l *loop) {
 				l.idle()
 				if err != nil {
 					// The record is for replay only; the outcome stands.
 					l.log.Warn("cannot record a compaction with nothing to compact", zap.Error(err))
+					l.resync(snap)
 				} else {
 					l.version = nv
 				}
@@ -72,10 +73,11 @@ func (l *loop) startCompaction(c *command) {
 		defer cancel(nil)
 		// The in-progress record makes an interrupted compaction visible
 		// after a crash (§5.5).
-		v, err := store.BeginCompaction(storeCtx, id, v, rec)
+		v, snap, err := w.begin(v, rec)
 		if err != nil {
 			post(func(l *loop) {
 				l.idle()
+				l.resync(snap)
 				l.finishCompaction(c, compactFailed(c, fmt.Errorf("session: record compaction: %w", err)))
 			})
 			return
@@ -101,11 +103,14 @@ func (l *loop) startCompaction(c *command) {
 			if cancelled {
 				err = context.Cause(ctx) // ErrCancelled or ErrClosed
 			}
-			nv, ferr := store.FinishCompaction(storeCtx, id, v, c.id, status, err.Error(), time.Now())
+			nv, snap, ferr := w.finish(v, c.id, status, err.Error())
 			post(func(l *loop) {
 				l.idle()
 				if ferr != nil {
+					// It stays in progress in the store; the next open records
+					// it as interrupted.
 					l.log.Warn("cannot record the end of a compaction", zap.Error(ferr))
+					l.resync(snap)
 				} else {
 					l.version = nv
 				}
@@ -133,14 +138,20 @@ func (l *loop) startCompaction(c *command) {
 			OutputTokens: sum.Usage.OutputTokens,
 			At:           time.Now(),
 		}
-		nv, seg, err := store.CommitCompaction(storeCtx, id, v, commit)
+		nv, seg, snap, err := w.commit(v, commit, rec, archived)
 		if err != nil {
 			err = fmt.Errorf("session: commit compaction: %w", err)
-			fv, ferr := store.FinishCompaction(storeCtx, id, v, c.id, history.StatusFailed, err.Error(), time.Now())
+			if snap != nil {
+				v = snap.Version
+			}
+			fv, fsnap, ferr := w.finish(v, c.id, history.StatusFailed, err.Error())
 			post(func(l *loop) {
 				l.idle()
 				if ferr == nil {
+					l.resync(snap)
 					l.version = fv
+				} else {
+					l.resync(fsnap)
 				}
 				l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionFailed, Text: "Compaction failed: " + err.Error(), CompactID: c.id})
 				res := compactFailed(c, err)
@@ -157,6 +168,7 @@ func (l *loop) startCompaction(c *command) {
 			// the next provider request is built from it (§4.7).
 			l.active = slices.Clone(l.active[plan.Archive:])
 			l.summary = seg.Summary
+			l.archived += int64(plan.Archive)
 			l.contextTokens = 0 // stale until the next turn response (§3.3)
 			l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural(plan.Archive, "message") + " into a summary.", CompactID: c.id})
 			l.finishCompaction(c, CompactResult{CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage})

@@ -232,7 +232,7 @@ func TestCompact_4_6_CommitFailureFailedAction(t *testing.T) {
 	converse(t, s, fake, 2)
 	before, err := s.Active(ctxT(t))
 	require.NoError(t, err)
-	store.failCommit = errDisk
+	store.set(func(f *faultStore) { f.failCommit = errDisk })
 	rec := record(t, s)
 	fake.QueueSummary(providertest.Reply{Text: "a fine summary"})
 	h := mustCompact(t, s, "")
@@ -251,9 +251,7 @@ func TestCompact_4_6_CommitFailureFailedAction(t *testing.T) {
 	assert.Empty(t, snap.Summary)
 
 	// The session keeps working, and the next compaction succeeds.
-	store.mu.Lock()
-	store.failCommit = nil
-	store.mu.Unlock()
+	store.set(func(f *faultStore) { f.failCommit = nil })
 	fake.QueueSummary(providertest.Reply{Text: "second try"})
 	assert.True(t, wait(t, mustCompact(t, s, "")).Compacted)
 }
@@ -565,4 +563,74 @@ func TestAuto_3_4_ConfigureAndRatio(t *testing.T) {
 	require.NoError(t, wait(t, h).Err)
 	require.NoError(t, wait(t, mustPrompt(t, s, "p")).Err)
 	assert.Equal(t, 2, fake.Calls(provider.PurposeSummary), "510 >= 500")
+}
+
+// TestCompact_4_6_CommitLandedButReportedFailed: a store that commits and
+// then reports an error (a lost acknowledgement). The session reads the
+// store back, sees the commit, and reports compacted; memory equals the
+// store.
+func TestCompact_4_6_CommitLandedButReportedFailed(t *testing.T) {
+	fake := providertest.New()
+	store := &faultStore{Store: memstore.New()}
+	s := newSession(t, fake, session.Config{Store: store})
+	converse(t, s, fake, 2)
+	store.set(func(f *faultStore) { f.failCommit, f.afterWrite = errDisk, true })
+	fake.QueueSummary(providertest.Reply{Text: "landed"})
+	res := wait(t, mustCompact(t, s, ""))
+	assert.True(t, res.Compacted, res.Error)
+	require.NotNil(t, res.Segment)
+	assert.Equal(t, "landed", res.Segment.Summary)
+	assert.Len(t, res.Segment.Messages, 2)
+	sameAsStore(t, s)
+	store.set(func(f *faultStore) { f.failCommit = nil })
+	fake.QueueTurn(providertest.Reply{Text: "after"})
+	require.NoError(t, wait(t, mustPrompt(t, s, "next")).Err)
+	sameAsStore(t, s)
+}
+
+// TestStoreFaults_MemoryEqualsStore: appends and compaction records that
+// fail before or after landing leave the session equal to its store.
+func TestStoreFaults_MemoryEqualsStore(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		name := "before"
+		if after {
+			name = "after"
+		}
+		t.Run("append "+name, func(t *testing.T) {
+			fake := providertest.New()
+			store := &faultStore{Store: memstore.New()}
+			s := newSession(t, fake, session.Config{Store: store})
+			converse(t, s, fake, 1)
+			store.set(func(f *faultStore) { f.failAppend, f.afterWrite = errDisk, after })
+			fake.QueueTurn(providertest.Reply{Text: "r"})
+			res := wait(t, mustPrompt(t, s, "p"))
+			if after {
+				assert.NoError(t, res.Err, "every append landed")
+			} else {
+				assert.ErrorIs(t, res.Err, errDisk)
+			}
+			sameAsStore(t, s)
+			store.set(func(f *faultStore) { f.failAppend = nil })
+			fake.QueueTurn(providertest.Reply{Text: "again"})
+			require.NoError(t, wait(t, mustPrompt(t, s, "again")).Err)
+			sameAsStore(t, s)
+		})
+		t.Run("begin "+name, func(t *testing.T) {
+			fake := providertest.New()
+			store := &faultStore{Store: memstore.New()}
+			s := newSession(t, fake, session.Config{Store: store})
+			converse(t, s, fake, 2)
+			store.set(func(f *faultStore) { f.failBegin, f.afterWrite = errDisk, after })
+			fake.QueueSummary(providertest.Reply{Text: "S"})
+			res := wait(t, mustCompact(t, s, ""))
+			if after {
+				assert.True(t, res.Compacted, res.Error)
+			} else {
+				assert.Equal(t, session.ReasonCompactFailed, res.Reason)
+				assert.Contains(t, res.Error, errDisk.Error())
+				assert.Zero(t, fake.Calls(provider.PurposeSummary), "no summary call without the in-progress record")
+			}
+			sameAsStore(t, s)
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
@@ -159,34 +160,80 @@ func mustCompact(t *testing.T, s *session.Session, instructions string) *session
 	return h
 }
 
-// faultStore wraps a store and fails chosen writes.
+// faultStore wraps a store and fails chosen writes: before the write
+// (nothing lands) or after it (the write lands, the caller sees an error).
 type faultStore struct {
 	history.Store
 	mu         sync.Mutex
 	failCommit error
 	failAppend error
+	failBegin  error
+	afterWrite bool // fail after the inner write succeeded
 	commits    int
+}
+
+func (f *faultStore) fault(which *error) (error, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *which, f.afterWrite
+}
+
+func (f *faultStore) set(fn func(f *faultStore)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
 }
 
 func (f *faultStore) CommitCompaction(ctx context.Context, id string, v uint64, c history.Commit) (uint64, *history.Segment, error) {
 	f.mu.Lock()
-	err := f.failCommit
 	f.commits++
 	f.mu.Unlock()
-	if err != nil {
+	err, after := f.fault(&f.failCommit)
+	if err != nil && !after {
 		return 0, nil, err
 	}
-	return f.Store.CommitCompaction(ctx, id, v, c)
+	nv, seg, ierr := f.Store.CommitCompaction(ctx, id, v, c)
+	if err != nil && ierr == nil {
+		return 0, nil, err
+	}
+	return nv, seg, ierr
 }
 
 func (f *faultStore) Append(ctx context.Context, id string, v uint64, msgs []history.Message) (uint64, error) {
-	f.mu.Lock()
-	err := f.failAppend
-	f.mu.Unlock()
-	if err != nil {
+	err, after := f.fault(&f.failAppend)
+	if err != nil && !after {
 		return 0, err
 	}
-	return f.Store.Append(ctx, id, v, msgs)
+	nv, ierr := f.Store.Append(ctx, id, v, msgs)
+	if err != nil && ierr == nil {
+		return 0, err
+	}
+	return nv, ierr
+}
+
+func (f *faultStore) BeginCompaction(ctx context.Context, id string, v uint64, rec history.CompactionRecord) (uint64, error) {
+	err, after := f.fault(&f.failBegin)
+	if err != nil && !after {
+		return 0, err
+	}
+	nv, ierr := f.Store.BeginCompaction(ctx, id, v, rec)
+	if err != nil && ierr == nil {
+		return 0, err
+	}
+	return nv, ierr
+}
+
+// sameAsStore asserts that the session's in-memory state equals the store's.
+func sameAsStore(t *testing.T, s *session.Session) {
+	t.Helper()
+	active, err := s.Active(ctxT(t))
+	require.NoError(t, err)
+	summary, err := s.Summary(ctxT(t))
+	require.NoError(t, err)
+	snap, err := s.Store().Load(ctxT(t), s.ID())
+	require.NoError(t, err)
+	assert.Equal(t, texts(snap.Active), texts(active))
+	assert.Equal(t, snap.Summary, summary)
 }
 
 var errDisk = errors.New("disk on fire")

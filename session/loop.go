@@ -91,12 +91,13 @@ type loop struct {
 	specs   []provider.ToolSpec
 	maxTool int
 
-	set     settings
-	version uint64
-	active  []history.Message
-	summary string
-	feed    *Feed
-	q       queue.Queue[*command]
+	set      settings
+	version  uint64
+	active   []history.Message
+	summary  string
+	archived int64 // messages archived in Segments
+	feed     *Feed
+	q        queue.Queue[*command]
 
 	turn    *turn
 	running *command                // the compaction in the worker
@@ -269,18 +270,22 @@ var storeCtx = context.Background()
 // applies them (publishing their events) and calls then with the store's
 // error, if any.
 func (l *loop) commit(msgs []history.Message, then func(l *loop, err error)) {
-	id, store, v := l.s.id, l.store, l.version
+	w, v := l.writer(), l.version
 	l.submit(func(post func(func(*loop))) {
-		nv, err := store.Append(storeCtx, id, v, msgs)
+		nv, snap, err := w.append(v, msgs)
 		post(func(l *loop) {
 			l.idle()
 			if err == nil {
 				l.appended(nv, msgs...)
+			} else {
+				l.resync(snap)
 			}
 			then(l, err)
 		})
 	})
 }
+
+func (l *loop) writer() writer { return writer{store: l.store, id: l.s.id} }
 
 func (l *loop) startSteer(c *command) {
 	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Steer: true, CreatedAt: time.Now()}
@@ -304,12 +309,13 @@ func (l *loop) startConfigure(c *command) {
 		c.finishConf(ConfigureResult{Err: err})
 		return
 	}
-	id, store, v := l.s.id, l.store, l.version
+	w, v := l.writer(), l.version
 	l.submit(func(post func(func(*loop))) {
-		nv, err := store.SetConfig(storeCtx, id, v, blob)
+		nv, snap, err := w.setConfig(v, blob)
 		post(func(l *loop) {
 			l.idle()
 			if err != nil {
+				l.resync(snap)
 				c.finishConf(ConfigureResult{Err: fmt.Errorf("session: store settings: %w", err)})
 				return
 			}

@@ -64,7 +64,7 @@ func (l *loop) step() {
 		Messages: slices.Clone(l.active),
 		Tools:    l.specs,
 	}
-	id, store, v, prov, ctx, turnID := l.s.id, l.store, l.version, l.prov, t.ctx, t.cmd.id
+	w, v, prov, ctx, turnID := l.writer(), l.version, l.prov, t.ctx, t.cmd.id
 	l.submit(func(post func(func(*loop))) {
 		resp, err := prov.Complete(ctx, req, func(text string) {
 			if text != "" {
@@ -86,10 +86,11 @@ func (l *loop) step() {
 			return
 		}
 		msg := assistantMessage(resp.Message)
-		nv, err := store.Append(storeCtx, id, v, []history.Message{msg})
+		nv, snap, err := w.append(v, []history.Message{msg})
 		post(func(l *loop) {
 			l.idle()
 			if err != nil {
+				l.resync(snap)
 				l.endWith(fmt.Errorf("session: store reply: %w", err))
 				return
 			}
@@ -137,7 +138,7 @@ func assistantMessage(m history.Message) history.Message {
 func (l *loop) runTools() {
 	t := l.turn
 	calls := unanswered(l.active)
-	id, store, v, ctx, tools, log := l.s.id, l.store, l.version, t.ctx, l.tools, l.log
+	w, v, ctx, tools, log := l.writer(), l.version, t.ctx, l.tools, l.log
 	l.submit(func(post func(func(*loop))) {
 		for _, tc := range calls {
 			var text string
@@ -147,10 +148,11 @@ func (l *loop) runTools() {
 				text = runTool(ctx, log, tools, tc)
 			}
 			msg := history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: text, CreatedAt: time.Now()}
-			nv, err := store.Append(storeCtx, id, v, []history.Message{msg})
+			nv, snap, err := w.append(v, []history.Message{msg})
 			if err != nil {
 				post(func(l *loop) {
 					l.idle()
+					l.resync(snap)
 					l.endWith(fmt.Errorf("session: store tool result: %w", err))
 				})
 				return

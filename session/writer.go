@@ -1,0 +1,136 @@
+package session
+
+import (
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// writer performs a session's store writes in the worker goroutine.
+//
+// A write that returns an error may still have landed: a store can fail
+// after its transaction committed (a lost acknowledgement, an fsync error
+// reported late, a closed connection). The writer then reads the session
+// back and decides: a write that landed counts as done; one that did not is
+// reported with the snapshot read, so the loop can make its in-memory state
+// equal to the store again ([loop.resync]).
+type writer struct {
+	store history.Store
+	id    string
+}
+
+// reload reads the session back after a failed write; nil when that fails
+// too.
+func (w writer) reload() *history.Snapshot {
+	snap, err := w.store.Load(storeCtx, w.id)
+	if err != nil {
+		return nil
+	}
+	return snap
+}
+
+func (w writer) append(v uint64, msgs []history.Message) (uint64, *history.Snapshot, error) {
+	nv, err := w.store.Append(storeCtx, w.id, v, msgs)
+	if err == nil {
+		return nv, nil, nil
+	}
+	snap := w.reload()
+	if snap != nil && endsWith(snap.Active, msgs) {
+		return snap.Version, nil, nil
+	}
+	return 0, snap, err
+}
+
+// endsWith reports whether active ends with msgs (by ID).
+func endsWith(active, msgs []history.Message) bool {
+	if len(active) < len(msgs) {
+		return false
+	}
+	tail := active[len(active)-len(msgs):]
+	for i := range msgs {
+		if tail[i].ID != msgs[i].ID {
+			return false
+		}
+	}
+	return true
+}
+
+func (w writer) setConfig(v uint64, blob json.RawMessage) (uint64, *history.Snapshot, error) {
+	nv, err := w.store.SetConfig(storeCtx, w.id, v, blob)
+	if err == nil {
+		return nv, nil, nil
+	}
+	snap := w.reload()
+	if snap != nil && string(snap.Config) == string(blob) {
+		return snap.Version, nil, nil
+	}
+	return 0, snap, err
+}
+
+// begin records the start of compaction rec (in progress).
+func (w writer) begin(v uint64, rec history.CompactionRecord) (uint64, *history.Snapshot, error) {
+	nv, err := w.store.BeginCompaction(storeCtx, w.id, v, rec)
+	if err == nil {
+		return nv, nil, nil
+	}
+	snap := w.reload()
+	if snap != nil && rec.Status == history.StatusInProgress && slices.Contains(snap.Interrupted, rec.CompactID) {
+		return snap.Version, nil, nil
+	}
+	return 0, snap, err
+}
+
+// finish records the end of an in-progress compaction without a commit.
+func (w writer) finish(v uint64, compactID string, status history.CompactionStatus, errText string) (uint64, *history.Snapshot, error) {
+	nv, err := w.store.FinishCompaction(storeCtx, w.id, v, compactID, status, errText, now())
+	if err == nil {
+		return nv, nil, nil
+	}
+	snap := w.reload()
+	if snap != nil && !slices.Contains(snap.Interrupted, compactID) {
+		return snap.Version, nil, nil
+	}
+	return 0, snap, err
+}
+
+// commit is the canonical compaction commit. archived is the number of
+// archived messages before it.
+func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord, archived int64) (uint64, *history.Segment, *history.Snapshot, error) {
+	nv, seg, err := w.store.CommitCompaction(storeCtx, w.id, v, c)
+	if err == nil {
+		return nv, seg, nil, nil
+	}
+	snap := w.reload()
+	if snap != nil && snap.Summary == c.Summary && snap.Archived == archived+int64(c.Archive) && !slices.Contains(snap.Interrupted, c.CompactID) {
+		return snap.Version, &history.Segment{
+			ID: c.SegmentID, CompactID: c.CompactID, Trigger: rec.Trigger, Summary: c.Summary,
+			Instructions: rec.Instructions, CreatedAt: c.At, StartedAt: rec.StartedAt,
+			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		}, nil, nil
+	}
+	return 0, nil, snap, err
+}
+
+// resync makes the loop's state equal to snap after a write that failed and
+// did not land. A nil snap (the store cannot be read either) changes
+// nothing; the next write then fails with the store's error or a conflict.
+func (l *loop) resync(snap *history.Snapshot) {
+	if snap == nil {
+		return
+	}
+	l.version = snap.Version
+	l.active = snap.Active
+	l.summary = snap.Summary
+	l.archived = snap.Archived
+	if len(snap.Config) > 0 {
+		var set settings
+		if json.Unmarshal(snap.Config, &set) == nil {
+			l.set = set
+		}
+	}
+}
+
+// now is the clock of store records.
+func now() time.Time { return time.Now() }
