@@ -1,0 +1,52 @@
+package main
+
+import (
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStoreIsOwnerOnly starts the agent binary with a store in a directory
+// that does not exist yet: the directory is created 0700, the SQLite file
+// 0600, and nothing but protocol goes to stdout.
+func TestStoreIsOwnerOnly(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "acp-agent")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	dir := filepath.Join(t.TempDir(), "data", "sessionkit")
+	store := filepath.Join(dir, "sessions.db")
+	cmd := exec.Command(bin, "--store", store)
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=", "OPENAI_BASE_URL=")
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	_, err = io.WriteString(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}`+"\n")
+	require.NoError(t, err)
+	buf := make([]byte, 4096)
+	n, err := stdout.Read(buf)
+	require.NoError(t, err)
+	assert.Contains(t, string(buf[:n]), `"protocolVersion":1`)
+	require.NoError(t, stdin.Close())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the agent did not exit when stdin closed")
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, store: 0o600} {
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, want, fi.Mode().Perm(), path)
+	}
+}
