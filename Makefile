@@ -5,7 +5,7 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 10000x
 
-.PHONY: run test fmt-check vet unit interop fuzz-short fuzz bench soak build
+.PHONY: run test fmt-check vet unit interop interop-deps fuzz-short fuzz bench soak build
 
 run:
 	$(GO) run ./examples/quickstart
@@ -13,7 +13,7 @@ run:
 build:
 	$(GO) build ./...
 
-test: fmt-check vet unit interop fuzz-short
+test: fmt-check vet interop-deps unit interop fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -25,9 +25,14 @@ vet:
 unit:
 	$(GO) test -race -shuffle=on -count=1 -timeout 12m $(PKGS)
 
+# The interop suite's npm packages (also used by acp's Go test against a
+# Node.js agent, so `test` installs them before `unit`).
+interop-deps:
+	cd acp/interop && { [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
+
 # The ACP agent against the official TypeScript SDK client (acp/interop).
-interop:
-	cd acp/interop && { [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; } && node --test --test-reporter=spec
+interop: interop-deps
+	cd acp/interop && node --test --test-reporter=spec
 
 # Short fuzz runs of every fuzz target, counted in executions (Go 1.26 fuzzing
 # can end a time-bounded run with a spurious "context deadline exceeded").

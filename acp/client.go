@@ -56,15 +56,24 @@ type Client struct {
 
 	mu       sync.Mutex
 	sessions map[string]*RemoteSession
-	cause    error // why the connection ended
+	early    map[string][]SessionUpdate // updates for sessions not registered yet
+	cause    error                      // why the connection ended
 }
+
+// Bounds of the updates kept for sessions not registered yet: an agent
+// sends available_commands_update right after the session/new response,
+// which the client may dispatch before NewSession has registered the ID.
+const (
+	earlySessions = 16
+	earlyUpdates  = 256
+)
 
 // Dial speaks ACP as a client over r and w: it sends initialize (with the
 // session.compaction capability unless opts.NoCompaction) and returns once
 // the agent has answered. It starts no process; see [Start]. ctx governs the
 // handshake only.
 func Dial(ctx context.Context, r io.Reader, w io.Writer, opts ClientOptions) (*Client, error) {
-	c := &Client{log: opts.Logger, opts: opts, sessions: map[string]*RemoteSession{}}
+	c := &Client{log: opts.Logger, opts: opts, sessions: map[string]*RemoteSession{}, early: map[string][]SessionUpdate{}}
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
@@ -234,6 +243,8 @@ func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSessio
 	return rs, nil
 }
 
+// register makes the session known to the dispatcher and applies, in
+// order, the updates that arrived for it before.
 func (c *Client) register(id string, _ any) (*RemoteSession, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -245,7 +256,29 @@ func (c *Client) register(id string, _ any) (*RemoteSession, error) {
 	}
 	rs := newRemoteSession(c, id)
 	c.sessions[id] = rs
+	for _, u := range c.early[id] {
+		rs.update(u) // under c.mu, so no later update overtakes these
+	}
+	delete(c.early, id)
 	return rs, nil
+}
+
+// route applies an update to its session, or keeps it (bounded) until the
+// session is registered.
+func (c *Client) route(id string, u SessionUpdate) {
+	c.mu.Lock()
+	rs := c.sessions[id]
+	if rs == nil {
+		if _, ok := c.early[id]; ok || len(c.early) < earlySessions {
+			if len(c.early[id]) < earlyUpdates {
+				c.early[id] = append(c.early[id], u)
+			}
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	rs.update(u)
 }
 
 func (c *Client) session(id string) *RemoteSession {
@@ -263,9 +296,7 @@ func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 			c.log.Warn("malformed session/update", zap.Error(err))
 			return nil, err
 		}
-		if rs := c.session(n.SessionID); rs != nil {
-			rs.update(n.Update)
-		}
+		c.route(n.SessionID, n.Update)
 		return nil, nil
 	case MethodCompactFinished:
 		var p CompactFinishedParams

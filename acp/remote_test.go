@@ -148,11 +148,12 @@ func (ra *rawAgent) newSession(c *acp.Client, commands string) *acp.RemoteSessio
 	req := ra.read()
 	require.Equal(ra.t, "session/new", req["method"])
 	ra.respond(req, `{"sessionId":"s1"}`)
-	rs := <-ch
 	if commands != "" {
+		// Right after the response, as agents do: NewSession may not have
+		// registered the session yet, and the update must not be lost.
 		ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"available_commands_update","availableCommands":` + commands + `}}}`)
 	}
-	return rs
+	return <-ch
 }
 
 const plainInit = `{"protocolVersion":1,"agentCapabilities":{"loadSession":true}}`
