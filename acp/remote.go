@@ -193,8 +193,10 @@ func promptError(stop StopReason, err error) error {
 
 // Compact asks the agent for a manual compaction (see RemoteSession for the
 // two ways). With the extension, the Handle's ID is the agent's compact ID
-// and its result carries the same fields as a local session's; over the
-// /compact fallback the Segment holds the summary but not the archived
+// and its result carries the same fields as a local session's. Over the
+// /compact fallback the Handle's ID is chosen by this client (the agent
+// names its compaction only once it starts; Subscribe's CompactionEvents
+// carry the agent's ID), the Segment holds the summary but not the archived
 // messages, and a turn that ends without any compaction entity counts as
 // nothing_to_compact. Handle.Cancel sends session/cancel.
 func (r *RemoteSession) Compact(ctx context.Context, req session.CompactRequest) (*session.Handle[session.CompactResult], error) {
