@@ -46,5 +46,9 @@ fuzz:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
 
+# The long suites: 1,000 SIGKILLs of a store writer, 1,000 of the ACP agent,
+# and 1,000 concurrent sessions on one SQLite file (figures printed with -v).
 soak:
-	$(GO) test -count=1 -timeout 60m ./history/sqlite/ -run TestCrashKill -crash.kills=1000
+	$(GO) test -count=1 -v -timeout 60m ./history/sqlite/ -run '^TestCrashKill$$' -crash.kills=1000
+	$(GO) test -count=1 -v -timeout 90m ./acp/crashtest/ -run '^TestCrashKillAgent$$' -crash.agent.kills=1000
+	$(GO) test -count=1 -v -timeout 60m ./session/ -run '^TestLoad$$' -load.sessions=1000 -load.ops=24

@@ -35,11 +35,14 @@ type agentSession struct {
 	sess *session.Session
 	log  *zap.Logger
 	done chan struct{} // closed when the forwarder has exited
+	jobs chan func()   // run on the forwarder goroutine, between events
 
 	mu        sync.Mutex
-	extension map[string]bool          // compactions requested with _sessionkit/compact
-	finished  map[string]chan struct{} // closed once the ID's last event was forwarded
-	order     []string                 // finished IDs, oldest first
+	extension map[string]bool // compactions requested with _sessionkit/compact
+	prompted  map[string]bool // compactions requested with a /compact prompt
+	finished  signals         // ID → its last event was forwarded
+	responded signals         // ID → the response of its prompt was written
+	gaps      int             // times events were lost (trimmed while the client was behind)
 
 	// Forwarder state.
 	streamed  bool            // the current assistant message's text went out as deltas
@@ -54,8 +57,9 @@ func newAgentSession(srv *server, sess *session.Session) *agentSession {
 		sess:      sess,
 		log:       srv.log.With(zap.String("session", sess.ID())),
 		done:      make(chan struct{}),
+		jobs:      make(chan func()),
 		extension: map[string]bool{},
-		finished:  map[string]chan struct{}{},
+		prompted:  map[string]bool{},
 		entities:  map[string]bool{},
 	}
 }
@@ -79,49 +83,137 @@ func (a *agentSession) close() {
 func (a *agentSession) run(sub *session.Subscription) {
 	defer close(a.done)
 	for {
-		for ev := range sub.Events() {
-			a.forward(ev)
+		select {
+		case ev, ok := <-sub.Events():
+			if ok {
+				a.forward(ev)
+				continue
+			}
+			if sub = a.resubscribe(sub); sub == nil {
+				return
+			}
+		case job := <-a.jobs:
+			job()
 		}
-		var slow *session.SlowSubscriberError
-		if !errors.As(sub.Err(), &slow) {
-			return
-		}
-		a.log.Warn("client fell behind; resuming from the last delivered event", zap.Uint64("seq", slow.LastSeq))
-		var err error
-		sub, err = a.sess.Subscribe(context.Background(), session.SubscribeOptions{After: slow.LastSeq, Buffer: forwardBuffer})
-		if err != nil {
-			return
-		}
-		a.lost = true
 	}
 }
 
-// finishedChan returns the channel closed when id's last event is forwarded.
-// Called with a.mu held.
-func (a *agentSession) finishedChan(id string) chan struct{} {
-	ch, ok := a.finished[id]
+// resubscribe continues after the subscription ended because the client
+// fell behind: from the last delivered event, or live when those events
+// are no longer retained (the client then misses them; logged). It returns
+// nil when the session has closed.
+func (a *agentSession) resubscribe(sub *session.Subscription) *session.Subscription {
+	var slow *session.SlowSubscriberError
+	if !errors.As(sub.Err(), &slow) {
+		return nil
+	}
+	a.log.Warn("client fell behind; resuming from the last delivered event", zap.Uint64("seq", slow.LastSeq))
+	a.lost = true
+	next, err := a.sess.Subscribe(context.Background(), session.SubscribeOptions{After: slow.LastSeq, Buffer: forwardBuffer})
+	if errors.Is(err, session.ErrEventsTrimmed) {
+		a.log.Error("client fell too far behind: updates were lost; resuming live", zap.Uint64("seq", slow.LastSeq))
+		next, err = a.sess.Subscribe(context.Background(), session.SubscribeOptions{Buffer: forwardBuffer})
+		// The lost events may have ended commands whose prompts wait for
+		// them: release every waiter, and tell later ones not to wait.
+		a.mu.Lock()
+		a.gaps++
+		for id := range a.finished.m {
+			a.finished.fire(id)
+		}
+		a.mu.Unlock()
+	}
+	if err != nil {
+		return nil
+	}
+	return next
+}
+
+// do runs f on the forwarder goroutine (whose state the notifications
+// touch) and waits for it; it does nothing once the forwarder has exited.
+func (a *agentSession) do(f func()) {
+	done := make(chan struct{})
+	select {
+	case a.jobs <- func() { f(); close(done) }:
+		<-done
+	case <-a.done:
+	}
+}
+
+// signals are one-shot events by ID (bounded: the oldest are forgotten).
+// Either side may come first: the waiter gets the channel, the firer closes
+// it. Guarded by agentSession.mu.
+type signals struct {
+	m     map[string]chan struct{}
+	order []string
+}
+
+func (g *signals) get(id string) chan struct{} {
+	if g.m == nil {
+		g.m = map[string]chan struct{}{}
+	}
+	ch, ok := g.m[id]
 	if !ok {
 		ch = make(chan struct{})
-		a.finished[id] = ch
-		a.order = append(a.order, id)
-		if len(a.order) > keepFinished {
-			delete(a.finished, a.order[0])
-			a.order = a.order[1:]
+		g.m[id] = ch
+		g.order = append(g.order, id)
+		if len(g.order) > keepFinished {
+			delete(g.m, g.order[0])
+			g.order = g.order[1:]
 		}
 	}
 	return ch
+}
+
+func (g *signals) fire(id string) {
+	ch := g.get(id)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// gapCount returns how many times events were lost so far; a prompt reads
+// it before it queues its command and passes it to await.
+func (a *agentSession) gapCount() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gaps
 }
 
 // markForwarded records that id's last event has been forwarded.
 func (a *agentSession) markForwarded(id string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ch := a.finishedChan(id)
+	a.finished.fire(id)
+}
+
+// markResponded records that the response of the prompt that ran id has
+// been written.
+func (a *agentSession) markResponded(id string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.responded.fire(id)
+}
+
+// waitResponded holds the forwarder until the prompt that ran id has been
+// answered, so that updates of what runs next (the next queued prompt) never
+// precede that response on the wire. Bounded by cancelWait.
+func (a *agentSession) waitResponded(id string) {
+	a.mu.Lock()
+	ch := a.responded.get(id)
+	a.mu.Unlock()
+	timer := time.NewTimer(cancelWait)
+	defer timer.Stop()
 	select {
 	case <-ch:
-	default:
-		close(ch)
+	case <-a.srv.conn.Done():
+	case <-timer.C:
+		a.log.Warn("no response written for a finished prompt", zap.String("id", id))
 	}
+	a.mu.Lock()
+	delete(a.responded.m, id)
+	a.mu.Unlock()
 }
 
 // cancelWait bounds how long a cancelled prompt waits for its command to
@@ -131,16 +223,16 @@ const cancelWait = 5 * time.Second
 // await waits until the command id is done (finished is closed) and every
 // update it caused has been written, so that a response sent next follows
 // them on the wire (§7.3). When ctx ends first ($/cancel_request for the
-// prompt), the session is interrupted and await still waits, up to
+// prompt), cancel stops that command and await still waits, up to
 // cancelWait, for the command's terminal updates before it returns ctx's
 // error; when the connection is closing it returns at once.
-func (a *agentSession) await(ctx context.Context, id string, finished <-chan struct{}) error {
+func (a *agentSession) await(ctx context.Context, id string, gaps int, finished <-chan struct{}, cancel func()) error {
 	var cancelled error
 	select {
 	case <-finished:
 	case <-ctx.Done():
 		cancelled = ctx.Err()
-		a.sess.Interrupt()
+		cancel() // this prompt's command only: removed if queued, stopped if running
 		timer := time.NewTimer(cancelWait)
 		defer timer.Stop()
 		select {
@@ -152,11 +244,15 @@ func (a *agentSession) await(ctx context.Context, id string, finished <-chan str
 		}
 	}
 	a.mu.Lock()
-	ch := a.finishedChan(id)
+	if a.gaps != gaps { // events were lost since the command was queued
+		a.mu.Unlock()
+		return cancelled
+	}
+	ch := a.finished.get(id)
 	a.mu.Unlock()
 	defer func() {
 		a.mu.Lock()
-		delete(a.finished, id)
+		delete(a.finished.m, id)
 		a.mu.Unlock()
 	}()
 	if cancelled == nil {
@@ -250,7 +346,9 @@ func (a *agentSession) forward(ev session.Event) {
 		a.compaction(p)
 	case *session.TurnEvent:
 		if p.Phase == session.TurnFinished {
+			// Every turn of an ACP session was started by a session/prompt.
 			a.markForwarded(p.TurnID)
+			a.waitResponded(p.TurnID)
 		}
 	}
 }
@@ -321,7 +419,9 @@ func (a *agentSession) compaction(p *session.CompactionEvent) {
 		}
 		a.mu.Lock()
 		ext := a.extension[p.CompactID]
+		prompted := a.prompted[p.CompactID]
 		delete(a.extension, p.CompactID)
+		delete(a.prompted, p.CompactID)
 		a.mu.Unlock()
 		if ext {
 			err := a.srv.conn.Notify(context.Background(), MethodCompactFinished, CompactFinishedParams{
@@ -332,6 +432,9 @@ func (a *agentSession) compaction(p *session.CompactionEvent) {
 			}
 		}
 		a.markForwarded(p.CompactID)
+		if prompted {
+			a.waitResponded(p.CompactID)
+		}
 	}
 }
 

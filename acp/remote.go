@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -51,6 +52,20 @@ type remoteTurn struct {
 	id       string
 	messages []history.Message
 	draft    *history.Message // assistant message being streamed
+	resp     *jsonrpc.Pending // the session/prompt request
+}
+
+// answered reports whether the turn's response has arrived.
+func (t *remoteTurn) answered() bool {
+	if t.resp == nil {
+		return false
+	}
+	select {
+	case <-t.resp.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // fallbackCompact is a Compact sent as a /compact prompt.
@@ -111,7 +126,13 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 	id := newHandleID()
 	h, finish := session.NewHandle[session.TurnResult](id, r.cancelRemote)
 	t := &remoteTurn{id: id, messages: []history.Message{{ID: id, Role: history.RoleUser, Text: req.Text, CreatedAt: time.Now()}}}
-	p, err := r.send(ctx, id, func(err error) { finish(session.TurnResult{Messages: t.messages, Err: err}) }, func() {
+	failed := func(err error) {
+		r.mu.Lock()
+		msgs := slices.Clone(t.messages)
+		r.mu.Unlock()
+		finish(session.TurnResult{Messages: msgs, Err: err})
+	}
+	p, err := r.send(ctx, id, failed, func() {
 		r.turns = append(r.turns, t)
 		r.feed.Publish(&session.TurnEvent{TurnID: id, Phase: session.TurnStarted})
 		r.feed.Publish(&session.MessageEvent{Message: t.messages[0], TurnID: id})
@@ -119,6 +140,9 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 	if err != nil {
 		return nil, err
 	}
+	r.mu.Lock()
+	t.resp = p
+	r.mu.Unlock()
 	go func() {
 		resp, err := r.c.waitPrompt(p)
 		r.mu.Lock()
@@ -373,6 +397,13 @@ func (r *RemoteSession) update(u SessionUpdate) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.timeline.Apply(u)
+	// A turn whose response has arrived is over: the dispatcher delivered the
+	// response before this update, even if the goroutine waiting for it has
+	// not run yet.
+	for len(r.turns) > 0 && r.turns[0].answered() {
+		r.flush(r.turns[0])
+		r.turns = r.turns[1:]
+	}
 	var t *remoteTurn
 	if len(r.turns) > 0 {
 		t = r.turns[0]

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/session/agenttest"
 )
@@ -281,4 +283,28 @@ func wait[R any](t *testing.T, h *session.Handle[R]) R {
 	r, err := h.Wait(ctx)
 	require.NoError(t, err)
 	return r
+}
+
+// TestRemote_QueuedPromptsKeepTheirUpdates: two prompts sent back to back on
+// one session; the agent answers the first before it sends any update of the
+// second, and each TurnResult holds only its own turn's messages.
+func TestRemote_QueuedPromptsKeepTheirUpdates(t *testing.T) {
+	pa := startPipeAgent(t, offline.New(offline.WithDeltaSize(1)), memstore.New(), acp.ServerOptions{})
+	rs, err := pa.client.NewSession(context.Background(), "/w")
+	require.NoError(t, err)
+	defer rs.Close()
+	for i := range 30 {
+		a, err := rs.Prompt(context.Background(), session.PromptRequest{Text: fmt.Sprintf("A%d first.", i)})
+		require.NoError(t, err)
+		b, err := rs.Prompt(context.Background(), session.PromptRequest{Text: fmt.Sprintf("B%d second.", i)})
+		require.NoError(t, err)
+		ra, rb := wait(t, a), wait(t, b)
+		require.NoError(t, ra.Err)
+		require.NoError(t, rb.Err)
+		require.Len(t, ra.Messages, 2)
+		require.Len(t, rb.Messages, 2)
+		assert.Contains(t, ra.Messages[1].Text, fmt.Sprintf("Noted: A%d first.", i))
+		assert.NotContains(t, ra.Messages[1].Text, "B")
+		assert.Contains(t, rb.Messages[1].Text, fmt.Sprintf("Noted: B%d second.", i))
+	}
 }

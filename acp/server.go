@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -279,7 +280,7 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 		return nil, err
 	}
 	a.start()
-	return jsonrpc.Then(NewSessionResponse{SessionID: a.sess.ID()}, a.advertise), nil
+	return jsonrpc.Then(NewSessionResponse{SessionID: a.sess.ID()}, func() { a.do(a.advertise) }), nil
 }
 
 func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -308,15 +309,34 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 		}
 	}
 	// §7.6: the whole timeline, in order, before the response; then live.
-	// The dispatcher stays held (no Detach), so no prompt for this session
-	// can start before the replay is written.
-	if err := a.replay(ctx); err != nil {
-		return nil, err
-	}
 	if !open {
+		// The dispatcher stays held (no Detach) and the forwarder has not
+		// started, so nothing can interleave with the replay.
+		if err := a.replay(ctx); err != nil {
+			return nil, err
+		}
 		a.start()
+		return jsonrpc.Then(LoadSessionResponse{}, func() { a.do(a.advertise) }), nil
 	}
-	return jsonrpc.Then(LoadSessionResponse{}, a.advertise), nil
+	// Open on this connection, maybe busy: the forwarder replays between
+	// two events and holds live updates until the response is written.
+	key := "load/" + newKey()
+	replayed := make(chan error, 1)
+	job := func() {
+		replayed <- a.replay(ctx)
+		a.waitResponded(key)
+		a.advertise()
+	}
+	select {
+	case a.jobs <- job:
+	case <-a.done:
+		return nil, jsonrpc.NewError(jsonrpc.InternalError, "session %q is closing", p.SessionID)
+	}
+	err := <-replayed
+	if err != nil {
+		return jsonrpc.Then(nil, func() { a.markResponded(key) }), err
+	}
+	return jsonrpc.Then(LoadSessionResponse{}, func() { a.markResponded(key) }), nil
 }
 
 // promptText joins the prompt's content into the text of a user message.
@@ -366,38 +386,55 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return nil, err
 	}
 	if instr, ok := compactPrompt(text); ok {
+		// Registered under the lock, so the forwarder knows the compaction
+		// belongs to this prompt before it can see its end.
+		a.mu.Lock()
+		gaps := a.gaps
 		h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
+		if err == nil {
+			a.prompted[h.ID()] = true
+		}
+		a.mu.Unlock()
 		if err != nil {
 			return nil, sessionError(err)
 		}
 		jsonrpc.Detach(ctx)
-		if err := a.await(ctx, h.ID(), h.Finished()); err != nil {
-			return nil, err
+		if err := a.await(ctx, h.ID(), gaps, h.Finished(), h.Cancel); err != nil {
+			return a.answered(h.ID(), nil, err)
 		}
 		if h.Result().Cancelled {
-			return PromptResponse{StopReason: StopCancelled}, nil
+			return a.answered(h.ID(), PromptResponse{StopReason: StopCancelled}, nil)
 		}
-		return PromptResponse{StopReason: StopEndTurn}, nil
+		return a.answered(h.ID(), PromptResponse{StopReason: StopEndTurn}, nil)
 	}
+	gaps := a.gapCount()
 	h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
 	if err != nil {
 		return nil, sessionError(err)
 	}
 	jsonrpc.Detach(ctx)
-	if err := a.await(ctx, h.ID(), h.Finished()); err != nil {
-		return nil, err
+	if err := a.await(ctx, h.ID(), gaps, h.Finished(), h.Cancel); err != nil {
+		return a.answered(h.ID(), nil, err)
 	}
 	switch res := h.Result(); {
 	case res.Err == nil:
-		return PromptResponse{StopReason: StopEndTurn}, nil
+		return a.answered(h.ID(), PromptResponse{StopReason: StopEndTurn}, nil)
 	case errors.Is(res.Err, session.ErrCancelled), errors.Is(res.Err, session.ErrClosed):
-		return PromptResponse{StopReason: StopCancelled}, nil
+		return a.answered(h.ID(), PromptResponse{StopReason: StopCancelled}, nil)
 	case errors.Is(res.Err, session.ErrTooManySteps):
-		return PromptResponse{StopReason: StopMaxTurnRequests}, nil
+		return a.answered(h.ID(), PromptResponse{StopReason: StopMaxTurnRequests}, nil)
 	default:
-		return nil, jsonrpc.NewError(jsonrpc.InternalError, "the turn failed: %v", res.Err)
+		return a.answered(h.ID(), nil, jsonrpc.NewError(jsonrpc.InternalError, "the turn failed: %v", res.Err))
 	}
 }
+
+// answered returns a prompt's response (or error) so that, once it is
+// written, the forwarder may go on to what the session runs next.
+func (a *agentSession) answered(id string, resp any, err error) (any, error) {
+	return jsonrpc.Then(resp, func() { a.markResponded(id) }), err
+}
+
+func newKey() string { return uuid.Must(uuid.NewV7()).String() }
 
 // sessionError maps an admission error of a session to a JSON-RPC error.
 func sessionError(err error) error {

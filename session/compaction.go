@@ -106,12 +106,15 @@ func (l *loop) startCompaction(c *command) {
 			nv, snap, ferr := w.finish(v, c.id, status, err.Error())
 			post(func(l *loop) {
 				l.idle()
-				if ferr != nil {
+				switch {
+				case ferr != nil:
 					// It stays in progress in the store; the next open records
 					// it as interrupted.
 					l.log.Warn("cannot record the end of a compaction", zap.Error(ferr))
 					l.resync(snap)
-				} else {
+				case snap != nil:
+					l.resync(snap)
+				default:
 					l.version = nv
 				}
 				res := compactFailed(c, err)
@@ -139,19 +142,33 @@ func (l *loop) startCompaction(c *command) {
 			At:           time.Now(),
 		}
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
+		var (
+			fv    uint64
+			fsnap *history.Snapshot
+			ferr  error
+		)
 		if err != nil {
 			err = fmt.Errorf("session: commit compaction: %w", err)
 			if snap != nil {
 				v = snap.Version
 			}
-			fv, fsnap, ferr := w.finish(v, c.id, history.StatusFailed, err.Error())
+			fv, fsnap, ferr = w.finish(v, c.id, history.StatusFailed, err.Error())
+			if fsnap != nil && committed(fsnap, commit, archived) {
+				// The commit had landed after all; its read-back failed.
+				nv, seg, err = fsnap.Version, segmentOf(commit, rec), nil
+			}
+		}
+		if err != nil {
 			post(func(l *loop) {
 				l.idle()
-				if ferr == nil {
+				switch {
+				case fsnap != nil:
+					l.resync(fsnap) // the freshest read of the store
+				case ferr == nil:
 					l.resync(snap)
 					l.version = fv
-				} else {
-					l.resync(fsnap)
+				default:
+					l.resync(nil)
 				}
 				l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionFailed, Text: "Compaction failed: " + err.Error(), CompactID: c.id})
 				res := compactFailed(c, err)

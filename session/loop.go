@@ -104,6 +104,7 @@ type loop struct {
 	cancelJ context.CancelCauseFunc // cancels it, with ErrCancelled or ErrClosed
 	busy    bool                    // a job is in the worker
 	closing bool
+	stale   bool // a failed write could not be read back: reload before the next one
 
 	// Automatic compaction state (SEMANTICS §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale
@@ -200,6 +201,10 @@ func (l *loop) remove(id string) (*command, bool) {
 // once the last step has ended (SEMANTICS §2.2, §2.5).
 func (l *loop) advance() {
 	for !l.busy && !l.closing {
+		if l.stale {
+			l.reload()
+			continue
+		}
 		t := l.turn
 		if t == nil {
 			c, ok := l.take(true)
@@ -270,6 +275,14 @@ var storeCtx = context.Background()
 // applies them (publishing their events) and calls then with the store's
 // error, if any.
 func (l *loop) commit(msgs []history.Message, then func(l *loop, err error)) {
+	// History never holds a tool call without its answer: calls left
+	// unanswered (their results could not be stored) are answered before
+	// anything else is appended after them.
+	if len(msgs) > 0 && msgs[0].Role != history.RoleTool {
+		if calls := unanswered(l.active); len(calls) > 0 {
+			msgs = append(notRun(calls, "its result could not be recorded"), msgs...)
+		}
+	}
 	w, v := l.writer(), l.version
 	l.submit(func(post func(func(*loop))) {
 		nv, snap, err := w.append(v, msgs)

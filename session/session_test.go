@@ -165,8 +165,11 @@ func TestTurn_ToolCallsAndEvents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, texts(res.Messages), texts(active))
 	evs := rec.until(t, func(evs []session.Event) bool {
+		if len(evs) == 0 {
+			return false
+		}
 		last, ok := evs[len(evs)-1].Payload.(*session.TurnEvent)
-		return len(evs) > 0 && ok && last.Phase == session.TurnFinished
+		return ok && last.Phase == session.TurnFinished
 	})
 	var kinds []string
 	var seq uint64

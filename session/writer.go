@@ -90,7 +90,9 @@ func (w writer) finish(v uint64, compactID string, status history.CompactionStat
 	}
 	snap := w.reload()
 	if snap != nil && !slices.Contains(snap.Interrupted, compactID) {
-		return snap.Version, nil, nil
+		// Not in progress any more: finished, or committed after all. The
+		// caller adopts snap either way.
+		return snap.Version, snap, nil
 	}
 	return 0, snap, err
 }
@@ -103,23 +105,36 @@ func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord,
 		return nv, seg, nil, nil
 	}
 	snap := w.reload()
-	if snap != nil && snap.Summary == c.Summary && snap.Archived == archived+int64(c.Archive) && !slices.Contains(snap.Interrupted, c.CompactID) {
-		return snap.Version, &history.Segment{
-			ID: c.SegmentID, CompactID: c.CompactID, Trigger: rec.Trigger, Summary: c.Summary,
-			Instructions: rec.Instructions, CreatedAt: c.At, StartedAt: rec.StartedAt,
-			InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
-		}, nil, nil
+	if snap != nil && committed(snap, c, archived) {
+		return snap.Version, segmentOf(c, rec), nil, nil
 	}
 	return 0, nil, snap, err
 }
 
+// committed reports whether snap shows commit c done (archived is the
+// number of archived messages before it).
+func committed(snap *history.Snapshot, c history.Commit, archived int64) bool {
+	return snap.Summary == c.Summary && snap.Archived == archived+int64(c.Archive) && !slices.Contains(snap.Interrupted, c.CompactID)
+}
+
+// segmentOf is the Segment a commit made (without messages).
+func segmentOf(c history.Commit, rec history.CompactionRecord) *history.Segment {
+	return &history.Segment{
+		ID: c.SegmentID, CompactID: c.CompactID, Trigger: rec.Trigger, Summary: c.Summary,
+		Instructions: rec.Instructions, CreatedAt: c.At, StartedAt: rec.StartedAt,
+		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+	}
+}
+
 // resync makes the loop's state equal to snap after a write that failed and
-// did not land. A nil snap (the store cannot be read either) changes
-// nothing; the next write then fails with the store's error or a conflict.
+// did not land. A nil snap (the store could not be read either) marks the
+// state stale: the loop reads the store again before its next piece of work.
 func (l *loop) resync(snap *history.Snapshot) {
 	if snap == nil {
+		l.stale = true // read the store again before the next write
 		return
 	}
+	l.stale = false
 	l.version = snap.Version
 	l.active = snap.Active
 	l.summary = snap.Summary
@@ -134,3 +149,20 @@ func (l *loop) resync(snap *history.Snapshot) {
 
 // now is the clock of store records.
 func now() time.Time { return time.Now() }
+
+// reload reads the session back in the worker and adopts it. One attempt:
+// when the store cannot be read, the state stays as it is and the next
+// write fails or conflicts, which marks it stale again.
+func (l *loop) reload() {
+	l.stale = false
+	w := l.writer()
+	l.submit(func(post func(func(*loop))) {
+		snap := w.reload()
+		post(func(l *loop) {
+			l.idle()
+			if snap != nil {
+				l.resync(snap)
+			}
+		})
+	})
+}

@@ -329,9 +329,10 @@ func (c *Conn) Wait() error {
 // [Options.OrderRequests] the next message is dispatched only after after
 // returns (unless the handler detached). Use it for notifications that must
 // follow the response, such as ones about a session the response creates.
-// after runs only when result was encoded and the response written (not
-// when the connection shut down first). For a notification the wrapper is
-// ignored like any return value.
+// after runs only when the response was written (not when the connection
+// shut down first); a handler may also return Then(nil, after) with a
+// non-nil error, and after runs once the error response is written. For a
+// notification the wrapper is ignored like any return value.
 func Then(result any, after func()) any {
 	return &thenResult{result: result, after: after}
 }
@@ -801,7 +802,7 @@ func (c *Conn) run(m *Message, ctx context.Context, req *inflight, wait bool) {
 		result, err := c.handle(hctx, r)
 		if m.Kind == KindRequest {
 			var after func()
-			if t, ok := result.(*thenResult); ok && err == nil {
+			if t, ok := result.(*thenResult); ok {
 				result, after = t.result, t.after
 			}
 			if c.respond(m.ID, result, err) && after != nil {
