@@ -30,6 +30,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/provider/openai"
+	"github.com/sessionkit/sessionkit/provider/openai/openaitest"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -165,54 +166,22 @@ func newOpenAI(t *testing.T, cs *chatServer, opts ...openai.Option) *openai.Prov
 
 // The wire format.
 
-func wireJSON(v any) string {
+var (
+	wireJSON   = mustWireJSON
+	wireChunk  = openaitest.Chunk
+	wireRole   = openaitest.RoleChunk
+	wireText   = openaitest.TextChunk
+	wireFinish = openaitest.FinishChunk
+	wireUsage  = openaitest.UsageChunk
+	writeData  = openaitest.WriteSSE
+)
+
+func mustWireJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
 	}
 	return string(b)
-}
-
-func wireChunk(choices ...map[string]any) string {
-	if choices == nil {
-		choices = []map[string]any{}
-	}
-	return wireJSON(map[string]any{
-		"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-		"choices": choices, "usage": nil,
-	})
-}
-
-func wireRole() string {
-	return wireChunk(map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": nil})
-}
-
-func wireText(s string) string {
-	return wireChunk(map[string]any{"index": 0, "delta": map[string]any{"content": s}, "finish_reason": nil})
-}
-
-func wireFinish(reason string) string {
-	return wireChunk(map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": reason})
-}
-
-func wireUsage(in, out int) string {
-	return wireJSON(map[string]any{
-		"id": "chatcmpl-f", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-		"choices": []any{},
-		"usage":   map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
-	})
-}
-
-// writeData writes SSE data lines, flushing after each.
-func writeData(w http.ResponseWriter, lines ...string) {
-	if w.Header().Get("Content-Type") == "" {
-		w.Header().Set("Content-Type", "text/event-stream")
-	}
-	fl := w.(http.Flusher)
-	for _, l := range lines {
-		fmt.Fprintf(w, "data: %s\n\n", l)
-		fl.Flush()
-	}
 }
 
 // streamLines streams the data lines as they are (no [DONE] unless given).

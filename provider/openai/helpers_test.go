@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/sessionkit/sessionkit/provider/openai/openaitest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -124,62 +125,16 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-// chunk returns a chat.completion.chunk with the given choices.
-func chunk(choices ...map[string]any) string {
-	if choices == nil {
-		choices = []map[string]any{}
-	}
-	return mustJSON(map[string]any{
-		"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-		"choices": choices, "usage": nil,
-	})
-}
-
-func roleChunk() string {
-	return chunk(map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": nil})
-}
-
-func textChunk(s string) string {
-	return chunk(map[string]any{"index": 0, "delta": map[string]any{"content": s}, "finish_reason": nil})
-}
-
-func finishChunk(reason string) string {
-	return chunk(map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": reason})
-}
-
-func usageChunk(in, out int) string {
-	return mustJSON(map[string]any{
-		"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "test-model",
-		"choices": []any{},
-		"usage":   map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
-	})
-}
-
-// toolChunk returns a fragment of tool call index; id and name are left out
-// when empty, as in OpenAI's later fragments.
-func toolChunk(index int, id, name, args string) string {
-	call := map[string]any{"index": index, "function": map[string]any{"arguments": args}}
-	if id != "" {
-		call["id"] = id
-		call["type"] = "function"
-	}
-	if name != "" {
-		call["function"].(map[string]any)["name"] = name
-	}
-	return chunk(map[string]any{"index": 0, "delta": map[string]any{"tool_calls": []any{call}}, "finish_reason": nil})
-}
-
-// writeSSE writes data lines, flushing after each, without [DONE].
-func writeSSE(w http.ResponseWriter, lines ...string) {
-	if w.Header().Get("Content-Type") == "" {
-		w.Header().Set("Content-Type", "text/event-stream")
-	}
-	fl := w.(http.Flusher)
-	for _, l := range lines {
-		fmt.Fprintf(w, "data: %s\n\n", l)
-		fl.Flush()
-	}
-}
+// The wire format comes from openaitest.
+var (
+	chunk       = openaitest.Chunk
+	roleChunk   = openaitest.RoleChunk
+	textChunk   = openaitest.TextChunk
+	finishChunk = openaitest.FinishChunk
+	usageChunk  = openaitest.UsageChunk
+	toolChunk   = openaitest.ToolChunk
+	writeSSE    = openaitest.WriteSSE
+)
 
 // sse streams the chunks and then [DONE].
 func sse(chunks ...string) http.HandlerFunc {
