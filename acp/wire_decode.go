@@ -100,21 +100,8 @@ func canonicalRaw(raw []byte) json.RawMessage {
 	return out.Bytes()
 }
 
-// fixUTF8 replaces every byte of an invalid UTF-8 sequence with U+FFFD, as
-// encoding/json does when it decodes a string.
-func fixUTF8(b []byte) []byte {
-	out := make([]byte, 0, len(b)+8)
-	for len(b) > 0 {
-		r, size := utf8.DecodeRune(b)
-		if r == utf8.RuneError && size == 1 {
-			out = utf8.AppendRune(out, utf8.RuneError)
-		} else {
-			out = append(out, b[:size]...)
-		}
-		b = b[size:]
-	}
-	return out
-}
+// fixUTF8 replaces every byte of an invalid UTF-8 sequence with U+FFFD.
+var fixUTF8 = jsonrpc.FixUTF8
 
 type fieldSpec struct {
 	name        string

@@ -176,7 +176,7 @@ type Message struct {
 // id null when ID is nil; a malformed response is never answered.
 func ReadMessage(line []byte) (*Message, error) {
 	if !utf8.Valid(line) {
-		line = fixUTF8(line)
+		line = FixUTF8(line)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(line, &fields); err != nil {
@@ -273,8 +273,9 @@ func readResponse(m *Message, fields map[string]json.RawMessage, hasResult, hasE
 	return nil
 }
 
-// fixUTF8 replaces every byte of an invalid UTF-8 sequence with U+FFFD.
-func fixUTF8(b []byte) []byte {
+// FixUTF8 replaces every byte of an invalid UTF-8 sequence with U+FFFD, as
+// encoding/json does when it decodes a string.
+func FixUTF8(b []byte) []byte {
 	out := make([]byte, 0, len(b)+8)
 	for len(b) > 0 {
 		r, size := utf8.DecodeRune(b)
