@@ -224,13 +224,13 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 	if err := c.conn.Call(ctx, MethodSessionNew, NewSessionRequest{Cwd: cwd}, &resp); err != nil {
 		return nil, fmt.Errorf("acp: session/new: %w", err)
 	}
-	return c.register(resp.SessionID, nil)
+	return c.register(resp.SessionID)
 }
 
 // LoadSession loads a stored session: the agent replays its timeline, which
 // the returned session's Timeline holds once LoadSession returns.
 func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
-	rs, err := c.register(id, nil)
+	rs, err := c.register(id)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +245,7 @@ func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSessio
 
 // register makes the session known to the dispatcher and applies, in
 // order, the updates that arrived for it before.
-func (c *Client) register(id string, _ any) (*RemoteSession, error) {
+func (c *Client) register(id string) (*RemoteSession, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cause != nil {

@@ -312,10 +312,11 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	if !open {
 		// The dispatcher stays held (no Detach) and the forwarder has not
 		// started, so nothing can interleave with the replay.
-		if err := a.replay(ctx); err != nil {
+		err := a.replay(ctx)
+		a.start()
+		if err != nil {
 			return nil, err
 		}
-		a.start()
 		return jsonrpc.Then(LoadSessionResponse{}, func() { a.do(a.advertise) }), nil
 	}
 	// Open on this connection, maybe busy: the forwarder replays between
