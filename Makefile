@@ -5,7 +5,7 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 10000x
 
-.PHONY: run test fmt-check vet unit interop interop-deps fuzz-short fuzz bench soak build
+.PHONY: run test bench-peer fmt-check vet unit interop interop-deps fuzz-short fuzz bench soak build
 
 run:
 	$(GO) run ./examples/quickstart
@@ -43,8 +43,17 @@ fuzz-short:
 fuzz:
 	@./scripts/fuzz.sh $(if $(filter 10000x,$(FUZZTIME)),500000x,$(FUZZTIME))
 
+# Benchmarks (docs/performance.md): the Go benchmarks, the SQLite commit
+# against a raw fsynced write, and the side-by-side run with a peer SDK.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=1 $(PKGS)
+	$(GO) test -run='^$$' -bench='Admission|Turn$$' -benchtime=2000x -benchmem ./session/
+	$(GO) test -run='^$$' -bench='CompactionOverhead|Open' -benchtime=3x -benchmem ./session/
+	$(GO) test -run='^$$' -bench='IdleSession' -benchtime=1x ./session/
+	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/sqlite/
+	$(GO) run ./bench/commitfsync
+
+bench-peer:
+	bench/peer/run.sh
 
 # The long suites: 1,000 SIGKILLs of a store writer, 1,000 of the ACP agent,
 # and 1,000 concurrent sessions on one SQLite file (figures printed with -v).

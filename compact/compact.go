@@ -134,14 +134,16 @@ func (c *Composer) Request(in Input) (*provider.Request, error) {
 			instr = append(instr, s)
 		}
 	}
-	var b strings.Builder
-	err := inputTemplate.Execute(&b, struct {
+	data := struct {
 		PreviousSummary, Transcript, Instructions string
 	}{
 		PreviousSummary: strings.TrimSpace(in.PreviousSummary),
 		Transcript:      Transcript(in.Prefix, c.maxToolOutput()),
 		Instructions:    strings.Join(instr, "\n\n"),
-	})
+	}
+	var b strings.Builder
+	b.Grow(len(data.PreviousSummary) + len(data.Transcript) + len(data.Instructions) + len(inputText))
+	err := inputTemplate.Execute(&b, data)
 	if err != nil {
 		return nil, fmt.Errorf("compact: render summary input: %w", err)
 	}
@@ -199,6 +201,14 @@ func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)
 func Transcript(msgs []history.Message, maxToolOutput int) string {
 	names := map[string]string{}
 	var b strings.Builder
+	size := 0
+	for i := range msgs {
+		size += len(msgs[i].Text) + 32
+		for _, tc := range msgs[i].ToolCalls {
+			size += len(tc.Arguments) + len(tc.Name) + 32
+		}
+	}
+	b.Grow(size) // one allocation for the whole transcript
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {

@@ -29,6 +29,18 @@ func (instant) Complete(_ context.Context, req *provider.Request, onDelta func(s
 	return &provider.Response{Message: history.Message{Role: history.RoleAssistant, Text: text}, Usage: provider.Usage{InputTokens: 10, OutputTokens: 2}}, nil
 }
 
+// blocked is a provider whose calls wait until its gate closes.
+type blocked struct{ gate chan struct{} }
+
+func (p blocked) Complete(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
+	select {
+	case <-p.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return instant{}.Complete(ctx, req, onDelta)
+}
+
 func benchSession(b *testing.B, store history.Store, id string) *session.Session {
 	b.Helper()
 	s, err := session.New(context.Background(), session.Config{ID: id, Provider: instant{}, Store: store, MaxQueue: 1 << 30})
@@ -56,16 +68,21 @@ func BenchmarkAdmission(b *testing.B) {
 		<-last.Finished()
 	})
 	b.Run("Prompt", func(b *testing.B) {
-		s := benchSession(b, memstore.New(), "")
-		var last *session.Handle[session.TurnResult]
+		// The first turn blocks in the provider, so every later prompt
+		// stays queued: only admission is measured, not ever longer turns.
+		gate := make(chan struct{})
+		s, err := session.New(ctx, session.Config{Provider: blocked{gate}, Store: memstore.New(), MaxQueue: 1 << 30})
+		if err != nil {
+			b.Fatal(err)
+		}
 		for b.Loop() {
-			h, err := s.Prompt(ctx, session.PromptRequest{Text: "hi"})
-			if err != nil {
+			if _, err := s.Prompt(ctx, session.PromptRequest{Text: "hi"}); err != nil {
 				b.Fatal(err)
 			}
-			last = h
 		}
-		<-last.Finished()
+		b.StopTimer()
+		close(gate)
+		_ = s.Close()
 	})
 }
 
