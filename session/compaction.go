@@ -142,34 +142,10 @@ func (l *loop) startCompaction(c *command) {
 			At:           time.Now(),
 		}
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
-		var (
-			fv    uint64
-			fsnap *history.Snapshot
-			ferr  error
-		)
-		if err != nil {
-			err = fmt.Errorf("session: commit compaction: %w", err)
-			if snap != nil {
-				v = snap.Version
-			}
-			fv, fsnap, ferr = w.finish(v, c.id, history.StatusFailed, err.Error())
-			if fsnap != nil && committed(fsnap, commit, archived) {
-				// The commit had landed after all; its read-back failed.
-				nv, seg, err = fsnap.Version, segmentOf(commit, rec), nil
-			}
-		}
 		if err != nil {
 			post(func(l *loop) {
 				l.idle()
-				switch {
-				case fsnap != nil:
-					l.resync(fsnap) // the freshest read of the store
-				case ferr == nil:
-					l.resync(snap)
-					l.version = fv
-				default:
-					l.resync(nil)
-				}
+				l.resync(snap)
 				l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionFailed, Text: "Compaction failed: " + err.Error(), CompactID: c.id})
 				res := compactFailed(c, err)
 				res.Usage = sum.Usage

@@ -2,6 +2,7 @@ package session
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -84,7 +85,7 @@ func (w writer) begin(v uint64, rec history.CompactionRecord) (uint64, *history.
 
 // finish records the end of an in-progress compaction without a commit.
 func (w writer) finish(v uint64, compactID string, status history.CompactionStatus, errText string) (uint64, *history.Snapshot, error) {
-	nv, err := w.store.FinishCompaction(storeCtx, w.id, v, compactID, status, errText, now())
+	nv, err := w.store.FinishCompaction(storeCtx, w.id, v, compactID, status, errText, time.Now())
 	if err == nil {
 		return nv, nil, nil
 	}
@@ -97,15 +98,29 @@ func (w writer) finish(v uint64, compactID string, status history.CompactionStat
 	return 0, snap, err
 }
 
-// commit is the canonical compaction commit. archived is the number of
-// archived messages before it.
+// commit is the canonical compaction commit; archived is the number of
+// archived messages before it. When the store reports a failure, commit
+// finds out whether the transaction landed all the same (then it counts as
+// done); if not, it records the attempt as failed and returns the error
+// with the store's state to adopt (nil when the store cannot be read: the
+// loop reads it again later).
 func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord, archived int64) (uint64, *history.Segment, *history.Snapshot, error) {
 	nv, seg, err := w.store.CommitCompaction(storeCtx, w.id, v, c)
 	if err == nil {
 		return nv, seg, nil, nil
 	}
+	err = fmt.Errorf("session: commit compaction: %w", err)
+	if snap := w.reload(); snap != nil {
+		if committed(snap, c, archived) {
+			return snap.Version, segmentOf(c, rec), nil, nil
+		}
+		v = snap.Version
+	}
+	// Best effort: when this fails too the attempt stays in progress, and
+	// the next open records it as interrupted.
+	_, _, _ = w.finish(v, c.CompactID, history.StatusFailed, err.Error())
 	snap := w.reload()
-	if snap != nil && committed(snap, c, archived) {
+	if snap != nil && committed(snap, c, archived) { // the first read-back had failed
 		return snap.Version, segmentOf(c, rec), nil, nil
 	}
 	return 0, nil, snap, err
@@ -146,9 +161,6 @@ func (l *loop) resync(snap *history.Snapshot) {
 		}
 	}
 }
-
-// now is the clock of store records.
-func now() time.Time { return time.Now() }
 
 // reload reads the session back in the worker and adopts it. One attempt:
 // when the store cannot be read, the state stays as it is and the next
