@@ -132,12 +132,16 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 		r.mu.Unlock()
 		finish(session.TurnResult{Messages: msgs, Err: err})
 	}
-	p, err := r.send(ctx, id, failed, func() {
+	p, err := r.send(ctx, id, failed, func() error {
 		r.turns = append(r.turns, t)
 		r.feed.Publish(&session.TurnEvent{TurnID: id, Phase: session.TurnStarted})
 		r.feed.Publish(&session.MessageEvent{Message: t.messages[0], TurnID: id})
+		return nil
 	}, MethodSessionPrompt, PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(req.Text)}})
 	if err != nil {
+		r.mu.Lock()
+		r.turns = removeTurn(r.turns, t) // never sent
+		r.mu.Unlock()
 		return nil, err
 	}
 	r.mu.Lock()
@@ -157,9 +161,10 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 	return h, nil
 }
 
-// send registers a pending Handle, runs before under the lock, and writes the
-// request. Requests go out in the order of the calls.
-func (r *RemoteSession) send(ctx context.Context, id string, fail func(error), before func(), method string, params any) (*jsonrpc.Pending, error) {
+// send runs before under the lock (an error from it sends nothing),
+// registers a pending Handle, and writes the request. Requests go out in the
+// order of the calls.
+func (r *RemoteSession) send(ctx context.Context, id string, fail func(error), before func() error, method string, params any) (*jsonrpc.Pending, error) {
 	r.sendMu.Lock()
 	defer r.sendMu.Unlock()
 	r.mu.Lock()
@@ -167,7 +172,10 @@ func (r *RemoteSession) send(ctx context.Context, id string, fail func(error), b
 		r.mu.Unlock()
 		return nil, r.closed
 	}
-	before()
+	if err := before(); err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
 	r.pending[id] = fail
 	r.mu.Unlock()
 	p, err := r.c.conn.Go(ctx, method, params)
@@ -313,14 +321,19 @@ func (r *RemoteSession) compactFallback(ctx context.Context, req session.Compact
 	if s := strings.TrimSpace(req.Instructions); s != "" {
 		text += " " + s
 	}
-	r.mu.Lock()
-	busy := r.fallback != nil
-	r.mu.Unlock()
-	if busy {
-		return nil, fmt.Errorf("%w: a /%s is already in flight", session.ErrQueueFull, CompactCommand)
-	}
-	p, err := r.send(ctx, id, failed, func() { r.fallback = fc }, MethodSessionPrompt, PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(text)}})
+	p, err := r.send(ctx, id, failed, func() error {
+		if r.fallback != nil {
+			return fmt.Errorf("%w: a /%s is already in flight", session.ErrQueueFull, CompactCommand)
+		}
+		r.fallback = fc
+		return nil
+	}, MethodSessionPrompt, PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(text)}})
 	if err != nil {
+		r.mu.Lock()
+		if r.fallback == fc { // never sent
+			r.fallback = nil
+		}
+		r.mu.Unlock()
 		return nil, err
 	}
 	go func() {
