@@ -27,7 +27,8 @@
 // [provider.PurposeSummary]. Its system prompt is the embedded summarizer
 // prompt (summarizer.md); its one user message holds the previous summary,
 // the prefix rendered as a transcript (tool outputs cut to a bounded size),
-// and the configured and per-request instructions (input.tmpl). The session's
+// and the configured and per-request instructions (see [Composer.Request]).
+// The session's
 // own system prompt and tool definitions are never part of it. A reply that is
 // empty or only white space is an error: no fallback summary exists.
 package compact
@@ -38,7 +39,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"text/template"
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -118,15 +118,20 @@ type Composer struct {
 //go:embed summarizer.md
 var systemPrompt string
 
-//go:embed input.tmpl
-var inputText string
-
-var inputTemplate = template.Must(template.New("input").Parse(inputText))
-
 // SystemPrompt returns the summarizer's system prompt.
 func SystemPrompt() string { return systemPrompt }
 
-// Request builds the one summary request for in, without sending it.
+// inputFinal ends the summary input. testdata/input.tmpl is the whole
+// input as a template; TestRequestMatchesTemplate keeps the two equal.
+const inputFinal = "\n\nWrite the updated summary of the conversation above now.\n"
+
+// Request builds the one summary request for in, without sending it. Its
+// one user message is, in this order: the previous summary in
+// <previous-summary> tags (when there is one), the prefix as a [Transcript]
+// in <transcript> tags, the instructions in <instructions> tags (when there
+// are any), and a line asking for the summary. It is written in one pass
+// into one buffer sized up front: for a large prefix this message is the
+// largest thing a compaction builds.
 func (c *Composer) Request(in Input) (*provider.Request, error) {
 	var instr []string
 	for _, s := range []string{c.Instructions, in.Instructions} {
@@ -134,19 +139,26 @@ func (c *Composer) Request(in Input) (*provider.Request, error) {
 			instr = append(instr, s)
 		}
 	}
-	data := struct {
-		PreviousSummary, Transcript, Instructions string
-	}{
-		PreviousSummary: strings.TrimSpace(in.PreviousSummary),
-		Transcript:      Transcript(in.Prefix, c.maxToolOutput()),
-		Instructions:    strings.Join(instr, "\n\n"),
-	}
+	instructions := strings.Join(instr, "\n\n")
+	prev := strings.TrimSpace(in.PreviousSummary)
+	max := c.maxToolOutput()
+
 	var b strings.Builder
-	b.Grow(len(data.PreviousSummary) + len(data.Transcript) + len(data.Instructions) + len(inputText))
-	err := inputTemplate.Execute(&b, data)
-	if err != nil {
-		return nil, fmt.Errorf("compact: render summary input: %w", err)
+	b.Grow(len(prev) + transcriptSize(in.Prefix, max) + len(instructions) + 128)
+	if prev != "" {
+		b.WriteString("<previous-summary>\n")
+		b.WriteString(prev)
+		b.WriteString("\n</previous-summary>\n\n")
 	}
+	b.WriteString("<transcript>\n")
+	writeTranscript(&b, in.Prefix, max)
+	b.WriteString("\n</transcript>")
+	if instructions != "" {
+		b.WriteString("\n\n<instructions>\n")
+		b.WriteString(instructions)
+		b.WriteString("\n</instructions>")
+	}
+	b.WriteString(inputFinal)
 	return &provider.Request{
 		Purpose:   provider.PurposeSummary,
 		System:    systemPrompt,
@@ -199,28 +211,56 @@ func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)
 //	[tool read_file] package main …
 //	[user, steer] use Go 1.26
 func Transcript(msgs []history.Message, maxToolOutput int) string {
-	names := map[string]string{}
 	var b strings.Builder
+	b.Grow(transcriptSize(msgs, maxToolOutput))
+	writeTranscript(&b, msgs, maxToolOutput)
+	return b.String()
+}
+
+// transcriptSize is about the transcript's size in bytes (at least it,
+// unless a label is unusually long), so that one allocation holds it.
+func transcriptSize(msgs []history.Message, maxToolOutput int) int {
+	const perEntry = 48 // label, brackets, newline, a truncation note
 	size := 0
 	for i := range msgs {
-		size += len(msgs[i].Text) + 32
-		for _, tc := range msgs[i].ToolCalls {
-			size += len(tc.Arguments) + len(tc.Name) + 32
+		m := &msgs[i]
+		if m.Role == history.RoleTool {
+			size += min(len(m.Text), maxToolOutput) + perEntry
+		} else {
+			size += len(m.Text) + perEntry
+		}
+		for _, tc := range m.ToolCalls {
+			size += min(len(tc.Arguments), maxToolOutput) + len(tc.Name) + perEntry
 		}
 	}
-	b.Grow(size) // one allocation for the whole transcript
+	return size
+}
+
+// writeTranscript writes the transcript of msgs to b: the entries separated
+// by newlines, without a newline after the last one.
+func writeTranscript(b *strings.Builder, msgs []history.Message, maxToolOutput int) {
+	names := map[string]string{}
+	first := true
+	sep := func() {
+		if !first {
+			b.WriteByte('\n')
+		}
+		first = false
+	}
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Role {
 		case history.RoleUser:
+			sep()
 			if m.Steer {
-				entry(&b, "user, steer", m.Text)
+				entry(b, "user, steer", m.Text)
 			} else {
-				entry(&b, "user", m.Text)
+				entry(b, "user", m.Text)
 			}
 		case history.RoleAssistant:
 			if strings.TrimSpace(m.Text) != "" || len(m.ToolCalls) == 0 {
-				entry(&b, "assistant", m.Text)
+				sep()
+				entry(b, "assistant", m.Text)
 			}
 			for _, tc := range m.ToolCalls {
 				names[tc.ID] = tc.Name
@@ -228,26 +268,27 @@ func Transcript(msgs []history.Message, maxToolOutput int) string {
 				if args == "" {
 					args = "{}"
 				}
-				entry(&b, "assistant → tool "+tc.Name, truncate(args, maxToolOutput))
+				sep()
+				entry(b, "assistant → tool "+tc.Name, truncate(args, maxToolOutput))
 			}
 		case history.RoleTool:
 			name := names[m.ToolCallID]
 			if name == "" {
 				name = m.ToolCallID
 			}
-			entry(&b, "tool "+name, truncate(m.Text, maxToolOutput))
+			sep()
+			entry(b, "tool "+name, truncate(m.Text, maxToolOutput))
 		}
 	}
-	return strings.TrimRight(b.String(), "\n")
 }
 
+// entry writes one transcript entry without its final newline.
 func entry(b *strings.Builder, label, text string) {
 	b.WriteString("[")
 	b.WriteString(label)
 	b.WriteString("] ")
 	// A message cannot close the transcript section early.
 	b.WriteString(strings.ReplaceAll(strings.TrimSpace(text), "</transcript>", "<\\/transcript>"))
-	b.WriteString("\n")
 }
 
 // truncate cuts s to at most max bytes on a rune boundary and says how much

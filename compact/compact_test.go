@@ -3,8 +3,11 @@ package compact_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"text/template"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,4 +120,68 @@ func TestSummarize_WithOfflineProvider(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, sum.Text, "Build a CLI called falcon.")
 	assert.Contains(t, sum.Text, "cmd/falcon/main.go")
+}
+
+// TestRequestMatchesTemplate: the summary input Request writes by hand is
+// the one testdata/input.tmpl renders, for every combination of previous
+// summary, instructions and prefix.
+func TestRequestMatchesTemplate(t *testing.T) {
+	raw, err := os.ReadFile("testdata/input.tmpl")
+	require.NoError(t, err)
+	tmpl := template.Must(template.New("input").Parse(string(raw)))
+	prefixes := [][]history.Message{
+		nil,
+		{{ID: "1", Role: history.RoleUser, Text: ""}},
+		{{ID: "1", Role: history.RoleUser, Text: "  hello \n"}, {ID: "2", Role: history.RoleAssistant, Text: "hi"}},
+		{
+			{ID: "1", Role: history.RoleAssistant, Text: " ", ToolCalls: []history.ToolCall{{ID: "c", Name: "ls", Arguments: []byte(" ")}}},
+			{ID: "2", Role: history.RoleTool, ToolCallID: "c", Text: strings.Repeat("out ", 100)},
+			{ID: "3", Role: history.RoleTool, ToolCallID: "unknown", Text: "\n\n"},
+			{ID: "4", Role: history.RoleUser, Steer: true, Text: "</transcript>"},
+		},
+	}
+	for _, prev := range []string{"", "  earlier\n"} {
+		for _, instr := range [][2]string{{"", ""}, {"a", ""}, {"", "b"}, {" a ", "b\n"}} {
+			for i, prefix := range prefixes {
+				c := &compact.Composer{Provider: offline.New(), Instructions: instr[0], MaxToolOutput: 50}
+				req, err := c.Request(compact.Input{PreviousSummary: prev, Prefix: prefix, Instructions: instr[1]})
+				require.NoError(t, err)
+				var joined []string
+				for _, s := range instr {
+					if s = strings.TrimSpace(s); s != "" {
+						joined = append(joined, s)
+					}
+				}
+				var want strings.Builder
+				require.NoError(t, tmpl.Execute(&want, map[string]string{
+					"PreviousSummary": strings.TrimSpace(prev),
+					"Transcript":      compact.Transcript(prefix, 50),
+					"Instructions":    strings.Join(joined, "\n\n"),
+				}))
+				assert.Equal(t, want.String(), req.Messages[0].Text, "prev %q, instructions %q, prefix %d", prev, instr, i)
+			}
+		}
+	}
+}
+
+func BenchmarkRequest(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		prefix := make([]history.Message, n/2)
+		for i := range prefix {
+			role := history.RoleUser
+			if i%2 == 1 {
+				role = history.RoleAssistant
+			}
+			prefix[i] = history.Message{ID: "m", Role: role, Text: strings.Repeat("alpha bravo ", 42)}
+		}
+		b.Run(fmt.Sprintf("active=%d", n), func(b *testing.B) {
+			c := &compact.Composer{Provider: offline.New()}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Request(compact.Input{PreviousSummary: "earlier", Prefix: prefix}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -76,6 +76,10 @@ type Response struct {
 //
 // Providers leave Message.ID and CreatedAt to the caller when they have no
 // better value; the session assigns both before committing.
+//
+// The request, its messages and their tool calls are shared with the
+// session (it does not copy Active for every request): a Provider must not
+// modify them, and may keep them after Complete returns.
 type Provider interface {
 	Complete(ctx context.Context, req *Request, onDelta func(text string)) (*Response, error)
 }

@@ -66,7 +66,7 @@ func (l *loop) startCompaction(c *command) {
 	l.running, l.cancelJ = c, cancel
 	l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseStarted, Archive: plan.Archive, TurnID: l.turnID()})
 	composer := l.composer()
-	in := compact.Input{PreviousSummary: l.summary, Prefix: slices.Clone(l.active[:plan.Archive]), Instructions: c.text}
+	in := compact.Input{PreviousSummary: l.summary, Prefix: l.shareActive(plan.Archive), Instructions: c.text}
 	actionID := newID()
 
 	l.submit(func(post func(func(*loop))) {

@@ -254,6 +254,15 @@ func (l *loop) turnID() string {
 
 func (l *loop) publish(p Payload) { l.feed.Publish(p) }
 
+// shareActive returns the first n Active messages for the worker without
+// copying them: the loop never changes a message of l.active in place (it
+// appends, or replaces the slice), and the capacity is capped at n so that
+// an append writes past the view. Copying Active for every provider request
+// cost O(Active) per step.
+func (l *loop) shareActive(n int) []history.Message {
+	return l.active[:n:n]
+}
+
 // appended applies messages that the worker committed at version v.
 func (l *loop) appended(v uint64, msgs ...history.Message) {
 	l.version = v

@@ -61,7 +61,7 @@ func (l *loop) step() {
 		Purpose:  provider.PurposeTurn,
 		System:   l.set.SystemPrompt,
 		Summary:  l.summary,
-		Messages: slices.Clone(l.active),
+		Messages: l.shareActive(len(l.active)),
 		Tools:    l.specs,
 	}
 	w, v, prov, ctx, turnID := l.writer(), l.version, l.prov, t.ctx, t.cmd.id

@@ -200,6 +200,13 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 	if err != nil {
 		return nil, p.failure(err)
 	}
+	large, err := extractLarge(&creq)
+	if err != nil {
+		return nil, p.failure(err)
+	}
+	if large != nil {
+		ctx = context.WithValue(ctx, spliceKey{}, large)
+	}
 	for retries := 0; ; retries++ {
 		if ctx.Err() != nil {
 			return nil, p.cancelled(ctx, retries)

@@ -77,11 +77,16 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	return min(d, MaxRetryAfter), true
 }
 
-// captureTransport records each response in the request's *attempt and
-// reads error bodies (bounded) so that their connection is always released.
+// captureTransport puts large message contents into the request body (see
+// body.go), records each response in the request's *attempt and reads error
+// bodies (bounded) so that their connection is always released.
 type captureTransport struct{ base http.RoundTripper }
 
 func (t *captureTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r, err := spliceRequest(r)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := t.base.RoundTrip(r)
 	if err != nil {
 		return nil, err
