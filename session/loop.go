@@ -104,7 +104,11 @@ type loop struct {
 	cancelJ context.CancelCauseFunc // cancels it, with ErrCancelled or ErrClosed
 	busy    bool                    // a job is in the worker
 	closing bool
-	stale   bool // a failed write could not be read back: reload before the next one
+	// closeErr is what closing gives queued and running commands: ErrClosed,
+	// or ErrLeaseLost when another process took the session over.
+	closeErr error
+	lease    history.Lease // nil unless the store is shared (history.Leaser)
+	stale    bool          // a failed write could not be read back: reload before the next one
 
 	// Automatic compaction state (SEMANTICS §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale
@@ -135,8 +139,13 @@ func (l *loop) idle() { l.busy = false }
 
 func (l *loop) run() {
 	defer close(l.s.done)
+	defer l.release()
 	defer close(l.jobs)
 	inbox, closing := l.s.inbox, l.s.closing
+	var lost <-chan struct{}
+	if l.lease != nil {
+		lost = l.lease.Lost()
+	}
 	for {
 		if !l.busy {
 			if l.closing {
@@ -158,7 +167,25 @@ func (l *loop) run() {
 		case <-closing:
 			inbox, closing = nil, nil
 			l.beginClose()
+		case <-lost:
+			lost = nil
+			l.loseLease()
 		}
+	}
+}
+
+// loseLease closes the session after another process took it over: every
+// write it would make would be refused (history.ErrFenced).
+func (l *loop) loseLease() {
+	l.log.Error("the session's lease was lost; closing the session")
+	l.closeErr = ErrLeaseLost
+	l.s.once.Do(func() { close(l.s.closing) })
+}
+
+// release gives the lease up once the loop and the worker are done.
+func (l *loop) release() {
+	if l.lease != nil {
+		releaseLease(l.lease, l.log)
 	}
 }
 
@@ -404,13 +431,13 @@ func (l *loop) beginClose() {
 		if c.counted() {
 			l.s.pending.Add(-1)
 		}
-		l.abandon(c, ErrClosed)
+		l.abandon(c, l.closeErr)
 	}
 	if l.turn != nil {
-		l.turn.cancel(ErrClosed)
+		l.turn.cancel(l.closeErr)
 	}
 	if l.running != nil {
-		l.cancelJ(ErrClosed)
+		l.cancelJ(l.closeErr)
 	}
 }
 
@@ -419,14 +446,14 @@ func (l *loop) beginClose() {
 func (l *loop) shutdown() {
 	if t := l.turn; t != nil {
 		if t.phase != phaseEnded {
-			l.endWith(ErrClosed)
+			l.endWith(l.closeErr)
 		}
 		l.endTurn()
 		if l.busy {
 			return
 		}
 	}
-	l.feed.CloseAll(ErrClosed)
+	l.feed.CloseAll(l.closeErr)
 }
 
 func marshalSettings(set settings) ([]byte, error) {

@@ -109,6 +109,24 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		id = newID()
 	}
 
+	// On a shared store the lease comes first: what follows reads the
+	// session and recovers its interrupted compactions, which is only right
+	// once no other process serves it.
+	var lease history.Lease
+	if leaser, ok := store.(history.Leaser); ok {
+		var err error
+		if lease, err = acquire(ctx, leaser, id, cfg.WaitForLease); err != nil {
+			return nil, err
+		}
+		store = lease.Store()
+	}
+	opened := false
+	defer func() {
+		if !opened && lease != nil {
+			releaseLease(lease, log)
+		}
+	}()
+
 	snap, err := open(ctx, store, id, set)
 	if err != nil {
 		return nil, err
@@ -171,10 +189,47 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		maxTool:  cfg.MaxToolOutput,
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
+		lease:    lease,
+		closeErr: ErrClosed,
 	}
+	opened = true
 	go l.work()
 	go l.run()
 	return s, nil
+}
+
+// acquire takes the lease of session id; with wait it retries while
+// another holder has it, until ctx ends.
+func acquire(ctx context.Context, leaser history.Leaser, id string, wait bool) (history.Lease, error) {
+	delay := 50 * time.Millisecond
+	for {
+		lease, err := leaser.Acquire(ctx, id)
+		if err == nil {
+			return lease, nil
+		}
+		if !wait || !errors.Is(err, history.ErrLeased) {
+			return nil, fmt.Errorf("session: lease %q: %w", id, err)
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("session: waiting for the lease of %q: %w (%w)", id, ctx.Err(), err)
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// releaseLease gives a session's lease up, so that another process can take
+// the session at once.
+func releaseLease(lease history.Lease, log *zap.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := lease.Release(ctx); err != nil {
+		// It expires by itself; until then other processes wait.
+		log.Warn("releasing the session's lease", zap.String("session", lease.Session()), zap.Error(err))
+	}
 }
 
 func open(ctx context.Context, store history.Store, id string, set settings) (*history.Snapshot, error) {
@@ -404,8 +459,11 @@ func (s *Session) Store() history.Store { return s.store }
 // Close closes the session: every queued command finishes with ErrClosed, a
 // running command is cancelled (a compaction whose commit has started still
 // finishes), subscriptions end with ErrClosed, and the loop and worker exit.
-// Close waits for all that, then returns nil. It is idempotent. It does not
-// close the store.
+// On a shared store it then releases the session's lease. Close waits for
+// all that, then returns nil. It is idempotent. It does not close the store.
+//
+// A session whose lease is lost (another process took it over) closes
+// itself the same way, with ErrLeaseLost instead of ErrClosed; Done tells.
 func (s *Session) Close() error {
 	s.once.Do(func() { close(s.closing) })
 	<-s.done

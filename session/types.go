@@ -34,6 +34,10 @@ var (
 	// ErrEventsTrimmed is returned by Subscribe when the events after the
 	// requested sequence number are no longer retained.
 	ErrEventsTrimmed = errors.New("session: events are no longer retained")
+	// ErrLeaseLost is the error of the commands a session had when its lease
+	// on a shared store was lost (another process took the session over):
+	// the session closed itself. It wraps ErrClosed and history.ErrFenced.
+	ErrLeaseLost = fmt.Errorf("%w: its lease was lost (%w)", ErrClosed, history.ErrFenced)
 )
 
 // SlowSubscriberError is the Err of a subscription that was ended because
@@ -91,6 +95,10 @@ type Config struct {
 	// MaxToolOutput bounds each tool output in a summary transcript, in
 	// bytes; 0 = the compact package's default.
 	MaxToolOutput int
+	// WaitForLease makes New wait, until its ctx ends, for a session that
+	// another process serves from a shared store (one implementing
+	// history.Leaser) instead of failing at once with history.ErrLeased.
+	WaitForLease bool
 }
 
 // Defaults of Config.

@@ -1,0 +1,75 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Leaser is implemented by stores that several processes share (for
+// example history/postgres). A session is served by at most one process at a
+// time: the process holds the session's lease, and every write it makes goes
+// through [Lease.Store], whose writes check the lease's fencing token in the
+// same transaction. session.New takes the lease before it reads the session
+// when its store implements Leaser.
+//
+// Lease expiry is judged by the store's clock (the database server's), so
+// the clocks of the processes do not need to agree.
+type Leaser interface {
+	// Acquire takes the lease of session id, which need not exist yet. While
+	// another holder's lease has not expired it fails at once with a
+	// *[LeaseError] (errors.Is [ErrLeased]). Each successful Acquire of a
+	// session gets a larger fencing token than every earlier one.
+	Acquire(ctx context.Context, id string) (Lease, error)
+}
+
+// Lease is one holder's lease of one session. Its holder keeps it alive by
+// renewing it (the implementation renews in the background until Release);
+// a lease that could not be renewed before it expired, or that another
+// process took over, is lost: [Lease.Lost] is closed and the fenced store's
+// writes fail with [ErrFenced].
+type Lease interface {
+	// Session is the leased session's ID.
+	Session() string
+	// Token is the fencing token: larger for every later holder.
+	Token() uint64
+	// Store is the store as this lease's holder sees it: reads are the
+	// store's; every write to the leased session first checks, in its own
+	// transaction, that this lease is still the session's current one and
+	// fails with [ErrFenced] otherwise. Writes to other sessions fail with
+	// [ErrInvalid].
+	Store() Store
+	// Lost is closed when the lease is lost (not when it is released).
+	Lost() <-chan struct{}
+	// Release gives the lease up so that another process can take the
+	// session at once. Releasing twice, or a lost lease, is a no-op.
+	Release(ctx context.Context) error
+}
+
+// Lease errors. Test with errors.Is.
+var (
+	// ErrLeased reports a session that another holder's lease still covers.
+	// The error is a *[LeaseError] that names the holder.
+	ErrLeased = errors.New("history: session is served by another process")
+	// ErrFenced reports a write under a lease that is no longer the
+	// session's current one: it expired or another process took it over.
+	// The write did not happen.
+	ErrFenced = errors.New("history: the session's lease was lost; the write was rejected")
+)
+
+// LeaseError reports a session leased by another holder.
+type LeaseError struct {
+	Session string
+	Holder  string    // the holder's name (host and process, as its store names it)
+	Expires time.Time // when the holder's lease expires unless it is renewed
+}
+
+// Error implements error.
+func (e *LeaseError) Error() string {
+	return fmt.Sprintf("history: session %q is served by %s (lease expires %s unless renewed)",
+		e.Session, e.Holder, e.Expires.UTC().Format(time.RFC3339Nano))
+}
+
+// Is reports whether target is [ErrLeased].
+func (e *LeaseError) Is(target error) bool { return target == ErrLeased }
