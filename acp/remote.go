@@ -51,7 +51,8 @@ var _ session.Agent = (*RemoteSession)(nil)
 type remoteTurn struct {
 	id       string
 	messages []history.Message
-	draft    *history.Message // assistant message being streamed
+	draft    *history.Message // assistant message being streamed (its Text is in text)
+	text     strings.Builder  // the draft's text: appending to a string per chunk was O(n²)
 	resp     *jsonrpc.Pending // the session/prompt request
 }
 
@@ -95,9 +96,7 @@ func (r *RemoteSession) ID() string { return r.id }
 func (r *RemoteSession) Timeline() Timeline {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := r.timeline
-	t.Items = append([]TimelineItem(nil), r.timeline.Items...)
-	return t
+	return r.timeline.Clone()
 }
 
 // Commands returns the slash commands the agent advertised last.
@@ -434,7 +433,7 @@ func (r *RemoteSession) update(u SessionUpdate) {
 			if t.draft == nil {
 				t.draft = &history.Message{ID: newHandleID(), Role: history.RoleAssistant, CreatedAt: time.Now()}
 			}
-			t.draft.Text += text
+			t.text.WriteString(text)
 		}
 		r.feed.Publish(&session.DeltaEvent{TurnID: turnID, Text: text})
 	case *ToolCall:
@@ -484,7 +483,9 @@ func (r *RemoteSession) flush(t *remoteTurn) {
 		return
 	}
 	m := *t.draft
+	m.Text = t.text.String()
 	t.draft = nil
+	t.text.Reset()
 	t.messages = append(t.messages, m)
 	r.feed.Publish(&session.MessageEvent{Message: m, TurnID: t.id})
 }

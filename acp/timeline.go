@@ -1,5 +1,11 @@
 package acp
 
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
 // Timeline is a client-side reducer of session/update notifications with the
 // Session Compaction RFD's client semantics. Apply updates in receive order;
 // Items is the resulting timeline.
@@ -67,13 +73,49 @@ type CompactionEntity struct {
 func (e *CompactionEntity) SummaryText() string { return blocksText(e.Summary) }
 
 func blocksText(blocks []ContentBlock) string {
-	var s string
-	for _, b := range blocks {
-		if b.Text != nil {
-			s += b.Text.Text
+	if len(blocks) == 1 && blocks[0].Text != nil {
+		return blocks[0].Text.Text
+	}
+	var b strings.Builder
+	for _, c := range blocks {
+		if c.Text != nil {
+			b.WriteString(c.Text.Text)
 		}
 	}
-	return s
+	return b.String()
+}
+
+// Clone returns a deep copy of t: applying updates to either leaves the
+// other unchanged.
+func (t *Timeline) Clone() Timeline {
+	out := Timeline{Items: make([]TimelineItem, len(t.Items))}
+	for i, it := range t.Items {
+		switch {
+		case it.Message != nil:
+			m := *it.Message
+			m.Content = slices.Clone(m.Content)
+			out.Items[i].Message = &m
+		case it.Compaction != nil:
+			e := *it.Compaction
+			e.Summary = slices.Clone(e.Summary)
+			if e.Error != nil {
+				msg := *e.Error
+				e.Error = &msg
+			}
+			e.Meta = maps.Clone(e.Meta)
+			out.Items[i].Compaction = &e
+		case it.ToolCall != nil:
+			c := *it.ToolCall
+			c.Content = slices.Clone(c.Content)
+			out.Items[i].ToolCall = &c
+		}
+	}
+	if t.compactions != nil {
+		out.compactions = maps.Clone(t.compactions)
+		out.messages = maps.Clone(t.messages)
+		out.tools = maps.Clone(t.tools)
+	}
+	return out
 }
 
 // Compaction returns the entity with the given ID, or nil.

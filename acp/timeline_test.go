@@ -175,3 +175,30 @@ func TestTimeline_RFDPreviewValidation(t *testing.T) {
 		assert.Equal(t, []string{"tool:t1:completed"}, shape(tl))
 	})
 }
+
+// TestTimeline_CloneIsIndependent: a clone shares nothing with its source
+// (RemoteSession.Timeline returns one while updates keep arriving; sharing
+// the index maps made a later compaction's lookup on the copy index past
+// its items).
+func TestTimeline_CloneIsIndependent(t *testing.T) {
+	tl := reduce(t, agentHi, inProgress, chunkA)
+	c := tl.Clone()
+	for _, l := range []string{chunkB, completed, agentThere,
+		`{"sessionUpdate":"compaction_update","compactionId":"c2","status":"in_progress","error":"x"}`} {
+		u, err := acp.DecodeSessionUpdate([]byte(l))
+		require.NoError(t, err)
+		tl.Apply(u)
+	}
+	assert.Equal(t, []string{"agent_message_chunk:hi ", "compaction:c1:in_progress:A"}, shape(&c))
+	assert.Nil(t, c.Compaction("c2"), "a compaction seen after the clone is not in it")
+	assert.Equal(t, []string{"agent_message_chunk:hi ", "compaction:c1:completed:AB", "agent_message_chunk:there", "compaction:c2:in_progress:"}, shape(tl))
+
+	// And the other way round.
+	u, err := acp.DecodeSessionUpdate([]byte(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"failed","error":"boom"}`))
+	require.NoError(t, err)
+	c.Apply(u)
+	assert.Equal(t, acp.CompactionCompleted, tl.Compaction("c1").Status)
+	assert.Nil(t, tl.Compaction("c1").Error)
+	var empty acp.Timeline
+	assert.Empty(t, empty.Clone().Items)
+}

@@ -262,6 +262,7 @@ func TestLease_LostClosesSession(t *testing.T) {
 	}
 	_, err = s.Prompt(ctxT(t), session.PromptRequest{Text: "after"})
 	require.ErrorIs(t, err, session.ErrClosed)
+	require.ErrorIs(t, err, session.ErrLeaseLost, "admission says why")
 
 	after, err := st.Load(ctxT(t), "s1")
 	require.NoError(t, err)

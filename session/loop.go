@@ -179,6 +179,7 @@ func (l *loop) run() {
 func (l *loop) loseLease() {
 	l.log.Error("the session's lease was lost; closing the session")
 	l.closeErr = ErrLeaseLost
+	l.s.leaseLost.Store(true)
 	l.s.once.Do(func() { close(l.s.closing) })
 }
 

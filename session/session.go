@@ -43,6 +43,17 @@ type Session struct {
 	once    sync.Once
 	pending atomic.Int64 // queued commands, for the MaxQueue check
 	max     int64
+	// leaseLost is set before the loop closes a session whose lease was lost,
+	// so that admission says why.
+	leaseLost atomic.Bool
+}
+
+// closedErr is the error of a call on a closed session.
+func (s *Session) closedErr() error {
+	if s.leaseLost.Load() {
+		return ErrLeaseLost
+	}
+	return ErrClosed
 }
 
 // newID returns a time-ordered unique ID.
@@ -258,7 +269,7 @@ func (s *Session) ID() string { return s.id }
 func (s *Session) admit(ctx context.Context, c *command) error {
 	select {
 	case <-s.closing:
-		return ErrClosed
+		return s.closedErr()
 	default:
 	}
 	for {
@@ -275,7 +286,7 @@ func (s *Session) admit(ctx context.Context, c *command) error {
 		return nil
 	case <-s.closing:
 		s.pending.Add(-1)
-		return ErrClosed
+		return s.closedErr()
 	case <-ctx.Done():
 		s.pending.Add(-1)
 		return ctx.Err()
