@@ -82,6 +82,9 @@ func (a *agentSession) close() {
 
 func (a *agentSession) run(sub *session.Subscription) {
 	defer close(a.done)
+	// A session that closed by itself (it lost its lease on a shared store)
+	// is no longer served here: session/load opens it anew.
+	defer a.srv.forget(a)
 	for {
 		select {
 		case ev, ok := <-sub.Events():

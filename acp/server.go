@@ -163,6 +163,19 @@ func unknownSession(id, hint string) error {
 	return e
 }
 
+// servedElsewhere is the error for a session that another agent process
+// serves from the shared store: an internal error (ACP has no code for it)
+// whose data names the session, the holder and when its lease expires
+// unless renewed.
+func servedElsewhere(le *history.LeaseError) error {
+	e := jsonrpc.NewError(jsonrpc.InternalError, "session %q is served by another agent process (%s); try again when it closes the session, or after its lease expires", le.Session, le.Holder)
+	e.Data, _ = json.Marshal(map[string]any{
+		"sessionId": le.Session,
+		MetaKey:     map[string]any{"leasedBy": le.Holder, "leaseExpires": le.Expires.UTC().Format(time.RFC3339Nano)},
+	})
+	return e
+}
+
 func invalidParams(format string, args ...any) error {
 	return jsonrpc.NewError(jsonrpc.InvalidParams, "invalid params: "+format, args...)
 }
@@ -257,6 +270,10 @@ func (s *server) open(ctx context.Context, id string) (*agentSession, error) {
 		cfg.Logger = s.log
 	}
 	sess, err := session.New(ctx, cfg)
+	var leased *history.LeaseError
+	if errors.As(err, &leased) {
+		return nil, servedElsewhere(leased)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
@@ -265,6 +282,15 @@ func (s *server) open(ctx context.Context, id string) (*agentSession, error) {
 	s.sessions[sess.ID()] = a
 	s.mu.Unlock()
 	return a, nil
+}
+
+// forget unregisters a, unless another session took its place.
+func (s *server) forget(a *agentSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[a.sess.ID()] == a {
+		delete(s.sessions, a.sess.ID())
+	}
 }
 
 func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, error) {

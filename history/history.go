@@ -12,9 +12,11 @@
 //
 // # Stores
 //
-// Two stores ship with sessionkit: history/memstore (tests and throwaway
-// sessions) and history/sqlite (the embedded default: one SQLite file). Both
-// pass the conformance suite in history/historytest.
+// Three stores ship with sessionkit: history/memstore (tests and throwaway
+// sessions), history/sqlite (the embedded default: one SQLite file) and
+// history/postgres (one PostgreSQL database shared by several agent
+// processes; it also implements [Leaser]). All pass the conformance suite in
+// history/historytest.
 //
 //	store, err := sqlite.Open("sessions.db")
 //	if err != nil { ... }

@@ -3,7 +3,9 @@ package crashtest_test
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/sessionkit/sessionkit/internal/pgtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain stops the throwaway PostgreSQL server of TestScaleOut and checks
+// for leaked goroutines (pgtest.Main does both).
+func TestMain(m *testing.M) { pgtest.Main(m) }

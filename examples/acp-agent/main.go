@@ -5,9 +5,12 @@
 // With OPENAI_API_KEY or OPENAI_BASE_URL set it uses the OpenAI-compatible
 // provider (model from SESSIONKIT_MODEL); otherwise the offline provider.
 // Sessions are kept in a SQLite file (--store), so session/load works across
-// restarts.
+// restarts, or in PostgreSQL when --store is a postgres:// URL: then several
+// agent processes, on several machines, serve sessions from one database,
+// each session by one process at a time (docs/scale-out.md).
 //
 //	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
+//	acp-agent --store postgres://sessionkit@db.internal:5432/sessionkit --lease-ttl 15s
 package main
 
 import (
@@ -16,9 +19,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,6 +31,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
@@ -55,7 +62,8 @@ func defaultStore() string {
 }
 
 func run() error {
-	storePath := flag.String("store", defaultStore(), "SQLite file that keeps the sessions")
+	storePath := flag.String("store", defaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
+	leaseTTL := flag.Duration("lease-ttl", postgres.DefaultLeaseTTL, "PostgreSQL only: how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
 	autoTokens := flag.Int("auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
 	contextWindow := flag.Int("context-window", 0, "context window reported in usage_update (0 = 128000)")
 	omit := flag.Bool("omit-summaries", false, "never send compaction summaries to the client")
@@ -85,18 +93,15 @@ func run() error {
 	if *summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: *summaryDelay}
 	}
-	if err := os.MkdirAll(filepath.Dir(*storePath), 0o700); err != nil {
-		return err
-	}
-	store, err := sqlite.Open(*storePath)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	store, where, err := openStore(ctx, *storePath, *leaseTTL)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	log.Info("acp-agent starting", zap.String("provider", name), zap.String("store", *storePath))
+	log.Info("acp-agent starting", zap.String("provider", name), zap.String("store", where))
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return acp.Serve(ctx, os.Stdin, os.Stdout, acp.ServerOptions{
 		Session: session.Config{
 			Provider:          prov,
@@ -110,6 +115,37 @@ func run() error {
 		ContextWindow: *contextWindow,
 		Logger:        log,
 	})
+}
+
+// closingStore is a history.Store the agent closes on exit.
+type closingStore interface {
+	history.Store
+	Close() error
+}
+
+// openStore opens the PostgreSQL store for a postgres:// or postgresql://
+// URL and the SQLite file at any other path. It returns the store and how to
+// name it in logs (a URL without its password).
+func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closingStore, string, error) {
+	if lower := strings.ToLower(spec); strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
+		where := "postgres"
+		if u, err := url.Parse(spec); err == nil {
+			where = u.Redacted()
+		}
+		st, err := postgres.Open(ctx, spec, postgres.WithLeaseTTL(leaseTTL))
+		if err != nil {
+			return nil, "", err
+		}
+		return st, where, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(spec), 0o700); err != nil {
+		return nil, "", err
+	}
+	st, err := sqlite.Open(spec)
+	if err != nil {
+		return nil, "", err
+	}
+	return st, spec, nil
 }
 
 func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {

@@ -372,8 +372,6 @@ func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64,
 	})
 }
 
-// archive is the range of messages a commit archives: positions from..to,
-// both included.
 // CommitCompaction implements [history.Store]. It is one write transaction
 // of a fixed number of statements, whatever it archives: it moves the
 // session's Active boundary, and reads none of the archived messages.

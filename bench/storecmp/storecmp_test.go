@@ -1,0 +1,165 @@
+package storecmp
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/postgres"
+	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/internal/pgtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// The stores, each opened fresh for one benchmark.
+var stores = []struct {
+	name string
+	open func(b *testing.B) history.Store
+}{
+	{"sqlite", func(b *testing.B) history.Store {
+		st, err := sqlite.Open(filepath.Join(b.TempDir(), "bench.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		return st
+	}},
+	{"postgres", func(b *testing.B) history.Store {
+		st, err := postgres.Open(context.Background(), pgtest.Database(b), postgres.WithMaxConns(24))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		return st
+	}},
+}
+
+// text is a message of the peer benchmark's size (500 bytes).
+var text = strings.Repeat("alpha bravo charlie delta echo ", 17)[:500]
+
+func message(i int) history.Message {
+	role := history.RoleUser
+	if i%2 == 1 {
+		role = history.RoleAssistant
+	}
+	return history.Message{ID: fmt.Sprintf("m%d", i), Role: role, Text: text, CreatedAt: time.Now()}
+}
+
+func create(b *testing.B, st history.Store, id string) uint64 {
+	snap, err := st.Create(context.Background(), history.NewSession{ID: id})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return snap.Version
+}
+
+// BenchmarkAppend: one message appended and durable, one session.
+func BenchmarkAppend(b *testing.B) {
+	for _, s := range stores {
+		b.Run(s.name, func(b *testing.B) {
+			st := s.open(b)
+			ctx := context.Background()
+			v := create(b, st, "s")
+			i := 0
+			for b.Loop() {
+				var err error
+				if v, err = st.Append(ctx, "s", v, []history.Message{message(i)}); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkCompactionCommit: the canonical compaction commit of one session
+// that has 1,000 archived messages and 100 Active, archiving 50; the
+// in-progress record and the new messages are written untimed.
+func BenchmarkCompactionCommit(b *testing.B) {
+	for _, s := range stores {
+		b.Run(s.name, func(b *testing.B) {
+			st := s.open(b)
+			ctx := context.Background()
+			v := create(b, st, "s")
+			msgs := make([]history.Message, 1100)
+			for i := range msgs {
+				msgs[i] = message(i)
+			}
+			v, err := st.Append(ctx, "s", v, msgs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := len(msgs)
+			k := 0
+			commit := func(archive int) {
+				cid := fmt.Sprintf("c%d", k)
+				k++
+				if v, err = st.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: cid, Trigger: "manual", Status: history.StatusInProgress, StartedAt: time.Now()}); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				v, _, err = st.CommitCompaction(ctx, "s", v, history.Commit{CompactID: cid, SegmentID: "g" + cid, Archive: archive, Summary: "summary", At: time.Now()})
+				b.StopTimer()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			commit(1000) // 1,000 archived, 100 Active
+			b.ResetTimer()
+			for range b.N {
+				batch := make([]history.Message, 50)
+				for i := range batch {
+					batch[i] = message(n)
+					n++
+				}
+				if v, err = st.Append(ctx, "s", v, batch); err != nil {
+					b.Fatal(err)
+				}
+				commit(50)
+			}
+		})
+	}
+}
+
+// BenchmarkConcurrentCommits: 16 sessions, each written by its own
+// goroutine, every write a durable one-message append; reports the commits
+// per second of all of them together.
+func BenchmarkConcurrentCommits(b *testing.B) {
+	const sessions = 16
+	for _, s := range stores {
+		b.Run(s.name, func(b *testing.B) {
+			st := s.open(b)
+			ctx := context.Background()
+			versions := make([]uint64, sessions)
+			for i := range versions {
+				versions[i] = create(b, st, fmt.Sprintf("s%d", i))
+			}
+			perSession := max(b.N/sessions, 1)
+			b.ResetTimer()
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i := range sessions {
+				wg.Go(func() {
+					id, v := fmt.Sprintf("s%d", i), versions[i]
+					for j := range perSession {
+						var err error
+						if v, err = st.Append(ctx, id, v, []history.Message{message(j)}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			elapsed := time.Since(start)
+			b.ReportMetric(float64(perSession*sessions)/elapsed.Seconds(), "commits/s")
+		})
+	}
+}

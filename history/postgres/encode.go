@@ -1,0 +1,202 @@
+package postgres
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// Times are stored as bigint unix nanoseconds, NULL for the zero time, and
+// read back in UTC, exactly as history/sqlite stores them. Nanoseconds since
+// 1970 fit an int64 from 1677-09-21 to 2262-04-11; other instants are
+// rejected with history.ErrInvalid.
+var (
+	minTime = time.Unix(0, -1<<63)
+	maxTime = time.Unix(0, 1<<63-1)
+)
+
+// encodeTime returns the column value of t: nil (NULL) for the zero time.
+func encodeTime(t time.Time) (*int64, error) {
+	if t.IsZero() {
+		return nil, nil
+	}
+	if t.Before(minTime) || t.After(maxTime) {
+		return nil, fmt.Errorf("%w: time %v is outside the years 1678 to 2261", history.ErrInvalid, t)
+	}
+	n := t.UnixNano()
+	return &n, nil
+}
+
+// decodeTime is the inverse of encodeTime.
+func decodeTime(n *int64) time.Time {
+	if n == nil {
+		return time.Time{}
+	}
+	return time.Unix(0, *n).UTC()
+}
+
+// bin returns the bytea value of a string that must round-trip exactly
+// (PostgreSQL text rejects NUL bytes and invalid UTF-8; bytea keeps any
+// bytes). The result is never nil, so that it is never NULL.
+func bin(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return []byte(s)
+}
+
+// nullable returns the bytea value of an optional blob: nil is NULL, and
+// anything else, even empty, is a value.
+func nullable(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	if len(b) == 0 {
+		return []byte{}
+	}
+	return b
+}
+
+// toolCallJSON is the stored form of a [history.ToolCall], inside a JSON
+// array kept in a bytea column. Each field is a JSON string holding the
+// original bytes (the arguments are not embedded as JSON, which
+// encoding/json would compact), so whitespace and key order survive exactly;
+// a field that is not UTF-8 goes to its _base64 twin instead (encoding/json
+// would replace the invalid bytes). Neither arguments field set means nil
+// arguments.
+type toolCallJSON struct {
+	ID              string  `json:"id,omitempty"`
+	IDBase64        []byte  `json:"id_base64,omitempty"`
+	Name            string  `json:"name,omitempty"`
+	NameBase64      []byte  `json:"name_base64,omitempty"`
+	Arguments       *string `json:"arguments,omitempty"`
+	ArgumentsBase64 []byte  `json:"arguments_base64,omitempty"`
+}
+
+// exact splits s between the string and base64 fields of toolCallJSON.
+func exact(s string) (string, []byte) {
+	if utf8.ValidString(s) {
+		return s, nil
+	}
+	return "", []byte(s)
+}
+
+// unexact is the inverse of exact.
+func unexact(s string, b []byte) string {
+	if b != nil {
+		return string(b)
+	}
+	return s
+}
+
+// encodeToolCalls returns the column value of a message's tool calls: NULL
+// for nil, a JSON array otherwise (empty for an empty non-nil list).
+func encodeToolCalls(calls []history.ToolCall) ([]byte, error) {
+	if calls == nil {
+		return nil, nil
+	}
+	out := make([]toolCallJSON, len(calls))
+	for i, c := range calls {
+		out[i].ID, out[i].IDBase64 = exact(c.ID)
+		out[i].Name, out[i].NameBase64 = exact(c.Name)
+		switch {
+		case c.Arguments == nil:
+		case utf8.Valid(c.Arguments):
+			s := string(c.Arguments)
+			out[i].Arguments = &s
+		default:
+			out[i].ArgumentsBase64 = c.Arguments
+		}
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// decodeToolCalls is the inverse of encodeToolCalls.
+func decodeToolCalls(b []byte) ([]history.ToolCall, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var calls []toolCallJSON
+	if err := json.Unmarshal(b, &calls); err != nil {
+		return nil, err
+	}
+	out := make([]history.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = history.ToolCall{ID: unexact(c.ID, c.IDBase64), Name: unexact(c.Name, c.NameBase64)}
+		switch {
+		case c.Arguments != nil:
+			out[i].Arguments = json.RawMessage(*c.Arguments)
+		case c.ArgumentsBase64 != nil:
+			out[i].Arguments = json.RawMessage(c.ArgumentsBase64)
+		}
+	}
+	return out, nil
+}
+
+// messageBatch is a list of messages in column form: one array per column,
+// for a single INSERT … SELECT FROM unnest(…) whatever the number of
+// messages.
+type messageBatch struct {
+	ids, texts, toolCalls, toolCallIDs [][]byte
+	roles                              []string
+	steers                             []bool
+	createdAts                         []*int64
+}
+
+// encodeMessages converts msgs, already validated, to columns.
+func encodeMessages(msgs []history.Message) (*messageBatch, error) {
+	n := len(msgs)
+	b := &messageBatch{
+		ids: make([][]byte, n), texts: make([][]byte, n), toolCalls: make([][]byte, n), toolCallIDs: make([][]byte, n),
+		roles: make([]string, n), steers: make([]bool, n), createdAts: make([]*int64, n),
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		var err error
+		if b.createdAts[i], err = encodeTime(m.CreatedAt); err != nil {
+			return nil, fmt.Errorf("message %s: %w", m.ID, err)
+		}
+		if b.toolCalls[i], err = encodeToolCalls(m.ToolCalls); err != nil {
+			return nil, fmt.Errorf("%w: message %s tool calls: %v", history.ErrInvalid, m.ID, err)
+		}
+		b.ids[i], b.texts[i], b.toolCallIDs[i] = bin(m.ID), bin(m.Text), bin(m.ToolCallID)
+		b.roles[i], b.steers[i] = string(m.Role), m.Steer
+	}
+	return b, nil
+}
+
+// messageColumns are the columns scanMessage scans, in order.
+const messageColumns = `pos, id, role, text, tool_calls, tool_call_id, steer, created_at`
+
+// scanMessage scans one row of messageColumns.
+func scanMessage(rows pgx.Rows) (int64, history.Message, error) {
+	var (
+		pos                       int64
+		id, text, calls, toolCall []byte
+		role                      string
+		steer                     bool
+		createdAt                 *int64
+		m                         history.Message
+	)
+	if err := rows.Scan(&pos, &id, &role, &text, &calls, &toolCall, &steer, &createdAt); err != nil {
+		return 0, m, err
+	}
+	m = history.Message{ID: string(id), Role: history.Role(role), Text: string(text), ToolCallID: string(toolCall), Steer: steer, CreatedAt: decodeTime(createdAt)}
+	var err error
+	if m.ToolCalls, err = decodeToolCalls(calls); err != nil {
+		return 0, m, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+	}
+	return pos, m, nil
+}

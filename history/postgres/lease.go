@@ -1,0 +1,383 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// Acquire implements [history.Leaser]: it takes the lease of session id,
+// which need not exist yet, for the store's TTL ([WithLeaseTTL]), and renews
+// it in the background until it is released or lost. While another lease of
+// the session is live, whoever holds it (another process, another Store or
+// this one), Acquire fails at once with a *[history.LeaseError] naming its
+// holder.
+//
+// A session's lease row is never deleted: taking a released or expired lease
+// over increments its fencing token, so tokens of a session only grow.
+// Expiry is judged by the database's clock. Before it returns, Acquire waits
+// for unfenced writes of the session that are in flight, so a Load through
+// the lease sees them.
+func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
+	const op = "acquire"
+	if id == "" {
+		return nil, fmt.Errorf("%w: lease of a session without ID", history.ErrInvalid)
+	}
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
+	// The lease cannot expire before the TTL has passed from here: the
+	// database's now() is read later.
+	start := time.Now()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	defer rollback(ctx, tx)
+	key := bin(id)
+	var (
+		token   int64
+		expires time.Time
+	)
+	// ON CONFLICT DO UPDATE locks the existing row even when its WHERE is
+	// false, so the holder read below is the one that refused us.
+	err = tx.QueryRow(ctx, `
+		INSERT INTO leases AS l (session_id, holder, token, expires_at)
+		VALUES ($1, $2, 1, now() + $3::float8 * interval '1 second')
+		ON CONFLICT (session_id) DO UPDATE
+			SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
+			WHERE l.expires_at <= now()
+		RETURNING token, expires_at`, key, s.holder, s.ttl.Seconds()).Scan(&token, &expires)
+	if errors.Is(err, pgx.ErrNoRows) {
+		var holder string
+		if err := tx.QueryRow(ctx, `SELECT holder, expires_at FROM leases WHERE session_id = $1`, key).Scan(&holder, &expires); err != nil {
+			return nil, s.fail(ctx, op, err)
+		}
+		return nil, fmt.Errorf("postgres: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: expires.UTC()})
+	}
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	// An unfenced write that changed the session before it could see this
+	// lease holds the sessions row until it ends; wait for it.
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR SHARE`, key); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	l := &lease{s: s, id: id, token: uint64(token), lost: make(chan struct{}), done: make(chan struct{})}
+	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l.fenced = &fencedStore{l: l}
+	s.mu.Lock()
+	if s.leases == nil { // closed meanwhile
+		s.mu.Unlock()
+		l.cancel()
+		close(l.done)
+		rctx, cancel := context.WithTimeout(context.Background(), closeReleaseTimeout)
+		defer cancel()
+		_ = l.releaseRow(rctx)
+		return nil, history.ErrClosed
+	}
+	s.leases[l] = struct{}{}
+	s.mu.Unlock()
+	go l.renew(start.Add(s.ttl))
+	return l, nil
+}
+
+// lease is a [history.Lease] of a [Store].
+type lease struct {
+	s      *Store
+	id     string
+	token  uint64
+	fenced *fencedStore
+
+	ctx    context.Context // of the renewals; cancelled to stop them
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the renewal goroutine has returned
+
+	mu       sync.Mutex
+	released bool
+	isLost   bool
+	lost     chan struct{}
+
+	// blockRenewals makes every renewal attempt fail, as if the database
+	// were unreachable (a test hook).
+	blockRenewals atomic.Bool
+}
+
+var _ history.Lease = (*lease)(nil)
+
+// Session implements [history.Lease].
+func (l *lease) Session() string { return l.id }
+
+// Token implements [history.Lease].
+func (l *lease) Token() uint64 { return l.token }
+
+// Store implements [history.Lease].
+func (l *lease) Store() history.Store { return l.fenced }
+
+// Lost implements [history.Lease].
+func (l *lease) Lost() <-chan struct{} { return l.lost }
+
+// Release implements [history.Lease]. It stops the renewals and, if the
+// lease is still the session's current one, marks it released in the
+// database (holder cleared, expiry now), so that the next Acquire succeeds
+// at once. Releasing twice, or a lost lease, is a no-op. If the database
+// cannot be reached the lease is released locally anyway (its writes fail
+// with history.ErrFenced) and the error is returned; the row then expires
+// after the TTL.
+func (l *lease) Release(ctx context.Context) error {
+	l.s.mu.Lock()
+	delete(l.s.leases, l)
+	l.s.mu.Unlock()
+	return l.release(ctx)
+}
+
+// release is Release without the store's bookkeeping.
+func (l *lease) release(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released || l.isLost {
+		l.released = true
+		l.mu.Unlock()
+		l.stopRenewals()
+		return nil
+	}
+	l.released = true
+	l.mu.Unlock()
+	l.stopRenewals()
+	if err := l.releaseRow(ctx); err != nil {
+		return l.s.fail(ctx, "release", err)
+	}
+	return nil
+}
+
+// releaseRow marks the lease row released if its token is still this
+// lease's. LEAST keeps an expired row's expiry; the row is not live either
+// way, as live means expires_at > now() in a later transaction.
+func (l *lease) releaseRow(ctx context.Context) error {
+	_, err := l.s.pool.Exec(ctx, `
+		UPDATE leases SET holder = '', expires_at = LEAST(expires_at, now())
+		WHERE session_id = $1 AND token = $2`, bin(l.id), int64(l.token))
+	return err
+}
+
+// stopRenewals stops the renewal goroutine and waits for it to return,
+// without releasing the lease or declaring it lost. Release and Close use
+// it; tests use it to make a holder stop renewing.
+func (l *lease) stopRenewals() {
+	l.cancel()
+	<-l.done
+}
+
+// lose declares the lease lost: Lost is closed, renewals stop. It does not
+// wait for the renewal goroutine, which may be the caller.
+func (l *lease) lose() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.isLost {
+		return
+	}
+	l.isLost = true
+	close(l.lost)
+	l.cancel()
+}
+
+// usable fails with history.ErrFenced if the lease is known to be lost or
+// was released, without asking the database. A nil lease (the unfenced
+// store) is always usable.
+func (l *lease) usable(op string) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.isLost:
+		return fmt.Errorf("postgres: %s: %w: lease %d of session %q", op, history.ErrFenced, l.token, l.id)
+	case l.released:
+		return fmt.Errorf("postgres: %s: %w: lease %d of session %q was released", op, history.ErrFenced, l.token, l.id)
+	}
+	return nil
+}
+
+// check scans the result of checkToken inside a fenced write: the lease row
+// must carry this lease's token and be live by the database's clock.
+// Otherwise the lease is lost (another holder took it, or it expired) and
+// the write fails with history.ErrFenced.
+func (l *lease) check(ctx context.Context, op string, row pgx.Row) error {
+	var (
+		token int64
+		live  bool
+	)
+	err := row.Scan(&token, &live)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows): // lease rows are never deleted
+		l.lose()
+		return fmt.Errorf("postgres: %s: %w: session %q has no lease row", op, history.ErrFenced, l.id)
+	case err != nil:
+		return l.s.fail(ctx, op, err)
+	}
+	if uint64(token) == l.token && live {
+		return nil
+	}
+	l.lose()
+	if uint64(token) != l.token {
+		return fmt.Errorf("postgres: %s: %w: session %q is now under lease %d, not %d", op, history.ErrFenced, l.id, token, l.token)
+	}
+	return fmt.Errorf("postgres: %s: %w: lease %d of session %q expired", op, history.ErrFenced, l.token, l.id)
+}
+
+// errRenewalBlocked is the error of a renewal blocked by the test hook.
+var errRenewalBlocked = errors.New("renewal blocked")
+
+// renew keeps the lease alive: every third of the TTL it extends the
+// expiry to the database's now() plus the TTL, provided the token is still
+// the lease's and the lease has not expired. deadline is when the lease
+// expires at the latest as this process's clock measures it (the TTL after
+// the request that last extended it was sent). A renewal that finds the
+// lease taken over or expired, or that cannot succeed before the deadline,
+// declares the lease lost.
+func (l *lease) renew(deadline time.Time) {
+	defer close(l.done)
+	interval := l.s.ttl / 3
+	retry := max(l.s.ttl/20, time.Millisecond)
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-l.ctx.Done():
+			return
+		case <-timer.C:
+		}
+		start := time.Now()
+		if !start.Before(deadline) {
+			l.lose()
+			return
+		}
+		ok, err := l.renewOnce(deadline)
+		switch {
+		case l.ctx.Err() != nil: // stopped, released or lost meanwhile
+			return
+		case err == nil && ok:
+			deadline = start.Add(l.s.ttl)
+			timer.Reset(interval)
+		case err == nil:
+			l.lose()
+			return
+		default: // the database did not answer: try again until the deadline
+			timer.Reset(min(retry, max(time.Until(deadline), 0)))
+		}
+	}
+}
+
+// renewOnce runs one renewal statement, abandoned at deadline. It reports
+// whether the lease was extended.
+func (l *lease) renewOnce(deadline time.Time) (bool, error) {
+	if l.blockRenewals.Load() {
+		return false, errRenewalBlocked
+	}
+	ctx, cancel := context.WithDeadline(l.ctx, deadline)
+	defer cancel()
+	tag, err := l.s.pool.Exec(ctx, `
+		UPDATE leases SET expires_at = now() + $3::float8 * interval '1 second'
+		WHERE session_id = $1 AND token = $2 AND expires_at > now()`, bin(l.id), int64(l.token), l.s.ttl.Seconds())
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// fencedStore is the store as a lease's holder sees it ([history.Lease]
+// Store): reads are the store's; writes to the leased session check the
+// lease in their own transaction; writes to other sessions fail.
+type fencedStore struct{ l *lease }
+
+var _ history.Store = (*fencedStore)(nil)
+
+// mine fails with history.ErrInvalid for a write to another session.
+func (f *fencedStore) mine(id string) error {
+	if id != f.l.id {
+		return fmt.Errorf("%w: the lease of session %q does not cover session %q", history.ErrInvalid, f.l.id, id)
+	}
+	return nil
+}
+
+// Create implements [history.Store].
+func (f *fencedStore) Create(ctx context.Context, n history.NewSession) (*history.Snapshot, error) {
+	if err := f.mine(n.ID); err != nil {
+		return nil, err
+	}
+	return f.l.s.create(ctx, n, f.l)
+}
+
+// Load implements [history.Store].
+func (f *fencedStore) Load(ctx context.Context, id string) (*history.Snapshot, error) {
+	return f.l.s.Load(ctx, id)
+}
+
+// Append implements [history.Store].
+func (f *fencedStore) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
+	if err := f.mine(id); err != nil {
+		return 0, err
+	}
+	return f.l.s.append(ctx, id, version, msgs, f.l)
+}
+
+// SetConfig implements [history.Store].
+func (f *fencedStore) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
+	if err := f.mine(id); err != nil {
+		return 0, err
+	}
+	return f.l.s.setConfig(ctx, id, version, config, f.l)
+}
+
+// BeginCompaction implements [history.Store].
+func (f *fencedStore) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
+	if err := f.mine(id); err != nil {
+		return 0, err
+	}
+	return f.l.s.beginCompaction(ctx, id, version, rec, f.l)
+}
+
+// FinishCompaction implements [history.Store].
+func (f *fencedStore) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
+	if err := f.mine(id); err != nil {
+		return 0, err
+	}
+	return f.l.s.finishCompaction(ctx, id, version, compactID, status, errText, at, f.l)
+}
+
+// CommitCompaction implements [history.Store].
+func (f *fencedStore) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
+	if err := f.mine(id); err != nil {
+		return 0, nil, err
+	}
+	return f.l.s.commit(ctx, id, version, c, f.l)
+}
+
+// Recover implements [history.Store].
+func (f *fencedStore) Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error) {
+	if err := f.mine(id); err != nil {
+		return 0, nil, err
+	}
+	return f.l.s.recover(ctx, id, version, at, f.l)
+}
+
+// Segments implements [history.Store].
+func (f *fencedStore) Segments(ctx context.Context, id string) ([]history.Segment, error) {
+	return f.l.s.Segments(ctx, id)
+}
+
+// Timeline implements [history.Store].
+func (f *fencedStore) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
+	return f.l.s.Timeline(ctx, id)
+}

@@ -1,0 +1,207 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// Store is a [history.Store] and a [history.Leaser] backed by a PostgreSQL
+// database. It is safe for concurrent use, and any number of Stores, in one
+// process or many, may share a database; see the package documentation.
+type Store struct {
+	pool   *pgxpool.Pool
+	url    string
+	ttl    time.Duration
+	holder string
+	closed atomic.Bool
+
+	mu     sync.Mutex
+	leases map[*lease]struct{} // live leases of this store, released by Close
+}
+
+var (
+	_ history.Store  = (*Store)(nil)
+	_ history.Leaser = (*Store)(nil)
+)
+
+// Option configures [Open].
+type Option func(*options)
+
+type options struct {
+	ttl      time.Duration
+	holder   string
+	maxConns int32
+}
+
+// DefaultLeaseTTL is how long a lease lives without being renewed unless
+// [WithLeaseTTL] says otherwise.
+const DefaultLeaseTTL = 15 * time.Second
+
+// WithLeaseTTL sets how long a lease taken by [Store.Acquire] lives without
+// renewal; the lease renews itself every third of it. A process that stops
+// (or cannot reach the database) loses its leases at most this long after
+// its last renewal, and only then can another process take its sessions.
+// The default is [DefaultLeaseTTL].
+func WithLeaseTTL(d time.Duration) Option {
+	return func(o *options) { o.ttl = d }
+}
+
+// WithHolder sets the name under which the store's leases are recorded, the
+// name a [history.LeaseError] of another process reports. The default (and
+// what an empty name means) is "<hostname>:<pid>".
+func WithHolder(name string) Option {
+	return func(o *options) { o.holder = name }
+}
+
+// WithMaxConns sets the maximum number of connections of the store's pool.
+// The default is pgxpool's (the larger of 4 and the number of CPUs); a
+// pool_max_conns parameter in the URL is overridden by this option.
+func WithMaxConns(n int32) Option {
+	return func(o *options) { o.maxConns = n }
+}
+
+// defaultConnectTimeout bounds connection attempts when the URL sets no
+// connect_timeout, so that an unreachable server fails Open instead of
+// hanging on the operating system's TCP timeout.
+const defaultConnectTimeout = 10 * time.Second
+
+// ErrNewerSchema reports a database whose schema version is newer than this
+// package knows; it was written by a newer sessionkit and is left untouched.
+var ErrNewerSchema = errors.New("postgres: the database's schema is newer than this version of sessionkit supports")
+
+// Open connects to the PostgreSQL database at url (a postgres:// URL or a
+// key=value connection string, as pgx accepts) and brings its schema up to
+// date: the first Open of an empty database creates the tables, so its user
+// needs the right to create them there. It fails with an error wrapping
+// [ErrNewerSchema] if the database was written by a newer schema. ctx
+// bounds the connection and the migrations only. Close the Store when done.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	o := options{ttl: DefaultLeaseTTL}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.holder == "" {
+		o.holder = defaultHolder()
+	}
+	switch {
+	case strings.TrimSpace(url) == "":
+		return nil, errors.New("postgres: open: empty URL")
+	case o.ttl <= 0:
+		return nil, fmt.Errorf("postgres: open: invalid lease TTL %v", o.ttl)
+	case o.maxConns < 0:
+		return nil, fmt.Errorf("postgres: open: invalid maximum of connections %d", o.maxConns)
+	case !utf8.ValidString(o.holder) || strings.ContainsRune(o.holder, 0):
+		return nil, fmt.Errorf("postgres: open: holder name %q is not UTF-8 text", o.holder)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgconn redacts the password from the URL it quotes.
+		return nil, fmt.Errorf("postgres: open: invalid URL: %w", err)
+	}
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
+		cfg.ConnConfig.RuntimeParams["application_name"] = "sessionkit"
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open: cannot connect to %s: %w", where(cfg), err)
+	}
+	if err := migrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: open %s: %w", where(cfg), err)
+	}
+	return &Store{pool: pool, url: url, ttl: o.ttl, holder: o.holder, leases: map[*lease]struct{}{}}, nil
+}
+
+// where names the database of cfg for error messages, without credentials.
+func where(cfg *pgxpool.Config) string {
+	c := cfg.ConnConfig
+	return fmt.Sprintf("database %q on %s", c.Database, c.Host+":"+strconv.Itoa(int(c.Port)))
+}
+
+// defaultHolder is "<hostname>:<pid>".
+func defaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid())
+}
+
+// closeReleaseTimeout bounds how long Close spends releasing the store's
+// leases before it closes the pool.
+const closeReleaseTimeout = 2 * time.Second
+
+// Close closes the store; every later call fails with [history.ErrClosed].
+// It stops the renewals of the store's leases and releases them (best
+// effort: leases it cannot release expire after their TTL). Calls in
+// progress finish first. Closing twice is a no-op.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.mu.Lock()
+	leases := s.leases
+	s.leases = nil
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), closeReleaseTimeout)
+	defer cancel()
+	for l := range leases {
+		_ = l.release(ctx) // best effort; see above
+	}
+	s.pool.Close()
+	return nil
+}
+
+// admit checks a call's context and the store before it starts.
+func (s *Store) admit(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return history.ErrClosed
+	}
+	return nil
+}
+
+// fail wraps an error of the driver for op, reporting a closed store as
+// [history.ErrClosed] and a finished context as the context's error.
+func (s *Store) fail(ctx context.Context, op string, err error) error {
+	switch {
+	case s.closed.Load():
+		return fmt.Errorf("postgres: %s: %w (%v)", op, history.ErrClosed, err)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("postgres: %s: %w", op, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("postgres: %s: %w (%v)", op, ctx.Err(), err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// isUniqueViolation reports whether err is PostgreSQL's unique_violation.
+func isUniqueViolation(err error) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && e.Code == "23505"
+}

@@ -1,0 +1,153 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// migrations bring the schema forward: migrations[i] takes a database from
+// schema version i to i+1. Each runs in its own transaction together with
+// the version update. Append new migrations; never edit a released one.
+//
+// Every value that comes from a caller and must survive exactly (IDs, text,
+// summaries, configuration) is bytea: PostgreSQL text rejects NUL bytes and
+// invalid UTF-8, which Go strings may hold. Only the store's own vocabulary
+// (roles, statuses, triggers, the lease holder's name) is text.
+var migrations = []string{
+	// 1: the watermark schema and the session leases.
+	`
+CREATE TABLE sessions (
+	id            bytea  NOT NULL PRIMARY KEY,
+	version       bigint NOT NULL,
+	config        bytea,                      -- opaque JSON; NULL means none
+	summary       bytea  NOT NULL DEFAULT '',
+	active_from   bigint NOT NULL DEFAULT 0,  -- messages at pos >= active_from are Active
+	archived      bigint NOT NULL DEFAULT 0,  -- messages before the watermark
+	message_count bigint NOT NULL DEFAULT 0,  -- messages ever appended (next seq)
+	next_pos      bigint NOT NULL DEFAULT 0   -- next timeline position
+);
+
+CREATE TABLE messages (
+	session_id   bytea   NOT NULL REFERENCES sessions (id),
+	pos          bigint  NOT NULL, -- timeline position
+	seq          bigint  NOT NULL, -- index among the session's messages
+	id           bytea   NOT NULL,
+	role         text    NOT NULL CHECK (role IN ('user', 'assistant', 'tool')),
+	text         bytea   NOT NULL,
+	tool_calls   bytea,            -- JSON array; NULL means none
+	tool_call_id bytea   NOT NULL DEFAULT '',
+	steer        boolean NOT NULL DEFAULT false,
+	created_at   bigint,           -- unix nanoseconds; NULL means zero
+	PRIMARY KEY (session_id, pos)
+);
+
+CREATE UNIQUE INDEX messages_seq ON messages (session_id, seq);
+
+CREATE TABLE compactions (
+	session_id    bytea  NOT NULL REFERENCES sessions (id),
+	compact_id    bytea  NOT NULL,
+	pos           bigint NOT NULL, -- timeline position
+	status        text   NOT NULL CHECK (status IN ('in_progress', 'completed', 'failed', 'cancelled', 'nothing_to_compact')),
+	trigger_kind  text   NOT NULL CHECK (trigger_kind IN ('manual', 'auto')),
+	instructions  bytea  NOT NULL DEFAULT '',
+	summary       bytea  NOT NULL DEFAULT '',
+	error         bytea  NOT NULL DEFAULT '',
+	started_at    bigint,
+	finished_at   bigint,
+	-- completed only: the segment and the positions of its first and last message
+	segment_id    bytea,
+	from_pos      bigint,
+	to_pos        bigint,
+	input_tokens  bigint,
+	output_tokens bigint,
+	PRIMARY KEY (session_id, compact_id)
+);
+
+CREATE UNIQUE INDEX compactions_segment ON compactions (session_id, segment_id) WHERE segment_id IS NOT NULL;
+CREATE INDEX compactions_pos ON compactions (session_id, pos);
+CREATE INDEX compactions_in_progress ON compactions (session_id, pos) WHERE status = 'in_progress';
+
+-- One row per session ever leased; never deleted, so tokens only grow. No
+-- foreign key: a session can be leased before it is created.
+CREATE TABLE leases (
+	session_id bytea       NOT NULL PRIMARY KEY,
+	holder     text        NOT NULL,           -- '' once released
+	token      bigint      NOT NULL,           -- the fencing token
+	expires_at timestamptz NOT NULL            -- live while expires_at > now()
+);
+`,
+}
+
+// migrationLock is the key of the transaction-scoped advisory lock that
+// serializes migrations of one database across processes.
+const migrationLock int64 = 0x5e55_1014_6b17_0001
+
+// migrate brings the schema of the database up to len(migrations), one
+// transaction per migration. Each transaction first takes the advisory lock
+// and re-reads the version, so two processes opening a new database at once
+// do not both migrate.
+func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	for {
+		done, err := migrateOnce(ctx, pool)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// migrateOnce applies the next migration, or reports that none is left.
+func migrateOnce(ctx context.Context, pool *pgxpool.Pool) (done bool, err error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return false, fmt.Errorf("schema: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+		return false, fmt.Errorf("schema: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`); err != nil {
+		return false, fmt.Errorf("schema: %w", err)
+	}
+	version, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case version > len(migrations):
+		return false, fmt.Errorf("%w: database schema version %d, known up to %d", ErrNewerSchema, version, len(migrations))
+	case version == len(migrations):
+		return true, tx.Commit(ctx) // keeps a schema_version table it created
+	}
+	if _, err := tx.Exec(ctx, migrations[version]); err != nil {
+		return false, fmt.Errorf("schema: migration to version %d: %w", version+1, err)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM schema_version`); err != nil {
+		return false, fmt.Errorf("schema: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, version+1); err != nil {
+		return false, fmt.Errorf("schema: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("schema: migration to version %d: %w", version+1, err)
+	}
+	return false, nil
+}
+
+// schemaVersion reads the schema version; a database without one is at 0.
+func schemaVersion(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) (int, error) {
+	var v int
+	err := q.QueryRow(ctx, `SELECT version FROM schema_version`).Scan(&v)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("schema: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,766 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// The statements whose cost the design depends on; TestQueryPlans checks
+// that PostgreSQL runs them through the intended indexes.
+const (
+	// whereActive selects the Active messages: a range of the primary key
+	// from the watermark, never touching an archived row.
+	whereActive = `WHERE session_id = $1 AND pos >= $2 ORDER BY pos`
+	// selectPosOfSeq finds a message's position from its number through the
+	// (session_id, seq) index.
+	selectPosOfSeq = `SELECT pos FROM messages WHERE session_id = $1 AND seq = $2`
+	// selectInProgress lists in-progress compactions through a partial index.
+	selectInProgress = `SELECT compact_id FROM compactions WHERE session_id = $1 AND status = 'in_progress' ORDER BY pos`
+)
+
+// The statements of the version compare-and-swap and the lease checks that
+// open every write transaction.
+const (
+	// swapSQL advances the session's version if it is the caller's, and
+	// reserves $3 timeline positions and $4 message numbers for the write.
+	// It returns the counters as they were before the reservation.
+	swapSQL = `
+		UPDATE sessions SET version = version + 1, next_pos = next_pos + $3, message_count = message_count + $4
+		WHERE id = $1 AND version = $2
+		RETURNING active_from, archived, message_count - $4, next_pos - $3`
+	// checkToken reads the session's lease for a fenced write. FOR SHARE
+	// keeps an Acquire that would take the lease over (an UPDATE of the row)
+	// waiting until the write has committed or rolled back.
+	checkToken = `SELECT token, expires_at > now() FROM leases WHERE session_id = $1 FOR SHARE`
+	// checkLive finds a live lease of anyone for an unfenced write.
+	checkLive = `SELECT holder, expires_at FROM leases WHERE session_id = $1 AND expires_at > now()`
+)
+
+// state is the sessions row as a write transaction sees it after its version
+// compare-and-swap, before the positions it reserved.
+type state struct {
+	activeFrom   int64 // messages at pos >= activeFrom are Active
+	archived     int64 // messages before the watermark
+	messageCount int64 // messages appended before this write; the first new seq
+	nextPos      int64 // the first timeline position this write may use
+}
+
+// active is the number of Active messages.
+func (st *state) active() int64 { return st.messageCount - st.archived }
+
+// reserve is how many timeline positions and message numbers a write takes.
+type reserve struct{ pos, msgs int64 }
+
+// errNoChange makes write roll back a transaction that found nothing to do
+// and return the caller's version.
+var errNoChange = errors.New("no change")
+
+// rollback ends tx if it is still open. A context that is done makes pgx
+// close the connection instead, which ends the transaction too.
+func rollback(ctx context.Context, tx pgx.Tx) { _ = tx.Rollback(ctx) }
+
+// write runs fn in one READ COMMITTED transaction after the checks every
+// write starts with: the lease check of l (nil for the unfenced store) and
+// the compare-and-swap that advances the session from version to
+// version+1. Any error rolls the whole transaction back.
+//
+// READ COMMITTED suffices: the compare-and-swap locks the sessions row, and
+// every row a write reads belongs to that session, so no other writer can
+// change them until the transaction ends. A concurrent writer of the same
+// version waits for the row lock and then finds the version changed.
+func (s *Store) write(ctx context.Context, op, id string, version uint64, l *lease, r reserve, fn func(tx pgx.Tx, st *state) error) (uint64, error) {
+	if err := s.admit(ctx); err != nil {
+		return 0, err
+	}
+	if err := l.usable(op); err != nil {
+		return 0, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return 0, s.fail(ctx, op, err)
+	}
+	defer rollback(ctx, tx)
+	st, err := s.swap(ctx, tx, op, id, version, l, r)
+	if err != nil {
+		return 0, err
+	}
+	if err := fn(tx, st); err != nil {
+		if errors.Is(err, errNoChange) {
+			return version, nil
+		}
+		return 0, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return 0, s.fail(ctx, op, err)
+	}
+	return version + 1, nil
+}
+
+// swap sends, in one round trip, the statements every write starts with:
+// for a fenced write (l != nil) the lease check and then the version
+// compare-and-swap; for an unfenced write the compare-and-swap and then the
+// check that no live lease covers the session. When the compare-and-swap
+// matches no row it tells a missing session (history.ErrNotFound) from a
+// stale version (history.ErrConflict).
+//
+// Lock order: a fenced write locks the lease row (FOR SHARE) and then the
+// sessions row; Acquire locks the lease row and then (FOR SHARE) the
+// sessions row; an unfenced write locks the sessions row and reads the
+// lease without locking it. No two of them wait for each other in a cycle.
+func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint64, l *lease, r reserve) (*state, error) {
+	v := int64(-1) // no stored version matches
+	if version <= math.MaxInt64 {
+		v = int64(version)
+	}
+	key := bin(id)
+	b := &pgx.Batch{}
+	if l != nil {
+		b.Queue(checkToken, key)
+	}
+	b.Queue(swapSQL, key, v, r.pos, r.msgs)
+	if l == nil {
+		b.Queue(checkLive, key)
+	}
+	st, swapped, err := func() (*state, bool, error) {
+		br := tx.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		if l != nil {
+			if err := l.check(ctx, op, br.QueryRow()); err != nil {
+				return nil, false, err
+			}
+		}
+		var st state
+		err := br.QueryRow().Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, s.fail(ctx, op, err)
+		}
+		swapped := err == nil
+		if l == nil {
+			if err := s.checkUnleased(ctx, op, id, br.QueryRow()); err != nil {
+				return nil, false, err
+			}
+		}
+		if err := br.Close(); err != nil {
+			return nil, false, s.fail(ctx, op, err)
+		}
+		return &st, swapped, nil
+	}()
+	if err != nil || swapped {
+		return st, err
+	}
+	var current uint64
+	err = tx.QueryRow(ctx, `SELECT version FROM sessions WHERE id = $1`, key).Scan(&current)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("%w: %q", history.ErrNotFound, id)
+	case err != nil:
+		return nil, s.fail(ctx, op, err)
+	}
+	return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, current, version)
+}
+
+// checkUnleased scans the result of checkLive: a live lease of anyone makes
+// an unfenced write fail with a *history.LeaseError.
+func (s *Store) checkUnleased(ctx context.Context, op, id string, row pgx.Row) error {
+	var (
+		holder  string
+		expires time.Time
+	)
+	err := row.Scan(&holder, &expires)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil
+	case err != nil:
+		return s.fail(ctx, op, err)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: expires.UTC()})
+}
+
+// read runs fn in one REPEATABLE READ, READ ONLY transaction, so that all
+// its statements see the same committed state. (Under READ COMMITTED each
+// statement would see its own, and a Load during a commit could read the
+// watermark before the commit and the messages after it.)
+func (s *Store) read(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
+	if err := s.admit(ctx); err != nil {
+		return err
+	}
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return s.fail(ctx, op, err)
+	}
+	defer rollback(ctx, tx)
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.fail(ctx, op, err)
+	}
+	return nil
+}
+
+// Create implements [history.Store].
+func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snapshot, error) {
+	return s.create(ctx, n, nil)
+}
+
+// create is Create, fenced by l when l is not nil.
+func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*history.Snapshot, error) {
+	const op = "create"
+	if n.ID == "" {
+		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
+	}
+	if err := history.CheckConfig(n.Config); err != nil {
+		return nil, err
+	}
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
+	if err := l.usable(op); err != nil {
+		return nil, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	defer rollback(ctx, tx)
+	key := bin(n.ID)
+	b := &pgx.Batch{}
+	if l != nil {
+		b.Queue(checkToken, key)
+	}
+	b.Queue(`INSERT INTO sessions (id, version, config) VALUES ($1, 1, $2) ON CONFLICT (id) DO NOTHING`, key, nullable(n.Config))
+	if l == nil {
+		b.Queue(checkLive, key)
+	}
+	err = func() error {
+		br := tx.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		if l != nil {
+			if err := l.check(ctx, op, br.QueryRow()); err != nil {
+				return err
+			}
+		}
+		tag, err := br.Exec()
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		if l == nil {
+			if err := s.checkUnleased(ctx, op, n.ID, br.QueryRow()); err != nil {
+				return err
+			}
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("%w: %q", history.ErrExists, n.ID)
+		}
+		if err := br.Close(); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	return &history.Snapshot{ID: n.ID, Version: 1, Config: slices.Clone(n.Config), Active: []history.Message{}}, nil
+}
+
+// Load implements [history.Store]. It reads the sessions row, the messages
+// from the watermark on and the in-progress compactions in one read
+// transaction; its cost grows with Active only.
+func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) {
+	const op = "load"
+	snap := &history.Snapshot{ID: id}
+	err := s.read(ctx, op, func(tx pgx.Tx) error {
+		var (
+			activeFrom      int64
+			config, summary []byte
+		)
+		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived FROM sessions WHERE id = $1`, bin(id)).
+			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		snap.Config, snap.Summary = config, string(summary)
+		if _, snap.Active, err = s.messages(ctx, tx, op, whereActive, bin(id), activeFrom); err != nil {
+			return err
+		}
+		snap.Interrupted, err = s.strings(ctx, tx, op, selectInProgress, bin(id))
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// messages reads the messages selected by where (a WHERE and ORDER BY
+// clause over the messages table), with the timeline position of each.
+func (s *Store) messages(ctx context.Context, tx pgx.Tx, op, where string, args ...any) ([]int64, []history.Message, error) {
+	rows, err := tx.Query(ctx, `SELECT `+messageColumns+` FROM messages `+where, args...)
+	if err != nil {
+		return nil, nil, s.fail(ctx, op, err)
+	}
+	defer rows.Close()
+	var (
+		positions []int64
+		msgs      = []history.Message{}
+	)
+	for rows.Next() {
+		pos, m, err := scanMessage(rows)
+		if err != nil {
+			return nil, nil, s.fail(ctx, op, err)
+		}
+		positions = append(positions, pos)
+		msgs = append(msgs, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, s.fail(ctx, op, err)
+	}
+	return positions, msgs, nil
+}
+
+// strings reads a one-column query of bytea as strings.
+func (s *Store) strings(ctx context.Context, tx pgx.Tx, op, query string, args ...any) ([]string, error) {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v []byte
+		if err := rows.Scan(&v); err != nil {
+			return nil, s.fail(ctx, op, err)
+		}
+		out = append(out, string(v))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	return out, nil
+}
+
+// Append implements [history.Store]. Each message takes the next timeline
+// position and the next message number; all of them go in with one INSERT.
+func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
+	return s.append(ctx, id, version, msgs, nil)
+}
+
+// append is Append, fenced by l when l is not nil.
+func (s *Store) append(ctx context.Context, id string, version uint64, msgs []history.Message, l *lease) (uint64, error) {
+	const op = "append"
+	if err := history.CheckMessages(msgs); err != nil {
+		return 0, err
+	}
+	b, err := encodeMessages(msgs)
+	if err != nil {
+		return 0, err
+	}
+	n := int64(len(msgs))
+	return s.write(ctx, op, id, version, l, reserve{pos: n, msgs: n}, func(tx pgx.Tx, st *state) error {
+		_, err := tx.Exec(ctx, `
+			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at)
+			SELECT $1, $2 + m.ord - 1, $3 + m.ord - 1, m.id, m.role, m.text, m.tool_calls, m.tool_call_id, m.steer, m.created_at
+			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[])
+				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, ord)`,
+			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	})
+}
+
+// SetConfig implements [history.Store].
+func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
+	return s.setConfig(ctx, id, version, config, nil)
+}
+
+// setConfig is SetConfig, fenced by l when l is not nil.
+func (s *Store) setConfig(ctx context.Context, id string, version uint64, config json.RawMessage, l *lease) (uint64, error) {
+	const op = "set config"
+	if err := history.CheckConfig(config); err != nil {
+		return 0, err
+	}
+	return s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET config = $2 WHERE id = $1`, bin(id), nullable(config)); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	})
+}
+
+// BeginCompaction implements [history.Store]. The record takes the next
+// timeline position.
+func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
+	return s.beginCompaction(ctx, id, version, rec, nil)
+}
+
+// beginCompaction is BeginCompaction, fenced by l when l is not nil.
+func (s *Store) beginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord, l *lease) (uint64, error) {
+	const op = "begin compaction"
+	if err := history.CheckBegin(&rec); err != nil {
+		return 0, err
+	}
+	started, err := encodeTime(rec.StartedAt)
+	if err != nil {
+		return 0, err
+	}
+	var finished *int64
+	if rec.Status != history.StatusInProgress {
+		finished = started
+	}
+	return s.write(ctx, op, id, version, l, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
+		tag, err := tx.Exec(ctx, `
+			INSERT INTO compactions (session_id, compact_id, pos, status, trigger_kind, instructions, started_at, finished_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (session_id, compact_id) DO NOTHING`,
+			bin(id), bin(rec.CompactID), st.nextPos, string(rec.Status), rec.Trigger, bin(rec.Instructions), started, finished)
+		switch {
+		case err != nil:
+			return s.fail(ctx, op, err)
+		case tag.RowsAffected() == 0:
+			return fmt.Errorf("%w: compaction %q is already recorded", history.ErrExists, rec.CompactID)
+		}
+		return nil
+	})
+}
+
+// compaction is the part of a compactions row a finish or commit needs.
+type compaction struct {
+	pos          int64
+	trigger      string
+	instructions string
+	startedAt    *int64
+}
+
+// inProgress reads an in-progress compaction inside a write transaction; any
+// other state fails with history.ErrInvalid.
+func (s *Store) inProgress(ctx context.Context, tx pgx.Tx, op, id, compactID string) (*compaction, error) {
+	var (
+		c            compaction
+		status       string
+		instructions []byte
+	)
+	err := tx.QueryRow(ctx, `
+		SELECT status, pos, trigger_kind, instructions, started_at FROM compactions
+		WHERE session_id = $1 AND compact_id = $2`, bin(id), bin(compactID)).
+		Scan(&status, &c.pos, &c.trigger, &instructions, &c.startedAt)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("%w: no compaction %q", history.ErrInvalid, compactID)
+	case err != nil:
+		return nil, s.fail(ctx, op, err)
+	case status != string(history.StatusInProgress):
+		return nil, fmt.Errorf("%w: compaction %q is already %s", history.ErrInvalid, compactID, status)
+	}
+	c.instructions = string(instructions)
+	return &c, nil
+}
+
+// FinishCompaction implements [history.Store].
+func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
+	return s.finishCompaction(ctx, id, version, compactID, status, errText, at, nil)
+}
+
+// finishCompaction is FinishCompaction, fenced by l when l is not nil.
+func (s *Store) finishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time, l *lease) (uint64, error) {
+	const op = "finish compaction"
+	if err := history.CheckFinish(status); err != nil {
+		return 0, err
+	}
+	finished, err := encodeTime(at)
+	if err != nil {
+		return 0, err
+	}
+	return s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
+		if _, err := s.inProgress(ctx, tx, op, id, compactID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `
+			UPDATE compactions SET status = $3, error = $4, finished_at = $5
+			WHERE session_id = $1 AND compact_id = $2`, bin(id), bin(compactID), string(status), bin(errText), finished)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	})
+}
+
+// CommitCompaction implements [history.Store]. It is one write transaction
+// of a fixed number of statements, whatever it archives: it moves the
+// session's Active boundary, and reads none of the archived messages.
+func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
+	return s.commit(ctx, id, version, c, nil)
+}
+
+// commit is CommitCompaction, fenced by l when l is not nil.
+func (s *Store) commit(ctx context.Context, id string, version uint64, c history.Commit, l *lease) (uint64, *history.Segment, error) {
+	const op = "commit compaction"
+	at, err := encodeTime(c.At)
+	if err != nil {
+		return 0, nil, err
+	}
+	var seg *history.Segment
+	v, err := s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, st *state) error {
+		if err := history.CheckCommit(&c, int(st.active())); err != nil {
+			return err
+		}
+		rec, err := s.inProgress(ctx, tx, op, id, c.CompactID)
+		if err != nil {
+			return err
+		}
+		// The last archived message is the one numbered archived+Archive-1,
+		// found through the (session_id, seq) index without reading any
+		// other row. The archived range is [active_from, its position].
+		from := st.activeFrom
+		var to int64
+		if err := tx.QueryRow(ctx, selectPosOfSeq, bin(id), st.archived+int64(c.Archive)-1).Scan(&to); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE compactions SET status = 'completed', summary = $3, finished_at = $4,
+				segment_id = $5, from_pos = $6, to_pos = $7, input_tokens = $8, output_tokens = $9
+			WHERE session_id = $1 AND compact_id = $2`,
+			bin(id), bin(c.CompactID), bin(c.Summary), at, bin(c.SegmentID), from, to, int64(c.InputTokens), int64(c.OutputTokens))
+		switch {
+		case isUniqueViolation(err):
+			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE sessions SET active_from = $2, archived = archived + $3, summary = $4 WHERE id = $1`,
+			bin(id), to+1, int64(c.Archive), bin(c.Summary))
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		seg = &history.Segment{
+			ID:           c.SegmentID,
+			CompactID:    c.CompactID,
+			Trigger:      rec.trigger,
+			Summary:      c.Summary,
+			Instructions: rec.instructions,
+			CreatedAt:    decodeTime(at),
+			StartedAt:    decodeTime(rec.startedAt),
+			InputTokens:  c.InputTokens,
+			OutputTokens: c.OutputTokens,
+			Position:     rec.pos,
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, seg, nil
+}
+
+// Recover implements [history.Store]. With no compaction in progress it
+// writes nothing and returns version.
+func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error) {
+	return s.recover(ctx, id, version, at, nil)
+}
+
+// recover is Recover, fenced by l when l is not nil.
+func (s *Store) recover(ctx context.Context, id string, version uint64, at time.Time, l *lease) (uint64, []string, error) {
+	const op = "recover"
+	finished, err := encodeTime(at)
+	if err != nil {
+		return 0, nil, err
+	}
+	var ids []string
+	v, err := s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
+		var err error
+		ids, err = s.strings(ctx, tx, op, selectInProgress, bin(id))
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return errNoChange
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE compactions SET status = $2, error = $3, finished_at = $4
+			WHERE session_id = $1 AND status = 'in_progress'`,
+			bin(id), string(history.StatusFailed), bin(history.InterruptedError), finished)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, ids, nil
+}
+
+// exists fails with history.ErrNotFound unless the session exists, and
+// returns its watermark.
+func (s *Store) exists(ctx context.Context, tx pgx.Tx, op, id string) (activeFrom int64, err error) {
+	err = tx.QueryRow(ctx, `SELECT active_from FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, fmt.Errorf("%w: %q", history.ErrNotFound, id)
+	case err != nil:
+		return 0, s.fail(ctx, op, err)
+	}
+	return activeFrom, nil
+}
+
+// Segments implements [history.Store]. It reads the completed compactions
+// and the messages before the watermark in one read transaction.
+func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
+	const op = "segments"
+	var out []history.Segment
+	err := s.read(ctx, op, func(tx pgx.Tx) error {
+		activeFrom, err := s.exists(ctx, tx, op, id)
+		if err != nil {
+			return err
+		}
+		type span struct{ from, to int64 }
+		var spans []span
+		err = func() error {
+			rows, err := tx.Query(ctx, `
+				SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
+					input_tokens, output_tokens, pos, from_pos, to_pos
+				FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL ORDER BY from_pos`, bin(id))
+			if err != nil {
+				return s.fail(ctx, op, err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var (
+					g                                 history.Segment
+					segID, compactID, summary, instrs []byte
+					created, started                  *int64
+					sp                                span
+					inTokens, outTokens               int64
+				)
+				if err := rows.Scan(&segID, &compactID, &g.Trigger, &summary, &instrs, &created, &started,
+					&inTokens, &outTokens, &g.Position, &sp.from, &sp.to); err != nil {
+					return s.fail(ctx, op, err)
+				}
+				g.ID, g.CompactID, g.Summary, g.Instructions = string(segID), string(compactID), string(summary), string(instrs)
+				g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
+				g.InputTokens, g.OutputTokens = int(inTokens), int(outTokens)
+				out = append(out, g)
+				spans = append(spans, sp)
+			}
+			if err := rows.Err(); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			return nil
+		}()
+		if err != nil {
+			return err
+		}
+		positions, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos < $2 ORDER BY pos`, bin(id), activeFrom)
+		if err != nil {
+			return err
+		}
+		i := 0
+		for k, sp := range spans {
+			j := i
+			for j < len(msgs) && positions[j] <= sp.to {
+				j++
+			}
+			if i < len(msgs) && positions[i] < sp.from {
+				return fmt.Errorf("postgres: %s: session %q: message at position %d belongs to no segment", op, id, positions[i])
+			}
+			out[k].Messages = msgs[i:j:j]
+			i = j
+		}
+		if i != len(msgs) {
+			return fmt.Errorf("postgres: %s: session %q: %d archived messages belong to no segment", op, id, len(msgs)-i)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		out = []history.Segment{}
+	}
+	return out, nil
+}
+
+// Timeline implements [history.Store]. It reads every message and
+// compaction record of the session in one read transaction and merges them
+// by position.
+func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
+	const op = "timeline"
+	var out []history.Entry
+	err := s.read(ctx, op, func(tx pgx.Tx) error {
+		activeFrom, err := s.exists(ctx, tx, op, id)
+		if err != nil {
+			return err
+		}
+		positions, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 ORDER BY pos`, bin(id))
+		if err != nil {
+			return err
+		}
+		recs, err := s.records(ctx, tx, op, id)
+		if err != nil {
+			return err
+		}
+		out = make([]history.Entry, 0, len(msgs)+len(recs))
+		mi, ci := 0, 0
+		for mi < len(msgs) || ci < len(recs) {
+			if ci == len(recs) || (mi < len(msgs) && positions[mi] < recs[ci].Position) {
+				out = append(out, history.Entry{Position: positions[mi], Archived: positions[mi] < activeFrom, Message: &msgs[mi]})
+				mi++
+				continue
+			}
+			out = append(out, history.Entry{Position: recs[ci].Position, Compaction: &recs[ci]})
+			ci++
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// records reads a session's compaction records in timeline order.
+func (s *Store) records(ctx context.Context, tx pgx.Tx, op, id string) ([]history.CompactionRecord, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
+		FROM compactions WHERE session_id = $1 ORDER BY pos`, bin(id))
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	defer rows.Close()
+	var recs []history.CompactionRecord
+	for rows.Next() {
+		var (
+			r                                     history.CompactionRecord
+			status                                string
+			compactID, instrs, summary, errorText []byte
+			started, finished                     *int64
+		)
+		if err := rows.Scan(&compactID, &r.Trigger, &instrs, &status, &summary, &errorText, &started, &finished, &r.Position); err != nil {
+			return nil, s.fail(ctx, op, err)
+		}
+		r.CompactID, r.Instructions, r.Summary, r.Error = string(compactID), string(instrs), string(summary), string(errorText)
+		r.Status = history.CompactionStatus(status)
+		r.StartedAt, r.FinishedAt = decodeTime(started), decodeTime(finished)
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	return recs, nil
+}
