@@ -50,6 +50,10 @@ bench:
 	$(GO) test -run='^$$' -bench='CompactionOverhead|Open' -benchtime=3x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='IdleSession' -benchtime=1x ./session/
 	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/sqlite/
+	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/postgres/
+	$(GO) test -run='^$$' -bench=. -benchtime=20x -benchmem ./compact/ ./provider/openai/
+	$(GO) test -run='^$$' -bench='NotificationThroughput|SummaryChunkLatency' -benchtime=20x ./acp/
+	$(GO) test -run='^$$' -bench=. -benchtime=1600x ./bench/storecmp/
 	$(GO) run ./bench/commitfsync
 
 bench-peer:
@@ -59,5 +63,6 @@ bench-peer:
 # and 1,000 concurrent sessions on one SQLite file (figures printed with -v).
 soak:
 	$(GO) test -count=1 -v -timeout 60m ./history/sqlite/ -run '^TestCrashKill$$' -crash.kills=1000
+	$(GO) test -count=1 -v -timeout 60m ./history/postgres/ -run '^TestCrash(Kill|ServerKill)$$' -pgcrash.kills=1000 -pgcrash.serverkills=100
 	$(GO) test -count=1 -v -timeout 90m ./acp/crashtest/ -run '^TestCrashKillAgent$$' -crash.agent.kills=1000
 	$(GO) test -count=1 -v -timeout 60m ./session/ -run '^TestLoad$$' -load.sessions=1000 -load.ops=24

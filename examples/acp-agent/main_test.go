@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"os"
 	"os/exec"
@@ -49,4 +50,33 @@ func TestStoreIsOwnerOnly(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, want, fi.Mode().Perm(), path)
 	}
+}
+
+// TestOpenStoreBadInput: a PostgreSQL URL that cannot be used fails with a
+// clear error that does not show the password, and creates no file named
+// after it; a URL in another case is still taken for PostgreSQL.
+func TestOpenStoreBadInput(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	ctx := context.Background()
+	for _, spec := range []string{
+		"postgres://user:secret@127.0.0.1:1/db?connect_timeout=2",
+		"PostgreSQL://user:secret@127.0.0.1:1/db?connect_timeout=2",
+		"postgres://user:secret@[::1/db", // malformed
+		"postgres://user:secret@127.0.0.1:1/db?pool_max_conns=zero",
+	} {
+		st, where, err := openStore(ctx, spec, time.Second)
+		require.Error(t, err, spec)
+		assert.Nil(t, st)
+		assert.Empty(t, where)
+		assert.NotContains(t, err.Error(), "secret", spec)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "no SQLite file was created for a URL")
+
+	st, where, err := openStore(ctx, filepath.Join(dir, "a", "s.db"), time.Second)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, "a", "s.db"), where)
+	require.NoError(t, st.Close())
 }
