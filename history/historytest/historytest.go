@@ -11,7 +11,9 @@
 //
 // The suite checks the contract documented on [history.Store]: optimistic
 // concurrency, atomic compaction commits that leave no trace when they fail,
-// identical state after reopening, independent concurrent sessions, and the
+// identical state after reopening, two stores on the same data (where the
+// store can share it), independent concurrent sessions, loads
+// that each see one committed state while compactions commit, and the
 // timeline order that replay relies on.
 package historytest
 
@@ -39,6 +41,11 @@ type Harness struct {
 	// Reopen closes s and opens the same data again. Nil for stores that
 	// keep nothing beyond the process; the suite then uses s itself.
 	Reopen func(t *testing.T, s history.Store) history.Store
+	// Share opens a second store on the same data as s, as another
+	// process would; the harness owns closing it. Nil for stores whose
+	// data only one store can use; the suite then skips the case
+	// SharedData.
+	Share func(t *testing.T, s history.Store) history.Store
 }
 
 func (h Harness) reopen(t *testing.T, s history.Store) history.Store {
@@ -63,9 +70,12 @@ func Run(t *testing.T, h Harness) {
 		{"FailedCommitLeavesNoTrace", testFailedCommitLeavesNoTrace},
 		{"FinishAndRecover", testFinishAndRecover},
 		{"ConsecutiveCompactions", testConsecutiveCompactions},
+		{"CommitRangeAcrossRecords", testCommitRangeAcrossRecords},
 		{"ReopenIdentical", testReopenIdentical},
 		{"ConcurrentSessions", testConcurrentSessions},
 		{"RacingWriters", testRacingWriters},
+		{"ConsistentReads", testConsistentReads},
+		{"SharedData", testSharedData},
 		{"TimelineOrder", testTimelineOrder},
 		{"CancelledContext", testCancelledContext},
 	}
@@ -470,6 +480,51 @@ func testConsecutiveCompactions(t *testing.T, h Harness) {
 	EqualMessages(t, all, append(archived, snap.Active...))
 }
 
+// testCommitRangeAcrossRecords checks the watermark arithmetic across
+// interleaved compaction records: positions are shared by messages and
+// records, and a commit's range skips the records inside it.
+func testCommitRangeAcrossRecords(t *testing.T, h Harness) {
+	s := h.New(t)
+	ctx := context.Background()
+	snap, err := s.Create(ctx, history.NewSession{ID: "a"})
+	require.NoError(t, err)
+	v := snap.Version
+	step := func(vv uint64, err error) {
+		t.Helper()
+		require.NoError(t, err)
+		v = vv
+	}
+	step(s.Append(ctx, "a", v, Msgs("m", 2)))
+	step(s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: "x", Trigger: "auto", Status: history.StatusNothingToCompact}))
+	step(s.Append(ctx, "a", v, Msgs("n", 2)))
+	step(s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: "p", Trigger: "auto", Status: history.StatusInProgress}))
+	step(s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: "q", Trigger: "auto", Status: history.StatusInProgress}))
+	step(s.Append(ctx, "a", v, Msgs("o", 1)))
+	// q commits before p: segments are in archive order, not begin order.
+	v2, seg, err := s.CommitCompaction(ctx, "a", v, history.Commit{CompactID: "q", SegmentID: "gq", Archive: 3, Summary: "q"})
+	require.NoError(t, err)
+	assert.Equal(t, "gq", seg.ID)
+	v = v2
+	v2, seg, err = s.CommitCompaction(ctx, "a", v, history.Commit{CompactID: "p", SegmentID: "gp", Archive: 2, Summary: "p"})
+	require.NoError(t, err)
+	assert.Equal(t, "gp", seg.ID)
+	segs, err := s.Segments(ctx, "a")
+	require.NoError(t, err)
+	require.Len(t, segs, 2)
+	assert.Equal(t, "gq", segs[0].ID)
+	assert.Equal(t, []string{"m-0", "m-1", "n-0"}, ids(segs[0].Messages))
+	assert.Equal(t, "gp", segs[1].ID)
+	assert.Equal(t, []string{"n-1", "o-0"}, ids(segs[1].Messages))
+	loaded, err := s.Load(ctx, "a")
+	require.NoError(t, err)
+	assert.Empty(t, loaded.Active)
+	assert.EqualValues(t, 5, loaded.Archived)
+	assert.Equal(t, v2, loaded.Version)
+	assert.Equal(t, "p", loaded.Summary)
+	_, _, err = s.CommitCompaction(ctx, "a", v2, history.Commit{CompactID: "p", SegmentID: "gz", Archive: 1, Summary: "z"})
+	assert.ErrorIs(t, err, history.ErrInvalid, "nothing is Active")
+}
+
 func testReopenIdentical(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.New(t)
@@ -591,6 +646,124 @@ func testRacingWriters(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Len(t, snap.Active, 2)
 	assert.Equal(t, strings.Split(snap.Active[0].ID, "-")[0], strings.Split(snap.Active[1].ID, "-")[0], "writes are never merged")
+}
+
+// testSharedData opens two stores on the same data, as two processes
+// would: each sees the other's writes, and a write computed from a version
+// the other store has moved past conflicts.
+func testSharedData(t *testing.T, h Harness) {
+	if h.Share == nil {
+		t.Skip("the store cannot share its data")
+	}
+	a := h.New(t)
+	b := h.Share(t, a)
+	ctx := context.Background()
+	snap, err := a.Create(ctx, history.NewSession{ID: "s"})
+	require.NoError(t, err)
+	v, err := a.Append(ctx, "s", snap.Version, Msgs("a", 3))
+	require.NoError(t, err)
+
+	seen, err := b.Load(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, v, seen.Version)
+	assert.Len(t, seen.Active, 3)
+
+	// b writes; a's next write, computed from the version it knew, conflicts.
+	vb, err := b.Append(ctx, "s", seen.Version, Msgs("b", 1))
+	require.NoError(t, err)
+	_, err = a.Append(ctx, "s", v, Msgs("c", 1))
+	assert.ErrorIs(t, err, history.ErrConflict)
+	_, err = a.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: "manual", Status: history.StatusInProgress})
+	assert.ErrorIs(t, err, history.ErrConflict)
+
+	// Both see b's write; a compaction committed by a is seen by b.
+	loaded, err := a.Load(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, vb, loaded.Version)
+	assert.Equal(t, []string{"a-0", "a-1", "a-2", "b-0"}, ids(loaded.Active))
+	va, err := a.BeginCompaction(ctx, "s", vb, history.CompactionRecord{CompactID: "c1", Trigger: "manual", Status: history.StatusInProgress})
+	require.NoError(t, err)
+	va, _, err = a.CommitCompaction(ctx, "s", va, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 2, Summary: "two"})
+	require.NoError(t, err)
+	segs, err := b.Segments(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	assert.Equal(t, []string{"a-0", "a-1"}, ids(segs[0].Messages))
+	fromB, err := b.Load(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, va, fromB.Version)
+	assert.Equal(t, "two", fromB.Summary)
+	assert.Equal(t, []string{"a-2", "b-0"}, ids(fromB.Active))
+
+	// Racing writers across the two stores: exactly one wins.
+	errs := make(chan error, 2)
+	for _, st := range []history.Store{a, b} {
+		go func() {
+			_, err := st.Append(ctx, "s", va, Msgs("r", 1))
+			errs <- err
+		}()
+	}
+	e1, e2 := <-errs, <-errs
+	assert.True(t, (e1 == nil) != (e2 == nil), "exactly one wins: %v, %v", e1, e2)
+	for _, err := range []error{e1, e2} {
+		if err != nil {
+			assert.ErrorIs(t, err, history.ErrConflict)
+		}
+	}
+}
+
+// testConsistentReads loads a session while another goroutine keeps
+// compacting it: every snapshot must be one committed state, with the
+// summary, the archived count and the first Active message agreeing.
+func testConsistentReads(t *testing.T, h Harness) {
+	s := h.New(t)
+	ctx := context.Background()
+	snap, err := s.Create(ctx, history.NewSession{ID: "a"})
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		done <- func() error {
+			v, next := snap.Version, 0
+			for r := range 40 {
+				msgs := make([]history.Message, 4)
+				for i := range msgs {
+					msgs[i] = Msg(fmt.Sprintf("m-%d", next+i), next+i)
+				}
+				next += 4
+				var err error
+				if v, err = s.Append(ctx, "a", v, msgs); err != nil {
+					return err
+				}
+				cid := fmt.Sprintf("c%d", r)
+				if v, err = s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: cid, Trigger: "auto", Status: history.StatusInProgress}); err != nil {
+					return err
+				}
+				// Archives 2 per round: the summary names the archived count.
+				if v, _, err = s.CommitCompaction(ctx, "a", v, history.Commit{CompactID: cid, SegmentID: "g" + cid, Archive: 2, Summary: fmt.Sprint(2 * (r + 1))}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+	}()
+	for loads := 0; ; loads++ {
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+			t.Logf("%d consistent loads", loads)
+			return
+		default:
+		}
+		snap, err := s.Load(ctx, "a")
+		require.NoError(t, err)
+		if snap.Archived > 0 {
+			require.Equal(t, fmt.Sprint(snap.Archived), snap.Summary)
+		}
+		for i, m := range snap.Active {
+			require.Equal(t, fmt.Sprintf("m-%d", snap.Archived+int64(i)), m.ID)
+		}
+		require.LessOrEqual(t, len(snap.Interrupted), 1)
+	}
 }
 
 func testTimelineOrder(t *testing.T, h Harness) {

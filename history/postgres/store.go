@@ -629,8 +629,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
-		type span struct{ from, to int64 }
-		var spans []span
+		var spans []history.SegmentSpan
 		err = func() error {
 			rows, err := tx.Query(ctx, `
 				SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
@@ -645,11 +644,11 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 					g                                 history.Segment
 					segID, compactID, summary, instrs []byte
 					created, started                  *int64
-					sp                                span
+					sp                                history.SegmentSpan
 					inTokens, outTokens               int64
 				)
 				if err := rows.Scan(&segID, &compactID, &g.Trigger, &summary, &instrs, &created, &started,
-					&inTokens, &outTokens, &g.Position, &sp.from, &sp.to); err != nil {
+					&inTokens, &outTokens, &g.Position, &sp.From, &sp.To); err != nil {
 					return s.fail(ctx, op, err)
 				}
 				g.ID, g.CompactID, g.Summary, g.Instructions = string(segID), string(compactID), string(summary), string(instrs)
@@ -670,20 +669,8 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
-		i := 0
-		for k, sp := range spans {
-			j := i
-			for j < len(msgs) && positions[j] <= sp.to {
-				j++
-			}
-			if i < len(msgs) && positions[i] < sp.from {
-				return fmt.Errorf("postgres: %s: session %q: message at position %d belongs to no segment", op, id, positions[i])
-			}
-			out[k].Messages = msgs[i:j:j]
-			i = j
-		}
-		if i != len(msgs) {
-			return fmt.Errorf("postgres: %s: session %q: %d archived messages belong to no segment", op, id, len(msgs)-i)
+		if err := history.AssignSegments(out, spans, positions, msgs); err != nil {
+			return fmt.Errorf("postgres: %s: session %q: %w", op, id, err)
 		}
 		return nil
 	})
@@ -715,17 +702,7 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = make([]history.Entry, 0, len(msgs)+len(recs))
-		mi, ci := 0, 0
-		for mi < len(msgs) || ci < len(recs) {
-			if ci == len(recs) || (mi < len(msgs) && positions[mi] < recs[ci].Position) {
-				out = append(out, history.Entry{Position: positions[mi], Archived: positions[mi] < activeFrom, Message: &msgs[mi]})
-				mi++
-				continue
-			}
-			out = append(out, history.Entry{Position: recs[ci].Position, Compaction: &recs[ci]})
-			ci++
-		}
+		out = history.MergeTimeline(positions, msgs, recs, activeFrom)
 		return nil
 	})
 	if err != nil {

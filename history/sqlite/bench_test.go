@@ -2,103 +2,36 @@ package sqlite
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/historytest"
 )
 
-// benchMessages returns n messages of about size bytes of text, numbered
-// from first.
-func benchMessages(first, n, size int) []history.Message {
-	text := strings.Repeat("x", size)
-	out := make([]history.Message, n)
-	for i := range out {
-		role := history.RoleUser
-		if (first+i)%2 == 1 {
-			role = history.RoleAssistant
-		}
-		out[i] = history.Message{ID: fmt.Sprintf("m-%d", first+i), Role: role, Text: text, CreatedAt: time.Now()}
-	}
-	return out
-}
+// The benchmarks are historytest's, on a fresh database file each.
 
-// benchSession creates session id in s and appends n messages in batches.
-func benchSession(b *testing.B, s *Store, id string, n, size int) uint64 {
-	b.Helper()
-	ctx := context.Background()
-	snap, err := s.Create(ctx, history.NewSession{ID: id})
-	require.NoError(b, err)
-	v := snap.Version
-	for done := 0; done < n; {
-		k := min(1000, n-done)
-		v, err = s.Append(ctx, id, v, benchMessages(done, k, size))
-		require.NoError(b, err)
-		done += k
-	}
-	return v
-}
-
-// benchCompact archives the oldest n Active messages of session id.
-func benchCompact(b *testing.B, s *Store, id string, v uint64, cid string, n int) uint64 {
-	b.Helper()
-	ctx := context.Background()
-	v, err := s.BeginCompaction(ctx, id, v, history.CompactionRecord{CompactID: cid, Trigger: "manual", Status: history.StatusInProgress, StartedAt: time.Now()})
-	require.NoError(b, err)
-	v, _, err = s.CommitCompaction(ctx, id, v, history.Commit{CompactID: cid, SegmentID: "seg-" + cid, Archive: n, Summary: "summary " + cid, At: time.Now()})
-	require.NoError(b, err)
-	return v
+func benchOpen(b *testing.B) *Store {
+	return open(b, filepath.Join(b.TempDir(), "bench.db"))
 }
 
 // BenchmarkAppend appends one message of 1 KiB per operation: one durable
 // transaction each.
 func BenchmarkAppend(b *testing.B) {
-	s := open(b, filepath.Join(b.TempDir(), "bench.db"))
-	ctx := context.Background()
-	snap, err := s.Create(ctx, history.NewSession{ID: "a"})
-	require.NoError(b, err)
-	v, i := snap.Version, 0
-	for b.Loop() {
-		if v, err = s.Append(ctx, "a", v, benchMessages(i, 1, 1024)); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
+	historytest.BenchAppend(b, benchOpen(b))
 }
 
 // BenchmarkCommit commits a compaction that archives N messages of a session
-// that has N archived already. After each operation the commit is undone
-// outside the timer (the watermark makes that two row updates), so every
-// operation commits the same N messages. The time must not grow with N.
+// that has N archived already, and undoes it outside the timer (the
+// watermark makes that two row updates). The time must not grow with N.
 func BenchmarkCommit(b *testing.B) {
-	for _, n := range []int{100, 1000, 10000} {
-		b.Run(fmt.Sprintf("archive=%d", n), func(b *testing.B) {
-			s := open(b, filepath.Join(b.TempDir(), "bench.db"))
-			ctx := context.Background()
-			v := benchSession(b, s, "c", 2*n, 500)
-			v = benchCompact(b, s, "c", v, "first", n)
-			v, err := s.BeginCompaction(ctx, "c", v, history.CompactionRecord{CompactID: "c", Trigger: "auto", Status: history.StatusInProgress, StartedAt: time.Now()})
-			require.NoError(b, err)
-			before, err := s.Load(ctx, "c")
-			require.NoError(b, err)
-			var activeFrom int64
-			require.NoError(b, s.w.QueryRowContext(ctx, `SELECT active_from FROM sessions WHERE id = 'c'`).Scan(&activeFrom))
-			c := history.Commit{CompactID: "c", SegmentID: "seg-c", Archive: n, Summary: "again", At: time.Now()}
-			for b.Loop() {
-				if v, _, err = s.CommitCompaction(ctx, "c", v, c); err != nil {
-					b.Fatal(err)
-				}
-				b.StopTimer()
-				benchUndoCommit(b, s, activeFrom, before)
-				b.StartTimer()
-			}
-		})
-	}
+	historytest.BenchCommit(b, benchOpen, func(b *testing.B, s *Store, before *history.Snapshot) func() {
+		var activeFrom int64
+		require.NoError(b, s.w.QueryRowContext(context.Background(), `SELECT active_from FROM sessions WHERE id = 'c'`).Scan(&activeFrom))
+		return func() { benchUndoCommit(b, s, activeFrom, before) }
+	})
 }
 
 // benchUndoCommit puts the benchmark session back to its state before the
@@ -121,22 +54,5 @@ func benchUndoCommit(b *testing.B, s *Store, activeFrom int64, before *history.S
 // BenchmarkLoad loads a session of 100 Active messages after N archived
 // ones.
 func BenchmarkLoad(b *testing.B) {
-	const active = 100
-	for _, n := range []int{1000, 10000, 100000} {
-		b.Run(fmt.Sprintf("archived=%d", n), func(b *testing.B) {
-			s := open(b, filepath.Join(b.TempDir(), "bench.db"))
-			ctx := context.Background()
-			v := benchSession(b, s, "l", n+active, 500)
-			benchCompact(b, s, "l", v, "c", n)
-			for b.Loop() {
-				snap, err := s.Load(ctx, "l")
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(snap.Active) != active || snap.Archived != int64(n) {
-					b.Fatalf("loaded %d active, %d archived", len(snap.Active), snap.Archived)
-				}
-			}
-		})
-	}
+	historytest.BenchLoad(b, benchOpen, nil)
 }

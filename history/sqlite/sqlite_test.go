@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,6 +40,10 @@ func TestConformance(t *testing.T) {
 			st := s.(*Store)
 			require.NoError(t, st.Close())
 			return open(t, st.path)
+		},
+		// The same file opened twice, as two processes would.
+		Share: func(t *testing.T, s history.Store) history.Store {
+			return open(t, s.(*Store).path)
 		},
 	})
 }
@@ -216,65 +219,6 @@ func TestNewerSchemaFails(t *testing.T) {
 	assert.Equal(t, len(migrations)+1, readSchemaVersion(t, path), "the file is left untouched")
 }
 
-// TestTwoStoresOneFile opens the same file twice, as two processes would.
-func TestTwoStoresOneFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sessions.db")
-	a, b := open(t, path), open(t, path)
-	ctx := context.Background()
-	snap, err := a.Create(ctx, history.NewSession{ID: "s"})
-	require.NoError(t, err)
-	v, err := a.Append(ctx, "s", snap.Version, historytest.Msgs("a", 3))
-	require.NoError(t, err)
-
-	seen, err := b.Load(ctx, "s")
-	require.NoError(t, err)
-	assert.Equal(t, v, seen.Version)
-	assert.Len(t, seen.Active, 3)
-
-	// b writes; a's next write, computed from the version it knew, conflicts.
-	vb, err := b.Append(ctx, "s", seen.Version, historytest.Msgs("b", 1))
-	require.NoError(t, err)
-	_, err = a.Append(ctx, "s", v, historytest.Msgs("c", 1))
-	assert.ErrorIs(t, err, history.ErrConflict)
-	_, err = a.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: "manual", Status: history.StatusInProgress})
-	assert.ErrorIs(t, err, history.ErrConflict)
-
-	// Both see b's write; a compaction committed by a is seen by b.
-	loaded, err := a.Load(ctx, "s")
-	require.NoError(t, err)
-	assert.Equal(t, vb, loaded.Version)
-	assert.Equal(t, []string{"a-0", "a-1", "a-2", "b-0"}, ids(loaded.Active))
-	va, err := a.BeginCompaction(ctx, "s", vb, history.CompactionRecord{CompactID: "c1", Trigger: "manual", Status: history.StatusInProgress})
-	require.NoError(t, err)
-	va, _, err = a.CommitCompaction(ctx, "s", va, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 2, Summary: "two"})
-	require.NoError(t, err)
-	segs, err := b.Segments(ctx, "s")
-	require.NoError(t, err)
-	require.Len(t, segs, 1)
-	assert.Equal(t, []string{"a-0", "a-1"}, ids(segs[0].Messages))
-	fromB, err := b.Load(ctx, "s")
-	require.NoError(t, err)
-	assert.Equal(t, va, fromB.Version)
-	assert.Equal(t, "two", fromB.Summary)
-	assert.Equal(t, []string{"a-2", "b-0"}, ids(fromB.Active))
-
-	// Racing writers across the two stores: exactly one wins.
-	errs := make(chan error, 2)
-	for _, st := range []*Store{a, b} {
-		go func() {
-			_, err := st.Append(ctx, "s", va, historytest.Msgs("r", 1))
-			errs <- err
-		}()
-	}
-	e1, e2 := <-errs, <-errs
-	assert.True(t, (e1 == nil) != (e2 == nil), "exactly one wins: %v, %v", e1, e2)
-	for _, err := range []error{e1, e2} {
-		if err != nil {
-			assert.ErrorIs(t, err, history.ErrConflict)
-		}
-	}
-}
-
 func ids(msgs []history.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -355,51 +299,6 @@ func TestStoredForm(t *testing.T) {
 	assert.ErrorIs(t, err, history.ErrNotFound)
 }
 
-// TestCommitRangeAcrossRecords checks the watermark arithmetic across
-// interleaved compaction records: positions are shared by messages and
-// records, and a commit's range skips the records inside it.
-func TestCommitRangeAcrossRecords(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "sessions.db"))
-	ctx := context.Background()
-	snap, err := s.Create(ctx, history.NewSession{ID: "a"})
-	require.NoError(t, err)
-	v := snap.Version
-	step := func(vv uint64, err error) {
-		t.Helper()
-		require.NoError(t, err)
-		v = vv
-	}
-	step(s.Append(ctx, "a", v, historytest.Msgs("m", 2)))
-	step(s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: "x", Trigger: "auto", Status: history.StatusNothingToCompact}))
-	step(s.Append(ctx, "a", v, historytest.Msgs("n", 2)))
-	step(s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: "p", Trigger: "auto", Status: history.StatusInProgress}))
-	step(s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: "q", Trigger: "auto", Status: history.StatusInProgress}))
-	step(s.Append(ctx, "a", v, historytest.Msgs("o", 1)))
-	// q commits before p: segments are in archive order, not begin order.
-	v2, seg, err := s.CommitCompaction(ctx, "a", v, history.Commit{CompactID: "q", SegmentID: "gq", Archive: 3, Summary: "q"})
-	require.NoError(t, err)
-	assert.Equal(t, "gq", seg.ID)
-	v = v2
-	v2, seg, err = s.CommitCompaction(ctx, "a", v, history.Commit{CompactID: "p", SegmentID: "gp", Archive: 2, Summary: "p"})
-	require.NoError(t, err)
-	assert.Equal(t, "gp", seg.ID)
-	segs, err := s.Segments(ctx, "a")
-	require.NoError(t, err)
-	require.Len(t, segs, 2)
-	assert.Equal(t, "gq", segs[0].ID)
-	assert.Equal(t, []string{"m-0", "m-1", "n-0"}, ids(segs[0].Messages))
-	assert.Equal(t, "gp", segs[1].ID)
-	assert.Equal(t, []string{"n-1", "o-0"}, ids(segs[1].Messages))
-	loaded, err := s.Load(ctx, "a")
-	require.NoError(t, err)
-	assert.Empty(t, loaded.Active)
-	assert.EqualValues(t, 5, loaded.Archived)
-	assert.Equal(t, v2, loaded.Version)
-	assert.Equal(t, "p", loaded.Summary)
-	_, _, err = s.CommitCompaction(ctx, "a", v2, history.Commit{CompactID: "p", SegmentID: "gz", Archive: 1, Summary: "z"})
-	assert.ErrorIs(t, err, history.ErrInvalid, "nothing is Active")
-}
-
 // TestQueryPlans checks that the statements the cost guarantees depend on
 // use the intended keys: Load and the commit never visit archived rows.
 func TestQueryPlans(t *testing.T) {
@@ -427,59 +326,5 @@ func TestQueryPlans(t *testing.T) {
 		require.NoError(t, rows.Err())
 		require.NoError(t, rows.Close())
 		assert.Equal(t, []string{tt.plan}, plan, tt.query)
-	}
-}
-
-// TestConsistentReads loads a session while another goroutine keeps
-// compacting it: every snapshot must be one committed state, with the
-// summary, the archived count and the first Active message agreeing.
-func TestConsistentReads(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "sessions.db"))
-	ctx := context.Background()
-	snap, err := s.Create(ctx, history.NewSession{ID: "a"})
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		done <- func() error {
-			v, next := snap.Version, 0
-			for r := range 40 {
-				msgs := make([]history.Message, 4)
-				for i := range msgs {
-					msgs[i] = historytest.Msg(fmt.Sprintf("m-%d", next+i), next+i)
-				}
-				next += 4
-				var err error
-				if v, err = s.Append(ctx, "a", v, msgs); err != nil {
-					return err
-				}
-				cid := fmt.Sprintf("c%d", r)
-				if v, err = s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: cid, Trigger: "auto", Status: history.StatusInProgress}); err != nil {
-					return err
-				}
-				// Archives 2 per round: the summary names the archived count.
-				if v, _, err = s.CommitCompaction(ctx, "a", v, history.Commit{CompactID: cid, SegmentID: "g" + cid, Archive: 2, Summary: fmt.Sprint(2 * (r + 1))}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}()
-	}()
-	for loads := 0; ; loads++ {
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-			t.Logf("%d consistent loads", loads)
-			return
-		default:
-		}
-		snap, err := s.Load(ctx, "a")
-		require.NoError(t, err)
-		if snap.Archived > 0 {
-			require.Equal(t, fmt.Sprint(snap.Archived), snap.Summary)
-		}
-		for i, m := range snap.Active {
-			require.Equal(t, fmt.Sprintf("m-%d", snap.Archived+int64(i)), m.ID)
-		}
-		require.LessOrEqual(t, len(snap.Interrupted), 1)
 	}
 }

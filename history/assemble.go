@@ -1,0 +1,65 @@
+package history
+
+import "fmt"
+
+// AssignSegments and MergeTimeline assemble what [Store.Segments] and
+// [Store.Timeline] return from the rows a store reads, so that every store
+// gives the same answer; like the Check helpers, they are meant for store
+// implementations. They do no I/O.
+
+// SegmentSpan is the range of timeline positions a [Segment]'s archived
+// messages occupy, both ends included.
+type SegmentSpan struct {
+	From, To int64
+}
+
+// AssignSegments hands the archived messages to their segments: msgs are
+// the session's archived messages, oldest first, and positions[i] is the
+// timeline position of msgs[i]; segs are the segments in archive order and
+// spans[k] is the span of segs[k]. Each segment's Messages becomes the
+// subslice of msgs (capacity clipped, so appending to it never overwrites
+// the next segment's messages) that lies in its span.
+//
+// A message that falls in no span is an integrity error: the returned error
+// names it (its position, or how many messages are left over at the end),
+// and the caller wraps it with its own prefix. Messages of segments before
+// the error may already be assigned.
+func AssignSegments(segs []Segment, spans []SegmentSpan, positions []int64, msgs []Message) error {
+	i := 0
+	for k, sp := range spans {
+		j := i
+		for j < len(msgs) && positions[j] <= sp.To {
+			j++
+		}
+		if i < len(msgs) && positions[i] < sp.From {
+			return fmt.Errorf("message at position %d belongs to no segment", positions[i])
+		}
+		segs[k].Messages = msgs[i:j:j]
+		i = j
+	}
+	if i != len(msgs) {
+		return fmt.Errorf("%d archived messages belong to no segment", len(msgs)-i)
+	}
+	return nil
+}
+
+// MergeTimeline merges a session's messages and compaction records into its
+// timeline: msgs and positions (positions[i] is the position of msgs[i]) and
+// recs are each in position order, and activeFrom is the session's
+// watermark, the position of its first Active message: a message before it
+// is Archived. The entries point into msgs and recs, which the caller must
+// not reuse.
+func MergeTimeline(positions []int64, msgs []Message, recs []CompactionRecord, activeFrom int64) []Entry {
+	out := make([]Entry, 0, len(msgs)+len(recs))
+	mi, ci := 0, 0
+	for mi < len(msgs) || ci < len(recs) {
+		if ci == len(recs) || (mi < len(msgs) && positions[mi] < recs[ci].Position) {
+			out = append(out, Entry{Position: positions[mi], Archived: positions[mi] < activeFrom, Message: &msgs[mi]})
+			mi++
+			continue
+		}
+		out = append(out, Entry{Position: recs[ci].Position, Compaction: &recs[ci]})
+		ci++
+	}
+	return out
+}

@@ -1,0 +1,408 @@
+package historytest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// The crash checker of durable stores. A store's crash test runs a child
+// process that writes one session with [CrashWrite] and kills it (or its
+// database server) at a random instant; the parent parses the lines the
+// child printed with [ParseCrashOp] and checks the stored session with
+// [CrashModel.Verify]: every acknowledged write is there, the write in
+// flight is there completely or not at all, nothing is lost, duplicated or
+// half-written, and interrupted compactions are recovered. Starting and
+// killing the processes is the store's business.
+
+var crashT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// CrashMessage is the n-th message ever appended to a crash session. Its
+// content is derived from n so that the parent can check every byte: it
+// holds a NUL byte and non-ASCII text, and cycles through the roles, tool
+// calls, tool results and steers.
+func CrashMessage(n int) history.Message {
+	m := history.Message{
+		ID:        fmt.Sprintf("m-%d", n),
+		Role:      history.RoleUser,
+		Text:      fmt.Sprintf("message %d \x00 %s", n, strings.Repeat("é", n%97)),
+		CreatedAt: crashT0.Add(time.Duration(n) * time.Millisecond),
+	}
+	switch n % 5 {
+	case 1, 3:
+		m.Role = history.RoleAssistant
+	case 2:
+		m.Role = history.RoleAssistant
+		m.ToolCalls = []history.ToolCall{{ID: fmt.Sprintf("call-%d", n), Name: "read", Arguments: []byte(fmt.Sprintf(`{"n": %d}`, n))}}
+	case 4:
+		m.Role, m.ToolCallID = history.RoleTool, fmt.Sprintf("call-%d", n-2)
+	}
+	if n%7 == 3 && m.Role == history.RoleUser {
+		m.Steer = true
+	}
+	return m
+}
+
+// sameMessage reports whether got is want, byte for byte.
+func sameMessage(want, got *history.Message) bool {
+	if !want.CreatedAt.Equal(got.CreatedAt) || len(want.ToolCalls) != len(got.ToolCalls) {
+		return false
+	}
+	for i := range want.ToolCalls {
+		w, g := want.ToolCalls[i], got.ToolCalls[i]
+		if w.ID != g.ID || w.Name != g.Name || !bytes.Equal(w.Arguments, g.Arguments) {
+			return false
+		}
+	}
+	return want.ID == got.ID && want.Role == got.Role && want.Text == got.Text &&
+		want.ToolCallID == got.ToolCallID && want.Steer == got.Steer
+}
+
+// CrashWrite is the writing loop of a crash child: it continues session
+// snap.ID of s from snap, its stored state, and writes until a write fails,
+// with random batches of [CrashMessage] appends and compactions that are
+// committed, finished as failed or left in progress, all drawn from seed.
+// It reports every write with say: "try …" before it and "ack …" after it
+// succeeded, lines that [ParseCrashOp] reads back. It returns the kind of the
+// write that failed (append, begin, commit or finish) and its error.
+func CrashWrite(ctx context.Context, s history.Store, snap *history.Snapshot, seed uint64, say func(format string, args ...any)) (kind string, err error) {
+	id, v := snap.ID, snap.Version
+	next := int(snap.Archived) + len(snap.Active)
+	active := len(snap.Active)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for i := 0; ; i++ {
+		n := 1 + rng.IntN(3)
+		batch := make([]history.Message, n)
+		for j := range batch {
+			batch[j] = CrashMessage(next + j)
+		}
+		say("try append %d %d", next, n)
+		if v, err = s.Append(ctx, id, v, batch); err != nil {
+			return "append", err
+		}
+		say("ack append %d %d %d", v, next, n)
+		next += n
+		active += n
+		if rng.IntN(3) != 0 {
+			continue
+		}
+		cid := fmt.Sprintf("c-%d-%d", seed, i)
+		say("try begin %s", cid)
+		v, err = s.BeginCompaction(ctx, id, v, history.CompactionRecord{
+			CompactID: cid, Trigger: "auto", Status: history.StatusInProgress, StartedAt: time.Now(),
+		})
+		if err != nil {
+			return "begin", err
+		}
+		say("ack begin %d %s", v, cid)
+		switch r := rng.IntN(10); {
+		case r < 6:
+			k := max(1, active/2)
+			say("try commit %s %d", cid, k)
+			v, _, err = s.CommitCompaction(ctx, id, v, history.Commit{
+				CompactID: cid, SegmentID: "seg-" + cid, Archive: k, Summary: "summary of " + cid, At: time.Now(),
+			})
+			if err != nil {
+				return "commit", err
+			}
+			say("ack commit %d %s %d", v, cid, k)
+			active -= k
+		case r < 8:
+			say("try finish %s", cid)
+			v, err = s.FinishCompaction(ctx, id, v, cid, history.StatusFailed, "model failed", time.Now())
+			if err != nil {
+				return "finish", err
+			}
+			say("ack finish %d %s", v, cid)
+		default: // left in progress
+		}
+	}
+}
+
+// CrashOp is one write of a crash child as it reported it: the "try" line
+// before the write or the "ack" line after it.
+type CrashOp struct {
+	Kind    string // append, begin, commit or finish
+	Ack     bool   // the write's ack, else its try
+	Version uint64 // ack: the version the write returned
+	First   int    // append: the number of its first message
+	N       int    // append: messages; commit: archived
+	CID     string // begin, commit, finish: the compaction ID
+}
+
+// ParseCrashOp parses a "try …" or "ack …" line that [CrashWrite] printed.
+func ParseCrashOp(line string) (CrashOp, error) {
+	bad := fmt.Errorf("bad line %q", line)
+	f := strings.Fields(line)
+	if len(f) < 2 || (f[0] != "try" && f[0] != "ack") {
+		return CrashOp{}, bad
+	}
+	op := CrashOp{Ack: f[0] == "ack", Kind: f[1]}
+	args := f[2:]
+	if op.Ack {
+		if len(args) == 0 {
+			return op, bad
+		}
+		v, err := strconv.ParseUint(args[0], 10, 64)
+		if err != nil {
+			return op, bad
+		}
+		op.Version, args = v, args[1:]
+	}
+	var err error
+	switch {
+	case op.Kind == "append" && len(args) == 2:
+		op.First, err = strconv.Atoi(args[0])
+		if err == nil {
+			op.N, err = strconv.Atoi(args[1])
+		}
+	case op.Kind == "commit" && len(args) == 2:
+		op.CID = args[0]
+		op.N, err = strconv.Atoi(args[1])
+	case (op.Kind == "begin" || op.Kind == "finish") && len(args) == 1:
+		op.CID = args[0]
+	default:
+		err = bad
+	}
+	return op, err
+}
+
+// CrashModel is what a crash test's parent knows of the stored session after
+// the last verified round. Make it with [NewCrashModel].
+type CrashModel struct {
+	Total    int      // messages ever appended
+	Segments []string // compaction IDs of the segments, in order
+	Sizes    []int    // their message counts
+	Version  uint64   // the session version after the last Recover
+	// InFlightStored and InFlightLost count the writes in flight at a kill,
+	// by kind, that were found stored and not stored.
+	InFlightStored, InFlightLost map[string]int
+
+	// finished compactions whose outcome is known from acknowledged writes
+	committed, failed map[string]bool
+}
+
+// NewCrashModel returns the model of a new, empty session at version.
+func NewCrashModel(version uint64) *CrashModel {
+	return &CrashModel{
+		Version:   version,
+		committed: map[string]bool{}, failed: map[string]bool{},
+		InFlightStored: map[string]int{}, InFlightLost: map[string]int{},
+	}
+}
+
+// Verify checks session id of s after a round of a crash child against the
+// model and ops, the writes the child reported, reporting each violation
+// with violate. fenced says that the child's write in flight failed with
+// [history.ErrFenced]: it must not have been stored. Verify recovers the
+// session with Recover on the way, then brings the model up to the stored
+// state. It returns the session as loaded before Recover and the IDs of the
+// interrupted compactions that Recover recorded; an error means the session
+// could not be read at all.
+func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops []CrashOp, fenced bool, violate func(format string, args ...any)) (loaded *history.Snapshot, recovered []string, err error) {
+	// What the acknowledgements promise, and the one write that may or may
+	// not have happened.
+	ackedTotal, lastVersion := m.Total, m.Version
+	var (
+		commits []CrashOp
+		pending *CrashOp
+		begun   = map[string]bool{}
+	)
+	for i, op := range ops {
+		if !op.Ack {
+			if i != len(ops)-1 {
+				if next := ops[i+1]; !next.Ack || next.Kind != op.Kind {
+					violate("a %s was not acknowledged before the next write", op.Kind)
+				}
+			}
+			pending = &ops[i]
+			continue
+		}
+		pending = nil
+		if op.Version <= lastVersion {
+			violate("acknowledged version %d does not increase (after %d)", op.Version, lastVersion)
+		}
+		lastVersion = op.Version
+		switch op.Kind {
+		case "append":
+			if op.First != ackedTotal {
+				violate("append acknowledged at message %d, expected %d", op.First, ackedTotal)
+			}
+			ackedTotal = op.First + op.N
+		case "begin":
+			begun[op.CID] = true
+		case "commit":
+			commits = append(commits, op)
+			m.committed[op.CID] = true
+		case "finish":
+			m.failed[op.CID] = true
+		}
+	}
+
+	snap, err := s.Load(ctx, id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("load: %w", err)
+	}
+	if snap.Version < lastVersion {
+		violate("stored version %d is older than the last acknowledged %d", snap.Version, lastVersion)
+	}
+	rv, ids, err := s.Recover(ctx, id, snap.Version, time.Now())
+	if err != nil {
+		return snap, nil, fmt.Errorf("recover: %w", err)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(snap.Interrupted) {
+		violate("Recover recorded %v, Load reported %v interrupted", ids, snap.Interrupted)
+	}
+	if (len(ids) > 0) != (rv > snap.Version) {
+		violate("Recover of %d compactions went from version %d to %d", len(ids), snap.Version, rv)
+	}
+	after, err := s.Load(ctx, id)
+	if err != nil {
+		return snap, ids, fmt.Errorf("load after recover: %w", err)
+	}
+	segs, err := s.Segments(ctx, id)
+	if err != nil {
+		return snap, ids, fmt.Errorf("segments: %w", err)
+	}
+	tl, err := s.Timeline(ctx, id)
+	if err != nil {
+		return snap, ids, fmt.Errorf("timeline: %w", err)
+	}
+	if after.Version != rv || len(after.Interrupted) > 0 {
+		violate("after Recover: version %d (want %d), interrupted %v", after.Version, rv, after.Interrupted)
+	}
+
+	// Segments + Active is every message ever appended, in order, each
+	// exactly as written.
+	var all []history.Message
+	for _, g := range segs {
+		all = append(all, g.Messages...)
+	}
+	archived := len(all)
+	all = append(all, after.Active...)
+	bad := 0
+	for i := range all {
+		if want := CrashMessage(i); !sameMessage(&want, &all[i]) {
+			if bad++; bad <= 3 {
+				violate("message %d is %s %q, want %s", i, all[i].ID, all[i].Text, want.ID)
+			}
+		}
+	}
+	switch {
+	case len(all) == ackedTotal:
+	case pending != nil && pending.Kind == "append" && len(all) == ackedTotal+pending.N:
+	default:
+		violate("%d messages stored, %d acknowledged (pending %+v)", len(all), ackedTotal, pending)
+	}
+	if int64(archived) != after.Archived {
+		violate("Snapshot.Archived %d, segments hold %d", after.Archived, archived)
+	}
+
+	// The segments are the earlier ones, the acknowledged commits and at most
+	// the pending one, each with the summary and size it was committed with.
+	want := append([]string(nil), m.Segments...)
+	wantSizes := append([]int(nil), m.Sizes...)
+	for _, c := range commits {
+		want, wantSizes = append(want, c.CID), append(wantSizes, c.N)
+	}
+	if pending != nil && pending.Kind == "commit" && len(segs) == len(want)+1 {
+		want, wantSizes = append(want, pending.CID), append(wantSizes, pending.N)
+		m.committed[pending.CID] = true
+	}
+	if len(segs) != len(want) {
+		violate("%d segments stored, want %d", len(segs), len(want))
+	}
+	for i := range min(len(segs), len(want)) {
+		g := segs[i]
+		if g.CompactID != want[i] || g.ID != "seg-"+want[i] || len(g.Messages) != wantSizes[i] || g.Summary != "summary of "+want[i] {
+			violate("segment %d is %s/%s with %d messages and %q, want %s with %d", i, g.ID, g.CompactID, len(g.Messages), g.Summary, want[i], wantSizes[i])
+		}
+	}
+	wantSummary := ""
+	if len(segs) > 0 {
+		wantSummary = segs[len(segs)-1].Summary
+	}
+	if after.Summary != wantSummary {
+		violate("retained summary %q, last segment's %q", after.Summary, wantSummary)
+	}
+
+	// The timeline: positions increase, every message once, no compaction
+	// in progress, acknowledged outcomes recorded.
+	mi := 0
+	records := map[string]history.CompactionRecord{}
+	for i, e := range tl {
+		if i > 0 && e.Position <= tl[i-1].Position {
+			violate("timeline position %d after %d", e.Position, tl[i-1].Position)
+		}
+		switch {
+		case e.Message != nil:
+			if mi >= len(all) || e.Message.ID != all[mi].ID || e.Archived != (mi < archived) {
+				violate("timeline message %s (archived %v) at index %d", e.Message.ID, e.Archived, mi)
+			}
+			mi++
+		case e.Compaction != nil:
+			c := *e.Compaction
+			records[c.CompactID] = c
+			if !c.Status.Terminal() {
+				violate("compaction %s is %s after Recover", c.CompactID, c.Status)
+			}
+		}
+	}
+	if mi != len(all) {
+		violate("timeline has %d messages, segments and Active %d", mi, len(all))
+	}
+	for cid := range begun {
+		if _, ok := records[cid]; !ok {
+			violate("acknowledged compaction %s is not in the timeline", cid)
+		}
+	}
+	for cid, c := range records {
+		switch {
+		case m.committed[cid] && c.Status != history.StatusCompleted:
+			violate("committed compaction %s is %s", cid, c.Status)
+		case m.failed[cid] && (c.Status != history.StatusFailed || c.Error != "model failed"):
+			violate("finished compaction %s is %s %q", cid, c.Status, c.Error)
+		case !m.committed[cid] && c.Status == history.StatusCompleted:
+			violate("compaction %s completed without a commit", cid)
+		}
+	}
+
+	if pending != nil {
+		stored := false
+		switch pending.Kind {
+		case "append":
+			stored = len(all) > ackedTotal
+		case "begin":
+			_, stored = records[pending.CID]
+		case "commit":
+			stored = records[pending.CID].Status == history.StatusCompleted
+		case "finish":
+			stored = records[pending.CID].Error == "model failed"
+		}
+		switch {
+		case stored && fenced:
+			violate("the fenced %s was stored", pending.Kind)
+		case stored:
+			m.InFlightStored[pending.Kind]++
+		default:
+			m.InFlightLost[pending.Kind]++
+		}
+	} else if fenced {
+		violate("the child reported a fenced write but had none in flight")
+	}
+
+	m.Total = len(all)
+	m.Segments, m.Sizes = m.Segments[:0], m.Sizes[:0]
+	for _, g := range segs {
+		m.Segments = append(m.Segments, g.CompactID)
+		m.Sizes = append(m.Sizes, len(g.Messages))
+	}
+	m.Version = rv
+	return snap, ids, nil
+}
