@@ -23,9 +23,12 @@ import (
 // 2.5 MB (78 MB/s), most of a compaction's own time. So Complete hands
 // go-openai a placeholder string for every content of at least spliceMin
 // bytes, and the transport, which sees the small body go-openai produced,
-// puts each content back in place of its quoted placeholder, escaped by
-// appendJSONString into one buffer of the final size. The body is byte for
-// byte the one go-openai would have sent (TestSpliceMatchesGoOpenAI).
+// puts each content back in place of its placeholder. The content is not
+// copied into a body buffer: the body is a reader that escapes it a chunk
+// at a time as the HTTP transport sends it (a multi-megabyte buffer of
+// fresh memory cost more in page faults than the escaping itself), and its
+// length is counted up front. The body is byte for byte the one go-openai
+// would have sent (TestSpliceMatchesGoOpenAI).
 
 // spliceMin is the content size from which a content is spliced; a variable
 // so that tests can splice small contents.
@@ -38,7 +41,6 @@ type spliceKey struct{}
 type splice struct {
 	nonce    string   // random, so no other string of the body can equal a placeholder
 	contents []string // contents[k] replaces placeholder k
-	size     int      // sum of len(contents)
 }
 
 // placeholder is the string that stands for contents[k] in go-openai's
@@ -65,7 +67,6 @@ func extractLarge(creq *goopenai.ChatCompletionRequest) (*splice, error) {
 			s = &splice{nonce: hex.EncodeToString(nonce[:])}
 		}
 		s.contents = append(s.contents, m.Content)
-		s.size += len(m.Content)
 		m.Content = s.placeholder(len(s.contents) - 1)
 	}
 	return s, nil
@@ -75,22 +76,109 @@ func extractLarge(creq *goopenai.ChatCompletionRequest) (*splice, error) {
 // change of go-openai's encoding, and the request is not sent.
 var errSplice = errors.New("request body: a large message could not be put in place (go-openai changed its encoding?)")
 
-// apply returns the request body with every quoted placeholder replaced by
-// its content as a JSON string.
-func (s *splice) apply(body []byte) ([]byte, error) {
-	out := make([]byte, 0, len(body)+s.size+s.size/8+64)
+// bodyPart is a run of a spliced body: a literal run of go-openai's body,
+// or a content to escape (without its quotes, which the literals keep).
+type bodyPart struct {
+	lit       []byte
+	content   string
+	isContent bool
+}
+
+// parts splits go-openai's body at the placeholders and returns the runs of
+// the spliced body and its length.
+func (s *splice) parts(body []byte) ([]bodyPart, int64, error) {
+	parts := make([]bodyPart, 0, 2*len(s.contents)+1)
+	var size int64
 	rest := body
 	for k, content := range s.contents {
 		ph := `"` + s.placeholder(k) + `"`
 		at := bytes.Index(rest, []byte(ph))
 		if at < 0 {
-			return nil, errSplice
+			return nil, 0, errSplice
 		}
-		out = append(out, rest[:at]...)
-		out = appendJSONString(out, content)
-		rest = rest[at+len(ph):]
+		parts = append(parts, bodyPart{lit: rest[:at+1]}, bodyPart{content: content, isContent: true})
+		size += int64(at+1) + int64(escapedLen(content))
+		rest = rest[at+len(ph)-1:] // from the closing quote
 	}
-	return append(out, rest...), nil
+	parts = append(parts, bodyPart{lit: rest})
+	return parts, size + int64(len(rest)), nil
+}
+
+// apply returns the spliced body in one buffer (tests compare it).
+func (s *splice) apply(body []byte) ([]byte, error) {
+	parts, size, err := s.parts(body)
+	if err != nil {
+		return nil, err
+	}
+	return io.ReadAll(io.LimitReader(newBodyReader(parts), size+1))
+}
+
+// spliceChunk is how many bytes of a content bodyReader escapes at a time;
+// a variable so that tests can cut contents everywhere.
+var spliceChunk = 16 << 10
+
+// bodyReader reads a spliced body, escaping each content a chunk at a time
+// into one small reused buffer.
+type bodyReader struct {
+	parts   []bodyPart
+	i       int    // the current part
+	off     int    // bytes of the current part consumed
+	buf     []byte // escaping buffer
+	pending []byte // escaped bytes not yet read
+}
+
+func newBodyReader(parts []bodyPart) *bodyReader { return &bodyReader{parts: parts} }
+
+// Read implements io.Reader.
+func (r *bodyReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(r.pending) > 0 {
+			c := copy(p[n:], r.pending)
+			r.pending = r.pending[c:]
+			n += c
+			continue
+		}
+		if r.i == len(r.parts) {
+			if n == 0 {
+				return 0, io.EOF
+			}
+			break
+		}
+		pt := &r.parts[r.i]
+		if !pt.isContent {
+			c := copy(p[n:], pt.lit[r.off:])
+			n += c
+			r.off += c
+			if r.off == len(pt.lit) {
+				r.i, r.off = r.i+1, 0
+			}
+			continue
+		}
+		if r.off == len(pt.content) { // an empty content
+			r.i, r.off = r.i+1, 0
+			continue
+		}
+		end := min(r.off+spliceChunk, len(pt.content))
+		// Cut on a rune boundary, so that a rune is escaped whole (a run of
+		// stray continuation bytes escapes the same however it is cut).
+		for back := 0; end < len(pt.content) && back < utf8.UTFMax-1 && !utf8.RuneStart(pt.content[end]); back++ {
+			end--
+		}
+		if end <= r.off { // a chunk shorter than the rune: take the rune whole
+			end = r.off + 1
+			for end < len(pt.content) && end-r.off < utf8.UTFMax && !utf8.RuneStart(pt.content[end]) {
+				end++
+			}
+		}
+		r.buf = appendJSONBody(r.buf[:0], pt.content[r.off:end])
+		r.pending = r.buf
+		r.off = end
+		if r.off == len(pt.content) {
+			r.i, r.off = r.i+1, 0
+		}
+	}
+	return n, nil
 }
 
 // spliceRequest returns r with its body spliced when r's context carries a
@@ -105,14 +193,14 @@ func spliceRequest(r *http.Request) (*http.Request, error) {
 	if err != nil {
 		return nil, fmt.Errorf("request body: %w", err)
 	}
-	body, err := s.apply(small)
+	parts, size, err := s.parts(small)
 	if err != nil {
 		return nil, err
 	}
 	out := r.Clone(r.Context())
-	out.Body = io.NopCloser(bytes.NewReader(body))
-	out.ContentLength = int64(len(body))
-	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	out.Body = io.NopCloser(newBodyReader(parts))
+	out.ContentLength = size
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(newBodyReader(parts)), nil }
 	return out, nil
 }
 
@@ -158,10 +246,50 @@ func needsEscape8(w uint64) bool {
 
 // appendJSONString appends s as a JSON string exactly as encoding/json's
 // Marshal writes it (HTML escaping on, invalid UTF-8 as \ufffd, U+2028 and
-// U+2029 escaped). It skips eight plain ASCII bytes at a time and copies
-// every run that needs no escaping whole.
+// U+2029 escaped).
 func appendJSONString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
+	dst = appendJSONBody(dst, s)
+	return append(dst, '"')
+}
+
+// escapedLen is len(appendJSONBody(nil, s)), counted without writing.
+func escapedLen(s string) int {
+	n := 0
+	for i := 0; i < len(s); {
+		if i+8 <= len(s) && !needsEscape8(load8(s, i)) {
+			i += 8
+			n += 8
+			continue
+		}
+		b := s[i]
+		if b < utf8.RuneSelf {
+			switch {
+			case jsonSafe[b]:
+				n++
+			case b == '\\' || b == '"' || b == '\b' || b == '\f' || b == '\n' || b == '\r' || b == '\t':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if (c == utf8.RuneError && size == 1) || c == '\u2028' || c == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	return n
+}
+
+// appendJSONBody appends s escaped as the inside of a JSON string. It skips
+// eight plain ASCII bytes at a time and copies every run that needs no
+// escaping whole.
+func appendJSONBody(dst []byte, s string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) && !needsEscape8(load8(s, i)) {
@@ -213,6 +341,5 @@ func appendJSONString(dst []byte, s string) []byte {
 			start = i
 		}
 	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
+	return append(dst, s[start:]...)
 }

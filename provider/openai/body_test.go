@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,6 +40,43 @@ func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
 		require.NoError(t, err)
 		got := appendJSONString([]byte("prefix"), s)
 		require.Equal(t, "prefix"+string(want), string(got), "input %q", s)
+		require.Equal(t, len(want)-2, escapedLen(s), "input %q", s)
+	}
+}
+
+// TestBodyReaderChunks: a content escaped a chunk at a time, for every
+// chunk size from 1 byte up, is the content escaped whole, whatever the
+// reader's buffer size.
+func TestBodyReaderChunks(t *testing.T) {
+	old := spliceChunk
+	defer func() { spliceChunk = old }()
+	var all strings.Builder
+	for _, s := range jsonStringCases() {
+		all.WriteString(s)
+	}
+	content := all.String()
+	want := appendJSONString([]byte(`{"a":`), content)
+	want = append(want, `,"b":1}`...)
+	sp := &splice{nonce: "n", contents: []string{content}}
+	for _, chunk := range []int{1, 2, 3, 4, 5, 7, 8, 9, 16, 1000, 1 << 20} {
+		spliceChunk = chunk
+		parts, size, err := sp.parts([]byte(`{"a":"sessionkit-splice-n-0","b":1}`))
+		require.NoError(t, err)
+		require.Equal(t, int64(len(want)), size, "chunk %d", chunk)
+		for _, readSize := range []int{1, 3, 64, 1 << 16} {
+			r := newBodyReader(parts)
+			var got []byte
+			buf := make([]byte, readSize)
+			for {
+				n, err := r.Read(buf)
+				got = append(got, buf[:n]...)
+				if err == io.EOF {
+					break
+				}
+				require.NoError(t, err)
+			}
+			require.Equal(t, string(want), string(got), "chunk %d, reads of %d", chunk, readSize)
+		}
 	}
 }
 
@@ -53,6 +91,18 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 		if got := appendJSONString(nil, s); string(got) != string(want) {
 			t.Fatalf("appendJSONString(%q) = %s, encoding/json says %s", s, got, want)
+		}
+		if n := escapedLen(s); n != len(want)-2 {
+			t.Fatalf("escapedLen(%q) = %d, want %d", s, n, len(want)-2)
+		}
+		sp := &splice{nonce: "n", contents: []string{s}}
+		parts, size, err := sp.parts([]byte(`["sessionkit-splice-n-0"]`))
+		if err != nil || size != int64(len(want)+2) {
+			t.Fatalf("parts: %v, size %d, want %d", err, size, len(want)+2)
+		}
+		body, err := io.ReadAll(newBodyReader(parts))
+		if err != nil || string(body) != "["+string(want)+"]" {
+			t.Fatalf("streamed body of %q = %s, %v", s, body, err)
 		}
 		var back string
 		if err := json.Unmarshal(appendJSONString(nil, s), &back); err != nil {
@@ -111,6 +161,11 @@ func TestSpliceMatchesGoOpenAI(t *testing.T) {
 		}
 		reference := bodies(1 << 30) // nothing spliced: go-openai's own encoding
 		spliced := bodies(1024)
+		oldChunk := spliceChunk
+		spliceChunk = 7 // cut every content everywhere
+		small := bodies(1024)
+		spliceChunk = oldChunk
+		require.Equal(t, spliced, small)
 		require.Len(t, reference, 2)
 		require.Len(t, spliced, 2)
 		for i := range spliced {
@@ -122,7 +177,7 @@ func TestSpliceMatchesGoOpenAI(t *testing.T) {
 }
 
 func TestSpliceMissingPlaceholder(t *testing.T) {
-	s := &splice{nonce: "n", contents: []string{"x"}, size: 1}
+	s := &splice{nonce: "n", contents: []string{"x"}}
 	_, err := s.apply([]byte(`{"messages":[{"content":"other"}]}`))
 	require.ErrorIs(t, err, errSplice)
 	body, err := s.apply([]byte(`{"a":"sessionkit-splice-n-0","b":1}`))
