@@ -108,13 +108,16 @@ func print(n int, sk, peer *result) {
 	num := func(name string, a, b float64, unit string) {
 		fmt.Printf("| %s | %.1f%s | %.1f%s | %s |\n", name, a, unit, b, unit, ratio(b, a))
 	}
+	count := func(name string, a, b int64) {
+		fmt.Printf("| %s | %d | %d | %s |\n", name, a, b, ratio(float64(b), float64(a)))
+	}
 	num("build: N durable appends", sk.Build.Ms, peer.Build.Ms, " ms")
-	num("build: file bytes", float64(sk.Build.FileBytes), float64(peer.Build.FileBytes), "")
+	count("build: file bytes", sk.Build.FileBytes, peer.Build.FileBytes)
 	row("compact: end to end", sk.Compact.E2E, peer.Compact.E2E)
 	row("compact: model HTTP request", sk.Compact.ModelHTTP, peer.Compact.ModelHTTP)
 	row("**compact: excluding the model request**", sk.Compact.ExclModel, peer.Compact.ExclModel)
 	row("compact: call to request sent", sk.Compact.Prepare, peer.Compact.Prepare)
-	num("compact: summary request bytes", float64(sk.Compact.RequestBytes), float64(peer.Compact.RequestBytes), "")
+	count("compact: summary request bytes", int64(sk.Compact.RequestBytes), int64(peer.Compact.RequestBytes))
 	fmt.Printf("| compact: model calls | %d | %d | |\n", sk.Compact.ModelCalls, peer.Compact.ModelCalls)
 	fmt.Printf("| compact: context messages after | %d | %d | |\n", sk.Compact.ContextMessagesAfter, peer.Compact.ContextMessagesAfter)
 	row("**reopen compacted + context**", sk.Reopen.CompactedCtx, peer.Reopen.CompactedCtx)
