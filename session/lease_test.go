@@ -37,11 +37,10 @@ func newSharedStore() *sharedStore {
 var _ history.Leaser = (*sharedStore)(nil)
 
 type testLease struct {
-	st       *sharedStore
-	id       string
-	token    uint64
-	lost     chan struct{}
-	released bool
+	st    *sharedStore
+	id    string
+	token uint64
+	lost  chan struct{}
 }
 
 func (s *sharedStore) Acquire(_ context.Context, id string) (history.Lease, error) {
@@ -91,7 +90,6 @@ func (l *testLease) Release(context.Context) error {
 	if l.st.current[l.id] == l {
 		delete(l.st.current, l.id)
 	}
-	l.released = true
 	return nil
 }
 
