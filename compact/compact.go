@@ -38,6 +38,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 
@@ -126,12 +127,14 @@ func SystemPrompt() string { return systemPrompt }
 const inputFinal = "\n\nWrite the updated summary of the conversation above now.\n"
 
 // Request builds the one summary request for in, without sending it. Its
-// one user message is, in this order: the previous summary in
+// Input (a [provider.Text]) is, in this order: the previous summary in
 // <previous-summary> tags (when there is one), the prefix as a [Transcript]
 // in <transcript> tags, the instructions in <instructions> tags (when there
-// are any), and a line asking for the summary. It is written in one pass
-// into one buffer sized up front: for a large prefix this message is the
-// largest thing a compaction builds.
+// are any), and a line asking for the summary. It is rendered on demand,
+// a message at a time: a provider that streams its request never holds the
+// transcript whole (for a large prefix it is the largest thing a
+// compaction would build), and String renders it in one buffer sized up
+// front.
 func (c *Composer) Request(in Input) (*provider.Request, error) {
 	var instr []string
 	for _, s := range []string{c.Instructions, in.Instructions} {
@@ -139,32 +142,132 @@ func (c *Composer) Request(in Input) (*provider.Request, error) {
 			instr = append(instr, s)
 		}
 	}
-	instructions := strings.Join(instr, "\n\n")
-	prev := strings.TrimSpace(in.PreviousSummary)
-	max := c.maxToolOutput()
-
-	var b strings.Builder
-	b.Grow(len(prev) + transcriptSize(in.Prefix, max) + len(instructions) + 128)
-	if prev != "" {
-		b.WriteString("<previous-summary>\n")
-		b.WriteString(prev)
-		b.WriteString("\n</previous-summary>\n\n")
-	}
-	b.WriteString("<transcript>\n")
-	writeTranscript(&b, in.Prefix, max)
-	b.WriteString("\n</transcript>")
-	if instructions != "" {
-		b.WriteString("\n\n<instructions>\n")
-		b.WriteString(instructions)
-		b.WriteString("\n</instructions>")
-	}
-	b.WriteString(inputFinal)
 	return &provider.Request{
-		Purpose:   provider.PurposeSummary,
-		System:    systemPrompt,
-		Messages:  []history.Message{{ID: "summary-input", Role: history.RoleUser, Text: b.String()}},
+		Purpose: provider.PurposeSummary,
+		System:  systemPrompt,
+		Input: &summaryInput{
+			prev:         strings.TrimSpace(in.PreviousSummary),
+			prefix:       in.Prefix,
+			instructions: strings.Join(instr, "\n\n"),
+			max:          c.maxToolOutput(),
+		},
 		MaxTokens: c.MaxTokens,
 	}, nil
+}
+
+// summaryInput is the summary request's input, rendered on demand.
+type summaryInput struct {
+	prev, instructions string
+	prefix             []history.Message
+	max                int
+}
+
+var _ provider.Text = (*summaryInput)(nil)
+
+// header emits what comes before the transcript's entries.
+func (in *summaryInput) header(emit func(string)) {
+	if in.prev != "" {
+		emit("<previous-summary>\n")
+		emit(in.prev)
+		emit("\n</previous-summary>\n\n")
+	}
+	emit("<transcript>\n")
+}
+
+// footer emits what comes after the transcript's entries.
+func (in *summaryInput) footer(emit func(string)) {
+	emit("\n</transcript>")
+	if in.instructions != "" {
+		emit("\n\n<instructions>\n")
+		emit(in.instructions)
+		emit("\n</instructions>")
+	}
+	emit(inputFinal)
+}
+
+// String implements [provider.Text]: the whole input in one buffer.
+func (in *summaryInput) String() string {
+	var b strings.Builder
+	b.Grow(len(in.prev) + transcriptSize(in.prefix, in.max) + len(in.instructions) + 128)
+	emit := func(s string) { b.WriteString(s) }
+	in.header(emit)
+	t := newTranscriber(in.max)
+	for i := range in.prefix {
+		t.message(&in.prefix[i], emit)
+	}
+	in.footer(emit)
+	return b.String()
+}
+
+// NewReader implements [provider.Text]: a reader that renders the input a
+// message at a time, holding only the pieces of the current message (which
+// point into the messages; nothing is copied until Read).
+func (in *summaryInput) NewReader() io.Reader {
+	r := &inputReader{in: in, t: newTranscriber(in.max)}
+	r.emit = func(s string) {
+		if s != "" {
+			r.pieces = append(r.pieces, s)
+		}
+	}
+	return r
+}
+
+// inputReader reads a summaryInput; see NewReader.
+type inputReader struct {
+	in     *summaryInput
+	t      *transcriber
+	emit   func(string)
+	stage  int // 0 header, 1 messages, 2 footer, 3 done
+	next   int // the next message of the prefix
+	pieces []string
+	off    int // bytes of pieces[0] already read
+}
+
+// Read implements io.Reader.
+func (r *inputReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if len(r.pieces) == 0 {
+			if !r.fill() {
+				if n == 0 {
+					return 0, io.EOF
+				}
+				break
+			}
+			continue
+		}
+		c := copy(p[n:], r.pieces[0][r.off:])
+		n += c
+		r.off += c
+		if r.off == len(r.pieces[0]) {
+			r.pieces, r.off = r.pieces[1:], 0
+		}
+	}
+	return n, nil
+}
+
+// fill renders the next part (the header, one message or the footer) into
+// pieces; it reports false at the end.
+func (r *inputReader) fill() bool {
+	r.pieces = r.pieces[:0:cap(r.pieces)]
+	switch r.stage {
+	case 0:
+		r.in.header(r.emit)
+		r.stage = 1
+	case 1:
+		if r.next == len(r.in.prefix) {
+			r.stage = 2
+			return true
+		}
+		r.t.message(&r.in.prefix[r.next], r.emit)
+		r.next++
+	case 2:
+		r.in.footer(r.emit)
+		r.stage = 3
+	default:
+		return false
+	}
+	return true
 }
 
 func (c *Composer) maxToolOutput() int {
@@ -213,7 +316,11 @@ func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)
 func Transcript(msgs []history.Message, maxToolOutput int) string {
 	var b strings.Builder
 	b.Grow(transcriptSize(msgs, maxToolOutput))
-	writeTranscript(&b, msgs, maxToolOutput)
+	emit := func(s string) { b.WriteString(s) }
+	t := newTranscriber(maxToolOutput)
+	for i := range msgs {
+		t.message(&msgs[i], emit)
+	}
 	return b.String()
 }
 
@@ -236,59 +343,72 @@ func transcriptSize(msgs []history.Message, maxToolOutput int) int {
 	return size
 }
 
-// writeTranscript writes the transcript of msgs to b: the entries separated
-// by newlines, without a newline after the last one.
-func writeTranscript(b *strings.Builder, msgs []history.Message, maxToolOutput int) {
-	names := map[string]string{}
-	first := true
-	sep := func() {
-		if !first {
-			b.WriteByte('\n')
+// transcriber renders transcript entries a message at a time, as pieces
+// passed to an emit function: the entries separated by newlines, without a
+// newline after the last one. Transcript and the summary input's String and
+// NewReader are all built on it, so they cannot differ.
+type transcriber struct {
+	names map[string]string // tool call ID → tool name, from the calls seen
+	first bool
+	max   int
+}
+
+func newTranscriber(maxToolOutput int) *transcriber {
+	return &transcriber{names: map[string]string{}, first: true, max: maxToolOutput}
+}
+
+// message emits the entries of one message.
+func (t *transcriber) message(m *history.Message, emit func(string)) {
+	switch m.Role {
+	case history.RoleUser:
+		if m.Steer {
+			t.entry(emit, "user, steer", m.Text)
+		} else {
+			t.entry(emit, "user", m.Text)
 		}
-		first = false
-	}
-	for i := range msgs {
-		m := &msgs[i]
-		switch m.Role {
-		case history.RoleUser:
-			sep()
-			if m.Steer {
-				entry(b, "user, steer", m.Text)
-			} else {
-				entry(b, "user", m.Text)
-			}
-		case history.RoleAssistant:
-			if strings.TrimSpace(m.Text) != "" || len(m.ToolCalls) == 0 {
-				sep()
-				entry(b, "assistant", m.Text)
-			}
-			for _, tc := range m.ToolCalls {
-				names[tc.ID] = tc.Name
-				args := strings.TrimSpace(string(tc.Arguments))
-				if args == "" {
-					args = "{}"
-				}
-				sep()
-				entry(b, "assistant → tool "+tc.Name, truncate(args, maxToolOutput))
-			}
-		case history.RoleTool:
-			name := names[m.ToolCallID]
-			if name == "" {
-				name = m.ToolCallID
-			}
-			sep()
-			entry(b, "tool "+name, truncate(m.Text, maxToolOutput))
+	case history.RoleAssistant:
+		if strings.TrimSpace(m.Text) != "" || len(m.ToolCalls) == 0 {
+			t.entry(emit, "assistant", m.Text)
 		}
+		for _, tc := range m.ToolCalls {
+			t.names[tc.ID] = tc.Name
+			args := strings.TrimSpace(string(tc.Arguments))
+			if args == "" {
+				args = "{}"
+			}
+			t.entry(emit, "assistant → tool "+tc.Name, truncate(args, t.max))
+		}
+	case history.RoleTool:
+		name := t.names[m.ToolCallID]
+		if name == "" {
+			name = m.ToolCallID
+		}
+		t.entry(emit, "tool "+name, truncate(m.Text, t.max))
 	}
 }
 
-// entry writes one transcript entry without its final newline.
-func entry(b *strings.Builder, label, text string) {
-	b.WriteString("[")
-	b.WriteString(label)
-	b.WriteString("] ")
+// entry emits one entry, after a newline unless it is the first.
+func (t *transcriber) entry(emit func(string), label, text string) {
+	if !t.first {
+		emit("\n")
+	}
+	t.first = false
+	emit("[")
+	emit(label)
+	emit("] ")
 	// A message cannot close the transcript section early.
-	b.WriteString(strings.ReplaceAll(strings.TrimSpace(text), "</transcript>", "<\\/transcript>"))
+	const closing, escaped = "</transcript>", "<\\/transcript>"
+	text = strings.TrimSpace(text)
+	for {
+		i := strings.Index(text, closing)
+		if i < 0 {
+			emit(text)
+			return
+		}
+		emit(text[:i])
+		emit(escaped)
+		text = text[i+len(closing):]
+	}
 }
 
 // truncate cuts s to at most max bytes on a rune boundary and says how much

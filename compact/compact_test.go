@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -158,9 +159,28 @@ func TestRequestMatchesTemplate(t *testing.T) {
 					"Transcript":      compact.Transcript(prefix, 50),
 					"Instructions":    strings.Join(joined, "\n\n"),
 				}))
-				assert.Equal(t, want.String(), req.Messages[0].Text, "prev %q, instructions %q, prefix %d", prev, instr, i)
+				assert.Empty(t, req.Messages)
+				assert.Equal(t, want.String(), req.Input.String(), "prev %q, instructions %q, prefix %d", prev, instr, i)
+				for _, size := range []int{1, 7, 4096} {
+					assert.Equal(t, want.String(), readAll(t, req.Input.NewReader(), size), "read %d bytes at a time", size)
+				}
 			}
 		}
+	}
+}
+
+// readAll reads r to its end size bytes at a time.
+func readAll(t *testing.T, r io.Reader, size int) string {
+	t.Helper()
+	var out []byte
+	buf := make([]byte, size)
+	for {
+		n, err := r.Read(buf)
+		out = append(out, buf[:n]...)
+		if err == io.EOF {
+			return string(out)
+		}
+		require.NoError(t, err)
 	}
 }
 
@@ -177,9 +197,18 @@ func BenchmarkRequest(b *testing.B) {
 		b.Run(fmt.Sprintf("active=%d", n), func(b *testing.B) {
 			c := &compact.Composer{Provider: offline.New()}
 			b.ReportAllocs()
+			buf := make([]byte, 16<<10)
 			for b.Loop() {
-				if _, err := c.Request(compact.Input{PreviousSummary: "earlier", Prefix: prefix}); err != nil {
+				req, err := c.Request(compact.Input{PreviousSummary: "earlier", Prefix: prefix})
+				if err != nil {
 					b.Fatal(err)
+				}
+				// Read it as a streaming provider does.
+				r := req.Input.NewReader()
+				for {
+					if _, err := r.Read(buf); err == io.EOF {
+						break
+					}
 				}
 			}
 		})

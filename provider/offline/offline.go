@@ -126,8 +126,9 @@ func CountTokens(s string) int {
 
 func usage(req *provider.Request, reply *history.Message) provider.Usage {
 	in := CountTokens(req.System) + CountTokens(req.Summary)
-	for i := range req.Messages {
-		in += messageTokens(&req.Messages[i])
+	msgs := req.AllMessages()
+	for i := range msgs {
+		in += messageTokens(&msgs[i])
 	}
 	return provider.Usage{InputTokens: in, OutputTokens: messageTokens(reply)}
 }

@@ -211,7 +211,7 @@ const (
 // summarize produces the extractive summary of a summary request.
 func summarize(req *provider.Request, limit int) string {
 	var texts []string
-	for _, m := range req.Messages {
+	for _, m := range req.AllMessages() {
 		if m.Role != history.RoleTool {
 			texts = append(texts, m.Text)
 		}

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/sessionkit/sessionkit/provider"
 )
 
 // Large message contents bypass go-openai's JSON encoding.
@@ -37,37 +39,59 @@ var spliceMin = 32 << 10
 // spliceKey is the context key of a request's *splice.
 type spliceKey struct{}
 
-// splice is the contents one request's placeholders stand for.
+// splice is the texts one request's placeholders stand for.
 type splice struct {
-	nonce    string   // random, so no other string of the body can equal a placeholder
-	contents []string // contents[k] replaces placeholder k
+	nonce string          // random, so no other string of the body can equal a placeholder
+	texts []provider.Text // texts[k] replaces placeholder k
 }
 
-// placeholder is the string that stands for contents[k] in go-openai's
+// placeholder is the string that stands for texts[k] in go-openai's
 // encoding; it needs no JSON escaping.
 func (s *splice) placeholder(k int) string {
 	return "sessionkit-splice-" + s.nonce + "-" + strconv.Itoa(k)
 }
 
+// add registers t and returns its placeholder.
+func (s *splice) add(t provider.Text) string {
+	s.texts = append(s.texts, t)
+	return s.placeholder(len(s.texts) - 1)
+}
+
 // extractLarge replaces every message content of at least spliceMin bytes
-// in creq with a placeholder and returns the splice, or nil when there is
-// none. creq's message slice is its own (buildRequest made it).
-func extractLarge(creq *goopenai.ChatCompletionRequest) (*splice, error) {
+// in creq with a placeholder, appends input (when not nil) as a last user
+// message given by a placeholder, and returns the splice, or nil when there
+// is nothing to splice. creq's message slice is its own (buildRequest made
+// it).
+func extractLarge(creq *goopenai.ChatCompletionRequest, input provider.Text) (*splice, error) {
 	var s *splice
+	start := func() error {
+		if s != nil {
+			return nil
+		}
+		var nonce [16]byte
+		if _, err := rand.Read(nonce[:]); err != nil {
+			return fmt.Errorf("request body: %w", err)
+		}
+		s = &splice{nonce: hex.EncodeToString(nonce[:])}
+		return nil
+	}
 	for i := range creq.Messages {
 		m := &creq.Messages[i]
 		if len(m.Content) < spliceMin {
 			continue
 		}
-		if s == nil {
-			var nonce [16]byte
-			if _, err := rand.Read(nonce[:]); err != nil {
-				return nil, fmt.Errorf("request body: %w", err)
-			}
-			s = &splice{nonce: hex.EncodeToString(nonce[:])}
+		if err := start(); err != nil {
+			return nil, err
 		}
-		s.contents = append(s.contents, m.Content)
-		m.Content = s.placeholder(len(s.contents) - 1)
+		m.Content = s.add(provider.StringText(m.Content))
+	}
+	if input != nil {
+		// The input is always spliced: its size is not known before it
+		// is read, and go-openai would need it whole.
+		if err := start(); err != nil {
+			return nil, err
+		}
+		creq.Messages = append(creq.Messages, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: s.add(input)})
 	}
 	return s, nil
 }
@@ -77,31 +101,94 @@ func extractLarge(creq *goopenai.ChatCompletionRequest) (*splice, error) {
 var errSplice = errors.New("request body: a large message could not be put in place (go-openai changed its encoding?)")
 
 // bodyPart is a run of a spliced body: a literal run of go-openai's body,
-// or a content to escape (without its quotes, which the literals keep).
+// or a text to escape (without its quotes, which the literals keep).
 type bodyPart struct {
-	lit       []byte
-	content   string
-	isContent bool
+	lit  []byte
+	text provider.Text // nil for a literal
 }
 
 // parts splits go-openai's body at the placeholders and returns the runs of
-// the spliced body and its length.
+// the spliced body and its length (a text that is not held whole is read
+// once to count it).
 func (s *splice) parts(body []byte) ([]bodyPart, int64, error) {
-	parts := make([]bodyPart, 0, 2*len(s.contents)+1)
+	parts := make([]bodyPart, 0, 2*len(s.texts)+1)
 	var size int64
 	rest := body
-	for k, content := range s.contents {
+	for k, t := range s.texts {
 		ph := `"` + s.placeholder(k) + `"`
 		at := bytes.Index(rest, []byte(ph))
 		if at < 0 {
 			return nil, 0, errSplice
 		}
-		parts = append(parts, bodyPart{lit: rest[:at+1]}, bodyPart{content: content, isContent: true})
-		size += int64(at+1) + int64(escapedLen(content))
+		n, err := textEscapedLen(t)
+		if err != nil {
+			return nil, 0, err
+		}
+		parts = append(parts, bodyPart{lit: rest[:at+1]}, bodyPart{text: t})
+		size += int64(at+1) + n
 		rest = rest[at+len(ph)-1:] // from the closing quote
 	}
 	parts = append(parts, bodyPart{lit: rest})
 	return parts, size + int64(len(rest)), nil
+}
+
+// textEscapedLen is the length of t escaped as the inside of a JSON string.
+func textEscapedLen(t provider.Text) (int64, error) {
+	if st, ok := t.(provider.StringText); ok {
+		return int64(escapedLen(string(st))), nil
+	}
+	var n int64
+	err := readRunes(t.NewReader(), make([]byte, spliceChunk+utf8.UTFMax), func(chunk []byte) {
+		n += int64(escapedLen(chunk))
+	})
+	if err != nil {
+		return 0, fmt.Errorf("request body: reading the input: %w", err)
+	}
+	return n, nil
+}
+
+// readRunes reads r to its end in chunks of up to spliceChunk bytes cut on
+// rune boundaries (an incomplete rune at the end of a read waits for the
+// next one), and passes each to f, which must not keep it. buf holds a
+// chunk: its size is at least spliceChunk+utf8.UTFMax.
+func readRunes(r io.Reader, buf []byte, f func([]byte)) error {
+	carry := 0
+	for {
+		n, err := io.ReadFull(r, buf[carry:carry+spliceChunk])
+		total := carry + n
+		end := err == io.EOF || err == io.ErrUnexpectedEOF
+		if err != nil && !end {
+			return err
+		}
+		cut := total
+		if !end {
+			cut = runeCut(buf[:total])
+		}
+		if cut > 0 {
+			f(buf[:cut])
+		}
+		carry = copy(buf, buf[cut:total])
+		if end {
+			if carry > 0 {
+				f(buf[:carry])
+			}
+			return nil
+		}
+	}
+}
+
+// runeCut returns where to cut b so that it does not end inside a rune: before
+// an incomplete rune at its end, else at its end.
+func runeCut(b []byte) int {
+	for i := len(b) - 1; i >= 0 && i >= len(b)-(utf8.UTFMax-1); i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) {
+				return i
+			}
+			break
+		}
+	}
+	return len(b)
 }
 
 // apply returns the spliced body in one buffer (tests compare it).
@@ -122,9 +209,15 @@ var spliceChunk = 16 << 10
 type bodyReader struct {
 	parts   []bodyPart
 	i       int    // the current part
-	off     int    // bytes of the current part consumed
+	off     int    // bytes of the current literal or string consumed
 	buf     []byte // escaping buffer
 	pending []byte // escaped bytes not yet read
+
+	// A text that is not held whole is read through src into raw; the
+	// first carry bytes of raw are the start of a rune that a read cut.
+	src   io.Reader
+	raw   []byte
+	carry int
 }
 
 func newBodyReader(parts []bodyPart) *bodyReader { return &bodyReader{parts: parts} }
@@ -146,7 +239,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 			break
 		}
 		pt := &r.parts[r.i]
-		if !pt.isContent {
+		if pt.text == nil {
 			c := copy(p[n:], pt.lit[r.off:])
 			n += c
 			r.off += c
@@ -155,30 +248,71 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		if r.off == len(pt.content) { // an empty content
-			r.i, r.off = r.i+1, 0
-			continue
+		var err error
+		if st, ok := pt.text.(provider.StringText); ok {
+			r.nextString(string(st))
+		} else if err = r.nextText(pt.text); err != nil {
+			return n, err
 		}
-		end := min(r.off+spliceChunk, len(pt.content))
-		// Cut on a rune boundary, so that a rune is escaped whole (a run of
-		// stray continuation bytes escapes the same however it is cut).
-		for back := 0; end < len(pt.content) && back < utf8.UTFMax-1 && !utf8.RuneStart(pt.content[end]); back++ {
-			end--
-		}
-		if end <= r.off { // a chunk shorter than the rune: take the rune whole
-			end = r.off + 1
-			for end < len(pt.content) && end-r.off < utf8.UTFMax && !utf8.RuneStart(pt.content[end]) {
-				end++
-			}
-		}
-		r.buf = appendJSONBody(r.buf[:0], pt.content[r.off:end])
 		r.pending = r.buf
-		r.off = end
-		if r.off == len(pt.content) {
-			r.i, r.off = r.i+1, 0
-		}
 	}
 	return n, nil
+}
+
+// nextString escapes the next chunk of the current part, a string, into
+// buf, and moves to the next part after the last one.
+func (r *bodyReader) nextString(content string) {
+	r.buf = r.buf[:0]
+	if r.off == len(content) { // an empty content
+		r.i, r.off = r.i+1, 0
+		return
+	}
+	end := min(r.off+spliceChunk, len(content))
+	// Cut on a rune boundary, so that a rune is escaped whole (a run of
+	// stray continuation bytes escapes the same however it is cut).
+	for back := 0; end < len(content) && back < utf8.UTFMax-1 && !utf8.RuneStart(content[end]); back++ {
+		end--
+	}
+	if end <= r.off { // a chunk shorter than the rune: take the rune whole
+		end = r.off + 1
+		for end < len(content) && end-r.off < utf8.UTFMax && !utf8.RuneStart(content[end]) {
+			end++
+		}
+	}
+	r.buf = appendJSONBody(r.buf, content[r.off:end])
+	r.off = end
+	if r.off == len(content) {
+		r.i, r.off = r.i+1, 0
+	}
+}
+
+// nextText reads and escapes the next chunk of the current part, a text
+// read on demand, into buf, and moves to the next part at its end.
+func (r *bodyReader) nextText(t provider.Text) error {
+	if r.src == nil {
+		r.src, r.carry = t.NewReader(), 0
+		if len(r.raw) < spliceChunk+utf8.UTFMax {
+			r.raw = make([]byte, spliceChunk+utf8.UTFMax)
+		}
+	}
+	n, err := io.ReadFull(r.src, r.raw[r.carry:r.carry+spliceChunk])
+	total := r.carry + n
+	end := err == io.EOF || err == io.ErrUnexpectedEOF
+	if err != nil && !end {
+		return fmt.Errorf("request body: reading the input: %w", err)
+	}
+	cut := total
+	if !end {
+		cut = runeCut(r.raw[:total])
+	}
+	r.buf = appendJSONBody(r.buf[:0], r.raw[:cut])
+	r.carry = copy(r.raw, r.raw[cut:total])
+	if end {
+		r.buf = appendJSONBody(r.buf, r.raw[:r.carry])
+		r.src, r.carry = nil, 0
+		r.i, r.off = r.i+1, 0
+	}
+	return nil
 }
 
 // spliceRequest returns r with its body spliced when r's context carries a
@@ -227,7 +361,7 @@ const (
 
 // load8 reads s[i:i+8] as a little-endian uint64 (the compiler makes this
 // one load).
-func load8(s string, i int) uint64 {
+func load8[T string | []byte](s T, i int) uint64 {
 	_ = s[i+7]
 	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
@@ -254,7 +388,7 @@ func appendJSONString(dst []byte, s string) []byte {
 }
 
 // escapedLen is len(appendJSONBody(nil, s)), counted without writing.
-func escapedLen(s string) int {
+func escapedLen[T string | []byte](s T) int {
 	n := 0
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) && !needsEscape8(load8(s, i)) {
@@ -275,7 +409,7 @@ func escapedLen(s string) int {
 			i++
 			continue
 		}
-		c, size := utf8.DecodeRuneInString(s[i:])
+		c, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 		if (c == utf8.RuneError && size == 1) || c == '\u2028' || c == '\u2029' {
 			n += 6
 		} else {
@@ -289,7 +423,7 @@ func escapedLen(s string) int {
 // appendJSONBody appends s escaped as the inside of a JSON string. It skips
 // eight plain ASCII bytes at a time and copies every run that needs no
 // escaping whole.
-func appendJSONBody(dst []byte, s string) []byte {
+func appendJSONBody[T string | []byte](dst []byte, s T) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		if i+8 <= len(s) && !needsEscape8(load8(s, i)) {
@@ -325,7 +459,7 @@ func appendJSONBody(dst []byte, s string) []byte {
 				start = i
 				continue
 			}
-			c, size := utf8.DecodeRuneInString(s[i:])
+			c, size := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 			switch {
 			case c == utf8.RuneError && size == 1:
 				dst = append(dst, s[start:i]...)

@@ -200,7 +200,7 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 	if err != nil {
 		return nil, p.failure(err)
 	}
-	large, err := extractLarge(&creq)
+	large, err := extractLarge(&creq, req.Input)
 	if err != nil {
 		return nil, p.failure(err)
 	}

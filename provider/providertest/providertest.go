@@ -151,7 +151,8 @@ func (f *Fake) Pending() int {
 	return len(f.queue)
 }
 
-// Requests returns deep copies of every request received, in order,
+// Requests returns deep copies of every request received, in order, as a
+// model would read them (an Input is the last user message),
 // including calls still running.
 func (f *Fake) Requests() []provider.Request {
 	f.mu.Lock()
@@ -317,11 +318,14 @@ func cloneToolCalls(calls []history.ToolCall) []history.ToolCall {
 	return out
 }
 
+// cloneRequest copies req as a model would read it: an Input becomes the
+// last user message (provider.Request.AllMessages).
 func cloneRequest(req *provider.Request) provider.Request {
 	c := *req
-	if req.Messages != nil {
-		c.Messages = make([]history.Message, len(req.Messages))
-		for i, m := range req.Messages {
+	c.Input = nil
+	if msgs := req.AllMessages(); msgs != nil {
+		c.Messages = make([]history.Message, len(msgs))
+		for i, m := range msgs {
 			m.ToolCalls = cloneToolCalls(m.ToolCalls)
 			c.Messages[i] = m
 		}
