@@ -217,10 +217,11 @@ type inputReader struct {
 	in     *summaryInput
 	t      *transcriber
 	emit   func(string)
-	stage  int // 0 header, 1 messages, 2 footer, 3 done
-	next   int // the next message of the prefix
-	pieces []string
-	off    int // bytes of pieces[0] already read
+	stage  int      // 0 header, 1 messages, 2 footer, 3 done
+	next   int      // the next message of the prefix
+	pieces []string // what is left of the current part
+	store  []string // the pieces' backing array, reused for every part
+	off    int      // bytes of pieces[0] already read
 }
 
 // Read implements io.Reader.
@@ -249,7 +250,8 @@ func (r *inputReader) Read(p []byte) (int, error) {
 // fill renders the next part (the header, one message or the footer) into
 // pieces; it reports false at the end.
 func (r *inputReader) fill() bool {
-	r.pieces = r.pieces[:0:cap(r.pieces)]
+	r.pieces = r.store[:0]
+	defer func() { r.store = r.pieces[:0] }()
 	switch r.stage {
 	case 0:
 		r.in.header(r.emit)
