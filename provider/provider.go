@@ -67,8 +67,10 @@ type Request struct {
 // NewReader; one that needs it whole calls String.
 type Text interface {
 	// NewReader returns a reader of the whole text from its start. Readers
-	// are independent: the text can be read any number of times (a retried
-	// request reads it again), also concurrently.
+	// are independent and every one reads the same bytes: the text can be
+	// read any number of times (a provider may read it once to measure it
+	// and again to send it; a retried request reads it again), also
+	// concurrently.
 	NewReader() io.Reader
 	// String returns the whole text.
 	String() string
