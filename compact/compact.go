@@ -25,12 +25,13 @@
 //
 // Summarize makes exactly one provider request with purpose
 // [provider.PurposeSummary]. Its system prompt is the embedded summarizer
-// prompt (summarizer.md); its one user message holds the previous summary,
-// the prefix rendered as a transcript (tool outputs cut to a bounded size),
-// and the configured and per-request instructions (see [Composer.Request]).
-// The session's
-// own system prompt and tool definitions are never part of it. A reply that is
-// empty or only white space is an error: no fallback summary exists.
+// prompt (summarizer.md); its one user message, the request's Input, holds
+// the previous summary, the prefix rendered as a transcript (tool outputs
+// cut to a bounded size), and the configured and per-request instructions
+// (see [Composer.Request]); it is rendered on demand, never held whole by a
+// streaming provider. The session's own system prompt and tool definitions
+// are never part of it. A reply that is empty or only white space is an
+// error: no fallback summary exists.
 package compact
 
 import (
