@@ -104,11 +104,8 @@ type loop struct {
 	cancelJ context.CancelCauseFunc // cancels it, with ErrCancelled or ErrClosed
 	busy    bool                    // a job is in the worker
 	closing bool
-	// closeErr is what closing gives queued and running commands: ErrClosed,
-	// or ErrLeaseLost when another process took the session over.
-	closeErr error
-	lease    history.Lease // nil unless the store is shared (history.Leaser)
-	stale    bool          // a failed write could not be read back: reload before the next one
+	lease   history.Lease // nil unless the store is shared (history.Leaser)
+	stale   bool          // a failed write could not be read back: reload before the next one
 
 	// Automatic compaction state (SEMANTICS §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale
@@ -178,7 +175,6 @@ func (l *loop) run() {
 // write it would make would be refused (history.ErrFenced).
 func (l *loop) loseLease() {
 	l.log.Error("the session's lease was lost; closing the session")
-	l.closeErr = ErrLeaseLost
 	l.s.leaseLost.Store(true)
 	l.s.once.Do(func() { close(l.s.closing) })
 }
@@ -432,13 +428,13 @@ func (l *loop) beginClose() {
 		if c.counted() {
 			l.s.pending.Add(-1)
 		}
-		l.abandon(c, l.closeErr)
+		l.abandon(c, l.s.closedErr())
 	}
 	if l.turn != nil {
-		l.turn.cancel(l.closeErr)
+		l.turn.cancel(l.s.closedErr())
 	}
 	if l.running != nil {
-		l.cancelJ(l.closeErr)
+		l.cancelJ(l.s.closedErr())
 	}
 }
 
@@ -447,14 +443,14 @@ func (l *loop) beginClose() {
 func (l *loop) shutdown() {
 	if t := l.turn; t != nil {
 		if t.phase != phaseEnded {
-			l.endWith(l.closeErr)
+			l.endWith(l.s.closedErr())
 		}
 		l.endTurn()
 		if l.busy {
 			return
 		}
 	}
-	l.feed.CloseAll(l.closeErr)
+	l.feed.CloseAll(l.s.closedErr())
 }
 
 func marshalSettings(set settings) ([]byte, error) {

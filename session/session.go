@@ -44,7 +44,7 @@ type Session struct {
 	pending atomic.Int64 // queued commands, for the MaxQueue check
 	max     int64
 	// leaseLost is set before the loop closes a session whose lease was lost,
-	// so that admission says why.
+	// so that admission and the commands it ends say why (closedErr).
 	leaseLost atomic.Bool
 }
 
@@ -201,7 +201,6 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
 		lease:    lease,
-		closeErr: ErrClosed,
 	}
 	opened = true
 	go l.work()
