@@ -132,49 +132,56 @@ func (s *splice) parts(body []byte) ([]bodyPart, int64, error) {
 	return parts, size + int64(len(rest)), nil
 }
 
-// textEscapedLen is the length of t escaped as the inside of a JSON string.
+// textEscapedLen is the length of t escaped as the inside of a JSON string,
+// counted by reading t once.
 func textEscapedLen(t provider.Text) (int64, error) {
-	if st, ok := t.(provider.StringText); ok {
-		return int64(escapedLen(string(st))), nil
-	}
 	var n int64
-	err := readRunes(t.NewReader(), make([]byte, spliceChunk+utf8.UTFMax), func(chunk []byte) {
+	c := newRuneChunks(t)
+	for {
+		chunk, ok, err := c.next()
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return n, nil
+		}
 		n += int64(escapedLen(chunk))
-	})
-	if err != nil {
-		return 0, fmt.Errorf("request body: reading the input: %w", err)
 	}
-	return n, nil
 }
 
-// readRunes reads r to its end in chunks of up to spliceChunk bytes cut on
-// rune boundaries (an incomplete rune at the end of a read waits for the
-// next one), and passes each to f, which must not keep it. buf holds a
-// chunk: its size is at least spliceChunk+utf8.UTFMax.
-func readRunes(r io.Reader, buf []byte, f func([]byte)) error {
-	carry := 0
-	for {
-		n, err := io.ReadFull(r, buf[carry:carry+spliceChunk])
-		total := carry + n
-		end := err == io.EOF || err == io.ErrUnexpectedEOF
-		if err != nil && !end {
-			return err
-		}
-		cut := total
-		if !end {
-			cut = runeCut(buf[:total])
-		}
-		if cut > 0 {
-			f(buf[:cut])
-		}
-		carry = copy(buf, buf[cut:total])
-		if end {
-			if carry > 0 {
-				f(buf[:carry])
-			}
-			return nil
-		}
+// runeChunks reads a text in chunks of up to spliceChunk bytes cut on rune
+// boundaries, so that every rune is escaped whole: a rune that a read cut
+// waits for the next chunk (a run of stray continuation bytes escapes the
+// same however it is cut).
+type runeChunks struct {
+	src      io.Reader
+	buf      []byte
+	cut, end int // buf[cut:end] starts the next chunk
+	done     bool
+}
+
+func newRuneChunks(t provider.Text) *runeChunks {
+	return &runeChunks{src: t.NewReader(), buf: make([]byte, spliceChunk+utf8.UTFMax)}
+}
+
+// next returns the next chunk, valid until the following call, and false
+// after the last one.
+func (c *runeChunks) next() ([]byte, bool, error) {
+	if c.done {
+		return nil, false, nil
 	}
+	carry := copy(c.buf, c.buf[c.cut:c.end])
+	n, err := io.ReadFull(c.src, c.buf[carry:carry+spliceChunk])
+	c.end = carry + n
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		c.done = true
+		return c.buf[:c.end], true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("request body: reading the input: %w", err)
+	}
+	c.cut = runeCut(c.buf[:c.end])
+	return c.buf[:c.cut], true, nil
 }
 
 // runeCut returns where to cut b so that it does not end inside a rune: before
@@ -208,16 +215,11 @@ var spliceChunk = 16 << 10
 // into one small reused buffer.
 type bodyReader struct {
 	parts   []bodyPart
-	i       int    // the current part
-	off     int    // bytes of the current literal or string consumed
-	buf     []byte // escaping buffer
-	pending []byte // escaped bytes not yet read
-
-	// A text that is not held whole is read through src into raw; the
-	// first carry bytes of raw are the start of a rune that a read cut.
-	src   io.Reader
-	raw   []byte
-	carry int
+	i       int         // the current part
+	off     int         // bytes of the current literal consumed
+	buf     []byte      // escaping buffer
+	pending []byte      // escaped bytes not yet read
+	text    *runeChunks // the current text part, once started
 }
 
 func newBodyReader(parts []bodyPart) *bodyReader { return &bodyReader{parts: parts} }
@@ -248,71 +250,21 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		var err error
-		if st, ok := pt.text.(provider.StringText); ok {
-			r.nextString(string(st))
-		} else if err = r.nextText(pt.text); err != nil {
+		if r.text == nil {
+			r.text = newRuneChunks(pt.text)
+		}
+		chunk, ok, err := r.text.next()
+		if err != nil {
 			return n, err
 		}
+		if !ok {
+			r.i, r.text = r.i+1, nil
+			continue
+		}
+		r.buf = appendJSONBody(r.buf[:0], chunk)
 		r.pending = r.buf
 	}
 	return n, nil
-}
-
-// nextString escapes the next chunk of the current part, a string, into
-// buf, and moves to the next part after the last one.
-func (r *bodyReader) nextString(content string) {
-	r.buf = r.buf[:0]
-	if r.off == len(content) { // an empty content
-		r.i, r.off = r.i+1, 0
-		return
-	}
-	end := min(r.off+spliceChunk, len(content))
-	// Cut on a rune boundary, so that a rune is escaped whole (a run of
-	// stray continuation bytes escapes the same however it is cut).
-	for back := 0; end < len(content) && back < utf8.UTFMax-1 && !utf8.RuneStart(content[end]); back++ {
-		end--
-	}
-	if end <= r.off { // a chunk shorter than the rune: take the rune whole
-		end = r.off + 1
-		for end < len(content) && end-r.off < utf8.UTFMax && !utf8.RuneStart(content[end]) {
-			end++
-		}
-	}
-	r.buf = appendJSONBody(r.buf, content[r.off:end])
-	r.off = end
-	if r.off == len(content) {
-		r.i, r.off = r.i+1, 0
-	}
-}
-
-// nextText reads and escapes the next chunk of the current part, a text
-// read on demand, into buf, and moves to the next part at its end.
-func (r *bodyReader) nextText(t provider.Text) error {
-	if r.src == nil {
-		r.src, r.carry = t.NewReader(), 0
-		if len(r.raw) < spliceChunk+utf8.UTFMax {
-			r.raw = make([]byte, spliceChunk+utf8.UTFMax)
-		}
-	}
-	n, err := io.ReadFull(r.src, r.raw[r.carry:r.carry+spliceChunk])
-	total := r.carry + n
-	end := err == io.EOF || err == io.ErrUnexpectedEOF
-	if err != nil && !end {
-		return fmt.Errorf("request body: reading the input: %w", err)
-	}
-	cut := total
-	if !end {
-		cut = runeCut(r.raw[:total])
-	}
-	r.buf = appendJSONBody(r.buf[:0], r.raw[:cut])
-	r.carry = copy(r.raw, r.raw[cut:total])
-	if end {
-		r.buf = appendJSONBody(r.buf, r.raw[:r.carry])
-		r.src, r.carry = nil, 0
-		r.i, r.off = r.i+1, 0
-	}
-	return nil
 }
 
 // spliceRequest returns r with its body spliced when r's context carries a
@@ -376,15 +328,6 @@ func needsEscape8(w uint64) bool {
 	q, bs, lt, gt, amp := w^(ones*'"'), w^(ones*'\\'), w^(ones*'<'), w^(ones*'>'), w^(ones*'&')
 	return ((w-ones*0x20)&^w|w|
 		(q-ones)&^q|(bs-ones)&^bs|(lt-ones)&^lt|(gt-ones)&^gt|(amp-ones)&^amp)&highs != 0
-}
-
-// appendJSONString appends s as a JSON string exactly as encoding/json's
-// Marshal writes it (HTML escaping on, invalid UTF-8 as \ufffd, U+2028 and
-// U+2029 escaped).
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	dst = appendJSONBody(dst, s)
-	return append(dst, '"')
 }
 
 // escapedLen is len(appendJSONBody(nil, s)), counted without writing.

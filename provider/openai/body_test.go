@@ -240,3 +240,12 @@ func BenchmarkAppendJSONString(b *testing.B) {
 		})
 	}
 }
+
+// appendJSONString appends s as a JSON string exactly as encoding/json's
+// Marshal writes it (HTML escaping on, invalid UTF-8 as \ufffd, U+2028 and
+// U+2029 escaped).
+func appendJSONString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	dst = appendJSONBody(dst, s)
+	return append(dst, '"')
+}
