@@ -2,10 +2,29 @@ package history
 
 import "fmt"
 
-// AssignSegments and MergeTimeline assemble what [Store.Segments] and
-// [Store.Timeline] return from the rows a store reads, so that every store
-// gives the same answer; like the Check helpers, they are meant for store
-// implementations. They do no I/O.
+// CommittedSegment, AssignSegments and MergeTimeline assemble what
+// [Store.CommitCompaction], [Store.Segments] and [Store.Timeline] return
+// from the rows a store reads, so that every store gives the same answer;
+// like the Check helpers, they are meant for store implementations. They do
+// no I/O.
+
+// CommittedSegment is the Segment that commit c makes of the in-progress
+// compaction rec, as CommitCompaction returns it: without Messages, created
+// at rec.FinishedAt (the commit's time as the store keeps it).
+func CommittedSegment(c *Commit, rec *CompactionRecord) *Segment {
+	return &Segment{
+		ID:           c.SegmentID,
+		CompactID:    c.CompactID,
+		Trigger:      rec.Trigger,
+		Summary:      c.Summary,
+		Instructions: rec.Instructions,
+		CreatedAt:    rec.FinishedAt,
+		StartedAt:    rec.StartedAt,
+		InputTokens:  c.InputTokens,
+		OutputTokens: c.OutputTokens,
+		Position:     rec.Position,
+	}
+}
 
 // SegmentSpan is the range of timeline positions a [Segment]'s archived
 // messages occupy, both ends included.

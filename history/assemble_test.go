@@ -2,6 +2,7 @@ package history_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,4 +58,13 @@ func TestMergeTimeline(t *testing.T) {
 	}
 	assert.Same(t, &all[0], tl[0].Message, "entries point into the caller's slices")
 	assert.Empty(t, history.MergeTimeline(nil, nil, nil, 0))
+}
+
+func TestCommittedSegment(t *testing.T) {
+	started, finished := time.Unix(10, 5), time.Unix(20, 7)
+	c := &history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 4, Summary: "sum", InputTokens: 11, OutputTokens: 3, At: time.Unix(99, 0)}
+	rec := &history.CompactionRecord{CompactID: "c1", Trigger: "auto", Instructions: "keep paths", Status: history.StatusInProgress, StartedAt: started, FinishedAt: finished, Position: 42}
+	want := &history.Segment{ID: "g1", CompactID: "c1", Trigger: "auto", Summary: "sum", Instructions: "keep paths",
+		CreatedAt: finished, StartedAt: started, InputTokens: 11, OutputTokens: 3, Position: 42}
+	assert.Equal(t, want, history.CommittedSegment(c, rec))
 }

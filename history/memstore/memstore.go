@@ -260,18 +260,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 	rec.Summary = c.Summary
 	rec.FinishedAt = c.At
 	seg := segment{
-		seg: history.Segment{
-			ID:           c.SegmentID,
-			CompactID:    c.CompactID,
-			Trigger:      rec.Trigger,
-			Summary:      c.Summary,
-			Instructions: rec.Instructions,
-			CreatedAt:    c.At,
-			StartedAt:    rec.StartedAt,
-			InputTokens:  c.InputTokens,
-			OutputTokens: c.OutputTokens,
-			Position:     rec.Position,
-		},
+		seg:  *history.CommittedSegment(&c, rec),
 		from: ss.activeFrom,
 		upto: ss.activeFrom + c.Archive,
 	}

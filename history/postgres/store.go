@@ -439,26 +439,19 @@ func (s *Store) beginCompaction(ctx context.Context, id string, version uint64, 
 	})
 }
 
-// compaction is the part of a compactions row a finish or commit needs.
-type compaction struct {
-	pos          int64
-	trigger      string
-	instructions string
-	startedAt    *int64
-}
-
 // inProgress reads an in-progress compaction inside a write transaction; any
 // other state fails with history.ErrInvalid.
-func (s *Store) inProgress(ctx context.Context, tx pgx.Tx, op, id, compactID string) (*compaction, error) {
+func (s *Store) inProgress(ctx context.Context, tx pgx.Tx, op, id, compactID string) (*history.CompactionRecord, error) {
 	var (
-		c            compaction
+		rec          = history.CompactionRecord{CompactID: compactID, Status: history.StatusInProgress}
 		status       string
 		instructions []byte
+		started      *int64
 	)
 	err := tx.QueryRow(ctx, `
 		SELECT status, pos, trigger_kind, instructions, started_at FROM compactions
 		WHERE session_id = $1 AND compact_id = $2`, bin(id), bin(compactID)).
-		Scan(&status, &c.pos, &c.trigger, &instructions, &c.startedAt)
+		Scan(&status, &rec.Position, &rec.Trigger, &instructions, &started)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return nil, fmt.Errorf("%w: no compaction %q", history.ErrInvalid, compactID)
@@ -467,8 +460,8 @@ func (s *Store) inProgress(ctx context.Context, tx pgx.Tx, op, id, compactID str
 	case status != string(history.StatusInProgress):
 		return nil, fmt.Errorf("%w: compaction %q is already %s", history.ErrInvalid, compactID, status)
 	}
-	c.instructions = string(instructions)
-	return &c, nil
+	rec.Instructions, rec.StartedAt = string(instructions), decodeTime(started)
+	return &rec, nil
 }
 
 // FinishCompaction implements [history.Store].
@@ -548,18 +541,8 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
-		seg = &history.Segment{
-			ID:           c.SegmentID,
-			CompactID:    c.CompactID,
-			Trigger:      rec.trigger,
-			Summary:      c.Summary,
-			Instructions: rec.instructions,
-			CreatedAt:    decodeTime(at),
-			StartedAt:    decodeTime(rec.startedAt),
-			InputTokens:  c.InputTokens,
-			OutputTokens: c.OutputTokens,
-			Position:     rec.pos,
-		}
+		rec.FinishedAt = decodeTime(at)
+		seg = history.CommittedSegment(&c, rec)
 		return nil
 	})
 	if err != nil {

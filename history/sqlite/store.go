@@ -319,25 +319,18 @@ func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, 
 	})
 }
 
-// compaction is the part of a compactions row a finish or commit needs.
-type compaction struct {
-	pos          int64
-	trigger      string
-	instructions string
-	startedAt    sql.NullInt64
-}
-
 // inProgress reads an in-progress compaction inside a write transaction; any
 // other state fails with history.ErrInvalid.
-func (s *Store) inProgress(ctx context.Context, tx *sql.Tx, op, id, compactID string) (*compaction, error) {
+func (s *Store) inProgress(ctx context.Context, tx *sql.Tx, op, id, compactID string) (*history.CompactionRecord, error) {
 	var (
-		c      compaction
-		status string
+		rec     = history.CompactionRecord{CompactID: compactID, Status: history.StatusInProgress}
+		status  string
+		started sql.NullInt64
 	)
 	err := tx.QueryRowContext(ctx, `
 		SELECT status, pos, trigger_kind, instructions, started_at FROM compactions
 		WHERE session_id = ? AND compact_id = ?`, id, compactID).
-		Scan(&status, &c.pos, &c.trigger, &c.instructions, &c.startedAt)
+		Scan(&status, &rec.Position, &rec.Trigger, &rec.Instructions, &started)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil, fmt.Errorf("%w: no compaction %q", history.ErrInvalid, compactID)
@@ -346,7 +339,8 @@ func (s *Store) inProgress(ctx context.Context, tx *sql.Tx, op, id, compactID st
 	case status != statusInProgress:
 		return nil, fmt.Errorf("%w: compaction %q is already %s", history.ErrInvalid, compactID, status)
 	}
-	return &c, nil
+	rec.StartedAt = decodeTime(started)
+	return &rec, nil
 }
 
 // FinishCompaction implements [history.Store].
@@ -429,18 +423,8 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
-		seg = &history.Segment{
-			ID:           c.SegmentID,
-			CompactID:    c.CompactID,
-			Trigger:      rec.trigger,
-			Summary:      c.Summary,
-			Instructions: rec.instructions,
-			CreatedAt:    decodeTime(at),
-			StartedAt:    decodeTime(rec.startedAt),
-			InputTokens:  c.InputTokens,
-			OutputTokens: c.OutputTokens,
-			Position:     rec.pos,
-		}
+		rec.FinishedAt = decodeTime(at)
+		seg = history.CommittedSegment(&c, rec)
 		return nil
 	})
 	if err != nil {
