@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/uuid"
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -141,7 +140,8 @@ func (s *server) closeSessions() {
 	s.sessions = map[string]*agentSession{}
 	s.mu.Unlock()
 	for _, a := range all {
-		a.close()
+		_ = a.sess.Close()
+		<-a.done
 	}
 }
 
@@ -202,6 +202,10 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return s.newSession(ctx, req)
 	case MethodSessionLoad:
 		return s.loadSession(ctx, req)
+	case MethodSessionResume:
+		return s.resumeSession(ctx, req)
+	case MethodSessionClose:
+		return s.closeSession(ctx, req)
 	case MethodSessionPrompt:
 		return s.prompt(ctx, req)
 	case MethodSessionCancel:
@@ -216,7 +220,7 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		a.sess.Interrupt()
 		return nil, nil
 	case MethodCompact:
-		return s.compact(req)
+		return s.compact(ctx, req)
 	}
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
 }
@@ -238,8 +242,9 @@ func (s *server) initialize(req *jsonrpc.Request) (any, error) {
 	return InitializeResponse{
 		ProtocolVersion: 1,
 		AgentCapabilities: AgentCapabilities{
-			LoadSession:        true,
-			PromptCapabilities: PromptCapabilities{EmbeddedContext: true},
+			LoadSession:         true,
+			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
+			SessionCapabilities: SessionCapabilities{Resume: &Capability{}, Close: &Capability{}},
 			// The extension methods this agent answers (acp.Dial looks here).
 			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact}},
 		},
@@ -261,8 +266,10 @@ func (s *server) session(id string) (*agentSession, error) {
 	return a, nil
 }
 
-// open starts a session.Session for id ("" = new) and registers it.
-func (s *server) open(ctx context.Context, id string) (*agentSession, error) {
+// open starts a session.Session for id ("" = new) and registers its ACP
+// session; start starts the ACP session (replaying the timeline first when
+// replay is set) and queues first before anything else.
+func (s *server) open(ctx context.Context, id string, replay bool, first func(a *agentSession)) error {
 	cfg := s.opts.Session
 	cfg.ID = id
 	cfg.Store = s.store
@@ -272,24 +279,47 @@ func (s *server) open(ctx context.Context, id string) (*agentSession, error) {
 	sess, err := session.New(ctx, cfg)
 	var leased *history.LeaseError
 	if errors.As(err, &leased) {
-		return nil, servedElsewhere(leased)
+		return servedElsewhere(leased)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open session: %w", err)
+		return fmt.Errorf("open session: %w", err)
 	}
 	a := newAgentSession(s, sess)
+	if err := a.start(replay, func() { first(a) }); err != nil {
+		_ = sess.Close()
+		return fmt.Errorf("open session: %w", err)
+	}
 	s.mu.Lock()
 	s.sessions[sess.ID()] = a
 	s.mu.Unlock()
-	return a, nil
+	return nil
+}
+
+// exists reports whether session id is stored.
+func (s *server) exists(ctx context.Context, id string) error {
+	if _, err := s.store.Load(ctx, id); errors.Is(err, history.ErrNotFound) {
+		return unknownSession(id, "no such session is stored")
+	} else if err != nil {
+		return err
+	}
+	return nil
 }
 
 // forget unregisters a, unless another session took its place.
 func (s *server) forget(a *agentSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.sessions[a.sess.ID()] == a {
-		delete(s.sessions, a.sess.ID())
+	if s.sessions[a.id] == a {
+		delete(s.sessions, a.id)
+	}
+}
+
+// opened is what an ACP session queues first once it is open: the response
+// that opened it, then the commands it offers.
+func opened(resp *jsonrpc.Responder, result any) func(a *agentSession) {
+	return func(a *agentSession) {
+		a.respond(resp, result, nil)
+		a.advertise()
 	}
 }
 
@@ -301,12 +331,49 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 	if p.Cwd == "" {
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
-	a, err := s.open(ctx, "")
+	resp := jsonrpc.Defer(ctx)
+	err := s.open(ctx, "", false, func(a *agentSession) { opened(resp, NewSessionResponse{SessionID: a.id})(a) })
 	if err != nil {
-		return nil, err
+		return nil, resp.Respond(nil, err)
 	}
-	a.start()
-	return jsonrpc.Then(NewSessionResponse{SessionID: a.sess.ID()}, func() { a.do(a.advertise) }), nil
+	return nil, nil
+}
+
+// attach handles session/load (replay) and session/resume (no replay): a
+// session open on this connection is attached on its owner goroutine, one
+// that is not is opened from the store.
+func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result any) (any, error) {
+	if id == "" {
+		return nil, invalidParams(`field "sessionId": must not be empty`)
+	}
+	if cwd == "" {
+		return nil, invalidParams(`field "cwd": must not be empty`)
+	}
+	s.mu.Lock()
+	a, open := s.sessions[id]
+	s.mu.Unlock()
+	if !open {
+		if err := s.exists(ctx, id); err != nil {
+			return nil, err
+		}
+		resp := jsonrpc.Defer(ctx)
+		if err := s.open(ctx, id, replay, opened(resp, result)); err != nil {
+			return nil, resp.Respond(nil, err)
+		}
+		return nil, nil
+	}
+	// Open here, maybe busy: the owner replays the timeline as the session
+	// stands at the cut, and the live updates continue exactly after it.
+	resp := jsonrpc.Defer(ctx)
+	return a.admit(ctx, resp, func() {
+		if replay {
+			if err := a.resubscribe(0, true); err != nil {
+				a.respond(resp, nil, err)
+				return
+			}
+		}
+		opened(resp, result)(a)
+	})
 }
 
 func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -314,56 +381,41 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	if p.SessionID == "" {
-		return nil, invalidParams(`field "sessionId": must not be empty`)
+	return s.attach(ctx, p.SessionID, p.Cwd, true, LoadSessionResponse{})
+}
+
+func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p ResumeSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
 	}
-	if p.Cwd == "" {
-		return nil, invalidParams(`field "cwd": must not be empty`)
+	return s.attach(ctx, p.SessionID, p.Cwd, false, ResumeSessionResponse{})
+}
+
+// closeSession handles session/close: the session is forgotten at once (a
+// later request for it gets the unknown-session error), then closed as
+// session/cancel and Session.Close do it; the response follows every update
+// of what the close finished.
+func (s *server) closeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p CloseSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
 	}
-	s.mu.Lock()
-	a, open := s.sessions[p.SessionID]
-	s.mu.Unlock()
-	if !open {
-		if _, err := s.store.Load(ctx, p.SessionID); errors.Is(err, history.ErrNotFound) {
-			return nil, unknownSession(p.SessionID, "no such session is stored")
-		} else if err != nil {
-			return nil, err
-		}
-		var err error
-		if a, err = s.open(ctx, p.SessionID); err != nil {
-			return nil, err
-		}
-	}
-	// §7.6: the whole timeline, in order, before the response; then live.
-	if !open {
-		// The dispatcher stays held (no Detach) and the forwarder has not
-		// started, so nothing can interleave with the replay.
-		err := a.replay(ctx)
-		a.start()
-		if err != nil {
-			return nil, err
-		}
-		return jsonrpc.Then(LoadSessionResponse{}, func() { a.do(a.advertise) }), nil
-	}
-	// Open on this connection, maybe busy: the forwarder replays between
-	// two events and holds live updates until the response is written.
-	key := "load/" + newKey()
-	replayed := make(chan error, 1)
-	job := func() {
-		replayed <- a.replay(ctx)
-		a.waitResponded(key)
-		a.advertise()
-	}
-	select {
-	case a.jobs <- job:
-	case <-a.done:
-		return nil, jsonrpc.NewError(jsonrpc.InternalError, "session %q is closing", p.SessionID)
-	}
-	err := <-replayed
+	a, err := s.session(p.SessionID)
 	if err != nil {
-		return jsonrpc.Then(nil, func() { a.markResponded(key) }), err
+		return nil, err
 	}
-	return jsonrpc.Then(LoadSessionResponse{}, func() { a.markResponded(key) }), nil
+	s.forget(a)
+	resp := jsonrpc.Defer(ctx)
+	if !a.do(ctx, func() {
+		a.closing = resp
+		a.sess.Interrupt()
+		_ = a.sess.Close() // the loop never waits for this goroutine
+	}) {
+		<-a.done // closed already, or closing: it was closed when this returns
+		return nil, resp.Respond(CloseSessionResponse{}, nil)
+	}
+	return nil, nil
 }
 
 // promptText joins the prompt's content into the text of a user message.
@@ -399,6 +451,11 @@ func compactPrompt(text string) (instructions string, ok bool) {
 	return strings.TrimSpace(rest), true
 }
 
+// prompt handles session/prompt. The command is admitted on the session's
+// owner goroutine, which answers the request once the command has finished
+// and every update it caused is queued before the response (§7.3); a
+// $/cancel_request cancels that command only and is answered
+// RequestCancelled after its updates.
 func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	var p PromptRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
@@ -412,56 +469,58 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if instr, ok := compactPrompt(text); ok {
-		// Registered under the lock, so the forwarder knows the compaction
-		// belongs to this prompt before it can see its end.
-		a.mu.Lock()
-		gaps := a.gaps
-		h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
-		if err == nil {
-			a.prompted[h.ID()] = true
+	resp := jsonrpc.Defer(ctx)
+	return a.admit(ctx, resp, func() {
+		w := &waitingPrompt{resp: resp}
+		var id string
+		if instr, ok := compactPrompt(text); ok {
+			h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
+			if err != nil {
+				a.respond(resp, nil, sessionError(err))
+				return
+			}
+			id, w.compact, w.cancel = h.ID(), true, h.Cancel
+			w.answer = func() (any, error) {
+				if r := h.Result(); r != nil && r.Cancelled {
+					return PromptResponse{StopReason: StopCancelled}, nil
+				}
+				return PromptResponse{StopReason: StopEndTurn}, nil
+			}
+		} else {
+			h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
+			if err != nil {
+				a.respond(resp, nil, sessionError(err))
+				return
+			}
+			id, w.cancel = h.ID(), h.Cancel
+			w.answer = func() (any, error) { return turnResponse(h.Result()) }
 		}
-		a.mu.Unlock()
-		if err != nil {
-			return nil, sessionError(err)
-		}
-		jsonrpc.Detach(ctx)
-		if err := a.await(ctx, h.ID(), gaps, h.Finished(), h.Cancel); err != nil {
-			return a.answered(h.ID(), nil, err)
-		}
-		if h.Result().Cancelled {
-			return a.answered(h.ID(), PromptResponse{StopReason: StopCancelled}, nil)
-		}
-		return a.answered(h.ID(), PromptResponse{StopReason: StopEndTurn}, nil)
-	}
-	gaps := a.gapCount()
-	h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
-	if err != nil {
-		return nil, sessionError(err)
-	}
-	jsonrpc.Detach(ctx)
-	if err := a.await(ctx, h.ID(), gaps, h.Finished(), h.Cancel); err != nil {
-		return a.answered(h.ID(), nil, err)
-	}
-	switch res := h.Result(); {
+		a.prompts[id] = w
+		w.stop = context.AfterFunc(ctx, func() {
+			a.post(func() {
+				if w := a.prompts[id]; w != nil {
+					w.cancelled = true
+					w.cancel() // this prompt's command only: removed if queued, stopped if running
+				}
+			})
+		})
+	})
+}
+
+// turnResponse is the session/prompt response of a finished turn.
+func turnResponse(res *session.TurnResult) (any, error) {
+	switch {
+	case res == nil:
+		return nil, jsonrpc.NewError(jsonrpc.InternalError, "the turn has no result")
 	case res.Err == nil:
-		return a.answered(h.ID(), PromptResponse{StopReason: StopEndTurn}, nil)
+		return PromptResponse{StopReason: StopEndTurn}, nil
 	case errors.Is(res.Err, session.ErrCancelled), errors.Is(res.Err, session.ErrClosed):
-		return a.answered(h.ID(), PromptResponse{StopReason: StopCancelled}, nil)
+		return PromptResponse{StopReason: StopCancelled}, nil
 	case errors.Is(res.Err, session.ErrTooManySteps):
-		return a.answered(h.ID(), PromptResponse{StopReason: StopMaxTurnRequests}, nil)
-	default:
-		return a.answered(h.ID(), nil, jsonrpc.NewError(jsonrpc.InternalError, "the turn failed: %v", res.Err))
+		return PromptResponse{StopReason: StopMaxTurnRequests}, nil
 	}
+	return nil, jsonrpc.NewError(jsonrpc.InternalError, "the turn failed: %v", res.Err)
 }
-
-// answered returns a prompt's response (or error) so that, once it is
-// written, the forwarder may go on to what the session runs next.
-func (a *agentSession) answered(id string, resp any, err error) (any, error) {
-	return jsonrpc.Then(resp, func() { a.markResponded(id) }), err
-}
-
-func newKey() string { return uuid.Must(uuid.NewV7()).String() }
 
 // sessionError maps an admission error of a session to a JSON-RPC error.
 func sessionError(err error) error {
@@ -589,7 +648,7 @@ func (w *WireResult) Result() session.CompactResult {
 	return r
 }
 
-func (s *server) compact(req *jsonrpc.Request) (any, error) {
+func (s *server) compact(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	var p CompactParams
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
@@ -598,14 +657,16 @@ func (s *server) compact(req *jsonrpc.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The forwarder reports the result; registering under the lock means it
-	// cannot see the end before it knows the ID was requested here.
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	h, err := a.sess.Compact(context.Background(), session.CompactRequest{Instructions: p.Instructions})
-	if err != nil {
-		return nil, sessionError(err)
-	}
-	a.extension[h.ID()] = true
-	return CompactAccepted{CompactID: h.ID()}, nil
+	// Admitted on the owner, so the answer precedes every update of the
+	// compaction and the owner knows the result is to be reported.
+	resp := jsonrpc.Defer(ctx)
+	return a.admit(ctx, resp, func() {
+		h, err := a.sess.Compact(context.Background(), session.CompactRequest{Instructions: p.Instructions})
+		if err != nil {
+			a.respond(resp, nil, sessionError(err))
+			return
+		}
+		a.extension[h.ID()] = true
+		a.respond(resp, CompactAccepted{CompactID: h.ID()}, nil)
+	})
 }

@@ -36,6 +36,9 @@ const (
 	MethodAuthenticate  = "authenticate"
 	MethodSessionNew    = "session/new"
 	MethodSessionLoad   = "session/load"
+	MethodSessionList   = "session/list"
+	MethodSessionResume = "session/resume"
+	MethodSessionClose  = "session/close"
 	MethodSessionPrompt = "session/prompt"
 	MethodSessionCancel = "session/cancel"   // notification
 	MethodSessionUpdate = "session/update"   // notification, agent to client
@@ -248,6 +251,56 @@ type LoadSessionRequest struct {
 type LoadSessionResponse struct {
 	Modes *SessionModeState `json:"modes,omitzero" acp:"lenient"`
 	Meta  map[string]any    `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// ResumeSessionRequest is the params of session/resume: re-attach to a
+// session without replaying its history.
+type ResumeSessionRequest struct {
+	SessionID             string         `json:"sessionId" acp:"required"`
+	Cwd                   string         `json:"cwd" acp:"required"`
+	AdditionalDirectories []string       `json:"additionalDirectories,omitzero" acp:"nulldefault"`
+	McpServers            []McpServer    `json:"mcpServers,omitzero" acp:"nulldefault"`
+	Meta                  map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// ResumeSessionResponse is the result of session/resume.
+type ResumeSessionResponse struct {
+	Modes *SessionModeState `json:"modes,omitzero" acp:"lenient"`
+	Meta  map[string]any    `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// CloseSessionRequest is the params of session/close.
+type CloseSessionRequest struct {
+	SessionID string         `json:"sessionId" acp:"required"`
+	Meta      map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// CloseSessionResponse is the result of session/close.
+type CloseSessionResponse struct {
+	Meta map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// ListSessionsRequest is the params of session/list.
+type ListSessionsRequest struct {
+	Cwd    string         `json:"cwd,omitzero" acp:"lenient"`    // string|null: "" = all
+	Cursor string         `json:"cursor,omitzero" acp:"lenient"` // string|null: "" = first page
+	Meta   map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// ListSessionsResponse is the result of session/list.
+type ListSessionsResponse struct {
+	Sessions   []SessionInfo  `json:"sessions" acp:"required,lenient,skipinvalid"`
+	NextCursor string         `json:"nextCursor,omitzero" acp:"lenient"` // "" = last page
+	Meta       map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// SessionInfo is one session in a session/list response.
+type SessionInfo struct {
+	SessionID string         `json:"sessionId" acp:"required"`
+	Cwd       string         `json:"cwd" acp:"required"`
+	Title     string         `json:"title,omitzero" acp:"lenient"`     // string|null: "" = absent
+	UpdatedAt string         `json:"updatedAt,omitzero" acp:"lenient"` // ISO 8601
+	Meta      map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // SessionModeState is the current mode and the modes available.
@@ -528,6 +581,54 @@ func (r *LoadSessionRequest) UnmarshalJSON(data []byte) error {
 func (r *LoadSessionResponse) UnmarshalJSON(data []byte) error {
 	type plain LoadSessionResponse
 	return decodeObject(data, (*plain)(r))
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *ResumeSessionRequest) UnmarshalJSON(data []byte) error {
+	type plain ResumeSessionRequest
+	return decodeObject(data, (*plain)(r))
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *ResumeSessionResponse) UnmarshalJSON(data []byte) error {
+	type plain ResumeSessionResponse
+	return decodeObject(data, (*plain)(r))
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *CloseSessionRequest) UnmarshalJSON(data []byte) error {
+	type plain CloseSessionRequest
+	return decodeObject(data, (*plain)(r))
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *CloseSessionResponse) UnmarshalJSON(data []byte) error {
+	type plain CloseSessionResponse
+	return decodeObject(data, (*plain)(r))
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *ListSessionsRequest) UnmarshalJSON(data []byte) error {
+	type plain ListSessionsRequest
+	return decodeObject(data, (*plain)(r))
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *ListSessionsResponse) UnmarshalJSON(data []byte) error {
+	type plain ListSessionsResponse
+	return decodeObject(data, (*plain)(r))
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *SessionInfo) UnmarshalJSON(data []byte) error {
+	type plain SessionInfo
+	return decodeObject(data, (*plain)(r))
+}
+
+// MarshalJSON encodes r, with a nil Sessions as [].
+func (r ListSessionsResponse) MarshalJSON() ([]byte, error) {
+	type plain ListSessionsResponse
+	return marshalObject(plain(r))
 }
 
 // MarshalJSON encodes s, with a nil AvailableModes as [].

@@ -191,6 +191,11 @@ type Snapshot struct {
 	Active  []Message
 	// Archived is the number of messages archived in Segments.
 	Archived int64
+	// NextPosition is the timeline position the next message or compaction
+	// record will take: positions start at 0 and every appended message and
+	// every BeginCompaction takes the next one, so the entries of
+	// [Store.Timeline] are exactly the positions below it.
+	NextPosition int64
 	// Interrupted lists compactions that were in progress in the store; they
 	// stay so until [Store.Recover] records them as failed.
 	Interrupted []string

@@ -111,6 +111,18 @@ func (q *Queue[T]) Len() int { return len(q.prompts) + len(q.checkpoints) }
 // Checkpoints returns the number of queued checkpoint commands.
 func (q *Queue[T]) Checkpoints() int { return len(q.checkpoints) }
 
+// IDs returns the IDs of the queued commands: checkpoint commands first,
+// then prompts, each in queue order.
+func (q *Queue[T]) IDs() []string {
+	out := make([]string, 0, q.Len())
+	for _, s := range [][]item[T]{q.checkpoints, q.prompts} {
+		for _, it := range s {
+			out = append(out, it.id)
+		}
+	}
+	return out
+}
+
 // Drain removes every command and returns them: checkpoint commands first,
 // then prompts, each in queue order.
 func (q *Queue[T]) Drain() []T {

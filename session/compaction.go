@@ -25,12 +25,12 @@ func (l *loop) usage(u provider.Usage) {
 	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked {
 		return
 	}
-	c := &command{id: newID(), kind: kindCompact, trigger: TriggerAuto}
+	c := &command{id: newID(), kind: kindCompact, trigger: TriggerAuto, pos: NoPosition}
 	c.comp, c.finishComp = NewHandle[CompactResult](c.id, nil)
 	l.autoQueued = true
 	l.q.PushFront(c.id, c)
 	l.log.Debug("automatic compaction queued", zap.Int("context_tokens", l.contextTokens), zap.Int("threshold", thr))
-	l.publish(&CompactionEvent{CompactID: c.id, Trigger: TriggerAuto, Phase: PhaseQueued, TurnID: l.turnID()})
+	l.publish(l.compactionEvent(c, PhaseQueued))
 }
 
 // startCompaction runs compaction c: the one algorithm of SEMANTICS §4 for
@@ -53,6 +53,7 @@ func (l *loop) startCompaction(c *command) {
 					l.resync(snap)
 				} else {
 					l.version = nv
+					c.pos = l.take1()
 				}
 				l.publish(&ActionEvent{ID: newID(), Kind: ActionKindCompact, Status: ActionCompleted, Text: text, CompactID: c.id})
 				l.finishCompaction(c, CompactResult{CompactID: c.id, Success: true, Reason: ReasonNothingToCompact, Trigger: c.trigger})
@@ -64,7 +65,7 @@ func (l *loop) startCompaction(c *command) {
 	rec.Status = history.StatusInProgress
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l.running, l.cancelJ = c, cancel
-	l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseStarted, Archive: plan.Archive, TurnID: l.turnID()})
+	l.runSummary.Reset()
 	composer := l.composer()
 	in := compact.Input{PreviousSummary: l.summary, Prefix: l.shareActive(plan.Archive), Instructions: c.text}
 	actionID := newID()
@@ -82,12 +83,23 @@ func (l *loop) startCompaction(c *command) {
 			})
 			return
 		}
-		post(func(l *loop) { l.version = v })
+		// Commit, then emit: the compaction is reported as started once its
+		// record is durable.
+		post(func(l *loop) {
+			l.version = v
+			c.pos = l.take1()
+			ev := l.compactionEvent(c, PhaseStarted)
+			ev.Archive = plan.Archive
+			l.publish(ev)
+		})
 
 		sum, err := composer.Summarize(ctx, in, func(delta string) {
 			if delta != "" {
 				post(func(l *loop) {
-					l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseDelta, Delta: delta, TurnID: l.turnID()})
+					keepDraft(&l.runSummary, delta)
+					ev := l.compactionEvent(c, PhaseDelta)
+					ev.Delta = delta
+					l.publish(ev)
 				})
 			}
 		})
@@ -130,7 +142,7 @@ func (l *loop) startCompaction(c *command) {
 		// §4.6: the canonical commit. From here on it is never torn.
 		post(func(l *loop) {
 			l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural(plan.Archive, "message") + ".", CompactID: c.id})
-			l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseCommitting, TurnID: l.turnID()})
+			l.publish(l.compactionEvent(c, PhaseCommitting))
 		})
 		commit := history.Commit{
 			CompactID:    c.id,
@@ -173,13 +185,29 @@ func (l *loop) startCompaction(c *command) {
 func (l *loop) finishCompaction(c *command, res CompactResult) {
 	if l.running == c {
 		l.running, l.cancelJ = nil, nil
+		l.runSummary.Reset()
 	}
 	if c.trigger == TriggerAuto {
 		l.autoQueued = false
 		l.autoBlocked = !res.Compacted
 	}
-	l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseFinished, Result: &res, TurnID: l.turnID()})
+	ev := l.compactionEvent(c, PhaseFinished)
+	ev.Result = &res
+	l.publish(ev)
 	c.finishComp(res)
+}
+
+// compactionEvent returns the lifecycle event of compaction c in phase.
+func (l *loop) compactionEvent(c *command, phase string) *CompactionEvent {
+	return &CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: phase, TurnID: l.turnID(), Position: c.pos}
+}
+
+// take1 takes the next timeline position for a compaction record the worker
+// has just stored.
+func (l *loop) take1() int64 {
+	p := l.nextPos
+	l.nextPos++
+	return p
 }
 
 func plural(n int, word string) string {

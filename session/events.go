@@ -31,13 +31,20 @@ type Payload interface {
 // MessageEvent reports a message committed to history.
 type MessageEvent struct {
 	Message history.Message
-	TurnID  string // the Prompt handle's ID, "" outside a turn
+	TurnID  string // the Prompt handle's ID, "" outside a turn (and in a Replay)
+	// Position is the message's timeline position in the store (see
+	// history.Entry): positions start at 0 and are shared by messages and
+	// compaction records.
+	Position int64
 }
 
 // DeltaEvent is a text delta of the assistant message being generated.
 type DeltaEvent struct {
 	TurnID string
-	Text   string
+	// MessageID is the ID the assistant message will have in history once
+	// the step ends: every delta of one message carries the same ID.
+	MessageID string
+	Text      string
 }
 
 // Action statuses (SEMANTICS §6.2).
@@ -76,8 +83,17 @@ type CompactionEvent struct {
 	Delta     string         // PhaseDelta only
 	Archive   int            // PhaseStarted: messages the compaction archives
 	Result    *CompactResult // PhaseFinished only
-	TurnID    string         // the turn it ran in, "" when the session was idle
+	TurnID    string         // the turn it ran in, "" when the session was idle (and in a Replay)
+	// Position is the timeline position of the compaction's record in the
+	// store, from PhaseStarted on (and on the PhaseFinished of a
+	// nothing_to_compact); NoPosition for PhaseQueued and for a compaction
+	// that never reached the store (cancelled while queued).
+	Position int64
 }
+
+// NoPosition is the Position of a CompactionEvent whose compaction has no
+// record in the store's timeline.
+const NoPosition int64 = -1
 
 // UsageEvent reports provider-reported usage after a provider response.
 type UsageEvent struct {

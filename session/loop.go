@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -28,6 +29,7 @@ type command struct {
 	kind      kind
 	text      string // prompt or steer text; compaction instructions
 	trigger   string // compactions
+	pos       int64  // compactions: the timeline position of its record, NoPosition until stored
 	configure ConfigureRequest
 
 	turn        *Handle[TurnResult]
@@ -96,11 +98,20 @@ type loop struct {
 	active   []history.Message
 	summary  string
 	archived int64 // messages archived in Segments
+	nextPos  int64 // the timeline position the next stored entry takes (history.Snapshot.NextPosition)
 	feed     *Feed
 	q        queue.Queue[*command]
 
 	turn    *turn
-	running *command                // the compaction in the worker
+	running *command // the compaction in the worker
+	// runSummary is the summary text the running compaction has streamed so
+	// far, and draft the assistant message the turn's step is streaming: a
+	// Replay that finds them hands them on (Session.Replay).
+	runSummary strings.Builder
+	draft      struct {
+		id   string
+		text strings.Builder
+	}
 	cancelJ context.CancelCauseFunc // cancels it, with ErrCancelled or ErrClosed
 	busy    bool                    // a job is in the worker
 	closing bool
@@ -194,7 +205,7 @@ func (l *loop) accept(c *command) {
 	}
 	l.q.Push(queue.Checkpoint, c.id, c)
 	if c.kind == kindCompact {
-		l.publish(&CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: PhaseQueued, TurnID: l.turnID()})
+		l.publish(l.compactionEvent(c, PhaseQueued))
 	}
 }
 
@@ -296,7 +307,12 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 		if l.turn != nil && l.turn.phase != phaseEnded {
 			l.turn.messages = append(l.turn.messages, msgs[i])
 		}
-		l.publish(&MessageEvent{Message: msgs[i], TurnID: l.turnID()})
+		if msgs[i].ID == l.draft.id {
+			l.draft.id = ""
+			l.draft.text.Reset()
+		}
+		l.publish(&MessageEvent{Message: msgs[i], TurnID: l.turnID(), Position: l.nextPos})
+		l.nextPos++
 	}
 }
 
@@ -418,6 +434,11 @@ func (l *loop) abandon(c *command, err error) {
 		res.Cancelled = true
 		l.finishCompaction(c, res)
 		return
+	}
+	if c.kind == kindPrompt {
+		// The timeline says every prompt ended, also one that never ran.
+		res := TurnResult{Err: err}
+		l.publish(&TurnEvent{TurnID: c.id, Phase: TurnFinished, Result: &res})
 	}
 	c.fail(err)
 }

@@ -158,7 +158,7 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		version = v
 		log.Info("recorded interrupted compactions as failed", zap.String("session", id), zap.Strings("compactions", ids))
 	}
-	active := snap.Active
+	active, nextPos := snap.Active, snap.NextPosition
 	// A process that stopped between a tool call and its results left calls
 	// without answers; a provider would reject that history.
 	if missing := unanswered(active); len(missing) > 0 {
@@ -169,6 +169,7 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		}
 		version = v
 		active = append(active, msgs...)
+		nextPos += int64(len(msgs))
 	}
 
 	maxQueue := cfg.MaxQueue
@@ -196,6 +197,7 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		active:   active,
 		summary:  snap.Summary,
 		archived: snap.Archived,
+		nextPos:  nextPos,
 		feed:     NewFeed(cfg.EventHistory),
 		maxTool:  cfg.MaxToolOutput,
 		jobs:     make(chan func()),
@@ -362,7 +364,7 @@ func (s *Session) Configure(ctx context.Context, req ConfigureRequest) (*Handle[
 // only model request it makes. Wait on the Handle for the result. Errors as
 // for Prompt.
 func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[CompactResult], error) {
-	c := &command{id: newID(), kind: kindCompact, text: req.Instructions, trigger: TriggerManual}
+	c := &command{id: newID(), kind: kindCompact, text: req.Instructions, trigger: TriggerManual, pos: NoPosition}
 	c.comp, c.finishComp = NewHandle[CompactResult](c.id, func() { s.cancel(c.id) })
 	if err := s.admit(ctx, c); err != nil {
 		return nil, err
@@ -395,12 +397,7 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 	}
 	ch := make(chan reply, 1)
 	req := func(l *loop) {
-		sub, err := l.feed.Subscribe(ctx, opts, func(sub *Subscription) {
-			select {
-			case s.ctl <- func(l *loop) { l.feed.Unsubscribe(sub, nil) }:
-			case <-s.done:
-			}
-		})
+		sub, err := l.feed.Subscribe(ctx, opts, s.unsubscribe)
 		ch <- reply{sub, err}
 	}
 	select {
@@ -412,6 +409,14 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 	}
 	r := <-ch
 	return r.sub, r.err
+}
+
+// unsubscribe asks the loop to end sub (a Close by its subscriber).
+func (s *Session) unsubscribe(sub *Subscription) {
+	select {
+	case s.ctl <- func(l *loop) { l.feed.Unsubscribe(sub, nil) }:
+	case <-s.done:
+	}
 }
 
 // read runs f on the loop, or returns ErrClosed once it has exited.

@@ -65,10 +65,18 @@ func (l *loop) step() {
 		Tools:    l.specs,
 	}
 	w, v, prov, ctx, turnID := l.writer(), l.version, l.prov, t.ctx, t.cmd.id
+	// The assistant message's ID is chosen before it streams, so that every
+	// delta names the message it belongs to.
+	msgID := newID()
+	l.draft.id = msgID
+	l.draft.text.Reset()
 	l.submit(func(post func(func(*loop))) {
 		resp, err := prov.Complete(ctx, req, func(text string) {
 			if text != "" {
-				post(func(l *loop) { l.publish(&DeltaEvent{TurnID: turnID, Text: text}) })
+				post(func(l *loop) {
+					keepDraft(&l.draft.text, text)
+					l.publish(&DeltaEvent{TurnID: turnID, MessageID: msgID, Text: text})
+				})
 			}
 		})
 		if err == nil && resp == nil {
@@ -77,6 +85,8 @@ func (l *loop) step() {
 		if err != nil {
 			post(func(l *loop) {
 				l.idle()
+				l.draft.id = ""
+				l.draft.text.Reset()
 				if ctx.Err() != nil {
 					l.endWith(context.Cause(ctx))
 					return
@@ -85,11 +95,13 @@ func (l *loop) step() {
 			})
 			return
 		}
-		msg := assistantMessage(resp.Message)
+		msg := assistantMessage(resp.Message, msgID)
 		nv, snap, err := w.append(v, []history.Message{msg})
 		post(func(l *loop) {
 			l.idle()
 			if err != nil {
+				l.draft.id = ""
+				l.draft.text.Reset()
 				l.resync(snap)
 				l.endWith(fmt.Errorf("session: store reply: %w", err))
 				return
@@ -107,8 +119,8 @@ func (l *loop) step() {
 }
 
 // assistantMessage makes a provider's message fit for history.
-func assistantMessage(m history.Message) history.Message {
-	m.ID = newID()
+func assistantMessage(m history.Message, id string) history.Message {
+	m.ID = id
 	m.Role = history.RoleAssistant
 	m.CreatedAt = time.Now()
 	m.Steer = false

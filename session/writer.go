@@ -154,6 +154,7 @@ func (l *loop) resync(snap *history.Snapshot) {
 	l.active = snap.Active
 	l.summary = snap.Summary
 	l.archived = snap.Archived
+	l.nextPos = snap.NextPosition
 	if len(snap.Config) > 0 {
 		var set settings
 		if json.Unmarshal(snap.Config, &set) == nil {

@@ -116,6 +116,8 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 		Summary:  ss.summary,
 		Active:   cloneMessages(ss.messages[ss.activeFrom:]),
 		Archived: int64(ss.activeFrom),
+		// NextPosition is the position the next message or compaction takes.
+		NextPosition: ss.nextPos,
 	}
 	for _, c := range ss.compactions {
 		if c.Status == history.StatusInProgress {

@@ -286,8 +286,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			activeFrom      int64
 			config, summary []byte
 		)
-		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived FROM sessions WHERE id = $1`, bin(id)).
-			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived)
+		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, next_pos FROM sessions WHERE id = $1`, bin(id)).
+			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &snap.NextPosition)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: %q", history.ErrNotFound, id)

@@ -166,8 +166,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			activeFrom int64
 			config     []byte
 		)
-		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived FROM sessions WHERE id = ?`, id).
-			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived)
+		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, next_pos FROM sessions WHERE id = ?`, id).
+			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.NextPosition)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("%w: %q", history.ErrNotFound, id)

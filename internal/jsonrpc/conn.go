@@ -324,22 +324,55 @@ func (c *Conn) Wait() error {
 	return c.cause
 }
 
-// Then wraps a request handler's result: the response carrying result is
-// written first, then after runs, in the handler's goroutine. With
-// [Options.OrderRequests] the next message is dispatched only after after
-// returns (unless the handler detached). Use it for notifications that must
-// follow the response, such as ones about a session the response creates.
-// after runs only when the response was written (not when the connection
-// shut down first); a handler may also return Then(nil, after) with a
-// non-nil error, and after runs once the error response is written. For a
-// notification the wrapper is ignored like any return value.
-func Then(result any, after func()) any {
-	return &thenResult{result: result, after: after}
+// Responder answers one request later, from any goroutine: see [Defer].
+type Responder struct {
+	c    *Conn
+	id   json.RawMessage
+	req  *inflight
+	once sync.Once
 }
 
-type thenResult struct {
-	result any
-	after  func()
+type deferKey struct{}
+
+// Defer takes over the response of the request whose handler received ctx:
+// the handler's return values are then ignored, and the request stays in
+// flight (its ctx live, a $/cancel_request for it cancelling that ctx) until
+// [Responder.Respond] writes its response. The writer that calls Respond
+// decides where the response stands among its own notifications, so a
+// response can follow the updates it belongs to without any signal between
+// goroutines. With [Options.OrderRequests] the next message is dispatched as
+// soon as the handler returns. Defer returns nil for a notification's ctx or
+// any ctx that is not a handler's; calling it twice returns the same
+// Responder.
+func Defer(ctx context.Context) *Responder {
+	f, ok := ctx.Value(deferKey{}).(func() *Responder)
+	if !ok {
+		return nil
+	}
+	return f()
+}
+
+// Respond writes the response: the error if err is non-nil (mapped as
+// [Handler] says), the result otherwise. It blocks until the response is
+// written and reports why it was not: [ErrClosed] after shutdown, or an
+// error when it was already called (only the first call responds).
+func (r *Responder) Respond(result any, err error) error {
+	done := false
+	var werr error
+	r.once.Do(func() {
+		done = true
+		werr = r.c.respond(r.id, result, err)
+		r.c.mu.Lock()
+		if key := idKey(r.id); r.c.inflight[key] == r.req {
+			delete(r.c.inflight, key)
+		}
+		r.c.mu.Unlock()
+		r.req.cancel()
+	})
+	if !done {
+		return errors.New("jsonrpc: the request was already answered")
+	}
+	return werr
 }
 
 type detachKey struct{}
@@ -793,36 +826,47 @@ func (c *Conn) run(m *Message, ctx context.Context, req *inflight, wait bool) {
 	var once sync.Once
 	detach := func() { once.Do(func() { close(detached) }) }
 	hctx := context.WithValue(ctx, detachKey{}, detach)
+	var resp *Responder // set by Defer
+	if m.Kind == KindRequest {
+		resp = &Responder{c: c, id: m.ID, req: req}
+		var deferred atomic.Bool
+		hctx = context.WithValue(hctx, deferKey{}, func() *Responder { deferred.Store(true); return resp })
+		r := &Request{ID: m.ID, Method: m.Method, Params: m.Params}
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			defer detach()
+			result, err := c.handle(hctx, r)
+			if !deferred.Load() {
+				_ = resp.Respond(result, err)
+			}
+		}()
+		c.await(detached, wait)
+		return
+	}
 	r := &Request{ID: m.ID, Method: m.Method, Params: m.Params}
 
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer detach()
-		result, err := c.handle(hctx, r)
-		if m.Kind == KindRequest {
-			var after func()
-			if t, ok := result.(*thenResult); ok {
-				result, after = t.result, t.after
-			}
-			if c.respond(m.ID, result, err) && after != nil {
-				after()
-			}
-			c.mu.Lock()
-			if key := idKey(m.ID); c.inflight[key] == req {
-				delete(c.inflight, key)
-			}
-			c.mu.Unlock()
-			req.cancel()
-		} else if err != nil {
+		_, err := c.handle(hctx, r)
+		if err != nil {
 			c.log.Warn("jsonrpc: notification handler failed", zap.String("method", m.Method), zap.Error(err))
 		}
 	}()
-	if wait {
-		select {
-		case <-detached:
-		case <-c.done:
-		}
+	c.await(detached, wait)
+}
+
+// await blocks the dispatcher, when wait is set, until the handler has
+// returned or detached, or the connection is shutting down.
+func (c *Conn) await(detached <-chan struct{}, wait bool) {
+	if !wait {
+		return
+	}
+	select {
+	case <-detached:
+	case <-c.done:
 	}
 }
 
@@ -842,8 +886,8 @@ func (c *Conn) handle(ctx context.Context, r *Request) (result any, err error) {
 	return c.opts.Handler(ctx, r)
 }
 
-// respond writes the response to a request; it reports whether it did.
-func (c *Conn) respond(id json.RawMessage, result any, err error) bool {
+// respond writes the response to a request.
+func (c *Conn) respond(id json.RawMessage, result any, err error) error {
 	resp := &Message{Kind: KindResponse, ID: id}
 	if err != nil {
 		resp.Error = toWireError(err)
@@ -858,7 +902,7 @@ func (c *Conn) respond(id json.RawMessage, result any, err error) bool {
 	}
 	if err := c.write(context.Background(), resp); err != nil {
 		c.log.Debug("jsonrpc: response not sent", zap.Error(err))
-		return false
+		return err
 	}
-	return resp.Error == nil
+	return nil
 }

@@ -412,35 +412,93 @@ func TestCallFromNotificationHandler(t *testing.T) {
 	}
 }
 
-func TestThenRunsAfterTheResponse(t *testing.T) {
+// A deferred response is written by whoever holds the Responder, in the
+// order that writer chooses: here after a notification it sends first. The
+// dispatcher moves on as soon as the handler returns.
+func TestDeferredResponse(t *testing.T) {
 	var conn *Conn
+	responders := make(chan *Responder, 2)
 	h := func(ctx context.Context, req *Request) (any, error) {
 		switch req.Method {
-		case "open":
-			return Then(map[string]string{"sessionId": "s1"}, func() {
-				_ = conn.Notify(ctx, "ready", map[string]string{"sessionId": "s1"})
-			}), nil
-		case "unencodable":
-			return Then(func() {}, func() { _ = conn.Notify(ctx, "never", nil) }), nil
+		case "later", "laterErr":
+			r := Defer(ctx)
+			require.Same(t, r, Defer(ctx), "Defer is idempotent")
+			responders <- r
+			return "ignored", errors.New("ignored too")
 		}
 		return "next", nil
 	}
 	p := newRaw(t, Options{Handler: h, OrderRequests: true})
 	conn = p.conn
-	p.send(`{"jsonrpc":"2.0","id":1,"method":"open"}`+"\n", `{"jsonrpc":"2.0","id":2,"method":"other"}`+"\n")
-	resp := p.next()
-	assert.Equal(t, "1", string(resp.ID))
-	assert.JSONEq(t, `{"sessionId":"s1"}`, string(resp.Result))
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"later"}`+"\n", `{"jsonrpc":"2.0","id":2,"method":"other"}`+"\n")
+	assert.Equal(t, "2", string(p.next().ID), "the next request is dispatched once the deferring handler returned")
+	r := <-responders
+	wrote := make(chan error, 1)
+	go func() { // the peer reads one line at a time
+		if err := conn.Notify(context.Background(), "update", map[string]int{"n": 1}); err != nil {
+			wrote <- err
+			return
+		}
+		wrote <- r.Respond(map[string]string{"stopReason": "end_turn"}, nil)
+	}()
 	note := p.next()
 	assert.Equal(t, KindNotification, note.Kind)
-	assert.Equal(t, "ready", note.Method)
-	assert.Equal(t, "2", string(p.next().ID), "with OrderRequests the next request waits for after")
+	resp := p.next()
+	assert.Equal(t, "1", string(resp.ID))
+	assert.JSONEq(t, `{"stopReason":"end_turn"}`, string(resp.Result))
+	require.NoError(t, <-wrote)
+	assert.Error(t, r.Respond("again", nil), "only the first Respond answers")
 
-	p.send(`{"jsonrpc":"2.0","id":3,"method":"unencodable"}` + "\n")
+	p.send(`{"jsonrpc":"2.0","id":3,"method":"laterErr"}` + "\n")
+	r = <-responders
+	go func() { wrote <- r.Respond(nil, NewError(InvalidParams, "bad")) }()
 	resp = p.next()
-	require.NotNil(t, resp.Error, "after does not run when the result is an error")
-	p.send(`{"jsonrpc":"2.0","id":4,"method":"other"}` + "\n")
-	assert.Equal(t, "4", string(p.next().ID))
+	require.NoError(t, <-wrote)
+	require.NotNil(t, resp.Error)
+	assert.Equal(t, InvalidParams, resp.Error.Code)
+}
+
+// A $/cancel_request reaches a deferred request's ctx until it is answered;
+// once answered, its id is forgotten.
+func TestDeferredResponseCancel(t *testing.T) {
+	ctxs := make(chan context.Context, 1)
+	responders := make(chan *Responder, 1)
+	h := func(ctx context.Context, req *Request) (any, error) {
+		responders <- Defer(ctx)
+		ctxs <- ctx
+		return nil, nil
+	}
+	p := newRaw(t, Options{Handler: h, OrderRequests: true})
+	p.send(`{"jsonrpc":"2.0","id":"p1","method":"prompt"}` + "\n")
+	r, ctx := <-responders, <-ctxs
+	require.NoError(t, ctx.Err(), "the handler returned, the request is still in flight")
+	p.send(`{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":"p1"}}` + "\n")
+	select {
+	case <-ctx.Done():
+	case <-time.After(waitTimeout):
+		t.Fatal("$/cancel_request did not cancel the deferred request")
+	}
+	wrote := make(chan error, 1)
+	go func() { wrote <- r.Respond(nil, ctx.Err()) }()
+	resp := p.next()
+	require.NoError(t, <-wrote)
+	require.NotNil(t, resp.Error)
+	assert.Equal(t, RequestCancelled, resp.Error.Code)
+	assert.Nil(t, Defer(context.Background()), "no Responder outside a handler")
+}
+
+// Respond after shutdown reports ErrClosed.
+func TestDeferredResponseAfterClose(t *testing.T) {
+	responders := make(chan *Responder, 1)
+	h := func(ctx context.Context, req *Request) (any, error) {
+		responders <- Defer(ctx)
+		return nil, nil
+	}
+	p := newRaw(t, Options{Handler: h})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"prompt"}` + "\n")
+	r := <-responders
+	_ = p.conn.Close()
+	assert.ErrorIs(t, r.Respond("late", nil), ErrClosed)
 }
 
 // While the dispatcher is held, the reader queues a bounded amount and then

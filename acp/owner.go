@@ -1,0 +1,663 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// subscriptionBuffer is the buffer of an ACP session's subscription to its
+// session. The owner goroutine only turns events into queued wire items (it
+// never waits for the client), so the buffer only absorbs bursts; a
+// subscription that overflows all the same is continued from the store
+// (agentSession.resync), losing nothing.
+var subscriptionBuffer = 1 << 14
+
+// agentSession is one ACP session of a connection (SEMANTICS §7.9).
+//
+// One goroutine, run, owns all of its state: the subscription to the
+// session, the prompts waiting for their responses, the compaction entities
+// the client holds, and the queue of what the connection is to send for the
+// session, in order. Handlers never touch that state: they send run a
+// function (ops) and, for requests answered later, the request's
+// jsonrpc.Responder. A second goroutine, write, is the only one that writes
+// for the session: it takes the queue's items one at a time, in order, and
+// writes them (updates, notifications and responses alike). Wire order is
+// therefore the order in which run queued the items; no timer and no signal
+// decides it.
+//
+// When the client stops reading, write blocks and the queue grows; run goes
+// on reading the session's events, so the session is never held up, and
+// consecutive text chunks of one message (and summary chunks of one
+// compaction) are merged in the queue, so a lagging client loses nothing
+// and what it is sent stays bounded by what happened.
+type agentSession struct {
+	srv  *server
+	sess *session.Session
+	id   string
+	log  *zap.Logger
+	ops  chan func()   // run on the owner goroutine
+	out  chan *outItem // to the writer, one item at a time
+	done chan struct{} // closed when both goroutines have exited
+
+	// Owned by run.
+	sub        *session.Subscription
+	queue      []*outItem                // queued, not yet taken by the writer
+	prompts    map[string]*waitingPrompt // by command ID
+	extension  map[string]bool           // compactions requested with _sessionkit/compact
+	open       map[string]int64          // compaction entities in progress on the client, by ID: their position
+	lastPos    int64                     // the newest timeline position forwarded
+	draft      string                    // the assistant message being streamed
+	sent       int                       // bytes of its text queued so far
+	afterText  bool                      // the last queued update is agent text
+	used       uint64                    // the last context figure reported
+	closing    *jsonrpc.Responder        // a session/close waiting for the session to end
+	queuedText int                       // bytes of text in queue
+}
+
+// waitingPrompt is a session/prompt (or a /compact prompt) waiting for its
+// command to finish.
+type waitingPrompt struct {
+	resp      *jsonrpc.Responder
+	compact   bool // a /compact prompt: answered when the compaction finishes
+	cancelled bool // a $/cancel_request arrived: answered with RequestCancelled
+	cancel    func()
+	stop      func() bool // stops the context.AfterFunc watching the request
+	answer    func() (any, error)
+}
+
+// outItem is one message the writer sends for the session: a session/update
+// (update, or text for a merged chunk), another notification, or a response.
+type outItem struct {
+	update SessionUpdate
+	// A merged text chunk: chunk builds the update from the text.
+	text  strings.Builder
+	chunk func(text string) SessionUpdate
+	key   string // what may be merged into it: "m:"+messageID or "c:"+compactionID
+
+	method string // another notification
+	params any
+
+	resp   *jsonrpc.Responder // a response
+	result any
+	err    error
+}
+
+func newAgentSession(srv *server, sess *session.Session) *agentSession {
+	return &agentSession{
+		srv:       srv,
+		sess:      sess,
+		id:        sess.ID(),
+		log:       srv.log.With(zap.String("session", sess.ID())),
+		ops:       make(chan func()),
+		out:       make(chan *outItem),
+		done:      make(chan struct{}),
+		prompts:   map[string]*waitingPrompt{},
+		extension: map[string]bool{},
+		open:      map[string]int64{},
+		lastPos:   -1,
+	}
+}
+
+// start starts the owner and the writer. With replay, the session's whole
+// timeline is queued first (session/load); first runs on the owner before
+// any event (it queues the response that opens the session).
+func (a *agentSession) start(replay bool, first func()) error {
+	var err error
+	if replay {
+		err = a.resubscribe(0, true)
+	} else {
+		a.sub, err = a.sess.Subscribe(context.Background(), session.SubscribeOptions{Buffer: subscriptionBuffer})
+	}
+	if err != nil {
+		return err
+	}
+	if first != nil {
+		first()
+	}
+	wdone := make(chan struct{})
+	go a.write(wdone)
+	go a.run(wdone)
+	return nil
+}
+
+// admit runs f, a request's admission, on the owner goroutine, which
+// answers the request through resp (now or later). When f cannot run, the
+// request is answered here: cancelled when ctx ended first, otherwise with
+// the error that the session is closing.
+func (a *agentSession) admit(ctx context.Context, resp *jsonrpc.Responder, f func()) (any, error) {
+	if a.do(ctx, f) {
+		return nil, nil
+	}
+	err := ctx.Err()
+	if err == nil {
+		err = jsonrpc.NewError(jsonrpc.InternalError, "session %q is closing", a.id)
+	}
+	return nil, resp.Respond(nil, err)
+}
+
+// do runs f on the owner goroutine and waits for it; it reports false, and
+// f does not run, when the owner has exited or ctx ends first.
+func (a *agentSession) do(ctx context.Context, f func()) bool {
+	ran := make(chan struct{})
+	select {
+	case a.ops <- func() { f(); close(ran) }:
+	case <-a.done:
+		return false
+	case <-ctx.Done():
+		return false
+	}
+	<-ran
+	return true
+}
+
+// post runs f on the owner goroutine without waiting.
+func (a *agentSession) post(f func()) {
+	select {
+	case a.ops <- f:
+	case <-a.done:
+	}
+}
+
+func (a *agentSession) run(wdone chan struct{}) {
+	defer func() {
+		<-wdone
+		close(a.done)
+	}()
+	defer close(a.out)
+	// A session that closed by itself (it lost its lease on a shared store)
+	// is no longer served here: session/load opens it anew.
+	defer a.srv.forget(a)
+	for {
+		var (
+			out    chan *outItem
+			head   *outItem
+			events <-chan session.Event
+		)
+		if len(a.queue) > 0 {
+			out, head = a.out, a.queue[0]
+		}
+		if a.sub != nil {
+			events = a.sub.Events()
+		} else if out == nil {
+			return // the session ended and everything was handed to the writer
+		}
+		select {
+		case out <- head:
+			a.queuedText -= head.text.Len() // the writer only reads it
+			a.queue[0] = nil
+			a.queue = a.queue[1:]
+		case ev, ok := <-events:
+			if ok {
+				a.forward(ev, false)
+			} else {
+				a.ended()
+			}
+		case f := <-a.ops:
+			f()
+		}
+	}
+}
+
+// write is the only goroutine that writes for this session.
+func (a *agentSession) write(done chan struct{}) {
+	defer close(done)
+	ctx := context.Background()
+	for it := range a.out {
+		var err error
+		switch {
+		case it.resp != nil:
+			err = it.resp.Respond(it.result, it.err)
+		case it.method != "":
+			err = a.srv.conn.Notify(ctx, it.method, it.params)
+		default:
+			u := it.update
+			if it.chunk != nil {
+				u = it.chunk(it.text.String())
+			}
+			err = a.srv.conn.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: a.id, Update: u})
+		}
+		if err != nil && !errors.Is(err, jsonrpc.ErrClosed) {
+			a.log.Warn("cannot write to the client", zap.Error(err))
+		}
+	}
+}
+
+// ended handles the end of the subscription: the session closed, or it fell
+// behind after all.
+func (a *agentSession) ended() {
+	err := a.sub.Err()
+	a.sub = nil
+	var slow *session.SlowSubscriberError
+	if errors.As(err, &slow) {
+		from := a.lastPos + 1
+		for _, p := range a.open {
+			from = min(from, p)
+		}
+		a.log.Warn("fell behind the session; continuing from the store", zap.Int64("position", from))
+		if err := a.resubscribe(from, false); err == nil {
+			return
+		} else if !errors.Is(err, session.ErrClosed) {
+			a.log.Error("cannot continue the session's updates", zap.Error(err))
+		}
+	}
+	// The session is closed. Every command it had ended, and that was
+	// published before the end, so no prompt is left waiting; answer any
+	// that is, rather than leave it.
+	for id, p := range a.prompts {
+		a.respondPrompt(id, p)
+	}
+	if a.closing != nil {
+		a.respond(a.closing, CloseSessionResponse{}, nil)
+		a.closing = nil
+	}
+}
+
+// resubscribe replaces the subscription with a Replay from position from and
+// queues the replayed timeline. full (session/load) reports the whole
+// timeline as a client that starts from nothing needs it; otherwise the
+// replay continues what this client already has (after falling behind):
+// only entries it has not been sent, and the end of its open entities.
+func (a *agentSession) resubscribe(from int64, full bool) error {
+	if a.sub != nil {
+		a.sub.Close()
+		a.sub = nil
+	}
+	rep, err := a.sess.Replay(context.Background(), session.ReplayOptions{From: from, Buffer: subscriptionBuffer})
+	if err != nil {
+		return err
+	}
+	a.sub = rep.Sub
+	if full {
+		a.open = map[string]int64{}
+		a.lastPos, a.draft, a.sent, a.afterText = -1, "", 0, false
+	}
+	for _, ev := range rep.Events {
+		a.forward(ev, true)
+	}
+	// Prompts whose command finished before the cut: their end is in
+	// neither the replay nor the new subscription.
+	for id, p := range a.prompts {
+		if !slices.Contains(rep.Pending, id) {
+			a.respondPrompt(id, p)
+		}
+	}
+	return nil
+}
+
+// enqueue queues one update.
+func (a *agentSession) enqueue(u SessionUpdate) {
+	switch v := u.(type) {
+	case *CompactionUpdate:
+		if err := v.Validate(); err != nil {
+			a.log.Error("not sending an invalid update", zap.Error(err))
+			return
+		}
+	case *CompactionSummaryChunk:
+		if err := v.Validate(); err != nil {
+			a.log.Error("not sending an invalid update", zap.Error(err))
+			return
+		}
+	}
+	_, a.afterText = u.(*AgentMessageChunk)
+	a.queue = append(a.queue, &outItem{update: u})
+}
+
+// Bounds of the text waiting for a client that does not read (§7.9). Below
+// mergeAfter every delta is its own chunk; beyond it a delta is merged into
+// the last queued chunk of the same message or compaction; beyond dropAfter
+// deltas are not queued at all: the committed message then sends the text
+// the client has not had, and a completed compaction carries its whole
+// summary anyway.
+const (
+	mergeAfter = 64 << 10
+	dropAfter  = 4 << 20
+)
+
+// enqueueText queues a text chunk and reports whether it did. A delta
+// (droppable) is merged or left out as the bounds above say; other text
+// always goes out.
+func (a *agentSession) enqueueText(key, text string, droppable bool, chunk func(string) SessionUpdate) bool {
+	if text == "" {
+		return true
+	}
+	if droppable && a.queuedText >= dropAfter {
+		return false
+	}
+	a.queuedText += len(text)
+	if n := len(a.queue); n > 0 && a.queuedText > mergeAfter && a.queue[n-1].chunk != nil && a.queue[n-1].key == key {
+		a.queue[n-1].text.WriteString(text)
+		return true
+	}
+	it := &outItem{chunk: chunk, key: key}
+	it.text.WriteString(text)
+	a.queue = append(a.queue, it)
+	a.afterText = strings.HasPrefix(key, "m:")
+	return true
+}
+
+// notify queues a notification other than session/update.
+func (a *agentSession) notify(method string, params any) {
+	a.queue = append(a.queue, &outItem{method: method, params: params})
+}
+
+// respond queues a response.
+func (a *agentSession) respond(r *jsonrpc.Responder, result any, err error) {
+	a.queue = append(a.queue, &outItem{resp: r, result: result, err: err})
+}
+
+// agentText queues agent text that is no part of a model message.
+func (a *agentSession) agentText(s string) {
+	a.enqueueText("m:", s, false, func(t string) SessionUpdate { return &AgentMessageChunk{Content: TextBlock(t)} })
+}
+
+// note queues agent text about the session itself (compaction fallbacks),
+// set apart from agent text it follows: a v1 client joins consecutive
+// chunks.
+func (a *agentSession) note(s string) {
+	if a.afterText {
+		s = "\n\n" + s
+	}
+	a.agentText(s)
+}
+
+// nothingText is the answer to a compaction with nothing to compact, live
+// and on replay.
+const nothingText = "Nothing to compact: a compaction needs at least two user or assistant messages in the active history.\n\n"
+
+// advertise queues the slash commands the agent offers (§7.7).
+func (a *agentSession) advertise() {
+	a.enqueue(&AvailableCommandsUpdate{AvailableCommands: []AvailableCommand{{
+		Name:        CompactCommand,
+		Description: "Compact the conversation: summarize the older half of the history to free context",
+		Input:       &AvailableCommandInput{Hint: "optional instructions for the summary"},
+	}}})
+}
+
+// forward turns one session event into queued updates. replayed events come
+// from Session.Replay: the store's timeline and the state at the cut.
+func (a *agentSession) forward(ev session.Event, replayed bool) {
+	switch p := ev.Payload.(type) {
+	case *session.DeltaEvent:
+		if p.MessageID != a.draft {
+			a.draft, a.sent = p.MessageID, 0
+		}
+		text := p.Text
+		if replayed { // the message's text so far: send what this client lacks
+			text = unsent(text, a.sent)
+		}
+		if a.enqueueText("m:"+p.MessageID, text, true, messageChunk(p.MessageID)) {
+			a.sent += len(text)
+		}
+	case *session.MessageEvent:
+		if replayed && p.Position <= a.lastPos {
+			return
+		}
+		a.lastPos = max(a.lastPos, p.Position)
+		a.message(p.Message, replayed)
+	case *session.UsageEvent:
+		if p.ContextTokens > 0 {
+			a.used = uint64(p.ContextTokens)
+			a.enqueue(&UsageUpdate{Used: a.used, Size: a.srv.contextWindow()})
+		}
+	case *session.CompactionEvent:
+		a.compaction(p, replayed)
+	case *session.TurnEvent:
+		if p.Phase == session.TurnFinished {
+			if w := a.prompts[p.TurnID]; w != nil && !w.compact {
+				a.respondPrompt(p.TurnID, w)
+			}
+		}
+	}
+}
+
+// unsent returns the part of text after the first sent bytes.
+func unsent(text string, sent int) string {
+	if sent >= len(text) {
+		return ""
+	}
+	return text[sent:]
+}
+
+func messageChunk(id string) func(string) SessionUpdate {
+	return func(t string) SessionUpdate { return &AgentMessageChunk{Content: TextBlock(t), MessageID: id} }
+}
+
+// message forwards a committed message. Live, user messages are the
+// client's own prompts and assistant text went out as deltas already.
+func (a *agentSession) message(m history.Message, replayed bool) {
+	switch m.Role {
+	case history.RoleUser:
+		if replayed {
+			a.enqueue(&UserMessageChunk{Content: TextBlock(m.Text), MessageID: m.ID})
+		}
+	case history.RoleAssistant:
+		sent := 0
+		if m.ID == a.draft {
+			sent = a.sent
+		}
+		a.draft, a.sent = "", 0
+		a.enqueueText("m:"+m.ID, unsent(m.Text, sent), false, messageChunk(m.ID))
+		for _, c := range m.ToolCalls {
+			a.enqueue(&ToolCall{
+				ToolCallID: c.ID,
+				Title:      c.Name,
+				Kind:       "other",
+				Status:     "in_progress",
+				RawInput:   c.Arguments,
+			})
+		}
+	case history.RoleTool:
+		status := ToolCallStatus("completed")
+		if strings.HasPrefix(m.Text, "error:") {
+			status = "failed"
+		}
+		a.enqueue(&ToolCallUpdate{
+			ToolCallID: m.ToolCallID,
+			Status:     Value(status),
+			Content:    Value([]ToolCallContent{{Content: &ToolContent{Content: TextBlock(m.Text)}}}),
+		})
+	}
+}
+
+// compaction forwards a compaction lifecycle event (§7.3, §7.6): with the
+// capability, one entity per compaction that started; without it, agent
+// text.
+func (a *agentSession) compaction(p *session.CompactionEvent, replayed bool) {
+	capable := a.srv.capable()
+	switch p.Phase {
+	case session.PhaseStarted:
+		if _, open := a.open[p.CompactID]; open {
+			return // replayed after falling behind: the client has it
+		}
+		a.open[p.CompactID] = p.Position
+		a.lastPos = max(a.lastPos, p.Position)
+		if capable {
+			a.enqueue(&CompactionUpdate{
+				CompactionID: p.CompactID,
+				Status:       CompactionInProgress,
+				Meta:         Value(map[string]any{MetaKey: map[string]any{"trigger": p.Trigger}}),
+			})
+		} else {
+			a.note("Compacting the conversation…\n\n")
+		}
+	case session.PhaseDelta:
+		if !capable || a.srv.opts.OmitSummaries {
+			return
+		}
+		if replayed {
+			// The summary so far, as one replacement: the client may hold
+			// part of it already.
+			a.enqueue(&CompactionUpdate{CompactionID: p.CompactID, Status: CompactionInProgress, Summary: Value([]ContentBlock{TextBlock(p.Delta)})})
+			return
+		}
+		a.enqueueText("c:"+p.CompactID, p.Delta, true, func(t string) SessionUpdate {
+			return &CompactionSummaryChunk{CompactionID: p.CompactID, Content: TextBlock(t)}
+		})
+	case session.PhaseFinished:
+		a.finished(p, replayed, capable)
+	}
+}
+
+// finished reports the end of a compaction: the one terminal update of its
+// entity (live, or materialized on replay), text when there was nothing to
+// compact, the usage after it, and whatever waits for it.
+func (a *agentSession) finished(p *session.CompactionEvent, replayed, capable bool) {
+	res := p.Result
+	_, open := a.open[p.CompactID]
+	var report bool
+	switch {
+	case open:
+		report = true
+	case replayed:
+		// A compaction of the stored timeline: reported unless this client
+		// was sent it already.
+		report = p.Position > a.lastPos
+	default:
+		// Live, only an entity that was opened has an end to report, and
+		// nothing_to_compact (which opens none) its text.
+		report = res.Reason == session.ReasonNothingToCompact
+	}
+	if p.Position != session.NoPosition {
+		a.lastPos = max(a.lastPos, p.Position)
+	}
+	switch {
+	case !report:
+	case res.Reason == session.ReasonNothingToCompact:
+		a.note(nothingText)
+	default:
+		delete(a.open, p.CompactID)
+		a.terminal(p.CompactID, res, capable)
+		if !replayed {
+			a.usageAfter(res)
+		}
+	}
+	if replayed {
+		return
+	}
+	if a.extension[p.CompactID] {
+		delete(a.extension, p.CompactID)
+		a.notify(MethodCompactFinished, CompactFinishedParams{SessionID: a.id, CompactID: p.CompactID, Result: wireResult(res)})
+	}
+	if w := a.prompts[p.CompactID]; w != nil && w.compact {
+		a.respondPrompt(p.CompactID, w)
+	}
+}
+
+// terminal queues the one terminal update of a compaction entity, or its
+// fallback text.
+func (a *agentSession) terminal(id string, res *session.CompactResult, capable bool) {
+	var summary string
+	if res.Segment != nil {
+		summary = res.Segment.Summary
+	}
+	status := CompactionCompleted
+	switch {
+	case res.Compacted:
+	case res.Cancelled:
+		status = CompactionCancelled
+	default:
+		status = CompactionFailed
+	}
+	if capable {
+		a.enqueue(a.terminalUpdate(id, status, summary, res.Error))
+		return
+	}
+	a.note(fallbackText(status, res.Error, archived(res)))
+}
+
+func archived(res *session.CompactResult) int {
+	if res.Segment == nil {
+		return 0
+	}
+	return len(res.Segment.Messages)
+}
+
+// terminalUpdate builds the terminal compaction_update: completed carries the
+// final summary as an authoritative replacement (unless summaries are
+// omitted); failed carries the error and summary null; cancelled carries
+// summary null (nothing was retained).
+func (a *agentSession) terminalUpdate(id string, status CompactionStatus, summary, errText string) *CompactionUpdate {
+	u := &CompactionUpdate{CompactionID: id, Status: status}
+	switch status {
+	case CompactionCompleted:
+		if !a.srv.opts.OmitSummaries && summary != "" {
+			u.Summary = Value([]ContentBlock{TextBlock(summary)})
+		}
+	case CompactionFailed:
+		u.Summary = Null[[]ContentBlock]()
+		if errText == "" {
+			errText = "compaction failed"
+		}
+		u.Error = Value(errText)
+	default:
+		u.Summary = Null[[]ContentBlock]()
+	}
+	return u
+}
+
+// fallbackText is what a client without the compaction capability sees.
+func fallbackText(status CompactionStatus, errText string, archived int) string {
+	switch status {
+	case CompactionCompleted:
+		if archived > 0 {
+			return fmt.Sprintf("Compacted the conversation: %d earlier messages were summarized.\n\n", archived)
+		}
+		return "Compacted the conversation: earlier messages were summarized.\n\n"
+	case CompactionCancelled:
+		return "Compaction cancelled.\n\n"
+	}
+	return "Compaction failed: " + errText + "\n\n"
+}
+
+// usageAfter queues the usage after a compaction (§7.7). A failed or
+// cancelled one left the context as it was: the last figure again. After a
+// completed one no provider has reported usage yet, so the figure is an
+// estimate (4 characters a token) of the retained summary and Active, and
+// _meta says so; it only informs the user and never triggers anything.
+func (a *agentSession) usageAfter(res *session.CompactResult) {
+	if !res.Compacted {
+		if a.used > 0 {
+			a.enqueue(&UsageUpdate{Used: a.used, Size: a.srv.contextWindow()})
+		}
+		return
+	}
+	ctx := context.Background()
+	active, err := a.sess.Active(ctx)
+	if err != nil {
+		return
+	}
+	summary, err := a.sess.Summary(ctx)
+	if err != nil {
+		return
+	}
+	chars := len(summary)
+	for _, m := range active {
+		chars += len(m.Text)
+		for _, c := range m.ToolCalls {
+			chars += len(c.Arguments) + len(c.Name)
+		}
+	}
+	a.used = uint64((chars + 3) / 4)
+	a.enqueue(&UsageUpdate{Used: a.used, Size: a.srv.contextWindow(), Meta: map[string]any{MetaKey: map[string]any{"estimate": true}}})
+}
+
+// respondPrompt queues the response of a waiting prompt and forgets it.
+func (a *agentSession) respondPrompt(id string, w *waitingPrompt) {
+	delete(a.prompts, id)
+	w.stop()
+	if w.cancelled {
+		a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.RequestCancelled, "request cancelled"))
+		return
+	}
+	result, err := w.answer()
+	a.respond(w.resp, result, err)
+}

@@ -1,0 +1,170 @@
+package session
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// ReplayOptions say where [Session.Replay] starts.
+type ReplayOptions struct {
+	// From is the first timeline position to replay (see
+	// MessageEvent.Position); 0 replays the whole timeline.
+	From int64
+	// Buffer is the live subscription's buffer, as SubscribeOptions.Buffer.
+	Buffer int
+}
+
+// Replay is a session's stored timeline from a position on, and a
+// subscription to everything published after it. Together they miss nothing
+// and repeat nothing: the stored part ends exactly where the live part
+// begins.
+type Replay struct {
+	// Events are the replayed timeline, oldest first: one *MessageEvent per
+	// stored message and one *CompactionEvent in PhaseFinished per finished
+	// compaction (its Result rebuilt from the store's record: the Segment
+	// carries the summary, not the archived messages), each with its
+	// Position; then, for a compaction running at the cut, its PhaseStarted
+	// event and one PhaseDelta holding the summary streamed so far; then, for
+	// an assistant message being streamed at the cut, one *DeltaEvent holding
+	// its text so far (of both, at most the first MiB: the committed message
+	// and the completed compaction's summary hold the whole text). They are read from the store, not from the live
+	// timeline, so their Seq is 0 and their TurnID is "".
+	Events []Event
+	// Next is the position the next stored entry will take: pass it as
+	// ReplayOptions.From to continue after Events.
+	Next int64
+	// Pending are the IDs of the commands accepted and not yet finished at
+	// the cut (queued, the running turn, the running compaction). A command
+	// that finished before the cut is not pending, and its end is not in
+	// Sub.
+	Pending []string
+	// Sub delivers the live events published after the cut, with the
+	// behaviour of [Session.Subscribe].
+	Sub *Subscription
+}
+
+// Replay returns the session's stored timeline from opts.From on and a live
+// subscription that continues exactly after it (SEMANTICS §7.6, §7.9). The
+// cut is made by the session's loop, the store is read in the caller's
+// goroutine, so a long timeline never holds the session up; what happens in
+// the meantime waits in the subscription's buffer.
+//
+// ctx governs the call and, like Subscribe's, ends the subscription when it
+// ends. Errors: ErrInvalid for a negative From or Buffer, ErrClosed, ctx's
+// error, or the store's.
+func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, error) {
+	if opts.From < 0 {
+		return nil, invalid("negative replay position %d", opts.From)
+	}
+	var (
+		rep      = &Replay{}
+		subErr   error
+		running  *CompactionEvent
+		summary  string
+		draftID  string
+		draftTxt string
+	)
+	err := s.read(ctx, func(l *loop) {
+		rep.Sub, subErr = l.feed.Subscribe(ctx, SubscribeOptions{Buffer: opts.Buffer}, s.unsubscribe)
+		if subErr != nil {
+			return
+		}
+		rep.Next = l.nextPos
+		rep.Pending = l.q.IDs()
+		if l.turn != nil {
+			rep.Pending = append(rep.Pending, l.turn.cmd.id)
+		}
+		if c := l.running; c != nil {
+			rep.Pending = append(rep.Pending, c.id)
+			if c.pos != NoPosition { // its start is reported (the record is stored)
+				running = l.compactionEvent(c, PhaseStarted)
+				running.TurnID = ""
+				summary = l.runSummary.String()
+			}
+		}
+		if l.turn != nil && l.draft.id != "" {
+			draftID, draftTxt = l.draft.id, l.draft.text.String()
+		}
+	})
+	if err == nil {
+		err = subErr
+	}
+	if err != nil {
+		return nil, err
+	}
+	tl, err := s.store.Timeline(ctx, s.id)
+	if err != nil {
+		rep.Sub.Close()
+		return nil, err
+	}
+	for _, e := range tl {
+		if e.Position < opts.From || e.Position >= rep.Next {
+			continue
+		}
+		switch {
+		case e.Message != nil:
+			rep.Events = append(rep.Events, Event{Time: e.Message.CreatedAt, Payload: &MessageEvent{Message: *e.Message, Position: e.Position}})
+		case running != nil && e.Compaction.CompactID == running.CompactID:
+			// Reported below from the loop's state, not from the record.
+		default:
+			ev := replayedCompaction(e.Compaction)
+			rep.Events = append(rep.Events, Event{Time: e.Compaction.FinishedAt, Payload: ev})
+		}
+	}
+	if running != nil && running.Position >= opts.From {
+		now := time.Now()
+		rep.Events = append(rep.Events, Event{Time: now, Payload: running})
+		if summary != "" {
+			rep.Events = append(rep.Events, Event{Time: now, Payload: &CompactionEvent{
+				CompactID: running.CompactID, Trigger: running.Trigger, Phase: PhaseDelta, Delta: summary, Position: running.Position,
+			}})
+		}
+	}
+	if draftTxt != "" {
+		rep.Events = append(rep.Events, Event{Time: time.Now(), Payload: &DeltaEvent{MessageID: draftID, Text: draftTxt}})
+	}
+	return rep, nil
+}
+
+// maxDraft bounds the text a session keeps of a message or summary being
+// streamed, for a Replay: the start of it, which the committed message or
+// the completed compaction then completes.
+const maxDraft = 1 << 20
+
+// keepDraft appends text to b while b holds less than maxDraft bytes.
+func keepDraft(b *strings.Builder, text string) {
+	if b.Len() < maxDraft {
+		b.WriteString(text[:min(len(text), maxDraft-b.Len())])
+	}
+}
+
+// replayedCompaction rebuilds the finished event of a stored compaction
+// record. A record still in progress that is not the running compaction
+// (its end could not be stored) is reported as failed, as the next open
+// will record it (SEMANTICS §5.5).
+func replayedCompaction(c *history.CompactionRecord) *CompactionEvent {
+	res := &CompactResult{CompactID: c.CompactID, Trigger: c.Trigger, Error: c.Error}
+	switch c.Status {
+	case history.StatusCompleted:
+		res.Success, res.Compacted, res.Reason = true, true, ReasonCompacted
+		res.Segment = &history.Segment{
+			CompactID: c.CompactID, Trigger: c.Trigger, Summary: c.Summary, Instructions: c.Instructions,
+			CreatedAt: c.FinishedAt, StartedAt: c.StartedAt, Position: c.Position,
+		}
+	case history.StatusNothingToCompact:
+		res.Success, res.Reason = true, ReasonNothingToCompact
+	case history.StatusCancelled:
+		res.Reason, res.Cancelled = ReasonCompactFailed, true
+	case history.StatusFailed:
+		res.Reason = ReasonCompactFailed
+	default:
+		res.Reason = ReasonCompactFailed
+		if res.Error == "" {
+			res.Error = history.InterruptedError
+		}
+	}
+	return &CompactionEvent{CompactID: c.CompactID, Trigger: c.Trigger, Phase: PhaseFinished, Result: res, Position: c.Position}
+}
