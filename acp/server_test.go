@@ -38,8 +38,22 @@ type note struct {
 // serve starts an agent on store and fake and connects a client to it.
 func serve(t *testing.T, fake provider.Provider, store history.Store, opts acp.ServerOptions) *client {
 	t.Helper()
+	return serveReader(t, fake, store, opts, nil)
+}
+
+// serveReader is serve with the client reading the agent's output through
+// wrap (nil: directly).
+func serveReader(t *testing.T, fake provider.Provider, store history.Store, opts acp.ServerOptions, wrap func(io.Reader) io.Reader) *client {
+	t.Helper()
 	agentIn, clientOut := io.Pipe()
-	clientIn, agentOut := io.Pipe()
+	pipeIn, agentOut := io.Pipe()
+	var clientIn io.Reader = pipeIn
+	if wrap != nil {
+		clientIn = struct {
+			io.Reader
+			io.Closer
+		}{wrap(pipeIn), pipeIn}
+	}
 	opts.Session.Provider = fake
 	opts.Session.Store = store
 	opts.Logger = zaptest.NewLogger(t)
