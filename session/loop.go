@@ -110,7 +110,8 @@ type loop struct {
 	// Automatic compaction state (SEMANTICS §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale
 	autoQueued    bool // an automatic compaction is queued or running
-	autoBlocked   bool // the last automatic compaction failed or had nothing to do; cleared by new messages
+	autoBlocked   bool // an automatic compaction of this turn failed or had nothing to do; cleared when a turn starts
+	autoFailures  int  // consecutive failed automatic compactions; suspended at maxAutoFailures
 
 	jobs    chan func()
 	results chan func(*loop)
@@ -291,7 +292,6 @@ func (l *loop) shareActive(n int) []history.Message {
 func (l *loop) appended(v uint64, msgs ...history.Message) {
 	l.version = v
 	l.active = append(l.active, msgs...)
-	l.autoBlocked = false
 	for i := range msgs {
 		if l.turn != nil && l.turn.phase != phaseEnded {
 			l.turn.messages = append(l.turn.messages, msgs[i])
@@ -367,6 +367,9 @@ func (l *loop) startConfigure(c *command) {
 			}
 			l.version = nv
 			l.set = next
+			if r := c.configure; r.AutoCompactTokens != nil || r.ContextWindow != nil || r.AutoCompactRatio != nil {
+				l.resumeAuto("the threshold was configured")
+			}
 			c.finishConf(ConfigureResult{})
 		})
 	})
