@@ -178,6 +178,8 @@ type Entry struct {
 type NewSession struct {
 	ID     string
 	Config json.RawMessage // opaque to the store; nil means none
+	// Title and Cwd are metadata for listing ([Lister]); "" means none.
+	Title, Cwd string
 }
 
 // Snapshot is what opening a session reads: its Active messages, retained
@@ -188,7 +190,10 @@ type Snapshot struct {
 	Version uint64 // pass to the next write
 	Config  json.RawMessage
 	Summary string
-	Active  []Message
+	// Title is the session's title as [Lister] lists it (its own, or a
+	// default from its first message); Cwd its working directory.
+	Title, Cwd string
+	Active     []Message
 	// Archived is the number of messages archived in Segments.
 	Archived int64
 	// Interrupted lists compactions that were in progress in the store; they
