@@ -34,7 +34,7 @@ const (
 	// reserves $3 timeline positions and $4 message numbers for the write.
 	// It returns the counters as they were before the reservation.
 	swapSQL = `
-		UPDATE sessions SET version = version + 1, next_pos = next_pos + $3, message_count = message_count + $4, updated_at = $5
+		UPDATE sessions SET version = version + 1, next_pos = next_pos + $3, message_count = message_count + $4, updated_at = `+nowNanos+`
 		WHERE id = $1 AND version = $2
 		RETURNING active_from, archived, message_count - $4, next_pos - $3`
 	// checkToken reads the session's lease for a fenced write. FOR SHARE
@@ -43,6 +43,9 @@ const (
 	checkToken = `SELECT token, expires_at > now() FROM leases WHERE session_id = $1 FOR SHARE`
 	// checkLive finds a live lease of anyone for an unfenced write.
 	checkLive = `SELECT holder, expires_at FROM leases WHERE session_id = $1 AND expires_at > now()`
+	// nowNanos is the database's clock in Unix nanoseconds (microsecond
+	// precision), the time of a session's creation and writes.
+	nowNanos = `(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint`
 )
 
 // state is the sessions row as a write transaction sees it after its version
@@ -126,7 +129,7 @@ func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint
 	if l != nil {
 		b.Queue(checkToken, key)
 	}
-	b.Queue(swapSQL, key, v, r.pos, r.msgs, time.Now().UnixNano())
+	b.Queue(swapSQL, key, v, r.pos, r.msgs)
 	if l == nil {
 		b.Queue(checkLive, key)
 	}
@@ -237,9 +240,9 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	if l != nil {
 		b.Queue(checkToken, key)
 	}
-	now := time.Now().UnixNano()
-	b.Queue(`INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at) VALUES ($1, 1, $2, $3, $4, $5, $5) ON CONFLICT (id) DO NOTHING`,
-		key, nullable(n.Config), bin(n.Title), bin(n.Cwd), now)
+	b.Queue(`INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at)
+		VALUES ($1, 1, $2, $3, $4, `+nowNanos+`, `+nowNanos+`) ON CONFLICT (id) DO NOTHING`,
+		key, nullable(n.Config), bin(n.Title), bin(n.Cwd))
 	if l == nil {
 		b.Queue(checkLive, key)
 	}
