@@ -92,6 +92,8 @@ type loop struct {
 	maxTool int
 
 	set      settings
+	title    string // the session's title; "" until it has one
+	cwd      string
 	version  uint64
 	active   []history.Message
 	summary  string
@@ -291,6 +293,11 @@ func (l *loop) shareActive(n int) []history.Message {
 // appended applies messages that the worker committed at version v.
 func (l *loop) appended(v uint64, msgs ...history.Message) {
 	l.version = v
+	if l.title == "" && len(l.active) == 0 && l.archived == 0 {
+		// The store titles an untitled session after its first message.
+		l.title = history.DefaultTitle(msgs[0].Text)
+		l.publishSettings()
+	}
 	l.active = append(l.active, msgs...)
 	for i := range msgs {
 		if l.turn != nil && l.turn.phase != phaseEnded {
@@ -345,7 +352,7 @@ func (l *loop) startSteer(c *command) {
 }
 
 func (l *loop) startConfigure(c *command) {
-	next := c.configure.apply(l.set)
+	next := c.configure.configured(c.configure.apply(l.set))
 	if err := next.validate(); err != nil {
 		c.finishConf(ConfigureResult{Err: err})
 		return
@@ -367,6 +374,7 @@ func (l *loop) startConfigure(c *command) {
 			}
 			l.version = nv
 			l.set = next
+			l.publishSettings()
 			if r := c.configure; r.AutoCompactTokens != nil || r.ContextWindow != nil || r.AutoCompactRatio != nil {
 				l.resumeAuto("the threshold was configured")
 			}
