@@ -34,7 +34,7 @@ const (
 	// reserves $3 timeline positions and $4 message numbers for the write.
 	// It returns the counters as they were before the reservation.
 	swapSQL = `
-		UPDATE sessions SET version = version + 1, next_pos = next_pos + $3, message_count = message_count + $4, updated_at = `+nowNanos+`
+		UPDATE sessions SET version = version + 1, next_pos = next_pos + $3, message_count = message_count + $4, updated_at = ` + nowNanos + `
 		WHERE id = $1 AND version = $2
 		RETURNING active_from, archived, message_count - $4, next_pos - $3`
 	// checkToken reads the session's lease for a fenced write. FOR SHARE
