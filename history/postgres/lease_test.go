@@ -475,10 +475,10 @@ func TestCloseReleasesLeases(t *testing.T) {
 	leaseError(t, err, "s", "a") // another lease of the same process
 	lc := acquire(t, a, "u")
 	require.NoError(t, lc.Release(ctx))
-	assert.True(t, closed(lc.done, 0), "Release stopped the renewals")
+	assert.True(t, closed(lc.Stopped(), 0), "Release stopped the renewals")
 	require.NoError(t, a.Close())
 	for _, l := range []*lease{la, lb} {
-		assert.True(t, closed(l.done, 0), "Close stopped the renewals")
+		assert.True(t, closed(l.Stopped(), 0), "Close stopped the renewals")
 		assert.False(t, closed(l.Lost(), 0))
 	}
 	require.NoError(t, la.Release(ctx))

@@ -5,10 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/leasing"
 )
 
 // Acquire implements [history.Leaser] with the rules of history/postgres:
@@ -53,19 +53,17 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	if err := tx.Commit(); err != nil {
 		return nil, s.fail(ctx, op, err)
 	}
-	l := &lease{s: s.db, id: id, token: uint64(token), lost: make(chan struct{}), done: make(chan struct{})}
-	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l := &lease{State: leasing.New("sqlite", id, uint64(token)), s: s.db}
 	s.mu.Lock()
 	if s.closed.Load() {
 		s.mu.Unlock()
-		l.cancel()
-		close(l.done)
-		_ = l.releaseRow(context.Background())
+		l.Stop()
+		_ = l.release(context.Background())
 		return nil, history.ErrClosed
 	}
 	s.leases[l] = struct{}{}
 	s.mu.Unlock()
-	go l.renew(start.Add(s.ttl))
+	go l.Renew(s.ttl, start.Add(s.ttl), l.renewOnce)
 	return l, nil
 }
 
@@ -95,26 +93,15 @@ func (s *Store) checkLease(ctx context.Context, tx *sql.Tx, op, id string) error
 		}
 		return s.leased(ctx, tx, op, id)
 	}
-	l := s.l
 	var (
 		token int64
 		live  bool
 	)
 	err := tx.QueryRowContext(ctx, `SELECT token, expires_at > ? FROM leases WHERE session_id = ?`, now, id).Scan(&token, &live)
-	switch {
-	case errors.Is(err, sql.ErrNoRows): // lease rows are never deleted
-		l.lose()
-		return fmt.Errorf("sqlite: %s: %w: session %q has no lease row", op, history.ErrFenced, id)
-	case err != nil:
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return s.fail(ctx, op, err)
-	case uint64(token) != l.token:
-		l.lose()
-		return fmt.Errorf("sqlite: %s: %w: session %q is now under lease %d, not %d", op, history.ErrFenced, id, token, l.token)
-	case !live:
-		l.lose()
-		return fmt.Errorf("sqlite: %s: %w: lease %d of session %q expired", op, history.ErrFenced, l.token, id)
 	}
-	return nil
+	return s.l.Check(op, err == nil, uint64(token), live)
 }
 
 // releaseAll releases the store's live leases (Close).
@@ -128,35 +115,17 @@ func (s *Store) releaseAll() {
 	}
 }
 
-// lease is a [history.Lease] of a [Store].
+// lease is a [history.Lease] of a [Store]. Its State provides Session,
+// Token and Lost.
 type lease struct {
-	s     *db
-	id    string
-	token uint64
-
-	ctx    context.Context // of the renewals; cancelled to stop them
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the renewal goroutine has returned
-
-	mu       sync.Mutex
-	released bool
-	isLost   bool
-	lost     chan struct{}
+	*leasing.State
+	s *db
 }
 
 var _ history.Lease = (*lease)(nil)
 
-// Session implements [history.Lease].
-func (l *lease) Session() string { return l.id }
-
-// Token implements [history.Lease].
-func (l *lease) Token() uint64 { return l.token }
-
 // Store implements [history.Lease]: the store whose writes check this lease.
 func (l *lease) Store() history.Store { return &Store{db: l.s, l: l} }
-
-// Lost implements [history.Lease].
-func (l *lease) Lost() <-chan struct{} { return l.lost }
 
 // Release implements [history.Lease]. It stops the renewals and, if the
 // lease is still the session's current one, marks it released in the file
@@ -171,109 +140,50 @@ func (l *lease) Release(ctx context.Context) error {
 
 // release is Release without the store's bookkeeping.
 func (l *lease) release(ctx context.Context) error {
-	l.mu.Lock()
-	first := !l.released && !l.isLost
-	l.released = true
-	l.mu.Unlock()
-	l.cancel()
-	<-l.done
-	if !first {
+	if !l.End() {
 		return nil
 	}
-	if err := l.releaseRow(ctx); err != nil {
+	_, err := l.s.w.ExecContext(ctx, `
+		UPDATE leases SET holder = '', expires_at = min(expires_at, ?)
+		WHERE session_id = ? AND token = ?`, time.Now().UnixNano(), l.Session(), int64(l.Token()))
+	if err != nil {
 		return fmt.Errorf("sqlite: release: %w", err)
 	}
 	return nil
 }
 
-// releaseRow marks the lease row released if its token is still this
-// lease's.
-func (l *lease) releaseRow(ctx context.Context) error {
-	_, err := l.s.w.ExecContext(ctx, `
-		UPDATE leases SET holder = '', expires_at = min(expires_at, ?)
-		WHERE session_id = ? AND token = ?`, time.Now().UnixNano(), l.id, int64(l.token))
-	return err
-}
-
-// lose declares the lease lost: Lost is closed, renewals stop.
-func (l *lease) lose() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.isLost {
-		return
-	}
-	l.isLost = true
-	close(l.lost)
-	l.cancel()
-}
-
 // mine fails with history.ErrInvalid for a write of a lease's store to
 // another session. A nil lease (the store itself) writes anywhere.
 func (l *lease) mine(id string) error {
-	if l != nil && id != l.id {
-		return fmt.Errorf("%w: the lease of session %q does not cover session %q", history.ErrInvalid, l.id, id)
+	if l == nil {
+		return nil
 	}
-	return nil
+	return l.Mine(id)
 }
 
 // usable fails with history.ErrFenced if the lease is known to be lost or
-// was released, without reading the file.
+// was released. A nil lease (the store itself) is always usable.
 func (l *lease) usable(op string) error {
 	if l == nil {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.isLost:
-		return fmt.Errorf("sqlite: %s: %w: lease %d of session %q", op, history.ErrFenced, l.token, l.id)
-	case l.released:
-		return fmt.Errorf("sqlite: %s: %w: lease %d of session %q was released", op, history.ErrFenced, l.token, l.id)
-	}
-	return nil
+	return l.Usable(op)
 }
 
-// renew keeps the lease alive: every third of the TTL it extends the
-// expiry to now plus the TTL, provided the token is still the lease's and
-// the lease has not expired. A renewal that finds the lease taken over or
-// expired, or that cannot succeed before deadline (when the lease expires),
-// declares the lease lost.
-func (l *lease) renew(deadline time.Time) {
-	defer close(l.done)
-	ttl := l.s.ttl
-	timer := time.NewTimer(ttl / 3)
-	defer timer.Stop()
-	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-timer.C:
-		}
-		start := time.Now()
-		if !start.Before(deadline) {
-			l.lose()
-			return
-		}
-		ctx, cancel := context.WithDeadline(l.ctx, deadline)
-		res, err := l.s.w.ExecContext(ctx, `
-			UPDATE leases SET expires_at = ? WHERE session_id = ? AND token = ? AND expires_at > ?`,
-			start.Add(ttl).UnixNano(), l.id, int64(l.token), start.UnixNano())
-		cancel()
-		var n int64
-		if err == nil {
-			n, err = res.RowsAffected()
-		}
-		switch {
-		case l.ctx.Err() != nil: // released or lost meanwhile
-			return
-		case err == nil && n == 1:
-			deadline = start.Add(ttl)
-			timer.Reset(ttl / 3)
-		case err == nil:
-			l.lose()
-			return
-		default: // the file was busy: try again until the deadline
-			timer.Reset(min(max(ttl/20, time.Millisecond), max(time.Until(deadline), 0)))
-		}
+// stopRenewals makes the holder stop renewing, as a stalled process
+// would (a test hook).
+func (l *lease) stopRenewals() { l.StopRenewals() }
+
+// renewOnce runs one renewal statement (see leasing.State.Renew). It
+// reports whether the lease was extended, to now plus the TTL.
+func (l *lease) renewOnce(ctx context.Context) (bool, error) {
+	now := time.Now()
+	res, err := l.s.w.ExecContext(ctx, `
+		UPDATE leases SET expires_at = ? WHERE session_id = ? AND token = ? AND expires_at > ?`,
+		now.Add(l.s.ttl).UnixNano(), l.Session(), int64(l.Token()), now.UnixNano())
+	if err != nil {
+		return false, err
 	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
