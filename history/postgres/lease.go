@@ -28,8 +28,8 @@ import (
 // the lease sees them.
 func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	const op = "acquire"
-	if id == "" {
-		return nil, fmt.Errorf("%w: lease of a session without ID", history.ErrInvalid)
+	if err := leasing.CheckSession(id); err != nil {
+		return nil, err
 	}
 	if err := s.admit(ctx); err != nil {
 		return nil, err

@@ -11,21 +11,18 @@ import (
 	"github.com/sessionkit/sessionkit/history/internal/leasing"
 )
 
-// Acquire implements [history.Leaser] with the rules of history/postgres:
-// it takes the lease of session id, which need not exist yet, for the
-// store's TTL ([WithLeaseTTL]), and renews it in the background until it is
-// released or lost. While another lease of the session is live, whoever
-// holds it (another process, another Store on the same file, or this one),
-// Acquire fails at once with a *[history.LeaseError] naming its holder.
-//
-// A session's lease row is never deleted: taking a released or expired lease
-// over increments its fencing token, so tokens of a session only grow.
-// Expiry is judged by the clock of the machine (every process that opens
-// the file runs on it).
+// Acquire implements [history.Leaser] with the rules of the PostgreSQL
+// store: one lease row per session, never deleted, whose fencing token
+// grows at every takeover; a live lease of anyone (another process, another
+// Store of the file, this one) makes Acquire fail at once with a
+// *[history.LeaseError] that names its holder; the lease lives for the TTL
+// ([WithLeaseTTL]) and renews itself until released or lost. Expiry is
+// judged by the clock of the machine, which every process that opens the
+// file shares.
 func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	const op = "acquire"
-	if id == "" {
-		return nil, fmt.Errorf("%w: lease of a session without ID", history.ErrInvalid)
+	if err := leasing.CheckSession(id); err != nil {
+		return nil, err
 	}
 	if err := s.admit(ctx); err != nil {
 		return nil, err

@@ -88,6 +88,14 @@ func (s *State) StopRenewals() {
 	<-s.done
 }
 
+// CheckSession validates the session ID of an Acquire.
+func CheckSession(id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: lease of a session without ID", history.ErrInvalid)
+	}
+	return nil
+}
+
 // Mine fails with history.ErrInvalid for a write of the lease's store to
 // another session. A nil State (the store itself) writes anywhere.
 func (s *State) Mine(id string) error {
