@@ -151,3 +151,37 @@ func TestSettings_Title(t *testing.T) {
 	assert.Equal(t, "Rename the package", u2.Settings().Title)
 	assert.Equal(t, "/src/app", u2.Settings().Cwd)
 }
+
+// TestLease_TwoSQLiteStoresOneSession: two stores on one SQLite file, as two
+// agent processes: the second cannot open a session the first serves (an
+// error that names the holder, history.ErrLeased) and the first keeps
+// working; once the first closes, the second takes the session over.
+func TestLease_TwoSQLiteStoresOneSession(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	a, err := sqlite.Open(path, sqlite.WithHolder("agent-a"))
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := sqlite.Open(path, sqlite.WithHolder("agent-b"))
+	require.NoError(t, err)
+	defer b.Close()
+
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{ID: "shared", Store: a})
+	converse(t, s, fake, 1)
+	for range 3 {
+		_, err = session.New(context.Background(), session.Config{ID: "shared", Provider: fake, Store: b})
+		require.ErrorIs(t, err, history.ErrLeased)
+		var le *history.LeaseError
+		require.ErrorAs(t, err, &le)
+		assert.Equal(t, "agent-a", le.Holder)
+		fake.QueueTurn(providertest.Reply{Text: "still mine"})
+		require.NoError(t, wait(t, mustPrompt(t, s, "go on")).Err, "the holder never fails")
+	}
+	require.NoError(t, s.Close())
+	s2, err := session.Open(context.Background(), session.Config{ID: "shared", Provider: fake, Store: b})
+	require.NoError(t, err)
+	defer s2.Close()
+	active, err := s2.Active(ctxT(t))
+	require.NoError(t, err)
+	assert.Len(t, active, 8)
+}
