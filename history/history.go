@@ -13,10 +13,11 @@
 // # Stores
 //
 // Three stores ship with sessionkit: history/memstore (tests and throwaway
-// sessions), history/sqlite (the embedded default: one SQLite file) and
-// history/postgres (one PostgreSQL database shared by several agent
-// processes; it also implements [Leaser]). All pass the conformance suite in
-// history/historytest.
+// sessions), history/sqlite (the embedded default: one SQLite file, which
+// several processes on one machine may share) and history/postgres (one
+// PostgreSQL database shared by several agent processes). All implement
+// [Lister]; the SQLite and PostgreSQL stores also implement [Leaser]. All
+// pass the conformance suites in history/historytest.
 //
 //	store, err := sqlite.Open("sessions.db")
 //	if err != nil { ... }
