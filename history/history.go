@@ -13,10 +13,11 @@
 // # Stores
 //
 // Three stores ship with sessionkit: history/memstore (tests and throwaway
-// sessions), history/sqlite (the embedded default: one SQLite file) and
-// history/postgres (one PostgreSQL database shared by several agent
-// processes; it also implements [Leaser]). All pass the conformance suite in
-// history/historytest.
+// sessions), history/sqlite (the embedded default: one SQLite file, which
+// several processes on one machine may share) and history/postgres (one
+// PostgreSQL database shared by several agent processes). All implement
+// [Lister]; the SQLite and PostgreSQL stores also implement [Leaser]. All
+// pass the conformance suites in history/historytest.
 //
 //	store, err := sqlite.Open("sessions.db")
 //	if err != nil { ... }
@@ -178,6 +179,8 @@ type Entry struct {
 type NewSession struct {
 	ID     string
 	Config json.RawMessage // opaque to the store; nil means none
+	// Title and Cwd are metadata for listing ([Lister]); "" means none.
+	Title, Cwd string
 }
 
 // Snapshot is what opening a session reads: its Active messages, retained
@@ -188,7 +191,10 @@ type Snapshot struct {
 	Version uint64 // pass to the next write
 	Config  json.RawMessage
 	Summary string
-	Active  []Message
+	// Title is the session's title as [Lister] lists it (its own, or a
+	// default from its first message); Cwd its working directory.
+	Title, Cwd string
+	Active     []Message
 	// Archived is the number of messages archived in Segments.
 	Archived int64
 	// NextPosition is the timeline position the next message or compaction

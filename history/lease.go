@@ -7,15 +7,16 @@ import (
 	"time"
 )
 
-// Leaser is implemented by stores that several processes share (for
-// example history/postgres). A session is served by at most one process at a
+// Leaser is implemented by stores that several processes share
+// (history/postgres, history/sqlite). A session is served by at most one process at a
 // time: the process holds the session's lease, and every write it makes goes
 // through [Lease.Store], whose writes check the lease's fencing token in the
 // same transaction. session.New takes the lease before it reads the session
 // when its store implements Leaser.
 //
-// Lease expiry is judged by the store's clock (the database server's), so
-// the clocks of the processes do not need to agree.
+// Lease expiry is judged by the store's clock (the database server's for
+// PostgreSQL, the machine's for SQLite), so the clocks of the processes do
+// not need to agree.
 type Leaser interface {
 	// Acquire takes the lease of session id, which need not exist yet. While
 	// another holder's lease has not expired it fails at once with a

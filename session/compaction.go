@@ -22,7 +22,7 @@ func (l *loop) usage(u provider.Usage) {
 	l.contextTokens = u.Total()
 	l.publish(&UsageEvent{Purpose: provider.PurposeTurn, Usage: u, ContextTokens: l.contextTokens, TurnID: l.turnID()})
 	thr := l.set.threshold()
-	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked {
+	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked || l.autoFailures >= maxAutoFailures {
 		return
 	}
 	c := &command{id: newID(), kind: kindCompact, trigger: TriggerAuto, pos: NoPosition}
@@ -189,7 +189,19 @@ func (l *loop) finishCompaction(c *command, res CompactResult) {
 	}
 	if c.trigger == TriggerAuto {
 		l.autoQueued = false
+		// §3.3: no second automatic compaction in this turn after one that
+		// did not compact, whatever the turn appends meanwhile.
 		l.autoBlocked = !res.Compacted
+	}
+	switch {
+	case res.Compacted:
+		l.resumeAuto("a compaction succeeded")
+	case c.trigger == TriggerAuto && res.Reason == ReasonCompactFailed && !res.Cancelled:
+		l.autoFailures++
+		if l.autoFailures == maxAutoFailures {
+			l.log.Warn("automatic compaction suspended", zap.Int("failures", l.autoFailures), zap.String("error", res.Error))
+			l.publish(&AutoCompactEvent{Suspended: true, Failures: l.autoFailures, Error: res.Error, TurnID: l.turnID()})
+		}
 	}
 	ev := l.compactionEvent(c, PhaseFinished)
 	ev.Result = &res
@@ -209,6 +221,40 @@ func (l *loop) take1() int64 {
 	l.nextPos++
 	return p
 }
+
+// maxAutoFailures is how many automatic compactions in a row may fail
+// before automatic compaction is suspended (SEMANTICS §3.3).
+const maxAutoFailures = 3
+
+// resumeAuto ends a suspension of automatic compaction, and the count of
+// failures that leads to one: a compaction succeeded, or Configure set the
+// threshold again.
+func (l *loop) resumeAuto(why string) {
+	suspended := l.autoFailures >= maxAutoFailures
+	l.autoFailures = 0
+	if suspended {
+		l.log.Info("automatic compaction resumed", zap.String("why", why))
+		l.publish(&AutoCompactEvent{TurnID: l.turnID()})
+	}
+}
+
+// AutoCompactEvent reports that automatic compaction was suspended or
+// resumed (SEMANTICS §3.3). After 3 automatic compactions in a row have
+// failed, none is queued any more (Suspended, with the count and the last
+// error) until a compaction, manual or automatic, succeeds or Configure sets
+// the threshold again (not Suspended). Manual compactions are never
+// suspended.
+type AutoCompactEvent struct {
+	Suspended bool
+	Failures  int    // consecutive failed automatic compactions; Suspended only
+	Error     string // the last failure's error; Suspended only
+	TurnID    string // the turn it happened in, "" when the session was idle
+}
+
+func (*AutoCompactEvent) payload() {}
+
+// Durable implements Payload.
+func (*AutoCompactEvent) Durable() bool { return true }
 
 func plural(n int, word string) string {
 	if n == 1 {

@@ -19,8 +19,8 @@ type Event struct {
 }
 
 // Payload is one of the event types of this package: *MessageEvent,
-// *DeltaEvent, *ActionEvent, *CompactionEvent, *UsageEvent, *TurnEvent. The
-// set is sealed.
+// *DeltaEvent, *ActionEvent, *CompactionEvent, *UsageEvent, *TurnEvent,
+// *AutoCompactEvent. The set is sealed.
 type Payload interface {
 	// Durable reports whether the event can be replayed with
 	// SubscribeOptions.After; deltas are live only.

@@ -94,6 +94,8 @@ type loop struct {
 	maxTool int
 
 	set      settings
+	title    string // the session's title; "" until it has one
+	cwd      string
 	version  uint64
 	active   []history.Message
 	summary  string
@@ -121,7 +123,8 @@ type loop struct {
 	// Automatic compaction state (SEMANTICS §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale
 	autoQueued    bool // an automatic compaction is queued or running
-	autoBlocked   bool // the last automatic compaction failed or had nothing to do; cleared by new messages
+	autoBlocked   bool // an automatic compaction of this turn failed or had nothing to do; cleared when a turn starts
+	autoFailures  int  // consecutive failed automatic compactions; suspended at maxAutoFailures
 
 	jobs    chan func()
 	results chan func(*loop)
@@ -301,8 +304,12 @@ func (l *loop) shareActive(n int) []history.Message {
 // appended applies messages that the worker committed at version v.
 func (l *loop) appended(v uint64, msgs ...history.Message) {
 	l.version = v
+	if l.title == "" && len(l.active) == 0 && l.archived == 0 {
+		// The store titles an untitled session after its first message.
+		l.title = history.DefaultTitle(msgs[0].Text)
+		l.publishSettings()
+	}
 	l.active = append(l.active, msgs...)
-	l.autoBlocked = false
 	for i := range msgs {
 		if l.turn != nil && l.turn.phase != phaseEnded {
 			l.turn.messages = append(l.turn.messages, msgs[i])
@@ -361,7 +368,7 @@ func (l *loop) startSteer(c *command) {
 }
 
 func (l *loop) startConfigure(c *command) {
-	next := c.configure.apply(l.set)
+	next := c.configure.configured(c.configure.apply(l.set))
 	if err := next.validate(); err != nil {
 		c.finishConf(ConfigureResult{Err: err})
 		return
@@ -383,6 +390,10 @@ func (l *loop) startConfigure(c *command) {
 			}
 			l.version = nv
 			l.set = next
+			l.publishSettings()
+			if r := c.configure; r.AutoCompactTokens != nil || r.ContextWindow != nil || r.AutoCompactRatio != nil {
+				l.resumeAuto("the threshold was configured")
+			}
 			c.finishConf(ConfigureResult{})
 		})
 	})

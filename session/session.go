@@ -43,6 +43,8 @@ type Session struct {
 	once    sync.Once
 	pending atomic.Int64 // queued commands, for the MaxQueue check
 	max     int64
+	// settings is the loop's last published Settings (Session.Settings).
+	settings atomic.Pointer[Settings]
 	// leaseLost is set before the loop closes a session whose lease was lost,
 	// so that admission and the commands it ends say why (closedErr).
 	leaseLost atomic.Bool
@@ -61,18 +63,46 @@ func newID() string {
 	return uuid.Must(uuid.NewV7()).String()
 }
 
-// New opens a session and starts its loop. With an empty cfg.ID it creates a
-// new session with a fresh ID; with the ID of a stored session it resumes
-// it (its Active, retained summary and stored settings, which win over cfg's
-// SystemPrompt, AutoCompactTokens, CompactInstructions, ContextWindow,
-// AutoCompactRatio and MaxSteps; use Configure to change them), recording
-// compactions the previous process left in progress as failed (SEMANTICS
-// §5.5); with any other ID it creates the session under that ID.
+// New opens the session cfg.ID, creating it when the store has no session
+// of that ID (create-or-resume), and starts its loop. With an empty cfg.ID it
+// creates a new session with a fresh ID. A stored session is resumed: its
+// Active, retained summary and settings, recording compactions the previous
+// process left in progress as failed (SEMANTICS §5.5). Use [Open] to open
+// only a session that exists, so that a mistyped ID fails instead of
+// starting an empty conversation.
+//
+// # Settings on reopen
+//
+// A resumed session takes each setting (SystemPrompt, AutoCompactTokens,
+// CompactInstructions, ContextWindow, AutoCompactRatio, MaxSteps) from cfg,
+// except the settings that Configure changed at run time: those keep their
+// stored values (see [Settings].Configured). So a new system prompt in the
+// application's code takes effect, and a change made by the editor survives
+// a reload; Configure again to change such a setting. Title and Cwd stay as
+// the session was created with. New logs at info level the settings where
+// cfg and the stored ones differ, and stores the effective settings.
+// [Session.Settings] reports them.
 //
 // ctx governs opening only. New returns an error wrapping ErrInvalid for an
 // invalid cfg, and the store's error when the session cannot be read or
 // created.
 func New(ctx context.Context, cfg Config) (*Session, error) {
+	return start(ctx, cfg, true)
+}
+
+// Open opens the existing session cfg.ID and starts its loop, as [New] does
+// for a stored session. It never creates one: for an ID the store does not
+// hold it returns an error for which errors.Is(err, history.ErrNotFound)
+// holds. An empty cfg.ID is ErrInvalid.
+func Open(ctx context.Context, cfg Config) (*Session, error) {
+	if cfg.ID == "" {
+		return nil, invalid("Open needs Config.ID")
+	}
+	return start(ctx, cfg, false)
+}
+
+// start is New (create true) and Open.
+func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	if cfg.Provider == nil {
 		return nil, invalid("Config.Provider is required")
 	}
@@ -138,18 +168,16 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		}
 	}()
 
-	snap, err := open(ctx, store, id, set)
+	snap, created, err := open(ctx, store, id, set, cfg, create)
 	if err != nil {
 		return nil, err
 	}
-	if len(snap.Config) > 0 {
-		var stored settings
-		if err := json.Unmarshal(snap.Config, &stored); err != nil {
-			return nil, fmt.Errorf("session: stored settings of %q: %w", id, err)
-		}
-		set = stored
-	}
 	version := snap.Version
+	if !created {
+		if version, set, err = resume(ctx, store, snap, set, cfg, log); err != nil {
+			return nil, err
+		}
+	}
 	if len(snap.Interrupted) > 0 {
 		v, ids, err := store.Recover(ctx, id, version, time.Now())
 		if err != nil {
@@ -203,7 +231,10 @@ func New(ctx context.Context, cfg Config) (*Session, error) {
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
 		lease:    lease,
+		title:    snap.Title,
+		cwd:      snap.Cwd,
 	}
+	l.publishSettings()
 	opened = true
 	go l.work()
 	go l.run()
@@ -244,27 +275,87 @@ func releaseLease(lease history.Lease, log *zap.Logger) {
 	}
 }
 
-func open(ctx context.Context, store history.Store, id string, set settings) (*history.Snapshot, error) {
-	snap, err := store.Load(ctx, id)
+// open loads session id, or creates it (when create is set) with set and
+// cfg's Title and Cwd; created reports which.
+func open(ctx context.Context, store history.Store, id string, set settings, cfg Config, create bool) (snap *history.Snapshot, created bool, err error) {
+	snap, err = store.Load(ctx, id)
 	if err == nil {
-		return snap, nil
+		return snap, false, nil
 	}
-	if !errors.Is(err, history.ErrNotFound) {
-		return nil, fmt.Errorf("session: load %q: %w", id, err)
+	if !errors.Is(err, history.ErrNotFound) || !create {
+		return nil, false, fmt.Errorf("session: load %q: %w", id, err)
 	}
-	cfg, err := json.Marshal(set)
+	blob, err := marshalSettings(set)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	snap, err = store.Create(ctx, history.NewSession{ID: id, Config: cfg})
+	snap, err = store.Create(ctx, history.NewSession{ID: id, Config: blob, Title: cfg.Title, Cwd: cfg.Cwd})
 	if err != nil {
-		return nil, fmt.Errorf("session: create %q: %w", id, err)
+		return nil, false, fmt.Errorf("session: create %q: %w", id, err)
 	}
-	return snap, nil
+	return snap, true, nil
+}
+
+// resume applies the rule of settings on reopen (see New) to a stored
+// session, storing the effective settings when they changed, and returns
+// the session's version and settings.
+func resume(ctx context.Context, store history.Store, snap *history.Snapshot, set settings, cfg Config, log *zap.Logger) (uint64, settings, error) {
+	var stored settings
+	if len(snap.Config) > 0 {
+		if err := json.Unmarshal(snap.Config, &stored); err != nil {
+			return 0, set, fmt.Errorf("session: stored settings of %q: %w", snap.ID, err)
+		}
+	}
+	eff, differ := reopened(set, stored)
+	if len(differ) > 0 {
+		fields := []zap.Field{zap.String("session", snap.ID)}
+		for _, name := range differ {
+			winner := "config"
+			if slices.Contains(eff.Configured, name) {
+				winner = "stored (set by Configure)"
+			}
+			fields = append(fields, zap.Dict(name, zap.Any("config", set.field(name)), zap.Any("stored", stored.field(name)), zap.String("effective", winner)))
+		}
+		log.Info("the stored settings differ from Config", fields...)
+	}
+	if (cfg.Title != "" && cfg.Title != snap.Title) || (cfg.Cwd != "" && cfg.Cwd != snap.Cwd) {
+		log.Info("the session keeps the title and working directory it was created with",
+			zap.String("session", snap.ID), zap.String("title", snap.Title), zap.String("cwd", snap.Cwd),
+			zap.String("config_title", cfg.Title), zap.String("config_cwd", cfg.Cwd))
+	}
+	blob, err := marshalSettings(eff)
+	if err != nil {
+		return 0, set, err
+	}
+	if string(blob) == string(snap.Config) {
+		return snap.Version, eff, nil
+	}
+	v, err := store.SetConfig(ctx, snap.ID, snap.Version, blob)
+	if err != nil {
+		return 0, set, fmt.Errorf("session: store settings of %q: %w", snap.ID, err)
+	}
+	return v, eff, nil
 }
 
 // ID returns the session's ID.
 func (s *Session) ID() string { return s.id }
+
+// Settings returns the session's effective settings: those of Config or the
+// stored ones as New's rule decided, changed by every Configure applied
+// since, and the session's title and working directory. After Close it
+// returns the last ones.
+func (s *Session) Settings() Settings {
+	set := *s.settings.Load()
+	set.Configured = slices.Clone(set.Configured)
+	return set
+}
+
+// publishSettings makes the loop's settings what Session.Settings returns.
+// The loop calls it whenever they change; the value is never changed after.
+func (l *loop) publishSettings() {
+	set := l.set.public(l.title, l.cwd)
+	l.s.settings.Store(&set)
+}
 
 // admit queues c. The ctx of the call governs admission only.
 func (s *Session) admit(ctx context.Context, c *command) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.uber.org/zap"
@@ -71,7 +72,7 @@ type Tool struct {
 
 // Config configures a session. Provider is required.
 type Config struct {
-	ID                  string            // "" = new UUID; a stored ID resumes that session; any other ID creates it
+	ID                  string            // "" = new UUID; a stored ID resumes that session; any other ID creates it (New) or fails (Open)
 	Provider            provider.Provider // required
 	Store               history.Store     // nil = in-memory
 	SystemPrompt        string
@@ -95,6 +96,11 @@ type Config struct {
 	// MaxToolOutput bounds each tool output in a summary transcript, in
 	// bytes; 0 = the compact package's default.
 	MaxToolOutput int
+	// Title and Cwd are recorded with the session when it is created, for
+	// listing (history.Lister) and Settings; a session opened again keeps
+	// the ones it was created with. Without a Title the session is titled
+	// after its first message (history.DefaultTitle).
+	Title, Cwd string
 	// WaitForLease makes New wait, until its ctx ends, for a session that
 	// another process serves from a shared store (one implementing
 	// history.Leaser) instead of failing at once with history.ErrLeased.
@@ -110,14 +116,114 @@ const (
 )
 
 // settings are the parts of the configuration a session stores and Configure
-// changes. On resume the stored settings win over Config.
+// changes. Configured names the fields Configure set: on reopen those keep
+// their stored values and every other field takes Config's (see New).
 type settings struct {
-	SystemPrompt        string  `json:"system_prompt,omitempty"`
-	AutoCompactTokens   int     `json:"auto_compact_tokens,omitempty"`
-	CompactInstructions string  `json:"compact_instructions,omitempty"`
-	ContextWindow       int     `json:"context_window,omitempty"`
-	AutoCompactRatio    float64 `json:"auto_compact_ratio,omitempty"`
-	MaxSteps            int     `json:"max_steps,omitempty"`
+	SystemPrompt        string   `json:"system_prompt,omitempty"`
+	AutoCompactTokens   int      `json:"auto_compact_tokens,omitempty"`
+	CompactInstructions string   `json:"compact_instructions,omitempty"`
+	ContextWindow       int      `json:"context_window,omitempty"`
+	AutoCompactRatio    float64  `json:"auto_compact_ratio,omitempty"`
+	MaxSteps            int      `json:"max_steps,omitempty"`
+	Configured          []string `json:"configured,omitempty"`
+}
+
+// settingNames are the names of the stored settings, as Settings.Configured
+// lists them.
+var settingNames = []string{"SystemPrompt", "AutoCompactTokens", "CompactInstructions", "ContextWindow", "AutoCompactRatio", "MaxSteps"}
+
+// field returns the value of setting name, for comparisons and logs.
+func (s *settings) field(name string) any {
+	switch name {
+	case "SystemPrompt":
+		return s.SystemPrompt
+	case "AutoCompactTokens":
+		return s.AutoCompactTokens
+	case "CompactInstructions":
+		return s.CompactInstructions
+	case "ContextWindow":
+		return s.ContextWindow
+	case "AutoCompactRatio":
+		return s.AutoCompactRatio
+	case "MaxSteps":
+		return s.MaxSteps
+	}
+	return nil
+}
+
+// take sets setting name to its value in from.
+func (s *settings) take(name string, from *settings) {
+	switch name {
+	case "SystemPrompt":
+		s.SystemPrompt = from.SystemPrompt
+	case "AutoCompactTokens":
+		s.AutoCompactTokens = from.AutoCompactTokens
+	case "CompactInstructions":
+		s.CompactInstructions = from.CompactInstructions
+	case "ContextWindow":
+		s.ContextWindow = from.ContextWindow
+	case "AutoCompactRatio":
+		s.AutoCompactRatio = from.AutoCompactRatio
+	case "MaxSteps":
+		s.MaxSteps = from.MaxSteps
+	}
+}
+
+// reopened returns the effective settings of a session opened again with
+// cfg's settings, stored being what the store holds: a field that Configure
+// set keeps its stored value (a change made at run time, by the editor for
+// example, survives a reload); every other field takes cfg's value (the
+// application's own code, a changed system prompt for example, takes
+// effect). It also returns the fields where cfg and stored differ.
+func reopened(cfg, stored settings) (settings, []string) {
+	out := cfg
+	out.Configured = slices.Clone(stored.Configured)
+	for _, name := range stored.Configured {
+		out.take(name, &stored)
+	}
+	var differ []string
+	for _, name := range settingNames {
+		if cfg.field(name) != stored.field(name) {
+			differ = append(differ, name)
+		}
+	}
+	return out, differ
+}
+
+// Settings are a session's effective settings ([Session.Settings]).
+type Settings struct {
+	SystemPrompt        string
+	AutoCompactTokens   int
+	CompactInstructions string
+	ContextWindow       int
+	AutoCompactRatio    float64
+	MaxSteps            int // 0 = DefaultMaxSteps
+	// Configured names the settings above (by field name) that Configure
+	// set. They keep their values when the session is opened again; the
+	// others take the values of the Config it is opened with (see [New]).
+	Configured []string
+	// Title is the session's title: Config.Title when it was created, or
+	// else a default made from its first message (history.DefaultTitle);
+	// "" until it has one. It changes at most once, when the first prompt
+	// or steer of an untitled session is committed; an ACP agent reports
+	// the change (session_info_update) after that message's MessageEvent.
+	Title string
+	// Cwd is the Config.Cwd the session was created with.
+	Cwd string
+}
+
+func (s *settings) public(title, cwd string) Settings {
+	return Settings{
+		SystemPrompt:        s.SystemPrompt,
+		AutoCompactTokens:   s.AutoCompactTokens,
+		CompactInstructions: s.CompactInstructions,
+		ContextWindow:       s.ContextWindow,
+		AutoCompactRatio:    s.AutoCompactRatio,
+		MaxSteps:            s.MaxSteps,
+		Configured:          slices.Clone(s.Configured),
+		Title:               title,
+		Cwd:                 cwd,
+	}
 }
 
 // threshold returns the automatic compaction threshold in tokens, 0 = off.
@@ -188,6 +294,26 @@ func (r *ConfigureRequest) apply(s settings) settings {
 	if r.MaxSteps != nil {
 		s.MaxSteps = *r.MaxSteps
 	}
+	return s
+}
+
+// configured adds the names of the settings r sets to s.Configured.
+func (r *ConfigureRequest) configured(s settings) settings {
+	set := map[string]bool{
+		"SystemPrompt":        r.SystemPrompt != nil,
+		"AutoCompactTokens":   r.AutoCompactTokens != nil,
+		"CompactInstructions": r.CompactInstructions != nil,
+		"ContextWindow":       r.ContextWindow != nil,
+		"AutoCompactRatio":    r.AutoCompactRatio != nil,
+		"MaxSteps":            r.MaxSteps != nil,
+	}
+	names := slices.Clone(s.Configured)
+	for _, name := range settingNames {
+		if set[name] && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	s.Configured = names
 	return s
 }
 

@@ -159,6 +159,7 @@ func (l *loop) resync(snap *history.Snapshot) {
 		var set settings
 		if json.Unmarshal(snap.Config, &set) == nil {
 			l.set = set
+			l.publishSettings()
 		}
 	}
 }

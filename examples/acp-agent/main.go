@@ -5,9 +5,11 @@
 // With OPENAI_API_KEY or OPENAI_BASE_URL set it uses the OpenAI-compatible
 // provider (model from SESSIONKIT_MODEL); otherwise the offline provider.
 // Sessions are kept in a SQLite file (--store), so session/load works across
-// restarts, or in PostgreSQL when --store is a postgres:// URL: then several
-// agent processes, on several machines, serve sessions from one database,
-// each session by one process at a time (docs/scale-out.md).
+// restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
+// several agent processes (on one machine with SQLite, on several with
+// PostgreSQL) share the sessions, each session served by one process at a
+// time: another process asking for it is told which one serves it
+// (docs/scale-out.md).
 //
 //	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
 //	acp-agent --store postgres://sessionkit@db.internal:5432/sessionkit --lease-ttl 15s
@@ -63,7 +65,7 @@ func defaultStore() string {
 
 func run() error {
 	storePath := flag.String("store", defaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
-	leaseTTL := flag.Duration("lease-ttl", postgres.DefaultLeaseTTL, "PostgreSQL only: how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
+	leaseTTL := flag.Duration("lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
 	autoTokens := flag.Int("auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
 	contextWindow := flag.Int("context-window", 0, "context window reported in usage_update (0 = 128000)")
 	omit := flag.Bool("omit-summaries", false, "never send compaction summaries to the client")
@@ -141,7 +143,7 @@ func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closin
 	if err := os.MkdirAll(filepath.Dir(spec), 0o700); err != nil {
 		return nil, "", err
 	}
-	st, err := sqlite.Open(spec)
+	st, err := sqlite.Open(spec, sqlite.WithLeaseTTL(leaseTTL))
 	if err != nil {
 		return nil, "", err
 	}

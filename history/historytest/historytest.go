@@ -78,6 +78,10 @@ func Run(t *testing.T, h Harness) {
 		{"SharedData", testSharedData},
 		{"TimelineOrder", testTimelineOrder},
 		{"CancelledContext", testCancelledContext},
+		{"ListOrder", testListOrder},
+		{"ListPages", testListPages},
+		{"ListCwd", testListCwd},
+		{"ListInvalid", testListInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,28 @@ type session struct {
 	compactions []history.CompactionRecord
 	segments    []segment
 	nextPos     int64
+	title, cwd  string
+	created     time.Time
+	updated     time.Time // of the last write
+}
+
+// touch advances the version of a write and records its time.
+func (ss *session) touch() {
+	ss.version++
+	ss.updated = time.Now().Round(0) // wall clock only: listing compares UnixNano
+}
+
+// info is the session as ListSessions lists it.
+func (ss *session) info(id string) history.SessionInfo {
+	return history.SessionInfo{ID: id, CreatedAt: ss.created, UpdatedAt: ss.updated, Title: ss.titled(), Cwd: ss.cwd, Messages: len(ss.messages)}
+}
+
+// titled is the session's title, or the default one of its first message.
+func (ss *session) titled() string {
+	if ss.title == "" && len(ss.messages) > 0 {
+		return history.DefaultTitle(ss.messages[0].Text)
+	}
+	return ss.title
 }
 
 type segment struct {
@@ -42,7 +65,10 @@ type segment struct {
 	from, upto int             // messages[from:upto]
 }
 
-var _ history.Store = (*Store)(nil)
+var (
+	_ history.Store  = (*Store)(nil)
+	_ history.Lister = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New() *Store {
@@ -103,7 +129,8 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	if _, ok := s.sessions[n.ID]; ok {
 		return nil, fmt.Errorf("%w: %q", history.ErrExists, n.ID)
 	}
-	ss := &session{version: 1, config: slices.Clone(n.Config)}
+	now := time.Now().Round(0)
+	ss := &session{version: 1, config: slices.Clone(n.Config), title: n.Title, cwd: n.Cwd, created: now, updated: now}
 	s.sessions[n.ID] = ss
 	return ss.snapshot(n.ID), nil
 }
@@ -114,6 +141,8 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 		Version:  ss.version,
 		Config:   slices.Clone(ss.config),
 		Summary:  ss.summary,
+		Title:    ss.titled(),
+		Cwd:      ss.cwd,
 		Active:   cloneMessages(ss.messages[ss.activeFrom:]),
 		Archived: int64(ss.activeFrom),
 		// NextPosition is the position the next message or compaction takes.
@@ -154,7 +183,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 		ss.positions = append(ss.positions, ss.nextPos)
 		ss.nextPos++
 	}
-	ss.version++
+	ss.touch()
 	return ss.version, nil
 }
 
@@ -170,7 +199,7 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 		return 0, err
 	}
 	ss.config = slices.Clone(config)
-	ss.version++
+	ss.touch()
 	return ss.version, nil
 }
 
@@ -201,7 +230,7 @@ func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, 
 	}
 	ss.nextPos++
 	ss.compactions = append(ss.compactions, rec)
-	ss.version++
+	ss.touch()
 	return ss.version, nil
 }
 
@@ -235,7 +264,7 @@ func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64,
 	ss.compactions[i].Status = status
 	ss.compactions[i].Error = errText
 	ss.compactions[i].FinishedAt = at
-	ss.version++
+	ss.touch()
 	return ss.version, nil
 }
 
@@ -269,7 +298,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 	ss.segments = append(ss.segments, seg)
 	ss.activeFrom = seg.upto
 	ss.summary = c.Summary
-	ss.version++
+	ss.touch()
 	out := seg.seg
 	return ss.version, &out, nil
 }
@@ -298,7 +327,7 @@ func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.
 	if len(ids) == 0 {
 		return version, nil, nil
 	}
-	ss.version++
+	ss.touch()
 	return ss.version, ids, nil
 }
 
@@ -351,4 +380,37 @@ func cloneMessages(msgs []history.Message) []history.Message {
 		out[i] = m
 	}
 	return out
+}
+
+// ListSessions implements [history.Lister].
+func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (history.SessionPage, error) {
+	limit, after, err := history.ParseList(opts)
+	if err != nil {
+		return history.SessionPage{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return history.SessionPage{}, err
+	}
+	if s.closed {
+		return history.SessionPage{}, history.ErrClosed
+	}
+	var all []history.SessionInfo
+	for id, ss := range s.sessions {
+		if opts.Cwd != "" && ss.cwd != opts.Cwd {
+			continue
+		}
+		if after != nil && !after.Before(ss.updated.UnixNano(), id) {
+			continue
+		}
+		all = append(all, ss.info(id))
+	}
+	slices.SortFunc(all, func(a, b history.SessionInfo) int {
+		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	return history.Page(all[:min(len(all), limit+1)], limit), nil
 }

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/leasing"
 )
 
 // Acquire implements [history.Leaser]: it takes the lease of session id,
@@ -28,8 +28,8 @@ import (
 // the lease sees them.
 func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	const op = "acquire"
-	if id == "" {
-		return nil, fmt.Errorf("%w: lease of a session without ID", history.ErrInvalid)
+	if err := leasing.CheckSession(id); err != nil {
+		return nil, err
 	}
 	if err := s.admit(ctx); err != nil {
 		return nil, err
@@ -74,14 +74,12 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	if err := tx.Commit(ctx); err != nil {
 		return nil, s.fail(ctx, op, err)
 	}
-	l := &lease{s: s, id: id, token: uint64(token), lost: make(chan struct{}), done: make(chan struct{})}
-	l.ctx, l.cancel = context.WithCancel(context.Background())
+	l := &lease{s: s, State: leasing.New("postgres", id, uint64(token))}
 	l.fenced = &fencedStore{l: l}
 	s.mu.Lock()
 	if s.leases == nil { // closed meanwhile
 		s.mu.Unlock()
-		l.cancel()
-		close(l.done)
+		l.Stop()
 		rctx, cancel := context.WithTimeout(context.Background(), closeReleaseTimeout)
 		defer cancel()
 		_ = l.releaseRow(rctx)
@@ -89,25 +87,16 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	}
 	s.leases[l] = struct{}{}
 	s.mu.Unlock()
-	go l.renew(start.Add(s.ttl))
+	go l.Renew(s.ttl, start.Add(s.ttl), l.renewOnce)
 	return l, nil
 }
 
-// lease is a [history.Lease] of a [Store].
+// lease is a [history.Lease] of a [Store]. Its State provides Session,
+// Token and Lost.
 type lease struct {
+	*leasing.State
 	s      *Store
-	id     string
-	token  uint64
 	fenced *fencedStore
-
-	ctx    context.Context // of the renewals; cancelled to stop them
-	cancel context.CancelFunc
-	done   chan struct{} // closed when the renewal goroutine has returned
-
-	mu       sync.Mutex
-	released bool
-	isLost   bool
-	lost     chan struct{}
 
 	// blockRenewals makes every renewal attempt fail, as if the database
 	// were unreachable (a test hook).
@@ -116,17 +105,8 @@ type lease struct {
 
 var _ history.Lease = (*lease)(nil)
 
-// Session implements [history.Lease].
-func (l *lease) Session() string { return l.id }
-
-// Token implements [history.Lease].
-func (l *lease) Token() uint64 { return l.token }
-
 // Store implements [history.Lease].
 func (l *lease) Store() history.Store { return l.fenced }
-
-// Lost implements [history.Lease].
-func (l *lease) Lost() <-chan struct{} { return l.lost }
 
 // Release implements [history.Lease]. It stops the renewals and, if the
 // lease is still the session's current one, marks it released in the
@@ -144,16 +124,9 @@ func (l *lease) Release(ctx context.Context) error {
 
 // release is Release without the store's bookkeeping.
 func (l *lease) release(ctx context.Context) error {
-	l.mu.Lock()
-	if l.released || l.isLost {
-		l.released = true
-		l.mu.Unlock()
-		l.stopRenewals()
+	if !l.End() {
 		return nil
 	}
-	l.released = true
-	l.mu.Unlock()
-	l.stopRenewals()
 	if err := l.releaseRow(ctx); err != nil {
 		return l.s.fail(ctx, "release", err)
 	}
@@ -166,47 +139,21 @@ func (l *lease) release(ctx context.Context) error {
 func (l *lease) releaseRow(ctx context.Context) error {
 	_, err := l.s.pool.Exec(ctx, `
 		UPDATE leases SET holder = '', expires_at = LEAST(expires_at, now())
-		WHERE session_id = $1 AND token = $2`, bin(l.id), int64(l.token))
+		WHERE session_id = $1 AND token = $2`, bin(l.Session()), int64(l.Token()))
 	return err
 }
 
-// stopRenewals stops the renewal goroutine and waits for it to return,
-// without releasing the lease or declaring it lost. Release and Close use
-// it; tests use it to make a holder stop renewing.
-func (l *lease) stopRenewals() {
-	l.cancel()
-	<-l.done
-}
-
-// lose declares the lease lost: Lost is closed, renewals stop. It does not
-// wait for the renewal goroutine, which may be the caller.
-func (l *lease) lose() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.isLost {
-		return
-	}
-	l.isLost = true
-	close(l.lost)
-	l.cancel()
-}
+// stopRenewals makes the holder stop renewing, as a stalled process
+// would (a test hook).
+func (l *lease) stopRenewals() { l.StopRenewals() }
 
 // usable fails with history.ErrFenced if the lease is known to be lost or
-// was released, without asking the database. A nil lease (the unfenced
-// store) is always usable.
+// was released. A nil lease (the unfenced store) is always usable.
 func (l *lease) usable(op string) error {
 	if l == nil {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch {
-	case l.isLost:
-		return fmt.Errorf("postgres: %s: %w: lease %d of session %q", op, history.ErrFenced, l.token, l.id)
-	case l.released:
-		return fmt.Errorf("postgres: %s: %w: lease %d of session %q was released", op, history.ErrFenced, l.token, l.id)
-	}
-	return nil
+	return l.Usable(op)
 }
 
 // check scans the result of checkToken inside a fenced write: the lease row
@@ -219,77 +166,25 @@ func (l *lease) check(ctx context.Context, op string, row pgx.Row) error {
 		live  bool
 	)
 	err := row.Scan(&token, &live)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows): // lease rows are never deleted
-		l.lose()
-		return fmt.Errorf("postgres: %s: %w: session %q has no lease row", op, history.ErrFenced, l.id)
-	case err != nil:
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return l.s.fail(ctx, op, err)
 	}
-	if uint64(token) == l.token && live {
-		return nil
-	}
-	l.lose()
-	if uint64(token) != l.token {
-		return fmt.Errorf("postgres: %s: %w: session %q is now under lease %d, not %d", op, history.ErrFenced, l.id, token, l.token)
-	}
-	return fmt.Errorf("postgres: %s: %w: lease %d of session %q expired", op, history.ErrFenced, l.token, l.id)
+	return l.Check(op, err == nil, uint64(token), live)
 }
 
 // errRenewalBlocked is the error of a renewal blocked by the test hook.
 var errRenewalBlocked = errors.New("renewal blocked")
 
-// renew keeps the lease alive: every third of the TTL it extends the
-// expiry to the database's now() plus the TTL, provided the token is still
-// the lease's and the lease has not expired. deadline is when the lease
-// expires at the latest as this process's clock measures it (the TTL after
-// the request that last extended it was sent). A renewal that finds the
-// lease taken over or expired, or that cannot succeed before the deadline,
-// declares the lease lost.
-func (l *lease) renew(deadline time.Time) {
-	defer close(l.done)
-	interval := l.s.ttl / 3
-	retry := max(l.s.ttl/20, time.Millisecond)
-	timer := time.NewTimer(interval)
-	defer timer.Stop()
-	for {
-		select {
-		case <-l.ctx.Done():
-			return
-		case <-timer.C:
-		}
-		start := time.Now()
-		if !start.Before(deadline) {
-			l.lose()
-			return
-		}
-		ok, err := l.renewOnce(deadline)
-		switch {
-		case l.ctx.Err() != nil: // stopped, released or lost meanwhile
-			return
-		case err == nil && ok:
-			deadline = start.Add(l.s.ttl)
-			timer.Reset(interval)
-		case err == nil:
-			l.lose()
-			return
-		default: // the database did not answer: try again until the deadline
-			timer.Reset(min(retry, max(time.Until(deadline), 0)))
-		}
-	}
-}
-
-// renewOnce runs one renewal statement, abandoned at deadline. It reports
-// whether the lease was extended.
-func (l *lease) renewOnce(deadline time.Time) (bool, error) {
+// renewOnce runs one renewal statement (see leasing.State.Renew). It
+// reports whether the lease was extended: by the database's clock, to its
+// now() plus the TTL.
+func (l *lease) renewOnce(ctx context.Context) (bool, error) {
 	if l.blockRenewals.Load() {
 		return false, errRenewalBlocked
 	}
-	ctx, cancel := context.WithDeadline(l.ctx, deadline)
-	defer cancel()
 	tag, err := l.s.pool.Exec(ctx, `
 		UPDATE leases SET expires_at = now() + $3::float8 * interval '1 second'
-		WHERE session_id = $1 AND token = $2 AND expires_at > now()`, bin(l.id), int64(l.token), l.s.ttl.Seconds())
+		WHERE session_id = $1 AND token = $2 AND expires_at > now()`, bin(l.Session()), int64(l.Token()), l.s.ttl.Seconds())
 	if err != nil {
 		return false, err
 	}
@@ -305,8 +200,8 @@ var _ history.Store = (*fencedStore)(nil)
 
 // mine fails with history.ErrInvalid for a write to another session.
 func (f *fencedStore) mine(id string) error {
-	if id != f.l.id {
-		return fmt.Errorf("%w: the lease of session %q does not cover session %q", history.ErrInvalid, f.l.id, id)
+	if id != f.l.Session() {
+		return fmt.Errorf("%w: the lease of session %q does not cover session %q", history.ErrInvalid, f.l.Session(), id)
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ type Store struct {
 var (
 	_ history.Store  = (*Store)(nil)
 	_ history.Leaser = (*Store)(nil)
+	_ history.Lister = (*Store)(nil)
 )
 
 // Option configures [Open].

@@ -80,6 +80,22 @@ CREATE TABLE leases (
 	expires_at timestamptz NOT NULL            -- live while expires_at > now()
 );
 `,
+	// 2: session metadata for listing. Existing sessions take their times
+	// from their messages.
+	`
+ALTER TABLE sessions
+	ADD COLUMN title      bytea  NOT NULL DEFAULT '',
+	ADD COLUMN cwd        bytea  NOT NULL DEFAULT '',
+	ADD COLUMN created_at bigint NOT NULL DEFAULT 0,  -- unix nanoseconds
+	ADD COLUMN updated_at bigint NOT NULL DEFAULT 0;  -- of the last write
+
+UPDATE sessions SET
+	created_at = COALESCE((SELECT min(created_at) FROM messages WHERE session_id = sessions.id), 0),
+	updated_at = COALESCE((SELECT max(created_at) FROM messages WHERE session_id = sessions.id), 0);
+
+CREATE INDEX sessions_updated ON sessions (updated_at, id);
+CREATE INDEX sessions_cwd_updated ON sessions (cwd, updated_at, id);
+`,
 }
 
 // migrationLock is the key of the transaction-scoped advisory lock that

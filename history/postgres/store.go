@@ -34,7 +34,7 @@ const (
 	// reserves $3 timeline positions and $4 message numbers for the write.
 	// It returns the counters as they were before the reservation.
 	swapSQL = `
-		UPDATE sessions SET version = version + 1, next_pos = next_pos + $3, message_count = message_count + $4
+		UPDATE sessions SET version = version + 1, next_pos = next_pos + $3, message_count = message_count + $4, updated_at = ` + nowNanos + `
 		WHERE id = $1 AND version = $2
 		RETURNING active_from, archived, message_count - $4, next_pos - $3`
 	// checkToken reads the session's lease for a fenced write. FOR SHARE
@@ -43,6 +43,9 @@ const (
 	checkToken = `SELECT token, expires_at > now() FROM leases WHERE session_id = $1 FOR SHARE`
 	// checkLive finds a live lease of anyone for an unfenced write.
 	checkLive = `SELECT holder, expires_at FROM leases WHERE session_id = $1 AND expires_at > now()`
+	// nowNanos is the database's clock in Unix nanoseconds (microsecond
+	// precision), the time of a session's creation and writes.
+	nowNanos = `(extract(epoch FROM clock_timestamp()) * 1000000000)::bigint`
 )
 
 // state is the sessions row as a write transaction sees it after its version
@@ -237,7 +240,9 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	if l != nil {
 		b.Queue(checkToken, key)
 	}
-	b.Queue(`INSERT INTO sessions (id, version, config) VALUES ($1, 1, $2) ON CONFLICT (id) DO NOTHING`, key, nullable(n.Config))
+	b.Queue(`INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at)
+		VALUES ($1, 1, $2, $3, $4, `+nowNanos+`, `+nowNanos+`) ON CONFLICT (id) DO NOTHING`,
+		key, nullable(n.Config), bin(n.Title), bin(n.Cwd))
 	if l == nil {
 		b.Queue(checkLive, key)
 	}
@@ -272,7 +277,7 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	if err := tx.Commit(ctx); err != nil {
 		return nil, s.fail(ctx, op, err)
 	}
-	return &history.Snapshot{ID: n.ID, Version: 1, Config: slices.Clone(n.Config), Active: []history.Message{}}, nil
+	return &history.Snapshot{ID: n.ID, Version: 1, Config: slices.Clone(n.Config), Title: n.Title, Cwd: n.Cwd, Active: []history.Message{}}, nil
 }
 
 // Load implements [history.Store]. It reads the sessions row, the messages
@@ -283,11 +288,11 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 	snap := &history.Snapshot{ID: id}
 	err := s.read(ctx, op, func(tx pgx.Tx) error {
 		var (
-			activeFrom      int64
-			config, summary []byte
+			activeFrom                  int64
+			config, summary, title, cwd []byte
 		)
-		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, next_pos FROM sessions WHERE id = $1`, bin(id)).
-			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &snap.NextPosition)
+		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos FROM sessions WHERE id = $1`, bin(id)).
+			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
@@ -295,6 +300,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			return s.fail(ctx, op, err)
 		}
 		snap.Config, snap.Summary = config, string(summary)
+		snap.Title, snap.Cwd = defaultTitle(title), string(cwd)
 		if _, snap.Active, err = s.messages(ctx, tx, op, whereActive, bin(id), activeFrom); err != nil {
 			return err
 		}

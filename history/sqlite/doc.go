@@ -21,7 +21,7 @@
 //
 // # Schema
 //
-// Four tables. schema_version holds the version of the schema, brought
+// Five tables. schema_version holds the version of the schema, brought
 // forward by ordered migrations when the file is opened. sessions holds one
 // row per session: its version, configuration, retained summary, the
 // watermark (active_from: the timeline position from which messages are
@@ -31,7 +31,10 @@
 // session's messages 0, 1, 2, …. compactions holds every compaction attempt
 // keyed by (session_id, compact_id), at its timeline position; a completed
 // one also holds its segment ID, the position range of the messages it
-// archived and the token usage of its summary call.
+// archived and the token usage of its summary call. leases holds one row
+// per leased session: its holder, fencing token and expiry. sessions also
+// holds each session's title, working directory and creation and update
+// times, for [Store.ListSessions].
 //
 // A compaction commit never copies or deletes a message: it completes the
 // compaction row, records the archived range, and moves the watermark. Its
@@ -58,4 +61,15 @@
 // Segments, Timeline) runs in one read transaction, so it sees one consistent
 // state even while another goroutine or process commits a compaction. Several
 // Stores, in one process or several, may open the same file.
+//
+// # Leases
+//
+// Store implements [history.Leaser] with the rules of history/postgres, so
+// that several processes on one machine can share a file and serve each
+// session from one process at a time: a session's lease is taken with
+// [Store.Acquire] (session.New does it), every write through the lease's
+// store checks the lease's fencing token in its own transaction, and the
+// lease renews itself until it is released or lost. Each Store value is its
+// own holder ([WithHolder]); another Store asking for a leased session gets a
+// *[history.LeaseError] that names the holder.
 package sqlite

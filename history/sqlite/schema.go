@@ -64,6 +64,30 @@ CREATE UNIQUE INDEX compactions_segment ON compactions (session_id, segment_id) 
 CREATE INDEX compactions_pos ON compactions (session_id, pos);
 CREATE INDEX compactions_in_progress ON compactions (session_id, pos) WHERE status = 'in_progress';
 `,
+	// 2: session metadata for listing, and the session leases. Existing
+	// sessions take their times from their messages.
+	`
+ALTER TABLE sessions ADD COLUMN title      TEXT    NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN cwd        TEXT    NOT NULL DEFAULT '';
+ALTER TABLE sessions ADD COLUMN created_at INTEGER NOT NULL DEFAULT 0; -- unix nanoseconds
+ALTER TABLE sessions ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0; -- of the last write
+
+UPDATE sessions SET
+	created_at = COALESCE((SELECT min(created_at) FROM messages WHERE session_id = sessions.id), 0),
+	updated_at = COALESCE((SELECT max(created_at) FROM messages WHERE session_id = sessions.id), 0);
+
+CREATE INDEX sessions_updated ON sessions (updated_at, id);
+CREATE INDEX sessions_cwd_updated ON sessions (cwd, updated_at, id);
+
+-- One row per session ever leased; never deleted, so tokens only grow. No
+-- foreign key: a session can be leased before it is created.
+CREATE TABLE leases (
+	session_id TEXT    NOT NULL PRIMARY KEY,
+	holder     TEXT    NOT NULL, -- '' once released
+	token      INTEGER NOT NULL, -- the fencing token
+	expires_at INTEGER NOT NULL  -- unix nanoseconds; live while expires_at > now
+) WITHOUT ROWID;
+`,
 }
 
 // migrate brings the schema of the database behind w up to

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,16 +20,34 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// Store is a [history.Store] backed by one SQLite file. It is safe for
-// concurrent use; see the package documentation.
+// Store is a [history.Store], a [history.Lister] and a [history.Leaser]
+// backed by one SQLite file. It is safe for concurrent use; see the package
+// documentation.
 type Store struct {
+	*db
+	// l is set for the store as a lease's holder sees it (Lease.Store):
+	// every write checks the lease in its transaction.
+	l *lease
+}
+
+// db is the open file, shared by a Store and the fenced views of its leases.
+type db struct {
 	path   string
 	w      *sql.DB // the one writer connection
 	r      *sql.DB // read-only pool
 	closed atomic.Bool
+	ttl    time.Duration
+	holder string
+
+	mu     sync.Mutex
+	leases map[*lease]struct{} // live leases of this store, released by Close
 }
 
-var _ history.Store = (*Store)(nil)
+var (
+	_ history.Store  = (*Store)(nil)
+	_ history.Lister = (*Store)(nil)
+	_ history.Leaser = (*Store)(nil)
+)
 
 // Option configures [Open].
 type Option func(*options)
@@ -35,6 +55,41 @@ type Option func(*options)
 type options struct {
 	busyTimeout time.Duration
 	readConns   int
+	ttl         time.Duration
+	holder      string
+}
+
+// DefaultLeaseTTL is how long a lease lives without being renewed unless
+// [WithLeaseTTL] says otherwise.
+const DefaultLeaseTTL = 15 * time.Second
+
+// WithLeaseTTL sets how long a lease taken by [Store.Acquire] lives without
+// renewal; the lease renews itself every third of it. A process that stops
+// loses its leases at most this long after its last renewal, and only then
+// can another process take its sessions. The default is [DefaultLeaseTTL].
+func WithLeaseTTL(d time.Duration) Option {
+	return func(o *options) { o.ttl = d }
+}
+
+// WithHolder sets the name under which the store's leases are recorded, the
+// name a [history.LeaseError] of another Store reports. The default (and
+// what an empty name means) is "<hostname>:<pid>:<n>", n counting the
+// Stores this process opened, so that two Stores of one process are two
+// holders.
+func WithHolder(name string) Option {
+	return func(o *options) { o.holder = name }
+}
+
+// opened counts the Stores of this process, for their default holder names.
+var opened atomic.Int64
+
+// defaultHolder is "<hostname>:<pid>:<n>".
+func defaultHolder() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatInt(opened.Add(1), 10)
 }
 
 // WithBusyTimeout sets how long a statement waits for a lock held by another
@@ -59,15 +114,18 @@ var ErrNewerSchema = errors.New("sqlite: the file's schema is newer than this ve
 // It fails with an error wrapping [ErrNewerSchema] if the file was written by
 // a newer schema. Close the Store when done.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0))}
+	o := options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
 	}
-	if o.busyTimeout < 0 || o.readConns < 1 {
-		return nil, fmt.Errorf("sqlite: open: invalid options (busy timeout %v, read connections %d)", o.busyTimeout, o.readConns)
+	if o.busyTimeout < 0 || o.readConns < 1 || o.ttl <= 0 {
+		return nil, fmt.Errorf("sqlite: open: invalid options (busy timeout %v, read connections %d, lease TTL %v)", o.busyTimeout, o.readConns, o.ttl)
+	}
+	if o.holder == "" {
+		o.holder = defaultHolder()
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -99,7 +157,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := r.Ping(); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
 	}
-	return &Store{path: abs, w: w, r: r}, nil
+	return &Store{db: &db{path: abs, w: w, r: r, ttl: o.ttl, holder: o.holder, leases: map[*lease]struct{}{}}}, nil
 }
 
 // createFile creates path with mode 0600 unless it exists. It never creates
@@ -128,11 +186,14 @@ func dsn(path string, params ...string) string {
 }
 
 // Close closes the store; every later call fails with [history.ErrClosed].
-// Calls in progress finish first. Closing twice is a no-op.
+// It releases the store's leases first. Calls in progress finish first.
+// Closing twice is a no-op, and so is closing a lease's view of the store
+// (Lease.Store).
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	if s.l != nil || s.closed.Swap(true) {
 		return nil
 	}
+	s.releaseAll()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 

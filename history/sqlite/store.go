@@ -50,15 +50,13 @@ func (st *state) active() int64 { return st.messageCount - st.archived }
 var errNoChange = errors.New("no change")
 
 // write runs fn in one BEGIN IMMEDIATE transaction on the writer connection,
-// after the compare-and-swap that advances the session from version to
-// version+1. Any error of fn rolls the whole transaction back.
+// after the lease check and the compare-and-swap that advance the session
+// from version to version+1. Any error of fn rolls the whole transaction
+// back.
 func (s *Store) write(ctx context.Context, op, id string, version uint64, fn func(tx *sql.Tx, st *state) error) (uint64, error) {
-	if err := s.admit(ctx); err != nil {
-		return 0, err
-	}
-	tx, err := s.w.BeginTx(ctx, nil)
+	tx, err := s.begin(ctx, op, id)
 	if err != nil {
-		return 0, s.fail(ctx, op, err)
+		return 0, err
 	}
 	defer func() { _ = tx.Rollback() }() // a no-op after Commit
 	st, err := s.swap(ctx, tx, op, id, version)
@@ -77,6 +75,33 @@ func (s *Store) write(ctx context.Context, op, id string, version uint64, fn fun
 	return version + 1, nil
 }
 
+// begin starts a write transaction on session id and checks its lease in
+// it: a lease's view of the store writes only while its lease is the
+// session's current, live one (history.ErrFenced otherwise); the store
+// itself writes only to a session no live lease covers (a
+// *history.LeaseError otherwise). BEGIN IMMEDIATE takes the file's write
+// lock, so no Acquire can change the lease before the transaction ends.
+func (s *Store) begin(ctx context.Context, op, id string) (*sql.Tx, error) {
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
+	if err := s.l.mine(id); err != nil {
+		return nil, err
+	}
+	if err := s.l.usable(op); err != nil {
+		return nil, err
+	}
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	if err := s.checkLease(ctx, tx, op, id); err != nil {
+		_ = tx.Rollback()
+		return nil, err
+	}
+	return tx, nil
+}
+
 // swap is the version compare-and-swap every write starts with. When no row
 // matches it tells a missing session (history.ErrNotFound) from a stale
 // version (history.ErrConflict).
@@ -87,8 +112,8 @@ func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uin
 	}
 	var st state
 	err := tx.QueryRowContext(ctx, `
-		UPDATE sessions SET version = version + 1 WHERE id = ? AND version = ?
-		RETURNING active_from, archived, message_count, next_pos`, id, v).
+		UPDATE sessions SET version = version + 1, updated_at = ? WHERE id = ? AND version = ?
+		RETURNING active_from, archived, message_count, next_pos`, time.Now().UnixNano(), id, v).
 		Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
 	if err == nil {
 		return &st, nil
@@ -135,17 +160,24 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	if err := history.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
-	if err := s.admit(ctx); err != nil {
+	tx, err := s.begin(ctx, "create", n.ID)
+	if err != nil {
 		return nil, err
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, version, config) VALUES (?, 1, ?)`, n.ID, nullBytes(n.Config))
+	defer func() { _ = tx.Rollback() }()
+	now := time.Now().UnixNano()
+	_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)`,
+		n.ID, nullBytes(n.Config), n.Title, n.Cwd, now, now)
 	switch {
 	case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
 		return nil, fmt.Errorf("%w: %q", history.ErrExists, n.ID)
 	case err != nil:
 		return nil, s.fail(ctx, "create", err)
 	}
-	return &history.Snapshot{ID: n.ID, Version: 1, Config: slices.Clone(n.Config), Active: []history.Message{}}, nil
+	if err := tx.Commit(); err != nil {
+		return nil, s.fail(ctx, "create", err)
+	}
+	return &history.Snapshot{ID: n.ID, Version: 1, Config: slices.Clone(n.Config), Title: n.Title, Cwd: n.Cwd, Active: []history.Message{}}, nil
 }
 
 // nullBytes stores nil as NULL and anything else, even empty, as a BLOB.
@@ -166,8 +198,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			activeFrom int64
 			config     []byte
 		)
-		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, next_pos FROM sessions WHERE id = ?`, id).
-			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.NextPosition)
+		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos FROM sessions WHERE id = ?`, id).
+			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
@@ -175,6 +207,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			return s.fail(ctx, "load", err)
 		}
 		snap.Config = config
+		snap.Title = defaultTitle(snap.Title)
 		if snap.Active, err = s.messages(ctx, tx, "load", whereActive, id, activeFrom); err != nil {
 			return err
 		}

@@ -1,0 +1,186 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/leasing"
+)
+
+// Acquire implements [history.Leaser] with the rules of the PostgreSQL
+// store: one lease row per session, never deleted, whose fencing token
+// grows at every takeover; a live lease of anyone (another process, another
+// Store of the file, this one) makes Acquire fail at once with a
+// *[history.LeaseError] that names its holder; the lease lives for the TTL
+// ([WithLeaseTTL]) and renews itself until released or lost. Expiry is
+// judged by the clock of the machine, which every process that opens the
+// file shares.
+func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
+	const op = "acquire"
+	if err := leasing.CheckSession(id); err != nil {
+		return nil, err
+	}
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: no write runs meanwhile
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	now := start.UnixNano()
+	var token int64
+	err = tx.QueryRowContext(ctx, `
+		INSERT INTO leases AS l (session_id, holder, token, expires_at) VALUES (?, ?, 1, ?)
+		ON CONFLICT (session_id) DO UPDATE
+			SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
+			WHERE l.expires_at <= ?
+		RETURNING token`, id, s.holder, now+s.ttl.Nanoseconds(), now).Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, s.leased(ctx, tx, op, id)
+	}
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	l := &lease{State: leasing.New("sqlite", id, uint64(token)), s: s.db}
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		l.Stop()
+		_ = l.release(context.Background())
+		return nil, history.ErrClosed
+	}
+	s.leases[l] = struct{}{}
+	s.mu.Unlock()
+	go l.Renew(s.ttl, start.Add(s.ttl), l.renewOnce)
+	return l, nil
+}
+
+// leased returns the *history.LeaseError of the live lease of session id.
+func (s *Store) leased(ctx context.Context, tx *sql.Tx, op, id string) error {
+	var (
+		holder  string
+		expires int64
+	)
+	if err := tx.QueryRowContext(ctx, `SELECT holder, expires_at FROM leases WHERE session_id = ?`, id).Scan(&holder, &expires); err != nil {
+		return s.fail(ctx, op, err)
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: time.Unix(0, expires).UTC()})
+}
+
+// checkLease is the lease check of a write transaction (see begin).
+func (s *Store) checkLease(ctx context.Context, tx *sql.Tx, op, id string) error {
+	now := time.Now().UnixNano()
+	if s.l == nil {
+		var live bool
+		err := tx.QueryRowContext(ctx, `SELECT expires_at > ? FROM leases WHERE session_id = ?`, now, id).Scan(&live)
+		switch {
+		case errors.Is(err, sql.ErrNoRows) || err == nil && !live:
+			return nil
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		return s.leased(ctx, tx, op, id)
+	}
+	var (
+		token int64
+		live  bool
+	)
+	err := tx.QueryRowContext(ctx, `SELECT token, expires_at > ? FROM leases WHERE session_id = ?`, now, id).Scan(&token, &live)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return s.fail(ctx, op, err)
+	}
+	return s.l.Check(op, err == nil, uint64(token), live)
+}
+
+// releaseAll releases the store's live leases (Close).
+func (s *Store) releaseAll() {
+	s.mu.Lock()
+	leases := s.leases
+	s.leases = map[*lease]struct{}{}
+	s.mu.Unlock()
+	for l := range leases {
+		_ = l.release(context.Background()) // best effort: the rows expire otherwise
+	}
+}
+
+// lease is a [history.Lease] of a [Store]. Its State provides Session,
+// Token and Lost.
+type lease struct {
+	*leasing.State
+	s *db
+}
+
+var _ history.Lease = (*lease)(nil)
+
+// Store implements [history.Lease]: the store whose writes check this lease.
+func (l *lease) Store() history.Store { return &Store{db: l.s, l: l} }
+
+// Release implements [history.Lease]. It stops the renewals and, if the
+// lease is still the session's current one, marks it released in the file
+// (holder cleared, expiry now), so that the next Acquire succeeds at once.
+// Releasing twice, or a lost lease, is a no-op.
+func (l *lease) Release(ctx context.Context) error {
+	l.s.mu.Lock()
+	delete(l.s.leases, l)
+	l.s.mu.Unlock()
+	return l.release(ctx)
+}
+
+// release is Release without the store's bookkeeping.
+func (l *lease) release(ctx context.Context) error {
+	if !l.End() {
+		return nil
+	}
+	_, err := l.s.w.ExecContext(ctx, `
+		UPDATE leases SET holder = '', expires_at = min(expires_at, ?)
+		WHERE session_id = ? AND token = ?`, time.Now().UnixNano(), l.Session(), int64(l.Token()))
+	if err != nil {
+		return fmt.Errorf("sqlite: release: %w", err)
+	}
+	return nil
+}
+
+// mine fails with history.ErrInvalid for a write of a lease's store to
+// another session. A nil lease (the store itself) writes anywhere.
+func (l *lease) mine(id string) error {
+	if l == nil {
+		return nil
+	}
+	return l.Mine(id)
+}
+
+// usable fails with history.ErrFenced if the lease is known to be lost or
+// was released. A nil lease (the store itself) is always usable.
+func (l *lease) usable(op string) error {
+	if l == nil {
+		return nil
+	}
+	return l.Usable(op)
+}
+
+// stopRenewals makes the holder stop renewing, as a stalled process
+// would (a test hook).
+func (l *lease) stopRenewals() { l.StopRenewals() }
+
+// renewOnce runs one renewal statement (see leasing.State.Renew). It
+// reports whether the lease was extended, to now plus the TTL.
+func (l *lease) renewOnce(ctx context.Context) (bool, error) {
+	now := time.Now()
+	res, err := l.s.w.ExecContext(ctx, `
+		UPDATE leases SET expires_at = ? WHERE session_id = ? AND token = ? AND expires_at > ?`,
+		now.Add(l.s.ttl).UnixNano(), l.Session(), int64(l.Token()), now.UnixNano())
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}

@@ -1,0 +1,124 @@
+package sqlite
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/historytest"
+)
+
+func TestLeaserConformance(t *testing.T) {
+	historytest.RunLeaser(t, historytest.LeaseHarness{
+		New: func(t *testing.T) func(string, time.Duration) historytest.LeaseStore {
+			path := filepath.Join(t.TempDir(), "sessions.db")
+			return func(holder string, ttl time.Duration) historytest.LeaseStore {
+				opts := []Option{WithHolder(holder)}
+				if ttl > 0 {
+					opts = append(opts, WithLeaseTTL(ttl))
+				}
+				return open(t, path, opts...)
+			}
+		},
+		StopRenewals: func(l history.Lease) { l.(*lease).stopRenewals() },
+	})
+}
+
+// TestTwoOpensAreTwoHolders: two Stores of one file in one process, with
+// default holder names, are two holders: the second cannot take a session
+// the first serves, and is told who does.
+func TestTwoOpensAreTwoHolders(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	a, b := open(t, path), open(t, path)
+	require.NotEqual(t, a.holder, b.holder)
+	ctx := context.Background()
+	la, err := a.Acquire(ctx, "s")
+	require.NoError(t, err)
+	_, err = b.Acquire(ctx, "s")
+	le := historytest.LeaseError(t, err, "s", a.holder)
+	assert.True(t, le.Expires.After(time.Now()))
+	require.NoError(t, la.Release(ctx))
+	lb, err := b.Acquire(ctx, "s")
+	require.NoError(t, err)
+	assert.Greater(t, lb.Token(), la.Token())
+}
+
+// TestLeaseLostOnTakeoverSeenByRenewal: a renewal that finds another token
+// declares the lease lost.
+func TestLeaseLostOnTakeoverSeenByRenewal(t *testing.T) {
+	const ttl = 300 * time.Millisecond
+	s := open(t, filepath.Join(t.TempDir(), "sessions.db"), WithLeaseTTL(ttl))
+	ctx := context.Background()
+	l, err := s.Acquire(ctx, "s")
+	require.NoError(t, err)
+	_, err = s.w.ExecContext(ctx, `UPDATE leases SET token = token + 1, holder = 'intruder' WHERE session_id = ?`, "s")
+	require.NoError(t, err)
+	require.True(t, historytest.Closed(l.Lost(), 2*ttl), "Lost was not closed")
+	_, err = l.Store().Create(ctx, history.NewSession{ID: "s"})
+	assert.ErrorIs(t, err, history.ErrFenced)
+}
+
+// TestCloseReleasesLeases: closing a store stops the renewals of its leases
+// and releases them, so another store takes the sessions at once.
+func TestCloseReleasesLeases(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	a, err := Open(path, WithHolder("a"))
+	require.NoError(t, err)
+	ctx := context.Background()
+	la, err := a.Acquire(ctx, "s")
+	require.NoError(t, err)
+	require.NoError(t, la.Store().(*Store).Close(), "closing a lease's view is a no-op")
+	require.NoError(t, a.Close())
+	assert.True(t, historytest.Closed(la.(*lease).Stopped(), 0), "Close stopped the renewals")
+	assert.False(t, historytest.Closed(la.Lost(), 0))
+	require.NoError(t, la.Release(ctx))
+	b := open(t, path, WithHolder("b"))
+	_, err = b.Acquire(ctx, "s")
+	require.NoError(t, err)
+}
+
+// TestMigrationToLeasesKeepsData: a file of schema version 1 (before
+// listing and leases) moves forward on Open; its sessions keep their
+// messages and take their times from them.
+func TestMigrationToLeasesKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	saved := migrations
+	migrations = saved[:1]
+	s, err := Open(path)
+	migrations = saved
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = s.w.ExecContext(ctx, `INSERT INTO sessions (id, version) VALUES ('old', 1)`)
+	require.NoError(t, err)
+	for i, at := range []int64{1000, 2000} {
+		_, err = s.w.ExecContext(ctx, `INSERT INTO messages (session_id, pos, seq, id, role, text, created_at) VALUES ('old', ?, ?, ?, 'user', 'Old work', ?)`, i, i, i, at)
+		require.NoError(t, err)
+	}
+	_, err = s.w.ExecContext(ctx, `UPDATE sessions SET next_pos = 2, message_count = 2`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.Equal(t, 1, readSchemaVersion(t, path))
+
+	s = open(t, path)
+	assert.Equal(t, len(migrations), readSchemaVersion(t, path))
+	loaded, err := s.Load(ctx, "old")
+	require.NoError(t, err)
+	assert.Len(t, loaded.Active, 2)
+	page, err := s.ListSessions(ctx, history.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Sessions, 1)
+	info := page.Sessions[0]
+	assert.Equal(t, "Old work", info.Title)
+	assert.Equal(t, 2, info.Messages)
+	assert.Equal(t, time.Unix(0, 1000).UTC(), info.CreatedAt)
+	assert.Equal(t, time.Unix(0, 2000).UTC(), info.UpdatedAt)
+	l, err := s.Acquire(ctx, "old")
+	require.NoError(t, err)
+	_, err = l.Store().Append(ctx, "old", loaded.Version, historytest.Msgs("new", 1))
+	require.NoError(t, err)
+}
