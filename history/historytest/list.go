@@ -37,6 +37,8 @@ func listAll(t *testing.T, l history.Lister, opts history.ListOptions, between f
 			return out
 		}
 		require.NotEmpty(t, p.Sessions, "a page with a Next cursor lists sessions")
+		require.NotEqual(t, opts.Cursor, p.Next, "the next page starts after this one")
+		require.Less(t, page, 1000, "the listing never ends")
 		opts.Cursor = p.Next
 		if between != nil {
 			between(page)
