@@ -12,6 +12,13 @@
 //	<-c.Finished()
 //	fmt.Println(c.Result().Reason)
 //
+// # Opening
+//
+// [New] creates or resumes a session; [Open] opens only one that exists
+// (history.ErrNotFound otherwise). On reopen, settings that Configure
+// changed keep their stored values and the others follow Config;
+// [Session.Settings] reports the effective ones (docs/session.md).
+//
 // # The input queue
 //
 // Every public call validates its input synchronously, queues the command
@@ -32,7 +39,8 @@
 // messages of Active are summarized by exactly one model call and archived as
 // a history.Segment in one store transaction. The Handle's result says
 // compacted, nothing_to_compact or compact_failed; nothing is committed
-// unless a non-empty summary exists. See docs/compaction.md.
+// unless a non-empty summary exists. Automatic compaction backs off after a
+// failure (SEMANTICS §3.3, [AutoCompactEvent]). See docs/compaction.md.
 //
 // # Ownership and concurrency
 //

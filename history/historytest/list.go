@@ -37,6 +37,8 @@ func listAll(t *testing.T, l history.Lister, opts history.ListOptions, between f
 			return out
 		}
 		require.NotEmpty(t, p.Sessions, "a page with a Next cursor lists sessions")
+		require.NotEqual(t, opts.Cursor, p.Next, "the next page starts after this one")
+		require.Less(t, page, 1000, "the listing never ends")
 		opts.Cursor = p.Next
 		if between != nil {
 			between(page)
@@ -49,10 +51,13 @@ func testListOrder(t *testing.T, h Harness) {
 	ctx := context.Background()
 	v := map[string]uint64{}
 	for i := range 4 {
-		id := fmt.Sprintf("list-%d", i)
-		snap, err := s.Create(ctx, history.NewSession{ID: id, Title: map[bool]string{true: "Fix the build"}[i == 0], Cwd: "/src/a"})
+		n := history.NewSession{ID: fmt.Sprintf("list-%d", i), Cwd: "/src/a"}
+		if i == 0 {
+			n.Title = "Fix the build"
+		}
+		snap, err := s.Create(ctx, n)
 		require.NoError(t, err)
-		v[id] = snap.Version
+		v[n.ID] = snap.Version
 	}
 	// Written in this order: 2, 0, 3 (1 only created).
 	v["list-2"] = appendMsgs(t, s, "list-2", v["list-2"], []history.Message{{ID: "m", Role: history.RoleUser, Text: "\n  Rename   the\tpackage\nand more"}})

@@ -18,7 +18,9 @@ import (
 // *[history.LeaseError] that names its holder; the lease lives for the TTL
 // ([WithLeaseTTL]) and renews itself until released or lost. Expiry is
 // judged by the clock of the machine, which every process that opens the
-// file shares.
+// file shares. A live lease whose holder is a process of this machine that
+// no longer exists (it was killed before it could release) is taken over at
+// once.
 func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	const op = "acquire"
 	if err := leasing.CheckSession(id); err != nil {
@@ -36,15 +38,18 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	now := start.UnixNano()
 	var token int64
 	err = tx.QueryRowContext(ctx, `
-		INSERT INTO leases AS l (session_id, holder, token, expires_at) VALUES (?, ?, 1, ?)
+		INSERT INTO leases AS l (session_id, holder, host, pid, token, expires_at) VALUES (?, ?, ?, ?, 1, ?)
 		ON CONFLICT (session_id) DO UPDATE
-			SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
+			SET holder = excluded.holder, host = excluded.host, pid = excluded.pid,
+				token = l.token + 1, expires_at = excluded.expires_at
 			WHERE l.expires_at <= ?
-		RETURNING token`, id, s.holder, now+s.ttl.Nanoseconds(), now).Scan(&token)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, s.leased(ctx, tx, op, id)
-	}
-	if err != nil {
+		RETURNING token`, id, s.holder, s.host, s.pid, now+s.ttl.Nanoseconds(), now).Scan(&token)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if token, err = s.takeOverGone(ctx, tx, op, id, now); err != nil {
+			return nil, err
+		}
+	case err != nil:
 		return nil, s.fail(ctx, op, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -62,6 +67,31 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	s.mu.Unlock()
 	go l.Renew(s.ttl, start.Add(s.ttl), l.renewOnce)
 	return l, nil
+}
+
+// takeOverGone takes over the live lease of session id if its holder is a
+// process of this machine that no longer runs (killed, crashed): its lease
+// would only have kept the session from everyone until it expired. It
+// returns the *history.LeaseError of the lease otherwise.
+func (s *Store) takeOverGone(ctx context.Context, tx *sql.Tx, op, id string, now int64) (int64, error) {
+	var (
+		host string
+		pid  int
+	)
+	if err := tx.QueryRowContext(ctx, `SELECT host, pid FROM leases WHERE session_id = ?`, id).Scan(&host, &pid); err != nil {
+		return 0, s.fail(ctx, op, err)
+	}
+	if host != s.host || pid <= 0 || pid == s.pid || processRuns(pid) {
+		return 0, s.leased(ctx, tx, op, id)
+	}
+	var token int64
+	err := tx.QueryRowContext(ctx, `
+		UPDATE leases SET holder = ?, host = ?, pid = ?, token = token + 1, expires_at = ?
+		WHERE session_id = ? RETURNING token`, s.holder, s.host, s.pid, now+s.ttl.Nanoseconds(), id).Scan(&token)
+	if err != nil {
+		return 0, s.fail(ctx, op, err)
+	}
+	return token, nil
 }
 
 // leased returns the *history.LeaseError of the live lease of session id.

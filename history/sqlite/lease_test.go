@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -121,4 +123,31 @@ func TestMigrationToLeasesKeepsData(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.Store().Append(ctx, "old", loaded.Version, historytest.Msgs("new", 1))
 	require.NoError(t, err)
+}
+
+// TestLeaseOfGoneProcessTakenOver: a live lease whose holder is a process
+// of this machine that no longer runs (killed before it could release) is
+// taken over at once, with a larger token; one whose holder runs is not.
+func TestLeaseOfGoneProcessTakenOver(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "sessions.db"), WithHolder("me"))
+	ctx := context.Background()
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	far := time.Now().Add(time.Hour).UnixNano()
+	for id, pid := range map[string]int{"gone": gone.Process.Pid, "runs": os.Getppid()} {
+		_, err := s.w.ExecContext(ctx, `INSERT INTO leases (session_id, holder, host, pid, token, expires_at) VALUES (?, ?, ?, ?, 7, ?)`,
+			id, "killed-agent", s.host, pid, far)
+		require.NoError(t, err)
+	}
+	l, err := s.Acquire(ctx, "gone")
+	require.NoError(t, err, "the holder's process is gone")
+	assert.EqualValues(t, 8, l.Token())
+	_, err = s.Acquire(ctx, "runs")
+	historytest.LeaseError(t, err, "runs", "killed-agent")
+
+	// Another machine's holder is never judged by this machine's processes.
+	_, err = s.w.ExecContext(ctx, `UPDATE leases SET host = 'elsewhere', pid = ? WHERE session_id = 'runs'`, gone.Process.Pid)
+	require.NoError(t, err)
+	_, err = s.Acquire(ctx, "runs")
+	historytest.LeaseError(t, err, "runs", "killed-agent")
 }

@@ -84,6 +84,8 @@ CREATE INDEX sessions_cwd_updated ON sessions (cwd, updated_at, id);
 CREATE TABLE leases (
 	session_id TEXT    NOT NULL PRIMARY KEY,
 	holder     TEXT    NOT NULL, -- '' once released
+	host       TEXT    NOT NULL, -- the holder's machine and process, to tell
+	pid        INTEGER NOT NULL, -- a holder that is gone
 	token      INTEGER NOT NULL, -- the fencing token
 	expires_at INTEGER NOT NULL  -- unix nanoseconds; live while expires_at > now
 ) WITHOUT ROWID;

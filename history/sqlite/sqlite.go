@@ -38,6 +38,8 @@ type db struct {
 	closed atomic.Bool
 	ttl    time.Duration
 	holder string
+	host   string // this machine, and
+	pid    int    // this process, as the leases record them
 
 	mu     sync.Mutex
 	leases map[*lease]struct{} // live leases of this store, released by Close
@@ -85,11 +87,16 @@ var opened atomic.Int64
 
 // defaultHolder is "<hostname>:<pid>:<n>".
 func defaultHolder() string {
+	return hostname() + ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatInt(opened.Add(1), 10)
+}
+
+// hostname names this machine.
+func hostname() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
-		host = "unknown-host"
+		return "unknown-host"
 	}
-	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatInt(opened.Add(1), 10)
+	return host
 }
 
 // WithBusyTimeout sets how long a statement waits for a lock held by another
@@ -157,7 +164,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := r.Ping(); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
 	}
-	return &Store{db: &db{path: abs, w: w, r: r, ttl: o.ttl, holder: o.holder, leases: map[*lease]struct{}{}}}, nil
+	return &Store{db: &db{path: abs, w: w, r: r, ttl: o.ttl, holder: o.holder, host: hostname(), pid: os.Getpid(), leases: map[*lease]struct{}{}}}, nil
 }
 
 // createFile creates path with mode 0600 unless it exists. It never creates
