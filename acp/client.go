@@ -13,7 +13,9 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/session"
 )
 
 // ErrUnsupported is returned by RemoteSession.Compact when the agent offers
@@ -46,7 +48,36 @@ type ClientOptions struct {
 	RequestTimeout time.Duration
 }
 
+// RPCError is an error the agent answered a request with. Test for it with
+// errors.As; Code is the JSON-RPC error code (see the ACP schema's
+// ErrorCode: -32002 for an unknown session, -32800 for a cancelled request,
+// ...), Data the error's data, verbatim.
+type RPCError struct {
+	Code    int
+	Message string
+	Data    json.RawMessage
+}
+
+// Error returns the message and the code.
+func (e *RPCError) Error() string {
+	return fmt.Sprintf("%s (error %d)", e.Message, e.Code)
+}
+
+// asRPCError turns the connection's error type into *RPCError.
+func asRPCError(err error) error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return &RPCError{Code: je.Code, Message: je.Message, Data: je.Data}
+	}
+	return err
+}
+
 // Client is a connection to an ACP agent. It is safe for concurrent use.
+//
+// The connection's dispatcher hands every update for a session to that
+// session's RemoteSession, in receive order; a session is registered (by
+// NewSession, LoadSession, ResumeSession) before any update the agent sends
+// for it after the response that names it can be dispatched.
 type Client struct {
 	conn *jsonrpc.Conn
 	log  *zap.Logger
@@ -54,26 +85,17 @@ type Client struct {
 	init InitializeResponse
 	stop func() error // ends the agent process (Start only)
 
-	mu       sync.Mutex
+	mu       sync.Mutex // guards the registry
 	sessions map[string]*RemoteSession
-	early    map[string][]SessionUpdate // updates for sessions not registered yet
-	cause    error                      // why the connection ended
+	cause    error // why the connection ended
 }
-
-// Bounds of the updates kept for sessions not registered yet: an agent
-// sends available_commands_update right after the session/new response,
-// which the client may dispatch before NewSession has registered the ID.
-const (
-	earlySessions = 16
-	earlyUpdates  = 256
-)
 
 // Dial speaks ACP as a client over r and w: it sends initialize (with the
 // session.compaction capability unless opts.NoCompaction) and returns once
 // the agent has answered. It starts no process; see [Start]. ctx governs the
 // handshake only.
 func Dial(ctx context.Context, r io.Reader, w io.Writer, opts ClientOptions) (*Client, error) {
-	c := &Client{log: opts.Logger, opts: opts, sessions: map[string]*RemoteSession{}, early: map[string][]SessionUpdate{}}
+	c := &Client{log: opts.Logger, opts: opts, sessions: map[string]*RemoteSession{}}
 	if c.log == nil {
 		c.log = zap.NewNop()
 	}
@@ -161,19 +183,6 @@ func exitErr(err error) error {
 	return err
 }
 
-// waitPrompt waits for a session/prompt response, at most
-// ClientOptions.RequestTimeout when that is set.
-func (c *Client) waitPrompt(p *jsonrpc.Pending) (PromptResponse, error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	if c.opts.RequestTimeout > 0 {
-		ctx, cancel = context.WithTimeout(context.Background(), c.opts.RequestTimeout)
-	}
-	defer cancel()
-	var resp PromptResponse
-	err := p.Wait(ctx, &resp)
-	return resp, err
-}
-
 // AgentInfo returns what the agent said about itself in initialize.
 func (c *Client) AgentInfo() InitializeResponse { return c.init }
 
@@ -212,39 +221,124 @@ func (c *Client) watch() {
 	for _, s := range c.sessions {
 		all = append(all, s)
 	}
+	c.sessions = map[string]*RemoteSession{}
 	c.mu.Unlock()
 	for _, s := range all {
-		s.fail(cause)
+		s.stop(cause)
 	}
+}
+
+// call makes a request and waits for its response; an error of the agent
+// comes back as *RPCError.
+func (c *Client) call(ctx context.Context, method string, params, result any) error {
+	if err := c.conn.Call(ctx, method, params, result); err != nil {
+		return fmt.Errorf("acp: %s: %w", method, asRPCError(err))
+	}
+	return nil
 }
 
 // NewSession creates a session on the agent.
 func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, error) {
-	var resp NewSessionResponse
-	if err := c.conn.Call(ctx, MethodSessionNew, NewSessionRequest{Cwd: cwd}, &resp); err != nil {
+	type answer struct {
+		rs  *RemoteSession
+		err error
+	}
+	got := make(chan answer, 1)
+	// The session is registered by the dispatcher, before it dispatches the
+	// updates the agent sends right after its response.
+	err := c.conn.Send(ctx, MethodSessionNew, NewSessionRequest{Cwd: cwd}, func(raw json.RawMessage, err error) {
+		var resp NewSessionResponse
+		if err == nil {
+			err = json.Unmarshal(raw, &resp)
+		}
+		if err != nil {
+			got <- answer{err: fmt.Errorf("acp: session/new: %w", asRPCError(err))}
+			return
+		}
+		rs, err := c.register(resp.SessionID)
+		got <- answer{rs, err}
+	})
+	if err != nil {
 		return nil, fmt.Errorf("acp: session/new: %w", err)
 	}
-	return c.register(resp.SessionID)
+	select {
+	case a := <-got:
+		return a.rs, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // LoadSession loads a stored session: the agent replays its timeline, which
 // the returned session's Timeline holds once LoadSession returns.
 func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
+	return c.attach(ctx, MethodSessionLoad, id, LoadSessionRequest{SessionID: id, Cwd: cwd})
+}
+
+// ResumeSession re-attaches to a session without a replay (session/resume;
+// the agent advertises it under sessionCapabilities.resume): updates from
+// now on reach the returned session.
+func (c *Client) ResumeSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
+	return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequest{SessionID: id, Cwd: cwd})
+}
+
+// attach registers session id, so that the updates of a replay find it,
+// and sends the request that attaches it.
+func (c *Client) attach(ctx context.Context, method, id string, params any) (*RemoteSession, error) {
 	rs, err := c.register(id)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.conn.Call(ctx, MethodSessionLoad, LoadSessionRequest{SessionID: id, Cwd: cwd}, nil); err != nil {
-		c.mu.Lock()
-		delete(c.sessions, id)
-		c.mu.Unlock()
-		return nil, fmt.Errorf("acp: session/load: %w", err)
+	if err := c.call(ctx, method, params, nil); err != nil {
+		c.forget(rs)
+		rs.stop(session.ErrClosed)
+		return nil, err
 	}
 	return rs, nil
 }
 
-// register makes the session known to the dispatcher and applies, in
-// order, the updates that arrived for it before.
+// CloseSession closes a session on the agent (session/close; advertised
+// under sessionCapabilities.close): the agent cancels its work, finishes
+// every command and releases it. A RemoteSession for it on this Client
+// is closed too, its Handles finishing with session.ErrClosed.
+func (c *Client) CloseSession(ctx context.Context, id string) error {
+	err := c.call(ctx, MethodSessionClose, CloseSessionRequest{SessionID: id}, nil)
+	c.mu.Lock()
+	rs := c.sessions[id]
+	c.mu.Unlock()
+	if rs != nil {
+		rs.Close()
+	}
+	return err
+}
+
+// ListSessions lists the agent's sessions (session/list; advertised under
+// sessionCapabilities.list), with cwd "" for all of them, following
+// nextCursor to the last page. UpdatedAt is zero when the agent does not
+// say.
+func (c *Client) ListSessions(ctx context.Context, cwd string) ([]history.SessionInfo, error) {
+	var out []history.SessionInfo
+	req := ListSessionsRequest{Cwd: cwd}
+	for {
+		var resp ListSessionsResponse
+		if err := c.call(ctx, MethodSessionList, req, &resp); err != nil {
+			return nil, err
+		}
+		for _, s := range resp.Sessions {
+			info := history.SessionInfo{ID: s.SessionID, Cwd: s.Cwd, Title: s.Title}
+			if t, err := time.Parse(time.RFC3339Nano, s.UpdatedAt); err == nil {
+				info.UpdatedAt = t
+			}
+			out = append(out, info)
+		}
+		if resp.NextCursor == "" || resp.NextCursor == req.Cursor {
+			return out, nil
+		}
+		req.Cursor = resp.NextCursor
+	}
+}
+
+// register makes the session known to the dispatcher.
 func (c *Client) register(id string) (*RemoteSession, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -256,29 +350,16 @@ func (c *Client) register(id string) (*RemoteSession, error) {
 	}
 	rs := newRemoteSession(c, id)
 	c.sessions[id] = rs
-	for _, u := range c.early[id] {
-		rs.update(u) // under c.mu, so no later update overtakes these
-	}
-	delete(c.early, id)
 	return rs, nil
 }
 
-// route applies an update to its session, or keeps it (bounded) until the
-// session is registered.
-func (c *Client) route(id string, u SessionUpdate) {
+// forget unregisters rs, unless another took its place.
+func (c *Client) forget(rs *RemoteSession) {
 	c.mu.Lock()
-	rs := c.sessions[id]
-	if rs == nil {
-		if _, ok := c.early[id]; ok || len(c.early) < earlySessions {
-			if len(c.early[id]) < earlyUpdates {
-				c.early[id] = append(c.early[id], u)
-			}
-		}
-		c.mu.Unlock()
-		return
+	defer c.mu.Unlock()
+	if c.sessions[rs.id] == rs {
+		delete(c.sessions, rs.id)
 	}
-	c.mu.Unlock()
-	rs.update(u)
 }
 
 func (c *Client) session(id string) *RemoteSession {
@@ -287,7 +368,8 @@ func (c *Client) session(id string) *RemoteSession {
 	return c.sessions[id]
 }
 
-// handle receives the agent's notifications and requests.
+// handle receives the agent's notifications and requests. An update is
+// handed to its session's owner before the next message is dispatched.
 func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
 	case MethodSessionUpdate:
@@ -296,7 +378,11 @@ func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 			c.log.Warn("malformed session/update", zap.Error(err))
 			return nil, err
 		}
-		c.route(n.SessionID, n.Update)
+		if rs := c.session(n.SessionID); rs != nil {
+			rs.post(func() { rs.update(n.Update) })
+		} else {
+			c.log.Debug("update for a session this client does not hold", zap.String("session", n.SessionID))
+		}
 		return nil, nil
 	case MethodCompactFinished:
 		var p CompactFinishedParams
@@ -305,7 +391,8 @@ func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 			return nil, err
 		}
 		if rs := c.session(p.SessionID); rs != nil {
-			rs.compactFinished(p.CompactID, p.Result.Result())
+			res := p.Result.Result()
+			rs.post(func() { rs.compactFinished(p.CompactID, res) })
 		}
 		return nil, nil
 	case "session/request_permission":

@@ -2,11 +2,11 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -27,22 +27,32 @@ import (
 // advertises a /compact command it sends that command as a prompt and
 // finishes the Handle from the terminal compaction_update. Against an agent
 // with neither it returns ErrUnsupported and sends nothing.
+//
+// # One owner
+//
+// One goroutine owns a remote session's state: the turns in flight, the
+// compactions waiting for their results, the message being streamed, the
+// timeline and the subscribers. Everything else sends it functions: the
+// connection's dispatcher hands it each update and each response in the
+// order they arrived, and the methods hand it their calls. Requests are
+// written by that goroutine, so they reach the agent in call order, and a
+// response is applied after every update the agent sent before it.
 type RemoteSession struct {
-	c  *Client
-	id string
+	c    *Client
+	id   string
+	ops  chan func()   // run on the owner goroutine
+	quit chan struct{} // closed by stop: the owner exits
+	done chan struct{} // closed when the owner has exited
 
-	sendMu   sync.Mutex // orders requests on the wire in call order
-	mu       sync.Mutex
+	// Owned by the owner goroutine (run).
 	closed   error // set once the session is closed or the connection lost
 	feed     *session.Feed
 	timeline Timeline
 	commands []AvailableCommand
-	turns    []*remoteTurn                          // prompts in flight, oldest first
-	compacts map[string]func(session.CompactResult) // extension compactions by ID
-	early    map[string]session.CompactResult       // results that arrived before their Handle was registered
-	fallback *fallbackCompact                       // a /compact prompt in flight
-	entities map[string]bool                        // compaction entities seen started
-	pending  map[string]func(error)                 // every unfinished Handle, to fail on connection loss
+	turns    []*remoteTurn             // prompts in flight, oldest first
+	compacts map[string]*remoteCompact // extension compactions by the agent's ID
+	fallback *remoteCompact            // a /compact prompt in flight
+	entities map[string]bool           // compaction entities seen started
 }
 
 var _ session.Agent = (*RemoteSession)(nil)
@@ -52,39 +62,67 @@ type remoteTurn struct {
 	id       string
 	messages []history.Message
 	draft    *history.Message // assistant message being streamed (its Text is in text)
+	named    bool             // the draft's ID is the agent's messageId
 	text     strings.Builder  // the draft's text: appending to a string per chunk was O(n²)
-	resp     *jsonrpc.Pending // the session/prompt request
+	finish   func(session.TurnResult)
+	timer    *time.Timer // ClientOptions.RequestTimeout; nil without one
 }
 
-// answered reports whether the turn's response has arrived.
-func (t *remoteTurn) answered() bool {
-	if t.resp == nil {
-		return false
-	}
-	select {
-	case <-t.resp.Done():
-		return true
-	default:
-		return false
-	}
-}
-
-// fallbackCompact is a Compact sent as a /compact prompt.
-type fallbackCompact struct {
+// remoteCompact is a compaction waiting for its result.
+type remoteCompact struct {
 	id     string // the Handle's ID
-	entity string // the agent's compaction ID, once seen
+	entity string // fallback: the agent's compaction ID, once seen
 	finish func(session.CompactResult)
-	result *session.CompactResult
+	result *session.CompactResult // fallback: set by the terminal update
+	timer  *time.Timer
 }
 
 func newRemoteSession(c *Client, id string) *RemoteSession {
-	return &RemoteSession{
+	r := &RemoteSession{
 		c: c, id: id,
+		ops:      make(chan func()),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
 		feed:     session.NewFeed(0),
-		compacts: map[string]func(session.CompactResult){},
-		early:    map[string]session.CompactResult{},
+		compacts: map[string]*remoteCompact{},
 		entities: map[string]bool{},
-		pending:  map[string]func(error){},
+	}
+	go r.run()
+	return r
+}
+
+func (r *RemoteSession) run() {
+	defer close(r.done)
+	for {
+		select {
+		case f := <-r.ops:
+			f()
+		case <-r.quit:
+			return
+		}
+	}
+}
+
+// do runs f on the owner goroutine and waits for it; it reports false when
+// the owner has exited.
+func (r *RemoteSession) do(f func()) bool {
+	ran := make(chan struct{})
+	select {
+	case r.ops <- func() { f(); close(ran) }:
+		<-ran
+		return true
+	case <-r.done:
+		return false
+	}
+}
+
+// post runs f on the owner goroutine without waiting for it to finish; it
+// returns once the owner has taken f, so functions posted one after the
+// other run in that order.
+func (r *RemoteSession) post(f func()) {
+	select {
+	case r.ops <- f:
+	case <-r.done:
 	}
 }
 
@@ -94,16 +132,16 @@ func (r *RemoteSession) ID() string { return r.id }
 // Timeline returns a copy of the session's timeline as reduced from every
 // update received (replay included).
 func (r *RemoteSession) Timeline() Timeline {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.timeline.Clone()
+	var t Timeline
+	r.do(func() { t = r.timeline.Clone() })
+	return t
 }
 
 // Commands returns the slash commands the agent advertised last.
 func (r *RemoteSession) Commands() []AvailableCommand {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]AvailableCommand(nil), r.commands...)
+	var out []AvailableCommand
+	r.do(func() { out = slices.Clone(r.commands) })
+	return out
 }
 
 func newHandleID() string { return uuid.Must(uuid.NewV7()).String() }
@@ -112,79 +150,99 @@ func (r *RemoteSession) cancelRemote() {
 	_ = r.c.conn.Notify(context.Background(), MethodSessionCancel, CancelNotification{SessionID: r.id})
 }
 
+// gone is the error of a call after the owner goroutine has exited: why
+// the session closed. (The owner set it before it exited.)
+func (r *RemoteSession) gone() error {
+	<-r.done
+	return r.closed
+}
+
+// timeout starts the RequestTimeout timer of a command, which posts f;
+// nil without a timeout. The owner stops it when the command finishes.
+func (r *RemoteSession) timeout(f func(err error)) *time.Timer {
+	d := r.c.opts.RequestTimeout
+	if d <= 0 {
+		return nil
+	}
+	return time.AfterFunc(d, func() {
+		r.post(func() { f(fmt.Errorf("acp: no answer from the agent within %v: %w", d, context.DeadlineExceeded)) })
+	})
+}
+
+func stopTimer(t *time.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}
+
 // Prompt sends a prompt and returns its Handle once the request is written;
 // the Handle finishes with the session/prompt response. TurnResult.Messages
-// are assembled from the turn's updates (the prompt, assistant text, tool
-// calls and results); TurnResult.Usage is not known over ACP and stays zero.
-// Handle.Cancel sends session/cancel. Errors: session.ErrInvalid,
-// session.ErrClosed, or an error wrapping ErrConnection.
+// are assembled from the turn's updates (the prompt, assistant text by
+// messageId, tool calls and results); TurnResult.Usage is not known over
+// ACP and stays zero. Handle.Cancel sends session/cancel. Errors:
+// session.ErrInvalid, session.ErrClosed, or an error wrapping ErrConnection.
 func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (*session.Handle[session.TurnResult], error) {
 	if strings.TrimSpace(req.Text) == "" {
 		return nil, fmt.Errorf("%w: prompt text is empty", session.ErrInvalid)
 	}
 	id := newHandleID()
 	h, finish := session.NewHandle[session.TurnResult](id, r.cancelRemote)
-	t := &remoteTurn{id: id, messages: []history.Message{{ID: id, Role: history.RoleUser, Text: req.Text, CreatedAt: time.Now()}}}
-	failed := func(err error) {
-		r.mu.Lock()
-		msgs := slices.Clone(t.messages)
-		r.mu.Unlock()
-		finish(session.TurnResult{Messages: msgs, Err: err})
-	}
-	p, err := r.send(ctx, id, failed, func() error {
+	var err error
+	ran := r.do(func() {
+		if r.closed != nil {
+			err = r.closed
+			return
+		}
+		t := &remoteTurn{id: id, finish: finish, messages: []history.Message{{ID: id, Role: history.RoleUser, Text: req.Text, CreatedAt: time.Now()}}}
+		params := PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(req.Text)}}
+		err = r.c.conn.Send(ctx, MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
+			r.post(func() { r.answered(t, raw, err) })
+		})
+		if err != nil {
+			err = r.wrap(err)
+			return
+		}
 		r.turns = append(r.turns, t)
+		t.timer = r.timeout(func(err error) { r.endTurn(t, err) })
 		r.feed.Publish(&session.TurnEvent{TurnID: id, Phase: session.TurnStarted})
 		r.feed.Publish(&session.MessageEvent{Message: t.messages[0], TurnID: id})
-		return nil
-	}, MethodSessionPrompt, PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(req.Text)}})
+	})
+	if !ran {
+		return nil, r.gone()
+	}
 	if err != nil {
-		r.mu.Lock()
-		r.turns = removeTurn(r.turns, t) // never sent
-		r.mu.Unlock()
 		return nil, err
 	}
-	r.mu.Lock()
-	t.resp = p
-	r.mu.Unlock()
-	go func() {
-		resp, err := r.c.waitPrompt(p)
-		r.mu.Lock()
-		delete(r.pending, id)
-		r.flush(t)
-		r.turns = removeTurn(r.turns, t)
-		res := session.TurnResult{Messages: t.messages, Err: promptError(resp.StopReason, err)}
-		r.feed.Publish(&session.TurnEvent{TurnID: id, Phase: session.TurnFinished, Result: &res})
-		r.mu.Unlock()
-		finish(res)
-	}()
 	return h, nil
 }
 
-// send runs before under the lock (an error from it sends nothing),
-// registers a pending Handle, and writes the request. Requests go out in the
-// order of the calls.
-func (r *RemoteSession) send(ctx context.Context, id string, fail func(error), before func() error, method string, params any) (*jsonrpc.Pending, error) {
-	r.sendMu.Lock()
-	defer r.sendMu.Unlock()
-	r.mu.Lock()
-	if r.closed != nil {
-		r.mu.Unlock()
-		return nil, r.closed
+// answered applies a session/prompt response (or its failure).
+func (r *RemoteSession) answered(t *remoteTurn, raw json.RawMessage, err error) {
+	if err == nil {
+		var resp PromptResponse
+		if err = json.Unmarshal(raw, &resp); err == nil {
+			err = promptError(resp.StopReason)
+		} else {
+			err = fmt.Errorf("acp: session/prompt: %w", err)
+		}
+	} else {
+		err = r.rpcErr("session/prompt", err)
 	}
-	if err := before(); err != nil {
-		r.mu.Unlock()
-		return nil, err
+	r.endTurn(t, err)
+}
+
+// endTurn finishes turn t, if it is still in flight.
+func (r *RemoteSession) endTurn(t *remoteTurn, err error) {
+	i := slices.Index(r.turns, t)
+	if i < 0 {
+		return
 	}
-	r.pending[id] = fail
-	r.mu.Unlock()
-	p, err := r.c.conn.Go(ctx, method, params)
-	if err != nil {
-		r.mu.Lock()
-		delete(r.pending, id)
-		r.mu.Unlock()
-		return nil, r.wrap(err)
-	}
-	return p, nil
+	r.turns = slices.Delete(r.turns, i, i+1)
+	stopTimer(t.timer)
+	r.flush(t)
+	res := session.TurnResult{Messages: t.messages, Err: err}
+	r.feed.Publish(&session.TurnEvent{TurnID: t.id, Phase: session.TurnFinished, Result: &res})
+	t.finish(res)
 }
 
 // wrap turns a connection error into one wrapping ErrConnection.
@@ -195,28 +253,23 @@ func (r *RemoteSession) wrap(err error) error {
 	return err
 }
 
-func removeTurn(ts []*remoteTurn, t *remoteTurn) []*remoteTurn {
-	for i, x := range ts {
-		if x == t {
-			return append(ts[:i:i], ts[i+1:]...)
-		}
+// rpcErr describes a failed request: an error of the agent as *RPCError, a
+// lost connection wrapping ErrConnection.
+func (r *RemoteSession) rpcErr(method string, err error) error {
+	if errors.Is(err, jsonrpc.ErrClosed) {
+		return fmt.Errorf("%w: %w", ErrConnection, err)
 	}
-	return ts
+	return fmt.Errorf("acp: %s: %w", method, asRPCError(err))
 }
 
-// promptError maps a prompt's outcome to TurnResult.Err.
-func promptError(stop StopReason, err error) error {
-	switch {
-	case err != nil:
-		if errors.Is(err, jsonrpc.ErrClosed) {
-			return fmt.Errorf("%w: %w", ErrConnection, err)
-		}
-		return fmt.Errorf("acp: session/prompt: %w", err)
-	case stop == StopCancelled:
+// promptError maps a prompt's stop reason to TurnResult.Err.
+func promptError(stop StopReason) error {
+	switch stop {
+	case StopCancelled:
 		return session.ErrCancelled
-	case stop == StopMaxTurnRequests:
+	case StopMaxTurnRequests:
 		return session.ErrTooManySteps
-	case stop == StopEndTurn, stop == "":
+	case StopEndTurn, "":
 		return nil
 	}
 	return fmt.Errorf("acp: the turn stopped: %s", stop)
@@ -234,128 +287,156 @@ func (r *RemoteSession) Compact(ctx context.Context, req session.CompactRequest)
 	if r.c.extension() {
 		return r.compactExtension(ctx, req)
 	}
-	if !r.offersCompactCommand() {
+	var offered bool
+	r.do(func() {
+		offered = slices.ContainsFunc(r.commands, func(c AvailableCommand) bool { return c.Name == CompactCommand })
+	})
+	if !offered {
 		return nil, fmt.Errorf("%w: neither the %s method nor a /%s command", ErrUnsupported, MethodCompact, CompactCommand)
 	}
 	return r.compactFallback(ctx, req)
 }
 
-func (r *RemoteSession) offersCompactCommand() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, c := range r.commands {
-		if c.Name == CompactCommand {
-			return true
-		}
-	}
-	return false
-}
-
+// compactExtension sends _sessionkit/compact and returns the Handle once
+// the agent has accepted it. The acceptance is applied by the owner before
+// any later update, so the compaction's result (compact_finished, which the
+// agent sends after it) always finds its Handle.
 func (r *RemoteSession) compactExtension(ctx context.Context, req session.CompactRequest) (*session.Handle[session.CompactResult], error) {
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed != nil {
-		return nil, closed
+	type accepted struct {
+		h   *session.Handle[session.CompactResult]
+		err error
 	}
-	var acc CompactAccepted
-	if err := r.c.conn.Call(ctx, MethodCompact, CompactParams{SessionID: r.id, Instructions: req.Instructions}, &acc); err != nil {
-		return nil, r.wrap(fmt.Errorf("acp: %s: %w", MethodCompact, err))
-	}
-	h, finish := session.NewHandle[session.CompactResult](acc.CompactID, r.cancelRemote)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if res, ok := r.early[acc.CompactID]; ok {
-		delete(r.early, acc.CompactID)
-		finish(res)
-		return h, nil
-	}
-	if r.closed != nil {
-		finish(session.CompactResult{CompactID: acc.CompactID, Reason: session.ReasonCompactFailed, Error: r.closed.Error(), Trigger: session.TriggerManual})
-		return h, nil
-	}
-	r.compacts[acc.CompactID] = finish
-	r.pending[acc.CompactID] = func(err error) {
-		finish(session.CompactResult{CompactID: acc.CompactID, Reason: session.ReasonCompactFailed, Error: err.Error(), Trigger: session.TriggerManual})
-	}
-	if r.c.opts.RequestTimeout > 0 {
-		time.AfterFunc(r.c.opts.RequestTimeout, func() {
-			r.mu.Lock()
-			_, waiting := r.compacts[acc.CompactID]
-			delete(r.compacts, acc.CompactID)
-			delete(r.pending, acc.CompactID)
-			r.mu.Unlock()
-			if waiting {
-				finish(session.CompactResult{CompactID: acc.CompactID, Reason: session.ReasonCompactFailed, Trigger: session.TriggerManual,
-					Error: fmt.Errorf("acp: no result from the agent within %v: %w", r.c.opts.RequestTimeout, context.DeadlineExceeded).Error()})
-			}
+	got := make(chan accepted, 1)
+	var err error
+	ran := r.do(func() {
+		if r.closed != nil {
+			err = r.closed
+			return
+		}
+		params := CompactParams{SessionID: r.id, Instructions: req.Instructions}
+		err = r.c.conn.Send(ctx, MethodCompact, params, func(raw json.RawMessage, err error) {
+			r.post(func() {
+				var acc CompactAccepted
+				if err == nil {
+					err = json.Unmarshal(raw, &acc)
+				}
+				if err != nil {
+					got <- accepted{err: r.rpcErr(MethodCompact, err)}
+					return
+				}
+				h, finish := session.NewHandle[session.CompactResult](acc.CompactID, r.cancelRemote)
+				rc := &remoteCompact{id: acc.CompactID, finish: finish}
+				if r.closed != nil {
+					finish(failedCompact(acc.CompactID, r.closed))
+				} else {
+					r.compacts[acc.CompactID] = rc
+					rc.timer = r.timeout(func(err error) { r.endCompact(rc, failedCompact(rc.id, err)) })
+				}
+				got <- accepted{h: h}
+			})
 		})
+		err = r.wrap(err)
+	})
+	if !ran {
+		return nil, r.gone()
 	}
-	return h, nil
+	if err != nil {
+		return nil, err
+	}
+	select {
+	case a := <-got:
+		return a.h, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
-// compactFinished finishes an extension compaction.
-func (r *RemoteSession) compactFinished(id string, res session.CompactResult) {
-	r.mu.Lock()
-	finish, ok := r.compacts[id]
-	delete(r.compacts, id)
-	delete(r.pending, id)
-	if !ok {
-		r.early[id] = res
+func failedCompact(id string, err error) session.CompactResult {
+	return session.CompactResult{CompactID: id, Reason: session.ReasonCompactFailed, Error: err.Error(), Trigger: session.TriggerManual}
+}
+
+// endCompact finishes an extension compaction, if it still waits.
+func (r *RemoteSession) endCompact(rc *remoteCompact, res session.CompactResult) {
+	if r.compacts[rc.id] != rc {
+		return
 	}
-	r.mu.Unlock()
-	if ok {
-		finish(res)
+	delete(r.compacts, rc.id)
+	stopTimer(rc.timer)
+	rc.finish(res)
+}
+
+// compactFinished applies _sessionkit/compact_finished.
+func (r *RemoteSession) compactFinished(id string, res session.CompactResult) {
+	if rc := r.compacts[id]; rc != nil {
+		r.endCompact(rc, res)
 	}
 }
 
 func (r *RemoteSession) compactFallback(ctx context.Context, req session.CompactRequest) (*session.Handle[session.CompactResult], error) {
 	id := newHandleID()
 	h, finish := session.NewHandle[session.CompactResult](id, r.cancelRemote)
-	fc := &fallbackCompact{id: id, finish: finish}
-	failed := func(err error) {
-		finish(session.CompactResult{CompactID: id, Reason: session.ReasonCompactFailed, Error: err.Error(), Trigger: session.TriggerManual})
-	}
 	text := "/" + CompactCommand
 	if s := strings.TrimSpace(req.Instructions); s != "" {
 		text += " " + s
 	}
-	p, err := r.send(ctx, id, failed, func() error {
-		if r.fallback != nil {
-			return fmt.Errorf("%w: a /%s is already in flight", session.ErrQueueFull, CompactCommand)
+	var err error
+	ran := r.do(func() {
+		switch {
+		case r.closed != nil:
+			err = r.closed
+			return
+		case r.fallback != nil:
+			err = fmt.Errorf("%w: a /%s is already in flight", session.ErrQueueFull, CompactCommand)
+			return
+		}
+		fc := &remoteCompact{id: id, finish: finish}
+		params := PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(text)}}
+		err = r.c.conn.Send(ctx, MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
+			r.post(func() { r.fallbackAnswered(fc, raw, err) })
+		})
+		if err != nil {
+			err = r.wrap(err)
+			return
 		}
 		r.fallback = fc
-		return nil
-	}, MethodSessionPrompt, PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(text)}})
+		fc.timer = r.timeout(func(err error) { r.endFallback(fc, failedCompact(id, err)) })
+	})
+	if !ran {
+		return nil, r.gone()
+	}
 	if err != nil {
-		r.mu.Lock()
-		if r.fallback == fc { // never sent
-			r.fallback = nil
-		}
-		r.mu.Unlock()
 		return nil, err
 	}
-	go func() {
-		resp, err := r.c.waitPrompt(p)
-		r.mu.Lock()
-		delete(r.pending, id)
-		if r.fallback == fc {
-			r.fallback = nil
-		}
-		res := fc.result
-		r.mu.Unlock()
-		switch {
-		case res != nil:
-			finish(*res)
-		case err != nil:
-			failed(r.wrap(err))
-		case resp.StopReason == StopCancelled:
-			finish(session.CompactResult{CompactID: id, Reason: session.ReasonCompactFailed, Error: session.ErrCancelled.Error(), Trigger: session.TriggerManual, Cancelled: true})
-		default:
-			finish(session.CompactResult{CompactID: id, Success: true, Reason: session.ReasonNothingToCompact, Trigger: session.TriggerManual})
-		}
-	}()
 	return h, nil
+}
+
+// fallbackAnswered finishes a /compact prompt from its response: with the
+// result of its entity, or from the stop reason when there was none.
+func (r *RemoteSession) fallbackAnswered(fc *remoteCompact, raw json.RawMessage, err error) {
+	var resp PromptResponse
+	if err == nil {
+		err = json.Unmarshal(raw, &resp)
+	}
+	id := fc.id
+	switch {
+	case fc.result != nil:
+		r.endFallback(fc, *fc.result)
+	case err != nil:
+		r.endFallback(fc, failedCompact(id, r.rpcErr("session/prompt", err)))
+	case resp.StopReason == StopCancelled:
+		r.endFallback(fc, session.CompactResult{CompactID: id, Reason: session.ReasonCompactFailed, Error: session.ErrCancelled.Error(), Trigger: session.TriggerManual, Cancelled: true})
+	default:
+		r.endFallback(fc, session.CompactResult{CompactID: id, Success: true, Reason: session.ReasonNothingToCompact, Trigger: session.TriggerManual})
+	}
+}
+
+func (r *RemoteSession) endFallback(fc *remoteCompact, res session.CompactResult) {
+	if r.fallback != fc {
+		return
+	}
+	r.fallback = nil
+	stopTimer(fc.timer)
+	fc.finish(res)
 }
 
 // Subscribe returns a subscription to the events built from the agent's
@@ -363,79 +444,93 @@ func (r *RemoteSession) compactFallback(ctx context.Context, req session.Compact
 // *CompactionEvent (started, delta, finished), in the order the updates
 // arrived. Sequence numbers are this RemoteSession's own.
 func (r *RemoteSession) Subscribe(ctx context.Context, opts session.SubscribeOptions) (*session.Subscription, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed != nil {
-		return nil, session.ErrClosed
-	}
-	return r.feed.Subscribe(ctx, opts, func(s *session.Subscription) {
-		r.mu.Lock()
-		r.feed.Unsubscribe(s, nil)
-		r.mu.Unlock()
+	var (
+		sub *session.Subscription
+		err error
+	)
+	ran := r.do(func() {
+		if r.closed != nil {
+			err = session.ErrClosed
+			return
+		}
+		sub, err = r.feed.Subscribe(ctx, opts, func(s *session.Subscription) {
+			r.post(func() { r.feed.Unsubscribe(s, nil) })
+		})
 	})
+	if !ran {
+		return nil, r.gone()
+	}
+	return sub, err
 }
 
 // Close ends the remote session on this side: pending Handles finish with
-// session.ErrClosed and subscriptions end. The agent keeps the session; the
-// Client stays open.
+// session.ErrClosed, subscriptions end, and its goroutine exits. The agent
+// keeps the session (see Client.CloseSession); the Client stays open.
 func (r *RemoteSession) Close() error {
-	r.fail(session.ErrClosed)
-	r.c.mu.Lock()
-	delete(r.c.sessions, r.id)
-	r.c.mu.Unlock()
+	r.c.forget(r)
+	r.stop(session.ErrClosed)
 	return nil
+}
+
+// stop fails every pending Handle with err, ends the subscriptions and ends
+// the owner goroutine.
+func (r *RemoteSession) stop(err error) {
+	if r.do(func() { r.fail(err) }) {
+		close(r.quit)
+		<-r.done
+	}
 }
 
 // fail finishes every pending Handle with err and ends the subscriptions.
 func (r *RemoteSession) fail(err error) {
-	r.mu.Lock()
 	if r.closed != nil {
-		r.mu.Unlock()
 		return
 	}
 	r.closed = err
-	pending := r.pending
-	r.pending = map[string]func(error){}
-	r.compacts = map[string]func(session.CompactResult){}
-	r.feed.CloseAll(err)
-	r.mu.Unlock()
-	for _, f := range pending {
-		f(err)
+	for len(r.turns) > 0 {
+		r.endTurn(r.turns[0], err)
 	}
+	for _, rc := range r.compacts {
+		r.endCompact(rc, failedCompact(rc.id, err))
+	}
+	if fc := r.fallback; fc != nil {
+		r.endFallback(fc, failedCompact(fc.id, err))
+	}
+	r.feed.CloseAll(err)
 }
 
 // update applies one session/update from the agent (in receive order).
 func (r *RemoteSession) update(u SessionUpdate) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.timeline.Apply(u)
-	// A turn whose response has arrived is over: the dispatcher delivered the
-	// response before this update, even if the goroutine waiting for it has
-	// not run yet.
-	for len(r.turns) > 0 && r.turns[0].answered() {
-		r.flush(r.turns[0])
-		r.turns = r.turns[1:]
+	if r.closed != nil {
+		return
 	}
+	r.timeline.Apply(u)
 	var t *remoteTurn
+	turnID := ""
 	if len(r.turns) > 0 {
 		t = r.turns[0]
-	}
-	turnID := ""
-	if t != nil {
 		turnID = t.id
 	}
 	switch v := u.(type) {
 	case *AvailableCommandsUpdate:
-		r.commands = append([]AvailableCommand(nil), v.AvailableCommands...)
+		r.commands = slices.Clone(v.AvailableCommands)
 	case *AgentMessageChunk:
 		text := blocksText([]ContentBlock{v.Content})
 		if t != nil {
+			if t.draft != nil && v.MessageID != "" && t.draft.ID != v.MessageID {
+				r.flush(t) // a new messageId starts a new message
+			}
 			if t.draft == nil {
-				t.draft = &history.Message{ID: newHandleID(), Role: history.RoleAssistant, CreatedAt: time.Now()}
+				id := v.MessageID
+				if id == "" {
+					id = newHandleID()
+				}
+				t.draft = &history.Message{ID: id, Role: history.RoleAssistant, CreatedAt: time.Now()}
+				t.named = v.MessageID != ""
 			}
 			t.text.WriteString(text)
 		}
-		r.feed.Publish(&session.DeltaEvent{TurnID: turnID, Text: text})
+		r.feed.Publish(&session.DeltaEvent{TurnID: turnID, MessageID: v.MessageID, Text: text})
 	case *ToolCall:
 		if t != nil {
 			if t.draft == nil {
@@ -448,15 +543,15 @@ func (r *RemoteSession) update(u SessionUpdate) {
 		if status != "completed" && status != "failed" {
 			return
 		}
-		var text string
+		var text strings.Builder
 		if content, ok := v.Content.Get(); ok {
 			for _, c := range content {
 				if c.Content != nil {
-					text += blocksText([]ContentBlock{c.Content.Content})
+					text.WriteString(blocksText([]ContentBlock{c.Content.Content}))
 				}
 			}
 		}
-		msg := history.Message{ID: newHandleID(), Role: history.RoleTool, ToolCallID: v.ToolCallID, Text: text, CreatedAt: time.Now()}
+		msg := history.Message{ID: newHandleID(), Role: history.RoleTool, ToolCallID: v.ToolCallID, Text: text.String(), CreatedAt: time.Now()}
 		if t != nil {
 			r.flush(t)
 			t.messages = append(t.messages, msg)
@@ -468,12 +563,15 @@ func (r *RemoteSession) update(u SessionUpdate) {
 		}
 		r.feed.Publish(&session.UsageEvent{Purpose: "turn", ContextTokens: int(v.Used), TurnID: turnID})
 	case *CompactionUpdate:
-		if t != nil {
+		// A message whose chunks name it goes on after the compaction
+		// entity (one message stays one message); one whose chunks do not
+		// ends here.
+		if t != nil && !t.named {
 			r.flush(t)
 		}
 		r.compactionUpdate(v, turnID)
 	case *CompactionSummaryChunk:
-		r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Phase: session.PhaseDelta, Delta: blocksText([]ContentBlock{v.Content}), TurnID: turnID})
+		r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Phase: session.PhaseDelta, Delta: blocksText([]ContentBlock{v.Content}), TurnID: turnID, Position: session.NoPosition})
 	}
 }
 
@@ -484,7 +582,7 @@ func (r *RemoteSession) flush(t *remoteTurn) {
 	}
 	m := *t.draft
 	m.Text = t.text.String()
-	t.draft = nil
+	t.draft, t.named = nil, false
 	t.text.Reset()
 	t.messages = append(t.messages, m)
 	r.feed.Publish(&session.MessageEvent{Message: m, TurnID: t.id})
@@ -499,7 +597,7 @@ func (r *RemoteSession) compactionUpdate(v *CompactionUpdate, turnID string) {
 	trigger := triggerOf(e.Meta)
 	if !r.entities[v.CompactionID] {
 		r.entities[v.CompactionID] = true
-		r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Trigger: trigger, Phase: session.PhaseStarted, TurnID: turnID})
+		r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Trigger: trigger, Phase: session.PhaseStarted, TurnID: turnID, Position: session.NoPosition})
 	}
 	if !v.Status.Terminal() {
 		return
@@ -521,11 +619,13 @@ func (r *RemoteSession) compactionUpdate(v *CompactionUpdate, turnID string) {
 		out := res
 		out.CompactID = fc.id
 		if out.Segment != nil {
-			out.Segment.CompactID = fc.id
+			seg := *out.Segment
+			seg.CompactID = fc.id
+			out.Segment = &seg
 		}
 		fc.result = &out
 	}
-	r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Trigger: trigger, Phase: session.PhaseFinished, Result: &res, TurnID: turnID})
+	r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Trigger: trigger, Phase: session.PhaseFinished, Result: &res, TurnID: turnID, Position: session.NoPosition})
 }
 
 // triggerOf reads the trigger a sessionkit agent puts in the entity's

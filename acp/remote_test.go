@@ -308,3 +308,50 @@ func TestRemote_QueuedPromptsKeepTheirUpdates(t *testing.T) {
 		assert.Contains(t, rb.Messages[1].Text, fmt.Sprintf("Noted: B%d second.", i))
 	}
 }
+
+// An assistant message streamed under one messageId and interrupted by a
+// compaction entity (a compaction at a step checkpoint of the turn, as the
+// agent reports it) is one message in TurnResult.Messages: the turn is
+// assembled by messageId.
+func TestRemote_MessageStaysWholeAroundACompaction(t *testing.T) {
+	c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
+	rs := ra.newSession(c, "")
+	turn, err := rs.Prompt(context.Background(), session.PromptRequest{Text: "hi"})
+	require.NoError(t, err)
+	req := ra.read()
+	require.Equal(t, "session/prompt", req["method"])
+	update := func(u string) {
+		ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + u + `}}`)
+	}
+	update(`{"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{"type":"text","text":"hello "}}`)
+	update(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress"}`)
+	update(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"completed","summary":[{"type":"text","text":"S"}]}`)
+	update(`{"sessionUpdate":"agent_message_chunk","messageId":"m1","content":{"type":"text","text":"there"}}`)
+	update(`{"sessionUpdate":"agent_message_chunk","messageId":"m2","content":{"type":"text","text":"second"}}`)
+	ra.respond(req, `{"stopReason":"end_turn"}`)
+	res := wait(t, turn)
+	require.NoError(t, res.Err)
+	var texts []string
+	for _, m := range res.Messages {
+		texts = append(texts, string(m.Role)+":"+m.Text)
+	}
+	assert.Equal(t, []string{"user:hi", "assistant:hello there", "assistant:second"}, texts)
+	assert.Equal(t, "m1", res.Messages[1].ID, "the message keeps the agent's ID")
+}
+
+// An error the agent answers with is an *acp.RPCError: code, message and
+// data, verbatim.
+func TestRemote_AgentErrorsAreRPCErrors(t *testing.T) {
+	c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
+	go func() {
+		req := ra.read()
+		id, _ := json.Marshal(req["id"])
+		ra.write(`{"jsonrpc":"2.0","id":` + string(id) + `,"error":{"code":-32002,"message":"unknown session","data":{"sessionId":"nope"}}}`)
+	}()
+	_, err := c.LoadSession(context.Background(), "nope", "/w")
+	var re *acp.RPCError
+	require.ErrorAs(t, err, &re)
+	assert.Equal(t, -32002, re.Code)
+	assert.Equal(t, "unknown session", re.Message)
+	assert.JSONEq(t, `{"sessionId":"nope"}`, string(re.Data))
+}

@@ -208,9 +208,9 @@ type leaseRefusal struct {
 // message says so and whose data names the session, the holder and the
 // lease's expiry.
 func asLeaseRefusal(err error, id string) (*leaseRefusal, error) {
-	var je *jsonrpc.Error
+	var je *acp.RPCError
 	if !errors.As(err, &je) {
-		return nil, fmt.Errorf("not a JSON-RPC error: %v", err)
+		return nil, fmt.Errorf("not an error of the agent (acp.RPCError): %v", err)
 	}
 	if je.Code != jsonrpc.InternalError {
 		return nil, fmt.Errorf("code %d, want %d (internal error): %v", je.Code, jsonrpc.InternalError, je)
@@ -247,7 +247,7 @@ func asLeaseRefusal(err error, id string) (*leaseRefusal, error) {
 // isUnknownSession reports whether err is the agent's answer for a session
 // it does not serve (-32002).
 func isUnknownSession(err error) bool {
-	var je *jsonrpc.Error
+	var je *acp.RPCError
 	return errors.As(err, &je) && je.Code == jsonrpc.ResourceNotFound
 }
 

@@ -159,6 +159,24 @@ type pendingCall struct {
 	done chan struct{} // closed once msg or err is set
 	msg  *Message
 	err  error
+	then func(result json.RawMessage, err error) // Send's callback
+}
+
+// finish completes the call with a response or an error.
+func (p *pendingCall) finish(m *Message, err error) {
+	p.msg, p.err = m, err
+	close(p.done)
+	if p.then == nil {
+		return
+	}
+	switch {
+	case err != nil:
+		p.then(nil, err)
+	case m.Error != nil:
+		p.then(nil, m.Error)
+	default:
+		p.then(m.Result, nil)
+	}
 }
 
 type inflight struct{ cancel context.CancelFunc }
@@ -230,6 +248,26 @@ type Pending struct {
 // sent one after the other reach the peer in that order. Wait for the
 // response with [Pending.Wait]. Errors are those of Call for the write.
 func (c *Conn) Go(ctx context.Context, method string, params any) (*Pending, error) {
+	return c.send(ctx, method, params, nil)
+}
+
+// Send sends a request like [Conn.Go] and hands its response to then
+// instead of a waiter: the result, or the peer's [*Error], or [ErrClosed]
+// when the connection shut down first. then runs on the dispatcher
+// goroutine, in receive order with the notifications around the response
+// (so a notification the peer sent before its response has been handled
+// when then runs), or, for ErrClosed, on a goroutine of the shutdown's
+// (which [Conn.Wait] waits for). It must return promptly: the next message
+// waits for it. Send returns an error, and then is never called, when the
+// request was not sent (ctx ended before the write, or the params do not
+// encode); a write that fails because the connection shut down reaches
+// then as ErrClosed. ctx governs the write only.
+func (c *Conn) Send(ctx context.Context, method string, params any, then func(result json.RawMessage, err error)) error {
+	_, err := c.send(ctx, method, params, then)
+	return err
+}
+
+func (c *Conn) send(ctx context.Context, method string, params any, then func(json.RawMessage, error)) (*Pending, error) {
 	Detach(ctx)
 	raw, err := marshalParams(params)
 	if err != nil {
@@ -237,7 +275,7 @@ func (c *Conn) Go(ctx context.Context, method string, params any) (*Pending, err
 	}
 	id := c.nextID.Add(1)
 	idRaw := json.RawMessage(strconv.FormatInt(id, 10))
-	p := &pendingCall{done: make(chan struct{})}
+	p := &pendingCall{done: make(chan struct{}), then: then}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -247,7 +285,11 @@ func (c *Conn) Go(ctx context.Context, method string, params any) (*Pending, err
 	c.mu.Unlock()
 
 	if err := c.write(ctx, &Message{Kind: KindRequest, ID: idRaw, Method: method, Params: raw}); err != nil {
-		c.forget(id)
+		if !c.forget(id) && then != nil {
+			// The write failed because the connection shut down, which
+			// has finished the call: then hears of it.
+			return &Pending{c: c, method: method, id: id, call: p}, nil
+		}
 		return nil, err
 	}
 	return &Pending{c: c, method: method, id: id, call: p}, nil
@@ -400,14 +442,21 @@ func (c *Conn) shutdown(cause error) {
 		pending := c.pending
 		c.pending = nil
 		c.queue, c.queued = nil, 0
+		// Send's callbacks run on a goroutine of their own: shutdown can
+		// happen on any goroutine (a failed write), also one that a
+		// callback waits for. The reader is still counted, so the counter
+		// is not zero.
+		c.wg.Add(1)
 		c.mu.Unlock()
 
 		close(c.done)
 		c.cancel()
-		for _, p := range pending {
-			p.err = c.closeErr
-			close(p.done)
-		}
+		go func() {
+			defer c.wg.Done()
+			for _, p := range pending {
+				p.finish(nil, c.closeErr)
+			}
+		}()
 		if cl, ok := c.r.(io.Closer); ok {
 			_ = cl.Close()
 		}
@@ -814,8 +863,7 @@ func (c *Conn) deliver(m *Message) {
 		c.log.Debug("jsonrpc: response to an unknown request", zap.ByteString("id", m.ID))
 		return
 	}
-	p.msg = m
-	close(p.done)
+	p.finish(m, nil)
 }
 
 // run runs the handler for one request or notification in a goroutine and,
