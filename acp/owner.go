@@ -71,7 +71,10 @@ type waitingPrompt struct {
 	cancelled bool // a $/cancel_request arrived: answered with RequestCancelled
 	cancel    func()
 	stop      func() bool // stops the context.AfterFunc watching the request
-	answer    func() (any, error)
+	// answer builds the response from the command's result: the one the
+	// event that ended it carries (ev), or else the Handle's, which is set
+	// once the command finished before a cut or the session closed.
+	answer func(ev session.Payload) (any, error)
 }
 
 // outItem is one message the writer sends for the session: a session/update
@@ -253,7 +256,7 @@ func (a *agentSession) ended() {
 	// published before the end, so no prompt is left waiting; answer any
 	// that is, rather than leave it.
 	for id, p := range a.prompts {
-		a.respondPrompt(id, p)
+		a.respondPrompt(id, p, nil)
 	}
 	if a.closing != nil {
 		a.respond(a.closing, CloseSessionResponse{}, nil)
@@ -287,7 +290,7 @@ func (a *agentSession) resubscribe(from int64, full bool) error {
 	// neither the replay nor the new subscription.
 	for id, p := range a.prompts {
 		if !slices.Contains(rep.Pending, id) {
-			a.respondPrompt(id, p)
+			a.respondPrompt(id, p, nil)
 		}
 	}
 	return nil
@@ -413,7 +416,7 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 	case *session.TurnEvent:
 		if p.Phase == session.TurnFinished {
 			if w := a.prompts[p.TurnID]; w != nil && !w.compact {
-				a.respondPrompt(p.TurnID, w)
+				a.respondPrompt(p.TurnID, w, p)
 			}
 		}
 	}
@@ -548,7 +551,7 @@ func (a *agentSession) finished(p *session.CompactionEvent, replayed, capable bo
 		a.notify(MethodCompactFinished, CompactFinishedParams{SessionID: a.id, CompactID: p.CompactID, Result: wireResult(res)})
 	}
 	if w := a.prompts[p.CompactID]; w != nil && w.compact {
-		a.respondPrompt(p.CompactID, w)
+		a.respondPrompt(p.CompactID, w, p)
 	}
 }
 
@@ -651,13 +654,14 @@ func (a *agentSession) usageAfter(res *session.CompactResult) {
 }
 
 // respondPrompt queues the response of a waiting prompt and forgets it.
-func (a *agentSession) respondPrompt(id string, w *waitingPrompt) {
+// ev is the event that ended its command, nil when there is none.
+func (a *agentSession) respondPrompt(id string, w *waitingPrompt, ev session.Payload) {
 	delete(a.prompts, id)
 	w.stop()
 	if w.cancelled {
 		a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.RequestCancelled, "request cancelled"))
 		return
 	}
-	result, err := w.answer()
+	result, err := w.answer(ev)
 	a.respond(w.resp, result, err)
 }

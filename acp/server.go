@@ -480,8 +480,12 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 				return
 			}
 			id, w.compact, w.cancel = h.ID(), true, h.Cancel
-			w.answer = func() (any, error) {
-				if r := h.Result(); r != nil && r.Cancelled {
+			w.answer = func(ev session.Payload) (any, error) {
+				res := h.Result()
+				if e, ok := ev.(*session.CompactionEvent); ok {
+					res = e.Result
+				}
+				if res != nil && res.Cancelled {
 					return PromptResponse{StopReason: StopCancelled}, nil
 				}
 				return PromptResponse{StopReason: StopEndTurn}, nil
@@ -493,7 +497,13 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 				return
 			}
 			id, w.cancel = h.ID(), h.Cancel
-			w.answer = func() (any, error) { return turnResponse(h.Result()) }
+			w.answer = func(ev session.Payload) (any, error) {
+				res := h.Result()
+				if e, ok := ev.(*session.TurnEvent); ok {
+					res = e.Result
+				}
+				return turnResponse(res)
+			}
 		}
 		a.prompts[id] = w
 		w.stop = context.AfterFunc(ctx, func() {
