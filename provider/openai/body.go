@@ -261,13 +261,17 @@ func load8[T string | []byte](s T, i int) uint64 {
 
 // needsEscape8 reports whether some byte of w is not in jsonSafe: a control
 // byte, a byte of a multi-byte rune, or one of '"', '\\', '<', '>', '&'. A
-// byte b of x is zero exactly when (x-ones)&^x has b's high bit set; the
-// tests are or-ed without branches. It may say true for a word that needs
-// nothing (the byte loop then decides) but never false for one that does.
+// byte b of x is zero exactly when (x-ones)&^x has b's high bit set; '<'
+// and '>' are tested at once (with bit 1 set both are '>'), and so are '"'
+// and '&' (with bit 2 set both are '&'); a byte below 0x20 has its high bit
+// set after w-ones*0x20. The tests are or-ed without branches. It may say
+// true for a word that needs nothing (the byte loop then decides) but never
+// false for one that does.
 func needsEscape8(w uint64) bool {
-	q, bs, lt, gt, amp := w^(ones*'"'), w^(ones*'\\'), w^(ones*'<'), w^(ones*'>'), w^(ones*'&')
-	return ((w-ones*0x20)&^w|w|
-		(q-ones)&^q|(bs-ones)&^bs|(lt-ones)&^lt|(gt-ones)&^gt|(amp-ones)&^amp)&highs != 0
+	lg := (w | ones*0x02) ^ (ones * '>')
+	qa := (w | ones*0x04) ^ (ones * '&')
+	bs := w ^ (ones * '\\')
+	return ((w-ones*0x20)|w|(lg-ones)&^lg|(qa-ones)&^qa|(bs-ones)&^bs)&highs != 0
 }
 
 // escapedLen is len(appendJSONBody(nil, s)), counted without writing.
