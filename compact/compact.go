@@ -127,12 +127,12 @@ const inputID = "summary-input"
 
 // Request builds the one summary request for in, without sending it: an
 // ordinary [provider.Request] whose System is the summarizer prompt
-// ([SystemPrompt]) and whose Messages are one user message
-// holding, in this order, the previous summary in <previous-summary> tags
-// (when there is one), the prefix as a [Transcript] in <transcript> tags,
-// the configured and the request's instructions in <instructions> tags (when
-// there are any), and a line asking for the summary. A provider needs to
-// know nothing about compaction to summarize it.
+// ([SystemPrompt]) and whose Messages are one user message holding, in this
+// order, the previous summary in <previous-summary> tags (when there is
+// one), the prefix as a [Transcript] in <transcript> tags, the configured
+// and the request's instructions in <instructions> tags (when there are
+// any), and a line asking for the summary. A provider needs to know nothing
+// about compaction to summarize it. The error is always nil.
 func (c *Composer) Request(in Input) (*provider.Request, error) {
 	var instr []string
 	for _, s := range []string{c.Instructions, in.Instructions} {

@@ -43,8 +43,8 @@
 //     one more backslash after the "<", in every section.
 //
 // [Parse] removes both. Render writes every text without the white space
-// around it and without carriage returns at its line ends, and every tool
-// name on one line without "]" (see [Document]).
+// around it, an entry's text also without carriage returns at its line
+// ends, and every tool name on one line without "]" (see [Document]).
 //
 // # Reading other text
 //
@@ -97,11 +97,11 @@ type Entry struct {
 // Document is everything a summary request's message carries.
 //
 // Render writes a document in its canonical form: every text without the
-// white space around it and with no carriage return at a line end; a tool
-// name with its line breaks made spaces, "]" made ")", without white space
-// around it or a ":" in front; Steer only on a User entry, Tool only on a
-// Call or a Result, and a Kind it does not know made Other. For every
-// document d, Parse(Render(d)) is d in that form.
+// white space around it, an entry's text also with no carriage return at a
+// line end; a tool name with its line breaks made spaces, "]" made ")",
+// without white space around it or a ":" in front; Steer only on a User
+// entry, Tool only on a Call or a Result, and a Kind it does not know made
+// Other. For every document d, Parse(Render(d)) is d in that form.
 type Document struct {
 	Previous     string  // the retained summary so far, "" before the first compaction
 	Entries      []Entry // the messages to summarize, oldest first
@@ -119,6 +119,9 @@ const (
 )
 
 var tags = [...]string{tagPrevious, tagTranscript, tagInstructions}
+
+// closers are the closing tags of the sections, without their "<".
+var closers = [...]string{"/" + tagPrevious + ">", "/" + tagTranscript + ">", "/" + tagInstructions + ">"}
 
 // Render writes d in the format of the package documentation, in one
 // allocation for a document without escapes.
@@ -250,11 +253,8 @@ func writeEscapedTags(b *strings.Builder, s string) {
 // backslashes, then "/", a section's name and ">".
 func closingTagAfter(s string) bool {
 	s = strings.TrimLeft(s, `\`)
-	if !strings.HasPrefix(s, "/") {
-		return false
-	}
-	for _, t := range tags {
-		if strings.HasPrefix(s[1:], t+">") {
+	for _, c := range closers {
+		if strings.HasPrefix(s, c) {
 			return true
 		}
 	}
