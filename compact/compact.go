@@ -24,14 +24,14 @@
 // # The summary call
 //
 // Summarize makes exactly one provider request with purpose
-// [provider.PurposeSummary]. Its system prompt is the embedded summarizer
-// prompt (summarizer.md); its one user message, the request's Input, holds
-// the previous summary, the prefix rendered as a transcript (tool outputs
-// cut to a bounded size), and the configured and per-request instructions
-// (see [Composer.Request]); it is rendered on demand, never held whole by a
-// streaming provider. The session's own system prompt and tool definitions
-// are never part of it. A reply that is empty or only white space is an
-// error: no fallback summary exists.
+// [provider.PurposeSummary], an ordinary request: its System is the embedded
+// summarizer prompt (summarizer.md) and its Messages are one user message
+// that holds the previous summary, the prefix rendered as a transcript (tool
+// outputs cut to a bounded size), and the configured and per-request
+// instructions (see [Composer.Request]). Any provider summarizes it
+// correctly without knowing about compaction. The session's own system
+// prompt and tool definitions are never part of it. A reply that is empty or
+// only white space is an error: no fallback summary exists.
 package compact
 
 import (
@@ -39,11 +39,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/transcript"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -123,19 +122,17 @@ var systemPrompt string
 // SystemPrompt returns the summarizer's system prompt.
 func SystemPrompt() string { return systemPrompt }
 
-// inputFinal ends the summary input. testdata/input.tmpl is the whole
-// input as a template; TestRequestMatchesTemplate keeps the two equal.
-const inputFinal = "\n\nWrite the updated summary of the conversation above now.\n"
+// inputID is the ID of the one message of a summary request.
+const inputID = "summary-input"
 
-// Request builds the one summary request for in, without sending it. Its
-// Input (a [provider.Text]) is, in this order: the previous summary in
-// <previous-summary> tags (when there is one), the prefix as a [Transcript]
-// in <transcript> tags, the instructions in <instructions> tags (when there
-// are any), and a line asking for the summary. It is rendered on demand,
-// a message at a time: a provider that streams its request never holds the
-// transcript whole (for a large prefix it is the largest thing a
-// compaction would build), and String renders it in one buffer sized up
-// front.
+// Request builds the one summary request for in, without sending it: an
+// ordinary [provider.Request] whose System is the summarizer prompt
+// ([SystemPrompt]) and whose Messages are one user message holding, in this
+// order, the previous summary in <previous-summary> tags (when there is
+// one), the prefix as a [Transcript] in <transcript> tags, the configured
+// and the request's instructions in <instructions> tags (when there are
+// any), and a line asking for the summary. A provider needs to know nothing
+// about compaction to summarize it. The error is always nil.
 func (c *Composer) Request(in Input) (*provider.Request, error) {
 	var instr []string
 	for _, s := range []string{c.Instructions, in.Instructions} {
@@ -143,134 +140,17 @@ func (c *Composer) Request(in Input) (*provider.Request, error) {
 			instr = append(instr, s)
 		}
 	}
+	text := transcript.Render(transcript.Document{
+		Previous:     in.PreviousSummary,
+		Entries:      transcript.FromMessages(in.Prefix, c.maxToolOutput()),
+		Instructions: strings.Join(instr, "\n\n"),
+	})
 	return &provider.Request{
-		Purpose: provider.PurposeSummary,
-		System:  systemPrompt,
-		Input: &summaryInput{
-			prev:         strings.TrimSpace(in.PreviousSummary),
-			prefix:       in.Prefix,
-			instructions: strings.Join(instr, "\n\n"),
-			max:          c.maxToolOutput(),
-		},
+		Purpose:   provider.PurposeSummary,
+		System:    systemPrompt,
+		Messages:  []history.Message{{ID: inputID, Role: history.RoleUser, Text: text}},
 		MaxTokens: c.MaxTokens,
 	}, nil
-}
-
-// summaryInput is the summary request's input, rendered on demand.
-type summaryInput struct {
-	prev, instructions string
-	prefix             []history.Message
-	max                int
-}
-
-var _ provider.Text = (*summaryInput)(nil)
-
-// header emits what comes before the transcript's entries.
-func (in *summaryInput) header(emit func(string)) {
-	if in.prev != "" {
-		emit("<previous-summary>\n")
-		emit(in.prev)
-		emit("\n</previous-summary>\n\n")
-	}
-	emit("<transcript>\n")
-}
-
-// footer emits what comes after the transcript's entries.
-func (in *summaryInput) footer(emit func(string)) {
-	emit("\n</transcript>")
-	if in.instructions != "" {
-		emit("\n\n<instructions>\n")
-		emit(in.instructions)
-		emit("\n</instructions>")
-	}
-	emit(inputFinal)
-}
-
-// String implements [provider.Text]: the whole input in one buffer.
-func (in *summaryInput) String() string {
-	var b strings.Builder
-	b.Grow(len(in.prev) + transcriptSize(in.prefix, in.max) + len(in.instructions) + 128)
-	emit := func(s string) { b.WriteString(s) }
-	in.header(emit)
-	t := newTranscriber(in.max)
-	for i := range in.prefix {
-		t.message(&in.prefix[i], emit)
-	}
-	in.footer(emit)
-	return b.String()
-}
-
-// NewReader implements [provider.Text]: a reader that renders the input a
-// message at a time, holding only the pieces of the current message (which
-// point into the messages; nothing is copied until Read).
-func (in *summaryInput) NewReader() io.Reader {
-	r := &inputReader{in: in, t: newTranscriber(in.max)}
-	r.emit = func(s string) {
-		if s != "" {
-			r.pieces = append(r.pieces, s)
-		}
-	}
-	return r
-}
-
-// inputReader reads a summaryInput; see NewReader.
-type inputReader struct {
-	in     *summaryInput
-	t      *transcriber
-	emit   func(string)
-	stage  int      // 0 header, 1 messages, 2 footer, 3 done
-	next   int      // the next message of the prefix
-	pieces []string // what is left of the current part
-	store  []string // the pieces' backing array, reused for every part
-	off    int      // bytes of pieces[0] already read
-}
-
-// Read implements io.Reader.
-func (r *inputReader) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		if len(r.pieces) == 0 {
-			if !r.fill() {
-				if n == 0 {
-					return 0, io.EOF
-				}
-				break
-			}
-			continue
-		}
-		c := copy(p[n:], r.pieces[0][r.off:])
-		n += c
-		r.off += c
-		if r.off == len(r.pieces[0]) {
-			r.pieces, r.off = r.pieces[1:], 0
-		}
-	}
-	return n, nil
-}
-
-// fill renders the next part (the header, one message or the footer) into
-// pieces; it reports false at the end.
-func (r *inputReader) fill() bool {
-	r.pieces = r.store[:0]
-	defer func() { r.store = r.pieces[:0] }()
-	switch r.stage {
-	case 0:
-		r.in.header(r.emit)
-		r.stage = 1
-	case 1:
-		if r.next == len(r.in.prefix) {
-			r.stage = 2
-			return true
-		}
-		r.t.message(&r.in.prefix[r.next], r.emit)
-		r.next++
-	case 2:
-		r.in.footer(r.emit)
-		r.stage = 3
-	default:
-		return false
-	}
-	return true
 }
 
 func (c *Composer) maxToolOutput() int {
@@ -309,7 +189,7 @@ func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)
 // Transcript renders messages as the transcript a summary is made from: one
 // entry per message, each starting with its role in brackets, so the model
 // reads it as a record to summarize rather than a conversation to continue.
-// Tool outputs longer than maxToolOutput bytes are cut.
+// Tool outputs and call arguments longer than maxToolOutput bytes are cut.
 //
 //	[user] fix the build
 //	[assistant] Looking at the error.
@@ -317,112 +197,5 @@ func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)
 //	[tool read_file] package main …
 //	[user, steer] use Go 1.26
 func Transcript(msgs []history.Message, maxToolOutput int) string {
-	var b strings.Builder
-	b.Grow(transcriptSize(msgs, maxToolOutput))
-	emit := func(s string) { b.WriteString(s) }
-	t := newTranscriber(maxToolOutput)
-	for i := range msgs {
-		t.message(&msgs[i], emit)
-	}
-	return b.String()
-}
-
-// transcriptSize is about the transcript's size in bytes (at least it,
-// unless a label is unusually long), so that one allocation holds it.
-func transcriptSize(msgs []history.Message, maxToolOutput int) int {
-	const perEntry = 48 // label, brackets, newline, a truncation note
-	size := 0
-	for i := range msgs {
-		m := &msgs[i]
-		if m.Role == history.RoleTool {
-			size += min(len(m.Text), maxToolOutput) + perEntry
-		} else {
-			size += len(m.Text) + perEntry
-		}
-		for _, tc := range m.ToolCalls {
-			size += min(len(tc.Arguments), maxToolOutput) + len(tc.Name) + perEntry
-		}
-	}
-	return size
-}
-
-// transcriber renders transcript entries a message at a time, as pieces
-// passed to an emit function: the entries separated by newlines, without a
-// newline after the last one. Transcript and the summary input's String and
-// NewReader are all built on it, so they cannot differ.
-type transcriber struct {
-	names map[string]string // tool call ID → tool name, from the calls seen
-	first bool
-	max   int
-}
-
-func newTranscriber(maxToolOutput int) *transcriber {
-	return &transcriber{names: map[string]string{}, first: true, max: maxToolOutput}
-}
-
-// message emits the entries of one message.
-func (t *transcriber) message(m *history.Message, emit func(string)) {
-	switch m.Role {
-	case history.RoleUser:
-		if m.Steer {
-			t.entry(emit, "user, steer", m.Text)
-		} else {
-			t.entry(emit, "user", m.Text)
-		}
-	case history.RoleAssistant:
-		if strings.TrimSpace(m.Text) != "" || len(m.ToolCalls) == 0 {
-			t.entry(emit, "assistant", m.Text)
-		}
-		for _, tc := range m.ToolCalls {
-			t.names[tc.ID] = tc.Name
-			args := strings.TrimSpace(string(tc.Arguments))
-			if args == "" {
-				args = "{}"
-			}
-			t.entry(emit, "assistant → tool "+tc.Name, truncate(args, t.max))
-		}
-	case history.RoleTool:
-		name := t.names[m.ToolCallID]
-		if name == "" {
-			name = m.ToolCallID
-		}
-		t.entry(emit, "tool "+name, truncate(m.Text, t.max))
-	}
-}
-
-// entry emits one entry, after a newline unless it is the first.
-func (t *transcriber) entry(emit func(string), label, text string) {
-	if !t.first {
-		emit("\n")
-	}
-	t.first = false
-	emit("[")
-	emit(label)
-	emit("] ")
-	// A message cannot close the transcript section early.
-	const closing, escaped = "</transcript>", "<\\/transcript>"
-	text = strings.TrimSpace(text)
-	for {
-		i := strings.Index(text, closing)
-		if i < 0 {
-			emit(text)
-			return
-		}
-		emit(text[:i])
-		emit(escaped)
-		text = text[i+len(closing):]
-	}
-}
-
-// truncate cuts s to at most max bytes on a rune boundary and says how much
-// was cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return fmt.Sprintf("%s… [truncated %d chars]", s[:cut], len(s)-cut)
+	return transcript.RenderEntries(transcript.FromMessages(msgs, maxToolOutput))
 }

@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"testing"
-	"text/template"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/transcript"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/provider/providertest"
@@ -123,13 +121,11 @@ func TestSummarize_WithOfflineProvider(t *testing.T) {
 	assert.Contains(t, sum.Text, "cmd/falcon/main.go")
 }
 
-// TestRequestMatchesTemplate: the summary input Request writes by hand is
-// the one testdata/input.tmpl renders, for every combination of previous
-// summary, instructions and prefix.
-func TestRequestMatchesTemplate(t *testing.T) {
-	raw, err := os.ReadFile("testdata/input.tmpl")
-	require.NoError(t, err)
-	tmpl := template.Must(template.New("input").Parse(string(raw)))
+// TestRequestRendersTheTranscriptFormat: the request's one message is the
+// document internal/transcript renders (its test pins the layout), for every
+// combination of previous summary, instructions and prefix, and reads back
+// as what it was made from.
+func TestRequestRendersTheTranscriptFormat(t *testing.T) {
 	prefixes := [][]history.Message{
 		nil,
 		{{ID: "1", Role: history.RoleUser, Text: ""}},
@@ -153,35 +149,74 @@ func TestRequestMatchesTemplate(t *testing.T) {
 						joined = append(joined, s)
 					}
 				}
-				var want strings.Builder
-				require.NoError(t, tmpl.Execute(&want, map[string]string{
-					"PreviousSummary": strings.TrimSpace(prev),
-					"Transcript":      compact.Transcript(prefix, 50),
-					"Instructions":    strings.Join(joined, "\n\n"),
-				}))
-				assert.Empty(t, req.Messages)
-				assert.Equal(t, want.String(), req.Input.String(), "prev %q, instructions %q, prefix %d", prev, instr, i)
-				for _, size := range []int{1, 7, 4096} {
-					assert.Equal(t, want.String(), readAll(t, req.Input.NewReader(), size), "read %d bytes at a time", size)
+				doc := transcript.Document{
+					Previous:     prev,
+					Entries:      transcript.FromMessages(prefix, 50),
+					Instructions: strings.Join(joined, "\n\n"),
 				}
+				require.Len(t, req.Messages, 1)
+				assert.Equal(t, history.RoleUser, req.Messages[0].Role)
+				assert.Equal(t, transcript.Render(doc), req.Messages[0].Text, "prev %q, instructions %q, prefix %d", prev, instr, i)
+				back := transcript.Parse(req.Messages[0].Text)
+				assert.Equal(t, strings.TrimSpace(prev), back.Previous)
+				assert.Equal(t, doc.Instructions, back.Instructions)
+				assert.Len(t, back.Entries, len(doc.Entries))
 			}
 		}
 	}
 }
 
-// readAll reads r to its end size bytes at a time.
-func readAll(t *testing.T, r io.Reader, size int) string {
-	t.Helper()
-	var out []byte
-	buf := make([]byte, size)
-	for {
-		n, err := r.Read(buf)
-		out = append(out, buf[:n]...)
-		if err == io.EOF {
-			return string(out)
+// messagesOnly is a provider written to the documented contract and nothing
+// more: it reads System and Messages, as any third-party adapter does, and
+// answers with the transcript lines of the last user message, so that a
+// request without the transcript in Messages gives a summary without it.
+type messagesOnly struct{ got []*provider.Request }
+
+func (p *messagesOnly) Complete(_ context.Context, req *provider.Request, _ func(string)) (*provider.Response, error) {
+	p.got = append(p.got, req)
+	var lines []string
+	for _, m := range req.Messages {
+		if m.Role != history.RoleUser {
+			continue
 		}
-		require.NoError(t, err)
+		for l := range strings.SplitSeq(m.Text, "\n") {
+			if strings.HasPrefix(l, "[") {
+				lines = append(lines, "- "+l)
+			}
+		}
 	}
+	return &provider.Response{Message: history.Message{Role: history.RoleAssistant, Text: strings.Join(lines, "\n")}}, nil
+}
+
+// TestSummarize_ProviderReadingOnlyMessages: a provider that knows nothing
+// about compaction gets an ordinary request, with the summarizer prompt in
+// System and the whole transcript in Messages, and summarizes every message
+// of the prefix.
+func TestSummarize_ProviderReadingOnlyMessages(t *testing.T) {
+	p := &messagesOnly{}
+	prefix := []history.Message{
+		{ID: "1", Role: history.RoleUser, Text: "Build a CLI called falcon."},
+		{ID: "2", Role: history.RoleAssistant, Text: "Reading.", ToolCalls: []history.ToolCall{{ID: "c1", Name: "read_file", Arguments: []byte(`{"path":"go.mod"}`)}}},
+		{ID: "3", Role: history.RoleTool, ToolCallID: "c1", Text: "module falcon"},
+		{ID: "4", Role: history.RoleAssistant, Text: "We use the flag package."},
+	}
+	sum, err := (&compact.Composer{Provider: p}).Summarize(context.Background(), compact.Input{PreviousSummary: "- earlier goal", Prefix: prefix}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, `- [user] Build a CLI called falcon.
+- [assistant] Reading.
+- [assistant → tool read_file] {"path":"go.mod"}
+- [tool read_file] module falcon
+- [assistant] We use the flag package.`, sum.Text)
+
+	require.Len(t, p.got, 1, "exactly one call")
+	req := p.got[0]
+	assert.Equal(t, provider.PurposeSummary, req.Purpose)
+	assert.Equal(t, compact.SystemPrompt(), req.System)
+	assert.Empty(t, req.Summary, "the previous summary is in the message, not in a turn's field")
+	assert.Empty(t, req.Tools)
+	require.Len(t, req.Messages, 1)
+	assert.Equal(t, history.RoleUser, req.Messages[0].Role)
+	assert.Contains(t, req.Messages[0].Text, "<previous-summary>\n- earlier goal\n</previous-summary>")
 }
 
 func BenchmarkRequest(b *testing.B) {
@@ -197,18 +232,13 @@ func BenchmarkRequest(b *testing.B) {
 		b.Run(fmt.Sprintf("active=%d", n), func(b *testing.B) {
 			c := &compact.Composer{Provider: offline.New()}
 			b.ReportAllocs()
-			buf := make([]byte, 16<<10)
 			for b.Loop() {
 				req, err := c.Request(compact.Input{PreviousSummary: "earlier", Prefix: prefix})
 				if err != nil {
 					b.Fatal(err)
 				}
-				// Read it as a streaming provider does.
-				r := req.Input.NewReader()
-				for {
-					if _, err := r.Read(buf); err == io.EOF {
-						break
-					}
+				if len(req.Messages[0].Text) == 0 {
+					b.Fatal("no input")
 				}
 			}
 		})

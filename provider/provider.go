@@ -8,13 +8,13 @@
 //   - provider/providertest: a scripted fake for tests.
 //
 // A request has a [Purpose]: [PurposeTurn] for a step of a conversation turn,
-// [PurposeSummary] for the one summary call of a compaction. For a summary,
-// Input holds the transcript to summarize (rendered on demand by the compact
-// package: it can be megabytes, and a provider that streams its request body
-// never needs it whole) and System holds the summarizer instructions; the
-// session's own system prompt and tools are never part of it. A provider
-// that wants every message as a [history.Message] calls
-// [Request.AllMessages].
+// [PurposeSummary] for the one summary call of a compaction. A summary
+// request is an ordinary request: System holds the summarizer instructions
+// and Messages one user message, the conversation to summarize rendered as a
+// transcript (by the compact package); the session's own system prompt and
+// tools are never part of it. A provider that sends System and Messages to
+// its model therefore summarizes correctly without knowing about compaction
+// (see the example).
 //
 //	resp, err := p.Complete(ctx, &provider.Request{
 //		Purpose:  provider.PurposeTurn,
@@ -26,8 +26,6 @@ package provider
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"strings"
 
 	"github.com/sessionkit/sessionkit/history"
 )
@@ -50,53 +48,12 @@ type ToolSpec struct {
 
 // Request is one model request.
 type Request struct {
-	Purpose  Purpose
-	System   string            // system prompt (turns) or summarizer instructions (summary)
-	Summary  string            // retained summary, "" when none (turns only)
-	Messages []history.Message // Active (turns); nil for a summary
-	// Input, when not nil, is the text of one more user message after
-	// Messages: for a summary, the rendered prefix. It is read on demand
-	// (see [Text]); AllMessages returns it as a message.
-	Input     Text
+	Purpose   Purpose
+	System    string            // system prompt (turns) or summarizer instructions (summary)
+	Summary   string            // retained summary, "" when none (turns only)
+	Messages  []history.Message // Active (turns) or the rendered prefix as one user message (summary)
 	Tools     []ToolSpec
 	MaxTokens int // 0 = the provider's default
-}
-
-// Text is a long text a [Request] carries without holding it whole. A
-// provider that streams its request reads it a piece at a time with
-// NewReader; one that needs it whole calls String.
-type Text interface {
-	// NewReader returns a reader of the whole text from its start. Readers
-	// are independent and every one reads the same bytes: the text can be
-	// read any number of times (a provider may read it once to measure it
-	// and again to send it; a retried request reads it again), also
-	// concurrently.
-	NewReader() io.Reader
-	// String returns the whole text.
-	String() string
-}
-
-// StringText is a [Text] held whole.
-type StringText string
-
-// NewReader implements [Text].
-func (t StringText) NewReader() io.Reader { return strings.NewReader(string(t)) }
-
-// String implements [Text].
-func (t StringText) String() string { return string(t) }
-
-// InputID is the ID of the message [Request.AllMessages] makes of Input.
-const InputID = "input"
-
-// AllMessages returns Messages followed by Input as a user message (with
-// ID [InputID]), or Messages itself when there is no Input.
-func (r *Request) AllMessages() []history.Message {
-	if r.Input == nil {
-		return r.Messages
-	}
-	out := make([]history.Message, len(r.Messages), len(r.Messages)+1)
-	copy(out, r.Messages)
-	return append(out, history.Message{ID: InputID, Role: history.RoleUser, Text: r.Input.String()})
 }
 
 // Usage is the token usage a provider reported for one response.

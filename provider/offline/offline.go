@@ -126,9 +126,8 @@ func CountTokens(s string) int {
 
 func usage(req *provider.Request, reply *history.Message) provider.Usage {
 	in := CountTokens(req.System) + CountTokens(req.Summary)
-	msgs := req.AllMessages()
-	for i := range msgs {
-		in += messageTokens(&msgs[i])
+	for i := range req.Messages {
+		in += messageTokens(&req.Messages[i])
 	}
 	return provider.Usage{InputTokens: in, OutputTokens: messageTokens(reply)}
 }

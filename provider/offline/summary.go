@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/transcript"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -25,153 +26,6 @@ const (
 	maxToolBullets   = 10
 	omittedNoteShape = "- … (%d more)"
 )
-
-// Input sections of a summary request.
-const (
-	tagPrevious     = "previous-summary"
-	tagTranscript   = "transcript"
-	tagInstructions = "instructions"
-)
-
-// Entry kinds of a transcript.
-const (
-	kindText = iota // text outside any entry, or an unknown role
-	kindUser
-	kindAssistant
-	kindCall   // assistant → tool
-	kindResult // tool result
-)
-
-type entry struct {
-	kind  int
-	steer bool
-	tool  string
-	text  string
-}
-
-type summaryInput struct {
-	previous     string
-	transcript   string
-	instructions string
-}
-
-// parseSummaryInput splits the rendered input into its sections. Sections are
-// read in order, so a tag quoted inside an earlier section is content. A
-// section without its closing tag ends where the next section begins. Without
-// a transcript section, the text outside every section is the transcript.
-func parseSummaryInput(s string) summaryInput {
-	tags := []string{tagPrevious, tagTranscript, tagInstructions}
-	var in summaryInput
-	var outside strings.Builder
-	hasTranscript := false
-	pos := 0
-	for {
-		tag, at := "", -1
-		for _, t := range tags {
-			if i := strings.Index(s[pos:], "<"+t+">"); i >= 0 && (at < 0 || pos+i < at) {
-				tag, at = t, pos+i
-			}
-		}
-		if at < 0 {
-			break
-		}
-		outside.WriteString(s[pos:at])
-		start := at + len(tag) + 2
-		closing := "</" + tag + ">"
-		var end, next int
-		var i int
-		if tag == tagTranscript {
-			i = strings.LastIndex(s[start:], closing) // entries may quote the tag
-		} else {
-			i = strings.Index(s[start:], closing)
-		}
-		if i >= 0 {
-			end, next = start+i, start+i+len(closing)
-		} else {
-			end = len(s)
-			for _, t := range tags {
-				if j := strings.Index(s[start:], "\n<"+t+">"); t != tag && j >= 0 && start+j < end {
-					end = start + j
-				}
-			}
-			next = end
-		}
-		content := strings.Trim(s[start:end], "\r\n")
-		switch tag {
-		case tagPrevious:
-			in.previous += content + "\n"
-		case tagTranscript:
-			hasTranscript = true
-			in.transcript += content + "\n"
-		case tagInstructions:
-			in.instructions += content + "\n"
-		}
-		pos = next
-	}
-	outside.WriteString(s[pos:])
-	if !hasTranscript {
-		rest := outside.String()
-		for _, t := range tags {
-			rest = strings.ReplaceAll(rest, "</"+t+">", "")
-		}
-		in.transcript = rest
-	}
-	return in
-}
-
-// parseTranscript splits a transcript into entries. An entry starts at a line
-// "[role ...] text"; other lines continue the previous entry.
-func parseTranscript(t string) []entry {
-	var out []entry
-	for line := range strings.SplitSeq(t, "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if e, ok := parseHeader(line); ok {
-			out = append(out, e)
-			continue
-		}
-		if len(out) == 0 {
-			if strings.TrimSpace(line) == "" {
-				continue
-			}
-			out = append(out, entry{kind: kindText})
-		}
-		last := &out[len(out)-1]
-		if last.text == "" {
-			last.text = line
-		} else {
-			last.text += "\n" + line
-		}
-	}
-	return out
-}
-
-var headerRE = regexp.MustCompile(`^\[\s*(user|assistant|tool|system)\b([^\]]*)\]\s?(.*)$`)
-
-func parseHeader(line string) (entry, bool) {
-	m := headerRE.FindStringSubmatch(line)
-	if m == nil {
-		return entry{}, false
-	}
-	rest := strings.TrimSpace(m[2])
-	e := entry{text: m[3]}
-	switch m[1] {
-	case "user":
-		e.kind = kindUser
-		e.steer = strings.Contains(strings.ToLower(rest), "steer")
-	case "assistant":
-		e.kind = kindAssistant
-		if i := strings.LastIndex(rest, "tool"); i >= 0 && strings.ContainsAny(rest[:i], "→>") {
-			e.kind = kindCall
-			e.tool = strings.TrimSpace(strings.Trim(rest[i+len("tool"):], " :"))
-		}
-	case "tool":
-		e.kind = kindResult
-		e.tool = strings.TrimSpace(strings.Trim(rest, " :"))
-	default:
-		e.kind = kindText
-	}
-	return e, true
-}
 
 // bullet is one line of a summary section.
 type bullet struct {
@@ -211,20 +65,20 @@ const (
 // summarize produces the extractive summary of a summary request.
 func summarize(req *provider.Request, limit int) string {
 	var texts []string
-	for _, m := range req.AllMessages() {
+	for _, m := range req.Messages {
 		if m.Role != history.RoleTool {
 			texts = append(texts, m.Text)
 		}
 	}
-	in := parseSummaryInput(strings.Join(texts, "\n"))
-	entries := parseTranscript(in.transcript)
-	focus := focusWords(in.instructions)
+	in := transcript.Parse(strings.Join(texts, "\n"))
+	entries := in.Entries
+	focus := focusWords(in.Instructions)
 	seen := map[string]bool{}
 
 	requests := userRequests(entries, seen)
 	facts := decisionsAndFacts(entries, seen, focus)
 	tools := toolsUsed(entries)
-	earlier := carryOver(in.previous, seen)
+	earlier := carryOver(in.Previous, seen)
 	rankGoals(earlier, requests)
 
 	sections := []section{
@@ -279,13 +133,13 @@ func rankGoals(earlier, requests []bullet) {
 	}
 }
 
-func userRequests(entries []entry, seen map[string]bool) []bullet {
+func userRequests(entries []transcript.Entry, seen map[string]bool) []bullet {
 	var out []bullet
 	for _, e := range entries {
-		if e.kind != kindUser {
+		if e.Kind != transcript.User {
 			continue
 		}
-		text := lead(e.text, requestChars)
+		text := lead(e.Text, requestChars)
 		if text == "" {
 			continue
 		}
@@ -294,7 +148,7 @@ func userRequests(entries []entry, seen map[string]bool) []bullet {
 			continue
 		}
 		seen[k] = true
-		if e.steer {
+		if e.Steer {
 			text = markSteer + text
 		}
 		out = append(out, bullet{text: text, rank: rankGoal})
@@ -333,7 +187,7 @@ func factScore(s string) int {
 // acknowledgements, so it does not come back as a fact.
 var statusLineRE = regexp.MustCompile(`^\(\d+ messages? in context; [^)]*\)$`)
 
-func decisionsAndFacts(entries []entry, seen map[string]bool, focus map[string]bool) []bullet {
+func decisionsAndFacts(entries []transcript.Entry, seen map[string]bool, focus map[string]bool) []bullet {
 	type fact struct {
 		text  string
 		score int
@@ -341,14 +195,14 @@ func decisionsAndFacts(entries []entry, seen map[string]bool, focus map[string]b
 	}
 	var cands []fact
 	for _, e := range entries {
-		if e.kind != kindUser && e.kind != kindAssistant && e.kind != kindText {
+		if e.Kind != transcript.User && e.Kind != transcript.Assistant && e.Kind != transcript.Other {
 			continue
 		}
 		request := ""
-		if e.kind == kindUser {
-			request = lead(e.text, requestChars)
+		if e.Kind == transcript.User {
+			request = lead(e.Text, requestChars)
 		}
-		for _, block := range blocks(e.text) {
+		for _, block := range blocks(e.Text) {
 			for _, s := range sentences(block) {
 				for _, p := range []string{"Noted: ", "Earlier you said: ", "Earlier I said: "} {
 					s = strings.TrimPrefix(s, p)
@@ -388,7 +242,7 @@ func decisionsAndFacts(entries []entry, seen map[string]bool, focus map[string]b
 	return out
 }
 
-func toolsUsed(entries []entry) []bullet {
+func toolsUsed(entries []transcript.Entry) []bullet {
 	var out []bullet
 	seen := map[string]bool{}
 	called := map[string]bool{}
@@ -406,15 +260,15 @@ func toolsUsed(entries []entry) []bullet {
 		out = append(out, bullet{text: text, rank: rankTool})
 	}
 	for _, e := range entries {
-		name := e.tool
+		name := e.Tool
 		if name == "" {
 			name = "a tool"
 		}
-		switch e.kind {
-		case kindCall:
-			args := collapse(e.text)
+		switch e.Kind {
+		case transcript.Call:
+			args := collapse(e.Text)
 			add(name, name+"("+truncate(args, toolArgChars)+")")
-		case kindResult:
+		case transcript.Result:
 			if !called[name] {
 				add(name, name+" (result only)")
 			}

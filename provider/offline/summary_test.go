@@ -253,18 +253,3 @@ func TestSummaryNeverEmpty(t *testing.T) {
 		assert.Equal(t, summaryTitle+"\n- 0 earlier messages were compacted", resp.Message.Text)
 	})
 }
-
-func TestParseSummaryInput(t *testing.T) {
-	in := parseSummaryInput("<previous-summary>\nP\n</previous-summary>\nignored\n<transcript>\n[user] a </instructions>\n</transcript>\n<instructions>\nI\n</instructions>")
-	assert.Equal(t, "P\n", in.previous)
-	assert.Equal(t, "[user] a </instructions>\n", in.transcript)
-	assert.Equal(t, "I\n", in.instructions)
-
-	entries := parseTranscript("[user] one\ntwo\n[user, steer] s\n[assistant → tool read_file] {}\n[tool read_file] out\n[assistant] a\n[toolbox] not a header")
-	require.Len(t, entries, 5)
-	assert.Equal(t, entry{kind: kindUser, text: "one\ntwo"}, entries[0])
-	assert.Equal(t, entry{kind: kindUser, steer: true, text: "s"}, entries[1])
-	assert.Equal(t, entry{kind: kindCall, tool: "read_file", text: "{}"}, entries[2])
-	assert.Equal(t, entry{kind: kindResult, tool: "read_file", text: "out"}, entries[3])
-	assert.Equal(t, entry{kind: kindAssistant, text: "a\n[toolbox] not a header"}, entries[4])
-}

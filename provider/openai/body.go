@@ -12,8 +12,6 @@ import (
 	"unicode/utf8"
 
 	goopenai "github.com/sashabaranov/go-openai"
-
-	"github.com/sessionkit/sessionkit/provider"
 )
 
 // Large message contents bypass go-openai's JSON encoding.
@@ -41,8 +39,8 @@ type spliceKey struct{}
 
 // splice is the texts one request's placeholders stand for.
 type splice struct {
-	nonce string          // random, so no other string of the body can equal a placeholder
-	texts []provider.Text // texts[k] replaces placeholder k
+	nonce string   // random, so no other string of the body can equal a placeholder
+	texts []string // texts[k] replaces placeholder k
 }
 
 // placeholder is the string that stands for texts[k] in go-openai's
@@ -52,46 +50,29 @@ func (s *splice) placeholder(k int) string {
 }
 
 // add registers t and returns its placeholder.
-func (s *splice) add(t provider.Text) string {
+func (s *splice) add(t string) string {
 	s.texts = append(s.texts, t)
 	return s.placeholder(len(s.texts) - 1)
 }
 
 // extractLarge replaces every message content of at least spliceMin bytes
-// in creq with a placeholder, appends input (when not nil) as a last user
-// message given by a placeholder, and returns the splice, or nil when there
-// is nothing to splice. creq's message slice is its own (buildRequest made
-// it).
-func extractLarge(creq *goopenai.ChatCompletionRequest, input provider.Text) (*splice, error) {
+// in creq with a placeholder and returns the splice, or nil when there is
+// nothing to splice. creq's message slice is its own (buildRequest made it).
+func extractLarge(creq *goopenai.ChatCompletionRequest) (*splice, error) {
 	var s *splice
-	start := func() error {
-		if s != nil {
-			return nil
-		}
-		var nonce [16]byte
-		if _, err := rand.Read(nonce[:]); err != nil {
-			return fmt.Errorf("request body: %w", err)
-		}
-		s = &splice{nonce: hex.EncodeToString(nonce[:])}
-		return nil
-	}
 	for i := range creq.Messages {
 		m := &creq.Messages[i]
 		if len(m.Content) < spliceMin {
 			continue
 		}
-		if err := start(); err != nil {
-			return nil, err
+		if s == nil {
+			var nonce [16]byte
+			if _, err := rand.Read(nonce[:]); err != nil {
+				return nil, fmt.Errorf("request body: %w", err)
+			}
+			s = &splice{nonce: hex.EncodeToString(nonce[:])}
 		}
-		m.Content = s.add(provider.StringText(m.Content))
-	}
-	if input != nil {
-		// The input is always spliced: its size is not known before it
-		// is read, and go-openai would need it whole.
-		if err := start(); err != nil {
-			return nil, err
-		}
-		creq.Messages = append(creq.Messages, goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: s.add(input)})
+		m.Content = s.add(m.Content)
 	}
 	return s, nil
 }
@@ -103,13 +84,13 @@ var errSplice = errors.New("request body: a large message could not be put in pl
 // bodyPart is a run of a spliced body: a literal run of go-openai's body,
 // or a text to escape (without its quotes, which the literals keep).
 type bodyPart struct {
-	lit  []byte
-	text provider.Text // nil for a literal
+	lit    []byte
+	text   string
+	isText bool
 }
 
 // parts splits go-openai's body at the placeholders and returns the runs of
-// the spliced body and its length (a text that is not held whole is read
-// once to count it).
+// the spliced body and its length.
 func (s *splice) parts(body []byte) ([]bodyPart, int64, error) {
 	parts := make([]bodyPart, 0, 2*len(s.texts)+1)
 	var size int64
@@ -120,76 +101,38 @@ func (s *splice) parts(body []byte) ([]bodyPart, int64, error) {
 		if at < 0 {
 			return nil, 0, errSplice
 		}
-		n, err := textEscapedLen(t)
-		if err != nil {
-			return nil, 0, err
-		}
-		parts = append(parts, bodyPart{lit: rest[:at+1]}, bodyPart{text: t})
-		size += int64(at+1) + n
+		parts = append(parts, bodyPart{lit: rest[:at+1]}, bodyPart{text: t, isText: true})
+		size += int64(at+1) + int64(escapedLen(t))
 		rest = rest[at+len(ph)-1:] // from the closing quote
 	}
 	parts = append(parts, bodyPart{lit: rest})
 	return parts, size + int64(len(rest)), nil
 }
 
-// textEscapedLen is the length of t escaped as the inside of a JSON string,
-// counted by reading t once.
-func textEscapedLen(t provider.Text) (int64, error) {
-	var n int64
-	c := newRuneChunks(t)
-	for {
-		chunk, ok, err := c.next()
-		if err != nil {
-			return 0, err
+// nextChunk cuts the next chunk of up to spliceChunk bytes off the front of
+// *t, on a rune boundary, so that every rune is escaped whole (a run of
+// stray continuation bytes escapes the same however it is cut). A chunk is
+// never empty while *t is not.
+func nextChunk(t *string) string {
+	s := *t
+	n := len(s)
+	if n > spliceChunk {
+		n = runeCut(s[:spliceChunk])
+		if n == 0 {
+			// Shorter than one rune: take the rune whole.
+			_, n = utf8.DecodeRuneInString(s)
 		}
-		if !ok {
-			return n, nil
-		}
-		n += int64(escapedLen(chunk))
 	}
-}
-
-// runeChunks reads a text in chunks of up to spliceChunk bytes cut on rune
-// boundaries, so that every rune is escaped whole: a rune that a read cut
-// waits for the next chunk (a run of stray continuation bytes escapes the
-// same however it is cut).
-type runeChunks struct {
-	src      io.Reader
-	buf      []byte
-	cut, end int // buf[cut:end] starts the next chunk
-	done     bool
-}
-
-func newRuneChunks(t provider.Text) *runeChunks {
-	return &runeChunks{src: t.NewReader(), buf: make([]byte, spliceChunk+utf8.UTFMax)}
-}
-
-// next returns the next chunk, valid until the following call, and false
-// after the last one.
-func (c *runeChunks) next() ([]byte, bool, error) {
-	if c.done {
-		return nil, false, nil
-	}
-	carry := copy(c.buf, c.buf[c.cut:c.end])
-	n, err := io.ReadFull(c.src, c.buf[carry:carry+spliceChunk])
-	c.end = carry + n
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		c.done = true
-		return c.buf[:c.end], true, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("request body: reading the input: %w", err)
-	}
-	c.cut = runeCut(c.buf[:c.end])
-	return c.buf[:c.cut], true, nil
+	*t = s[n:]
+	return s[:n]
 }
 
 // runeCut returns where to cut b so that it does not end inside a rune: before
 // an incomplete rune at its end, else at its end.
-func runeCut(b []byte) int {
+func runeCut(b string) int {
 	for i := len(b) - 1; i >= 0 && i >= len(b)-(utf8.UTFMax-1); i-- {
 		if utf8.RuneStart(b[i]) {
-			if !utf8.FullRune(b[i:]) {
+			if !utf8.FullRuneInString(b[i:]) {
 				return i
 			}
 			break
@@ -215,11 +158,12 @@ var spliceChunk = 16 << 10
 // into one small reused buffer.
 type bodyReader struct {
 	parts   []bodyPart
-	i       int         // the current part
-	off     int         // bytes of the current literal consumed
-	buf     []byte      // escaping buffer
-	pending []byte      // escaped bytes not yet read
-	text    *runeChunks // the current text part, once started
+	i       int    // the current part
+	off     int    // bytes of the current literal consumed
+	buf     []byte // escaping buffer
+	pending []byte // escaped bytes not yet read
+	text    string // what is left of the current text part, once started
+	started bool   // the current text part is started
 }
 
 func newBodyReader(parts []bodyPart) *bodyReader { return &bodyReader{parts: parts} }
@@ -241,7 +185,7 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 			break
 		}
 		pt := &r.parts[r.i]
-		if pt.text == nil {
+		if !pt.isText {
 			c := copy(p[n:], pt.lit[r.off:])
 			n += c
 			r.off += c
@@ -250,18 +194,14 @@ func (r *bodyReader) Read(p []byte) (int, error) {
 			}
 			continue
 		}
-		if r.text == nil {
-			r.text = newRuneChunks(pt.text)
+		if !r.started {
+			r.text, r.started = pt.text, true
 		}
-		chunk, ok, err := r.text.next()
-		if err != nil {
-			return n, err
-		}
-		if !ok {
-			r.i, r.text = r.i+1, nil
+		if r.text == "" {
+			r.i, r.started = r.i+1, false
 			continue
 		}
-		r.buf = appendJSONBody(r.buf[:0], chunk)
+		r.buf = appendJSONBody(r.buf[:0], nextChunk(&r.text))
 		r.pending = r.buf
 	}
 	return n, nil
@@ -321,13 +261,17 @@ func load8[T string | []byte](s T, i int) uint64 {
 
 // needsEscape8 reports whether some byte of w is not in jsonSafe: a control
 // byte, a byte of a multi-byte rune, or one of '"', '\\', '<', '>', '&'. A
-// byte b of x is zero exactly when (x-ones)&^x has b's high bit set; the
-// tests are or-ed without branches. It may say true for a word that needs
-// nothing (the byte loop then decides) but never false for one that does.
+// byte b of x is zero exactly when (x-ones)&^x has b's high bit set; '<'
+// and '>' are tested at once (with bit 1 set both are '>'), and so are '"'
+// and '&' (with bit 2 set both are '&'); a byte below 0x20 has its high bit
+// set after w-ones*0x20. The tests are or-ed without branches. It may say
+// true for a word that needs nothing (the byte loop then decides) but never
+// false for one that does.
 func needsEscape8(w uint64) bool {
-	q, bs, lt, gt, amp := w^(ones*'"'), w^(ones*'\\'), w^(ones*'<'), w^(ones*'>'), w^(ones*'&')
-	return ((w-ones*0x20)&^w|w|
-		(q-ones)&^q|(bs-ones)&^bs|(lt-ones)&^lt|(gt-ones)&^gt|(amp-ones)&^amp)&highs != 0
+	lg := (w | ones*0x02) ^ (ones * '>')
+	qa := (w | ones*0x04) ^ (ones * '&')
+	bs := w ^ (ones * '\\')
+	return ((w-ones*0x20)|w|(lg-ones)&^lg|(qa-ones)&^qa|(bs-ones)&^bs)&highs != 0
 }
 
 // escapedLen is len(appendJSONBody(nil, s)), counted without writing.

@@ -57,53 +57,27 @@ func TestBodyReaderChunks(t *testing.T) {
 	content := all.String()
 	want := appendJSONString([]byte(`{"a":`), content)
 	want = append(want, `,"b":1}`...)
-	for _, text := range []provider.Text{provider.StringText(content), streamText(content)} {
-		sp := &splice{nonce: "n", texts: []provider.Text{text}}
-		for _, chunk := range []int{1, 2, 3, 4, 5, 7, 8, 9, 16, 1000, 1 << 20} {
-			spliceChunk = chunk
-			parts, size, err := sp.parts([]byte(`{"a":"sessionkit-splice-n-0","b":1}`))
-			require.NoError(t, err)
-			require.Equal(t, int64(len(want)), size, "chunk %d", chunk)
-			for _, readSize := range []int{1, 3, 64, 1 << 16} {
-				r := newBodyReader(parts)
-				var got []byte
-				buf := make([]byte, readSize)
-				for {
-					n, err := r.Read(buf)
-					got = append(got, buf[:n]...)
-					if err == io.EOF {
-						break
-					}
-					require.NoError(t, err)
+	sp := &splice{nonce: "n", texts: []string{content}}
+	for _, chunk := range []int{1, 2, 3, 4, 5, 7, 8, 9, 16, 1000, 1 << 20} {
+		spliceChunk = chunk
+		parts, size, err := sp.parts([]byte(`{"a":"sessionkit-splice-n-0","b":1}`))
+		require.NoError(t, err)
+		require.Equal(t, int64(len(want)), size, "chunk %d", chunk)
+		for _, readSize := range []int{1, 3, 64, 1 << 16} {
+			r := newBodyReader(parts)
+			var got []byte
+			buf := make([]byte, readSize)
+			for {
+				n, err := r.Read(buf)
+				got = append(got, buf[:n]...)
+				if err == io.EOF {
+					break
 				}
-				require.Equal(t, string(want), string(got), "%T: chunk %d, reads of %d", text, chunk, readSize)
+				require.NoError(t, err)
 			}
+			require.Equal(t, string(want), string(got), "chunk %d, reads of %d", chunk, readSize)
 		}
 	}
-}
-
-// streamText is a provider.Text that is not held whole (the body reader
-// reads it through its reader, as it reads a compaction's input), and that
-// hands out its bytes in reads of varying, small sizes.
-type streamText string
-
-func (t streamText) NewReader() io.Reader { return &jitterReader{s: string(t)} }
-func (t streamText) String() string       { return string(t) }
-
-type jitterReader struct {
-	s string
-	n int
-}
-
-func (r *jitterReader) Read(p []byte) (int, error) {
-	if len(r.s) == 0 {
-		return 0, io.EOF
-	}
-	r.n++
-	k := min(len(p), len(r.s), 1+r.n%5)
-	copy(p, r.s[:k])
-	r.s = r.s[k:]
-	return k, nil
 }
 
 func FuzzAppendJSONString(f *testing.F) {
@@ -121,15 +95,18 @@ func FuzzAppendJSONString(f *testing.F) {
 		if n := escapedLen(s); n != len(want)-2 {
 			t.Fatalf("escapedLen(%q) = %d, want %d", s, n, len(want)-2)
 		}
-		for _, text := range []provider.Text{provider.StringText(s), streamText(s)} {
-			sp := &splice{nonce: "n", texts: []provider.Text{text}}
+		for _, chunk := range []int{1, 3, 16 << 10} {
+			old := spliceChunk
+			spliceChunk = chunk
+			sp := &splice{nonce: "n", texts: []string{s}}
 			parts, size, err := sp.parts([]byte(`["sessionkit-splice-n-0"]`))
 			if err != nil || size != int64(len(want)+2) {
-				t.Fatalf("%T parts: %v, size %d, want %d", text, err, size, len(want)+2)
+				t.Fatalf("parts: %v, size %d, want %d", err, size, len(want)+2)
 			}
 			body, err := io.ReadAll(newBodyReader(parts))
+			spliceChunk = old
 			if err != nil || string(body) != "["+string(want)+"]" {
-				t.Fatalf("%T: streamed body of %q = %s, %v", text, s, body, err)
+				t.Fatalf("chunks of %d: streamed body of %q = %s, %v", chunk, s, body, err)
 			}
 		}
 		var back string
@@ -172,7 +149,7 @@ func TestSpliceMatchesGoOpenAI(t *testing.T) {
 		if stream {
 			onDelta = func(string) {}
 		}
-		bodies := func(min int, input bool) [][]byte {
+		bodies := func(min int) [][]byte {
 			old := spliceMin
 			spliceMin = min
 			defer func() { spliceMin = old }()
@@ -180,11 +157,7 @@ func TestSpliceMatchesGoOpenAI(t *testing.T) {
 			p, _ := newProvider(t, f, WithTemperature(0.5), WithMaxRetries(1))
 			req := largeRequest()
 			in := "input " + strings.Repeat("é<\u2028>\xe2\x80 ", 3000)
-			if input {
-				req.Input = streamText(in) // read on demand, always spliced
-			} else {
-				req.Messages = append(req.Messages, history.Message{ID: "in", Role: history.RoleUser, Text: in})
-			}
+			req.Messages = append(req.Messages, history.Message{ID: "in", Role: history.RoleUser, Text: in})
 			resp, err := p.Complete(context.Background(), req, onDelta)
 			require.NoError(t, err)
 			require.Equal(t, "ok", resp.Message.Text)
@@ -194,11 +167,11 @@ func TestSpliceMatchesGoOpenAI(t *testing.T) {
 			}
 			return out
 		}
-		reference := bodies(1<<30, false) // nothing spliced: go-openai's own encoding
-		spliced := bodies(1024, true)
+		reference := bodies(1 << 30) // nothing spliced: go-openai's own encoding
+		spliced := bodies(1024)
 		oldChunk := spliceChunk
 		spliceChunk = 7 // cut every content everywhere
-		small := bodies(1024, true)
+		small := bodies(1024)
 		spliceChunk = oldChunk
 		require.Equal(t, spliced, small)
 		require.Len(t, reference, 2)
@@ -212,7 +185,7 @@ func TestSpliceMatchesGoOpenAI(t *testing.T) {
 }
 
 func TestSpliceMissingPlaceholder(t *testing.T) {
-	s := &splice{nonce: "n", texts: []provider.Text{provider.StringText("x")}}
+	s := &splice{nonce: "n", texts: []string{"x"}}
 	_, err := s.apply([]byte(`{"messages":[{"content":"other"}]}`))
 	require.ErrorIs(t, err, errSplice)
 	body, err := s.apply([]byte(`{"a":"sessionkit-splice-n-0","b":1}`))

@@ -60,20 +60,20 @@
 // second system message made of [provider.SummaryPreamble], a blank line and
 // the summary between <summary> and </summary>, so that the model reads it as
 // clearly marked context rather than as a message to answer; then the Active
-// messages in order (SEMANTICS §4.10); then the request's Input, when it
-// has one, as a last user message. A request with purpose
-// [provider.PurposeSummary] never sends tool definitions, even when some are
+// messages in order. A request with purpose [provider.PurposeSummary] is
+// sent the same way (its System is the summarizer prompt, its one message
+// the transcript) and never sends tool definitions, even when some are
 // present.
 //
 // # Large messages
 //
 // go-openai encodes a request through a MarshalJSON per message, which
-// copies every content several times (31.7 ms for a 2.5 MB message). The
-// provider therefore hands go-openai a placeholder for the Input and for
-// every message content of 32 KiB or more, and the transport streams the
-// body with each of them escaped in place, a chunk at a time, while the HTTP
-// client sends it; the Input is read from its reader and never held whole.
-// The body's length is counted first (Content-Length is exact), a retry
-// reads the texts again, and the body is byte for byte the one go-openai
-// would have encoded.
+// copies every content several times (31.7 ms for a 2.5 MB message, the
+// size of a summary request at 10,000 messages). The provider therefore
+// hands go-openai a placeholder for every message content of 32 KiB or
+// more, and the transport streams the body with each of them escaped in
+// place, a chunk at a time, while the HTTP client sends it, so no copy of
+// the body is ever held whole. The body's length is counted first
+// (Content-Length is exact), a retry escapes the texts again, and the body
+// is byte for byte the one go-openai would have encoded.
 package openai

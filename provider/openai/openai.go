@@ -200,7 +200,7 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 	if err != nil {
 		return nil, p.failure(err)
 	}
-	large, err := extractLarge(&creq, req.Input)
+	large, err := extractLarge(&creq)
 	if err != nil {
 		return nil, p.failure(err)
 	}

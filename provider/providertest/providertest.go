@@ -151,9 +151,8 @@ func (f *Fake) Pending() int {
 	return len(f.queue)
 }
 
-// Requests returns deep copies of every request received, in order, as a
-// model would read them (an Input is the last user message),
-// including calls still running.
+// Requests returns deep copies of every request received, in order,
+// including calls still running: exactly what a real provider is given.
 func (f *Fake) Requests() []provider.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -318,14 +317,12 @@ func cloneToolCalls(calls []history.ToolCall) []history.ToolCall {
 	return out
 }
 
-// cloneRequest copies req as a model would read it: an Input becomes the
-// last user message (provider.Request.AllMessages).
+// cloneRequest deep-copies req, changing nothing.
 func cloneRequest(req *provider.Request) provider.Request {
 	c := *req
-	c.Input = nil
-	if msgs := req.AllMessages(); msgs != nil {
-		c.Messages = make([]history.Message, len(msgs))
-		for i, m := range msgs {
+	if req.Messages != nil {
+		c.Messages = make([]history.Message, len(req.Messages))
+		for i, m := range req.Messages {
 			m.ToolCalls = cloneToolCalls(m.ToolCalls)
 			c.Messages[i] = m
 		}

@@ -353,6 +353,30 @@ func TestRequestsAreDeepCopies(t *testing.T) {
 	assert.Equal(t, `{"a":1}`, string(fake.Requests()[0].Messages[0].ToolCalls[0].Arguments))
 }
 
+// TestRequestsAreWhatTheProviderWasGiven: the fake records every request
+// exactly as a real provider receives it, adding nothing and moving nothing,
+// so that a test sees a summary request without its transcript in Messages
+// as exactly that.
+func TestRequestsAreWhatTheProviderWasGiven(t *testing.T) {
+	reqs := []*provider.Request{
+		{Purpose: provider.PurposeSummary, System: "summarize", MaxTokens: 7,
+			Messages: []history.Message{{ID: "summary-input", Role: history.RoleUser, Text: "<transcript>\n[user] hi\n</transcript>"}}},
+		{Purpose: provider.PurposeSummary, System: "summarize"},
+		{Purpose: provider.PurposeTurn, System: "sys", Summary: "earlier", Messages: []history.Message{}},
+	}
+	fake := providertest.New()
+	for _, req := range reqs {
+		fake.Queue(providertest.Reply{Text: "ok", Purpose: req.Purpose})
+		_, err := fake.Complete(t.Context(), req, nil)
+		require.NoError(t, err)
+	}
+	got := fake.Requests()
+	require.Len(t, got, len(reqs))
+	for i, req := range reqs {
+		assert.Equal(t, *req, got[i], "request %d", i)
+	}
+}
+
 func TestQueuedRepliesAreCopies(t *testing.T) {
 	fake := providertest.New()
 	calls := []history.ToolCall{{ID: "c", Name: "ls", Arguments: json.RawMessage(`{}`)}}
