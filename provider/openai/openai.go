@@ -274,9 +274,18 @@ func (p *Provider) complete(ctx context.Context, creq goopenai.ChatCompletionReq
 	}
 	return &provider.Response{
 		Message: assistantMessage(choice.Message.Content, calls),
-		Usage: provider.Usage{
-			InputTokens:  resp.Usage.PromptTokens,
-			OutputTokens: resp.Usage.CompletionTokens,
-		},
+		Usage:   usageOf(&resp.Usage),
 	}, nil
+}
+
+// usageOf maps the server's usage. prompt_tokens already counts the cached
+// tokens (prompt_tokens_details.cached_tokens is a part of it), so it is
+// InputTokens as it is, and cached_tokens is CacheReadTokens. Chat
+// Completions reports no cache writes.
+func usageOf(u *goopenai.Usage) provider.Usage {
+	out := provider.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if u.PromptTokensDetails != nil {
+		out.CacheReadTokens = u.PromptTokensDetails.CachedTokens
+	}
+	return out
 }
