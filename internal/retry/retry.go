@@ -1,7 +1,8 @@
 // Package retry holds what the HTTP providers (provider/openai,
-// provider/anthropic) share about retrying a model request: the backoff
-// between attempts, the Retry-After header, which transport errors are
-// transient, and keeping the API key out of error texts.
+// provider/anthropic) share about retrying a model request: the retry loop
+// ([Policy]), the backoff between attempts, the Retry-After header, which
+// transport errors are transient, and keeping the API key out of error
+// texts.
 //
 //	wait := retry.Backoff(500*time.Millisecond, 8*time.Second, n, retry.Jitter)
 //	if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now(), time.Minute); ok {
@@ -23,6 +24,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // ParseRetryAfter parses a Retry-After value, delay-seconds or an HTTP
@@ -155,4 +158,74 @@ func Snippet(body []byte, limit int) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// Policy is how a provider retries a request: [Policy.Run] makes attempts
+// until one succeeds, one fails for good, the retries are spent or the
+// context ends.
+type Policy struct {
+	// MaxRetries is the number of retries after the first attempt.
+	MaxRetries int
+	// Backoff returns the wait before retry n+1 when the server asked for
+	// none (see [Backoff]).
+	Backoff func(n int) time.Duration
+	// Sleep waits (see [Sleep]); tests replace it.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Log receives a warning for every retry and a debug line for the
+	// failure returned; never nil.
+	Log *zap.Logger
+}
+
+// Verdict is what a failed attempt says about trying again.
+type Verdict struct {
+	// Err is returned when the attempt is not retried. Its text is logged:
+	// it must not hold secrets.
+	Err error
+	// Retryable reports a transient failure.
+	Retryable bool
+	// Delivered reports that the caller has already seen part of the
+	// response (a streamed delta): the attempt is then never retried.
+	Delivered bool
+	// RetryAfter is the wait the server asked for; negative when it asked
+	// for none.
+	RetryAfter time.Duration
+}
+
+// Run calls attempt, with the number of retries made so far, until it
+// reports success (ok) or a failure that is not retried: one not
+// Retryable, one Delivered, or the last one allowed; it then returns that
+// failure's Err. When ctx is done before an attempt, after a failed one or
+// during a wait, it returns cancelled(retries) instead.
+func (p *Policy) Run(ctx context.Context, attempt func(ctx context.Context, retries int) (ok bool, v Verdict), cancelled func(retries int) error) error {
+	for retries := 0; ; retries++ {
+		if ctx.Err() != nil {
+			return cancelled(retries)
+		}
+		ok, v := attempt(ctx, retries)
+		if ok {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return cancelled(retries)
+		}
+		if !v.Retryable || v.Delivered || retries >= p.MaxRetries {
+			p.Log.Debug("request failed",
+				zap.Int("retries", retries),
+				zap.Bool("delivered", v.Delivered),
+				zap.String("error", v.Err.Error()))
+			return v.Err
+		}
+		wait := p.Backoff(retries)
+		if v.RetryAfter >= 0 {
+			wait = v.RetryAfter
+		}
+		p.Log.Warn("retrying request",
+			zap.Int("retry", retries+1),
+			zap.Int("max_retries", p.MaxRetries),
+			zap.Duration("wait", wait),
+			zap.String("error", v.Err.Error()))
+		if err := p.Sleep(ctx, wait); err != nil {
+			return cancelled(retries)
+		}
+	}
 }
