@@ -225,3 +225,17 @@ func TestContextOverflow(t *testing.T) {
 		}
 	}
 }
+
+// TestToolInputCutShort: a tool_use whose streamed input is not valid JSON
+// (the model hit max_tokens inside it) is an error, never a message whose
+// arguments would make every later request invalid.
+func TestToolInputCutShort(t *testing.T) {
+	srv := at.NewServer(t, testKey, at.Stream(at.MessageStart(at.Usage{Input: 5}),
+		at.ToolStart(0, "toolu_1", "write_file"), at.InputJSONDelta(0, `{"path":"a.go","content":"pack`), at.BlockStop(0),
+		at.MessageDelta("max_tokens", 100), at.MessageStop()))
+	p, _ := newTestProvider(t, srv, WithMaxRetries(0))
+	resp, _, err := call(t, p, userRequest("write it"), true)
+	require.Error(t, err)
+	assert.Nil(t, resp)
+	assert.Contains(t, err.Error(), `tool_use "toolu_1": input is not valid JSON (stop reason "max_tokens")`)
+}

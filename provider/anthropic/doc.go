@@ -36,7 +36,10 @@
 //     a user message right after them (a steer) joins it, after its
 //     tool_result blocks.
 //
-// No text block is ever empty: a user message, or an assistant message
+// The first message is always a user message: when the history starts with
+// an assistant message (after a compaction it can), a short user text
+// saying that the conversation continues from the summary comes first. No
+// text block is ever empty: a user message, or an assistant message
 // without text and tool calls, that has no text is sent as "(empty)"; the
 // history keeps the empty text. Tools are sent with their JSON Schema as
 // input_schema (an object schema without properties when they have none).
@@ -80,7 +83,10 @@
 // is decoded, in order, with no buffering; input_json_delta fragments are
 // appended to their tool_use block's arguments. A stream that ends without
 // message_stop is truncated: Complete returns an error, never a partial
-// response. An error event ends the attempt with that error. Without
+// response. An error event ends the attempt with that error. A tool_use
+// whose assembled input is not valid JSON (the model reached max_tokens
+// inside it) is an error too: committed, it would make every later request
+// of the session invalid. Without
 // onDelta the request is a plain, non-streaming call (the SDK refuses one
 // whose max_tokens would take longer than ten minutes: stream those).
 //

@@ -17,6 +17,11 @@ import (
 // shows the stand-in.
 const emptyText = "(empty)"
 
+// leadText opens the messages when they would start with an assistant
+// message (after a compaction, Active can): the API expects the user to
+// speak first.
+const leadText = "(The conversation continues from the summary of its earlier part.)"
+
 // summaryText returns the system block that carries a retained summary.
 func summaryText(summary string) string {
 	return provider.SummaryPreamble + "\n\n<summary>\n" + summary + "\n</summary>"
@@ -102,8 +107,9 @@ func lastBlockCache(m *sdk.MessageParam) *sdk.CacheControlEphemeralParam {
 // wire role are merged into one message (consecutive tool results, a user
 // message after tool results, two user messages in a row), with every
 // tool_result block before any text block of its message, as the API
-// requires. Every message has at least one block, and no text block is
-// empty.
+// requires. The first message is a user message ([leadText] when history
+// starts with an assistant message). Every message has at least one block,
+// and no text block is empty.
 func wireMessages(in []history.Message) ([]sdk.MessageParam, error) {
 	out := make([]sdk.MessageParam, 0, len(in))
 	// push appends blocks as a message of role, merged into the last
@@ -125,6 +131,9 @@ func wireMessages(in []history.Message) ([]sdk.MessageParam, error) {
 		} else {
 			out = append(out, sdk.NewAssistantMessage(blocks...))
 		}
+	}
+	if len(in) > 0 && in[0].Role == history.RoleAssistant {
+		push(true, sdk.NewTextBlock(leadText))
 	}
 	for i := range in {
 		m := &in[i]

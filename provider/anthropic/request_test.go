@@ -174,3 +174,22 @@ func TestInvalidRequestIsNotSent(t *testing.T) {
 	_, err := p.Complete(t.Context(), nil, nil)
 	require.Error(t, err)
 }
+
+// TestFirstMessageIsTheUser: after a compaction Active may start with an
+// assistant message; the request still opens with a user message.
+func TestFirstMessageIsTheUser(t *testing.T) {
+	req := &provider.Request{
+		Purpose: provider.PurposeTurn,
+		Summary: "Earlier: the user asked for a plan.",
+		Messages: []history.Message{
+			{ID: "a1", Role: history.RoleAssistant, Text: "Here is the plan."},
+			{ID: "u1", Role: history.RoleUser, Text: "go on"},
+		},
+	}
+	r := sent(t, req).Request
+	require.Len(t, r.Messages, 3)
+	assert.Equal(t, "user", r.Messages[0].Role)
+	assert.Equal(t, leadText, r.Messages[0].Content[0].Text)
+	assert.Equal(t, "assistant", r.Messages[1].Role)
+	assert.Equal(t, "user", r.Messages[2].Role)
+}

@@ -2,7 +2,9 @@ package anthropic
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -46,6 +48,7 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 		text                       strings.Builder
 		tools                      []*toolBlock
 		started, stopped           bool
+		stopReason                 string
 		input, write, read, output int64
 	)
 	emit := func(s string) {
@@ -89,6 +92,9 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 		case "message_delta":
 			// Its usage is cumulative; the input figures are present only
 			// when the server sends them again.
+			if ev.Delta.StopReason != "" {
+				stopReason = string(ev.Delta.StopReason)
+			}
 			u := ev.Usage
 			output = u.OutputTokens
 			if u.JSON.InputTokens.Valid() {
@@ -116,6 +122,10 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 	msg := history.Message{Role: history.RoleAssistant, Text: text.String()}
 	for _, t := range tools {
 		t.call.Arguments = toolArgs(t.args)
+		if !json.Valid(t.call.Arguments) {
+			// Committed, it would make every later request invalid.
+			return nil, delivered, fmt.Errorf("tool_use %q: input is not valid JSON (stop reason %q)", t.call.ID, stopReason)
+		}
 		msg.ToolCalls = append(msg.ToolCalls, t.call)
 	}
 	return &provider.Response{Message: msg, Usage: usageOf(input, write, read, output)}, delivered, nil
