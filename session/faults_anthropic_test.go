@@ -154,7 +154,11 @@ func TestAnthropicCompactionEndToEnd(t *testing.T) {
 	require.True(t, res.Compacted, res.Error)
 	assert.Equal(t, "The user asked questions 0 and 1.", res.Segment.Summary)
 	assert.Equal(t, provider.Usage{InputTokens: 900, OutputTokens: 12}, res.Usage)
-	assert.Equal(t, []string{"The user asked ", "questions 0 and 1."}, deltas(rec.all()))
+	evs := rec.until(t, func(evs []session.Event) bool {
+		p := phases(evs, h.ID())
+		return len(p) > 0 && p[len(p)-1] == session.PhaseFinished
+	})
+	assert.Equal(t, []string{"The user asked ", "questions 0 and 1."}, deltas(evs), "the summary streamed to the timeline")
 	assert.Equal(t, []string{"user:question 1", "assistant:answer 1"}, activeTexts(t, s))
 
 	reqs := srv.Requests()

@@ -3,6 +3,7 @@ package anthropic
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -46,6 +47,11 @@ func (p *Provider) buildParams(req *provider.Request) (sdk.MessageNewParams, err
 		p.breakpoint(&params.System[len(params.System)-1].CacheControl)
 	}
 
+	if len(req.Messages) == 0 {
+		// The API requires one; a summary request carries the transcript
+		// as its one user message (SEMANTICS §4.12).
+		return sdk.MessageNewParams{}, errors.New("the request has no messages")
+	}
 	msgs, err := wireMessages(req.Messages)
 	if err != nil {
 		return sdk.MessageNewParams{}, err

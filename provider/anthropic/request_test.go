@@ -155,6 +155,7 @@ func TestMaxTokens(t *testing.T) {
 
 func TestInvalidRequestIsNotSent(t *testing.T) {
 	tests := map[string]*provider.Request{
+		"no messages":    {Purpose: provider.PurposeSummary, System: "Summarize."},
 		"unknown role":   {Messages: []history.Message{{ID: "x", Role: "system", Text: "hi"}}},
 		"bad schema":     {Messages: userRequest("hi").Messages, Tools: []provider.ToolSpec{{Name: "t", Parameters: json.RawMessage(`[1]`)}}},
 		"bad tool input": {Messages: []history.Message{{ID: "a", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{{ID: "c", Name: "t", Arguments: json.RawMessage(`{`)}}}}},
