@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 )
 
 func TestParseRetryAfter(t *testing.T) {
@@ -69,4 +70,65 @@ func TestIsConnError(t *testing.T) {
 func TestSnippet(t *testing.T) {
 	assert.Equal(t, "a b c", Snippet([]byte(" a\n b\t\tc "), 10))
 	assert.Equal(t, "ab…", Snippet([]byte("abé"), 3), "cut on a rune boundary")
+}
+
+func TestPolicyRun(t *testing.T) {
+	var waits []time.Duration
+	policy := func(max int) *Policy {
+		waits = nil
+		return &Policy{
+			MaxRetries: max,
+			Backoff:    func(n int) time.Duration { return time.Duration(n+1) * time.Second },
+			Sleep: func(ctx context.Context, d time.Duration) error {
+				waits = append(waits, d)
+				return ctx.Err()
+			},
+			Log: zap.NewNop(),
+		}
+	}
+	cancelled := func(retries int) error { return fmt.Errorf("cancelled after %d", retries) }
+	failing := func(v Verdict) func(context.Context, int) (bool, Verdict) {
+		return func(context.Context, int) (bool, Verdict) { return false, v }
+	}
+	boom := errors.New("boom")
+
+	t.Run("retried until spent, backoff or retry-after", func(t *testing.T) {
+		var seen []int
+		err := policy(3).Run(t.Context(), func(_ context.Context, retries int) (bool, Verdict) {
+			seen = append(seen, retries)
+			after := time.Duration(-1)
+			if retries == 1 {
+				after = 0
+			}
+			return false, Verdict{Err: boom, Retryable: true, RetryAfter: after}
+		}, cancelled)
+		assert.Same(t, boom, err)
+		assert.Equal(t, []int{0, 1, 2, 3}, seen)
+		assert.Equal(t, []time.Duration{time.Second, 0, 3 * time.Second}, waits)
+	})
+	t.Run("success", func(t *testing.T) {
+		n := 0
+		err := policy(3).Run(t.Context(), func(context.Context, int) (bool, Verdict) {
+			n++
+			return n == 2, Verdict{Err: boom, Retryable: true, RetryAfter: -1}
+		}, cancelled)
+		assert.NoError(t, err)
+		assert.Equal(t, 2, n)
+	})
+	t.Run("not retryable", func(t *testing.T) {
+		assert.Same(t, boom, policy(3).Run(t.Context(), failing(Verdict{Err: boom, RetryAfter: -1}), cancelled))
+		assert.Empty(t, waits)
+	})
+	t.Run("delivered", func(t *testing.T) {
+		assert.Same(t, boom, policy(3).Run(t.Context(), failing(Verdict{Err: boom, Retryable: true, Delivered: true, RetryAfter: -1}), cancelled))
+		assert.Empty(t, waits, "never retried once the caller saw part of it")
+	})
+	t.Run("context done", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		err := policy(3).Run(ctx, func(context.Context, int) (bool, Verdict) {
+			cancel()
+			return false, Verdict{Err: boom, Retryable: true, RetryAfter: -1}
+		}, cancelled)
+		assert.EqualError(t, err, "cancelled after 0")
+	})
 }
