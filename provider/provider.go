@@ -1,9 +1,10 @@
 // Package provider defines how a session talks to a model: one [Request] in,
 // one [Response] out, with text deltas streamed on the way.
 //
-// Three implementations ship with sessionkit:
+// Four implementations ship with sessionkit:
 //
 //   - provider/openai: any OpenAI-compatible Chat Completions endpoint;
+//   - provider/anthropic: Anthropic's Messages API (Claude models);
 //   - provider/offline: the embedded default, deterministic and without network;
 //   - provider/providertest: a scripted fake for tests.
 //
@@ -26,6 +27,7 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/sessionkit/sessionkit/history"
 )
@@ -57,14 +59,31 @@ type Request struct {
 }
 
 // Usage is the token usage a provider reported for one response.
+//
+// InputTokens is everything the request consumed as input, cached or not:
+// the figure the automatic compaction trigger reads (SEMANTICS §3.1).
+// CacheReadTokens and CacheWriteTokens break down the part of it that was
+// read from, or written to, the provider's prompt cache; a provider that
+// reports no cache figures leaves them 0. Each provider package documents
+// how it maps its own figures (for example, OpenAI's prompt_tokens already
+// includes its cached tokens, while Anthropic's input_tokens excludes both
+// cache figures, so provider/anthropic adds them).
 type Usage struct {
-	InputTokens  int // as reported by the provider
-	OutputTokens int
+	InputTokens      int // all input tokens of the request, cache reads and writes included
+	OutputTokens     int
+	CacheReadTokens  int // part of InputTokens read from the prompt cache
+	CacheWriteTokens int // part of InputTokens written to the prompt cache
 }
 
 // Total returns input plus output tokens: the context a conversation holds
 // after the response (SEMANTICS §3.1).
 func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// ErrContextOverflow means the request is longer than the model's context:
+// the provider rejected it without answering. Providers wrap it in the error
+// they return, so errors.Is(err, ErrContextOverflow) finds it; a session can
+// compact and try again (SEMANTICS §3.5).
+var ErrContextOverflow = errors.New("provider: the request is longer than the model's context")
 
 // Response is a complete model response.
 type Response struct {

@@ -1,15 +1,18 @@
 package session_test
 
-// Provider faults (issue "Reliability", item 2): a session.Session above the
-// real provider/openai, which talks to an httptest server speaking the Chat
-// Completions wire format (streamed SSE, final usage chunk). Each test names
-// the fault and checks its defined outcome: the turn error or
-// compact_failed, history unchanged where SEMANTICS promises it (memory
-// equal to the store, Active compared before and after), and the Handle
-// finished. Ordering uses gates and channels only.
+// Provider faults (issue "Reliability", item 2): a session.Session above a
+// real HTTP provider, which talks to an httptest server speaking its wire
+// format. Every test runs on each wire of faultWires: provider/openai (Chat
+// Completions: streamed SSE, final usage chunk) and provider/anthropic
+// (Messages API: message_start ... message_stop events). Each test names the
+// fault and checks its defined outcome: the turn error or compact_failed,
+// history unchanged where SEMANTICS promises it (memory equal to the store,
+// Active compared before and after), and the Handle finished. Ordering uses
+// gates and channels only.
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -29,6 +32,7 @@ import (
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/openai"
 	"github.com/sessionkit/sessionkit/provider/openai/openaitest"
 	"github.com/sessionkit/sessionkit/session"
@@ -36,17 +40,13 @@ import (
 
 // chatRequest is what the server decoded of one request.
 type chatRequest struct {
-	Purpose  string // "turn" or "summary" (its first message is the summarizer prompt)
-	Stream   bool
-	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}
+	Purpose string // "turn" or "summary" (its system prompt is the summarizer's)
+	Stream  bool
 }
 
-// chatServer is an httptest server speaking the Chat Completions wire
-// format through a script: request n gets script[n], the last repeating;
-// with no script it never answers.
+// chatServer is an httptest server speaking a wire format through a script:
+// request n gets script[n], the last repeating; with no script it never
+// answers. A request its wire's decode refuses gets 400.
 type chatServer struct {
 	t       *testing.T
 	srv     *httptest.Server
@@ -57,29 +57,19 @@ type chatServer struct {
 	release chan struct{} // closed when the test ends: hanging handlers return
 }
 
-func newChatServer(t *testing.T, script ...http.HandlerFunc) *chatServer {
+func newChatServer(t *testing.T, w *faultWire, script ...http.HandlerFunc) *chatServer {
 	t.Helper()
 	cs := &chatServer{t: t, script: script, arrived: make(chan string, 100), release: make(chan struct{})}
-	cs.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cs.srv = httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		raw, err := io.ReadAll(r.Body)
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
+			http.Error(rw, err.Error(), http.StatusBadRequest)
 			return
 		}
-		var body struct {
-			Stream   bool `json:"stream"`
-			Messages []struct {
-				Role    string `json:"role"`
-				Content string `json:"content"`
-			} `json:"messages"`
-		}
-		if err := json.Unmarshal(raw, &body); err != nil || r.URL.Path != "/v1/chat/completions" {
-			http.Error(w, "bad request", http.StatusBadRequest)
+		req, ok := w.decode(r, raw)
+		if !ok {
+			http.Error(rw, "bad request", http.StatusBadRequest)
 			return
-		}
-		req := chatRequest{Purpose: "turn", Stream: body.Stream, Messages: body.Messages}
-		if len(body.Messages) > 0 && body.Messages[0].Role == "system" && body.Messages[0].Content == compact.SystemPrompt() {
-			req.Purpose = "summary"
 		}
 		cs.mu.Lock()
 		n := len(cs.reqs)
@@ -93,7 +83,7 @@ func newChatServer(t *testing.T, script ...http.HandlerFunc) *chatServer {
 		case cs.arrived <- req.Purpose:
 		default:
 		}
-		h(w, r)
+		h(rw, r)
 	}))
 	t.Cleanup(cs.srv.Close)
 	t.Cleanup(func() { close(cs.release) }) // runs before srv.Close
@@ -146,35 +136,181 @@ func (cs *chatServer) hang(_ http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// newOpenAI returns the real provider talking to cs: two retries and a
-// millisecond backoff unless opts say otherwise.
-func newOpenAI(t *testing.T, cs *chatServer, opts ...openai.Option) *openai.Provider {
-	t.Helper()
-	base := []openai.Option{
-		openai.WithBaseURL(cs.srv.URL + "/v1"),
-		openai.WithModel("test-model"),
-		openai.WithAPIKey("sk-faults"),
-		openai.WithHTTPClient(cs.srv.Client()),
-		openai.WithMaxRetries(2),
-		openai.WithBackoff(time.Millisecond, 2*time.Millisecond),
-		openai.WithLogger(zaptest.NewLogger(t)),
-	}
-	p, err := openai.New(append(base, opts...)...)
-	require.NoError(t, err)
-	return p
+// wireOptions are what a fault test sets on a provider; zero values keep
+// the suite's defaults (the server's client, two retries, a millisecond
+// backoff, a test logger).
+type wireOptions struct {
+	client     *http.Client
+	maxRetries int // 0 = 2
+	backoff    time.Duration
+	logger     *zap.Logger
 }
 
-// The wire format.
+func (o wireOptions) with(t *testing.T, cs *chatServer) wireOptions {
+	if o.client == nil {
+		o.client = cs.srv.Client()
+	}
+	if o.maxRetries == 0 {
+		o.maxRetries = 2
+	}
+	if o.backoff == 0 {
+		o.backoff = time.Millisecond
+	}
+	if o.logger == nil {
+		o.logger = zaptest.NewLogger(t)
+	}
+	return o
+}
 
-var (
-	wireJSON   = mustWireJSON
-	wireChunk  = openaitest.Chunk
-	wireRole   = openaitest.RoleChunk
-	wireText   = openaitest.TextChunk
-	wireFinish = openaitest.FinishChunk
-	wireUsage  = openaitest.UsageChunk
-	writeData  = openaitest.WriteSSE
-)
+// faultErr is what the fault tests read of a provider's error.
+type faultErr struct {
+	StatusCode int
+	Retries    int
+	Retryable  bool
+}
+
+// faultWire is one provider and its wire format.
+type faultWire struct {
+	name string
+	// decode reads one request; false means the server answers 400.
+	decode func(r *http.Request, raw []byte) (chatRequest, bool)
+	// newProvider returns the real provider talking to cs.
+	newProvider func(t *testing.T, cs *chatServer, o wireOptions) provider.Provider
+	// text is a complete streamed answer made of the deltas.
+	text func(deltas ...string) http.HandlerFunc
+	// deltas streams the start of an answer, the deltas, and returns
+	// without ending it.
+	deltas func(deltas ...string) http.HandlerFunc
+	// httpError answers status with the wire's error object and the given
+	// header name/value pairs.
+	httpError func(status int, headers ...string) http.HandlerFunc
+	// asErr finds the provider's error in err.
+	asErr func(err error) (faultErr, bool)
+	// serverErrors are the statuses retried before an answer (each a
+	// sequence of failures).
+	serverErrors [][]int
+	// malformed streams a data line that is not JSON, before and after
+	// text deltas.
+	malformed map[string]http.HandlerFunc
+	// truncated are streams that end early; requests is how many attempts
+	// each gets (one once a delta was delivered, all three without).
+	truncated []truncation
+	// truncatedText is in the error of a truncated stream.
+	truncatedText string
+}
+
+type truncation struct {
+	name     string
+	handler  http.HandlerFunc
+	requests int
+}
+
+// errOf returns the provider's error that err holds.
+func (w *faultWire) errOf(t *testing.T, err error) faultErr {
+	t.Helper()
+	require.Error(t, err)
+	e, ok := w.asErr(err)
+	require.True(t, ok, "not a %s error: %T %v", w.name, err, err)
+	return e
+}
+
+// faultWires are the wires every fault test runs on.
+var faultWires = []*faultWire{openAIWire(), anthropicWire()}
+
+// forEachWire runs f as a subtest per wire.
+func forEachWire(t *testing.T, f func(t *testing.T, w *faultWire)) {
+	for _, w := range faultWires {
+		t.Run(w.name, func(t *testing.T) { f(t, w) })
+	}
+}
+
+// newWireSession opens session seededID (two exchanges) above w's provider
+// talking to a new server with the script.
+func newWireSession(t *testing.T, w *faultWire, o wireOptions, script ...http.HandlerFunc) (*chatServer, *session.Session) {
+	t.Helper()
+	cs := newChatServer(t, w, script...)
+	return cs, openSeeded(t, w.newProvider(t, cs, o.with(t, cs)))
+}
+
+// The OpenAI wire: Chat Completions.
+
+func openAIWire() *faultWire {
+	return &faultWire{
+		name: "openai",
+		decode: func(r *http.Request, raw []byte) (chatRequest, bool) {
+			var body struct {
+				Stream   bool `json:"stream"`
+				Messages []struct {
+					Role    string `json:"role"`
+					Content string `json:"content"`
+				} `json:"messages"`
+			}
+			if err := json.Unmarshal(raw, &body); err != nil || r.URL.Path != "/v1/chat/completions" {
+				return chatRequest{}, false
+			}
+			req := chatRequest{Purpose: "turn", Stream: body.Stream}
+			if len(body.Messages) > 0 && body.Messages[0].Role == "system" && body.Messages[0].Content == compact.SystemPrompt() {
+				req.Purpose = "summary"
+			}
+			return req, true
+		},
+		newProvider: func(t *testing.T, cs *chatServer, o wireOptions) provider.Provider {
+			p, err := openai.New(
+				openai.WithBaseURL(cs.srv.URL+"/v1"),
+				openai.WithModel("test-model"),
+				openai.WithAPIKey("sk-faults"),
+				openai.WithHTTPClient(o.client),
+				openai.WithMaxRetries(o.maxRetries),
+				openai.WithBackoff(o.backoff, 2*o.backoff),
+				openai.WithLogger(o.logger),
+			)
+			require.NoError(t, err)
+			return p
+		},
+		text: func(deltas ...string) http.HandlerFunc {
+			return streamLines(append(openAIDeltas(deltas), openaitest.FinishChunk("stop"), openaitest.UsageChunk(11, 7), "[DONE]")...)
+		},
+		deltas: func(deltas ...string) http.HandlerFunc { return streamLines(openAIDeltas(deltas)...) },
+		httpError: func(status int, headers ...string) http.HandlerFunc {
+			body := mustWireJSON(map[string]any{"error": map[string]any{"message": http.StatusText(status), "type": "server_error", "param": nil, "code": nil}})
+			return func(w http.ResponseWriter, _ *http.Request) {
+				for i := 0; i+1 < len(headers); i += 2 {
+					w.Header().Set(headers[i], headers[i+1])
+				}
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(status)
+				_, _ = io.WriteString(w, body)
+			}
+		},
+		asErr: func(err error) (faultErr, bool) {
+			if e := (*openai.Error)(nil); errors.As(err, &e) {
+				return faultErr{StatusCode: e.StatusCode, Retries: e.Retries, Retryable: e.Retryable}, true
+			}
+			return faultErr{}, false
+		},
+		serverErrors: [][]int{{500}, {503}, {500, 503}},
+		malformed: map[string]http.HandlerFunc{
+			"before deltas": streamLines(`{not json}`, "[DONE]"),
+			"after deltas":  streamLines(openaitest.RoleChunk(), openaitest.TextChunk("so far so good"), `{"id":"x","choices":[{"index":0,"delta":{"content":"br`, "[DONE]"),
+		},
+		truncated: []truncation{
+			{"deltas then end of body", streamLines(openaitest.RoleChunk(), openaitest.TextChunk("I was about to")), 1},
+			{"deltas, usage and [DONE]", streamLines(openaitest.RoleChunk(), openaitest.TextChunk("I was about to"), openaitest.UsageChunk(3, 3), "[DONE]"), 1},
+			{"no delta, every attempt", streamLines(openaitest.RoleChunk()), 3},
+		},
+		truncatedText: "stream ended before the response was complete (no finish_reason)",
+	}
+}
+
+// openAIDeltas is the start of an answer: the role chunk and a chunk per
+// delta.
+func openAIDeltas(deltas []string) []string {
+	lines := []string{openaitest.RoleChunk()}
+	for _, d := range deltas {
+		lines = append(lines, openaitest.TextChunk(d))
+	}
+	return lines
+}
 
 func mustWireJSON(v any) string {
 	b, err := json.Marshal(v)
@@ -186,31 +322,7 @@ func mustWireJSON(v any) string {
 
 // streamLines streams the data lines as they are (no [DONE] unless given).
 func streamLines(lines ...string) http.HandlerFunc {
-	return func(w http.ResponseWriter, _ *http.Request) { writeData(w, lines...) }
-}
-
-// streamText is a complete streamed answer: the deltas, finish_reason stop,
-// the usage chunk and [DONE].
-func streamText(deltas ...string) http.HandlerFunc {
-	lines := []string{wireRole()}
-	for _, d := range deltas {
-		lines = append(lines, wireText(d))
-	}
-	lines = append(lines, wireFinish("stop"), wireUsage(11, 7), "[DONE]")
-	return streamLines(lines...)
-}
-
-// httpError answers with an OpenAI error object.
-func httpError(status int, headers ...string) http.HandlerFunc {
-	body := wireJSON(map[string]any{"error": map[string]any{"message": http.StatusText(status), "type": "server_error", "param": nil, "code": nil}})
-	return func(w http.ResponseWriter, _ *http.Request) {
-		for i := 0; i+1 < len(headers); i += 2 {
-			w.Header().Set(headers[i], headers[i+1])
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}
+	return func(w http.ResponseWriter, _ *http.Request) { openaitest.WriteSSE(w, lines...) }
 }
 
 // resetConn aborts the connection with a TCP RST.
@@ -255,8 +367,8 @@ func seedStore(t *testing.T, store history.Store, id string, n int) {
 	}
 }
 
-// openAISession opens session seededID (two exchanges) above p.
-func openAISession(t *testing.T, p *openai.Provider) *session.Session {
+// openSeeded opens session seededID (two exchanges) above p.
+func openSeeded(t *testing.T, p provider.Provider) *session.Session {
 	t.Helper()
 	return newSession(t, p, session.Config{ID: seededID, Store: seeded(t, 2)})
 }
@@ -277,15 +389,6 @@ func storedTexts(t *testing.T, s *session.Session) []string {
 
 func plus(a []string, more ...string) []string {
 	return append(append([]string(nil), a...), more...)
-}
-
-// providerErr returns the *openai.Error a turn or summary failed with.
-func providerErr(t *testing.T, err error) *openai.Error {
-	t.Helper()
-	require.Error(t, err)
-	var e *openai.Error
-	require.ErrorAs(t, err, &e)
-	return e
 }
 
 // assertTurnFailedKeepingPrompt checks the outcome every failed turn step
@@ -377,81 +480,84 @@ func lastCompaction(t *testing.T, s *session.Session) *history.CompactionRecord 
 // turn ends when its Handle is cancelled (ErrCancelled) or when the session
 // closes (ErrClosed); the user message stays, nothing else is committed.
 func TestProviderFault_TurnNeverAnswered(t *testing.T) {
-	for _, how := range []string{"cancel", "close"} {
-		t.Run(how, func(t *testing.T) {
-			cs := newChatServer(t) // never answers
-			s := openAISession(t, newOpenAI(t, cs))
-			before := activeTexts(t, s)
-			h := mustPrompt(t, s, "hello?")
-			cs.waitArrived(t, "turn")
-			assert.Nil(t, h.Result(), "pending while the server is silent")
-			if how == "cancel" {
-				rec := record(t, s)
-				h.Cancel()
-				res := wait(t, h)
-				assert.ErrorIs(t, res.Err, session.ErrCancelled)
-				assertTurnFailedKeepingPrompt(t, s, rec, res, before, "hello?")
-			} else {
-				require.NoError(t, s.Close())
-				res := h.Result()
-				require.NotNil(t, res, "Close finishes the turn's Handle")
-				assert.ErrorIs(t, res.Err, session.ErrClosed)
-				assert.Equal(t, plus(before, "user:hello?"), storedTexts(t, s))
-			}
-			assert.Len(t, cs.requests(), 1, "a cancellation is not retried")
-		})
-	}
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		for _, how := range []string{"cancel", "close"} {
+			t.Run(how, func(t *testing.T) {
+				cs, s := newWireSession(t, w, wireOptions{}) // never answers
+				before := activeTexts(t, s)
+				h := mustPrompt(t, s, "hello?")
+				cs.waitArrived(t, "turn")
+				assert.Nil(t, h.Result(), "pending while the server is silent")
+				if how == "cancel" {
+					rec := record(t, s)
+					h.Cancel()
+					res := wait(t, h)
+					assert.ErrorIs(t, res.Err, session.ErrCancelled)
+					assertTurnFailedKeepingPrompt(t, s, rec, res, before, "hello?")
+				} else {
+					require.NoError(t, s.Close())
+					res := h.Result()
+					require.NotNil(t, res, "Close finishes the turn's Handle")
+					assert.ErrorIs(t, res.Err, session.ErrClosed)
+					assert.Equal(t, plus(before, "user:hello?"), storedTexts(t, s))
+				}
+				assert.Len(t, cs.requests(), 1, "a cancellation is not retried")
+			})
+		}
+	})
 }
 
 // TestProviderFault_RequestTimeout: a per-request timeout of the
 // http.Client. Each attempt times out, is retried, and the turn (or the
 // summary) fails once the retries are spent.
 func TestProviderFault_RequestTimeout(t *testing.T) {
-	setup := func(t *testing.T) (*chatServer, *session.Session) {
-		cs := newChatServer(t) // never answers
-		client := &http.Client{Timeout: 50 * time.Millisecond, Transport: cs.srv.Client().Transport}
-		return cs, openAISession(t, newOpenAI(t, cs, openai.WithHTTPClient(client), openai.WithMaxRetries(1)))
-	}
-	// An attempt may time out before its request reaches the handler, so
-	// the server sees one or two of them.
-	assertAttempts := func(t *testing.T, cs *chatServer, purpose string) {
-		got := cs.purposes()
-		assert.NotEmpty(t, got)
-		assert.LessOrEqual(t, len(got), 2)
-		for _, p := range got {
-			assert.Equal(t, purpose, p)
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		setup := func(t *testing.T) (*chatServer, *session.Session) {
+			cs := newChatServer(t, w) // never answers
+			client := &http.Client{Timeout: 50 * time.Millisecond, Transport: cs.srv.Client().Transport}
+			return cs, openSeeded(t, w.newProvider(t, cs, wireOptions{client: client, maxRetries: 1}.with(t, cs)))
 		}
-	}
-	checkErr := func(t *testing.T, err error) {
-		e := providerErr(t, err)
-		assert.True(t, e.Retryable)
-		assert.Equal(t, 1, e.Retries)
-		assert.Zero(t, e.StatusCode)
-		var ne net.Error
-		require.ErrorAs(t, err, &ne)
-		assert.True(t, ne.Timeout(), "a client timeout: %v", err)
-	}
-	t.Run("turn", func(t *testing.T) {
-		cs, s := setup(t)
-		before := activeTexts(t, s)
-		rec := record(t, s)
-		res := wait(t, mustPrompt(t, s, "slow"))
-		checkErr(t, res.Err)
-		assertTurnFailedKeepingPrompt(t, s, rec, res, before, "slow")
-		assertAttempts(t, cs, "turn")
-	})
-	t.Run("summary", func(t *testing.T) {
-		cs, s := setup(t)
-		before := activeTexts(t, s)
-		rec := record(t, s)
-		h := mustCompact(t, s, "")
-		res := wait(t, h)
-		assertCompactFailedUnchanged(t, s, rec, h, res, before)
-		assert.False(t, res.Cancelled, "a timeout is a failure, not a cancellation")
-		assert.Regexp(t, `Client\.Timeout|deadline exceeded`, res.Error)
-		assert.Contains(t, res.Error, "(after 1 retry)")
-		assertAttempts(t, cs, "summary")
-		assert.Equal(t, history.StatusFailed, lastCompaction(t, s).Status)
+		// An attempt may time out before its request reaches the handler, so
+		// the server sees one or two of them.
+		assertAttempts := func(t *testing.T, cs *chatServer, purpose string) {
+			got := cs.purposes()
+			assert.NotEmpty(t, got)
+			assert.LessOrEqual(t, len(got), 2)
+			for _, p := range got {
+				assert.Equal(t, purpose, p)
+			}
+		}
+		checkErr := func(t *testing.T, err error) {
+			e := w.errOf(t, err)
+			assert.True(t, e.Retryable)
+			assert.Equal(t, 1, e.Retries)
+			assert.Zero(t, e.StatusCode)
+			var ne net.Error
+			require.ErrorAs(t, err, &ne)
+			assert.True(t, ne.Timeout(), "a client timeout: %v", err)
+		}
+		t.Run("turn", func(t *testing.T) {
+			cs, s := setup(t)
+			before := activeTexts(t, s)
+			rec := record(t, s)
+			res := wait(t, mustPrompt(t, s, "slow"))
+			checkErr(t, res.Err)
+			assertTurnFailedKeepingPrompt(t, s, rec, res, before, "slow")
+			assertAttempts(t, cs, "turn")
+		})
+		t.Run("summary", func(t *testing.T) {
+			cs, s := setup(t)
+			before := activeTexts(t, s)
+			rec := record(t, s)
+			h := mustCompact(t, s, "")
+			res := wait(t, h)
+			assertCompactFailedUnchanged(t, s, rec, h, res, before)
+			assert.False(t, res.Cancelled, "a timeout is a failure, not a cancellation")
+			assert.Regexp(t, `Client\.Timeout|deadline exceeded`, res.Error)
+			assert.Contains(t, res.Error, "(after 1 retry)")
+			assertAttempts(t, cs, "summary")
+			assert.Equal(t, history.StatusFailed, lastCompaction(t, s).Status)
+		})
 	})
 }
 
@@ -461,52 +567,52 @@ func TestProviderFault_RequestTimeout(t *testing.T) {
 // assistant message is committed. A summary cut the same way gives
 // compact_failed with history unchanged.
 func TestProviderFault_ResetMidStream(t *testing.T) {
-	partial := func(gate <-chan struct{}) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			writeData(w, wireRole(), wireText("partial "), wireText("answer"))
-			select { // reset only once the deltas are on the timeline
-			case <-gate:
-			case <-r.Context().Done():
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		partial := func(gate <-chan struct{}) http.HandlerFunc {
+			return func(rw http.ResponseWriter, r *http.Request) {
+				w.deltas("partial ", "answer")(rw, r)
+				select { // reset only once the deltas are on the timeline
+				case <-gate:
+				case <-r.Context().Done():
+				}
+				resetConn(rw)
 			}
-			resetConn(w)
 		}
-	}
-	t.Run("turn", func(t *testing.T) {
-		gate := make(chan struct{})
-		cs := newChatServer(t, partial(gate), streamText("must not be reached"))
-		s := openAISession(t, newOpenAI(t, cs))
-		before := activeTexts(t, s)
-		rec := record(t, s)
-		h := mustPrompt(t, s, "tell me")
-		rec.until(t, func(evs []session.Event) bool { return len(deltas(evs)) == 2 })
-		close(gate)
-		res := wait(t, h)
-		e := providerErr(t, res.Err)
-		assert.True(t, e.Retryable, "a reset is transient")
-		assert.Zero(t, e.Retries, "not retried after deltas were delivered")
-		assertTurnFailedKeepingPrompt(t, s, rec, res, before, "tell me")
-		assert.Equal(t, []string{"partial ", "answer"}, deltas(rec.all()))
-		assert.Len(t, cs.requests(), 1)
+		t.Run("turn", func(t *testing.T) {
+			gate := make(chan struct{})
+			cs, s := newWireSession(t, w, wireOptions{}, partial(gate), w.text("must not be reached"))
+			before := activeTexts(t, s)
+			rec := record(t, s)
+			h := mustPrompt(t, s, "tell me")
+			rec.until(t, func(evs []session.Event) bool { return len(deltas(evs)) == 2 })
+			close(gate)
+			res := wait(t, h)
+			e := w.errOf(t, res.Err)
+			assert.True(t, e.Retryable, "a reset is transient")
+			assert.Zero(t, e.Retries, "not retried after deltas were delivered")
+			assertTurnFailedKeepingPrompt(t, s, rec, res, before, "tell me")
+			assert.Equal(t, []string{"partial ", "answer"}, deltas(rec.all()))
+			assert.Len(t, cs.requests(), 1)
 
-		// The next turn works and sees no trace of the partial answer.
-		cs.setScript(streamText("whole answer"))
-		require.NoError(t, wait(t, mustPrompt(t, s, "again")).Err)
-		assert.Equal(t, plus(before, "user:tell me", "user:again", "assistant:whole answer"), activeTexts(t, s))
-		sameAsStore(t, s)
-	})
-	t.Run("summary", func(t *testing.T) {
-		gate := make(chan struct{})
-		cs := newChatServer(t, partial(gate), streamText("must not be reached"))
-		s := openAISession(t, newOpenAI(t, cs))
-		before := activeTexts(t, s)
-		rec := record(t, s)
-		h := mustCompact(t, s, "")
-		rec.until(t, func(evs []session.Event) bool { return len(deltas(evs)) == 2 })
-		close(gate)
-		res := wait(t, h)
-		assertCompactFailedUnchanged(t, s, rec, h, res, before)
-		assert.False(t, res.Cancelled)
-		assert.Len(t, cs.requests(), 1)
+			// The next turn works and sees no trace of the partial answer.
+			cs.setScript(w.text("whole answer"))
+			require.NoError(t, wait(t, mustPrompt(t, s, "again")).Err)
+			assert.Equal(t, plus(before, "user:tell me", "user:again", "assistant:whole answer"), activeTexts(t, s))
+			sameAsStore(t, s)
+		})
+		t.Run("summary", func(t *testing.T) {
+			gate := make(chan struct{})
+			cs, s := newWireSession(t, w, wireOptions{}, partial(gate), w.text("must not be reached"))
+			before := activeTexts(t, s)
+			rec := record(t, s)
+			h := mustCompact(t, s, "")
+			rec.until(t, func(evs []session.Event) bool { return len(deltas(evs)) == 2 })
+			close(gate)
+			res := wait(t, h)
+			assertCompactFailedUnchanged(t, s, rec, h, res, before)
+			assert.False(t, res.Cancelled)
+			assert.Len(t, cs.requests(), 1)
+		})
 	})
 }
 
@@ -515,194 +621,188 @@ func TestProviderFault_ResetMidStream(t *testing.T) {
 // backoff is an hour, so only Retry-After can make the test finish) and the
 // turn succeeds after one retry.
 func TestProviderFault_RateLimitedThenSuccess(t *testing.T) {
-	cs := newChatServer(t, httpError(http.StatusTooManyRequests, "Retry-After", "0"), streamText("fine ", "now"))
-	core, logs := observer.New(zapcore.DebugLevel)
-	p := newOpenAI(t, cs, openai.WithBackoff(time.Hour, time.Hour), openai.WithLogger(zap.New(core)))
-	s := openAISession(t, p)
-	before := activeTexts(t, s)
-	res := wait(t, mustPrompt(t, s, "busy?"))
-	require.NoError(t, res.Err)
-	assert.Equal(t, plus(before, "user:busy?", "assistant:fine now"), activeTexts(t, s))
-	sameAsStore(t, s)
-	assert.Equal(t, []string{"turn", "turn"}, cs.purposes())
-	retries := logs.FilterMessage("retrying request").All()
-	require.Len(t, retries, 1, "one retry observed")
-	assert.Equal(t, time.Duration(0), retries[0].ContextMap()["wait"], "the Retry-After wait")
-	assert.Contains(t, retries[0].ContextMap()["error"], "429")
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		core, logs := observer.New(zapcore.DebugLevel)
+		cs, s := newWireSession(t, w, wireOptions{backoff: time.Hour, logger: zap.New(core)},
+			w.httpError(http.StatusTooManyRequests, "Retry-After", "0"), w.text("fine ", "now"))
+		before := activeTexts(t, s)
+		res := wait(t, mustPrompt(t, s, "busy?"))
+		require.NoError(t, res.Err)
+		assert.Equal(t, plus(before, "user:busy?", "assistant:fine now"), activeTexts(t, s))
+		sameAsStore(t, s)
+		assert.Equal(t, []string{"turn", "turn"}, cs.purposes())
+		retries := logs.FilterMessage("retrying request").All()
+		require.Len(t, retries, 1, "one retry observed")
+		assert.Equal(t, time.Duration(0), retries[0].ContextMap()["wait"], "the Retry-After wait")
+		assert.Contains(t, retries[0].ContextMap()["error"], "429")
+	})
 }
 
-// TestProviderFault_ServerErrorThenSuccess: 500 and 503 (without
-// Retry-After: backoff) are retried; the turn succeeds.
+// TestProviderFault_ServerErrorThenSuccess: 5xx answers (500 and 503, and
+// Anthropic's 529 overloaded; without Retry-After: backoff) are retried;
+// the turn succeeds.
 func TestProviderFault_ServerErrorThenSuccess(t *testing.T) {
-	for _, first := range [][]int{{500}, {503}, {500, 503}} {
-		t.Run(fmt.Sprint(first), func(t *testing.T) {
-			var script []http.HandlerFunc
-			for _, st := range first {
-				script = append(script, httpError(st))
-			}
-			cs := newChatServer(t, append(script, streamText("recovered"))...)
-			s := openAISession(t, newOpenAI(t, cs))
-			before := activeTexts(t, s)
-			res := wait(t, mustPrompt(t, s, "try"))
-			require.NoError(t, res.Err)
-			assert.Equal(t, plus(before, "user:try", "assistant:recovered"), activeTexts(t, s))
-			sameAsStore(t, s)
-			assert.Len(t, cs.requests(), len(first)+1)
-		})
-	}
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		for _, first := range w.serverErrors {
+			t.Run(fmt.Sprint(first), func(t *testing.T) {
+				var script []http.HandlerFunc
+				for _, st := range first {
+					script = append(script, w.httpError(st))
+				}
+				cs, s := newWireSession(t, w, wireOptions{}, append(script, w.text("recovered"))...)
+				before := activeTexts(t, s)
+				res := wait(t, mustPrompt(t, s, "try"))
+				require.NoError(t, res.Err)
+				assert.Equal(t, plus(before, "user:try", "assistant:recovered"), activeTexts(t, s))
+				sameAsStore(t, s)
+				assert.Len(t, cs.requests(), len(first)+1)
+			})
+		}
+	})
 }
 
 // TestProviderFault_ServerErrorForever: 500 on every attempt. The turn fails
 // after the retries with the server's status; history holds the user
 // message only. A summary that meets the same gives compact_failed.
 func TestProviderFault_ServerErrorForever(t *testing.T) {
-	t.Run("turn", func(t *testing.T) {
-		cs := newChatServer(t, httpError(http.StatusInternalServerError))
-		s := openAISession(t, newOpenAI(t, cs))
-		before := activeTexts(t, s)
-		rec := record(t, s)
-		res := wait(t, mustPrompt(t, s, "anyone?"))
-		e := providerErr(t, res.Err)
-		assert.Equal(t, http.StatusInternalServerError, e.StatusCode)
-		assert.Equal(t, 2, e.Retries)
-		assert.True(t, e.Retryable)
-		assertTurnFailedKeepingPrompt(t, s, rec, res, before, "anyone?")
-		assert.Len(t, cs.requests(), 3, "one attempt and two retries")
-	})
-	t.Run("summary", func(t *testing.T) {
-		cs := newChatServer(t, httpError(http.StatusInternalServerError))
-		s := openAISession(t, newOpenAI(t, cs))
-		before := activeTexts(t, s)
-		rec := record(t, s)
-		h := mustCompact(t, s, "")
-		res := wait(t, h)
-		assertCompactFailedUnchanged(t, s, rec, h, res, before)
-		assert.Contains(t, res.Error, "HTTP 500")
-		assert.Len(t, cs.requests(), 3)
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		t.Run("turn", func(t *testing.T) {
+			cs, s := newWireSession(t, w, wireOptions{}, w.httpError(http.StatusInternalServerError))
+			before := activeTexts(t, s)
+			rec := record(t, s)
+			res := wait(t, mustPrompt(t, s, "anyone?"))
+			e := w.errOf(t, res.Err)
+			assert.Equal(t, http.StatusInternalServerError, e.StatusCode)
+			assert.Equal(t, 2, e.Retries)
+			assert.True(t, e.Retryable)
+			assertTurnFailedKeepingPrompt(t, s, rec, res, before, "anyone?")
+			assert.Len(t, cs.requests(), 3, "one attempt and two retries")
+		})
+		t.Run("summary", func(t *testing.T) {
+			cs, s := newWireSession(t, w, wireOptions{}, w.httpError(http.StatusInternalServerError))
+			before := activeTexts(t, s)
+			rec := record(t, s)
+			h := mustCompact(t, s, "")
+			res := wait(t, h)
+			assertCompactFailedUnchanged(t, s, rec, h, res, before)
+			assert.Contains(t, res.Error, "HTTP 500")
+			assert.Len(t, cs.requests(), 3)
+		})
 	})
 }
 
 // TestProviderFault_MalformedSSE: a data line that is not JSON, before or
 // after text deltas. Not transient: no retry; the turn fails.
 func TestProviderFault_MalformedSSE(t *testing.T) {
-	cases := map[string]http.HandlerFunc{
-		"before deltas": streamLines(`{not json}`, "[DONE]"),
-		"after deltas":  streamLines(wireRole(), wireText("so far so good"), `{"id":"x","choices":[{"index":0,"delta":{"content":"br`, "[DONE]"),
-	}
-	for name, bad := range cases {
-		t.Run(name, func(t *testing.T) {
-			cs := newChatServer(t, bad, streamText("must not be reached"))
-			s := openAISession(t, newOpenAI(t, cs))
-			before := activeTexts(t, s)
-			rec := record(t, s)
-			res := wait(t, mustPrompt(t, s, "parse this"))
-			e := providerErr(t, res.Err)
-			assert.False(t, e.Retryable)
-			var syn *json.SyntaxError
-			assert.ErrorAs(t, res.Err, &syn)
-			assertTurnFailedKeepingPrompt(t, s, rec, res, before, "parse this")
-			assert.Len(t, cs.requests(), 1)
-		})
-	}
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		for name, bad := range w.malformed {
+			t.Run(name, func(t *testing.T) {
+				cs, s := newWireSession(t, w, wireOptions{}, bad, w.text("must not be reached"))
+				before := activeTexts(t, s)
+				rec := record(t, s)
+				res := wait(t, mustPrompt(t, s, "parse this"))
+				e := w.errOf(t, res.Err)
+				assert.False(t, e.Retryable)
+				var syn *json.SyntaxError
+				assert.ErrorAs(t, res.Err, &syn)
+				assertTurnFailedKeepingPrompt(t, s, rec, res, before, "parse this")
+				assert.Len(t, cs.requests(), 1)
+			})
+		}
+	})
 }
 
-// TestProviderFault_NoFinishReason: a stream that ends without a finish
-// reason is truncated: after text deltas the turn fails at once; before any
-// delta the attempt is retried until the retries are spent.
+// TestProviderFault_NoFinishReason: a stream that ends before it is
+// complete (OpenAI: without a finish reason; Anthropic: without
+// message_stop) is truncated: after text deltas the turn fails at once;
+// before any delta the attempt is retried until the retries are spent.
 func TestProviderFault_NoFinishReason(t *testing.T) {
-	cases := []struct {
-		name     string
-		handler  http.HandlerFunc
-		requests int
-	}{
-		{"deltas then end of body", streamLines(wireRole(), wireText("I was about to")), 1},
-		{"deltas, usage and [DONE]", streamLines(wireRole(), wireText("I was about to"), wireUsage(3, 3), "[DONE]"), 1},
-		{"no delta, every attempt", streamLines(wireRole()), 3},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			cs := newChatServer(t, tc.handler)
-			s := openAISession(t, newOpenAI(t, cs))
-			before := activeTexts(t, s)
-			rec := record(t, s)
-			res := wait(t, mustPrompt(t, s, "finish it"))
-			e := providerErr(t, res.Err)
-			assert.True(t, e.Retryable, "truncation is transient")
-			assert.Contains(t, res.Err.Error(), "stream ended before the response was complete (no finish_reason)")
-			assertTurnFailedKeepingPrompt(t, s, rec, res, before, "finish it")
-			assert.Len(t, cs.requests(), tc.requests)
-		})
-	}
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		for _, tc := range w.truncated {
+			t.Run(tc.name, func(t *testing.T) {
+				cs, s := newWireSession(t, w, wireOptions{}, tc.handler)
+				before := activeTexts(t, s)
+				rec := record(t, s)
+				res := wait(t, mustPrompt(t, s, "finish it"))
+				e := w.errOf(t, res.Err)
+				assert.True(t, e.Retryable, "truncation is transient")
+				assert.Contains(t, res.Err.Error(), w.truncatedText)
+				assertTurnFailedKeepingPrompt(t, s, rec, res, before, "finish it")
+				assert.Len(t, cs.requests(), tc.requests)
+			})
+		}
+	})
 }
 
 // TestProviderFault_EmptySummary: the summary call succeeds with no text,
 // or white space only: compact_failed, history unchanged, no fallback
 // summary, no running action.
 func TestProviderFault_EmptySummary(t *testing.T) {
-	cases := map[string]http.HandlerFunc{
-		"no content":  streamText(),
-		"white space": streamText(" \n", "\t "),
-	}
-	for name, h := range cases {
-		t.Run(name, func(t *testing.T) {
-			cs := newChatServer(t, h)
-			s := openAISession(t, newOpenAI(t, cs))
-			before := activeTexts(t, s)
-			rec := record(t, s)
-			ch := mustCompact(t, s, "")
-			res := wait(t, ch)
-			assertCompactFailedUnchanged(t, s, rec, ch, res, before)
-			assert.False(t, res.Cancelled)
-			assert.Contains(t, res.Error, compact.ErrEmptySummary.Error())
-			assert.Equal(t, []string{"summary"}, cs.purposes(), "exactly one summary call, not retried")
-			assert.Equal(t, history.StatusFailed, lastCompaction(t, s).Status)
-		})
-	}
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		cases := map[string]http.HandlerFunc{
+			"no content":  w.text(),
+			"white space": w.text(" \n", "\t "),
+		}
+		for name, h := range cases {
+			t.Run(name, func(t *testing.T) {
+				cs, s := newWireSession(t, w, wireOptions{}, h)
+				before := activeTexts(t, s)
+				rec := record(t, s)
+				ch := mustCompact(t, s, "")
+				res := wait(t, ch)
+				assertCompactFailedUnchanged(t, s, rec, ch, res, before)
+				assert.False(t, res.Cancelled)
+				assert.Contains(t, res.Error, compact.ErrEmptySummary.Error())
+				assert.Equal(t, []string{"summary"}, cs.purposes(), "exactly one summary call, not retried")
+				assert.Equal(t, history.StatusFailed, lastCompaction(t, s).Status)
+			})
+		}
+	})
 }
 
 // TestProviderFault_SummaryNeverAnswered: the summary call never returns.
 // Handle.Cancel gives compact_failed with Cancelled and history unchanged;
 // Session.Close during it finishes the Handle the same way.
 func TestProviderFault_SummaryNeverAnswered(t *testing.T) {
-	t.Run("cancel", func(t *testing.T) {
-		cs := newChatServer(t) // never answers
-		s := openAISession(t, newOpenAI(t, cs))
-		before := activeTexts(t, s)
-		rec := record(t, s)
-		h := mustCompact(t, s, "")
-		cs.waitArrived(t, "summary")
-		assert.Nil(t, h.Result())
-		h.Cancel()
-		res := wait(t, h)
-		assertCompactFailedUnchanged(t, s, rec, h, res, before)
-		assert.True(t, res.Cancelled)
-		assert.Equal(t, session.ErrCancelled.Error(), res.Error)
-		assert.Equal(t, history.StatusCancelled, lastCompaction(t, s).Status)
-		assert.Len(t, cs.requests(), 1)
+	forEachWire(t, func(t *testing.T, w *faultWire) {
+		t.Run("cancel", func(t *testing.T) {
+			cs, s := newWireSession(t, w, wireOptions{}) // never answers
+			before := activeTexts(t, s)
+			rec := record(t, s)
+			h := mustCompact(t, s, "")
+			cs.waitArrived(t, "summary")
+			assert.Nil(t, h.Result())
+			h.Cancel()
+			res := wait(t, h)
+			assertCompactFailedUnchanged(t, s, rec, h, res, before)
+			assert.True(t, res.Cancelled)
+			assert.Equal(t, session.ErrCancelled.Error(), res.Error)
+			assert.Equal(t, history.StatusCancelled, lastCompaction(t, s).Status)
+			assert.Len(t, cs.requests(), 1)
 
-		// The session keeps working.
-		cs.setScript(streamText("a summary"))
-		res = wait(t, mustCompact(t, s, ""))
-		assert.True(t, res.Compacted, res.Error)
-		sameAsStore(t, s)
-	})
-	t.Run("close", func(t *testing.T) {
-		cs := newChatServer(t) // never answers
-		s := openAISession(t, newOpenAI(t, cs))
-		before := activeTexts(t, s)
-		h := mustCompact(t, s, "")
-		cs.waitArrived(t, "summary")
-		require.NoError(t, s.Close())
-		res := h.Result()
-		require.NotNil(t, res, "Close finishes the Handle")
-		assert.Equal(t, session.ReasonCompactFailed, res.Reason)
-		assert.True(t, res.Cancelled)
-		assert.Equal(t, session.ErrClosed.Error(), res.Error)
-		snap, err := s.Store().Load(ctxT(t), s.ID())
-		require.NoError(t, err)
-		assert.Equal(t, before, texts(snap.Active), "history unchanged")
-		assert.Empty(t, snap.Summary)
-		assert.Empty(t, snap.Interrupted, "the cancellation was recorded")
-		assert.Equal(t, history.StatusCancelled, lastCompaction(t, s).Status)
+			// The session keeps working.
+			cs.setScript(w.text("a summary"))
+			res = wait(t, mustCompact(t, s, ""))
+			assert.True(t, res.Compacted, res.Error)
+			sameAsStore(t, s)
+		})
+		t.Run("close", func(t *testing.T) {
+			cs, s := newWireSession(t, w, wireOptions{}) // never answers
+			before := activeTexts(t, s)
+			h := mustCompact(t, s, "")
+			cs.waitArrived(t, "summary")
+			require.NoError(t, s.Close())
+			res := h.Result()
+			require.NotNil(t, res, "Close finishes the Handle")
+			assert.Equal(t, session.ReasonCompactFailed, res.Reason)
+			assert.True(t, res.Cancelled)
+			assert.Equal(t, session.ErrClosed.Error(), res.Error)
+			snap, err := s.Store().Load(ctxT(t), s.ID())
+			require.NoError(t, err)
+			assert.Equal(t, before, texts(snap.Active), "history unchanged")
+			assert.Empty(t, snap.Summary)
+			assert.Empty(t, snap.Interrupted, "the cancellation was recorded")
+			assert.Equal(t, history.StatusCancelled, lastCompaction(t, s).Status)
+		})
 	})
 }

@@ -2,8 +2,12 @@
 // the Agent Client Protocol (v1, with session compaction) on stdin and
 // stdout and logs to stderr.
 //
-// With OPENAI_API_KEY or OPENAI_BASE_URL set it uses the OpenAI-compatible
-// provider (model from SESSIONKIT_MODEL); otherwise the offline provider.
+// With ANTHROPIC_API_KEY set it uses the Anthropic provider (Claude; base
+// URL from ANTHROPIC_BASE_URL); otherwise, with OPENAI_API_KEY or
+// OPENAI_BASE_URL set, the OpenAI-compatible provider; otherwise the offline
+// provider. When both ANTHROPIC_API_KEY and the OpenAI variables are set,
+// Anthropic wins. SESSIONKIT_MODEL names the model of either (defaults:
+// claude-sonnet-5-5, gpt-4o-mini).
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
 // several agent processes (on one machine with SQLite, on several with
@@ -37,6 +41,7 @@ import (
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/anthropic"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/provider/openai"
 	"github.com/sessionkit/sessionkit/session"
@@ -150,7 +155,16 @@ func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closin
 	return st, spec, nil
 }
 
+// chooseProvider picks the provider from the environment (see the command's
+// documentation): Anthropic first, then OpenAI, then offline.
 func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
+	if os.Getenv("ANTHROPIC_API_KEY") != "" {
+		p, err := anthropic.FromEnv(anthropic.WithLogger(log))
+		if err != nil {
+			return nil, "", err
+		}
+		return p, "anthropic:" + p.Model(), nil
+	}
 	if os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "" {
 		p, err := openai.FromEnv(openai.WithLogger(log))
 		if err != nil {

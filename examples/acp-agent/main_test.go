@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 )
 
 // TestStoreIsOwnerOnly starts the agent binary with a store in a directory
@@ -79,4 +80,32 @@ func TestOpenStoreBadInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(dir, "a", "s.db"), where)
 	require.NoError(t, st.Close())
+}
+
+// TestChooseProvider: ANTHROPIC_API_KEY picks Anthropic, and wins over the
+// OpenAI variables; the OpenAI variables alone pick OpenAI; nothing picks
+// the offline provider. No request is made.
+func TestChooseProvider(t *testing.T) {
+	tests := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"nothing", nil, "offline"},
+		{"openai key", map[string]string{"OPENAI_API_KEY": "sk-o"}, "openai:gpt-4o-mini"},
+		{"openai base URL", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}, "openai:gpt-4o-mini"},
+		{"anthropic key", map[string]string{"ANTHROPIC_API_KEY": "sk-ant"}, "anthropic:claude-sonnet-5-5"},
+		{"both: anthropic wins", map[string]string{"ANTHROPIC_API_KEY": "sk-ant", "OPENAI_API_KEY": "sk-o"}, "anthropic:claude-sonnet-5-5"},
+		{"model", map[string]string{"ANTHROPIC_API_KEY": "sk-ant", "SESSIONKIT_MODEL": "claude-opus-5-5"}, "anthropic:claude-opus-5-5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSIONKIT_MODEL"} {
+				t.Setenv(k, tt.env[k])
+			}
+			_, name, err := chooseProvider(zap.NewNop())
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, name)
+		})
+	}
 }

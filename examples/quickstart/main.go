@@ -4,6 +4,10 @@
 // Compact awaited on its Handle, the timeline as it happens, and the final
 // Active history, retained summary and archive.
 //
+// With ANTHROPIC_API_KEY set the same conversation runs on a Claude model
+// through provider/anthropic (SESSIONKIT_MODEL, ANTHROPIC_BASE_URL), with an
+// automatic threshold suited to a real model's token counts.
+//
 //	go run ./examples/quickstart            # store in a temporary directory
 //	go run ./examples/quickstart -dir state # keep the SQLite file in ./state
 package main
@@ -19,6 +23,8 @@ import (
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/anthropic"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -26,7 +32,16 @@ import (
 func main() {
 	dir := flag.String("dir", "", "directory for the SQLite file (default: a temporary directory)")
 	flag.Parse()
-	if err := run(context.Background(), os.Stdout, *dir); err != nil {
+	p, threshold := provider.Provider(offline.New()), offlineThreshold
+	if os.Getenv("ANTHROPIC_API_KEY") != "" {
+		a, err := anthropic.FromEnv()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "quickstart:", err)
+			os.Exit(1)
+		}
+		p, threshold = a, modelThreshold
+	}
+	if err := run(context.Background(), os.Stdout, *dir, p, threshold); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
@@ -98,7 +113,17 @@ func tools() []session.Tool {
 	}
 }
 
-func run(ctx context.Context, out io.Writer, dir string) error {
+// Automatic compaction thresholds: small for the offline provider, so the
+// demo compacts on its own mid-conversation; for a real model, whose
+// requests carry the system prompt and tool definitions, a few turns' worth.
+const (
+	offlineThreshold = 450
+	modelThreshold   = 6000
+)
+
+// run holds the conversation on p, compacting automatically at threshold
+// tokens.
+func run(ctx context.Context, out io.Writer, dir string, p provider.Provider, threshold int) error {
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "sessionkit-quickstart-")
 		if err != nil {
@@ -116,11 +141,11 @@ func run(ctx context.Context, out io.Writer, dir string) error {
 	defer store.Close()
 
 	s, err := session.New(ctx, session.Config{
-		Provider:          offline.New(),
+		Provider:          p,
 		Store:             store,
 		SystemPrompt:      "You are a careful coding agent.",
 		Tools:             tools(),
-		AutoCompactTokens: 450, // small, so the demo compacts on its own mid-conversation
+		AutoCompactTokens: threshold,
 	})
 	if err != nil {
 		return err

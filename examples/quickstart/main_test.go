@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/sessionkit/sessionkit/provider/offline"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -17,7 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // and the final state.
 func TestQuickstart(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), &out, t.TempDir()))
+	require.NoError(t, run(context.Background(), &out, t.TempDir(), offline.New(), offlineThreshold))
 	text := out.String()
 	for _, want := range []string{
 		"→ list_files({})",

@@ -29,6 +29,13 @@
 // returns an error, never a partial response. Without onDelta the request is
 // a plain, non-streaming Chat Completions call.
 //
+// # Usage
+//
+// [provider.Usage].InputTokens is prompt_tokens, which already counts the
+// tokens the server read from its prompt cache; CacheReadTokens is the part
+// of it that prompt_tokens_details.cached_tokens reports. Chat Completions
+// reports no cache writes, so CacheWriteTokens stays 0.
+//
 // # Retries
 //
 // A failed attempt is retried, up to [WithMaxRetries] times (3 by default),

@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"syscall"
 
 	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/sessionkit/sessionkit/internal/retry"
+	"github.com/sessionkit/sessionkit/provider"
 )
 
 // Error is the error [Provider.Complete] returns for every failed request;
@@ -76,30 +76,11 @@ func (e *Error) Error() string {
 // Unwrap returns Err.
 func (e *Error) Unwrap() error { return e.Err }
 
-// redacted hides a secret in the text of an error it wraps.
-type redacted struct {
-	err    error
-	secret string
-}
+const redactedText = retry.Redacted
 
-func (r *redacted) Error() string { return redact(r.err.Error(), r.secret) }
-func (r *redacted) Unwrap() error { return r.err }
+func redact(s, secret string) string { return retry.Redact(s, secret) }
 
-const redactedText = "[REDACTED]"
-
-func redact(s, secret string) string {
-	if secret == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, secret, redactedText)
-}
-
-func (p *Provider) redactErr(err error) error {
-	if err == nil || p.apiKey == "" {
-		return err
-	}
-	return &redacted{err: err, secret: p.apiKey}
-}
+func (p *Provider) redactErr(err error) error { return retry.RedactErr(err, p.apiKey) }
 
 // failure wraps an error that happened before any request was sent.
 func (p *Provider) failure(err error) *Error {
@@ -114,6 +95,10 @@ func (p *Provider) cancelled(ctx context.Context, retries int) *Error {
 	}
 	return &Error{Err: p.redactErr(err), Retries: retries}
 }
+
+// codeContextLength is the error code OpenAI (and servers that copy it)
+// send for a request longer than the model's context.
+const codeContextLength = "context_length_exceeded"
 
 // maxMessage bounds the part of a non-JSON error body kept in Message.
 const maxMessage = 200
@@ -154,6 +139,10 @@ func (p *Provider) classify(err error, att *attempt) *Error {
 	e.Type = redact(e.Type, p.apiKey)
 	e.Code = redact(e.Code, p.apiKey)
 
+	if e.Code == codeContextLength {
+		e.Err = fmt.Errorf("%w: %w", provider.ErrContextOverflow, e.Err)
+	}
+
 	switch {
 	case e.StatusCode > 0:
 		e.Retryable = e.StatusCode == http.StatusTooManyRequests || e.StatusCode >= 500
@@ -168,19 +157,7 @@ func (p *Provider) classify(err error, att *attempt) *Error {
 }
 
 // bodySnippet returns the start of an error body on one line.
-func bodySnippet(body []byte) string {
-	s := strings.Join(strings.Fields(string(body)), " ")
-	if len(s) > maxMessage {
-		cut := maxMessage
-		for cut > 0 && !isRuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut] + "…"
-	}
-	return s
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }
+func bodySnippet(body []byte) string { return retry.Snippet(body, maxMessage) }
 
 // codeString renders the "code" of an error object, a string or a number.
 // go-openai decodes "code": null as the number 0, so 0 means no code.
@@ -200,25 +177,5 @@ func codeString(code any) string {
 	}
 }
 
-// isConnError reports whether err is a transient connection failure: refused
-// or reset connections, a connection closed early, a timeout.
-func isConnError(err error) bool {
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return !dnsErr.IsNotFound
-	}
-	var opErr *net.OpError
-	if errors.As(err, &opErr) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) && netErr.Timeout() {
-		return true
-	}
-	return errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, io.EOF) ||
-		errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.ECONNREFUSED) ||
-		errors.Is(err, syscall.ECONNABORTED) ||
-		errors.Is(err, syscall.EPIPE)
-}
+// isConnError reports whether err is a transient connection failure.
+func isConnError(err error) bool { return retry.IsConnError(err) }

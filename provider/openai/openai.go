@@ -11,6 +11,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
+	"github.com/sessionkit/sessionkit/internal/retry"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -207,15 +208,13 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 	if large != nil {
 		ctx = context.WithValue(ctx, spliceKey{}, large)
 	}
-	for retries := 0; ; retries++ {
-		if ctx.Err() != nil {
-			return nil, p.cancelled(ctx, retries)
-		}
+	var resp *provider.Response
+	err = p.policy().Run(ctx, func(ctx context.Context, retries int) (bool, retry.Verdict) {
 		att := &attempt{}
 		actx := context.WithValue(ctx, attemptKey{}, att)
 		var (
-			resp      *provider.Response
 			delivered bool
+			err       error
 		)
 		if onDelta != nil {
 			resp, delivered, err = p.stream(actx, creq, onDelta)
@@ -223,33 +222,25 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 			resp, err = p.complete(actx, creq)
 		}
 		if err == nil {
-			return resp, nil
-		}
-		if ctx.Err() != nil {
-			return nil, p.cancelled(ctx, retries)
+			return true, retry.Verdict{}
 		}
 		e := p.classify(err, att)
 		e.Retries = retries
-		if !e.Retryable || delivered || retries >= p.maxRetries {
-			p.log.Debug("request failed",
-				zap.Int("retries", retries),
-				zap.Bool("delivered", delivered),
-				zap.String("error", e.Error()))
-			return nil, e
-		}
-		wait := p.backoff(retries)
+		v := retry.Verdict{Err: e, Retryable: e.Retryable, Delivered: delivered, RetryAfter: -1}
 		if d, ok := att.retryAfter(); ok {
-			wait = d
+			v.RetryAfter = d
 		}
-		p.log.Warn("retrying request",
-			zap.Int("retry", retries+1),
-			zap.Int("max_retries", p.maxRetries),
-			zap.Duration("wait", wait),
-			zap.String("error", e.Error()))
-		if err := p.sleep(ctx, wait); err != nil {
-			return nil, p.cancelled(ctx, retries)
-		}
+		return false, v
+	}, func(retries int) error { return p.cancelled(ctx, retries) })
+	if err != nil {
+		return nil, err
 	}
+	return resp, nil
+}
+
+// policy returns the retry policy of one request.
+func (p *Provider) policy() *retry.Policy {
+	return &retry.Policy{MaxRetries: p.maxRetries, Backoff: p.backoff, Sleep: p.sleep, Log: p.log}
 }
 
 // complete makes one non-streaming attempt.
@@ -274,9 +265,18 @@ func (p *Provider) complete(ctx context.Context, creq goopenai.ChatCompletionReq
 	}
 	return &provider.Response{
 		Message: assistantMessage(choice.Message.Content, calls),
-		Usage: provider.Usage{
-			InputTokens:  resp.Usage.PromptTokens,
-			OutputTokens: resp.Usage.CompletionTokens,
-		},
+		Usage:   usageOf(&resp.Usage),
 	}, nil
+}
+
+// usageOf maps the server's usage. prompt_tokens already counts the cached
+// tokens (prompt_tokens_details.cached_tokens is a part of it), so it is
+// InputTokens as it is, and cached_tokens is CacheReadTokens. Chat
+// Completions reports no cache writes.
+func usageOf(u *goopenai.Usage) provider.Usage {
+	out := provider.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if u.PromptTokensDetails != nil {
+		out.CacheReadTokens = u.PromptTokensDetails.CachedTokens
+	}
+	return out
 }

@@ -2,14 +2,12 @@ package openai
 
 import (
 	"bytes"
-	"context"
 	"io"
-	"math/rand/v2"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/sessionkit/sessionkit/internal/retry"
 )
 
 // maxErrorBody bounds how much of an error response body is read, so that a
@@ -52,29 +50,10 @@ func (a *attempt) retryAfter() (time.Duration, bool) {
 	return a.after, a.hasRA
 }
 
-// parseRetryAfter parses a Retry-After value, delay-seconds or an HTTP date,
-// relative to now. The result is capped at [MaxRetryAfter]; a date in the
-// past means no wait.
+// parseRetryAfter parses a Retry-After value relative to now, capped at
+// [MaxRetryAfter].
 func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0, false
-	}
-	var d time.Duration
-	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if secs < 0 {
-			return 0, false
-		}
-		if secs > int64(MaxRetryAfter/time.Second) {
-			return MaxRetryAfter, true
-		}
-		d = time.Duration(secs) * time.Second
-	} else if t, err := http.ParseTime(v); err == nil {
-		d = max(t.Sub(now), 0)
-	} else {
-		return 0, false
-	}
-	return min(d, MaxRetryAfter), true
+	return retry.ParseRetryAfter(v, now, MaxRetryAfter)
 }
 
 // captureTransport puts large message contents into the request body (see
@@ -131,36 +110,12 @@ func wrapClient(c *http.Client) *http.Client {
 // backoff returns the wait before retry n+1 (n counts from 0): base·2ⁿ
 // capped at max, minus a random jitter of up to half of it.
 func (p *Provider) backoff(n int) time.Duration {
-	d := p.backoffMax
-	if n < 62 {
-		if e := p.backoffBase << n; e > 0 && e < d && e>>n == p.backoffBase {
-			d = e
-		}
-	}
-	half := d / 2
-	return d - half + p.jitter(half)
+	return retry.Backoff(p.backoffBase, p.backoffMax, n, p.jitter)
 }
 
-// randomJitter returns a uniformly random duration in [0, n].
-func randomJitter(n time.Duration) time.Duration {
-	if n <= 0 {
-		return 0
-	}
-	return rand.N(n + 1)
-}
-
-// sleepCtx waits d, or less when ctx is done first (then it returns
-// ctx.Err()).
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// randomJitter and sleepCtx are the real jitter and sleep (tests replace
+// the Provider's).
+var (
+	randomJitter = retry.Jitter
+	sleepCtx     = retry.Sleep
+)

@@ -138,9 +138,6 @@ func (p *Provider) stream(ctx context.Context, creq goopenai.ChatCompletionReque
 	}
 	return &provider.Response{
 		Message: assistantMessage(text.String(), calls.calls),
-		Usage: provider.Usage{
-			InputTokens:  usage.PromptTokens,
-			OutputTokens: usage.CompletionTokens,
-		},
+		Usage:   usageOf(usage),
 	}, delivered, nil
 }

@@ -1,0 +1,132 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	sdk "github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// errTruncated is wrapped by the error of a stream that ended before its
+// message_stop event.
+var errTruncated = errors.New("stream ended before the response was complete")
+
+// truncatedError says what a truncated stream lacked.
+type truncatedError struct{ missing string }
+
+func (e *truncatedError) Error() string { return errTruncated.Error() + " (no " + e.missing + ")" }
+func (e *truncatedError) Unwrap() error { return errTruncated }
+
+// toolBlock is a tool_use content block being assembled from its
+// input_json_delta fragments.
+type toolBlock struct {
+	index int64
+	call  history.ToolCall
+	args  []byte
+}
+
+// stream makes one streaming attempt. delivered reports whether any delta
+// reached onDelta, after which the attempt must not be retried.
+//
+// The events are those of the Messages API: message_start (the input
+// usage), content_block_start / content_block_delta / content_block_stop
+// (text_delta passed to onDelta at once; input_json_delta fragments
+// appended to their tool_use block's arguments), message_delta (stop reason,
+// cumulative usage), message_stop. The SDK skips ping events and turns an
+// error event into an error.
+func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDelta func(string)) (resp *provider.Response, delivered bool, err error) {
+	s := p.client.Messages.NewStreaming(ctx, params)
+	defer s.Close()
+
+	var (
+		text                       strings.Builder
+		tools                      []*toolBlock
+		started, stopped           bool
+		stopReason                 string
+		input, write, read, output int64
+	)
+	emit := func(s string) {
+		if s != "" {
+			text.WriteString(s)
+			delivered = true
+			onDelta(s)
+		}
+	}
+	tool := func(index int64) *toolBlock {
+		for _, t := range tools {
+			if t.index == index {
+				return t
+			}
+		}
+		return nil
+	}
+	for s.Next() {
+		ev := s.Current()
+		switch ev.Type {
+		case "message_start":
+			started = true
+			u := ev.Message.Usage
+			input, write, read, output = u.InputTokens, u.CacheCreationInputTokens, u.CacheReadInputTokens, u.OutputTokens
+		case "content_block_start":
+			switch b := ev.ContentBlock; b.Type {
+			case "tool_use":
+				tools = append(tools, &toolBlock{index: ev.Index, call: history.ToolCall{ID: b.ID, Name: b.Name}})
+			case "text":
+				emit(b.Text)
+			}
+		case "content_block_delta":
+			switch d := ev.Delta; d.Type {
+			case "text_delta":
+				emit(d.Text)
+			case "input_json_delta":
+				if t := tool(ev.Index); t != nil {
+					t.args = append(t.args, d.PartialJSON...)
+				}
+			}
+		case "message_delta":
+			// Its usage is cumulative; the input figures are present only
+			// when the server sends them again.
+			if ev.Delta.StopReason != "" {
+				stopReason = string(ev.Delta.StopReason)
+			}
+			u := ev.Usage
+			output = u.OutputTokens
+			if u.JSON.InputTokens.Valid() {
+				input = u.InputTokens
+			}
+			if u.JSON.CacheCreationInputTokens.Valid() {
+				write = u.CacheCreationInputTokens
+			}
+			if u.JSON.CacheReadInputTokens.Valid() {
+				read = u.CacheReadInputTokens
+			}
+		case "message_stop":
+			stopped = true
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, delivered, err
+	}
+	switch {
+	case !started:
+		return nil, delivered, &truncatedError{missing: "message_start"}
+	case !stopped:
+		return nil, delivered, &truncatedError{missing: "message_stop"}
+	}
+	msg := history.Message{Role: history.RoleAssistant, Text: text.String()}
+	for _, t := range tools {
+		t.call.Arguments = toolArgs(t.args)
+		if !json.Valid(t.call.Arguments) {
+			// Committed, it would make every later request invalid.
+			return nil, delivered, fmt.Errorf("tool_use %q: input is not valid JSON (stop reason %q)", t.call.ID, stopReason)
+		}
+		msg.ToolCalls = append(msg.ToolCalls, t.call)
+	}
+	return &provider.Response{Message: msg, Usage: usageOf(input, write, read, output)}, delivered, nil
+}
