@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -61,6 +62,7 @@ type agentSession struct {
 	used       uint64                    // the last context figure reported
 	closing    *jsonrpc.Responder        // a session/close waiting for the session to end
 	queuedText int                       // bytes of text in queue
+	title      string                    // the title last reported (session_info_update)
 }
 
 // waitingPrompt is a session/prompt (or a /compact prompt) waiting for its
@@ -281,7 +283,7 @@ func (a *agentSession) resubscribe(from int64, full bool) error {
 	a.sub = rep.Sub
 	if full {
 		a.open = map[string]int64{}
-		a.lastPos, a.draft, a.sent, a.afterText = -1, "", 0, false
+		a.lastPos, a.draft, a.sent, a.afterText, a.title = -1, "", 0, false, ""
 	}
 	for _, ev := range rep.Events {
 		a.forward(ev, true)
@@ -441,6 +443,11 @@ func (a *agentSession) message(m history.Message, replayed bool) {
 	case history.RoleUser:
 		if replayed {
 			a.enqueue(&UserMessageChunk{Content: TextBlock(m.Text), MessageID: m.ID})
+		}
+		// The session is titled after its first message (or its Config).
+		if t := a.sess.Settings().Title; t != "" && t != a.title {
+			a.title = t
+			a.enqueue(&SessionInfoUpdate{Title: Value(t), UpdatedAt: Value(m.CreatedAt.UTC().Format(time.RFC3339Nano))})
 		}
 	case history.RoleAssistant:
 		sent := 0

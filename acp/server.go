@@ -206,6 +206,8 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return s.resumeSession(ctx, req)
 	case MethodSessionClose:
 		return s.closeSession(ctx, req)
+	case MethodSessionList:
+		return s.listSessions(ctx, req)
 	case MethodSessionPrompt:
 		return s.prompt(ctx, req)
 	case MethodSessionCancel:
@@ -244,7 +246,7 @@ func (s *server) initialize(req *jsonrpc.Request) (any, error) {
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
-			SessionCapabilities: SessionCapabilities{Resume: &Capability{}, Close: &Capability{}},
+			SessionCapabilities: s.sessionCapabilities(),
 			// The extension methods this agent answers (acp.Dial looks here).
 			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact}},
 		},
@@ -266,22 +268,72 @@ func (s *server) session(id string) (*agentSession, error) {
 	return a, nil
 }
 
+// sessionCapabilities are the v1 session methods this agent answers:
+// session/list only when its store can list sessions.
+func (s *server) sessionCapabilities() SessionCapabilities {
+	caps := SessionCapabilities{Resume: &Capability{}, Close: &Capability{}}
+	if _, ok := s.store.(history.Lister); ok {
+		caps.List = &Capability{}
+	}
+	return caps
+}
+
+// listSessions handles session/list: one page of the store's listing,
+// newest first, optionally of one cwd.
+func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p ListSessionsRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	lister, ok := s.store.(history.Lister)
+	if !ok {
+		return nil, jsonrpc.MethodNotFoundError(req.Method)
+	}
+	page, err := lister.ListSessions(ctx, history.ListOptions{Cwd: p.Cwd, Cursor: p.Cursor})
+	if errors.Is(err, history.ErrInvalid) {
+		return nil, invalidParams("%v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp := ListSessionsResponse{Sessions: make([]SessionInfo, 0, len(page.Sessions)), NextCursor: page.Next}
+	for _, si := range page.Sessions {
+		info := SessionInfo{SessionID: si.ID, Cwd: si.Cwd, Title: si.Title}
+		if !si.UpdatedAt.IsZero() {
+			info.UpdatedAt = si.UpdatedAt.UTC().Format(time.RFC3339Nano)
+		}
+		resp.Sessions = append(resp.Sessions, info)
+	}
+	return resp, nil
+}
+
 // open starts a session.Session for id ("" = new) and registers its ACP
 // session; start starts the ACP session (replaying the timeline first when
 // replay is set) and queues first before anything else.
-func (s *server) open(ctx context.Context, id string, replay bool, first func(a *agentSession)) error {
+func (s *server) open(ctx context.Context, id, cwd string, replay bool, first func(a *agentSession)) error {
 	cfg := s.opts.Session
 	cfg.ID = id
 	cfg.Store = s.store
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
-	sess, err := session.New(ctx, cfg)
-	var leased *history.LeaseError
-	if errors.As(err, &leased) {
-		return servedElsewhere(leased)
+	var (
+		sess *session.Session
+		err  error
+	)
+	if id == "" {
+		cfg.Cwd = cwd
+		sess, err = session.New(ctx, cfg)
+	} else {
+		sess, err = session.Open(ctx, cfg) // an existing session only
 	}
-	if err != nil {
+	var leased *history.LeaseError
+	switch {
+	case errors.As(err, &leased):
+		return servedElsewhere(leased)
+	case errors.Is(err, history.ErrNotFound):
+		return unknownSession(id, "no such session is stored")
+	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
 	a := newAgentSession(s, sess)
@@ -292,16 +344,6 @@ func (s *server) open(ctx context.Context, id string, replay bool, first func(a 
 	s.mu.Lock()
 	s.sessions[sess.ID()] = a
 	s.mu.Unlock()
-	return nil
-}
-
-// exists reports whether session id is stored.
-func (s *server) exists(ctx context.Context, id string) error {
-	if _, err := s.store.Load(ctx, id); errors.Is(err, history.ErrNotFound) {
-		return unknownSession(id, "no such session is stored")
-	} else if err != nil {
-		return err
-	}
 	return nil
 }
 
@@ -332,7 +374,7 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
 	resp := jsonrpc.Defer(ctx)
-	err := s.open(ctx, "", false, func(a *agentSession) { opened(resp, NewSessionResponse{SessionID: a.id})(a) })
+	err := s.open(ctx, "", p.Cwd, false, func(a *agentSession) { opened(resp, NewSessionResponse{SessionID: a.id})(a) })
 	if err != nil {
 		return nil, resp.Respond(nil, err)
 	}
@@ -353,11 +395,8 @@ func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result
 	a, open := s.sessions[id]
 	s.mu.Unlock()
 	if !open {
-		if err := s.exists(ctx, id); err != nil {
-			return nil, err
-		}
 		resp := jsonrpc.Defer(ctx)
-		if err := s.open(ctx, id, replay, opened(resp, result)); err != nil {
+		if err := s.open(ctx, id, cwd, replay, opened(resp, result)); err != nil {
 			return nil, resp.Respond(nil, err)
 		}
 		return nil, nil

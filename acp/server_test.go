@@ -198,12 +198,16 @@ func TestServe_PromptStreamsBeforeResponse(t *testing.T) {
 	fake.QueueTurn(providertest.Reply{Text: "Hello there", Deltas: []string{"Hello ", "there"}, Usage: provider.Usage{InputTokens: 7, OutputTokens: 3}})
 	assert.Equal(t, "end_turn", c.prompt(sid, "hi"))
 	ups := updates(t, c.take())
-	assert.Equal(t, []string{"available_commands_update", "agent_message_chunk", "agent_message_chunk", "usage_update"}, kinds(ups))
+	assert.Equal(t, []string{"available_commands_update", "session_info_update", "agent_message_chunk", "agent_message_chunk", "usage_update"}, kinds(ups))
 	cmds := ups[0]["availableCommands"].([]any)
 	assert.Equal(t, "compact", cmds[0].(map[string]any)["name"])
-	assert.Equal(t, map[string]any{"type": "text", "text": "Hello "}, ups[1]["content"])
-	assert.EqualValues(t, 10, ups[3]["used"])
-	assert.EqualValues(t, 1000, ups[3]["size"])
+	assert.Equal(t, "hi", ups[1]["title"], "the session is titled after its first prompt")
+	assert.NotEmpty(t, ups[1]["updatedAt"])
+	assert.Equal(t, map[string]any{"type": "text", "text": "Hello "}, ups[2]["content"])
+	assert.Equal(t, ups[2]["messageId"], ups[3]["messageId"], "one message, one messageId")
+	assert.NotEmpty(t, ups[2]["messageId"])
+	assert.EqualValues(t, 10, ups[4]["used"])
+	assert.EqualValues(t, 1000, ups[4]["size"])
 	for _, n := range c.notes {
 		assert.Equal(t, "session/update", n.method)
 	}
@@ -357,8 +361,8 @@ func TestServe_LoadReplaysInNewProcess(t *testing.T) {
 		ups := updates(t, c2.take())
 		// The compaction ran after the four messages; it stays at that
 		// position. The commands come after the load response.
-		require.Equal(t, []string{"user_message_chunk", "agent_message_chunk", "user_message_chunk", "agent_message_chunk", "compaction_update:completed", "available_commands_update"}, kinds(ups))
-		comp := ups[4]
+		require.Equal(t, []string{"user_message_chunk", "session_info_update", "agent_message_chunk", "user_message_chunk", "agent_message_chunk", "compaction_update:completed", "available_commands_update"}, kinds(ups))
+		comp := ups[5]
 		assert.Equal(t, liveID, comp["compactionId"])
 		assert.Equal(t, []any{map[string]any{"type": "text", "text": "THE SUMMARY"}}, comp["summary"])
 	}

@@ -40,7 +40,7 @@ func ExampleCompactionUpdate() {
 func ExampleDecodeSessionUpdate() {
 	for _, in := range []string{
 		`{"sessionUpdate":"compaction_summary_chunk","compactionId":"cmp_1","content":{"type":"text","text":"## Retained"}}`,
-		`{"sessionUpdate":"session_info_update","title":"Refactor"}`,
+		`{"sessionUpdate":"notice","message":"Refactor"}`,
 		`{"sessionUpdate":"compaction_update","status":"completed"}`,
 	} {
 		u, err := acp.DecodeSessionUpdate([]byte(in))
@@ -55,7 +55,7 @@ func ExampleDecodeSessionUpdate() {
 	}
 	// Output:
 	// chunk for cmp_1: ## Retained
-	// unknown session_info_update {"sessionUpdate":"session_info_update","title":"Refactor"}
+	// unknown notice {"sessionUpdate":"notice","message":"Refactor"}
 	// error: session update "compaction_update": missing required field "compactionId"
 }
 

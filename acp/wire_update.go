@@ -20,6 +20,7 @@ const (
 	UpdateUsage                  = "usage_update"
 	UpdateCompaction             = "compaction_update"
 	UpdateCompactionSummaryChunk = "compaction_summary_chunk"
+	UpdateSessionInfo            = "session_info_update"
 )
 
 // SessionNotification is the params of the session/update notification the
@@ -49,12 +50,13 @@ func (n *SessionNotification) UnmarshalJSON(data []byte) error {
 // "sessionUpdate". Its implementations are the pointer types
 // *UserMessageChunk, *AgentMessageChunk, *AgentThoughtChunk, *ToolCall,
 // *ToolCallUpdate, *Plan, *AvailableCommandsUpdate, *CurrentModeUpdate,
-// *UsageUpdate, *CompactionUpdate, *CompactionSummaryChunk and
-// *UnknownSessionUpdate. Each encodes with its discriminator.
+// *UsageUpdate, *CompactionUpdate, *CompactionSummaryChunk,
+// *SessionInfoUpdate and *UnknownSessionUpdate. Each encodes with its
+// discriminator.
 //
-// The v1 schema also has config_option_update, session_info_update and
-// notice, which sessionkit neither sends nor interprets: they decode as
-// *UnknownSessionUpdate like any future kind.
+// The v1 schema also has config_option_update and notice, which sessionkit
+// neither sends nor interprets: they decode as *UnknownSessionUpdate like
+// any future kind.
 type SessionUpdate interface {
 	// SessionUpdateKind returns the "sessionUpdate" discriminator.
 	SessionUpdateKind() string
@@ -73,6 +75,7 @@ var (
 	_ SessionUpdate = (*UsageUpdate)(nil)
 	_ SessionUpdate = (*CompactionUpdate)(nil)
 	_ SessionUpdate = (*CompactionSummaryChunk)(nil)
+	_ SessionUpdate = (*SessionInfoUpdate)(nil)
 	_ SessionUpdate = (*UnknownSessionUpdate)(nil)
 )
 
@@ -109,6 +112,8 @@ func DecodeSessionUpdate(data []byte) (SessionUpdate, error) {
 		u = new(CompactionUpdate)
 	case UpdateCompactionSummaryChunk:
 		u = new(CompactionSummaryChunk)
+	case UpdateSessionInfo:
+		u = new(SessionInfoUpdate)
 	default:
 		return &UnknownSessionUpdate{Kind: kind, Raw: canonicalRaw(data)}, nil
 	}
@@ -383,6 +388,31 @@ type AvailableCommandInput struct {
 type CurrentModeUpdate struct {
 	CurrentModeID string         `json:"currentModeId" acp:"required"`
 	Meta          map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// SessionInfoUpdate is the session_info_update update: session metadata,
+// every field a patch (omitted = unchanged, null = cleared).
+type SessionInfoUpdate struct {
+	Title     Optional[string]         `json:"title,omitzero" acp:"lenient"`
+	UpdatedAt Optional[string]         `json:"updatedAt,omitzero" acp:"lenient"` // ISO 8601
+	Meta      Optional[map[string]any] `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// SessionUpdateKind returns "session_info_update".
+func (*SessionInfoUpdate) SessionUpdateKind() string { return UpdateSessionInfo }
+
+func (*SessionInfoUpdate) isSessionUpdate() {}
+
+// MarshalJSON encodes u with "sessionUpdate":"session_info_update".
+func (u SessionInfoUpdate) MarshalJSON() ([]byte, error) {
+	type plain SessionInfoUpdate
+	return marshalVariant("sessionUpdate", UpdateSessionInfo, plain(u))
+}
+
+// UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
+func (u *SessionInfoUpdate) UnmarshalJSON(data []byte) error {
+	type plain SessionInfoUpdate
+	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateSessionInfo)
 }
 
 // UsageUpdate is the usage_update update: context window use and cost.

@@ -56,8 +56,9 @@ var ErrNoReply = errors.New("providertest: no scripted reply")
 
 // Reply is one scripted response of a [Fake].
 //
-// Complete uses it in this order: wait for Gate, then for Delay, then
-// deliver the deltas, then return Err if set, else the response.
+// Complete uses it in this order: wait for Gate (unless GateAfter), then
+// for Delay, then deliver the deltas (waiting for Gate after GateAfter of
+// them), then return Err if set, else the response.
 type Reply struct {
 	// Text is the assistant message text. When it is empty and Deltas is
 	// not nil, the text is the concatenation of Deltas.
@@ -76,6 +77,9 @@ type Reply struct {
 	// Gate, when not nil, makes the call wait until the gate is closed (or
 	// receives a value) or ctx is done.
 	Gate chan struct{}
+	// GateAfter, when positive, makes the call wait for Gate after that many
+	// deltas instead of before the first: a reply stopped mid-stream.
+	GateAfter int
 	// Purpose, when set, reserves the reply for requests of that purpose.
 	Purpose provider.Purpose
 }
@@ -231,11 +235,17 @@ func (f *Fake) Complete(ctx context.Context, req *provider.Request, onDelta func
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("providertest: %w", err)
 	}
-	if r.Gate != nil {
+	gate := func() error {
 		select {
 		case <-r.Gate:
+			return nil
 		case <-ctx.Done():
-			return nil, fmt.Errorf("providertest: waiting for the gate: %w", ctx.Err())
+			return fmt.Errorf("providertest: waiting for the gate: %w", ctx.Err())
+		}
+	}
+	if r.Gate != nil && r.GateAfter <= 0 {
+		if err := gate(); err != nil {
+			return nil, err
 		}
 	}
 	if r.Delay > 0 {
@@ -255,11 +265,16 @@ func (f *Fake) Complete(ctx context.Context, req *provider.Request, onDelta func
 	if text == "" && r.Deltas != nil {
 		text = strings.Join(r.Deltas, "")
 	}
-	if onDelta != nil {
-		for _, d := range deltas {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("providertest: %w", err)
+	for i, d := range deltas {
+		if r.Gate != nil && r.GateAfter > 0 && i == r.GateAfter {
+			if err := gate(); err != nil {
+				return nil, err
 			}
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("providertest: %w", err)
+		}
+		if onDelta != nil {
 			onDelta(d)
 		}
 	}
