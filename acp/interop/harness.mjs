@@ -111,14 +111,15 @@ export function tempStore() {
   return { path: join(dir, "sessions.db"), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-// Offline provider only: no OPENAI_* variable reaches the agent, so it never
-// touches the network.
-function agentEnv() {
+// Offline provider unless a test says otherwise: no OPENAI_* or ANTHROPIC_*
+// variable of the caller reaches the agent, so it never touches the
+// network; extra (a test's own local model server) is added.
+function agentEnv(extra = {}) {
   const env = { ...process.env };
   for (const k of Object.keys(env)) {
-    if (k.startsWith("OPENAI_") || k === "SESSIONKIT_MODEL") delete env[k];
+    if (k.startsWith("OPENAI_") || k.startsWith("ANTHROPIC_") || k === "SESSIONKIT_MODEL") delete env[k];
   }
-  return env;
+  return { ...env, ...extra };
 }
 
 const liveChildren = new Set();
@@ -133,12 +134,12 @@ process.on("exit", () => {
 /**
  * Starts an agent process and connects an SDK client to it.
  *
- * @param {{store: string, args?: string[]}} opts
+ * @param {{store: string, args?: string[], env?: Record<string, string>}} opts
  */
-export async function startAgent({ store, args = [] }) {
+export async function startAgent({ store, args = [], env = {} }) {
   const bin = buildAgent();
   const child = spawn(bin, ["--store", store, ...args], {
-    env: agentEnv(),
+    env: agentEnv(env),
     stdio: ["pipe", "pipe", "pipe"],
   });
   liveChildren.add(child);

@@ -14,6 +14,9 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 import {
   acp,
@@ -60,7 +63,7 @@ async function withAgent(t, opts, fn) {
   const cleanup = () => {
     if (!opts.store) store.cleanup();
   };
-  const proc = await startAgent({ store: store.path, args: opts.args ?? [] });
+  const proc = await startAgent({ store: store.path, args: opts.args ?? [], env: opts.env ?? {} });
   let result;
   try {
     result = await fn(proc);
@@ -170,9 +173,10 @@ function checkLifecycle(lines, id) {
  * them itself; the agent does not echo them live) merged by time with the
  * updates the SDK delivered, reduced with RFD semantics.
  */
-function liveTimeline(proc, sessionId) {
+function liveTimeline(proc, sessionId, { commands = true } = {}) {
   const prompts = proc.lines
     .filter((l) => l.dir === "out" && l.msg?.method === "session/prompt" && l.msg.params?.sessionId === sessionId)
+    .filter((l) => commands || !l.msg.params.prompt[0].text.startsWith("/compact"))
     .map((l) => ({ seq: l.seq, update: { sessionUpdate: "user_message_chunk", content: l.msg.params.prompt[0] } }));
   const updates = proc.deliveredUpdates(sessionId).map((d) => ({ seq: d.seq, update: d.params.update }));
   return reduce([...prompts, ...updates].sort((a, b) => a.seq - b.seq).map((x) => x.update));
@@ -883,6 +887,175 @@ test("h. _sessionkit/compact on an idle session: the entity arrives outside a pr
 
 // ---------------------------------------------------------------------------
 // Totals over every scenario (runs last: tests in a file run in order)
+
+// ---------------------------------------------------------------------------
+// i. The v1 session methods and the one-writer ACP session
+
+test("i1. session/list, session/resume and session/close through the SDK", async (t) => {
+  await withStore(async (store) => {
+    const [dirA, dirB] = [join(tmpdir(), "sessionkit-a"), join(tmpdir(), "sessionkit-b")];
+    const { kept } = await withAgent(t, { store }, async (proc) => {
+      const init = await proc.initialize(CAPABLE);
+      for (const k of ["list", "resume", "close"]) {
+        assert.deepEqual(init.agentCapabilities.sessionCapabilities?.[k], {}, `sessionCapabilities.${k} advertised`);
+      }
+      const closed = await proc.newSession(dirA);
+      await proc.prompt(closed, "First session.\nMore detail here.");
+      const kept = await proc.newSession(dirB);
+      await proc.prompt(kept, P1);
+
+      const all = await proc.request(acp.methods.agent.session.list, {});
+      t.diagnostic(`session/list: ${JSON.stringify(all)}`);
+      assert.deepEqual(all.sessions.map((s) => s.sessionId), [kept, closed], "newest first");
+      assert.equal(all.sessions[1].title, "First session.", "titled after the first line of the first prompt");
+      assert.equal(all.sessions[1].cwd, dirA);
+      assert.ok(all.sessions.every((s) => typeof s.updatedAt === "string" && !Number.isNaN(Date.parse(s.updatedAt))), "updatedAt is ISO 8601");
+      assert.ok(all.nextCursor == null, "one page");
+      const inA = await proc.request(acp.methods.agent.session.list, { cwd: dirA });
+      assert.deepEqual(inA.sessions.map((s) => s.sessionId), [closed]);
+      const titled = proc.wireUpdates(closed).find((l) => kind(l) === "session_info_update");
+      assert.ok(titled && upd(titled).title === "First session.", "session_info_update carries the title");
+
+      const res = await proc.request(acp.methods.agent.session.close, { sessionId: closed });
+      assert.deepEqual(res, {});
+      await assert.rejects(proc.prompt(closed, "still there?"), (err) => err.code === -32002, "a closed session is unknown");
+      await checkWireAndDelivery(t, proc);
+      return { kept };
+    });
+    // A new process resumes the other session without a replay.
+    await withAgent(t, { store }, async (proc) => {
+      await proc.initialize(CAPABLE);
+      const req = proc.request(acp.methods.agent.session.resume, { sessionId: kept, cwd: dirB });
+      await req;
+      const resumeLine = proc.outgoingRequest("session/resume");
+      const respLine = proc.responseTo(resumeLine.msg.id);
+      assert.deepEqual(between(proc.wireUpdates(kept), resumeLine.seq, respLine.seq).map(kind), [], "nothing replayed before the session/resume response");
+      const r = await proc.prompt(kept, P2);
+      assert.equal(r.response.stopReason, "end_turn");
+      const turn = between(proc.wireUpdates(kept), r.requestLine.seq, r.responseLine.seq);
+      assert.ok(!turn.some((l) => kind(l) === "user_message_chunk"), "no replay after the resume either");
+      await checkWireAndDelivery(t, proc);
+    });
+  });
+});
+
+test("i2. session/load while a compaction runs, same connection: replayed in progress, then exactly one terminal status", async (t) => {
+  await withAgent(t, { args: ["--summary-delay", "1s"] }, async (proc) => {
+    await proc.initialize(CAPABLE);
+    const sid = await proc.newSession();
+    await proc.prompt(sid, P1);
+    await proc.prompt(sid, P2);
+    const pending = proc.startPrompt(sid, "/compact");
+    const started = await proc.waitFor(
+      () => proc.wireUpdates(sid).find((l) => label(l) === "compaction_update:in_progress"),
+      "compaction_update in_progress",
+    );
+    const rl = await proc.loadSession(sid);
+    const replay = between(proc.wireUpdates(sid), rl.requestLine.seq, rl.responseLine.seq);
+    t.diagnostic(`replay: ${replay.map(label).join(", ")}, RESPONSE`);
+    const id = idOf(started);
+    assert.deepEqual(replay.filter((l) => isCompaction(l)).map(label), ["compaction_update:in_progress"], "the running compaction is replayed in progress");
+    assert.equal(idOf(replay.find(isCompaction)), id);
+    const rc = await pending;
+    assert.equal(rc.response.stopReason, "end_turn");
+    await proc.settle();
+    const mine = proc.wireUpdates(sid).filter((l) => isCompaction(l) && idOf(l) === id);
+    t.diagnostic(`entity ${id}: ${mine.map(label).join(", ")}`);
+    const terminals = mine.filter((l) => kind(l) === "compaction_update" && TERMINAL.has(upd(l).status));
+    assert.deepEqual(terminals.map(label), ["compaction_update:completed"], "exactly one terminal status for the compaction");
+    assert.equal(mine.at(-1), terminals[0], "nothing follows it");
+    assert.ok(terminals[0].seq < rc.responseLine.seq, "before the /compact response");
+    await checkWireAndDelivery(t, proc);
+  });
+});
+
+/** A local OpenAI-compatible server: the first request is refused (401), later ones stream "reply N". */
+async function refusingModelServer() {
+  let n = 0;
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      n++;
+      if (n === 1) {
+        res.writeHead(401, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "Incorrect API key provided", type: "invalid_request_error", code: "invalid_api_key" } }));
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = (delta, finish) => ({ id: `c${n}`, object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] });
+      res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: `reply ${n - 1}` }, null))}\n\n`);
+      res.write(`data: ${JSON.stringify({ ...chunk({}, "stop"), usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } })}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { server, url: `http://127.0.0.1:${server.address().port}/v1` };
+}
+
+test("i3. a prompt after a failed prompt is answered in order, each turn's text before its response", async (t) => {
+  const { server, url } = await refusingModelServer();
+  try {
+    await withAgent(t, { env: { OPENAI_BASE_URL: url, OPENAI_API_KEY: "test-key" } }, async (proc) => {
+      await proc.initialize(CAPABLE);
+      const sid = await proc.newSession();
+      await assert.rejects(proc.prompt(sid, "first"), (err) => err.code === -32603, "the refused turn is an internal error");
+      const started = Date.now();
+      const r2 = await proc.prompt(sid, "second");
+      const r3 = await proc.prompt(sid, "third");
+      t.diagnostic(`two prompts after the failed one answered in ${Date.now() - started} ms`);
+      for (const [r, text] of [[r2, "reply 1"], [r3, "reply 2"]]) {
+        assert.equal(r.response.stopReason, "end_turn");
+        const turn = between(proc.wireUpdates(sid), r.requestLine.seq, r.responseLine.seq).filter((l) => kind(l) === "agent_message_chunk");
+        assert.equal(turn.map((l) => upd(l).content.text).join(""), text, "the turn's text arrives before its response");
+      }
+      await checkWireAndDelivery(t, proc);
+    });
+  } finally {
+    server.close();
+  }
+});
+
+test("i4. a client that stops reading during a long summary stream, then reads again, gets every message and every terminal update", async (t) => {
+  await withStore(async (store) => {
+    const live = await withAgent(t, { store, args: ["--offline-delta-size", "1"] }, async (proc) => {
+      await proc.initialize(CAPABLE);
+      const sid = await proc.newSession();
+      for (let i = 0; i < 6; i++) await proc.prompt(sid, `${P1} (round ${i})`);
+      const before = proc.incoming().length;
+      proc.child.stdout.pause(); // the client stops reading; the agent's writes block
+      // A tool call with 300 KB of text, far more than the pipe holds, so
+      // that the agent's writes block for sure; then /compact, whose summary
+      // streams while they do.
+      const after = proc.startPrompt(sid, `please call echo with text: ${"lorem ipsum ".repeat(25000)}`);
+      const compact = proc.startPrompt(sid, "/compact");
+      await new Promise((r) => setTimeout(r, 500));
+      t.diagnostic(`lines read while paused: ${proc.incoming().length - before}`);
+      proc.child.stdout.resume();
+      const [ra, rc] = await Promise.all([after, compact]);
+      assert.equal(rc.response.stopReason, "end_turn");
+      assert.equal(ra.response.stopReason, "end_turn");
+      await proc.settle();
+      const wire = proc.wireUpdates(sid);
+      const ids = [...new Set(wire.filter(isCompaction).map(idOf))];
+      assert.equal(ids.length, 1, "one compaction");
+      checkLifecycle(wire, ids[0]);
+      await checkWireAndDelivery(t, proc);
+      // Two prompts were sent back to back: "/compact" (a command, not a
+      // message) is left out before the client's prompts are merged in.
+      return { sid, view: liveTimeline(proc, sid, { commands: false }).view() };
+    });
+    // What the lagging client was sent equals the stored timeline: every
+    // agent message whole, the compaction once, in order. (The client shows
+    // its own prompts where it sent them; a prompt sent while the
+    // compaction was queued stands after it in the store.)
+    const r = await loadIn(t, store, live.sid, CAPABLE);
+    const agentSide = (view) => stripIds(view).filter((i) => i.kind !== "user");
+    const users = (view) => view.filter((i) => i.kind === "user").map((i) => i.text).sort();
+    assert.deepEqual(agentSide(r.tl.view()), agentSide(live.view), "the lagging client's agent messages and compaction equal the replayed ones");
+    assert.deepEqual(users(r.tl.view()), users(live.view), "and the same prompts");
+  });
+});
 
 test("wire totals: every session/update valid for the SDK's v1 schema, all delivered", (t) => {
   t.diagnostic(

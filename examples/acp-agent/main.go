@@ -76,6 +76,7 @@ func run() error {
 	omit := flag.Bool("omit-summaries", false, "never send compaction summaries to the client")
 	system := flag.String("system", "You are a careful coding agent.", "system prompt of new sessions")
 	summaryDelay := flag.Duration("summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
+	deltaSize := flag.Int("offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
 	verbose := flag.Bool("v", false, "debug logging")
 	flag.Parse()
 
@@ -96,6 +97,9 @@ func run() error {
 	prov, name, err := chooseProvider(log)
 	if err != nil {
 		return err
+	}
+	if *deltaSize > 0 && name == "offline" {
+		prov = offline.New(offline.WithDeltaSize(*deltaSize))
 	}
 	if *summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: *summaryDelay}
