@@ -316,14 +316,17 @@ func (a *agentSession) enqueue(u SessionUpdate) {
 	a.queue = append(a.queue, &outItem{update: u})
 }
 
-// Bounds of the text waiting for a client that does not read (§7.9). Below
-// mergeAfter every delta is its own chunk; beyond it a delta is merged into
-// the last queued chunk of the same message or compaction; beyond dropAfter
+// Bounds of what waits for a client that does not read (§7.9). While less
+// than mergeAfter bytes of text and fewer than mergeItems items wait, every
+// delta is its own chunk (a client that keeps up, even through a burst,
+// gets one chunk per delta); beyond either, a delta is merged into the last
+// queued chunk of the same message or compaction; beyond dropAfter bytes
 // deltas are not queued at all: the committed message then sends the text
 // the client has not had, and a completed compaction carries its whole
 // summary anyway.
 const (
-	mergeAfter = 64 << 10
+	mergeAfter = 1 << 20
+	mergeItems = 1 << 14
 	dropAfter  = 4 << 20
 )
 
@@ -338,7 +341,7 @@ func (a *agentSession) enqueueText(key, text string, droppable bool, chunk func(
 		return false
 	}
 	a.queuedText += len(text)
-	if n := len(a.queue); n > 0 && a.queuedText > mergeAfter && a.queue[n-1].chunk != nil && a.queue[n-1].key == key {
+	if n := len(a.queue); n > 0 && (a.queuedText > mergeAfter || n > mergeItems) && a.queue[n-1].chunk != nil && a.queue[n-1].key == key {
 		a.queue[n-1].text.WriteString(text)
 		return true
 	}
