@@ -100,26 +100,21 @@ func TestServe_SessionClose(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	fake := providertest.New()
-	c := serve(t, fake, store, acp.ServerOptions{})
-	c.initialize(`{"session":{"compaction":{}}}`)
+	c := hostileServe(t, fake, store, acp.ServerOptions{})
+	c.initialize()
 	sid := c.newSession()
 	gate := make(chan struct{})
 	defer close(gate)
 	fake.QueueTurn(providertest.Reply{Text: "never", Gate: gate})
-	stop := make(chan string, 1)
-	go func() { stop <- c.prompt(sid, "a long one") }()
+	prompt := c.request("session/prompt", promptParams(sid, "a long one"))
 	require.NoError(t, fake.WaitCalls(t.Context(), 1))
-	c.mustCall("session/close", map[string]any{"sessionId": sid}, nil)
-	select {
-	case r := <-stop:
-		assert.Equal(t, "cancelled", r, "the prompt in flight is answered cancelled")
-	default:
-		t.Fatal("session/close was answered before the prompt it ended")
-	}
-	err = c.call("session/prompt", promptOf(sid, "again"), nil)
-	var je *jsonrpc.Error
-	require.ErrorAs(t, err, &je)
-	assert.Equal(t, jsonrpc.ResourceNotFound, je.Code, "a closed session is unknown")
+	closed := c.response(c.request("session/close", `{"sessionId":"`+sid+`"}`))
+	require.Nil(t, closed.Error)
+	p := c.response(prompt)
+	assert.Equal(t, "cancelled", stopReason(p), "the prompt in flight is answered cancelled")
+	assert.Less(t, p.seq, closed.seq, "before session/close is answered")
+	again := c.call("session/prompt", promptParams(sid, "again"))
+	wantError(t, again, jsonrpc.ResourceNotFound, "a closed session is unknown")
 
 	other, err := sqlite.Open(path)
 	require.NoError(t, err)
