@@ -25,6 +25,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/signal"
@@ -40,17 +42,47 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/internal/envprovider"
 	"github.com/sessionkit/sessionkit/provider"
-	"github.com/sessionkit/sessionkit/provider/anthropic"
-	"github.com/sessionkit/sessionkit/provider/offline"
-	"github.com/sessionkit/sessionkit/provider/openai"
 	"github.com/sessionkit/sessionkit/session"
 )
 
 func main() {
-	if err := run(); err != nil {
+	os.Exit(agentMain(os.Args[1:]))
+}
+
+// Exit statuses: 2 for a configuration that cannot be served (bad flags,
+// variables or store path), found before anything is served; 1 for a
+// failure while serving.
+const (
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// usageError is a configuration error found at startup: the agent prints it
+// on one line and exits with status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{msg: fmt.Sprintf(format, args...)}
+}
+
+// agentMain runs the agent with the command-line arguments args and returns
+// its exit status.
+func agentMain(args []string) int {
+	err := run(args)
+	var ue *usageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(os.Stderr, "acp-agent:", ue.msg)
+		return exitUsage
+	default:
 		fmt.Fprintln(os.Stderr, "acp-agent:", err)
-		os.Exit(1)
+		return exitFailure
 	}
 }
 
@@ -68,19 +100,66 @@ func defaultStore() string {
 	return filepath.Join(dir, "sessionkit", "sessions.db")
 }
 
-func run() error {
-	storePath := flag.String("store", defaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
-	leaseTTL := flag.Duration("lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
-	autoTokens := flag.Int("auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
-	contextWindow := flag.Int("context-window", 0, "context window reported in usage_update (0 = 128000)")
-	omit := flag.Bool("omit-summaries", false, "never send compaction summaries to the client")
-	system := flag.String("system", "You are a careful coding agent.", "system prompt of new sessions")
-	summaryDelay := flag.Duration("summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
-	verbose := flag.Bool("v", false, "debug logging")
-	flag.Parse()
+// config is the agent's command line, checked.
+type config struct {
+	store         string
+	leaseTTL      time.Duration
+	autoTokens    int
+	contextWindow int
+	omit          bool
+	system        string
+	summaryDelay  time.Duration
+	verbose       bool
+}
 
+// parseFlags parses and checks the command line. Every error is a
+// *usageError of one line that names the flag or argument at fault; -h
+// prints the usage and returns flag.ErrHelp.
+func parseFlags(args []string) (*config, error) {
+	var c config
+	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are printed on one line by agentMain
+	fs.StringVar(&c.store, "store", defaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
+	fs.DurationVar(&c.leaseTTL, "lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
+	fs.IntVar(&c.autoTokens, "auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
+	fs.IntVar(&c.contextWindow, "context-window", 0, "context window reported in usage_update (0 = 128000)")
+	fs.BoolVar(&c.omit, "omit-summaries", false, "never send compaction summaries to the client")
+	fs.StringVar(&c.system, "system", "You are a careful coding agent.", "system prompt of new sessions")
+	fs.DurationVar(&c.summaryDelay, "summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
+	fs.BoolVar(&c.verbose, "v", false, "debug logging")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(os.Stderr)
+			fmt.Fprintln(os.Stderr, "usage: acp-agent [flags]   (speaks ACP on stdin and stdout)")
+			fs.PrintDefaults()
+			return nil, err
+		}
+		return nil, usagef("%v", err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return nil, usagef("unexpected argument %q: acp-agent takes flags only (see -h)", fs.Arg(0))
+	case c.autoTokens < 0:
+		return nil, usagef("-auto-compact-tokens %d is negative (0 turns automatic compaction off)", c.autoTokens)
+	case c.contextWindow < 0:
+		return nil, usagef("-context-window %d is negative (0 means the default)", c.contextWindow)
+	case c.leaseTTL <= 0:
+		return nil, usagef("-lease-ttl %v is not positive", c.leaseTTL)
+	case c.summaryDelay < 0:
+		return nil, usagef("-summary-delay %v is negative", c.summaryDelay)
+	case strings.TrimSpace(c.store) == "":
+		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
+	}
+	return &c, nil
+}
+
+func run(args []string) error {
+	c, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
 	level := zapcore.InfoLevel
-	if *verbose {
+	if c.verbose {
 		level = zapcore.DebugLevel
 	}
 	logCfg := zap.NewProductionConfig()
@@ -95,14 +174,14 @@ func run() error {
 
 	prov, name, err := chooseProvider(log)
 	if err != nil {
-		return err
+		return usagef("%v", err)
 	}
-	if *summaryDelay > 0 {
-		prov = slowSummary{Provider: prov, delay: *summaryDelay}
+	if c.summaryDelay > 0 {
+		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, where, err := openStore(ctx, *storePath, *leaseTTL)
+	store, where, err := openStore(ctx, c.store, c.leaseTTL)
 	if err != nil {
 		return err
 	}
@@ -113,13 +192,13 @@ func run() error {
 		Session: session.Config{
 			Provider:          prov,
 			Store:             store,
-			SystemPrompt:      *system,
-			AutoCompactTokens: *autoTokens,
+			SystemPrompt:      c.system,
+			AutoCompactTokens: c.autoTokens,
 			Tools:             tools(),
 			Logger:            log,
 		},
-		OmitSummaries: *omit,
-		ContextWindow: *contextWindow,
+		OmitSummaries: c.omit,
+		ContextWindow: c.contextWindow,
 		Logger:        log,
 	})
 }
@@ -130,22 +209,31 @@ type closingStore interface {
 	Close() error
 }
 
+// isPostgresURL reports whether spec names a PostgreSQL store.
+func isPostgresURL(spec string) bool {
+	lower := strings.ToLower(spec)
+	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
+}
+
 // openStore opens the PostgreSQL store for a postgres:// or postgresql://
 // URL and the SQLite file at any other path. It returns the store and how to
-// name it in logs (a URL without its password).
+// name it in logs (a URL without its password). A malformed URL, or a path
+// that is a directory or cannot be written, is a *usageError that names
+// -store (and never shows a password).
 func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closingStore, string, error) {
-	if lower := strings.ToLower(spec); strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
-		where := "postgres"
-		if u, err := url.Parse(spec); err == nil {
-			where = u.Redacted()
+	if isPostgresURL(spec) {
+		u, err := url.Parse(spec)
+		if err != nil {
+			return nil, "", usagef("-store: not a valid postgres:// URL (%s)", redactedParseError(err))
 		}
+		where := u.Redacted()
 		st, err := postgres.Open(ctx, spec, postgres.WithLeaseTTL(leaseTTL))
 		if err != nil {
 			return nil, "", err
 		}
 		return st, where, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(spec), 0o700); err != nil {
+	if err := checkStorePath(spec); err != nil {
 		return nil, "", err
 	}
 	st, err := sqlite.Open(spec, sqlite.WithLeaseTTL(leaseTTL))
@@ -155,24 +243,55 @@ func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closin
 	return st, spec, nil
 }
 
+// redactedParseError is the reason of a URL parse error without the URL,
+// which may hold a password.
+func redactedParseError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return "malformed"
+}
+
+// checkStorePath checks that the SQLite file at path can be used: it is not
+// a directory, its directory exists or can be made (0700), and the file and
+// its directory (where SQLite keeps its -wal and -shm files) are writable.
+func checkStorePath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usagef("-store %s is a directory: give the path of a SQLite file", path)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return usagef("-store %s: cannot make its directory: %v", path, pathReason(err))
+	}
+	probe, err := os.CreateTemp(dir, ".sessionkit-probe-*")
+	if err != nil {
+		return usagef("-store %s: its directory is not writable: %v", path, pathReason(err))
+	}
+	_ = probe.Close()
+	_ = os.Remove(probe.Name())
+	if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+		_ = f.Close()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return usagef("-store %s is not writable: %v", path, pathReason(err))
+	}
+	return nil
+}
+
+// pathReason is the reason of a file system error without its operation
+// and path, which the message names already.
+func pathReason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // chooseProvider picks the provider from the environment (see the command's
 // documentation): Anthropic first, then OpenAI, then offline.
 func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
-	if os.Getenv("ANTHROPIC_API_KEY") != "" {
-		p, err := anthropic.FromEnv(anthropic.WithLogger(log))
-		if err != nil {
-			return nil, "", err
-		}
-		return p, "anthropic:" + p.Model(), nil
-	}
-	if os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "" {
-		p, err := openai.FromEnv(openai.WithLogger(log))
-		if err != nil {
-			return nil, "", err
-		}
-		return p, "openai:" + p.Model(), nil
-	}
-	return offline.New(), "offline", nil
+	return envprovider.FromEnv(log)
 }
 
 // slowSummary delays summary calls; the delay ends early when the call is
