@@ -42,7 +42,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
-	"github.com/sessionkit/sessionkit/internal/envprovider"
+	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -86,20 +86,6 @@ func agentMain(args []string) int {
 	}
 }
 
-// defaultStore returns the default SQLite path under the user's data
-// directory ($XDG_DATA_HOME, else ~/.local/share).
-func defaultStore() string {
-	dir := os.Getenv("XDG_DATA_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "sessionkit.db"
-		}
-		dir = filepath.Join(home, ".local", "share")
-	}
-	return filepath.Join(dir, "sessionkit", "sessions.db")
-}
-
 // config is the agent's command line, checked.
 type config struct {
 	store         string
@@ -119,7 +105,7 @@ func parseFlags(args []string) (*config, error) {
 	var c config
 	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // errors are printed on one line by agentMain
-	fs.StringVar(&c.store, "store", defaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
+	fs.StringVar(&c.store, "store", envconfig.DefaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
 	fs.DurationVar(&c.leaseTTL, "lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
 	fs.IntVar(&c.autoTokens, "auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
 	fs.IntVar(&c.contextWindow, "context-window", 0, "context window reported in usage_update (0 = 128000)")
@@ -209,19 +195,13 @@ type closingStore interface {
 	Close() error
 }
 
-// isPostgresURL reports whether spec names a PostgreSQL store.
-func isPostgresURL(spec string) bool {
-	lower := strings.ToLower(spec)
-	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
-}
-
 // openStore opens the PostgreSQL store for a postgres:// or postgresql://
 // URL and the SQLite file at any other path. It returns the store and how to
 // name it in logs (a URL without its password). A malformed URL, or a path
 // that is a directory or cannot be written, is a *usageError that names
 // -store (and never shows a password).
 func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closingStore, string, error) {
-	if isPostgresURL(spec) {
+	if envconfig.IsPostgresURL(spec) {
 		u, err := url.Parse(spec)
 		if err != nil {
 			return nil, "", usagef("-store: not a valid postgres:// URL (%s)", redactedParseError(err))
@@ -291,7 +271,7 @@ func pathReason(err error) error {
 // chooseProvider picks the provider from the environment (see the command's
 // documentation): Anthropic first, then OpenAI, then offline.
 func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
-	return envprovider.FromEnv(log)
+	return envconfig.Provider(log)
 }
 
 // slowSummary delays summary calls; the delay ends early when the call is
