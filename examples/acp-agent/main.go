@@ -15,6 +15,13 @@
 // time: another process asking for it is told which one serves it
 // (docs/scale-out.md).
 //
+// A configuration it cannot serve (a negative or non-numeric count or
+// duration, an unknown flag or argument, a malformed URL in --store,
+// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, a --store that is a directory or
+// cannot be written) is reported before anything is served, on one line of
+// stderr that names the flag or variable, with exit status 2. A failure
+// while serving exits with status 1.
+//
 //	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
 //	acp-agent --store postgres://sessionkit@db.internal:5432/sessionkit --lease-ttl 15s
 package main
