@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
 )
@@ -246,18 +247,23 @@ func runExport(ctx context.Context, r *reader, id string, _ *options, stdout, st
 
 // printMessage prints a message on one line: its role, text and tool calls.
 func printMessage(w io.Writer, m *history.Message, prefix string) {
-	label := string(m.Role)
-	if m.Steer {
-		label = "steer"
-	}
-	t := m.Text
-	for _, c := range m.ToolCalls {
-		t += fmt.Sprintf(" → %s(%s)", c.Name, c.Arguments)
-	}
+	var b strings.Builder
 	if m.ToolCallID != "" {
-		t = "[" + m.ToolCallID + "] " + t
+		fmt.Fprintf(&b, "[%s] ", m.ToolCallID)
 	}
-	fmt.Fprintf(w, "%s%-9s %s\n", prefix, label, oneLine(t, 110))
+	b.WriteString(m.Text)
+	for _, c := range m.ToolCalls {
+		fmt.Fprintf(&b, " → %s(%s)", c.Name, c.Arguments)
+	}
+	fmt.Fprintf(w, "%s%-9s %s\n", prefix, roleLabel(m), oneLine(b.String(), 110))
+}
+
+// roleLabel is "steer" for a steer, else the message's role.
+func roleLabel(m *history.Message) string {
+	if m.Steer {
+		return "steer"
+	}
+	return string(m.Role)
 }
 
 // printMessageVerbatim prints a message whole: a header line, then its text
@@ -279,12 +285,24 @@ func printMessageVerbatim(w io.Writer, m *history.Message, prefix string) {
 	}
 }
 
+// oneLine makes s one line, runs of white space one space, cut to n runes
+// (the last one "…" when cut).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
+	var b strings.Builder
+	runes := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 {
+			word = " " + word
+		}
+		if k := utf8.RuneCountInString(word); runes+k > n {
+			b.WriteString(string([]rune(word)[:max(0, n-1-runes)]) + "…")
+			return b.String()
+		} else {
+			runes += k
+		}
+		b.WriteString(word)
 	}
-	return s
+	return b.String()
 }
 
 func indent(s, prefix string) string {

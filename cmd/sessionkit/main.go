@@ -37,6 +37,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+
+	"github.com/sessionkit/sessionkit/internal/envconfig"
 )
 
 func main() {
@@ -48,18 +50,12 @@ func main() {
 
 // Exit statuses.
 const (
-	exitFailure = 1
-	exitUsage   = 2
+	exitFailure = envconfig.ExitFailure
+	exitUsage   = envconfig.ExitUsage
 )
 
-// usageError is a bad command line: printed on one line, exit status 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
+// usagef is envconfig.Usagef: a bad command line, exit status 2.
+var usagef = envconfig.Usagef
 
 const usage = `usage: sessionkit [--store PATH|URL] COMMAND [flags] [ID]
 
@@ -78,20 +74,10 @@ flags:
 // cli runs one command line and returns the exit status.
 func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	err := dispatch(ctx, args, stdout, stderr)
-	var ue *usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
+	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "sessionkit:", ue.msg)
-		return exitUsage
-	default:
-		fmt.Fprintln(stderr, "sessionkit:", err)
-		return exitFailure
 	}
+	return envconfig.Status(stderr, "sessionkit", err)
 }
 
 // options are the flags of every command; each command uses its own.

@@ -58,40 +58,16 @@ func main() {
 	os.Exit(agentMain(os.Args[1:]))
 }
 
-// Exit statuses: 2 for a configuration that cannot be served (bad flags,
+// agentMain runs the agent with the command-line arguments args and returns
+// its exit status: 2 for a configuration that cannot be served (bad flags,
 // variables or store path), found before anything is served; 1 for a
 // failure while serving.
-const (
-	exitFailure = 1
-	exitUsage   = 2
-)
-
-// usageError is a configuration error found at startup: the agent prints it
-// on one line and exits with status 2.
-type usageError struct{ msg string }
-
-func (e *usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error {
-	return &usageError{msg: fmt.Sprintf(format, args...)}
-}
-
-// agentMain runs the agent with the command-line arguments args and returns
-// its exit status.
 func agentMain(args []string) int {
-	err := run(args)
-	var ue *usageError
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(os.Stderr, "acp-agent:", ue.msg)
-		return exitUsage
-	default:
-		fmt.Fprintln(os.Stderr, "acp-agent:", err)
-		return exitFailure
-	}
+	return envconfig.Status(os.Stderr, "acp-agent", run(args))
 }
+
+// usagef is envconfig.Usagef: a startup error of exit status 2.
+var usagef = envconfig.Usagef
 
 // config is the agent's command line, checked.
 type config struct {

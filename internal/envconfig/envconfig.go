@@ -1,7 +1,8 @@
 // Package envconfig is the configuration that sessionkit's programs
 // (examples/acp-agent, examples/quickstart, cmd/sessionkit) share: the
-// provider the environment selects, the default store path and how a store
-// is named.
+// provider the environment selects, the default store path, how a store is
+// named, and how a configuration error ends a program (one line, exit
+// status 2).
 //
 // The provider is chosen in one order for all of them: ANTHROPIC_API_KEY
 // picks provider/anthropic (with ANTHROPIC_BASE_URL); otherwise
@@ -15,6 +16,10 @@
 package envconfig
 
 import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,4 +84,40 @@ func DefaultStore() string {
 func IsPostgresURL(spec string) bool {
 	lower := strings.ToLower(spec)
 	return strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://")
+}
+
+// Exit statuses of the programs.
+const (
+	ExitFailure = 1 // a failure while running
+	ExitUsage   = 2 // a configuration that cannot be used: nothing was served
+)
+
+// UsageError is a configuration error found at startup (a flag, an
+// argument, a variable, a store path). [Status] prints it on one line and
+// makes it exit status [ExitUsage].
+type UsageError struct{ Msg string }
+
+// Error implements error.
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef returns a *[UsageError] with the formatted message, which should
+// name the flag, argument or variable at fault.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Status reports how program name ends with err: nothing is printed and 0
+// is returned for nil and flag.ErrHelp; otherwise "name: err" is printed
+// to w on one line and the status is [ExitUsage] for a *[UsageError],
+// [ExitFailure] for any other error.
+func Status(w io.Writer, name string, err error) int {
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(w, "%s: %v\n", name, err)
+	var ue *UsageError
+	if errors.As(err, &ue) {
+		return ExitUsage
+	}
+	return ExitFailure
 }
