@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
@@ -20,20 +19,9 @@ import (
 	"github.com/sessionkit/sessionkit/session"
 )
 
-func TestMain(m *testing.M) {
-	pgtest.Main(m)
-	// pgtest.Main exits; goleak is checked by TestNoLeaks.
-}
-
-// TestNoLeaks: the commands leave no goroutine behind.
-func TestNoLeaks(t *testing.T) {
-	path, ids := writeSessions(t)
-	for _, args := range [][]string{{"sessions"}, {"show", ids[0]}, {"export", ids[0]}} {
-		res := sk(t, append([]string{"--store", path}, args...)...)
-		require.Equal(t, 0, res.status, res.stderr)
-	}
-	goleak.VerifyNone(t, goleak.IgnoreCurrent())
-}
+// TestMain stops the PostgreSQL server of TestPostgres and checks that no
+// goroutine is left behind (goleak).
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 type result struct {
 	status         int
