@@ -65,7 +65,7 @@ func TestStartupErrors(t *testing.T) {
 		{"negative summary-delay", []string{"--store", good, "--summary-delay", "-1s"}, nil, []string{"-summary-delay"}},
 		{"unknown flag", []string{"--store", good, "--auto-compact", "5"}, nil, []string{"-auto-compact"}},
 		{"positional argument", []string{"--store", good, "serve"}, nil, []string{`"serve"`, "argument"}},
-		{"store is a directory", []string{"--store", dir}, nil, []string{"-store", dir, "is a directory"}},
+		{"store is a directory", []string{"--store", dir}, nil, []string{"-store", dir, "is a directory: give the path of a SQLite file"}},
 		{"store under a file", []string{"--store", filepath.Join(notDir, "sessions.db")}, nil, []string{"-store", "directory"}},
 		{"empty store", []string{"--store", ""}, nil, []string{"-store", "empty"}},
 		{"malformed postgres URL", []string{"--store", "postgres://u:secret@[::1/db"}, nil, []string{"-store", "postgres://"}},
