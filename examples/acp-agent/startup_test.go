@@ -66,16 +66,27 @@ func TestStartupErrors(t *testing.T) {
 		{"unknown flag", []string{"--store", good, "--auto-compact", "5"}, nil, []string{"-auto-compact"}},
 		{"positional argument", []string{"--store", good, "serve"}, nil, []string{`"serve"`, "argument"}},
 		{"store is a directory", []string{"--store", dir}, nil, []string{"-store", dir, "is a directory: give the path of a SQLite file"}},
-		{"store under a file", []string{"--store", filepath.Join(notDir, "sessions.db")}, nil, []string{"-store", "directory"}},
+		{"store under a file", []string{"--store", filepath.Join(notDir, "sessions.db")}, nil, []string{"-store", "cannot make its directory", "not a directory"}},
 		{"empty store", []string{"--store", ""}, nil, []string{"-store", "empty"}},
 		{"malformed postgres URL", []string{"--store", "postgres://u:secret@[::1/db"}, nil, []string{"-store", "postgres://"}},
 		{"malformed OPENAI_BASE_URL", []string{"--store", good}, map[string]string{"OPENAI_BASE_URL": "not a url"}, []string{"OPENAI_BASE_URL", `"not a url"`}},
 		{"OPENAI_BASE_URL without scheme", []string{"--store", good}, map[string]string{"OPENAI_BASE_URL": "localhost:8080/v1"}, []string{"OPENAI_BASE_URL"}},
 		{"malformed ANTHROPIC_BASE_URL", []string{"--store", good}, map[string]string{"ANTHROPIC_API_KEY": "sk-ant", "ANTHROPIC_BASE_URL": "::"}, []string{"ANTHROPIC_BASE_URL"}},
 	}
-	if os.Geteuid() != 0 { // root writes anywhere
-		ro := filepath.Join(dir, "read-only")
-		require.NoError(t, os.Mkdir(ro, 0o500))
+	// An unwritable directory: one of mode 0500, unless root runs the test
+	// (root writes anywhere), then sysfs, which even root cannot write to.
+	ro := filepath.Join(dir, "read-only")
+	require.NoError(t, os.Mkdir(ro, 0o500))
+	if os.Geteuid() == 0 {
+		ro = ""
+		if f, err := os.CreateTemp("/sys", "probe-*"); err != nil {
+			ro = "/sys"
+		} else {
+			_ = f.Close()
+			_ = os.Remove(f.Name())
+		}
+	}
+	if ro != "" {
 		tests = append(tests, struct {
 			name  string
 			args  []string
