@@ -25,11 +25,14 @@ func showTime(t time.Time) string {
 	return t.Local().Format(timeFormat)
 }
 
+// listPage is the page size of runSessions (tests make it small).
+var listPage = history.MaxListLimit
+
 // runSessions lists the sessions, newest first, page by page through
 // history.Lister.
 func runSessions(ctx context.Context, r *reader, _ string, o *options, stdout, _ io.Writer) error {
 	var list []sessionJSON
-	opts := history.ListOptions{Cwd: o.cwd, Limit: history.MaxListLimit}
+	opts := history.ListOptions{Cwd: o.cwd, Limit: listPage}
 	for {
 		page, err := r.st.ListSessions(ctx, opts)
 		if err != nil {

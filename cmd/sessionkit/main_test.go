@@ -91,6 +91,8 @@ func writeSessions(t *testing.T) (string, []string) {
 
 func TestSessions(t *testing.T) {
 	path, ids := writeSessions(t)
+	listPage = 1 // every session on a page of its own
+	t.Cleanup(func() { listPage = history.MaxListLimit })
 
 	res := sk(t, "--store", path, "sessions")
 	require.Equal(t, 0, res.status, res.stderr)
