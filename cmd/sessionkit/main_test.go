@@ -48,11 +48,20 @@ func converse(t *testing.T, store history.Store, title string, keep bool) (strin
 		SystemPrompt:      "You are a careful coding agent.",
 		AutoCompactTokens: 120,
 		Title:             title,
-		Cwd:               "/work/falcon",
+		Cwd:               "/src/falcon",
+		Tools: []session.Tool{{
+			Name:        "read_file",
+			Description: "Reads a file.",
+			Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`),
+			Run: func(context.Context, json.RawMessage) (string, error) {
+				return "package main\n\nfunc main() {}\n", nil
+			},
+		}},
 	})
 	require.NoError(t, err)
 	for _, p := range []string{
 		"We are building a CLI called falcon in Go.",
+		"Read file main.go",
 		"We decided to use the standard flag package, no cobra.",
 		"The binary must print its version with -version.",
 		"Errors go to stderr <with> \"quotes\" & tabs\there.",
@@ -103,7 +112,7 @@ func TestSessions(t *testing.T) {
 	assert.Contains(t, lines[1], "We are building a CLI called falcon in Go.", "a default title")
 	assert.Contains(t, lines[2], ids[0])
 	assert.Contains(t, lines[2], "first session")
-	assert.Contains(t, lines[2], "/work/falcon")
+	assert.Contains(t, lines[2], "/src/falcon")
 
 	res = sk(t, "sessions", "--store", path, "--json")
 	require.Equal(t, 0, res.status, res.stderr)
@@ -238,6 +247,13 @@ func exportRoundTrips(t *testing.T, spec string, st history.Store, id string) {
 	entries, err := st.Timeline(ctx, id)
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, len(segs), 2, "the session was compacted")
+	calls := 0
+	for _, seg := range segs {
+		for _, m := range seg.Messages {
+			calls += len(m.ToolCalls)
+		}
+	}
+	require.Positive(t, calls, "the Segments hold tool calls")
 
 	res := sk(t, "--store", spec, "export", id)
 	require.Equal(t, 0, res.status, res.stderr)
