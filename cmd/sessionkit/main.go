@@ -7,7 +7,7 @@
 //	sessionkit [--store PATH|URL] show ID [--json]
 //	sessionkit [--store PATH|URL] segments ID [--messages] [--json]
 //	sessionkit [--store PATH|URL] timeline ID [--json]
-//	sessionkit [--store PATH|URL] export ID
+//	sessionkit [--store PATH|URL] export ID    # JSON, with or without --json
 //
 // --store is a SQLite file path or a postgres:// URL; the default is the
 // acp-agent's default store ($XDG_DATA_HOME/sessionkit/sessions.db, else
@@ -68,7 +68,7 @@ commands:
 
 flags:
   --store PATH|URL  SQLite file or postgres:// URL (default: the acp-agent's store)
-  --json            JSON output (sessions, show, segments, timeline)
+  --json            JSON output (export writes JSON either way)
 `
 
 // cli runs one command line and returns the exit status.
@@ -113,7 +113,7 @@ var commands = map[string]command{
 		fs.BoolVar(&o.messages, "messages", false, "print the archived messages verbatim")
 	}, run: runSegments},
 	"timeline": {takesID: true, flags: jsonFlag, run: runTimeline},
-	"export":   {takesID: true, flags: func(*flag.FlagSet, *options) {}, run: runExport},
+	"export":   {takesID: true, flags: jsonFlag, run: runExport}, // JSON either way
 }
 
 // dispatch parses the command line and runs its command.

@@ -256,6 +256,7 @@ func exportRoundTrips(t *testing.T, spec string, st history.Store, id string) {
 	require.Positive(t, calls, "the Segments hold tool calls")
 
 	res := sk(t, "--store", spec, "export", id)
+	assert.Equal(t, res, sk(t, "--store", spec, "export", "--json", id), "--json changes nothing")
 	require.Equal(t, 0, res.status, res.stderr)
 	require.True(t, json.Valid([]byte(res.stdout)))
 	var doc exportJSON
@@ -374,7 +375,7 @@ func TestErrors(t *testing.T) {
 		{[]string{"--store", path, "sessions", "extra"}, exitUsage, `unexpected "extra"`},
 		{[]string{"--store", path, "sessions", "--limit", "-1"}, exitUsage, "-limit"},
 		{[]string{"--store", path, "sessions", "--limit", "x"}, exitUsage, "-limit"},
-		{[]string{"--store", path, "export", "--json", "x"}, exitUsage, "-json"},
+		{[]string{"--store", path, "export", "--messages", "x"}, exitUsage, "-messages"},
 		{[]string{"--store", path, "show", "--messages", "x"}, exitUsage, "-messages"},
 		{[]string{"--store", filepath.Dir(path), "sessions"}, exitUsage, "is a directory"},
 		{[]string{"--store", missing, "sessions"}, exitFailure, "no such file"},
