@@ -81,33 +81,33 @@ type config struct {
 	verbose       bool
 }
 
-// parseFlags parses and checks the command line. Every error is a
-// *usageError of one line that names the flag or argument at fault; -h
+// parseFlags parses and checks the command line. Every error is an
+// *envconfig.UsageError of one line that names the flag or argument at fault; -h
 // prints the usage and returns flag.ErrHelp.
 func parseFlags(args []string) (*config, error) {
 	var c config
-	fs := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are printed on one line by agentMain
-	fs.StringVar(&c.store, "store", envconfig.DefaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
-	fs.DurationVar(&c.leaseTTL, "lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
-	fs.IntVar(&c.autoTokens, "auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
-	fs.IntVar(&c.contextWindow, "context-window", 0, "context window reported in usage_update (0 = 128000)")
-	fs.BoolVar(&c.omit, "omit-summaries", false, "never send compaction summaries to the client")
-	fs.StringVar(&c.system, "system", "You are a careful coding agent.", "system prompt of new sessions")
-	fs.DurationVar(&c.summaryDelay, "summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
-	fs.BoolVar(&c.verbose, "v", false, "debug logging")
-	if err := fs.Parse(args); err != nil {
+	flags := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
+	flags.SetOutput(io.Discard) // errors are printed on one line by agentMain
+	flags.StringVar(&c.store, "store", envconfig.DefaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
+	flags.DurationVar(&c.leaseTTL, "lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
+	flags.IntVar(&c.autoTokens, "auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
+	flags.IntVar(&c.contextWindow, "context-window", 0, "context window reported in usage_update (0 = 128000)")
+	flags.BoolVar(&c.omit, "omit-summaries", false, "never send compaction summaries to the client")
+	flags.StringVar(&c.system, "system", "You are a careful coding agent.", "system prompt of new sessions")
+	flags.DurationVar(&c.summaryDelay, "summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
+	flags.BoolVar(&c.verbose, "v", false, "debug logging")
+	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stderr)
+			flags.SetOutput(os.Stderr)
 			fmt.Fprintln(os.Stderr, "usage: acp-agent [flags]   (speaks ACP on stdin and stdout)")
-			fs.PrintDefaults()
+			flags.PrintDefaults()
 			return nil, err
 		}
 		return nil, usagef("%v", err)
 	}
 	switch {
-	case fs.NArg() > 0:
-		return nil, usagef("unexpected argument %q: acp-agent takes flags only (see -h)", fs.Arg(0))
+	case flags.NArg() > 0:
+		return nil, usagef("unexpected argument %q: acp-agent takes flags only (see -h)", flags.Arg(0))
 	case c.autoTokens < 0:
 		return nil, usagef("-auto-compact-tokens %d is negative (0 turns automatic compaction off)", c.autoTokens)
 	case c.contextWindow < 0:
