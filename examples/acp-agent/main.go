@@ -51,6 +51,7 @@ import (
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -78,6 +79,7 @@ type config struct {
 	omit          bool
 	system        string
 	summaryDelay  time.Duration
+	deltaSize     int
 	verbose       bool
 }
 
@@ -95,6 +97,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.BoolVar(&c.omit, "omit-summaries", false, "never send compaction summaries to the client")
 	flags.StringVar(&c.system, "system", "You are a careful coding agent.", "system prompt of new sessions")
 	flags.DurationVar(&c.summaryDelay, "summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
+	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -116,6 +119,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, usagef("-lease-ttl %v is not positive", c.leaseTTL)
 	case c.summaryDelay < 0:
 		return nil, usagef("-summary-delay %v is negative", c.summaryDelay)
+	case c.deltaSize < 0:
+		return nil, usagef("-offline-delta-size %d is negative (0 means the default)", c.deltaSize)
 	case strings.TrimSpace(c.store) == "":
 		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
 	}
@@ -144,6 +149,9 @@ func run(args []string) error {
 	prov, name, err := chooseProvider(log)
 	if err != nil {
 		return usagef("%v", err)
+	}
+	if c.deltaSize > 0 && name == envconfig.Offline {
+		prov = offline.New(offline.WithDeltaSize(c.deltaSize))
 	}
 	if c.summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
