@@ -23,6 +23,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the agent binary the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if agentBin != "" {
+		_ = os.RemoveAll(filepath.Dir(agentBin))
+	}
+	os.Exit(code)
+}
+
 // agentBinary builds the agent once for the tests of this file.
 func agentBinary(t *testing.T) string {
 	t.Helper()
