@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -131,4 +132,25 @@ func tokens(code string) []string {
 		}
 	}
 	return append(codeToks, comments...)
+}
+
+// TestGettingStarted: the program of docs/getting-started.md builds and
+// passes go vet (it needs a model to run, so it is not run).
+func TestGettingStarted(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a program")
+	}
+	doc, err := os.ReadFile("../../docs/getting-started.md")
+	require.NoError(t, err)
+	block := regexp.MustCompile("(?s)```go\n(package main\n.*?)```").FindSubmatch(doc)
+	require.NotNil(t, block, "the page has a Go program")
+	// Inside the module, so that its imports resolve to this tree.
+	dir, err := os.MkdirTemp(".", "getting-started-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.go"), block[1], 0o600))
+	for _, args := range [][]string{{"vet", "./" + dir}, {"build", "-o", os.DevNull, "./" + dir}} {
+		out, err := exec.Command("go", args...).CombinedOutput()
+		require.NoError(t, err, "go %v: %s", args, out)
+	}
 }
