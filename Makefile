@@ -8,6 +8,7 @@ FUZZTIME ?= 10000x
 .PHONY: run test bench-peer fmt-check vet unit interop interop-deps fuzz-short fuzz bench soak build
 
 run:
+	@echo "make run: building and running examples/quickstart (a first build compiles the SQLite driver and takes a minute)" >&2
 	$(GO) run ./examples/quickstart
 
 build:

@@ -74,3 +74,20 @@ func (e *LeaseError) Error() string {
 
 // Is reports whether target is [ErrLeased].
 func (e *LeaseError) Is(target error) bool { return target == ErrLeased }
+
+// LeaseReader is implemented by stores whose leases can be read without
+// being taken (history/sqlite, history/postgres), so that a program that
+// only reads a store can tell that a session is being served by an agent.
+type LeaseReader interface {
+	// ReadLease returns the live lease of session id, which need not
+	// exist, or nil when no live lease covers it (none was taken, it was
+	// released or it expired). It writes nothing and takes no lease.
+	ReadLease(ctx context.Context, id string) (*LeaseInfo, error)
+}
+
+// LeaseInfo describes a live lease, as [LeaseReader.ReadLease] reads it.
+type LeaseInfo struct {
+	Session string
+	Holder  string    // the holder's name, as in a [LeaseError]
+	Expires time.Time // when the lease expires unless it is renewed
+}

@@ -15,6 +15,13 @@
 // time: another process asking for it is told which one serves it
 // (docs/scale-out.md).
 //
+// A configuration it cannot serve (a negative or non-numeric count or
+// duration, an unknown flag or argument, a malformed URL in --store,
+// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, a --store that is a directory or
+// cannot be written) is reported before anything is served, on one line of
+// stderr that names the flag or variable, with exit status 2. A failure
+// while serving exits with status 1.
+//
 //	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
 //	acp-agent --store postgres://sessionkit@db.internal:5432/sessionkit --lease-ttl 15s
 package main
@@ -25,6 +32,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/signal"
@@ -40,48 +49,91 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
-	"github.com/sessionkit/sessionkit/provider/anthropic"
 	"github.com/sessionkit/sessionkit/provider/offline"
-	"github.com/sessionkit/sessionkit/provider/openai"
 	"github.com/sessionkit/sessionkit/session"
 )
 
 func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "acp-agent:", err)
-		os.Exit(1)
-	}
+	os.Exit(agentMain(os.Args[1:]))
 }
 
-// defaultStore returns the default SQLite path under the user's data
-// directory ($XDG_DATA_HOME, else ~/.local/share).
-func defaultStore() string {
-	dir := os.Getenv("XDG_DATA_HOME")
-	if dir == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "sessionkit.db"
+// agentMain runs the agent with the command-line arguments args and returns
+// its exit status: 2 for a configuration that cannot be served (bad flags,
+// variables or store path), found before anything is served; 1 for a
+// failure while serving.
+func agentMain(args []string) int {
+	return envconfig.Status(os.Stderr, "acp-agent", run(args))
+}
+
+// usagef is envconfig.Usagef: a startup error of exit status 2.
+var usagef = envconfig.Usagef
+
+// config is the agent's command line, checked.
+type config struct {
+	store         string
+	leaseTTL      time.Duration
+	autoTokens    int
+	contextWindow int
+	omit          bool
+	system        string
+	summaryDelay  time.Duration
+	deltaSize     int
+	verbose       bool
+}
+
+// parseFlags parses and checks the command line. Every error is an
+// *envconfig.UsageError of one line that names the flag or argument at fault; -h
+// prints the usage and returns flag.ErrHelp.
+func parseFlags(args []string) (*config, error) {
+	var c config
+	flags := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
+	flags.SetOutput(io.Discard) // errors are printed on one line by agentMain
+	flags.StringVar(&c.store, "store", envconfig.DefaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
+	flags.DurationVar(&c.leaseTTL, "lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
+	flags.IntVar(&c.autoTokens, "auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
+	flags.IntVar(&c.contextWindow, "context-window", 0, "context window reported in usage_update (0 = 128000)")
+	flags.BoolVar(&c.omit, "omit-summaries", false, "never send compaction summaries to the client")
+	flags.StringVar(&c.system, "system", "You are a careful coding agent.", "system prompt of new sessions")
+	flags.DurationVar(&c.summaryDelay, "summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
+	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
+	flags.BoolVar(&c.verbose, "v", false, "debug logging")
+	if err := flags.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			flags.SetOutput(os.Stderr)
+			fmt.Fprintln(os.Stderr, "usage: acp-agent [flags]   (speaks ACP on stdin and stdout)")
+			flags.PrintDefaults()
+			return nil, err
 		}
-		dir = filepath.Join(home, ".local", "share")
+		return nil, usagef("%v", err)
 	}
-	return filepath.Join(dir, "sessionkit", "sessions.db")
+	switch {
+	case flags.NArg() > 0:
+		return nil, usagef("unexpected argument %q: acp-agent takes flags only (see -h)", flags.Arg(0))
+	case c.autoTokens < 0:
+		return nil, usagef("-auto-compact-tokens %d is negative (0 turns automatic compaction off)", c.autoTokens)
+	case c.contextWindow < 0:
+		return nil, usagef("-context-window %d is negative (0 means the default)", c.contextWindow)
+	case c.leaseTTL <= 0:
+		return nil, usagef("-lease-ttl %v is not positive", c.leaseTTL)
+	case c.summaryDelay < 0:
+		return nil, usagef("-summary-delay %v is negative", c.summaryDelay)
+	case c.deltaSize < 0:
+		return nil, usagef("-offline-delta-size %d is negative (0 means the default)", c.deltaSize)
+	case strings.TrimSpace(c.store) == "":
+		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
+	}
+	return &c, nil
 }
 
-func run() error {
-	storePath := flag.String("store", defaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
-	leaseTTL := flag.Duration("lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
-	autoTokens := flag.Int("auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
-	contextWindow := flag.Int("context-window", 0, "context window reported in usage_update (0 = 128000)")
-	omit := flag.Bool("omit-summaries", false, "never send compaction summaries to the client")
-	system := flag.String("system", "You are a careful coding agent.", "system prompt of new sessions")
-	summaryDelay := flag.Duration("summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
-	deltaSize := flag.Int("offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
-	verbose := flag.Bool("v", false, "debug logging")
-	flag.Parse()
-
+func run(args []string) error {
+	c, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
 	level := zapcore.InfoLevel
-	if *verbose {
+	if c.verbose {
 		level = zapcore.DebugLevel
 	}
 	logCfg := zap.NewProductionConfig()
@@ -96,17 +148,17 @@ func run() error {
 
 	prov, name, err := chooseProvider(log)
 	if err != nil {
-		return err
+		return usagef("%v", err)
 	}
-	if *deltaSize > 0 && name == "offline" {
-		prov = offline.New(offline.WithDeltaSize(*deltaSize))
+	if c.deltaSize > 0 && name == envconfig.Offline {
+		prov = offline.New(offline.WithDeltaSize(c.deltaSize))
 	}
-	if *summaryDelay > 0 {
-		prov = slowSummary{Provider: prov, delay: *summaryDelay}
+	if c.summaryDelay > 0 {
+		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	store, where, err := openStore(ctx, *storePath, *leaseTTL)
+	store, where, err := openStore(ctx, c.store, c.leaseTTL)
 	if err != nil {
 		return err
 	}
@@ -117,13 +169,13 @@ func run() error {
 		Session: session.Config{
 			Provider:          prov,
 			Store:             store,
-			SystemPrompt:      *system,
-			AutoCompactTokens: *autoTokens,
+			SystemPrompt:      c.system,
+			AutoCompactTokens: c.autoTokens,
 			Tools:             tools(),
 			Logger:            log,
 		},
-		OmitSummaries: *omit,
-		ContextWindow: *contextWindow,
+		OmitSummaries: c.omit,
+		ContextWindow: c.contextWindow,
 		Logger:        log,
 	})
 }
@@ -136,20 +188,23 @@ type closingStore interface {
 
 // openStore opens the PostgreSQL store for a postgres:// or postgresql://
 // URL and the SQLite file at any other path. It returns the store and how to
-// name it in logs (a URL without its password).
+// name it in logs (a URL without its password). A malformed URL, or a path
+// that is a directory or cannot be written, is a *usageError that names
+// -store (and never shows a password).
 func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closingStore, string, error) {
-	if lower := strings.ToLower(spec); strings.HasPrefix(lower, "postgres://") || strings.HasPrefix(lower, "postgresql://") {
-		where := "postgres"
-		if u, err := url.Parse(spec); err == nil {
-			where = u.Redacted()
+	if envconfig.IsPostgresURL(spec) {
+		u, err := url.Parse(spec)
+		if err != nil {
+			return nil, "", usagef("-store: not a valid postgres:// URL (%s)", redactedParseError(err))
 		}
+		where := u.Redacted()
 		st, err := postgres.Open(ctx, spec, postgres.WithLeaseTTL(leaseTTL))
 		if err != nil {
 			return nil, "", err
 		}
 		return st, where, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(spec), 0o700); err != nil {
+	if err := checkStorePath(spec); err != nil {
 		return nil, "", err
 	}
 	st, err := sqlite.Open(spec, sqlite.WithLeaseTTL(leaseTTL))
@@ -159,24 +214,55 @@ func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closin
 	return st, spec, nil
 }
 
+// redactedParseError is the reason of a URL parse error without the URL,
+// which may hold a password.
+func redactedParseError(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return "malformed"
+}
+
+// checkStorePath checks that the SQLite file at path can be used: it is not
+// a directory, its directory exists or can be made (0700), and the file and
+// its directory (where SQLite keeps its -wal and -shm files) are writable.
+func checkStorePath(path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return usagef("-store %s is a directory: give the path of a SQLite file", path)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return usagef("-store %s: cannot make its directory: %v", path, pathReason(err))
+	}
+	probe, err := os.CreateTemp(dir, ".sessionkit-probe-*")
+	if err != nil {
+		return usagef("-store %s: its directory is not writable: %v", path, pathReason(err))
+	}
+	_ = probe.Close()
+	_ = os.Remove(probe.Name())
+	if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+		_ = f.Close()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return usagef("-store %s is not writable: %v", path, pathReason(err))
+	}
+	return nil
+}
+
+// pathReason is the reason of a file system error without its operation
+// and path, which the message names already.
+func pathReason(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
 // chooseProvider picks the provider from the environment (see the command's
 // documentation): Anthropic first, then OpenAI, then offline.
 func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
-	if os.Getenv("ANTHROPIC_API_KEY") != "" {
-		p, err := anthropic.FromEnv(anthropic.WithLogger(log))
-		if err != nil {
-			return nil, "", err
-		}
-		return p, "anthropic:" + p.Model(), nil
-	}
-	if os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "" {
-		p, err := openai.FromEnv(openai.WithLogger(log))
-		if err != nil {
-			return nil, "", err
-		}
-		return p, "openai:" + p.Model(), nil
-	}
-	return offline.New(), "offline", nil
+	return envconfig.Provider(log)
 }
 
 // slowSummary delays summary calls; the delay ends early when the call is

@@ -4,9 +4,18 @@
 // Compact awaited on its Handle, the timeline as it happens, and the final
 // Active history, retained summary and archive.
 //
-// With ANTHROPIC_API_KEY set the same conversation runs on a Claude model
-// through provider/anthropic (SESSIONKIT_MODEL, ANTHROPIC_BASE_URL), with an
-// automatic threshold suited to a real model's token counts.
+// It prints what compaction does as it happens: why an automatic compaction
+// fires (the context the model reported against the threshold), the summary
+// as the model writes it, the Segment archived, and the context before and
+// after.
+//
+// The provider comes from the environment as for examples/acp-agent: with
+// ANTHROPIC_API_KEY a Claude model through provider/anthropic
+// (ANTHROPIC_BASE_URL); otherwise, with OPENAI_API_KEY or OPENAI_BASE_URL,
+// any OpenAI-compatible model through provider/openai; otherwise the
+// offline provider, deterministic and without network. SESSIONKIT_MODEL
+// names the model. A real model gets an automatic threshold suited to its
+// token counts. The first line of the output names the provider.
 //
 //	go run ./examples/quickstart            # store in a temporary directory
 //	go run ./examples/quickstart -dir state # keep the SQLite file in ./state
@@ -23,25 +32,28 @@ import (
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
-	"github.com/sessionkit/sessionkit/provider/anthropic"
-	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
 )
 
 func main() {
 	dir := flag.String("dir", "", "directory for the SQLite file (default: a temporary directory)")
 	flag.Parse()
-	p, threshold := provider.Provider(offline.New()), offlineThreshold
-	if os.Getenv("ANTHROPIC_API_KEY") != "" {
-		a, err := anthropic.FromEnv()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "quickstart:", err)
-			os.Exit(1)
-		}
-		p, threshold = a, modelThreshold
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "quickstart: unexpected argument %q (the only flag is -dir)\n", flag.Arg(0))
+		os.Exit(2)
 	}
-	if err := run(context.Background(), os.Stdout, *dir, p, threshold); err != nil {
+	p, name, err := envconfig.Provider(nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "quickstart:", err)
+		os.Exit(2)
+	}
+	threshold := offlineThreshold
+	if name != envconfig.Offline {
+		threshold = modelThreshold
+	}
+	if err := run(context.Background(), os.Stdout, *dir, name, p, threshold); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
@@ -53,27 +65,51 @@ var files = map[string]string{
 	"main.go": `package main
 
 import (
+	"flag"
 	"fmt"
+	"io"
 	"os"
 )
 
 // falcon copies files, the slow way.
 func main() {
-	if len(os.Args) < 3 {
-		fmt.Fprintln(os.Stderr, "usage: falcon SRC DST")
+	flag.Usage = func() {
+		fmt.Fprintln(os.Stderr, "usage: falcon [-v] SRC DST")
+		flag.PrintDefaults()
+	}
+	verbose := flag.Bool("v", false, "print what is copied")
+	flag.Parse()
+	if flag.NArg() != 2 {
+		flag.Usage()
 		os.Exit(2)
 	}
-	src, dst := os.Args[1], os.Args[2]
-	data, err := os.ReadFile(src)
+	src, dst := flag.Arg(0), flag.Arg(1)
+	n, err := copyFile(src, dst)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "falcon:", err)
 		os.Exit(1)
 	}
-	if err := os.WriteFile(dst, data, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "falcon:", err)
-		os.Exit(1)
+	if *verbose {
+		fmt.Printf("copied %d bytes from %s to %s\n", n, src, dst)
 	}
-	fmt.Printf("copied %d bytes from %s to %s\n", len(data), src, dst)
+}
+
+// copyFile copies src to dst, creating dst with mode 0644 or truncating it.
+func copyFile(src, dst string) (int64, error) {
+	in, err := os.Open(src)
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	n, err := io.Copy(out, in)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return n, err
 }
 `,
 	"NOTES.md": `# falcon notes
@@ -121,9 +157,10 @@ const (
 	modelThreshold   = 6000
 )
 
-// run holds the conversation on p, compacting automatically at threshold
-// tokens.
-func run(ctx context.Context, out io.Writer, dir string, p provider.Provider, threshold int) error {
+// run holds the conversation on p (named name in the first line),
+// compacting automatically at threshold tokens.
+func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provider, threshold int) error {
+	keep := dir != ""
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "sessionkit-quickstart-")
 		if err != nil {
@@ -134,11 +171,17 @@ func run(ctx context.Context, out io.Writer, dir string, p provider.Provider, th
 	} else if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	store, err := sqlite.Open(filepath.Join(dir, "sessions.db"))
+	path := filepath.Join(dir, "sessions.db")
+	store, err := sqlite.Open(path)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
+	about := "deterministic, no network; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model"
+	if name != envconfig.Offline {
+		about = "a real model: requests go to its API"
+	}
+	fmt.Fprintf(out, "provider %s (%s)\nstore    %s\nautomatic compaction when the model reports %d tokens of context\n", name, about, path, threshold)
 
 	s, err := session.New(ctx, session.Config{
 		Provider:          p,
@@ -159,16 +202,17 @@ func run(ctx context.Context, out io.Writer, dir string, p provider.Provider, th
 	printed := make(chan struct{})
 	go func() {
 		defer close(printed)
+		pr := &printer{out: out, threshold: threshold}
 		for ev := range sub.Events() {
-			printEvent(out, ev)
+			pr.event(ev)
 		}
 	}()
 
 	prompts := []string{
 		"We are building a CLI called falcon in Go. Please list files of the workspace.",
-		"Read file NOTES.md",
-		"We decided to use the standard flag package, no cobra.",
 		"Read file main.go",
+		"We decided to use the standard flag package, no cobra.",
+		"Read file NOTES.md",
 		"The binary must print its version with -version.",
 		"What did we decide about cobra?",
 	}
@@ -222,10 +266,30 @@ func run(ctx context.Context, out io.Writer, dir string, p provider.Provider, th
 	for i, seg := range segments {
 		fmt.Fprintf(out, "  segment %d: trigger=%s, %d messages archived\n", i+1, seg.Trigger, len(seg.Messages))
 	}
+	if keep {
+		fmt.Fprintf(out, "\nThe store keeps all of it; look into it with the sessionkit command:\n  go run ./cmd/sessionkit --store %s segments --messages %s\n", path, s.ID())
+	} else {
+		fmt.Fprintln(out, "\nThe store was in a temporary directory. To keep it and look into it with the sessionkit command:\n  go run ./examples/quickstart -dir state && go run ./cmd/sessionkit --store state/sessions.db sessions")
+	}
 	return nil
 }
 
-func printEvent(out io.Writer, ev session.Event) {
+// printer prints the timeline as it happens. It remembers the latest
+// context the model reported, to say why an automatic compaction fires and
+// how much smaller the context is after a compaction.
+type printer struct {
+	out       io.Writer
+	threshold int
+	context   int  // the latest ContextTokens reported
+	before    int  // the context when the last compaction started; 0 = none pending
+	streaming bool // a summary is being printed, not at the start of a line
+}
+
+func (pr *printer) event(ev session.Event) {
+	out := pr.out
+	if c, ok := ev.Payload.(*session.CompactionEvent); !ok || c.Phase != session.PhaseDelta {
+		pr.endStream() // a summary streamed so far ends its line first
+	}
 	switch p := ev.Payload.(type) {
 	case *session.TurnEvent:
 		if p.Phase == session.TurnStarted {
@@ -241,18 +305,77 @@ func printEvent(out io.Writer, ev session.Event) {
 		for _, c := range m.ToolCalls {
 			text += fmt.Sprintf(" → %s(%s)", c.Name, c.Arguments)
 		}
-		fmt.Fprintf(out, "%4d %-9s %s\n", ev.Seq, label, oneLine(text, 100))
+		fmt.Fprintf(out, "%-9s %s\n", label, oneLine(text, 100))
 	case *session.UsageEvent:
-		fmt.Fprintf(out, "%4d usage     context %d tokens\n", ev.Seq, p.ContextTokens)
-	case *session.CompactionEvent:
-		switch p.Phase {
-		case session.PhaseQueued, session.PhaseStarted, session.PhaseCommitting:
-			fmt.Fprintf(out, "%4d compact   %s (%s)\n", ev.Seq, p.Phase, p.Trigger)
-		case session.PhaseFinished:
-			fmt.Fprintf(out, "%4d compact   finished (%s): %s\n", ev.Seq, p.Trigger, p.Result.Reason)
+		if p.ContextTokens == 0 {
+			return
 		}
+		pr.context = p.ContextTokens
+		if pr.before > 0 {
+			fmt.Fprintf(out, "usage     context %d tokens: %d before the compaction, so %d smaller with this turn's new messages in it\n",
+				p.ContextTokens, pr.before, pr.before-p.ContextTokens)
+			pr.before = 0
+			return
+		}
+		fmt.Fprintf(out, "usage     context %d tokens\n", p.ContextTokens)
+	case *session.CompactionEvent:
+		pr.compaction(p)
 	case *session.ActionEvent:
-		fmt.Fprintf(out, "%4d action    [%s] %s\n", ev.Seq, p.Status, p.Text)
+		fmt.Fprintf(out, "action    [%s] %s\n", p.Status, p.Text)
+	}
+}
+
+// compaction prints a compaction's phases, and its summary as it streams.
+func (pr *printer) compaction(p *session.CompactionEvent) {
+	out := pr.out
+	switch p.Phase {
+	case session.PhaseQueued:
+		if p.Trigger == "auto" {
+			fmt.Fprintf(out, "compact   queued (auto): the model reported %d tokens of context, at or above the threshold of %d\n", pr.context, pr.threshold)
+		} else {
+			fmt.Fprintf(out, "compact   queued (manual): asked for with Session.Compact\n")
+		}
+	case session.PhaseStarted:
+		pr.before = pr.context
+		fmt.Fprintf(out, "compact   started (%s): summarizing the oldest %d messages; the summary as the model writes it:\n", p.Trigger, p.Archive)
+	case session.PhaseDelta:
+		pr.stream(p.Delta)
+	case session.PhaseCommitting:
+		fmt.Fprintf(out, "compact   committing (%s): one transaction archives the messages and stores the summary\n", p.Trigger)
+	case session.PhaseFinished:
+		r := p.Result
+		if seg := r.Segment; seg != nil {
+			fmt.Fprintf(out, "compact   segment %s archived: summary call %d tokens in, %d out\n", seg.ID, r.Usage.InputTokens, r.Usage.OutputTokens)
+		} else {
+			pr.before = 0
+		}
+		fmt.Fprintf(out, "compact   finished (%s): %s\n", p.Trigger, r.Reason)
+	}
+}
+
+// stream prints a summary delta, each line of the summary indented.
+func (pr *printer) stream(delta string) {
+	for i, line := range strings.Split(delta, "\n") {
+		if i > 0 {
+			fmt.Fprintln(pr.out)
+			pr.streaming = false
+		}
+		if line == "" {
+			continue
+		}
+		if !pr.streaming {
+			fmt.Fprint(pr.out, "  summary │ ")
+			pr.streaming = true
+		}
+		fmt.Fprint(pr.out, line)
+	}
+}
+
+// endStream ends the line of a summary being printed.
+func (pr *printer) endStream() {
+	if pr.streaming {
+		fmt.Fprintln(pr.out)
+		pr.streaming = false
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,11 +17,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // TestQuickstart runs the main job as `make run` does and checks that it
 // shows what it promises: tool calls, an automatic and a manual compaction,
-// and the final state.
+// and the final state; and what compaction does as it happens: the provider
+// named first, why the automatic compaction fired, the summary streamed, the
+// Segment archived and the context before and after.
 func TestQuickstart(t *testing.T) {
 	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), &out, t.TempDir(), offline.New(), offlineThreshold))
+	require.NoError(t, run(context.Background(), &out, t.TempDir(), "offline", offline.New(), offlineThreshold))
 	text := out.String()
+	assert.True(t, strings.HasPrefix(text, "provider offline ("), "the first line names the provider")
 	for _, want := range []string{
 		"→ list_files({})",
 		`→ read_file({"path":"main.go"})`,
@@ -31,6 +35,10 @@ func TestQuickstart(t *testing.T) {
 		"segment 2: trigger=manual",
 		"== retained summary ==",
 		"We are building a CLI called falcon in Go.",
+		"compact   queued (auto): the model reported 540 tokens of context, at or above the threshold of 450",
+		"  summary │ ## Summary of earlier conversation\n  summary │ ### User requests\n",
+		"before the compaction, so",
+		"archived: summary call",
 	} {
 		assert.Contains(t, text, want)
 	}

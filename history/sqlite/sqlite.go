@@ -168,10 +168,14 @@ func Open(path string, opts ...Option) (*Store, error) {
 }
 
 // createFile creates path with mode 0600 unless it exists. It never creates
-// a directory.
+// a directory, and refuses one (SQLite would only say "unable to open
+// database file").
 func createFile(path string) error {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if errors.Is(err, fs.ErrExist) {
+		if fi, serr := os.Stat(path); serr == nil && fi.IsDir() {
+			return fmt.Errorf("%s is a directory, not a SQLite file", path)
+		}
 		return nil
 	}
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -125,6 +126,8 @@ func (o *options) check() error {
 		problem = "an API key is required (WithAPIKey)"
 	case o.model == "":
 		problem = "a model is required (WithModel)"
+	case o.baseURL != "" && !httpURL(o.baseURL):
+		problem = fmt.Sprintf("base URL %q is not an http:// or https:// URL", o.baseURL)
 	case o.maxTokens <= 0:
 		problem = fmt.Sprintf("max tokens %d is not positive", o.maxTokens)
 	case o.maxRetries < 0:
@@ -135,6 +138,12 @@ func (o *options) check() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrConfig, problem)
+}
+
+// httpURL reports whether raw is an absolute http or https URL with a host.
+func httpURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // apply returns the defaults with opts applied.
@@ -149,7 +158,8 @@ func apply(opts []Option) options {
 }
 
 // New returns a provider configured by opts. It returns an error wrapping
-// [ErrConfig] when no API key or model is given, when max tokens is not
+// [ErrConfig] when no API key or model is given, when the base URL is not an
+// absolute http or https URL, when max tokens is not
 // positive, when max retries is negative or the backoff invalid. New makes
 // no request and reads no environment variable (see [FromEnv]).
 func New(opts ...Option) (*Provider, error) {
@@ -192,7 +202,8 @@ func New(opts ...Option) (*Provider, error) {
 // SESSIONKIT_MODEL (model, default [DefaultEnvModel] when unset or empty).
 // Options in opts are applied after the environment, so they override it.
 // Without a key it returns an error wrapping [ErrConfig] that says to set
-// ANTHROPIC_API_KEY; other errors are those of [New].
+// ANTHROPIC_API_KEY, and for a malformed ANTHROPIC_BASE_URL one that names
+// the variable; other errors are those of [New].
 func FromEnv(opts ...Option) (*Provider, error) {
 	model := os.Getenv("SESSIONKIT_MODEL")
 	if model == "" {
@@ -200,6 +211,9 @@ func FromEnv(opts ...Option) (*Provider, error) {
 	}
 	env := []Option{WithModel(model)}
 	if v := os.Getenv("ANTHROPIC_BASE_URL"); v != "" {
+		if !httpURL(v) {
+			return nil, fmt.Errorf("%w: ANTHROPIC_BASE_URL %q is not an http:// or https:// URL", ErrConfig, v)
+		}
 		env = append(env, WithBaseURL(v))
 	}
 	if v := os.Getenv("ANTHROPIC_API_KEY"); v != "" {

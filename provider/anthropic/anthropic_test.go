@@ -239,3 +239,17 @@ func TestToolInputCutShort(t *testing.T) {
 	assert.Nil(t, resp)
 	assert.Contains(t, err.Error(), `tool_use "toolu_1": input is not valid JSON (stop reason "max_tokens")`)
 }
+
+// TestBaseURLChecked: a base URL that is not an absolute http or https URL
+// is a configuration error of New, and of FromEnv naming the variable.
+func TestBaseURLChecked(t *testing.T) {
+	for _, bad := range []string{"not a url", "localhost:8080", "::", "ftp://host"} {
+		_, err := New(WithModel("m"), WithAPIKey("k"), WithBaseURL(bad))
+		require.ErrorIs(t, err, ErrConfig, bad)
+		t.Setenv("ANTHROPIC_API_KEY", "k")
+		t.Setenv("ANTHROPIC_BASE_URL", bad)
+		_, err = FromEnv()
+		require.ErrorIs(t, err, ErrConfig, bad)
+		assert.Contains(t, err.Error(), "ANTHROPIC_BASE_URL", bad)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -114,10 +115,8 @@ type Provider struct {
 
 var _ provider.Provider = (*Provider)(nil)
 
-// New returns a provider configured by opts. It returns an error wrapping
-// [ErrConfig] when no model is given, when max retries or temperature is
-// negative, or when the backoff is invalid. New makes no request.
-func New(opts ...Option) (*Provider, error) {
+// apply returns the defaults with opts applied.
+func apply(opts []Option) options {
 	o := options{
 		maxRetries:  DefaultMaxRetries,
 		backoffBase: DefaultBackoffBase,
@@ -126,6 +125,30 @@ func New(opts ...Option) (*Provider, error) {
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
+		}
+	}
+	return o
+}
+
+// checkBaseURL reports a base URL that is not an absolute http or https URL
+// with a host, so that a typo fails here and not at the first request.
+func checkBaseURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%w: base URL %q is not an http:// or https:// URL", ErrConfig, raw)
+	}
+	return nil
+}
+
+// New returns a provider configured by opts. It returns an error wrapping
+// [ErrConfig] when no model is given, when the base URL is not an absolute
+// http or https URL, when max retries or temperature is negative, or when
+// the backoff is invalid. New makes no request.
+func New(opts ...Option) (*Provider, error) {
+	o := apply(opts)
+	if o.baseURL != "" {
+		if err := checkBaseURL(o.baseURL); err != nil {
+			return nil, err
 		}
 	}
 	switch {
@@ -166,7 +189,13 @@ func New(opts ...Option) (*Provider, error) {
 // FromEnv returns a provider configured from the environment: OPENAI_BASE_URL
 // (base URL), OPENAI_API_KEY (API key) and SESSIONKIT_MODEL (model, default
 // [DefaultEnvModel] when unset or empty). Options in opts are applied after
-// the environment, so they override it. Errors are those of [New].
+// the environment, so they override it.
+//
+// With neither a key nor a base URL (from the environment or opts) it
+// returns an error wrapping [ErrConfig] that says to set OPENAI_API_KEY or
+// OPENAI_BASE_URL: without them the first request would go to OpenAI's API
+// without credentials. A malformed OPENAI_BASE_URL is an error wrapping
+// [ErrConfig] that names the variable. Other errors are those of [New].
 func FromEnv(opts ...Option) (*Provider, error) {
 	model := os.Getenv("SESSIONKIT_MODEL")
 	if model == "" {
@@ -174,10 +203,16 @@ func FromEnv(opts ...Option) (*Provider, error) {
 	}
 	env := []Option{WithModel(model)}
 	if v := os.Getenv("OPENAI_BASE_URL"); v != "" {
+		if err := checkBaseURL(v); err != nil {
+			return nil, fmt.Errorf("OPENAI_BASE_URL: %w", err)
+		}
 		env = append(env, WithBaseURL(v))
 	}
 	if v := os.Getenv("OPENAI_API_KEY"); v != "" {
 		env = append(env, WithAPIKey(v))
+	}
+	if o := apply(append(env, opts...)); o.apiKey == "" && o.baseURL == "" {
+		return nil, fmt.Errorf("%w: no API key and no base URL: set OPENAI_API_KEY (OpenAI's API) or OPENAI_BASE_URL (another OpenAI-compatible server)", ErrConfig)
 	}
 	return New(append(env, opts...)...)
 }

@@ -1027,3 +1027,35 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	assert.Equal(t, 8, f.count())
 }
+
+// TestFromEnvNothingSet: with neither a key nor a base URL FromEnv fails
+// and says what to set, instead of sending the first request to OpenAI's
+// API without credentials; an option that supplies either is enough.
+func TestFromEnvNothingSet(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "")
+	p, err := FromEnv()
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Nil(t, p)
+	assert.Contains(t, err.Error(), "set OPENAI_API_KEY")
+	assert.Contains(t, err.Error(), "OPENAI_BASE_URL")
+	_, err = FromEnv(WithBaseURL("http://127.0.0.1:1/v1"))
+	require.NoError(t, err)
+	_, err = FromEnv(WithAPIKey("sk"))
+	require.NoError(t, err)
+}
+
+// TestBaseURLChecked: a base URL that is not an absolute http or https URL
+// is a configuration error of New, and of FromEnv naming the variable.
+func TestBaseURLChecked(t *testing.T) {
+	for _, bad := range []string{"not a url", "localhost:8080/v1", "/v1", "ftp://host/v1", "http://"} {
+		_, err := New(WithModel("m"), WithBaseURL(bad))
+		require.ErrorIs(t, err, ErrConfig, bad)
+		t.Setenv("OPENAI_BASE_URL", bad)
+		_, err = FromEnv()
+		require.ErrorIs(t, err, ErrConfig, bad)
+		assert.Contains(t, err.Error(), "OPENAI_BASE_URL", bad)
+	}
+	_, err := New(WithModel("m"), WithBaseURL("https://example.test/v1"))
+	require.NoError(t, err)
+}

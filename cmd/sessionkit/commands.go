@@ -1,0 +1,320 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// timeFormat is how the text output shows times.
+const timeFormat = "2006-01-02 15:04:05"
+
+func showTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.Local().Format(timeFormat)
+}
+
+// listPage is the page size of runSessions (tests make it small).
+var listPage = history.MaxListLimit
+
+// runSessions lists the sessions, newest first, page by page through
+// history.Lister.
+func runSessions(ctx context.Context, r *reader, _ string, o *options, stdout, _ io.Writer) error {
+	var list []sessionJSON
+	opts := history.ListOptions{Cwd: o.cwd, Limit: listPage}
+	for {
+		page, err := r.st.ListSessions(ctx, opts)
+		if err != nil {
+			return err
+		}
+		for _, info := range page.Sessions {
+			if o.limit > 0 && len(list) == o.limit {
+				break
+			}
+			s := sessionJSON{ID: info.ID, Title: text(info.Title), Cwd: text(info.Cwd), CreatedAt: info.CreatedAt, UpdatedAt: info.UpdatedAt, Messages: info.Messages}
+			if snap, err := r.st.Load(ctx, info.ID); err == nil {
+				s.Active, s.Archived = len(snap.Active), snap.Archived
+			} else {
+				return err
+			}
+			lease, err := r.served(ctx, info.ID)
+			if err != nil {
+				return err
+			}
+			s.ServedBy = toLease(lease)
+			list = append(list, s)
+		}
+		if page.Next == "" || o.limit > 0 && len(list) == o.limit {
+			break
+		}
+		opts.Cursor = page.Next
+	}
+	if o.json {
+		if list == nil {
+			list = []sessionJSON{}
+		}
+		return writeJSON(stdout, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(stdout, "no sessions")
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tUPDATED\tMESSAGES\tACTIVE\tARCHIVED\tSERVED BY\tTITLE\tCWD")
+	for _, s := range list {
+		served := "-"
+		if s.ServedBy != nil {
+			served = s.ServedBy.Holder
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, showTime(s.UpdatedAt), s.Messages, s.Active, s.Archived,
+			served, oneLine(string(s.Title), 60), orDash(string(s.Cwd)))
+	}
+	return tw.Flush()
+}
+
+// runShow prints a session's settings, retained summary and Active history.
+func runShow(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error {
+	snap, lease, err := r.load(ctx, id, stderr)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		return writeJSON(stdout, toShow(snap, lease))
+	}
+	fmt.Fprintf(stdout, "session   %s\n", snap.ID)
+	fmt.Fprintf(stdout, "title     %s\n", orDash(snap.Title))
+	fmt.Fprintf(stdout, "cwd       %s\n", orDash(snap.Cwd))
+	if lease != nil {
+		fmt.Fprintf(stdout, "served    by %s (lease expires %s unless renewed)\n", lease.Holder, showTime(lease.Expires))
+	} else {
+		fmt.Fprintln(stdout, "served    no")
+	}
+	fmt.Fprintf(stdout, "messages  %d active, %d archived\n", len(snap.Active), snap.Archived)
+	fmt.Fprintln(stdout, "\nsettings")
+	printSettings(stdout, snap.Config)
+	fmt.Fprintln(stdout, "\nretained summary")
+	if snap.Summary == "" {
+		fmt.Fprintln(stdout, "  (none: the session was never compacted)")
+	} else {
+		fmt.Fprintln(stdout, indent(snap.Summary, "  "))
+	}
+	fmt.Fprintf(stdout, "\nactive history (%d messages)\n", len(snap.Active))
+	for i := range snap.Active {
+		printMessage(stdout, &snap.Active[i], "  ")
+	}
+	return nil
+}
+
+// printSettings prints the stored settings, one per line, sorted by name.
+func printSettings(w io.Writer, config json.RawMessage) {
+	var set map[string]any
+	if len(config) == 0 || json.Unmarshal(config, &set) != nil || len(set) == 0 {
+		if len(config) > 0 && set == nil {
+			fmt.Fprintf(w, "  %s\n", config) // not an object: as stored
+			return
+		}
+		fmt.Fprintln(w, "  (none stored: the defaults of the program that serves it)")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, k := range slices.Sorted(maps.Keys(set)) {
+		v, _ := json.Marshal(set[k])
+		fmt.Fprintf(tw, "  %s\t%s\n", k, v)
+	}
+	_ = tw.Flush()
+}
+
+// runSegments prints each Segment of a session: its trigger, when it was
+// made, the token figures of its summary call, its summary and, with
+// --messages, the archived messages verbatim.
+func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error {
+	if _, _, err := r.load(ctx, id, stderr); err != nil {
+		return err
+	}
+	segs, err := r.st.Segments(ctx, id)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		out := make([]segmentJSON, len(segs))
+		for i := range segs {
+			out[i] = toSegment(&segs[i])
+			if !o.messages {
+				out[i].Messages = nil
+			}
+		}
+		return writeJSON(stdout, out)
+	}
+	if len(segs) == 0 {
+		fmt.Fprintf(stdout, "session %s has no Segments: it was never compacted\n", id)
+		return nil
+	}
+	for i := range segs {
+		s := &segs[i]
+		if i > 0 {
+			fmt.Fprintln(stdout)
+		}
+		fmt.Fprintf(stdout, "segment %d  %s  trigger=%s  compaction=%s  position=%d\n", i+1, s.ID, s.Trigger, s.CompactID, s.Position)
+		fmt.Fprintf(stdout, "  when      started %s, committed %s\n", showTime(s.StartedAt), showTime(s.CreatedAt))
+		fmt.Fprintf(stdout, "  archived  %d messages\n", len(s.Messages))
+		fmt.Fprintf(stdout, "  tokens    summary call: %d input, %d output\n", s.InputTokens, s.OutputTokens)
+		if s.Instructions != "" {
+			fmt.Fprintf(stdout, "  instructions  %s\n", oneLine(s.Instructions, 100))
+		}
+		fmt.Fprintln(stdout, "  summary")
+		fmt.Fprintln(stdout, indent(s.Summary, "    "))
+		if o.messages {
+			fmt.Fprintln(stdout, "  messages")
+			for j := range s.Messages {
+				printMessageVerbatim(stdout, &s.Messages[j], "    ")
+			}
+		}
+	}
+	return nil
+}
+
+// runTimeline prints every message and compaction in timeline order.
+func runTimeline(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error {
+	if _, _, err := r.load(ctx, id, stderr); err != nil {
+		return err
+	}
+	entries, err := r.st.Timeline(ctx, id)
+	if err != nil {
+		return err
+	}
+	if o.json {
+		out := make([]entryJSON, len(entries))
+		for i := range entries {
+			out[i] = toEntry(&entries[i])
+		}
+		return writeJSON(stdout, out)
+	}
+	for i := range entries {
+		e := &entries[i]
+		if m := e.Message; m != nil {
+			where := "active"
+			if e.Archived {
+				where = "archived" // in a Segment
+			}
+			fmt.Fprintf(stdout, "%5d %-8s ", e.Position, where)
+			printMessage(stdout, m, "")
+			continue
+		}
+		c := e.Compaction
+		line := fmt.Sprintf("%5d %-8s compaction %-9s %-6s %s", e.Position, "", string(c.Status), c.Trigger, c.CompactID)
+		switch {
+		case c.Error != "":
+			line += ": " + oneLine(c.Error, 80)
+		case c.Summary != "":
+			line += ": " + oneLine(c.Summary, 80)
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	return nil
+}
+
+// runExport writes the whole session as one JSON document.
+func runExport(ctx context.Context, r *reader, id string, _ *options, stdout, stderr io.Writer) error {
+	snap, lease, err := r.load(ctx, id, stderr)
+	if err != nil {
+		return err
+	}
+	segs, err := r.st.Segments(ctx, id)
+	if err != nil {
+		return err
+	}
+	entries, err := r.st.Timeline(ctx, id)
+	if err != nil {
+		return err
+	}
+	doc := exportJSON{Format: exportFormat, showJSON: toShow(snap, lease), Segments: make([]segmentJSON, len(segs)), Timeline: make([]entryJSON, len(entries))}
+	for i := range segs {
+		doc.Segments[i] = toSegment(&segs[i])
+	}
+	for i := range entries {
+		doc.Timeline[i] = toEntry(&entries[i])
+	}
+	return writeJSON(stdout, doc)
+}
+
+// printMessage prints a message on one line: its role, text and tool calls.
+func printMessage(w io.Writer, m *history.Message, prefix string) {
+	var b strings.Builder
+	if m.ToolCallID != "" {
+		fmt.Fprintf(&b, "[%s] ", m.ToolCallID)
+	}
+	b.WriteString(m.Text)
+	for _, c := range m.ToolCalls {
+		fmt.Fprintf(&b, " → %s(%s)", c.Name, c.Arguments)
+	}
+	fmt.Fprintf(w, "%s%-9s %s\n", prefix, roleLabel(m), oneLine(b.String(), 110))
+}
+
+// roleLabel is "steer" for a steer, else the message's role.
+func roleLabel(m *history.Message) string {
+	if m.Steer {
+		return "steer"
+	}
+	return string(m.Role)
+}
+
+// printMessageVerbatim prints a message whole: a header line, then its text
+// and tool calls as stored.
+func printMessageVerbatim(w io.Writer, m *history.Message, prefix string) {
+	head := fmt.Sprintf("%s── %s %s", prefix, m.Role, m.ID)
+	if m.Steer {
+		head += " (steer)"
+	}
+	if m.ToolCallID != "" {
+		head += " answers " + m.ToolCallID
+	}
+	fmt.Fprintf(w, "%s  %s\n", head, showTime(m.CreatedAt))
+	if m.Text != "" {
+		fmt.Fprintln(w, indent(m.Text, prefix+"   "))
+	}
+	for _, c := range m.ToolCalls {
+		fmt.Fprintf(w, "%s   → %s %s %s\n", prefix, c.ID, c.Name, c.Arguments)
+	}
+}
+
+// oneLine makes s one line, runs of white space one space, cut to n runes
+// (the last one "…" when cut).
+func oneLine(s string, n int) string {
+	var b strings.Builder
+	runes := 0
+	for i, word := range strings.Fields(s) {
+		if i > 0 {
+			word = " " + word
+		}
+		if k := utf8.RuneCountInString(word); runes+k > n {
+			b.WriteString(string([]rune(word)[:max(0, n-1-runes)]) + "…")
+			return b.String()
+		} else {
+			runes += k
+		}
+		b.WriteString(word)
+	}
+	return b.String()
+}
+
+func indent(s, prefix string) string {
+	return prefix + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n"+prefix)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,188 @@
+// Command sessionkit looks into a sessionkit store: a SQLite file or a
+// PostgreSQL database. It lists the sessions, shows one (settings, retained
+// summary, Active history), its Segments, its timeline, and exports it as
+// one JSON document.
+//
+//	sessionkit [--store PATH|URL] sessions [--cwd DIR] [--limit N] [--json]
+//	sessionkit [--store PATH|URL] show ID [--json]
+//	sessionkit [--store PATH|URL] segments ID [--messages] [--json]
+//	sessionkit [--store PATH|URL] timeline ID [--json]
+//	sessionkit [--store PATH|URL] export ID    # JSON, with or without --json
+//
+// --store is a SQLite file path or a postgres:// URL; the default is the
+// acp-agent's default store ($XDG_DATA_HOME/sessionkit/sessions.db, else
+// ~/.local/share/sessionkit/sessions.db). Flags may also follow the command.
+//
+// # Read only
+//
+// sessionkit only reads. It never takes a session's lease (Load, Segments
+// and Timeline are plain reads of the store), so it can look into a session
+// while an agent serves it; it then says so, on stderr and in the output of
+// show and export, since what it prints is what the agent had committed
+// when it was read. A SQLite path that does not exist is an error: no file
+// is created.
+//
+// # Exit status
+//
+// 0 on success, 1 when the store cannot be read or a session is not found,
+// 2 for a bad command line (unknown command or flag, missing or extra
+// arguments).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/sessionkit/sessionkit/internal/envconfig"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	status := cli(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(status)
+}
+
+// Exit statuses.
+const (
+	exitFailure = envconfig.ExitFailure
+	exitUsage   = envconfig.ExitUsage
+)
+
+// usagef is envconfig.Usagef: a bad command line, exit status 2.
+var usagef = envconfig.Usagef
+
+const usage = `usage: sessionkit [--store PATH|URL] COMMAND [flags] [ID]
+
+commands:
+  sessions      list the sessions, newest first (--cwd DIR, --limit N)
+  show ID       settings, retained summary and Active history of a session
+  segments ID   the Segments of a session (--messages: the archived messages)
+  timeline ID   messages and compactions in timeline order
+  export ID     the whole session as one JSON document
+
+flags:
+  --store PATH|URL  SQLite file or postgres:// URL (default: the acp-agent's store)
+  --json            JSON output (export writes JSON either way)
+`
+
+// cli runs one command line and returns the exit status.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(stdout, usage)
+	}
+	return envconfig.Status(stderr, "sessionkit", err)
+}
+
+// options are the flags of every command; each command uses its own.
+type options struct {
+	store    string
+	json     bool
+	messages bool
+	cwd      string
+	limit    int
+}
+
+// command is one subcommand: whether it takes a session ID, which of the
+// optional flags it has, and what it does.
+type command struct {
+	takesID bool
+	flags   func(fs *flag.FlagSet, o *options)
+	run     func(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error
+}
+
+func jsonFlag(fs *flag.FlagSet, o *options) {
+	fs.BoolVar(&o.json, "json", o.json, "JSON output")
+}
+
+var commands = map[string]command{
+	"sessions": {flags: func(fs *flag.FlagSet, o *options) {
+		jsonFlag(fs, o)
+		fs.StringVar(&o.cwd, "cwd", "", "only the sessions created in this directory")
+		fs.IntVar(&o.limit, "limit", 0, "at most this many sessions (0 = all)")
+	}, run: runSessions},
+	"show": {takesID: true, flags: jsonFlag, run: runShow},
+	"segments": {takesID: true, flags: func(fs *flag.FlagSet, o *options) {
+		jsonFlag(fs, o)
+		fs.BoolVar(&o.messages, "messages", false, "print the archived messages verbatim")
+	}, run: runSegments},
+	"timeline": {takesID: true, flags: jsonFlag, run: runTimeline},
+	"export":   {takesID: true, flags: jsonFlag, run: runExport}, // JSON either way
+}
+
+// dispatch parses the command line and runs its command.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o := options{}
+	global := newFlagSet("sessionkit")
+	global.StringVar(&o.store, "store", defaultStore(), "")
+	global.BoolVar(&o.json, "json", false, "")
+	if err := global.Parse(args); err != nil {
+		return flagError(err)
+	}
+	if global.NArg() == 0 {
+		return usagef("no command: give one of sessions, show, segments, timeline, export (see -h)")
+	}
+	name, rest := global.Arg(0), global.Args()[1:]
+	if name == "help" {
+		return flag.ErrHelp
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		return usagef("unknown command %q: give one of sessions, show, segments, timeline, export (see -h)", name)
+	}
+	fs := newFlagSet(name)
+	fs.StringVar(&o.store, "store", o.store, "")
+	cmd.flags(fs, &o)
+	// Flags may come before and after the ID.
+	var positional []string
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return flagError(err)
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	var id string
+	switch {
+	case cmd.takesID && len(positional) == 0:
+		return usagef("%s needs a session ID (sessionkit sessions lists them)", name)
+	case cmd.takesID && len(positional) > 1:
+		return usagef("%s takes one session ID, not %d arguments (unexpected %q)", name, len(positional), positional[1])
+	case !cmd.takesID && len(positional) > 0:
+		return usagef("%s takes no argument (unexpected %q)", name, positional[0])
+	case cmd.takesID:
+		id = positional[0]
+	}
+	if o.limit < 0 {
+		return usagef("-limit %d is negative", o.limit)
+	}
+	r, err := openReader(ctx, o.store)
+	if err != nil {
+		return err
+	}
+	defer r.close()
+	return cmd.run(ctx, r, id, &o, stdout, stderr)
+}
+
+func newFlagSet(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+// flagError makes a flag package error a usage error (help stays help).
+func flagError(err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return usagef("%v", err)
+}

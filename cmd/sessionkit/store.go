@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/postgres"
+	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/internal/envconfig"
+)
+
+// defaultStore is the acp-agent's default SQLite file.
+func defaultStore() string { return envconfig.DefaultStore() }
+
+// readStore is what the commands need of a store: its reads and its
+// listing. Both stores of sessionkit that live outside a process have them.
+type readStore interface {
+	history.Store
+	history.Lister
+	Close() error
+}
+
+// reader reads one store; it never writes and never takes a lease.
+type reader struct {
+	st     readStore
+	leases history.LeaseReader // nil when the store has no leases
+}
+
+// openReader opens the store named spec: a PostgreSQL URL, or the path of
+// an existing SQLite file (a missing file is an error, not a new store).
+func openReader(ctx context.Context, spec string) (*reader, error) {
+	var st readStore
+	if envconfig.IsPostgresURL(spec) {
+		if _, err := url.Parse(spec); err != nil {
+			return nil, usagef("-store: not a valid postgres:// URL")
+		}
+		pg, err := postgres.Open(ctx, spec)
+		if err != nil {
+			return nil, err
+		}
+		st = pg
+	} else {
+		fi, err := os.Stat(spec)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("-store %s: no such file (sessionkit reads existing stores only)", spec)
+		case err != nil:
+			return nil, fmt.Errorf("-store %s: %w", spec, err)
+		case fi.IsDir():
+			return nil, usagef("-store %s is a directory: give the path of a SQLite file", spec)
+		}
+		lite, err := sqlite.Open(spec)
+		if err != nil {
+			return nil, err
+		}
+		st = lite
+	}
+	r := &reader{st: st}
+	r.leases, _ = st.(history.LeaseReader)
+	return r, nil
+}
+
+func (r *reader) close() { _ = r.st.Close() }
+
+// served reads who serves session id, nil when nobody does (or the store
+// has no leases).
+func (r *reader) served(ctx context.Context, id string) (*history.LeaseInfo, error) {
+	if r.leases == nil {
+		return nil, nil
+	}
+	return r.leases.ReadLease(ctx, id)
+}
+
+// load reads session id and says on stderr when an agent serves it.
+func (r *reader) load(ctx context.Context, id string, stderr io.Writer) (*history.Snapshot, *history.LeaseInfo, error) {
+	snap, err := r.st.Load(ctx, id)
+	if errors.Is(err, history.ErrNotFound) {
+		return nil, nil, fmt.Errorf("no session %q in the store (sessionkit sessions lists them)", id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	lease, err := r.served(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	if lease != nil {
+		fmt.Fprintf(stderr, "sessionkit: session %s is being served by %s (lease expires %s unless renewed): this is what it had committed when read\n",
+			id, lease.Holder, lease.Expires.Format(time.RFC3339))
+	}
+	return snap, lease, nil
+}

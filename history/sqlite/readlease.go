@@ -1,0 +1,39 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+var _ history.LeaseReader = (*Store)(nil)
+
+// ReadLease implements [history.LeaseReader] with one statement on the
+// read pool. A lease is live while it has a holder and has not expired,
+// unless its holder is a process of this machine that no longer runs
+// (Acquire would take it over at once: nobody serves the session).
+func (s *Store) ReadLease(ctx context.Context, id string) (*history.LeaseInfo, error) {
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
+	var (
+		holder, host string
+		pid          int
+		expires      int64
+	)
+	err := s.r.QueryRowContext(ctx, `SELECT holder, host, pid, expires_at FROM leases WHERE session_id = ?`, id).Scan(&holder, &host, &pid, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.fail(ctx, "read lease", err)
+	}
+	gone := host == s.host && pid > 0 && pid != s.pid && !processRuns(pid)
+	if holder == "" || expires <= time.Now().UnixNano() || gone {
+		return nil, nil
+	}
+	return &history.LeaseInfo{Session: id, Holder: holder, Expires: time.Unix(0, expires).UTC()}, nil
+}
