@@ -1,6 +1,6 @@
 package acp_test
 
-// Hostile input against acp.Serve (SEMANTICS §7.8): a raw client over pipes
+// Hostile input against acp.Serve (docs/design.md §7.8): a raw client over pipes
 // writes bytes a well-behaved client never would and checks that every
 // request gets a result or the proper JSON-RPC error, that nothing is sent
 // for notifications, and that the connection and every session stay up.

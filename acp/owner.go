@@ -22,7 +22,7 @@ import (
 // (agentSession.resync), losing nothing.
 var subscriptionBuffer = 1 << 14
 
-// agentSession is one ACP session of a connection (SEMANTICS §7.9).
+// agentSession is one ACP session of a connection (docs/design.md §7.9).
 //
 // One goroutine, run, owns all of its state: the subscription to the
 // session, the prompts waiting for their responses, the compaction entities

@@ -1,6 +1,6 @@
 package acp_test
 
-// Regression tests of the ACP session's one-writer design (SEMANTICS §7.9),
+// Regression tests of the ACP session's one-writer design (docs/design.md §7.9),
 // each through the wire: the defects the earlier design (a forwarder
 // coordinated with the prompt handlers by signal maps and 5-second timers)
 // had.

@@ -16,7 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/session"
 )
 
-// RemoteSession offers the session surface over ACP (SEMANTICS §8): Prompt
+// RemoteSession offers the session surface over ACP (docs/design.md §8): Prompt
 // and Compact return Handles, Subscribe yields the event types of a local
 // session built from the agent's session updates. It satisfies
 // session.Agent. It is safe for concurrent use.

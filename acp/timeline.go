@@ -24,7 +24,7 @@ import (
 //     between two ID-less chunks therefore splits them.
 //
 // Replay into a fresh Timeline: replayed IDs may differ from live ones
-// (checklist item 54), so merging replay into a live timeline is not
+// (docs/design.md §8), so merging replay into a live timeline is not
 // supported. The zero value is an empty timeline. A Timeline is not safe for
 // concurrent use.
 type Timeline struct {

@@ -4,7 +4,7 @@ package acp
 // sends or reads, following the official schema (npm
 // @agentclientprotocol/sdk 2.4.0, schema/v1/schema.json) field by field.
 //
-// Optionality is decided per field (STYLE principle 6):
+// Optionality is decided per field (docs/design.md, principle 6):
 //
 //   - Required (schema "required"): a plain field without omitzero, tagged
 //     acp:"required". A required array that is nil is sent as [].
@@ -79,7 +79,7 @@ type ClientCapabilities struct {
 // clientCapabilities.session.compaction as a JSON object, the only form that
 // allows compaction_update and compaction_summary_chunk. An absent or null
 // session, an absent compaction, and a compaction that is null, true, a
-// number, a string or an array all mean no support (ACP-CHECKLIST 15, 16).
+// number, a string or an array all mean no support (docs/design.md §7.2).
 func (c ClientCapabilities) SupportsCompaction() bool {
 	if jsonKind(c.Session) != "object" {
 		return false

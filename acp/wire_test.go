@@ -50,7 +50,7 @@ func TestCompactionUpdateTriStateDecode(t *testing.T) {
 	assert.NotNil(t, summary)
 }
 
-// Checklist 11 and 12: nothing but what was set goes on the wire.
+// docs/design.md §7.4: nothing but what was set goes on the wire.
 func TestCompactionUpdateEmitsOnlyWhatWasSet(t *testing.T) {
 	tests := []struct {
 		name string

@@ -464,7 +464,7 @@ func (s CompactionStatus) Terminal() bool {
 // Summary, Error and Meta are patch fields: omitted leaves the stored value
 // unchanged, null clears it, a value replaces it; Summary: [] also clears.
 // Their zero value is omitted, so an update built without them never carries
-// the keys (checklist items 11 and 12). When decoding, a value of the wrong
+// the keys (docs/design.md §7.4). When decoding, a value of the wrong
 // type is treated as omitted and invalid summary items are dropped, as the
 // schema's x-deserialize annotations and the official SDK do.
 type CompactionUpdate struct {

@@ -1,7 +1,7 @@
 // Package compact is the compaction composer: it decides what a compaction
 // archives ([Plan]) and produces the summary that replaces it
 // ([Composer.Summarize]). Manual and automatic compaction share it
-// (SEMANTICS §4); the session package runs it and commits the result.
+// (docs/design.md §4); the session package runs it and commits the result.
 //
 //	plan := compact.PlanFor(active)
 //	if plan.K == 0 {
@@ -53,7 +53,7 @@ type Plan struct {
 	Archive int // messages archived: the prefix length, tool messages included
 }
 
-// PlanFor computes the plan for active (SEMANTICS §4.1-§4.3). It is pure and
+// PlanFor computes the plan for active (docs/design.md §4.1-§4.3). It is pure and
 // runs in O(len(active)).
 func PlanFor(active []history.Message) Plan {
 	p := Plan{}

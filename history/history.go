@@ -8,7 +8,7 @@
 // summary that now stands for them; archived messages are never deleted or
 // copied. Compaction attempts of every outcome are recorded at their timeline
 // position as [CompactionRecord] values, so a client can replay the whole
-// timeline later (SEMANTICS §5, §7.6).
+// timeline later (docs/design.md §5, §7.6).
 //
 // # Stores
 //
@@ -77,7 +77,7 @@ type Message struct {
 }
 
 // Counted reports whether m counts towards the compaction algorithm's n: user
-// and assistant messages count, tool messages do not (SEMANTICS §4.1).
+// and assistant messages count, tool messages do not (docs/design.md §4.1).
 func (m *Message) Counted() bool {
 	return m.Role == RoleUser || m.Role == RoleAssistant
 }
@@ -149,7 +149,7 @@ func (s CompactionStatus) Terminal() bool {
 }
 
 // InterruptedError is the error text recorded for a compaction that was in
-// progress when its process stopped (SEMANTICS §5.5).
+// progress when its process stopped (docs/design.md §5.5).
 const InterruptedError = "interrupted: the process stopped before the compaction finished"
 
 // CompactionRecord is one compaction attempt at its timeline position,
@@ -186,7 +186,7 @@ type NewSession struct {
 
 // Snapshot is what opening a session reads: its Active messages, retained
 // summary and configuration. Its cost grows with Active, never with the
-// archived total (SEMANTICS §5.4).
+// archived total (docs/design.md §5.4).
 type Snapshot struct {
 	ID      string
 	Version uint64 // pass to the next write
@@ -208,7 +208,7 @@ type Snapshot struct {
 	Interrupted []string
 }
 
-// Commit is one canonical compaction commit (SEMANTICS §4.6).
+// Commit is one canonical compaction commit (docs/design.md §4.6).
 type Commit struct {
 	CompactID string // a compaction begun with [Store.BeginCompaction]
 	SegmentID string
@@ -253,7 +253,7 @@ type Store interface {
 	// (the caller holds them; Segments reads them back).
 	CommitCompaction(ctx context.Context, id string, version uint64, c Commit) (uint64, *Segment, error)
 	// Recover records every in-progress compaction of the session as failed
-	// with InterruptedError (SEMANTICS §5.5) and returns their IDs.
+	// with InterruptedError (docs/design.md §5.5) and returns their IDs.
 	Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error)
 	// Segments returns the session's archive, oldest first, with messages.
 	Segments(ctx context.Context, id string) ([]Segment, error)

@@ -61,7 +61,7 @@ type Request struct {
 // Usage is the token usage a provider reported for one response.
 //
 // InputTokens is everything the request consumed as input, cached or not:
-// the figure the automatic compaction trigger reads (SEMANTICS §3.1).
+// the figure the automatic compaction trigger reads (docs/design.md §3.1).
 // CacheReadTokens and CacheWriteTokens break down the part of it that was
 // read from, or written to, the provider's prompt cache; a provider that
 // reports no cache figures leaves them 0. Each provider package documents
@@ -76,13 +76,13 @@ type Usage struct {
 }
 
 // Total returns input plus output tokens: the context a conversation holds
-// after the response (SEMANTICS §3.1).
+// after the response (docs/design.md §3.1).
 func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
 
 // ErrContextOverflow means the request is longer than the model's context:
 // the provider rejected it without answering. Providers wrap it in the error
 // they return, so errors.Is(err, ErrContextOverflow) finds it; a session can
-// compact and try again (SEMANTICS §3.5).
+// compact and try again (docs/design.md §3.5).
 var ErrContextOverflow = errors.New("provider: the request is longer than the model's context")
 
 // Response is a complete model response.
@@ -107,6 +107,6 @@ type Provider interface {
 }
 
 // SummaryPreamble introduces the retained summary when a turn request carries
-// one (SEMANTICS §4.10). Providers put it, followed by the summary, before
+// one (docs/design.md §4.10). Providers put it, followed by the summary, before
 // Active, as context the model reads and does not answer.
 const SummaryPreamble = "The conversation so far has been compacted. The following is a summary of the earlier part of the conversation, written for you to continue from; it is context, not a message to reply to."

@@ -1,4 +1,4 @@
-// Package queue is a session's ordered input queue (SEMANTICS §2).
+// Package queue is a session's ordered input queue (docs/design.md §2).
 //
 // The queue holds two kinds of commands. Prompts start turns and are taken
 // only when the session is idle. Checkpoint commands (steer, configure,
@@ -60,7 +60,7 @@ func (q *Queue[T]) Push(k Kind, id string, v T) {
 }
 
 // PushFront adds a checkpoint command before every waiting checkpoint
-// command (SEMANTICS §3.2: an automatic compaction).
+// command (docs/design.md §3.2: an automatic compaction).
 func (q *Queue[T]) PushFront(id string, v T) {
 	q.checkpoints = append([]item[T]{{id, v}}, q.checkpoints...)
 }

@@ -70,7 +70,7 @@ func TestRemoveAndDrain(t *testing.T) {
 }
 
 // TestOrderingProperties drives random interleavings of pushes, removals and
-// takes (at checkpoints and when idle) and checks the rules of SEMANTICS §2.2
+// takes (at checkpoints and when idle) and checks the rules of docs/design.md §2.2
 // and §3.2 against what comes out.
 func TestOrderingProperties(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {

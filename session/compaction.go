@@ -17,7 +17,7 @@ import (
 const ActionKindCompact = "compact"
 
 // usage records the provider-reported usage of a turn response and queues an
-// automatic compaction when it reaches the threshold (SEMANTICS §3).
+// automatic compaction when it reaches the threshold (docs/design.md §3).
 func (l *loop) usage(u provider.Usage) {
 	l.contextTokens = u.Total()
 	l.publish(&UsageEvent{Purpose: provider.PurposeTurn, Usage: u, ContextTokens: l.contextTokens, TurnID: l.turnID()})
@@ -33,7 +33,7 @@ func (l *loop) usage(u provider.Usage) {
 	l.publish(l.compactionEvent(c, PhaseQueued))
 }
 
-// startCompaction runs compaction c: the one algorithm of SEMANTICS §4 for
+// startCompaction runs compaction c: the one algorithm of docs/design.md §4 for
 // manual and automatic compactions alike.
 func (l *loop) startCompaction(c *command) {
 	plan := compact.PlanFor(l.active)
@@ -223,7 +223,7 @@ func (l *loop) take1() int64 {
 }
 
 // maxAutoFailures is how many automatic compactions in a row may fail
-// before automatic compaction is suspended (SEMANTICS §3.3).
+// before automatic compaction is suspended (docs/design.md §3.3).
 const maxAutoFailures = 3
 
 // resumeAuto ends a suspension of automatic compaction, and the count of
@@ -239,7 +239,7 @@ func (l *loop) resumeAuto(why string) {
 }
 
 // AutoCompactEvent reports that automatic compaction was suspended or
-// resumed (SEMANTICS §3.3). After 3 automatic compactions in a row have
+// resumed (docs/design.md §3.3). After 3 automatic compactions in a row have
 // failed, none is queued any more (Suspended, with the count and the last
 // error) until a compaction, manual or automatic, succeeds or Configure sets
 // the threshold again (not Suspended). Manual compactions are never

@@ -30,7 +30,7 @@
 // request), or at once when the session is idle, in their exact queue order,
 // and always before the next prompt's turn. A turn that ends before another
 // checkpoint leaves them queued; they run as it ends, before its Handle
-// finishes. See docs/session.md for the diagram and SEMANTICS §2.
+// finishes. See docs/session.md for the diagram and docs/design.md §2.
 //
 // # Compaction
 //
@@ -40,7 +40,7 @@
 // a history.Segment in one store transaction. The Handle's result says
 // compacted, nothing_to_compact or compact_failed; nothing is committed
 // unless a non-empty summary exists. Automatic compaction backs off after a
-// failure (SEMANTICS §3.3, [AutoCompactEvent]). See docs/compaction.md.
+// failure (docs/design.md §3.3, [AutoCompactEvent]). See docs/compaction.md.
 //
 // # Ownership and concurrency
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 )
 
-// Event is one item of a session's timeline (SEMANTICS §6).
+// Event is one item of a session's timeline (docs/design.md §6).
 type Event struct {
 	Seq     uint64 // per session, strictly increasing
 	Time    time.Time
@@ -47,7 +47,7 @@ type DeltaEvent struct {
 	Text      string
 }
 
-// Action statuses (SEMANTICS §6.2).
+// Action statuses (docs/design.md §6.2).
 const (
 	ActionRunning   = "running"
 	ActionCompleted = "completed"
@@ -75,7 +75,7 @@ const (
 )
 
 // CompactionEvent is a compaction lifecycle mutation, for UI state.
-// Application logic should wait on the Handle instead (SEMANTICS §6.4).
+// Application logic should wait on the Handle instead (docs/design.md §6.4).
 type CompactionEvent struct {
 	CompactID string
 	Trigger   string

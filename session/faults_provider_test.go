@@ -6,7 +6,7 @@ package session_test
 // Completions: streamed SSE, final usage chunk) and provider/anthropic
 // (Messages API: message_start ... message_stop events). Each test names the
 // fault and checks its defined outcome: the turn error or compact_failed,
-// history unchanged where SEMANTICS promises it (memory equal to the store,
+// history unchanged where docs/design.md promises it (memory equal to the store,
 // Active compared before and after), and the Handle finished. Ordering uses
 // gates and channels only.
 

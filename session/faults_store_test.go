@@ -554,7 +554,7 @@ func TestStoreFault_DiskFullAtCommit(t *testing.T) {
 // TestStoreFault_ToolResultDiskFull: the disk fills when a tool result is to
 // be written and stays full until the turn has ended, so neither the result
 // nor endTurn's "did not run" answer can be stored. Once the disk frees, no
-// provider request may carry a tool call without its result (SEMANTICS §1,
+// provider request may carry a tool call without its result (docs/design.md §1,
 // docs/session.md: history never holds a tool call without its answer;
 // OpenAI-compatible servers reject such a request with 400).
 func TestStoreFault_ToolResultDiskFull(t *testing.T) {
@@ -590,7 +590,7 @@ func TestStoreFault_ToolResultDiskFull(t *testing.T) {
 // TestStoreFault_CommitLandedReadBackFails: the commit lands, an error is
 // reported, and the read-back right after it fails too (one failed Load).
 // Whatever the result, memory must equal the store afterwards, and the next
-// provider request must be built from the compacted history (SEMANTICS
+// provider request must be built from the compacted history (docs/design.md
 // §4.7, writer.go: a write that landed counts as done).
 func TestStoreFault_CommitLandedReadBackFails(t *testing.T) {
 	fake := providertest.New()

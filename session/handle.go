@@ -9,7 +9,7 @@ import (
 //
 // Finished is closed exactly once, when the command is done; the result is
 // written before the close, so after <-Finished() Result never returns nil.
-// Every accepted command finishes, also when the session closes (SEMANTICS
+// Every accepted command finishes, also when the session closes (docs/design.md
 // §2.7).
 type Handle[R any] struct {
 	id     string
@@ -60,7 +60,7 @@ func (h *Handle[R]) Wait(ctx context.Context) (R, error) {
 
 // Cancel asks for the command to stop. A queued command is removed from the
 // queue and finishes as cancelled; a running one has its context cancelled
-// (SEMANTICS §4.8: a compaction whose commit has started still finishes).
+// (docs/design.md §4.8: a compaction whose commit has started still finishes).
 // Cancel is idempotent and does nothing once the command is done.
 func (h *Handle[R]) Cancel() {
 	select {

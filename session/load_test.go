@@ -187,7 +187,7 @@ func (ls *loadSession) slots(n int) []*loadText {
 
 // next issues one operation chosen at random and returns its commands.
 // Each operation lists the places its user texts take in history, in the
-// order SEMANTICS §2 gives them.
+// order docs/design.md §2 gives them.
 func (ls *loadSession) next(op int) []pendingCmd {
 	tag := fmt.Sprintf("s%d o%d", ls.idx, op)
 	tool := func(what string) string {

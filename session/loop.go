@@ -120,7 +120,7 @@ type loop struct {
 	lease   history.Lease // nil unless the store is shared (history.Leaser)
 	stale   bool          // a failed write could not be read back: reload before the next one
 
-	// Automatic compaction state (SEMANTICS §3).
+	// Automatic compaction state (docs/design.md §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale
 	autoQueued    bool // an automatic compaction is queued or running
 	autoBlocked   bool // an automatic compaction of this turn failed or had nothing to do; cleared when a turn starts
@@ -236,7 +236,7 @@ func (l *loop) remove(id string) (*command, bool) {
 
 // advance starts the next piece of work, if any, while the worker is free.
 // During a turn, checkpoint commands are taken only at a step checkpoint or
-// once the last step has ended (SEMANTICS §2.2, §2.5).
+// once the last step has ended (docs/design.md §2.2, §2.5).
 func (l *loop) advance() {
 	for !l.busy && !l.closing {
 		if l.stale {
@@ -324,7 +324,7 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 }
 
 // storeCtx is the context of store writes: they are short and are never
-// torn by a cancellation (SEMANTICS §4.8).
+// torn by a cancellation (docs/design.md §4.8).
 var storeCtx = context.Background()
 
 // commit appends msgs in the worker; once they are in the store the loop

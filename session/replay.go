@@ -47,7 +47,7 @@ type Replay struct {
 }
 
 // Replay returns the session's stored timeline from opts.From on and a live
-// subscription that continues exactly after it (SEMANTICS §7.6, §7.9). The
+// subscription that continues exactly after it (docs/design.md §7.6, §7.9). The
 // cut is made by the session's loop, the store is read in the caller's
 // goroutine, so a long timeline never holds the session up; what happens in
 // the meantime waits in the subscription's buffer.
@@ -144,7 +144,7 @@ func keepDraft(b *strings.Builder, text string) {
 // replayedCompaction rebuilds the finished event of a stored compaction
 // record. A record still in progress that is not the running compaction
 // (its end could not be stored) is reported as failed, as the next open
-// will record it (SEMANTICS §5.5).
+// will record it (docs/design.md §5.5).
 func replayedCompaction(c *history.CompactionRecord) *CompactionEvent {
 	res := &CompactResult{CompactID: c.CompactID, Trigger: c.Trigger, Error: c.Error}
 	switch c.Status {

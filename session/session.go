@@ -67,7 +67,7 @@ func newID() string {
 // of that ID (create-or-resume), and starts its loop. With an empty cfg.ID it
 // creates a new session with a fresh ID. A stored session is resumed: its
 // Active, retained summary and settings, recording compactions the previous
-// process left in progress as failed (SEMANTICS §5.5). Use [Open] to open
+// process left in progress as failed (docs/design.md §5.5). Use [Open] to open
 // only a session that exists, so that a mistyped ID fails instead of
 // starting an empty conversation.
 //
@@ -414,7 +414,7 @@ func (s *Session) Prompt(ctx context.Context, req PromptRequest) (*Handle[TurnRe
 // Steer queues user input for the active turn: it becomes a user message
 // (marked as a steer) at the next step checkpoint, so the next provider
 // request sees it. On an idle session it is appended at once without
-// starting a turn (SEMANTICS §2.3). Errors as for Prompt.
+// starting a turn (docs/design.md §2.3). Errors as for Prompt.
 func (s *Session) Steer(ctx context.Context, req SteerRequest) (*Handle[SteerResult], error) {
 	if err := validText("steer", req.Text); err != nil {
 		return nil, err
@@ -429,7 +429,7 @@ func (s *Session) Steer(ctx context.Context, req SteerRequest) (*Handle[SteerRes
 
 // Configure queues a settings change, applied at the next step checkpoint
 // (or at once when idle) and used by every provider request after that
-// (SEMANTICS §2.4). The new settings are stored with the session. Errors as
+// (docs/design.md §2.4). The new settings are stored with the session. Errors as
 // for Prompt; ErrInvalid also for an empty request or out-of-range values.
 func (s *Session) Configure(ctx context.Context, req ConfigureRequest) (*Handle[ConfigureResult], error) {
 	if req.empty() {
@@ -451,7 +451,7 @@ func (s *Session) Configure(ctx context.Context, req ConfigureRequest) (*Handle[
 // command is queued; the Handle's ID is the compact ID. The compaction runs
 // at once when the session is idle (after checkpoint commands queued before
 // it), at the next step checkpoint of an active turn, or when that turn ends
-// (SEMANTICS §2.5, §2.6). It never starts a turn: its one summary call is the
+// (docs/design.md §2.5, §2.6). It never starts a turn: its one summary call is the
 // only model request it makes. Wait on the Handle for the result. Errors as
 // for Prompt.
 func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[CompactResult], error) {

@@ -46,7 +46,7 @@ func (l *loop) endWith(err error) {
 
 // step makes the next provider request of the turn, built from the
 // canonical history as it is now: system prompt, retained summary, Active
-// (SEMANTICS §4.7, §4.10).
+// (docs/design.md §4.7, §4.10).
 func (l *loop) step() {
 	t := l.turn
 	switch {

@@ -77,12 +77,12 @@ type Config struct {
 	Store               history.Store     // nil = in-memory
 	SystemPrompt        string
 	Tools               []Tool
-	AutoCompactTokens   int         // 0 = automatic compaction off (SEMANTICS §3)
+	AutoCompactTokens   int         // 0 = automatic compaction off (docs/design.md §3)
 	CompactInstructions string      // extra guidance for every summary
 	Logger              *zap.Logger // nil = no-op
 
 	// ContextWindow and AutoCompactRatio give the automatic threshold as a
-	// fraction of the model's context window (SEMANTICS §3.4); used when
+	// fraction of the model's context window (docs/design.md §3.4); used when
 	// AutoCompactTokens is 0 and both are positive.
 	ContextWindow    int
 	AutoCompactRatio float64
@@ -342,7 +342,7 @@ type ConfigureResult struct {
 // CompactReason is the outcome of a compaction.
 type CompactReason string
 
-// Compaction outcomes (SEMANTICS §4).
+// Compaction outcomes (docs/design.md §4).
 const (
 	ReasonCompacted        CompactReason = "compacted"
 	ReasonNothingToCompact CompactReason = "nothing_to_compact"
@@ -355,7 +355,7 @@ const (
 	TriggerAuto   = "auto"
 )
 
-// CompactResult is the result of a compaction (SEMANTICS §4.9).
+// CompactResult is the result of a compaction (docs/design.md §4.9).
 type CompactResult struct {
 	CompactID string
 	Success   bool

@@ -3,7 +3,7 @@
 // session through the Go ACP client, kills the agent process with SIGKILL at
 // random instants (in appends, in compactions, between operations), and after
 // every kill checks the store file directly and the replay of a new agent
-// process (SEMANTICS §4, §5, §7.6).
+// process (docs/design.md §4, §5, §7.6).
 //
 // The package has tests only. The default run kills 50 agents;
 // -crash.agent.kills=N runs longer and -crash.agent.seed replays a run:

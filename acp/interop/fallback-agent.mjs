@@ -3,7 +3,7 @@
 // compaction only as the `/compact` slash command: no `_sessionkit/compact`
 // extension, no `_meta.sessionkit` capability. The Go client's RemoteSession
 // must fall back to sending `/compact` as a prompt and finish its Handle from
-// the terminal `compaction_update` (SEMANTICS §8); acp/fallback_node_test.go
+// the terminal `compaction_update` (docs/design.md §8); acp/fallback_node_test.go
 // drives it that way.
 //
 //   node fallback-agent.mjs [--commands-delay-ms=N]
@@ -55,7 +55,7 @@ async function compact(client, sessionId, s, instructions) {
   }
   const summary = `Earlier: ${s.prompts.join(" | ")}`;
   if (!compactionCapable) {
-    // SEMANTICS §7.2: a client without the capability gets plain text.
+    // docs/design.md §7.2: a client without the capability gets plain text.
     await say(client, sessionId, `Compacted the conversation. ${summary}`);
     return "end_turn";
   }

@@ -8,7 +8,7 @@
 // proof of what the agent sent. The agent's stdout is therefore teed: one
 // copy goes into the SDK's ndJsonStream, the other into our own line
 // splitter, and every session/update line is checked against the SDK's own
-// zSessionNotification schema and the checklist's wire rules.
+// zSessionNotification schema and the wire rules of docs/design.md §7.4.
 
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -448,7 +448,7 @@ export function isUpdate(msg) {
 }
 
 // ---------------------------------------------------------------------------
-// Wire rules (ACP-CHECKLIST 1-12, SEMANTICS §7.3/§7.4) on the raw JSON.
+// Wire rules (docs/design.md §7.3, §7.4) on the raw JSON.
 
 const TERMINAL = new Set(["completed", "failed", "cancelled"]);
 const UPDATE_KEYS = new Set(["sessionUpdate", "compactionId", "status", "summary", "error", "_meta"]);

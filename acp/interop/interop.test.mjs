@@ -5,7 +5,7 @@
 // Every scenario starts its own agent process(es) on a fresh temp --store
 // and ends them before the test returns. Every session/update line the agent
 // writes is checked against the SDK's own v1 zod schema and the wire rules
-// of shared/design/ACP-CHECKLIST.md (harness.mjs); the last test asserts
+// of docs/design.md §7.4 (harness.mjs); the last test asserts
 // that no line anywhere was invalid and that the SDK delivered each one.
 //
 // Order assertions use the raw wire (the position of each line relative to
@@ -152,7 +152,7 @@ const agentText = (lines) =>
     .join("");
 
 /**
- * The lifecycle rules of one live entity (checklist 21-28, 45): first a
+ * The lifecycle rules of one live entity (docs/design.md §7.3): first a
  * compaction_update, chunks only between it and the single terminal update,
  * nothing after the terminal update. Returns {updates, chunks, terminal}.
  */
@@ -182,7 +182,7 @@ function liveTimeline(proc, sessionId, { commands = true } = {}) {
   return reduce([...prompts, ...updates].sort((a, b) => a.seq - b.seq).map((x) => x.update));
 }
 
-/** A reduced view without compaction IDs (replay IDs may differ, checklist 54). */
+/** A reduced view without compaction IDs (replay IDs may differ, docs/design.md §8). */
 const stripIds = (view) => view.map(({ id, ...rest }) => (rest.kind === "compaction" ? rest : { id, ...rest }));
 
 /** The live view as a replay must reproduce it: "/compact" prompts are commands, not messages. */
@@ -244,7 +244,7 @@ async function loadIn(t, store, sid, caps, { followUp = false } = {}) {
 // ---------------------------------------------------------------------------
 // 0. The checks themselves
 
-test("0. self-check: the SDK silently drops what its schema rejects; the wire checker flags the checklist's traps", async () => {
+test("0. self-check: the SDK silently drops what its schema rejects; the wire checker flags the traps of docs/design.md §7.4", async () => {
   // An in-memory agent side: we write raw lines into the SDK client.
   let feed;
   const input = new ReadableStream({
@@ -282,7 +282,7 @@ test("0. self-check: the SDK silently drops what its schema rejects; the wire ch
   );
   for (const u of bad) assert.equal(zSessionNotification.safeParse(note(u).params).success, false, JSON.stringify(u));
 
-  // Values the schema accepts but the checklist forbids.
+  // Values the schema accepts but docs/design.md §7.4 forbids.
   const traps = [
     [{ sessionUpdate: "compaction_update", compactionId: "c", status: "completed", summary: null }, /summary": null/],
     [{ sessionUpdate: "compaction_update", compactionId: "c", status: "in_progress", summary: [] }, /summary": \[\]/],
@@ -489,7 +489,7 @@ for (const v of NOT_CAPABLE) {
         await checkWireAndDelivery(t, proc);
         return { sid };
       });
-      // Gating is per connection, not per session (checklist 18): a capable
+      // Gating is per connection, not per session (docs/design.md §7.2): a capable
       // client loading this session gets the entity.
       const r = await loadIn(t, store, live.sid, CAPABLE);
       const comp = r.replay.filter(isCompaction);
@@ -653,7 +653,7 @@ test("d2. session/cancel during an automatic compaction mid-turn: the turn and t
 // A protocol-level $/cancel_request for the session/prompt that runs a
 // compaction (what the SDK sends when a request's cancellationSignal aborts):
 // the entity's terminal `cancelled` update still precedes the prompt's
-// response (SEMANTICS §7.3, checklist 30).
+// response (docs/design.md §7.3).
 test(
   "d3. $/cancel_request on the /compact prompt: the terminal update precedes the prompt's response",
   async (t) => {

@@ -23,7 +23,7 @@
 // The system prompt is the first block of system. A retained summary is a
 // second system block made of [provider.SummaryPreamble], a blank line and
 // the summary between <summary> and </summary>, so that the model reads it
-// as clearly marked context rather than as a message to answer (SEMANTICS
+// as clearly marked context rather than as a message to answer (docs/design.md
 // §4.10). Then the messages, as content blocks:
 //
 //   - a user message is a text block;
@@ -69,7 +69,7 @@
 // and written to it (cache_creation_input_tokens) are reported apart. The
 // provider adds them up, so that [provider.Usage].InputTokens is everything
 // the request consumed as input, and the automatic compaction trigger
-// (SEMANTICS §3.1) sees the conversation's real size; CacheReadTokens and
+// (docs/design.md §3.1) sees the conversation's real size; CacheReadTokens and
 // CacheWriteTokens keep the two parts. In a stream, message_start carries the
 // input figures and message_delta the output (cumulative; input figures in a
 // message_delta replace those of message_start).

@@ -49,7 +49,7 @@ func (p *Provider) buildParams(req *provider.Request) (sdk.MessageNewParams, err
 
 	if len(req.Messages) == 0 {
 		// The API requires one; a summary request carries the transcript
-		// as its one user message (SEMANTICS §4.12).
+		// as its one user message (docs/design.md §4.12).
 		return sdk.MessageNewParams{}, errors.New("the request has no messages")
 	}
 	msgs, err := wireMessages(req.Messages)

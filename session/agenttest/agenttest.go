@@ -1,6 +1,6 @@
 // Package agenttest is the behavioural suite that every session.Agent runs:
 // a local session.Session and a remote session over ACP must behave the
-// same for the compaction contract (SEMANTICS §4, §8).
+// same for the compaction contract (docs/design.md §4, §8).
 //
 //	func TestAgent(t *testing.T) {
 //		agenttest.Run(t, agenttest.Harness{
