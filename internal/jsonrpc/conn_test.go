@@ -9,6 +9,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -811,4 +812,46 @@ func TestSniff(t *testing.T) {
 		assert.Equal(t, tt.id, string(id), tt.prefix)
 		assert.Equal(t, tt.kind, kind, tt.prefix)
 	}
+}
+
+// Send hands the response to its callback on the dispatcher, after every
+// notification the peer sent before it; a call the connection's shutdown
+// ends hears ErrClosed; a Send refused at once never calls back.
+func TestSend(t *testing.T) {
+	var notes atomic.Int32
+	var b *Conn
+	a, b := newPair(t, Options{Handler: func(ctx context.Context, req *Request) (any, error) {
+		notes.Add(1)
+		return nil, nil
+	}}, Options{Handler: func(ctx context.Context, req *Request) (any, error) {
+		if req.Method == "slow" {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		_ = b.Notify(ctx, "note", nil)
+		return "pong", nil
+	}})
+	type answer struct {
+		result json.RawMessage
+		err    error
+		notes  int32
+	}
+	got := make(chan answer, 2)
+	require.NoError(t, a.Send(context.Background(), "ping", nil, func(r json.RawMessage, err error) {
+		got <- answer{r, err, notes.Load()}
+	}))
+	first := <-got
+	require.NoError(t, first.err)
+	assert.JSONEq(t, `"pong"`, string(first.result))
+	assert.EqualValues(t, 1, first.notes, "the notification sent before the response was handled first")
+
+	require.NoError(t, a.Send(context.Background(), "slow", nil, func(r json.RawMessage, err error) { got <- answer{r, err, 0} }))
+	_ = a.Close()
+	assert.ErrorIs(t, (<-got).err, ErrClosed, "shutdown ends the pending call")
+
+	called := false
+	err := a.Send(context.Background(), "ping", nil, func(json.RawMessage, error) { called = true })
+	assert.ErrorIs(t, err, ErrClosed)
+	_ = a.Wait()
+	assert.False(t, called, "a Send that returned an error never calls back")
 }
