@@ -280,3 +280,8 @@ func usageOf(u *goopenai.Usage) provider.Usage {
 	}
 	return out
 }
+
+// Info implements provider.Describer: name "openai" and the model it sends.
+func (p *Provider) Info() provider.Info { return provider.Info{Name: "openai", Model: p.model} }
+
+var _ provider.Describer = (*Provider)(nil)

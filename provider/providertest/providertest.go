@@ -94,6 +94,25 @@ type Fake struct {
 	calls    map[provider.Purpose]int
 	next     int           // the first request Next has not returned
 	changed  chan struct{} // closed and replaced when a request arrives
+	info     provider.Info
+}
+
+// SetInfo sets what Info returns (by default name "providertest", no
+// model).
+func (f *Fake) SetInfo(info provider.Info) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.info = info
+}
+
+// Info implements provider.Describer.
+func (f *Fake) Info() provider.Info {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.info == (provider.Info{}) {
+		return provider.Info{Name: "providertest"}
+	}
+	return f.info
 }
 
 var _ provider.Provider = (*Fake)(nil)
