@@ -82,6 +82,8 @@ type Reply struct {
 	GateAfter int
 	// Purpose, when set, reserves the reply for requests of that purpose.
 	Purpose provider.Purpose
+	// Model is the Response's Model: the model the fake says answered.
+	Model string
 }
 
 // Fake is a scripted provider. Build it with [New]. It is safe for
@@ -303,6 +305,7 @@ func (f *Fake) Complete(ctx context.Context, req *provider.Request, onDelta func
 	return &provider.Response{
 		Message: history.Message{Role: history.RoleAssistant, Text: text, ToolCalls: r.ToolCalls},
 		Usage:   r.Usage,
+		Model:   r.Model,
 	}, nil
 }
 
