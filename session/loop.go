@@ -81,19 +81,19 @@ const (
 
 // turn is the state of the active turn.
 type turn struct {
-	cmd      *command
-	ctx      context.Context
-	cancel   context.CancelCauseFunc // with ErrCancelled or ErrClosed
-	phase    turnPhase
-	steps    int
+	cmd    *command
+	ctx    context.Context
+	cancel context.CancelCauseFunc // with ErrCancelled or ErrClosed
+	phase  turnPhase
+	steps  int
 	// overflowed is set when the current step overflowed the model's
 	// context and an overflow compaction was queued for it; the retry
 	// that follows fails the turn if it overflows too (SEMANTICS §3.5).
 	overflowed  bool
 	overflowErr error
 	messages    []history.Message
-	usage    provider.Usage
-	err      error
+	usage       provider.Usage
+	err         error
 }
 
 // loop owns a session's state. Only its goroutine touches these fields; the
