@@ -250,10 +250,13 @@ func TestBeforeCompact_RunsInWorkerWithPlan(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatal("the hook never ran")
 	}
-	active, err := s.Active(ctxT(t)) // answered by the loop while the hook blocks
-	require.NoError(t, err)
-	assert.Len(t, active, 4)
+	// The loop answers while the hook blocks in the worker.
+	rctx, cancel := context.WithTimeout(ctxT(t), 2*time.Second)
+	defer cancel()
+	active, err := s.Active(rctx)
 	close(release)
+	require.NoError(t, err, "the loop is not held up by the hook")
+	assert.Len(t, active, 4)
 	res := wait(t, h)
 	require.True(t, res.Compacted, res.Error)
 	assert.Equal(t, h.ID(), plan.CompactID)
