@@ -16,8 +16,9 @@
 // sessions), history/sqlite (the embedded default: one SQLite file, which
 // several processes on one machine may share) and history/postgres (one
 // PostgreSQL database shared by several agent processes). All implement
-// [Lister]; the SQLite and PostgreSQL stores also implement [Leaser]. All
-// pass the conformance suites in history/historytest.
+// [Lister] and [Uncompacter]; the SQLite and PostgreSQL stores also
+// implement [Leaser]. All pass the conformance suites in
+// history/historytest.
 //
 //	store, err := sqlite.Open("sessions.db")
 //	if err != nil { ... }
