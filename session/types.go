@@ -83,7 +83,11 @@ type Config struct {
 
 	// ContextWindow and AutoCompactRatio give the automatic threshold as a
 	// fraction of the model's context window (SEMANTICS §3.4); used when
-	// AutoCompactTokens is 0 and both are positive.
+	// AutoCompactTokens is 0 and both are positive. ContextWindow (tokens;
+	// 0 = unknown) also bounds the summary request of every compaction:
+	// it stays within the window minus the summary's maximum output, the
+	// oldest messages left out of the summary input first (SEMANTICS
+	// §4.11, compact.Composer.ContextWindow).
 	ContextWindow    int
 	AutoCompactRatio float64
 	// MaxSteps caps the provider steps of one turn; 0 = DefaultMaxSteps.
