@@ -109,12 +109,11 @@ func assertUnchanged(t *testing.T, s *session.Session, before []history.Message,
 	sameAsStore(t, s)
 }
 
-// TestBeforeCompact_Vetoes: a hook that returns an error vetoes the
-// compaction: compact_failed with that error, history unchanged, no
-// running action and no model call.
-func TestBeforeCompact_Vetoes(t *testing.T) {
-	errVeto := errors.New("not now: the user is typing")
-	s, fake := hooked(t, func(context.Context, *session.CompactPlan) error { return errVeto })
+// failHooked runs a manual compaction on s that is expected to fail
+// without touching history: it checks that nothing changed, no running
+// action was published and no model call was made, and returns the result.
+func failHooked(t *testing.T, s *session.Session, fake *providertest.Fake) session.CompactResult {
+	t.Helper()
 	before, err := s.Active(ctxT(t))
 	require.NoError(t, err)
 	rec := record(t, s)
@@ -122,11 +121,21 @@ func TestBeforeCompact_Vetoes(t *testing.T) {
 	res := wait(t, h)
 	assert.Equal(t, session.ReasonCompactFailed, res.Reason)
 	assert.False(t, res.Success)
-	assert.False(t, res.Cancelled)
-	assert.Contains(t, res.Error, errVeto.Error())
 	assert.Equal(t, 0, fake.Calls(provider.PurposeSummary), "no model call")
 	evs := rec.until(t, func(evs []session.Event) bool { return len(phases(evs, h.ID())) >= 3 })
 	assertUnchanged(t, s, before, evs)
+	return res
+}
+
+// TestBeforeCompact_Vetoes: a hook that returns an error vetoes the
+// compaction: compact_failed with that error, history unchanged, no
+// running action and no model call.
+func TestBeforeCompact_Vetoes(t *testing.T) {
+	errVeto := errors.New("not now: the user is typing")
+	s, fake := hooked(t, func(context.Context, *session.CompactPlan) error { return errVeto })
+	res := failHooked(t, s, fake)
+	assert.False(t, res.Cancelled)
+	assert.Contains(t, res.Error, errVeto.Error())
 }
 
 // TestBeforeCompact_ReturnsError: the hook's error is the result's error,
@@ -181,16 +190,8 @@ func TestBeforeCompact_WhitespaceSummaryFails(t *testing.T) {
 		p.Summary = " \n\t "
 		return nil
 	})
-	before, err := s.Active(ctxT(t))
-	require.NoError(t, err)
-	rec := record(t, s)
-	h := mustCompact(t, s, "")
-	res := wait(t, h)
-	assert.Equal(t, session.ReasonCompactFailed, res.Reason)
+	res := failHooked(t, s, fake)
 	assert.Contains(t, res.Error, compact.ErrEmptySummary.Error())
-	assert.Equal(t, 0, fake.Calls(provider.PurposeSummary))
-	evs := rec.until(t, func(evs []session.Event) bool { return len(phases(evs, h.ID())) >= 3 })
-	assertUnchanged(t, s, before, evs)
 }
 
 // TestBeforeCompact_ChangesInstructions: instructions the hook sets are the
@@ -218,17 +219,9 @@ func TestBeforeCompact_ChangesInstructions(t *testing.T) {
 // session survives it.
 func TestBeforeCompact_Panics(t *testing.T) {
 	s, fake := hooked(t, func(context.Context, *session.CompactPlan) error { panic("hook bug") })
-	before, err := s.Active(ctxT(t))
-	require.NoError(t, err)
-	rec := record(t, s)
-	h := mustCompact(t, s, "")
-	res := wait(t, h)
-	assert.Equal(t, session.ReasonCompactFailed, res.Reason)
+	res := failHooked(t, s, fake)
 	assert.Contains(t, res.Error, "hook bug")
 	assert.Contains(t, res.Error, session.ErrHookPanicked.Error())
-	assert.Equal(t, 0, fake.Calls(provider.PurposeSummary))
-	evs := rec.until(t, func(evs []session.Event) bool { return len(phases(evs, h.ID())) >= 3 })
-	assertUnchanged(t, s, before, evs)
 	converse(t, s, fake, 1) // still alive
 }
 

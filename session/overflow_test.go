@@ -93,6 +93,15 @@ func prompt(t *testing.T, s *session.Session, text string) (session.TurnResult, 
 	return wait(t, h), h.ID()
 }
 
+// warmUp runs the two turns before the one a test overflows.
+func warmUp(t *testing.T, s *session.Session) {
+	t.Helper()
+	for i := range 2 {
+		res, _ := prompt(t, s, fmt.Sprintf("prompt %d", i+1))
+		require.NoError(t, res.Err)
+	}
+}
+
 // finishedCompactions returns the results of the finished compactions.
 func finishedCompactions(evs []session.Event) []*session.CompactionEvent {
 	var out []*session.CompactionEvent
@@ -111,10 +120,7 @@ func finishedCompactions(evs []session.Event) []*session.CompactionEvent {
 func TestCompactOnOverflow_CompactsOnceAndRetries(t *testing.T) {
 	srv := &overflowServer{overflow: []int{3}}
 	s := overflowSession(t, srv, session.Config{CompactOnOverflow: true})
-	for i := range 2 {
-		res, _ := prompt(t, s, fmt.Sprintf("prompt %d", i+1))
-		require.NoError(t, res.Err)
-	}
+	warmUp(t, s)
 	rec := record(t, s)
 	res, turnID := prompt(t, s, "prompt 3")
 	require.NoError(t, res.Err, "the turn ends normally")
@@ -143,10 +149,7 @@ func TestCompactOnOverflow_CompactsOnceAndRetries(t *testing.T) {
 func TestCompactOnOverflow_OverflowsAgainFailsTurn(t *testing.T) {
 	srv := &overflowServer{overflow: []int{3, 4, 5, 6}}
 	s := overflowSession(t, srv, session.Config{CompactOnOverflow: true})
-	for i := range 2 {
-		res, _ := prompt(t, s, fmt.Sprintf("prompt %d", i+1))
-		require.NoError(t, res.Err)
-	}
+	warmUp(t, s)
 	res, _ := prompt(t, s, "prompt 3")
 	require.ErrorIs(t, res.Err, provider.ErrContextOverflow)
 	turns, summaries, _ := srv.counts()
@@ -176,10 +179,7 @@ func TestCompactOnOverflow_NothingToCompactFailsTurn(t *testing.T) {
 func TestCompactOnOverflow_OffByDefault(t *testing.T) {
 	srv := &overflowServer{overflow: []int{3, 5}}
 	s := overflowSession(t, srv, session.Config{})
-	for i := range 2 {
-		res, _ := prompt(t, s, fmt.Sprintf("prompt %d", i+1))
-		require.NoError(t, res.Err)
-	}
+	warmUp(t, s)
 	res, _ := prompt(t, s, "prompt 3")
 	require.ErrorIs(t, res.Err, provider.ErrContextOverflow)
 	turns, summaries, _ := srv.counts()
