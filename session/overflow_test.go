@@ -140,6 +140,8 @@ func TestCompactOnOverflow_CompactsOnceAndRetries(t *testing.T) {
 	segs := storedSegments(t, s)
 	require.Len(t, segs, 1)
 	assert.Equal(t, session.TriggerOverflow, segs[0].Trigger)
+	assert.Equal(t, "openai", segs[0].SummaryProvider)
+	assert.Equal(t, openaitest.Model, segs[0].SummaryModel, "the model the server reported")
 	sameAsStore(t, s)
 }
 

@@ -266,6 +266,7 @@ func (p *Provider) complete(ctx context.Context, creq goopenai.ChatCompletionReq
 	return &provider.Response{
 		Message: assistantMessage(choice.Message.Content, calls),
 		Usage:   usageOf(&resp.Usage),
+		Model:   resp.Model,
 	}, nil
 }
 
