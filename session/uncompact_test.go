@@ -1,12 +1,14 @@
 package session_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
@@ -187,4 +189,37 @@ func TestUncompact_Replay(t *testing.T) {
 		last = pos
 	}
 	assert.Equal(t, []string{"message", "message", "message", "message", "compaction", "uncompact", "message", "message"}, kinds)
+}
+
+// TestUncompact_SQLiteReopen: on the SQLite store (through its lease) the
+// undo is durable: a session opened again has the restored Active, the
+// summary before it and the undone Segment.
+func TestUncompact_SQLiteReopen(t *testing.T) {
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{ID: "undo", Store: store})
+	converse(t, s, fake, 2)
+	all, err := s.Active(ctxT(t))
+	require.NoError(t, err)
+	fake.QueueSummary(providertest.Reply{Text: "S1"})
+	require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
+	u := mustUncompact(t, s)
+	require.NoError(t, u.Err)
+	require.NoError(t, s.Close())
+
+	s2, err := session.Open(ctxT(t), session.Config{ID: "undo", Store: store, Provider: fake})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s2.Close() })
+	active, err := s2.Active(ctxT(t))
+	require.NoError(t, err)
+	assert.Equal(t, texts(all), texts(active))
+	summary, err := s2.Summary(ctxT(t))
+	require.NoError(t, err)
+	assert.Empty(t, summary)
+	segs := storedSegments(t, s2)
+	require.Len(t, segs, 1)
+	assert.True(t, segs[0].Undone())
+	assert.Equal(t, u.SegmentID, segs[0].ID)
 }
