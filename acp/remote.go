@@ -632,7 +632,7 @@ func (r *RemoteSession) compactionUpdate(v *CompactionUpdate, turnID string) {
 // _meta; other agents do not say, and "manual" is assumed.
 func triggerOf(meta map[string]any) string {
 	if m, ok := meta[MetaKey].(map[string]any); ok {
-		if t, ok := m["trigger"].(string); ok && (t == session.TriggerAuto || t == session.TriggerManual) {
+		if t, ok := m["trigger"].(string); ok && (t == session.TriggerAuto || t == session.TriggerManual || t == session.TriggerOverflow) {
 			return t
 		}
 	}

@@ -100,6 +100,12 @@ type Input struct {
 type Summary struct {
 	Text  string
 	Usage provider.Usage
+	// Model is the model the provider reported in its response, "" when
+	// it reported none.
+	Model string
+	// LeftOut is how many of the oldest prefix messages the context window
+	// left out of the summary input (see Composer.ContextWindow).
+	LeftOut int
 }
 
 // Composer produces summaries. The zero value is not usable: Provider is
@@ -112,8 +118,19 @@ type Composer struct {
 	// MaxToolOutput bounds each tool output in the transcript, in bytes;
 	// 0 means DefaultMaxToolOutput.
 	MaxToolOutput int
-	// MaxTokens bounds the summary; 0 leaves it to the provider.
+	// MaxTokens bounds the summary; 0 leaves it to the provider (or, with
+	// a ContextWindow, DefaultSummaryMaxTokens).
 	MaxTokens int
+	// ContextWindow, when positive, bounds the summary request: it stays
+	// within ContextWindow minus the summary's maximum output, estimated
+	// in tokens. Tool outputs are cut first (MaxToolOutput), then the
+	// oldest messages are left out of the transcript behind a marker
+	// saying how many (see Summary.LeftOut). 0 = no bound.
+	ContextWindow int
+	// BytesPerToken calibrates the token estimate (see EstimateTokens);
+	// 0 = DefaultBytesPerToken. A session derives it from the provider's
+	// last reported context size.
+	BytesPerToken float64
 }
 
 //go:embed summarizer.md
@@ -134,23 +151,39 @@ const inputID = "summary-input"
 // any), and a line asking for the summary. A provider needs to know nothing
 // about compaction to summarize it. The error is always nil.
 func (c *Composer) Request(in Input) (*provider.Request, error) {
+	req, _ := c.request(in)
+	return req, nil
+}
+
+// request is Request, also returning how many messages the context window
+// left out.
+func (c *Composer) request(in Input) (*provider.Request, int) {
 	var instr []string
 	for _, s := range []string{c.Instructions, in.Instructions} {
 		if s = strings.TrimSpace(s); s != "" {
 			instr = append(instr, s)
 		}
 	}
+	instructions := strings.Join(instr, "\n\n")
+	const framing = 64 // tags, the final line, the message's own overhead
+	fixed := EstimateTokens(systemPrompt, c.BytesPerToken) + EstimateTokens(in.PreviousSummary, c.BytesPerToken) +
+		EstimateTokens(instructions, c.BytesPerToken) + framing
+	entries, leftOut := c.fit(in, fixed)
 	text := transcript.Render(transcript.Document{
 		Previous:     in.PreviousSummary,
-		Entries:      transcript.FromMessages(in.Prefix, c.maxToolOutput()),
-		Instructions: strings.Join(instr, "\n\n"),
+		Entries:      entries,
+		Instructions: instructions,
 	})
+	maxTokens := c.MaxTokens
+	if c.ContextWindow > 0 {
+		maxTokens = c.maxOutput()
+	}
 	return &provider.Request{
 		Purpose:   provider.PurposeSummary,
 		System:    systemPrompt,
 		Messages:  []history.Message{{ID: inputID, Role: history.RoleUser, Text: text}},
-		MaxTokens: c.MaxTokens,
-	}, nil
+		MaxTokens: maxTokens,
+	}, leftOut
 }
 
 func (c *Composer) maxToolOutput() int {
@@ -168,10 +201,7 @@ func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)
 	if c.Provider == nil {
 		return nil, errors.New("compact: composer has no provider")
 	}
-	req, err := c.Request(in)
-	if err != nil {
-		return nil, err
-	}
+	req, leftOut := c.request(in)
 	resp, err := c.Provider.Complete(ctx, req, onDelta)
 	if err != nil {
 		return nil, fmt.Errorf("compact: summary call: %w", err)
@@ -183,7 +213,7 @@ func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)
 	if text == "" {
 		return nil, ErrEmptySummary
 	}
-	return &Summary{Text: text, Usage: resp.Usage}, nil
+	return &Summary{Text: text, Usage: resp.Usage, Model: resp.Model, LeftOut: leftOut}, nil
 }
 
 // Transcript renders messages as the transcript a summary is made from: one

@@ -1,6 +1,9 @@
 package history
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // CommittedSegment, AssignSegments and MergeTimeline assemble what
 // [Store.CommitCompaction], [Store.Segments] and [Store.Timeline] return
@@ -23,6 +26,11 @@ func CommittedSegment(c *Commit, rec *CompactionRecord) *Segment {
 		InputTokens:  c.InputTokens,
 		OutputTokens: c.OutputTokens,
 		Position:     rec.Position,
+
+		SummaryProvider: c.SummaryProvider,
+		SummaryModel:    c.SummaryModel,
+		ContextBefore:   c.ContextBefore,
+		ContextAfter:    c.ContextAfter,
 	}
 }
 
@@ -69,16 +77,37 @@ func AssignSegments(segs []Segment, spans []SegmentSpan, positions []int64, msgs
 // is Archived. The entries point into msgs and recs, which the caller must
 // not reuse.
 func MergeTimeline(positions []int64, msgs []Message, recs []CompactionRecord, activeFrom int64) []Entry {
-	out := make([]Entry, 0, len(msgs)+len(recs))
-	mi, ci := 0, 0
-	for mi < len(msgs) || ci < len(recs) {
-		if ci == len(recs) || (mi < len(msgs) && positions[mi] < recs[ci].Position) {
-			out = append(out, Entry{Position: positions[mi], Archived: positions[mi] < activeFrom, Message: &msgs[mi]})
-			mi++
-			continue
+	return MergeEntries(positions, msgs, recs, nil, activeFrom)
+}
+
+// MergeEntries is MergeTimeline with the session's uncompaction records
+// too, undos in position order.
+func MergeEntries(positions []int64, msgs []Message, recs []CompactionRecord, undos []UncompactionRecord, activeFrom int64) []Entry {
+	out := make([]Entry, 0, len(msgs)+len(recs)+len(undos))
+	mi, ci, ui := 0, 0, 0
+	const none = int64(math.MaxInt64)
+	for mi < len(msgs) || ci < len(recs) || ui < len(undos) {
+		mp, cp, up := none, none, none
+		if mi < len(msgs) {
+			mp = positions[mi]
 		}
-		out = append(out, Entry{Position: recs[ci].Position, Compaction: &recs[ci]})
-		ci++
+		if ci < len(recs) {
+			cp = recs[ci].Position
+		}
+		if ui < len(undos) {
+			up = undos[ui].Position
+		}
+		switch {
+		case mp <= cp && mp <= up:
+			out = append(out, Entry{Position: mp, Archived: mp < activeFrom, Message: &msgs[mi]})
+			mi++
+		case cp <= up:
+			out = append(out, Entry{Position: cp, Compaction: &recs[ci]})
+			ci++
+		default:
+			out = append(out, Entry{Position: up, Uncompaction: &undos[ui]})
+			ui++
+		}
 	}
 	return out
 }

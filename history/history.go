@@ -16,9 +16,9 @@
 // sessions), history/sqlite (the embedded default: one SQLite file, which
 // several processes on one machine may share) and history/postgres (one
 // PostgreSQL database shared by several agent processes). All implement
-// [Lister]; the SQLite and PostgreSQL stores also implement [Leaser], and
-// [LeaseReader] for programs that only read (cmd/sessionkit). All pass the
-// conformance suites in history/historytest.
+// [Lister] and [Uncompacter]; the SQLite and PostgreSQL stores also
+// implement [Leaser], and [LeaseReader] for programs that only read
+// (cmd/sessionkit). All pass the conformance suites in history/historytest.
 //
 //	store, err := sqlite.Open("sessions.db")
 //	if err != nil { ... }
@@ -115,7 +115,7 @@ func (m *Message) Validate() error {
 type Segment struct {
 	ID           string
 	CompactID    string
-	Trigger      string    // "manual" or "auto"
+	Trigger      string    // "manual", "auto" or "overflow"
 	Summary      string    // the retained summary this compaction produced
 	Messages     []Message // the archived prefix, oldest first
 	Instructions string
@@ -124,7 +124,25 @@ type Segment struct {
 	InputTokens  int       // provider-reported usage of the summary call
 	OutputTokens int
 	Position     int64 // timeline position of the compaction
+	// SummaryProvider and SummaryModel name what made the summary: the
+	// provider (its provider.Info name) and the model it reported, "" when
+	// unknown. A summary supplied by the application's BeforeCompact hook
+	// has SummaryProvider "hook" and no model.
+	SummaryProvider, SummaryModel string
+	// ContextBefore is the context the conversation held before the
+	// compaction, in tokens, as the provider last reported it (0 when no
+	// fresh figure existed); ContextAfter is an estimate of the context
+	// after it (retained summary and the Active messages left).
+	ContextBefore, ContextAfter int
+	// UndoneAt is when an Uncompact undid this Segment, zero while it
+	// stands; UndoID is that Uncompact's ID. An undone Segment stays in the
+	// archive with its messages, which are Active again.
+	UndoneAt time.Time
+	UndoID   string
 }
+
+// Undone reports whether an Uncompact undid the Segment.
+func (g *Segment) Undone() bool { return g.UndoID != "" }
 
 // CompactionStatus is the state of a recorded compaction attempt.
 type CompactionStatus string
@@ -167,13 +185,25 @@ type CompactionRecord struct {
 	Position     int64
 }
 
-// Entry is one item of the replayable timeline: exactly one of Message and
-// Compaction is set.
+// Entry is one item of the replayable timeline: exactly one of Message,
+// Compaction and Uncompaction is set.
 type Entry struct {
-	Position   int64
-	Archived   bool // the message belongs to a Segment
-	Message    *Message
-	Compaction *CompactionRecord
+	Position     int64
+	Archived     bool // the message belongs to a Segment
+	Message      *Message
+	Compaction   *CompactionRecord
+	Uncompaction *UncompactionRecord
+}
+
+// UncompactionRecord is one undone compaction at its timeline position
+// (see [Uncompacter]).
+type UncompactionRecord struct {
+	ID        string // the Uncompact command's ID
+	SegmentID string // the Segment it undid
+	CompactID string // the compaction that made that Segment
+	Restored  int    // messages put back at the front of Active
+	At        time.Time
+	Position  int64
 }
 
 // NewSession describes a session to create.
@@ -218,6 +248,42 @@ type Commit struct {
 	InputTokens  int
 	OutputTokens int
 	At           time.Time
+	// SummaryProvider, SummaryModel, ContextBefore and ContextAfter are
+	// recorded with the Segment (see [Segment]); all optional.
+	SummaryProvider, SummaryModel string
+	ContextBefore, ContextAfter   int
+}
+
+// Uncompacter is implemented by stores that can undo a compaction. The
+// stores of sessionkit (memstore, sqlite, postgres) all do.
+type Uncompacter interface {
+	// Uncompact undoes the newest Segment that is not undone yet, in one
+	// transaction: its messages become the front of Active again (the
+	// watermark moves back to its first message), the retained summary
+	// becomes the one of the Segment before it that still stands ("" when
+	// none), the Segment is marked undone with u (it stays in the archive)
+	// and an [UncompactionRecord] takes the next timeline position. It
+	// returns the record. With no Segment to undo it fails with
+	// ErrNothingToUndo and writes nothing.
+	Uncompact(ctx context.Context, id string, version uint64, u Uncompaction) (uint64, *UncompactionRecord, error)
+}
+
+// Uncompaction names one undo (see [Uncompacter]).
+type Uncompaction struct {
+	ID string // unique per session
+	At time.Time
+}
+
+// ErrNothingToUndo is returned by Uncompact when the session has no Segment
+// that is not undone.
+var ErrNothingToUndo = errors.New("history: no compaction to undo")
+
+// CheckUncompaction validates u.
+func CheckUncompaction(u *Uncompaction) error {
+	if u.ID == "" {
+		return fmt.Errorf("%w: uncompaction has no ID", ErrInvalid)
+	}
+	return nil
 }
 
 // Store persists the canonical history of many sessions.
@@ -291,10 +357,22 @@ func CheckBegin(rec *CompactionRecord) error {
 		return fmt.Errorf("%w: compaction has no ID", ErrInvalid)
 	case rec.Status != StatusInProgress && rec.Status != StatusNothingToCompact:
 		return fmt.Errorf("%w: compaction %s cannot begin as %q", ErrInvalid, rec.CompactID, rec.Status)
-	case rec.Trigger != "manual" && rec.Trigger != "auto":
+	case !ValidTrigger(rec.Trigger):
 		return fmt.Errorf("%w: compaction %s has unknown trigger %q", ErrInvalid, rec.CompactID, rec.Trigger)
 	}
 	return nil
+}
+
+// Triggers of compactions, as records and Segments hold them.
+const (
+	TriggerManual   = "manual"
+	TriggerAuto     = "auto"
+	TriggerOverflow = "overflow" // a reaction to a request the provider found too long
+)
+
+// ValidTrigger reports whether t is one of the known triggers.
+func ValidTrigger(t string) bool {
+	return t == TriggerManual || t == TriggerAuto || t == TriggerOverflow
 }
 
 // CheckFinish validates the status passed to FinishCompaction.

@@ -28,6 +28,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/sessionkit/sessionkit/history"
 )
@@ -89,6 +90,34 @@ var ErrContextOverflow = errors.New("provider: the request is longer than the mo
 type Response struct {
 	Message history.Message // role assistant
 	Usage   Usage
+	// Model is the model that answered, as the provider reported it; ""
+	// when it reported none.
+	Model string
+}
+
+// Info names a provider and the model it uses, for records such as the
+// Segment a summary made (see [Describe]).
+type Info struct {
+	Name  string // "openai", "anthropic", "offline", ...
+	Model string // "" when the provider has no model name
+}
+
+// Describer is implemented by providers that name themselves and their
+// model. The providers of sessionkit do.
+type Describer interface {
+	Info() Info
+}
+
+// Describe returns p's Info: the one it gives when it is a [Describer],
+// otherwise its Go type as the name and no model.
+func Describe(p Provider) Info {
+	if d, ok := p.(Describer); ok {
+		return d.Info()
+	}
+	if p == nil {
+		return Info{}
+	}
+	return Info{Name: fmt.Sprintf("%T", p)}
 }
 
 // Provider makes one model request. onDelta, when non-nil, receives text

@@ -2,8 +2,10 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -37,10 +39,19 @@ func (l *loop) usage(u provider.Usage) {
 // manual and automatic compactions alike.
 func (l *loop) startCompaction(c *command) {
 	plan := compact.PlanFor(l.active)
+	if c.through != "" {
+		var ok bool
+		if plan, ok = compact.PlanThrough(l.active, c.through); !ok {
+			// It was in Active when Compact was called; a compaction
+			// queued before this one archived it since.
+			l.finishCompaction(c, compactFailed(c, invalid("message %q is no longer in Active", c.through)))
+			return
+		}
+	}
 	rec := history.CompactionRecord{CompactID: c.id, Trigger: c.trigger, Instructions: c.text, StartedAt: time.Now()}
 	w, v, archived := l.writer(), l.version, l.archived
 
-	if plan.K == 0 { // §4.2: no model call, a completed action that explains
+	if plan.Archive == 0 { // §4.2: no model call, a completed action that explains
 		rec.Status = history.StatusNothingToCompact
 		text := fmt.Sprintf("Nothing to compact: the conversation has %d user and assistant messages in its active history, and a compaction needs at least 2.", plan.N)
 		l.submit(func(post func(func(*loop))) {
@@ -67,11 +78,24 @@ func (l *loop) startCompaction(c *command) {
 	l.running, l.cancelJ = c, cancel
 	l.runSummary.Reset()
 	composer := l.composer()
-	in := compact.Input{PreviousSummary: l.summary, Prefix: l.shareActive(plan.Archive), Instructions: c.text}
+	info := provider.Describe(composer.Provider)
+	all := l.shareActive(len(l.active))
+	in := compact.Input{PreviousSummary: l.summary, Prefix: all[:plan.Archive:plan.Archive], Instructions: c.text}
+	system, before, hook := l.set.SystemPrompt, l.contextTokens, l.hook
 	actionID := newID()
 
 	l.submit(func(post func(func(*loop))) {
 		defer cancel(nil)
+		// §4.11: the application's hook sees the plan first, in the
+		// worker; what it decides is recorded with the attempt.
+		var hookErr error
+		supplied := ""
+		if hook != nil {
+			p := &CompactPlan{CompactID: c.id, Trigger: c.trigger, Messages: in.Prefix, Instructions: in.Instructions}
+			hookErr = runHook(ctx, hook, p)
+			in.Instructions, supplied = p.Instructions, p.Summary
+			rec.Instructions = p.Instructions
+		}
 		// The in-progress record makes an interrupted compaction visible
 		// after a crash (§5.5).
 		v, snap, err := w.begin(v, rec)
@@ -93,26 +117,40 @@ func (l *loop) startCompaction(c *command) {
 			l.publish(ev)
 		})
 
-		sum, err := composer.Summarize(ctx, in, func(delta string) {
-			if delta != "" {
-				post(func(l *loop) {
-					keepDraft(&l.runSummary, delta)
-					ev := l.compactionEvent(c, PhaseDelta)
-					ev.Delta = delta
-					l.publish(ev)
-				})
+		var sum *compact.Summary
+		switch {
+		case hookErr != nil:
+			err = hookErr
+		case ctx.Err() != nil:
+		case supplied != "":
+			// A summary the hook supplied: committed like a generated one.
+			if text := strings.TrimSpace(supplied); text == "" {
+				err = compact.ErrEmptySummary
+			} else {
+				sum = &compact.Summary{Text: text}
+				info = provider.Info{Name: HookSummaryProvider}
 			}
-		})
+		default:
+			composer.BytesPerToken = bytesPerToken(system, in.PreviousSummary, all, before)
+			sum, err = composer.Summarize(ctx, in, func(delta string) {
+				if delta != "" {
+					post(func(l *loop) {
+						keepDraft(&l.runSummary, delta)
+						ev := l.compactionEvent(c, PhaseDelta)
+						ev.Delta = delta
+						l.publish(ev)
+					})
+				}
+			})
+		}
 		if err == nil && ctx.Err() != nil {
 			err = ctx.Err()
 		}
 		if err != nil { // §4.5, §4.8: nothing committed, no action
 			status := history.StatusFailed
-			cancelled := ctx.Err() != nil
+			cancelled := ctx.Err() != nil && hookErr == nil
 			if cancelled {
 				status = history.StatusCancelled
-			}
-			if cancelled {
 				err = context.Cause(ctx) // ErrCancelled or ErrClosed
 			}
 			nv, snap, ferr := w.finish(v, c.id, status, err.Error())
@@ -131,6 +169,7 @@ func (l *loop) startCompaction(c *command) {
 				}
 				res := compactFailed(c, err)
 				res.Cancelled = cancelled
+				res.ContextBefore = before
 				if sum != nil {
 					res.Usage = sum.Usage
 				}
@@ -138,20 +177,28 @@ func (l *loop) startCompaction(c *command) {
 			})
 			return
 		}
-
+		model := info.Model
+		if sum.Model != "" {
+			model = sum.Model
+		}
 		// §4.6: the canonical commit. From here on it is never torn.
 		post(func(l *loop) {
 			l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural(plan.Archive, "message") + ".", CompactID: c.id})
 			l.publish(l.compactionEvent(c, PhaseCommitting))
 		})
+		after := compact.EstimateTokens(system, 0) + compact.EstimateTokens(sum.Text, 0) + compact.EstimateMessages(all[plan.Archive:], 0)
 		commit := history.Commit{
-			CompactID:    c.id,
-			SegmentID:    newID(),
-			Archive:      plan.Archive,
-			Summary:      sum.Text,
-			InputTokens:  sum.Usage.InputTokens,
-			OutputTokens: sum.Usage.OutputTokens,
-			At:           time.Now(),
+			CompactID:       c.id,
+			SegmentID:       newID(),
+			Archive:         plan.Archive,
+			Summary:         sum.Text,
+			InputTokens:     sum.Usage.InputTokens,
+			OutputTokens:    sum.Usage.OutputTokens,
+			At:              time.Now(),
+			SummaryProvider: info.Name,
+			SummaryModel:    model,
+			ContextBefore:   before,
+			ContextAfter:    after,
 		}
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
 		if err != nil {
@@ -161,6 +208,8 @@ func (l *loop) startCompaction(c *command) {
 				l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionFailed, Text: "Compaction failed: " + err.Error(), CompactID: c.id})
 				res := compactFailed(c, err)
 				res.Usage = sum.Usage
+				res.ContextBefore = before
+				res.LeftOut = sum.LeftOut
 				l.finishCompaction(c, res)
 			})
 			return
@@ -176,9 +225,52 @@ func (l *loop) startCompaction(c *command) {
 			l.archived += int64(plan.Archive)
 			l.contextTokens = 0 // stale until the next turn response (§3.3)
 			l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural(plan.Archive, "message") + " into a summary.", CompactID: c.id})
-			l.finishCompaction(c, CompactResult{CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage})
+			l.finishCompaction(c, CompactResult{
+				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,
+				ContextBefore: before, ContextAfter: after, LeftOut: sum.LeftOut,
+			})
 		})
 	})
+}
+
+// HookSummaryProvider is the Segment.SummaryProvider of a summary that
+// Config.BeforeCompact supplied.
+const HookSummaryProvider = "hook"
+
+// ErrHookPanicked is wrapped by the error of a compaction whose
+// BeforeCompact hook panicked.
+var ErrHookPanicked = errors.New("session: BeforeCompact panicked")
+
+// runHook runs the BeforeCompact hook; a panic in it is an error.
+func runHook(ctx context.Context, hook func(context.Context, *CompactPlan) error, plan *CompactPlan) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%w: %v", ErrHookPanicked, r)
+		}
+	}()
+	if err := hook(ctx, plan); err != nil {
+		return fmt.Errorf("session: BeforeCompact vetoed the compaction: %w", err)
+	}
+	return nil
+}
+
+// bytesPerToken calibrates the token estimate of the summary input with
+// the provider's own figure: contextTokens (input plus output of the last
+// turn response) stood for about the system prompt, the summary and
+// Active. 0 (the default estimate) without a figure.
+func bytesPerToken(system, summary string, active []history.Message, contextTokens int) float64 {
+	if contextTokens <= 0 {
+		return 0
+	}
+	n := len(system) + len(summary)
+	for i := range active {
+		n += len(active[i].Text)
+		for _, tc := range active[i].ToolCalls {
+			n += len(tc.Name) + len(tc.Arguments)
+		}
+	}
+	bpt := float64(n) / float64(contextTokens)
+	return min(max(bpt, 1), 2*compact.DefaultBytesPerToken)
 }
 
 // finishCompaction publishes the result and finishes the handle.
@@ -186,6 +278,9 @@ func (l *loop) finishCompaction(c *command, res CompactResult) {
 	if l.running == c {
 		l.running, l.cancelJ = nil, nil
 		l.runSummary.Reset()
+	}
+	if c.trigger == TriggerOverflow {
+		l.overflowCompacted(res)
 	}
 	if c.trigger == TriggerAuto {
 		l.autoQueued = false
@@ -207,6 +302,31 @@ func (l *loop) finishCompaction(c *command, res CompactResult) {
 	ev.Result = &res
 	l.publish(ev)
 	c.finishComp(res)
+}
+
+// overflowCompacted ends the turn whose step overflowed when its overflow
+// compaction did not compact (docs/design.md §3.5): with the overflow error, or
+// the turn's own cancellation.
+func (l *loop) overflowCompacted(res CompactResult) {
+	t := l.turn
+	if t == nil || res.Compacted || t.phase == phaseEnded {
+		return
+	}
+	if t.ctx.Err() != nil {
+		l.endWith(context.Cause(t.ctx))
+		return
+	}
+	l.endWith(t.overflowErr)
+}
+
+// queueOverflow queues the overflow compaction of the active turn's step
+// at the front of the checkpoint commands.
+func (l *loop) queueOverflow() {
+	c := &command{id: newID(), kind: kindCompact, trigger: TriggerOverflow, pos: NoPosition}
+	c.comp, c.finishComp = NewHandle[CompactResult](c.id, nil)
+	l.q.PushFront(c.id, c)
+	l.log.Debug("overflow compaction queued")
+	l.publish(l.compactionEvent(c, PhaseQueued))
 }
 
 // compactionEvent returns the lifecycle event of compaction c in phase.

@@ -24,7 +24,7 @@
 // Every public call validates its input synchronously, queues the command
 // and returns a [Handle] at once; invalid input returns an error wrapping
 // [ErrInvalid] and queues nothing. Prompts start a turn only when the session
-// is idle. Steer, Configure and Compact are checkpoint commands: they are
+// is idle. Steer, Configure, Compact and Uncompact are checkpoint commands: they are
 // taken at the next step checkpoint of the active turn (after a step's
 // assistant message and tool results are committed, before the next provider
 // request), or at once when the session is idle, in their exact queue order,
@@ -41,6 +41,14 @@
 // compacted, nothing_to_compact or compact_failed; nothing is committed
 // unless a non-empty summary exists. Automatic compaction backs off after a
 // failure (docs/design.md §3.3, [AutoCompactEvent]). See docs/compaction.md.
+//
+// Opt-in controls (docs/design.md §3.5, §4.11): Config.SummaryProvider writes
+// the summaries with another model; Config.BeforeCompact sees each plan in
+// the worker and may change the instructions, supply the summary or veto;
+// Config.CompactOnOverflow compacts once and retries a step the provider
+// rejected as too long (trigger "overflow"); Config.ContextWindow bounds the
+// summary input; CompactRequest.Through archives up to a chosen message; and
+// [Session.Uncompact] undoes the newest compaction.
 //
 // # Ownership and concurrency
 //

@@ -20,7 +20,7 @@ type Event struct {
 
 // Payload is one of the event types of this package: *MessageEvent,
 // *DeltaEvent, *ActionEvent, *CompactionEvent, *UsageEvent, *TurnEvent,
-// *AutoCompactEvent. The set is sealed.
+// *AutoCompactEvent, *UncompactEvent. The set is sealed.
 type Payload interface {
 	// Durable reports whether the event can be replayed with
 	// SubscribeOptions.After; deltas are live only.
@@ -59,7 +59,7 @@ const (
 // a completed action with explanatory text when there was nothing to compact.
 type ActionEvent struct {
 	ID        string // unique per action
-	Kind      string // "compact"
+	Kind      string // ActionKindCompact or ActionKindUncompact
 	Status    string // ActionRunning, ActionCompleted or ActionFailed
 	Text      string
 	CompactID string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,7 @@ const (
 	kindSteer
 	kindConfigure
 	kindCompact
+	kindUncompact
 )
 
 // command is one accepted input. Exactly one handle is set, by kind.
@@ -30,7 +32,11 @@ type command struct {
 	text      string // prompt or steer text; compaction instructions
 	trigger   string // compactions
 	pos       int64  // compactions: the timeline position of its record, NoPosition until stored
+	through   string // manual compactions: CompactRequest.Through
 	configure ConfigureRequest
+	// verdict, when set, receives the loop's admission decision: nil when
+	// the command was queued, else why not (Compact with Through).
+	verdict chan error
 
 	turn        *Handle[TurnResult]
 	finishTurn  func(TurnResult)
@@ -40,6 +46,8 @@ type command struct {
 	finishConf  func(ConfigureResult)
 	comp        *Handle[CompactResult]
 	finishComp  func(CompactResult)
+	uncomp      *Handle[UncompactResult]
+	finishUnc   func(UncompactResult)
 }
 
 // fail finishes a command that never ran.
@@ -53,6 +61,8 @@ func (c *command) fail(err error) {
 		c.finishConf(ConfigureResult{Err: err})
 	case kindCompact:
 		c.finishComp(compactFailed(c, err))
+	case kindUncompact:
+		c.finishUnc(UncompactResult{Err: err})
 	}
 }
 
@@ -71,14 +81,19 @@ const (
 
 // turn is the state of the active turn.
 type turn struct {
-	cmd      *command
-	ctx      context.Context
-	cancel   context.CancelCauseFunc // with ErrCancelled or ErrClosed
-	phase    turnPhase
-	steps    int
-	messages []history.Message
-	usage    provider.Usage
-	err      error
+	cmd    *command
+	ctx    context.Context
+	cancel context.CancelCauseFunc // with ErrCancelled or ErrClosed
+	phase  turnPhase
+	steps  int
+	// overflowed is set when the current step overflowed the model's
+	// context and an overflow compaction was queued for it; the retry
+	// that follows fails the turn if it overflows too (docs/design.md §3.5).
+	overflowed  bool
+	overflowErr error
+	messages    []history.Message
+	usage       provider.Usage
+	err         error
 }
 
 // loop owns a session's state. Only its goroutine touches these fields; the
@@ -89,6 +104,8 @@ type loop struct {
 	log     *zap.Logger
 	store   history.Store
 	prov    provider.Provider
+	sumProv provider.Provider // Config.SummaryProvider; nil = prov
+	hook    func(context.Context, *CompactPlan) error
 	tools   map[string]Tool
 	specs   []provider.ToolSpec
 	maxTool int
@@ -200,8 +217,17 @@ func (l *loop) release() {
 	}
 }
 
-// accept puts an admitted command into the queue.
+// accept puts an admitted command into the queue, or refuses it (a Compact
+// whose Through is not in Active) through its verdict.
 func (l *loop) accept(c *command) {
+	if c.verdict != nil {
+		if err := l.admissible(c); err != nil {
+			l.s.pending.Add(-1)
+			c.verdict <- err
+			return
+		}
+		c.verdict <- nil
+	}
 	if c.kind == kindPrompt {
 		l.q.Push(queue.Prompt, c.id, c)
 		return
@@ -210,6 +236,17 @@ func (l *loop) accept(c *command) {
 	if c.kind == kindCompact {
 		l.publish(l.compactionEvent(c, PhaseQueued))
 	}
+}
+
+// admissible checks what only the loop can: a Through names a message in
+// Active.
+func (l *loop) admissible(c *command) error {
+	if c.kind == kindCompact && c.through != "" {
+		if !slices.ContainsFunc(l.active, func(m history.Message) bool { return m.ID == c.through }) {
+			return invalid("message %q is not in Active", c.through)
+		}
+	}
+	return nil
 }
 
 // counted reports whether c counts against Config.MaxQueue: every public
@@ -280,6 +317,8 @@ func (l *loop) start(c *command) {
 		l.startConfigure(c)
 	case kindCompact:
 		l.startCompaction(c)
+	case kindUncompact:
+		l.startUncompact(c)
 	}
 }
 
@@ -390,6 +429,9 @@ func (l *loop) startConfigure(c *command) {
 			}
 			l.version = nv
 			l.set = next
+			if c.configure.SummaryProvider != nil {
+				l.sumProv = c.configure.SummaryProvider
+			}
 			l.publishSettings()
 			if r := c.configure; r.AutoCompactTokens != nil || r.ContextWindow != nil || r.AutoCompactRatio != nil {
 				l.resumeAuto("the threshold was configured")

@@ -23,10 +23,10 @@ type ReplayOptions struct {
 // begins.
 type Replay struct {
 	// Events are the replayed timeline, oldest first: one *MessageEvent per
-	// stored message and one *CompactionEvent in PhaseFinished per finished
+	// stored message, one *CompactionEvent in PhaseFinished per finished
 	// compaction (its Result rebuilt from the store's record: the Segment
-	// carries the summary, not the archived messages), each with its
-	// Position; then, for a compaction running at the cut, its PhaseStarted
+	// carries the summary, not the archived messages) and one
+	// *UncompactEvent per undone compaction, each with its Position; then, for a compaction running at the cut, its PhaseStarted
 	// event and one PhaseDelta holding the summary streamed so far; then, for
 	// an assistant message being streamed at the cut, one *DeltaEvent holding
 	// its text so far (of both, at most the first MiB: the committed message
@@ -107,6 +107,11 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		switch {
 		case e.Message != nil:
 			rep.Events = append(rep.Events, Event{Time: e.Message.CreatedAt, Payload: &MessageEvent{Message: *e.Message, Position: e.Position}})
+		case e.Uncompaction != nil:
+			u := e.Uncompaction
+			rep.Events = append(rep.Events, Event{Time: u.At, Payload: &UncompactEvent{
+				ID: u.ID, SegmentID: u.SegmentID, CompactID: u.CompactID, Restored: u.Restored, Position: e.Position,
+			}})
 		case running != nil && e.Compaction.CompactID == running.CompactID:
 			// Reported below from the loop's state, not from the record.
 		default:

@@ -113,6 +113,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		ContextWindow:       cfg.ContextWindow,
 		AutoCompactRatio:    cfg.AutoCompactRatio,
 		MaxSteps:            cfg.MaxSteps,
+		CompactOnOverflow:   cfg.CompactOnOverflow,
 	}
 	if err := set.validate(); err != nil {
 		return nil, err
@@ -218,6 +219,8 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		log:      log.With(zap.String("session", id)),
 		store:    store,
 		prov:     cfg.Provider,
+		sumProv:  cfg.SummaryProvider,
+		hook:     cfg.BeforeCompact,
 		tools:    tools,
 		specs:    specs,
 		set:      set,
@@ -375,6 +378,9 @@ func (s *Session) admit(ctx context.Context, c *command) error {
 	}
 	select {
 	case s.inbox <- c:
+		if c.verdict != nil {
+			return <-c.verdict // the loop answers as it accepts c
+		}
 		return nil
 	case <-s.closing:
 		s.pending.Add(-1)
@@ -454,13 +460,36 @@ func (s *Session) Configure(ctx context.Context, req ConfigureRequest) (*Handle[
 // (docs/design.md §2.5, §2.6). It never starts a turn: its one summary call is the
 // only model request it makes. Wait on the Handle for the result. Errors as
 // for Prompt.
+//
+// With req.Through the compaction archives Active up to and including that
+// message (see [CompactRequest]); ErrInvalid when it is not in Active.
 func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[CompactResult], error) {
-	c := &command{id: newID(), kind: kindCompact, text: req.Instructions, trigger: TriggerManual, pos: NoPosition}
+	c := &command{id: newID(), kind: kindCompact, text: req.Instructions, trigger: TriggerManual, pos: NoPosition, through: req.Through}
+	if req.Through != "" {
+		c.verdict = make(chan error, 1)
+	}
 	c.comp, c.finishComp = NewHandle[CompactResult](c.id, func() { s.cancel(c.id) })
 	if err := s.admit(ctx, c); err != nil {
 		return nil, err
 	}
 	return c.comp, nil
+}
+
+// Uncompact queues an undo of the newest compaction that is not undone
+// yet, a checkpoint command like Compact (docs/design.md §4.11): in one storage
+// transaction the messages of that Segment go back to the front of Active
+// and the retained summary becomes the one before it; the Segment stays in
+// the archive, marked undone (Segments shows it). The timeline records it
+// (an *UncompactEvent, replayed at its position by Replay). With nothing
+// to undo, the result's Err wraps history.ErrNothingToUndo. Errors as for
+// Prompt.
+func (s *Session) Uncompact(ctx context.Context, req UncompactRequest) (*Handle[UncompactResult], error) {
+	c := &command{id: newID(), kind: kindUncompact}
+	c.uncomp, c.finishUnc = NewHandle[UncompactResult](c.id, func() { s.cancel(c.id) })
+	if err := s.admit(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.uncomp, nil
 }
 
 // Interrupt stops what the session is doing, as an editor's stop button
@@ -579,7 +608,20 @@ func (s *Session) Close() error {
 // Done returns a channel closed when the session has closed.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
+// summaryProvider is the provider that makes summaries.
+func (l *loop) summaryProvider() provider.Provider {
+	if l.sumProv != nil {
+		return l.sumProv
+	}
+	return l.prov
+}
+
 // composer returns the compaction composer for the current settings.
 func (l *loop) composer() *compact.Composer {
-	return &compact.Composer{Provider: l.prov, Instructions: l.set.CompactInstructions, MaxToolOutput: l.maxTool}
+	return &compact.Composer{
+		Provider:      l.summaryProvider(),
+		Instructions:  l.set.CompactInstructions,
+		MaxToolOutput: l.maxTool,
+		ContextWindow: l.set.ContextWindow,
+	}
 }

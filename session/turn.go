@@ -92,7 +92,16 @@ func (l *loop) step() {
 					l.endWith(context.Cause(ctx))
 					return
 				}
-				l.endWith(fmt.Errorf("session: provider: %w", err))
+				err = fmt.Errorf("session: provider: %w", err)
+				// §3.5: one overflow compaction per step, then one retry.
+				if t := l.turn; errors.Is(err, provider.ErrContextOverflow) && l.set.CompactOnOverflow && !t.overflowed {
+					t.overflowed, t.overflowErr = true, err
+					t.steps-- // the retry is the same step
+					l.queueOverflow()
+					t.phase = phaseCheckpoint
+					return
+				}
+				l.endWith(err)
 			})
 			return
 		}
@@ -108,6 +117,7 @@ func (l *loop) step() {
 				return
 			}
 			l.appended(nv, msg)
+			l.turn.overflowed, l.turn.overflowErr = false, nil
 			l.turn.usage = resp.Usage
 			l.usage(resp.Usage)
 			if len(msg.ToolCalls) > 0 {

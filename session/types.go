@@ -83,7 +83,11 @@ type Config struct {
 
 	// ContextWindow and AutoCompactRatio give the automatic threshold as a
 	// fraction of the model's context window (docs/design.md §3.4); used when
-	// AutoCompactTokens is 0 and both are positive.
+	// AutoCompactTokens is 0 and both are positive. ContextWindow (tokens;
+	// 0 = unknown) also bounds the summary request of every compaction:
+	// it stays within the window minus the summary's maximum output, the
+	// oldest messages left out of the summary input first (docs/design.md
+	// §4.11, compact.Composer.ContextWindow).
 	ContextWindow    int
 	AutoCompactRatio float64
 	// MaxSteps caps the provider steps of one turn; 0 = DefaultMaxSteps.
@@ -105,6 +109,43 @@ type Config struct {
 	// another process serves from a shared store (one implementing
 	// history.Leaser) instead of failing at once with history.ErrLeased.
 	WaitForLease bool
+
+	// SummaryProvider makes the summaries of compactions; nil = Provider
+	// makes them. Configure can change it. The Segment records which
+	// provider and model made its summary (provider.Describe).
+	SummaryProvider provider.Provider
+	// BeforeCompact, when set, runs in the session's worker for every
+	// compaction that has something to compact, after its plan is made
+	// and before the summary call (docs/design.md §4.11). It may change
+	// plan.Instructions, supply plan.Summary (then no model call is made),
+	// or return an error to veto the compaction: the result is then
+	// compact_failed with that error, history is unchanged and no running
+	// action is published. A panic in it counts as an error. Its ctx is
+	// cancelled when the compaction is (Handle.Cancel, Interrupt, Close).
+	BeforeCompact func(ctx context.Context, plan *CompactPlan) error
+	// CompactOnOverflow makes a turn step that the provider rejects as
+	// longer than the model's context (provider.ErrContextOverflow) run
+	// one compaction with trigger "overflow" at that checkpoint and retry
+	// the step once (docs/design.md §3.5). Configure can change it.
+	CompactOnOverflow bool
+}
+
+// CompactPlan is what a compaction is about to do, as Config.BeforeCompact
+// sees it.
+type CompactPlan struct {
+	CompactID string
+	Trigger   string // TriggerManual, TriggerAuto or TriggerOverflow
+	// Messages are the prefix that will be archived, oldest first. They
+	// are shared with the session: read only.
+	Messages []history.Message
+	// Instructions are the compaction's own instructions (the request's;
+	// Config.CompactInstructions are added to them in the summary
+	// request). The hook may change them.
+	Instructions string
+	// Summary, when the hook sets it, is the summary: no model call is
+	// made and it is committed exactly like a generated one. Text that is
+	// only white space fails the compaction (compact.ErrEmptySummary).
+	Summary string
 }
 
 // Defaults of Config.
@@ -125,12 +166,13 @@ type settings struct {
 	ContextWindow       int      `json:"context_window,omitempty"`
 	AutoCompactRatio    float64  `json:"auto_compact_ratio,omitempty"`
 	MaxSteps            int      `json:"max_steps,omitempty"`
+	CompactOnOverflow   bool     `json:"compact_on_overflow,omitempty"`
 	Configured          []string `json:"configured,omitempty"`
 }
 
 // settingNames are the names of the stored settings, as Settings.Configured
 // lists them.
-var settingNames = []string{"SystemPrompt", "AutoCompactTokens", "CompactInstructions", "ContextWindow", "AutoCompactRatio", "MaxSteps"}
+var settingNames = []string{"SystemPrompt", "AutoCompactTokens", "CompactInstructions", "ContextWindow", "AutoCompactRatio", "MaxSteps", "CompactOnOverflow"}
 
 // field returns the value of setting name, for comparisons and logs.
 func (s *settings) field(name string) any {
@@ -147,6 +189,8 @@ func (s *settings) field(name string) any {
 		return s.AutoCompactRatio
 	case "MaxSteps":
 		return s.MaxSteps
+	case "CompactOnOverflow":
+		return s.CompactOnOverflow
 	}
 	return nil
 }
@@ -166,6 +210,8 @@ func (s *settings) take(name string, from *settings) {
 		s.AutoCompactRatio = from.AutoCompactRatio
 	case "MaxSteps":
 		s.MaxSteps = from.MaxSteps
+	case "CompactOnOverflow":
+		s.CompactOnOverflow = from.CompactOnOverflow
 	}
 }
 
@@ -198,6 +244,7 @@ type Settings struct {
 	ContextWindow       int
 	AutoCompactRatio    float64
 	MaxSteps            int // 0 = DefaultMaxSteps
+	CompactOnOverflow   bool
 	// Configured names the settings above (by field name) that Configure
 	// set. They keep their values when the session is opened again; the
 	// others take the values of the Config it is opened with (see [New]).
@@ -220,6 +267,7 @@ func (s *settings) public(title, cwd string) Settings {
 		ContextWindow:       s.ContextWindow,
 		AutoCompactRatio:    s.AutoCompactRatio,
 		MaxSteps:            s.MaxSteps,
+		CompactOnOverflow:   s.CompactOnOverflow,
 		Configured:          slices.Clone(s.Configured),
 		Title:               title,
 		Cwd:                 cwd,
@@ -259,7 +307,26 @@ type PromptRequest struct{ Text string }
 type SteerRequest struct{ Text string }
 
 // CompactRequest asks for a manual compaction.
-type CompactRequest struct{ Instructions string }
+type CompactRequest struct {
+	Instructions string
+	// Through, when set, is the ID of a message in Active: the compaction
+	// archives Active up to and including it (moved forward past the tool
+	// results that follow it, so that no tool call is separated from its
+	// results) instead of the oldest half (docs/design.md §4.11). An ID not in
+	// Active when Compact is called is refused (ErrInvalid); one archived
+	// by an earlier compaction before this one runs fails it.
+	Through string
+}
+
+// UncompactRequest asks to undo the newest compaction (Session.Uncompact).
+type UncompactRequest struct{}
+
+// UncompactResult is the result of an Uncompact.
+type UncompactResult struct {
+	SegmentID string // the Segment undone
+	Restored  int    // messages put back at the front of Active
+	Err       error  // non-nil when nothing was undone (history.ErrNothingToUndo when there was nothing to undo)
+}
 
 // ConfigureRequest changes settings from the next provider request on. Nil
 // fields are left as they are.
@@ -273,6 +340,12 @@ type ConfigureRequest struct {
 	AutoCompactRatio *float64
 	// MaxSteps replaces Config.MaxSteps.
 	MaxSteps *int
+	// CompactOnOverflow replaces Config.CompactOnOverflow.
+	CompactOnOverflow *bool
+	// SummaryProvider, when not nil, replaces Config.SummaryProvider. It
+	// is not stored with the session (a provider is code, not data): a
+	// session opened again uses its Config's.
+	SummaryProvider provider.Provider
 }
 
 func (r *ConfigureRequest) apply(s settings) settings {
@@ -294,6 +367,9 @@ func (r *ConfigureRequest) apply(s settings) settings {
 	if r.MaxSteps != nil {
 		s.MaxSteps = *r.MaxSteps
 	}
+	if r.CompactOnOverflow != nil {
+		s.CompactOnOverflow = *r.CompactOnOverflow
+	}
 	return s
 }
 
@@ -306,6 +382,7 @@ func (r *ConfigureRequest) configured(s settings) settings {
 		"ContextWindow":       r.ContextWindow != nil,
 		"AutoCompactRatio":    r.AutoCompactRatio != nil,
 		"MaxSteps":            r.MaxSteps != nil,
+		"CompactOnOverflow":   r.CompactOnOverflow != nil,
 	}
 	names := slices.Clone(s.Configured)
 	for _, name := range settingNames {
@@ -318,7 +395,9 @@ func (r *ConfigureRequest) configured(s settings) settings {
 }
 
 func (r *ConfigureRequest) empty() bool {
-	return *r == ConfigureRequest{}
+	rest := *r
+	rest.SummaryProvider = nil
+	return r.SummaryProvider == nil && rest == ConfigureRequest{}
 }
 
 // TurnResult is the result of a Prompt.
@@ -351,8 +430,9 @@ const (
 
 // Compaction triggers.
 const (
-	TriggerManual = "manual"
-	TriggerAuto   = "auto"
+	TriggerManual   = history.TriggerManual
+	TriggerAuto     = history.TriggerAuto
+	TriggerOverflow = history.TriggerOverflow // a turn step overflowed the model's context (Config.CompactOnOverflow)
 )
 
 // CompactResult is the result of a compaction (docs/design.md §4.9).
@@ -362,9 +442,20 @@ type CompactResult struct {
 	Compacted bool
 	Reason    CompactReason
 	Error     string
-	Trigger   string           // "manual" or "auto"
+	Trigger   string           // "manual", "auto" or "overflow"
 	Segment   *history.Segment // non-nil when Compacted
-	Usage     provider.Usage   // of the summary call
+	Usage     provider.Usage   // of the summary call (zero when BeforeCompact supplied the summary)
+	// ContextBefore is the context the conversation held when the
+	// compaction started, as the provider last reported it (input plus
+	// output tokens of the latest turn response); 0 when no fresh figure
+	// existed. ContextAfter is an estimate of the context after the
+	// commit: system prompt, the new summary and the Active messages left
+	// (compact.EstimateMessages); 0 unless Compacted.
+	ContextBefore, ContextAfter int
+	// LeftOut is how many of the oldest archived messages the summary
+	// input left out to fit Config.ContextWindow (they are archived all
+	// the same).
+	LeftOut int
 	// Cancelled reports a compact_failed that was a cancellation (Handle.Cancel,
 	// Close, or an ACP session/cancel) rather than a failure.
 	Cancelled bool

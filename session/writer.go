@@ -138,6 +138,8 @@ func segmentOf(c history.Commit, rec history.CompactionRecord) *history.Segment 
 		ID: c.SegmentID, CompactID: c.CompactID, Trigger: rec.Trigger, Summary: c.Summary,
 		Instructions: rec.Instructions, CreatedAt: c.At, StartedAt: rec.StartedAt,
 		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
+		SummaryProvider: c.SummaryProvider, SummaryModel: c.SummaryModel,
+		ContextBefore: c.ContextBefore, ContextAfter: c.ContextAfter,
 	}
 }
 

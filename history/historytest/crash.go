@@ -67,15 +67,30 @@ func sameMessage(want, got *history.Message) bool {
 // CrashWrite is the writing loop of a crash child: it continues session
 // snap.ID of s from snap, its stored state, and writes until a write fails,
 // with random batches of [CrashMessage] appends and compactions that are
-// committed, finished as failed or left in progress, all drawn from seed.
+// committed (and sometimes undone, when s is a [history.Uncompacter]),
+// finished as failed or left in progress, all drawn from seed.
 // It reports every write with say: "try …" before it and "ack …" after it
 // succeeded, lines that [ParseCrashOp] reads back. It returns the kind of the
-// write that failed (append, begin, commit or finish) and its error.
+// write that failed (append, begin, commit, finish or uncompact) and its
+// error.
 func CrashWrite(ctx context.Context, s history.Store, snap *history.Snapshot, seed uint64, say func(format string, args ...any)) (kind string, err error) {
 	id, v := snap.ID, snap.Version
 	next := int(snap.Archived) + len(snap.Active)
 	active := len(snap.Active)
 	rng := rand.New(rand.NewPCG(seed, 1))
+	undo, _ := s.(history.Uncompacter)
+	standing := 0 // segments not undone
+	if undo != nil {
+		segs, err := s.Segments(ctx, id)
+		if err != nil {
+			return "segments", err
+		}
+		for i := range segs {
+			if !segs[i].Undone() {
+				standing++
+			}
+		}
+	}
 	for i := 0; ; i++ {
 		n := 1 + rng.IntN(3)
 		batch := make([]history.Message, n)
@@ -113,6 +128,20 @@ func CrashWrite(ctx context.Context, s history.Store, snap *history.Snapshot, se
 			}
 			say("ack commit %d %s %d", v, cid, k)
 			active -= k
+			standing++
+			// Undo it sometimes, and then sometimes the one before too.
+			for j := 0; undo != nil && standing > 0 && rng.IntN(3) == 0; j++ {
+				uid := fmt.Sprintf("u-%s-%d", cid, j)
+				say("try uncompact %s", uid)
+				var rec *history.UncompactionRecord
+				v, rec, err = undo.Uncompact(ctx, id, v, history.Uncompaction{ID: uid, At: time.Now()})
+				if err != nil {
+					return "uncompact", err
+				}
+				say("ack uncompact %d %s %s %d", v, uid, rec.CompactID, rec.Restored)
+				active += rec.Restored
+				standing--
+			}
 		case r < 8:
 			say("try finish %s", cid)
 			v, err = s.FinishCompaction(ctx, id, v, cid, history.StatusFailed, "model failed", time.Now())
@@ -128,12 +157,13 @@ func CrashWrite(ctx context.Context, s history.Store, snap *history.Snapshot, se
 // CrashOp is one write of a crash child as it reported it: the "try" line
 // before the write or the "ack" line after it.
 type CrashOp struct {
-	Kind    string // append, begin, commit or finish
+	Kind    string // append, begin, commit, finish or uncompact
 	Ack     bool   // the write's ack, else its try
 	Version uint64 // ack: the version the write returned
 	First   int    // append: the number of its first message
-	N       int    // append: messages; commit: archived
-	CID     string // begin, commit, finish: the compaction ID
+	N       int    // append: messages; commit: archived; uncompact ack: restored
+	CID     string // begin, commit, finish: the compaction ID; uncompact ack: the one undone
+	UID     string // uncompact: the uncompaction ID
 }
 
 // ParseCrashOp parses a "try …" or "ack …" line that [CrashWrite] printed.
@@ -167,6 +197,11 @@ func ParseCrashOp(line string) (CrashOp, error) {
 		op.N, err = strconv.Atoi(args[1])
 	case (op.Kind == "begin" || op.Kind == "finish") && len(args) == 1:
 		op.CID = args[0]
+	case op.Kind == "uncompact" && !op.Ack && len(args) == 1:
+		op.UID = args[0]
+	case op.Kind == "uncompact" && op.Ack && len(args) == 3:
+		op.UID, op.CID = args[0], args[1]
+		op.N, err = strconv.Atoi(args[2])
 	default:
 		err = bad
 	}
@@ -179,6 +214,7 @@ type CrashModel struct {
 	Total    int      // messages ever appended
 	Segments []string // compaction IDs of the segments, in order
 	Sizes    []int    // their message counts
+	Undone   []bool   // whether an uncompaction undid them
 	Version  uint64   // the session version after the last Recover
 	// InFlightStored and InFlightLost count the writes in flight at a kill,
 	// by kind, that were found stored and not stored.
@@ -186,13 +222,15 @@ type CrashModel struct {
 
 	// finished compactions whose outcome is known from acknowledged writes
 	committed, failed map[string]bool
+	// undone compactions and their uncompaction IDs, from acknowledged writes
+	undone map[string]string
 }
 
 // NewCrashModel returns the model of a new, empty session at version.
 func NewCrashModel(version uint64) *CrashModel {
 	return &CrashModel{
 		Version:   version,
-		committed: map[string]bool{}, failed: map[string]bool{},
+		committed: map[string]bool{}, failed: map[string]bool{}, undone: map[string]string{},
 		InFlightStored: map[string]int{}, InFlightLost: map[string]int{},
 	}
 }
@@ -242,6 +280,8 @@ func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops
 			m.committed[op.CID] = true
 		case "finish":
 			m.failed[op.CID] = true
+		case "uncompact":
+			m.undone[op.CID] = op.UID
 		}
 	}
 
@@ -278,11 +318,14 @@ func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops
 		violate("after Recover: version %d (want %d), interrupted %v", after.Version, rv, after.Interrupted)
 	}
 
-	// Segments + Active is every message ever appended, in order, each
-	// exactly as written.
+	// The standing segments + Active is every message ever appended, in
+	// order, each exactly as written; an undone segment keeps its messages,
+	// which are Active again.
 	var all []history.Message
 	for _, g := range segs {
-		all = append(all, g.Messages...)
+		if !g.Undone() {
+			all = append(all, g.Messages...)
+		}
 	}
 	archived := len(all)
 	all = append(all, after.Active...)
@@ -318,15 +361,33 @@ func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops
 	if len(segs) != len(want) {
 		violate("%d segments stored, want %d", len(segs), len(want))
 	}
+	undoneStored := false // the pending uncompaction is stored
 	for i := range min(len(segs), len(want)) {
 		g := segs[i]
 		if g.CompactID != want[i] || g.ID != "seg-"+want[i] || len(g.Messages) != wantSizes[i] || g.Summary != "summary of "+want[i] {
 			violate("segment %d is %s/%s with %d messages and %q, want %s with %d", i, g.ID, g.CompactID, len(g.Messages), g.Summary, want[i], wantSizes[i])
 		}
+		uid, acked := m.undone[g.CompactID]
+		switch {
+		case acked && g.UndoID != uid:
+			violate("segment %s undone by %q, want %q", g.CompactID, g.UndoID, uid)
+		case !acked && g.Undone() && pending != nil && pending.Kind == "uncompact" && g.UndoID == pending.UID && !undoneStored:
+			undoneStored = true
+		case !acked && g.Undone():
+			violate("segment %s undone by %q without an acknowledged or pending uncompaction", g.CompactID, g.UndoID)
+		}
+	}
+	// Undone segments are the newest ones: no standing segment after one.
+	for i := 1; i < len(segs); i++ {
+		if segs[i-1].Undone() && !segs[i].Undone() && segs[i].Position < segs[i-1].Position {
+			violate("segment %s stands after the undone %s", segs[i].CompactID, segs[i-1].CompactID)
+		}
 	}
 	wantSummary := ""
-	if len(segs) > 0 {
-		wantSummary = segs[len(segs)-1].Summary
+	for _, g := range segs {
+		if !g.Undone() {
+			wantSummary = g.Summary
+		}
 	}
 	if after.Summary != wantSummary {
 		violate("retained summary %q, last segment's %q", after.Summary, wantSummary)
@@ -336,6 +397,7 @@ func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops
 	// in progress, acknowledged outcomes recorded.
 	mi := 0
 	records := map[string]history.CompactionRecord{}
+	undos := map[string]history.UncompactionRecord{}
 	for i, e := range tl {
 		if i > 0 && e.Position <= tl[i-1].Position {
 			violate("timeline position %d after %d", e.Position, tl[i-1].Position)
@@ -352,6 +414,13 @@ func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops
 			if !c.Status.Terminal() {
 				violate("compaction %s is %s after Recover", c.CompactID, c.Status)
 			}
+		case e.Uncompaction != nil:
+			undos[e.Uncompaction.ID] = *e.Uncompaction
+		}
+	}
+	for cid, uid := range m.undone {
+		if u, ok := undos[uid]; !ok || u.CompactID != cid {
+			violate("acknowledged uncompaction %s of %s is not in the timeline (%+v)", uid, cid, u)
 		}
 	}
 	if mi != len(all) {
@@ -384,6 +453,12 @@ func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops
 			stored = records[pending.CID].Status == history.StatusCompleted
 		case "finish":
 			stored = records[pending.CID].Error == "model failed"
+		case "uncompact":
+			_, inTimeline := undos[pending.UID]
+			if inTimeline != undoneStored {
+				violate("uncompaction %s: in the timeline %v, segment undone %v", pending.UID, inTimeline, undoneStored)
+			}
+			stored = undoneStored
 		}
 		switch {
 		case stored && fenced:
@@ -398,10 +473,14 @@ func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops
 	}
 
 	m.Total = len(all)
-	m.Segments, m.Sizes = m.Segments[:0], m.Sizes[:0]
+	m.Segments, m.Sizes, m.Undone = m.Segments[:0], m.Sizes[:0], m.Undone[:0]
 	for _, g := range segs {
 		m.Segments = append(m.Segments, g.CompactID)
 		m.Sizes = append(m.Sizes, len(g.Messages))
+		m.Undone = append(m.Undone, g.Undone())
+		if g.Undone() {
+			m.undone[g.CompactID] = g.UndoID
+		}
 	}
 	m.Version = rv
 	return snap, ids, nil

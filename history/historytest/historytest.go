@@ -78,6 +78,8 @@ func Run(t *testing.T, h Harness) {
 		{"SharedData", testSharedData},
 		{"TimelineOrder", testTimelineOrder},
 		{"CancelledContext", testCancelledContext},
+		{"CommitRecordsControls", testCommitRecordsControls},
+		{"Uncompact", testUncompact},
 		{"ListOrder", testListOrder},
 		{"ListPages", testListPages},
 		{"ListCwd", testListCwd},

@@ -35,6 +35,7 @@ type session struct {
 	activeFrom  int               // index into messages of the first Active message
 	compactions []history.CompactionRecord
 	segments    []segment
+	undos       []history.UncompactionRecord
 	nextPos     int64
 	title, cwd  string
 	created     time.Time
@@ -66,8 +67,9 @@ type segment struct {
 }
 
 var (
-	_ history.Store  = (*Store)(nil)
-	_ history.Lister = (*Store)(nil)
+	_ history.Store       = (*Store)(nil)
+	_ history.Lister      = (*Store)(nil)
+	_ history.Uncompacter = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -303,6 +305,45 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 	return ss.version, &out, nil
 }
 
+// Uncompact implements [history.Uncompacter].
+func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
+	if err := history.CheckUncompaction(&u); err != nil {
+		return 0, nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, nil, err
+	}
+	// The standing Segments are contiguous and end at the watermark; the
+	// newest is the last of them.
+	last, prev := -1, -1
+	for i := range ss.segments {
+		if !ss.segments[i].seg.Undone() {
+			prev, last = last, i
+		}
+	}
+	if last < 0 {
+		return 0, nil, fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
+	}
+	if slices.ContainsFunc(ss.undos, func(r history.UncompactionRecord) bool { return r.ID == u.ID }) {
+		return 0, nil, fmt.Errorf("%w: uncompaction %q is already recorded", history.ErrExists, u.ID)
+	}
+	g := &ss.segments[last]
+	g.seg.UndoneAt, g.seg.UndoID = u.At, u.ID
+	rec := history.UncompactionRecord{ID: u.ID, SegmentID: g.seg.ID, CompactID: g.seg.CompactID, Restored: g.upto - g.from, At: u.At, Position: ss.nextPos}
+	ss.nextPos++
+	ss.undos = append(ss.undos, rec)
+	ss.activeFrom = g.from
+	ss.summary = ""
+	if prev >= 0 {
+		ss.summary = ss.segments[prev].seg.Summary
+	}
+	ss.touch()
+	return ss.version, &rec, nil
+}
+
 func (ss *session) segmentOf(s *segment) *history.Segment {
 	seg := s.seg
 	seg.Messages = cloneMessages(ss.messages[s.from:s.upto])
@@ -354,20 +395,12 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 	if err != nil {
 		return nil, err
 	}
-	out := make([]history.Entry, 0, len(ss.messages)+len(ss.compactions))
-	mi, ci := 0, 0
-	for mi < len(ss.messages) || ci < len(ss.compactions) {
-		if ci == len(ss.compactions) || (mi < len(ss.messages) && ss.positions[mi] < ss.compactions[ci].Position) {
-			m := cloneMessages(ss.messages[mi : mi+1])[0]
-			out = append(out, history.Entry{Position: ss.positions[mi], Archived: mi < ss.activeFrom, Message: &m})
-			mi++
-			continue
-		}
-		c := ss.compactions[ci]
-		out = append(out, history.Entry{Position: c.Position, Compaction: &c})
-		ci++
+	var activeFrom int64 = ss.nextPos
+	if ss.activeFrom < len(ss.positions) {
+		activeFrom = ss.positions[ss.activeFrom]
 	}
-	return out, nil
+	return history.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
+		slices.Clone(ss.compactions), slices.Clone(ss.undos), activeFrom), nil
 }
 
 func cloneMessages(msgs []history.Message) []history.Message {

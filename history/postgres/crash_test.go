@@ -225,8 +225,8 @@ func (r *crashRun) summary(kills int, what string) {
 		total += n
 	}
 	m := r.model
-	r.t.Logf("%d %s, %d acknowledged writes (%d appends, %d begins, %d commits, %d finishes), %d messages and %d segments at the end, %d interrupted compactions recovered, %d rounds through a lease (%d fenced), %d violations",
-		kills, what, total, r.acked["append"], r.acked["begin"], r.acked["commit"], r.acked["finish"], m.Total, len(m.Segments), r.recovered, r.leased, r.fenced, r.violations)
+	r.t.Logf("%d %s, %d acknowledged writes (%d appends, %d begins, %d commits, %d finishes, %d uncompacts), %d messages and %d segments at the end, %d interrupted compactions recovered, %d rounds through a lease (%d fenced), %d violations",
+		kills, what, total, r.acked["append"], r.acked["begin"], r.acked["commit"], r.acked["finish"], r.acked["uncompact"], m.Total, len(m.Segments), r.recovered, r.leased, r.fenced, r.violations)
 	r.t.Logf("killed during a write (stored / not stored): %v / %v", m.InFlightStored, m.InFlightLost)
 }
 

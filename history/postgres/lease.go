@@ -196,7 +196,10 @@ func (l *lease) renewOnce(ctx context.Context) (bool, error) {
 // lease in their own transaction; writes to other sessions fail.
 type fencedStore struct{ l *lease }
 
-var _ history.Store = (*fencedStore)(nil)
+var (
+	_ history.Store       = (*fencedStore)(nil)
+	_ history.Uncompacter = (*fencedStore)(nil)
+)
 
 // mine fails with history.ErrInvalid for a write to another session.
 func (f *fencedStore) mine(id string) error {
@@ -257,6 +260,14 @@ func (f *fencedStore) CommitCompaction(ctx context.Context, id string, version u
 		return 0, nil, err
 	}
 	return f.l.s.commit(ctx, id, version, c, f.l)
+}
+
+// Uncompact implements [history.Uncompacter].
+func (f *fencedStore) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
+	if err := f.mine(id); err != nil {
+		return 0, nil, err
+	}
+	return f.l.s.uncompact(ctx, id, version, u, f.l)
 }
 
 // Recover implements [history.Store].

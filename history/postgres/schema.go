@@ -96,6 +96,28 @@ UPDATE sessions SET
 CREATE INDEX sessions_updated ON sessions (updated_at, id);
 CREATE INDEX sessions_cwd_updated ON sessions (cwd, updated_at, id);
 `,
+	// 3: compaction controls: the overflow trigger, what made a segment's
+	// summary, its token figures, and undo (Uncompact). An undone segment
+	// keeps its row and its messages; undo_pos is the timeline position of
+	// the undo. commit_version is the session version the commit made:
+	// Segments lists segments in commit order (older rows, NULL, were
+	// committed first, in from_pos order).
+	`
+ALTER TABLE compactions DROP CONSTRAINT compactions_trigger_kind_check;
+ALTER TABLE compactions ADD CONSTRAINT compactions_trigger_kind_check CHECK (trigger_kind IN ('manual', 'auto', 'overflow'));
+ALTER TABLE compactions
+	ADD COLUMN summary_provider bytea  NOT NULL DEFAULT '',
+	ADD COLUMN summary_model    bytea  NOT NULL DEFAULT '',
+	ADD COLUMN context_before   bigint NOT NULL DEFAULT 0,
+	ADD COLUMN context_after    bigint NOT NULL DEFAULT 0,
+	ADD COLUMN undo_id          bytea,  -- NULL while the segment stands
+	ADD COLUMN undo_pos         bigint,
+	ADD COLUMN undone_at        bigint, -- unix nanoseconds
+	ADD COLUMN restored         bigint, -- messages the undo put back
+	ADD COLUMN commit_version   bigint;
+
+CREATE UNIQUE INDEX compactions_undo ON compactions (session_id, undo_id) WHERE undo_id IS NOT NULL;
+`,
 }
 
 // migrationLock is the key of the transaction-scoped advisory lock that

@@ -532,9 +532,11 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		}
 		_, err = tx.Exec(ctx, `
 			UPDATE compactions SET status = 'completed', summary = $3, finished_at = $4,
-				segment_id = $5, from_pos = $6, to_pos = $7, input_tokens = $8, output_tokens = $9
+				segment_id = $5, from_pos = $6, to_pos = $7, input_tokens = $8, output_tokens = $9,
+				summary_provider = $10, summary_model = $11, context_before = $12, context_after = $13, commit_version = $14
 			WHERE session_id = $1 AND compact_id = $2`,
-			bin(id), bin(c.CompactID), bin(c.Summary), at, bin(c.SegmentID), from, to, int64(c.InputTokens), int64(c.OutputTokens))
+			bin(id), bin(c.CompactID), bin(c.Summary), at, bin(c.SegmentID), from, to, int64(c.InputTokens), int64(c.OutputTokens),
+			bin(c.SummaryProvider), bin(c.SummaryModel), int64(c.ContextBefore), int64(c.ContextAfter), int64(version)+1)
 		switch {
 		case isUniqueViolation(err):
 			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
@@ -609,7 +611,8 @@ func (s *Store) exists(ctx context.Context, tx pgx.Tx, op, id string) (activeFro
 }
 
 // Segments implements [history.Store]. It reads the completed compactions
-// and the messages before the watermark in one read transaction.
+// and the messages before the watermark in one read transaction, and the
+// messages of undone segments (Active again) by their ranges.
 func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
 	const op = "segments"
 	var out []history.Segment
@@ -618,12 +621,19 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
-		var spans []history.SegmentSpan
+		var (
+			standing []int // indexes into out, in archive order
+			spans    []history.SegmentSpan
+			undone   []int
+			all      []history.SegmentSpan
+		)
 		err = func() error {
 			rows, err := tx.Query(ctx, `
 				SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
-					input_tokens, output_tokens, pos, from_pos, to_pos
-				FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL ORDER BY from_pos`, bin(id))
+					input_tokens, output_tokens, pos, from_pos, to_pos,
+					summary_provider, summary_model, context_before, context_after, undo_id, undone_at
+				FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
+				ORDER BY COALESCE(commit_version, 0), from_pos`, bin(id))
 			if err != nil {
 				return s.fail(ctx, op, err)
 			}
@@ -632,19 +642,31 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 				var (
 					g                                 history.Segment
 					segID, compactID, summary, instrs []byte
-					created, started                  *int64
+					sumProvider, sumModel, undoID     []byte
+					created, started, undoneAt        *int64
 					sp                                history.SegmentSpan
 					inTokens, outTokens               int64
+					before, after                     int64
 				)
 				if err := rows.Scan(&segID, &compactID, &g.Trigger, &summary, &instrs, &created, &started,
-					&inTokens, &outTokens, &g.Position, &sp.From, &sp.To); err != nil {
+					&inTokens, &outTokens, &g.Position, &sp.From, &sp.To,
+					&sumProvider, &sumModel, &before, &after, &undoID, &undoneAt); err != nil {
 					return s.fail(ctx, op, err)
 				}
 				g.ID, g.CompactID, g.Summary, g.Instructions = string(segID), string(compactID), string(summary), string(instrs)
 				g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
 				g.InputTokens, g.OutputTokens = int(inTokens), int(outTokens)
+				g.SummaryProvider, g.SummaryModel = string(sumProvider), string(sumModel)
+				g.ContextBefore, g.ContextAfter = int(before), int(after)
+				if undoID != nil {
+					g.UndoID, g.UndoneAt = string(undoID), decodeTime(undoneAt)
+					undone = append(undone, len(out))
+				} else {
+					standing = append(standing, len(out))
+					spans = append(spans, sp)
+				}
+				all = append(all, sp)
 				out = append(out, g)
-				spans = append(spans, sp)
 			}
 			if err := rows.Err(); err != nil {
 				return s.fail(ctx, op, err)
@@ -654,12 +676,27 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
+		// The standing segments are contiguous and end at the watermark, in
+		// the order they were committed.
+		segs := make([]history.Segment, len(standing))
+		for k, i := range standing {
+			segs[k] = out[i]
+		}
 		positions, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos < $2 ORDER BY pos`, bin(id), activeFrom)
 		if err != nil {
 			return err
 		}
-		if err := history.AssignSegments(out, spans, positions, msgs); err != nil {
+		if err := history.AssignSegments(segs, spans, positions, msgs); err != nil {
 			return fmt.Errorf("postgres: %s: session %q: %w", op, id, err)
+		}
+		for k, i := range standing {
+			out[i] = segs[k]
+		}
+		for _, i := range undone {
+			_, out[i].Messages, err = s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos BETWEEN $2 AND $3 ORDER BY pos`, bin(id), all[i].From, all[i].To)
+			if err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -670,6 +707,81 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		out = []history.Segment{}
 	}
 	return out, nil
+}
+
+// Uncompact implements [history.Uncompacter].
+func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
+	return s.uncompact(ctx, id, version, u, nil)
+}
+
+// uncompact is Uncompact, fenced by l when l is not nil: one write
+// transaction that moves the watermark back to the first message of the
+// newest standing segment, restores the summary of the one before it and
+// marks it undone. It reads none of the messages (it counts the restored
+// ones through the primary key).
+func (s *Store) uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction, l *lease) (uint64, *history.UncompactionRecord, error) {
+	const op = "uncompact"
+	if err := history.CheckUncompaction(&u); err != nil {
+		return 0, nil, err
+	}
+	at, err := encodeTime(u.At)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rec *history.UncompactionRecord
+	v, err := s.write(ctx, op, id, version, l, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
+		r := history.UncompactionRecord{ID: u.ID, At: decodeTime(at), Position: st.nextPos}
+		var (
+			compactID, segID []byte
+			from, to         int64
+		)
+		err := tx.QueryRow(ctx, `
+			SELECT compact_id, segment_id, from_pos, to_pos FROM compactions
+			WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos DESC LIMIT 1`, bin(id)).
+			Scan(&compactID, &segID, &from, &to)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		r.CompactID, r.SegmentID = string(compactID), string(segID)
+		var restored int64
+		err = tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE session_id = $1 AND pos BETWEEN $2 AND $3`, bin(id), from, to).Scan(&restored)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		r.Restored = int(restored)
+		prev := []byte{}
+		err = tx.QueryRow(ctx, `
+			SELECT summary FROM compactions
+			WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL AND compact_id <> $2 ORDER BY from_pos DESC LIMIT 1`,
+			bin(id), compactID).Scan(&prev)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return s.fail(ctx, op, err)
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE compactions SET undo_id = $3, undo_pos = $4, undone_at = $5, restored = $6
+			WHERE session_id = $1 AND compact_id = $2`, bin(id), compactID, bin(u.ID), st.nextPos, at, restored)
+		switch {
+		case isUniqueViolation(err):
+			return fmt.Errorf("%w: uncompaction %q is already recorded", history.ErrExists, u.ID)
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		_, err = tx.Exec(ctx, `
+			UPDATE sessions SET active_from = $2, archived = archived - $3, summary = $4 WHERE id = $1`,
+			bin(id), from, restored, prev)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		rec = &r
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, rec, nil
 }
 
 // Timeline implements [history.Store]. It reads every message and
@@ -691,11 +803,45 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = history.MergeTimeline(positions, msgs, recs, activeFrom)
+		undos, err := s.undos(ctx, tx, op, id)
+		if err != nil {
+			return err
+		}
+		out = history.MergeEntries(positions, msgs, recs, undos, activeFrom)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// undos reads a session's uncompaction records in timeline order.
+func (s *Store) undos(ctx context.Context, tx pgx.Tx, op, id string) ([]history.UncompactionRecord, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
+		FROM compactions WHERE session_id = $1 AND undo_id IS NOT NULL ORDER BY undo_pos`, bin(id))
+	if err != nil {
+		return nil, s.fail(ctx, op, err)
+	}
+	defer rows.Close()
+	var out []history.UncompactionRecord
+	for rows.Next() {
+		var (
+			r                        history.UncompactionRecord
+			undoID, segID, compactID []byte
+			restored                 int64
+			at                       *int64
+		)
+		if err := rows.Scan(&undoID, &segID, &compactID, &restored, &at, &r.Position); err != nil {
+			return nil, s.fail(ctx, op, err)
+		}
+		r.ID, r.SegmentID, r.CompactID = string(undoID), string(segID), string(compactID)
+		r.Restored, r.At = int(restored), decodeTime(at)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, op, err)
 	}
 	return out, nil
 }

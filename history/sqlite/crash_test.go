@@ -131,8 +131,8 @@ func TestCrashKill(t *testing.T) {
 	for _, n := range acked {
 		total += n
 	}
-	t.Logf("%d kills, %d acknowledged writes (%d appends, %d begins, %d commits, %d finishes), %d messages and %d segments at the end, %d interrupted compactions recovered, %d violations",
-		*crashKills, total, acked["append"], acked["begin"], acked["commit"], acked["finish"], model.Total, len(model.Segments), recovered, violations)
+	t.Logf("%d kills, %d acknowledged writes (%d appends, %d begins, %d commits, %d finishes, %d uncompacts), %d messages and %d segments at the end, %d interrupted compactions recovered, %d violations",
+		*crashKills, total, acked["append"], acked["begin"], acked["commit"], acked["finish"], acked["uncompact"], model.Total, len(model.Segments), recovered, violations)
 	t.Logf("killed during a write (stored / not stored): %v / %v", model.InFlightStored, model.InFlightLost)
 }
 

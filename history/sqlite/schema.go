@@ -90,6 +90,24 @@ CREATE TABLE leases (
 	expires_at INTEGER NOT NULL  -- unix nanoseconds; live while expires_at > now
 ) WITHOUT ROWID;
 `,
+	// 3: compaction controls: what made a segment's summary, its token
+	// figures, and undo (Uncompact). An undone segment keeps its row and
+	// its messages; undo_pos is the timeline position of the undo.
+	`
+ALTER TABLE compactions ADD COLUMN summary_provider TEXT    NOT NULL DEFAULT '';
+ALTER TABLE compactions ADD COLUMN summary_model    TEXT    NOT NULL DEFAULT '';
+ALTER TABLE compactions ADD COLUMN context_before   INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE compactions ADD COLUMN context_after    INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE compactions ADD COLUMN undo_id          TEXT;    -- NULL while the segment stands
+ALTER TABLE compactions ADD COLUMN undo_pos         INTEGER;
+ALTER TABLE compactions ADD COLUMN undone_at        INTEGER; -- unix nanoseconds
+ALTER TABLE compactions ADD COLUMN restored         INTEGER; -- messages the undo put back
+-- the session version the commit made: Segments lists segments in commit
+-- order (older rows, NULL, were committed first, in from_pos order)
+ALTER TABLE compactions ADD COLUMN commit_version   INTEGER;
+
+CREATE UNIQUE INDEX compactions_undo ON compactions (session_id, undo_id) WHERE undo_id IS NOT NULL;
+`,
 }
 
 // migrate brings the schema of the database behind w up to

@@ -441,9 +441,11 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		}
 		_, err = tx.ExecContext(ctx, `
 			UPDATE compactions SET status = 'completed', summary = ?, finished_at = ?,
-				segment_id = ?, from_pos = ?, to_pos = ?, input_tokens = ?, output_tokens = ?
+				segment_id = ?, from_pos = ?, to_pos = ?, input_tokens = ?, output_tokens = ?,
+				summary_provider = ?, summary_model = ?, context_before = ?, context_after = ?, commit_version = ?
 			WHERE session_id = ? AND compact_id = ?`,
-			c.Summary, at, c.SegmentID, from, to, c.InputTokens, c.OutputTokens, id, c.CompactID)
+			c.Summary, at, c.SegmentID, from, to, c.InputTokens, c.OutputTokens,
+			c.SummaryProvider, c.SummaryModel, c.ContextBefore, c.ContextAfter, int64(version)+1, id, c.CompactID)
 		switch {
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE):
 			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
@@ -512,7 +514,8 @@ func (s *Store) exists(ctx context.Context, tx *sql.Tx, op, id string) (activeFr
 }
 
 // Segments implements [history.Store]. It reads the completed compactions
-// and the messages before the watermark in one read transaction.
+// and the messages before the watermark in one read transaction, and the
+// messages of undone segments (Active again) by their ranges.
 func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
 	const op = "segments"
 	var out []history.Segment
@@ -523,29 +526,47 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		}
 		rows, err := tx.QueryContext(ctx, `
 			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
-				input_tokens, output_tokens, pos, from_pos, to_pos
-			FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL ORDER BY from_pos`, id)
+				input_tokens, output_tokens, pos, from_pos, to_pos,
+				summary_provider, summary_model, context_before, context_after, undo_id, undone_at
+			FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL
+			ORDER BY COALESCE(commit_version, 0), from_pos`, id)
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
-		var spans []history.SegmentSpan
+		var (
+			standing []int // indexes into out, in archive order
+			spans    []history.SegmentSpan
+			undone   []int
+			all      []history.SegmentSpan
+		)
 		err = func() error {
 			defer func() { _ = rows.Close() }()
 			for rows.Next() {
 				var (
-					g                  history.Segment
-					created, started   sql.NullInt64
-					sp                 history.SegmentSpan
-					inTokens, outTokns int64
+					g                        history.Segment
+					created, started, undoAt sql.NullInt64
+					sp                       history.SegmentSpan
+					inTokens, outTokns       int64
+					before, after            int64
+					undoID                   sql.NullString
 				)
 				if err := rows.Scan(&g.ID, &g.CompactID, &g.Trigger, &g.Summary, &g.Instructions, &created, &started,
-					&inTokens, &outTokns, &g.Position, &sp.From, &sp.To); err != nil {
+					&inTokens, &outTokns, &g.Position, &sp.From, &sp.To,
+					&g.SummaryProvider, &g.SummaryModel, &before, &after, &undoID, &undoAt); err != nil {
 					return s.fail(ctx, op, err)
 				}
 				g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
 				g.InputTokens, g.OutputTokens = int(inTokens), int(outTokns)
+				g.ContextBefore, g.ContextAfter = int(before), int(after)
+				if undoID.Valid {
+					g.UndoID, g.UndoneAt = undoID.String, decodeTime(undoAt)
+					undone = append(undone, len(out))
+				} else {
+					standing = append(standing, len(out))
+					spans = append(spans, sp)
+				}
+				all = append(all, sp)
 				out = append(out, g)
-				spans = append(spans, sp)
 			}
 			if err := rows.Err(); err != nil {
 				return s.fail(ctx, op, err)
@@ -555,12 +576,26 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
+		// The standing segments are contiguous and end at the watermark, in
+		// the order they were committed.
+		segs := make([]history.Segment, len(standing))
+		for k, i := range standing {
+			segs[k] = out[i]
+		}
 		positions, msgs, err := s.positioned(ctx, tx, op, `WHERE session_id = ? AND pos < ? ORDER BY pos`, id, activeFrom)
 		if err != nil {
 			return err
 		}
-		if err := history.AssignSegments(out, spans, positions, msgs); err != nil {
+		if err := history.AssignSegments(segs, spans, positions, msgs); err != nil {
 			return fmt.Errorf("sqlite: %s: session %q: %w", op, id, err)
+		}
+		for k, i := range standing {
+			out[i] = segs[k]
+		}
+		for _, i := range undone {
+			if out[i].Messages, err = s.messages(ctx, tx, op, whereRange, id, all[i].From, all[i].To); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -571,6 +606,71 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		out = []history.Segment{}
 	}
 	return out, nil
+}
+
+// Uncompact implements [history.Uncompacter]: one write transaction that
+// moves the watermark back to the first message of the newest standing
+// segment, restores the summary of the one before it and marks it undone.
+// It reads none of the messages (it counts the restored ones through the
+// primary key).
+func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
+	const op = "uncompact"
+	if err := history.CheckUncompaction(&u); err != nil {
+		return 0, nil, err
+	}
+	at, err := encodeTime(u.At)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rec *history.UncompactionRecord
+	v, err := s.write(ctx, op, id, version, func(tx *sql.Tx, st *state) error {
+		r := history.UncompactionRecord{ID: u.ID, At: decodeTime(at), Position: st.nextPos}
+		var from, to int64
+		err := tx.QueryRowContext(ctx, `
+			SELECT compact_id, segment_id, from_pos, to_pos FROM compactions
+			WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos DESC LIMIT 1`, id).
+			Scan(&r.CompactID, &r.SegmentID, &from, &to)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		var restored int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM messages `+whereRange, id, from, to).Scan(&restored); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		r.Restored = int(restored)
+		var prev string
+		err = tx.QueryRowContext(ctx, `
+			SELECT summary FROM compactions
+			WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL AND compact_id <> ? ORDER BY from_pos DESC LIMIT 1`, id, r.CompactID).
+			Scan(&prev)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return s.fail(ctx, op, err)
+		}
+		_, err = tx.ExecContext(ctx, `
+			UPDATE compactions SET undo_id = ?, undo_pos = ?, undone_at = ?, restored = ?
+			WHERE session_id = ? AND compact_id = ?`, u.ID, st.nextPos, at, restored, id, r.CompactID)
+		switch {
+		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE):
+			return fmt.Errorf("%w: uncompaction %q is already recorded", history.ErrExists, u.ID)
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		_, err = tx.ExecContext(ctx, `
+			UPDATE sessions SET active_from = ?, archived = archived - ?, summary = ?, next_pos = next_pos + 1 WHERE id = ?`,
+			from, restored, prev, id)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		rec = &r
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, rec, nil
 }
 
 // Timeline implements [history.Store]. It reads every message and
@@ -592,11 +692,43 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = history.MergeTimeline(positions, msgs, recs, activeFrom)
+		undos, err := s.undos(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		out = history.MergeEntries(positions, msgs, recs, undos, activeFrom)
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// undos reads a session's uncompaction records in timeline order.
+func (s *Store) undos(ctx context.Context, tx *sql.Tx, id string) ([]history.UncompactionRecord, error) {
+	rows, err := tx.QueryContext(ctx, `
+		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
+		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL ORDER BY undo_pos`, id)
+	if err != nil {
+		return nil, s.fail(ctx, "timeline", err)
+	}
+	defer func() { _ = rows.Close() }()
+	var out []history.UncompactionRecord
+	for rows.Next() {
+		var (
+			r        history.UncompactionRecord
+			restored int64
+			at       sql.NullInt64
+		)
+		if err := rows.Scan(&r.ID, &r.SegmentID, &r.CompactID, &restored, &at, &r.Position); err != nil {
+			return nil, s.fail(ctx, "timeline", err)
+		}
+		r.Restored, r.At = int(restored), decodeTime(at)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.fail(ctx, "timeline", err)
 	}
 	return out, nil
 }

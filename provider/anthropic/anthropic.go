@@ -308,3 +308,9 @@ func usageOf(input, cacheWrite, cacheRead, output int64) provider.Usage {
 		CacheWriteTokens: int(cacheWrite),
 	}
 }
+
+// Info implements provider.Describer: name "anthropic" and the model it
+// sends.
+func (p *Provider) Info() provider.Info { return provider.Info{Name: "anthropic", Model: p.o.model} }
+
+var _ provider.Describer = (*Provider)(nil)

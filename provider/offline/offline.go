@@ -164,3 +164,8 @@ func splitDeltas(text string, n int) []string {
 	}
 	return out
 }
+
+// Info implements provider.Describer: name "offline", model "offline".
+func (p *Provider) Info() provider.Info { return provider.Info{Name: "offline", Model: "offline"} }
+
+var _ provider.Describer = (*Provider)(nil)

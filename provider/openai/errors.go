@@ -100,6 +100,53 @@ func (p *Provider) cancelled(ctx context.Context, retries int) *Error {
 // send for a request longer than the model's context.
 const codeContextLength = "context_length_exceeded"
 
+// typeContextSize is the error type llama.cpp's server sends for a
+// request longer than its context ("exceed_context_size_error").
+const typeContextSize = "exceed_context_size_error"
+
+// overflowMessages are the texts, lower case, by which OpenAI-compatible
+// servers that send no context_length_exceeded code say a request is
+// longer than the model's context:
+//
+//   - vLLM: "This model's maximum context length is 4096 tokens. However,
+//     you requested 5000 tokens (...)"; newer versions also "... is longer
+//     than the maximum model length of 4096" and "... is too long and
+//     exceeds limit of 4096";
+//   - llama.cpp server: "the request exceeds the available context size,
+//     try increasing it" and "request (4476 tokens) exceeds the available
+//     context size (4096 tokens)" (type exceed_context_size_error);
+//   - Ollama: "the input length exceeds the context length" and, from its
+//     older runner, "prompt too long; exceeded max context length by 12
+//     tokens".
+var overflowMessages = []string{
+	"maximum context length",
+	"longer than the maximum model length",
+	"exceeds the available context size",
+	"exceeds the context length",
+	"exceeded max context length",
+	"is too long and exceeds limit",
+}
+
+// contextOverflow reports whether e is a rejection of a request longer
+// than the model's context: OpenAI's code, llama.cpp's type, or one of
+// the messages of overflowMessages in an error response (any HTTP error
+// status: Ollama reports some as 500) or an error object sent in a stream.
+func contextOverflow(e *Error) bool {
+	if e.Code == codeContextLength || e.Type == typeContextSize {
+		return true
+	}
+	if e.StatusCode != 0 && e.StatusCode < http.StatusBadRequest {
+		return false
+	}
+	msg := strings.ToLower(e.Message)
+	for _, m := range overflowMessages {
+		if strings.Contains(msg, m) {
+			return true
+		}
+	}
+	return false
+}
+
 // maxMessage bounds the part of a non-JSON error body kept in Message.
 const maxMessage = 200
 
@@ -139,7 +186,8 @@ func (p *Provider) classify(err error, att *attempt) *Error {
 	e.Type = redact(e.Type, p.apiKey)
 	e.Code = redact(e.Code, p.apiKey)
 
-	if e.Code == codeContextLength {
+	overflow := contextOverflow(e)
+	if overflow {
 		e.Err = fmt.Errorf("%w: %w", provider.ErrContextOverflow, e.Err)
 	}
 
@@ -152,6 +200,9 @@ func (p *Provider) classify(err error, att *attempt) *Error {
 		e.Retryable = true
 	default:
 		e.Retryable = isConnError(err)
+	}
+	if overflow {
+		e.Retryable = false // the same request overflows again
 	}
 	return e
 }

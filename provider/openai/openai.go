@@ -301,6 +301,7 @@ func (p *Provider) complete(ctx context.Context, creq goopenai.ChatCompletionReq
 	return &provider.Response{
 		Message: assistantMessage(choice.Message.Content, calls),
 		Usage:   usageOf(&resp.Usage),
+		Model:   resp.Model,
 	}, nil
 }
 
@@ -315,3 +316,8 @@ func usageOf(u *goopenai.Usage) provider.Usage {
 	}
 	return out
 }
+
+// Info implements provider.Describer: name "openai" and the model it sends.
+func (p *Provider) Info() provider.Info { return provider.Info{Name: "openai", Model: p.model} }
+
+var _ provider.Describer = (*Provider)(nil)

@@ -97,6 +97,7 @@ func (p *Provider) stream(ctx context.Context, creq goopenai.ChatCompletionReque
 		calls    = newAssembler()
 		finished bool
 		usage    *goopenai.Usage
+		model    string
 	)
 	for {
 		chunk, err := s.Recv()
@@ -111,6 +112,9 @@ func (p *Provider) stream(ctx context.Context, creq goopenai.ChatCompletionReque
 		}
 		if chunk.Usage != nil {
 			usage = chunk.Usage
+		}
+		if model == "" {
+			model = chunk.Model
 		}
 		for i := range chunk.Choices {
 			ch := &chunk.Choices[i]
@@ -139,5 +143,6 @@ func (p *Provider) stream(ctx context.Context, creq goopenai.ChatCompletionReque
 	return &provider.Response{
 		Message: assistantMessage(text.String(), calls.calls),
 		Usage:   usageOf(usage),
+		Model:   model,
 	}, delivered, nil
 }

@@ -82,6 +82,8 @@ type Reply struct {
 	GateAfter int
 	// Purpose, when set, reserves the reply for requests of that purpose.
 	Purpose provider.Purpose
+	// Model is the Response's Model: the model the fake says answered.
+	Model string
 }
 
 // Fake is a scripted provider. Build it with [New]. It is safe for
@@ -94,6 +96,25 @@ type Fake struct {
 	calls    map[provider.Purpose]int
 	next     int           // the first request Next has not returned
 	changed  chan struct{} // closed and replaced when a request arrives
+	info     provider.Info
+}
+
+// SetInfo sets what Info returns (by default name "providertest", no
+// model).
+func (f *Fake) SetInfo(info provider.Info) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.info = info
+}
+
+// Info implements provider.Describer.
+func (f *Fake) Info() provider.Info {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.info == (provider.Info{}) {
+		return provider.Info{Name: "providertest"}
+	}
+	return f.info
 }
 
 var _ provider.Provider = (*Fake)(nil)
@@ -284,6 +305,7 @@ func (f *Fake) Complete(ctx context.Context, req *provider.Request, onDelta func
 	return &provider.Response{
 		Message: history.Message{Role: history.RoleAssistant, Text: text, ToolCalls: r.ToolCalls},
 		Usage:   r.Usage,
+		Model:   r.Model,
 	}, nil
 }
 

@@ -1,0 +1,85 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// ActionKindUncompact is the Kind of the actions of Uncompact.
+const ActionKindUncompact = "uncompact"
+
+// ErrCannotUncompact is the error of an Uncompact on a session whose store
+// does not implement history.Uncompacter.
+var ErrCannotUncompact = errors.New("session: the store cannot undo compactions")
+
+// UncompactEvent reports an undone compaction (Session.Uncompact), after
+// its transaction committed; a Replay yields one at its Position. An
+// Uncompact that undid nothing publishes one with Error set and no
+// Position (NoPosition): it left no record.
+type UncompactEvent struct {
+	ID        string // the Uncompact handle's ID
+	SegmentID string // the Segment undone
+	CompactID string // the compaction that made it
+	Restored  int    // messages put back at the front of Active
+	Error     string // why nothing was undone
+	TurnID    string // the turn it ran in, "" when idle (and in a Replay)
+	Position  int64  // the timeline position of its record
+}
+
+func (*UncompactEvent) payload() {}
+
+// Durable implements Payload.
+func (*UncompactEvent) Durable() bool { return true }
+
+// startUncompact runs Uncompact c: one store transaction, then the loop
+// adopts the session as the store now holds it (commit, then emit).
+func (l *loop) startUncompact(c *command) {
+	u, ok := l.store.(history.Uncompacter)
+	if !ok {
+		l.finishUncompact(c, nil, ErrCannotUncompact)
+		return
+	}
+	w, v := l.writer(), l.version
+	l.submit(func(post func(func(*loop))) {
+		_, rec, err := u.Uncompact(storeCtx, w.id, v, history.Uncompaction{ID: c.id, At: time.Now()})
+		// Active gains the restored messages at its front: read it back
+		// (O(Active), as opening the session does). After a failure the
+		// read tells what the store holds.
+		snap := w.reload()
+		post(func(l *loop) {
+			l.idle()
+			switch {
+			case err != nil && errors.Is(err, history.ErrNothingToUndo):
+				// Nothing was written.
+			case snap != nil:
+				l.resync(snap)
+			default:
+				l.stale = true
+			}
+			if err != nil {
+				err = fmt.Errorf("session: uncompact: %w", err)
+			} else {
+				l.contextTokens = 0 // stale until the next turn response, as after a compaction
+			}
+			l.finishUncompact(c, rec, err)
+		})
+	})
+}
+
+// finishUncompact publishes the outcome of Uncompact c and finishes its
+// handle.
+func (l *loop) finishUncompact(c *command, rec *history.UncompactionRecord, err error) {
+	if err != nil {
+		l.publish(&ActionEvent{ID: newID(), Kind: ActionKindUncompact, Status: ActionFailed, Text: "Nothing was undone: " + err.Error()})
+		l.publish(&UncompactEvent{ID: c.id, Error: err.Error(), TurnID: l.turnID(), Position: NoPosition})
+		c.finishUnc(UncompactResult{Err: err})
+		return
+	}
+	l.publish(&ActionEvent{ID: newID(), Kind: ActionKindUncompact, Status: ActionCompleted,
+		Text: "Undid the last compaction: restored " + plural(rec.Restored, "message") + " to the active history."})
+	l.publish(&UncompactEvent{ID: c.id, SegmentID: rec.SegmentID, CompactID: rec.CompactID, Restored: rec.Restored, TurnID: l.turnID(), Position: rec.Position})
+	c.finishUnc(UncompactResult{SegmentID: rec.SegmentID, Restored: rec.Restored})
+}
