@@ -70,6 +70,7 @@ type agentSession struct {
 type waitingPrompt struct {
 	resp      *jsonrpc.Responder
 	compact   bool // a /compact prompt: answered when the compaction finishes
+	uncompact bool // an /uncompact prompt: answered when the undo finishes
 	cancelled bool // a $/cancel_request arrived: answered with RequestCancelled
 	cancel    func()
 	stop      func() bool // stops the context.AfterFunc watching the request
@@ -387,7 +388,40 @@ func (a *agentSession) advertise() {
 		Name:        CompactCommand,
 		Description: "Compact the conversation: summarize the older half of the history to free context",
 		Input:       &AvailableCommandInput{Hint: "optional instructions for the summary"},
+	}, {
+		Name:        UncompactCommand,
+		Description: "Undo the last compaction: put its messages back into the active history",
 	}}})
+}
+
+// uncompacted reports an undo of a compaction (§4.11) as agent text at its
+// position, live and on replay, and answers what waits for it.
+func (a *agentSession) uncompacted(p *session.UncompactEvent, replayed bool) {
+	if replayed && p.Position <= a.lastPos {
+		return
+	}
+	if p.Position != session.NoPosition {
+		a.lastPos = max(a.lastPos, p.Position)
+	}
+	a.note(uncompactText(p))
+	if replayed {
+		return
+	}
+	if a.extension[p.ID] {
+		delete(a.extension, p.ID)
+		a.notify(MethodUncompactFinished, UncompactFinishedParams{SessionID: a.id, UncompactID: p.ID, SegmentID: p.SegmentID, Restored: p.Restored, Error: p.Error})
+	}
+	if w := a.prompts[p.ID]; w != nil && w.uncompact {
+		a.respondPrompt(p.ID, w, p)
+	}
+}
+
+// uncompactText is what the user reads about an undo.
+func uncompactText(p *session.UncompactEvent) string {
+	if p.Error != "" {
+		return "Nothing was undone: " + p.Error + "\n\n"
+	}
+	return fmt.Sprintf("Undid the last compaction: restored %d messages to the active history.\n\n", p.Restored)
 }
 
 // forward turns one session event into queued updates. replayed events come
@@ -418,9 +452,11 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 		}
 	case *session.CompactionEvent:
 		a.compaction(p, replayed)
+	case *session.UncompactEvent:
+		a.uncompacted(p, replayed)
 	case *session.TurnEvent:
 		if p.Phase == session.TurnFinished {
-			if w := a.prompts[p.TurnID]; w != nil && !w.compact {
+			if w := a.prompts[p.TurnID]; w != nil && !w.compact && !w.uncompact {
 				a.respondPrompt(p.TurnID, w, p)
 			}
 		}

@@ -33,6 +33,14 @@ const (
 	// notification: {sessionId, compactId, result}, sent when a compaction
 	// requested with MethodCompact has finished.
 	MethodCompactFinished = "_sessionkit/compact_finished"
+	// MethodUncompact is the _sessionkit/uncompact request: params
+	// {sessionId}; answered with {uncompactId} as soon as the undo of the
+	// newest compaction is queued (session.Session.Uncompact).
+	MethodUncompact = "_sessionkit/uncompact"
+	// MethodUncompactFinished is the _sessionkit/uncompact_finished
+	// notification: {sessionId, uncompactId, segmentId, restored, error?},
+	// sent when an undo requested with MethodUncompact has finished.
+	MethodUncompactFinished = "_sessionkit/uncompact_finished"
 )
 
 // MetaKey is the key under agentCapabilities._meta where a sessionkit agent
@@ -45,6 +53,9 @@ const DefaultContextWindow = 128000
 
 // CompactCommand is the slash command that requests a manual compaction.
 const CompactCommand = "compact"
+
+// UncompactCommand is the slash command that undoes the newest compaction.
+const UncompactCommand = "uncompact"
 
 // ServerOptions configure [Serve].
 type ServerOptions struct {
@@ -223,6 +234,8 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return nil, nil
 	case MethodCompact:
 		return s.compact(ctx, req)
+	case MethodUncompact:
+		return s.uncompact(ctx, req)
 	}
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
 }
@@ -248,7 +261,7 @@ func (s *server) initialize(req *jsonrpc.Request) (any, error) {
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
 			SessionCapabilities: s.sessionCapabilities(),
 			// The extension methods this agent answers (acp.Dial looks here).
-			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact}},
+			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact, "uncompact": MethodUncompact}},
 		},
 		AgentInfo: &info,
 	}, nil
@@ -480,10 +493,10 @@ func promptText(blocks []ContentBlock) (string, error) {
 	return text, nil
 }
 
-// compactPrompt recognizes "/compact [instructions]".
-func compactPrompt(text string) (instructions string, ok bool) {
+// slashCommand recognizes "/name [input]".
+func slashCommand(text, name string) (input string, ok bool) {
 	t := strings.TrimSpace(text)
-	rest, found := strings.CutPrefix(t, "/"+CompactCommand)
+	rest, found := strings.CutPrefix(t, "/"+name)
 	if !found || (rest != "" && rest[0] != ' ' && rest[0] != '\n' && rest[0] != '\t') {
 		return "", false
 	}
@@ -512,7 +525,15 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	return a.admit(ctx, resp, func() {
 		w := &waitingPrompt{resp: resp}
 		var id string
-		if instr, ok := compactPrompt(text); ok {
+		if _, ok := slashCommand(text, UncompactCommand); ok {
+			h, err := a.sess.Uncompact(ctx, session.UncompactRequest{})
+			if err != nil {
+				a.respond(resp, nil, sessionError(err))
+				return
+			}
+			id, w.uncompact, w.cancel = h.ID(), true, h.Cancel
+			w.answer = func(session.Payload) (any, error) { return PromptResponse{StopReason: StopEndTurn}, nil }
+		} else if instr, ok := slashCommand(text, CompactCommand); ok {
 			h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
 			if err != nil {
 				a.respond(resp, nil, sessionError(err))
@@ -586,6 +607,31 @@ func sessionError(err error) error {
 type CompactParams struct {
 	SessionID    string `json:"sessionId"`
 	Instructions string `json:"instructions,omitzero"`
+	// Through, when set, is the ID of the Active message the compaction
+	// archives up to and including (session.CompactRequest.Through); an ID
+	// not in Active is refused with invalid params.
+	Through string `json:"through,omitzero"`
+}
+
+// UncompactParams are the params of the _sessionkit/uncompact request.
+type UncompactParams struct {
+	SessionID string `json:"sessionId"`
+}
+
+// UncompactAccepted is the result of _sessionkit/uncompact: the undo is
+// queued.
+type UncompactAccepted struct {
+	UncompactID string `json:"uncompactId"`
+}
+
+// UncompactFinishedParams are the params of the
+// _sessionkit/uncompact_finished notification.
+type UncompactFinishedParams struct {
+	SessionID   string `json:"sessionId"`
+	UncompactID string `json:"uncompactId"`
+	SegmentID   string `json:"segmentId,omitzero"`
+	Restored    int    `json:"restored"`
+	Error       string `json:"error,omitzero"` // why nothing was undone
 }
 
 // CompactAccepted is the result of _sessionkit/compact: the compaction is
@@ -710,12 +756,33 @@ func (s *server) compact(ctx context.Context, req *jsonrpc.Request) (any, error)
 	// compaction and the owner knows the result is to be reported.
 	resp := jsonrpc.Defer(ctx)
 	return a.admit(ctx, resp, func() {
-		h, err := a.sess.Compact(context.Background(), session.CompactRequest{Instructions: p.Instructions})
+		h, err := a.sess.Compact(context.Background(), session.CompactRequest{Instructions: p.Instructions, Through: p.Through})
 		if err != nil {
 			a.respond(resp, nil, sessionError(err))
 			return
 		}
 		a.extension[h.ID()] = true
 		a.respond(resp, CompactAccepted{CompactID: h.ID()}, nil)
+	})
+}
+
+func (s *server) uncompact(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p UncompactParams
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	resp := jsonrpc.Defer(ctx)
+	return a.admit(ctx, resp, func() {
+		h, err := a.sess.Uncompact(context.Background(), session.UncompactRequest{})
+		if err != nil {
+			a.respond(resp, nil, sessionError(err))
+			return
+		}
+		a.extension[h.ID()] = true
+		a.respond(resp, UncompactAccepted{UncompactID: h.ID()}, nil)
 	})
 }

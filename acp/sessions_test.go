@@ -3,7 +3,9 @@ package acp_test
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -122,4 +124,92 @@ func TestServe_SessionClose(t *testing.T) {
 	lease, err := other.Acquire(t.Context(), sid)
 	require.NoError(t, err, "the closed session's lease was released")
 	require.NoError(t, lease.Release(t.Context()))
+}
+
+// Undo over ACP: /uncompact and _sessionkit/uncompact put the newest
+// compaction's messages back, say so as agent text at its position (live
+// and on replay), and _sessionkit/compact takes through (an unknown ID is
+// invalid params).
+func TestServe_Uncompact(t *testing.T) {
+	store := memstore.New()
+	fake := providertest.New()
+	c := serve(t, fake, store, acp.ServerOptions{})
+	c.initialize(`{"session":{"compaction":{}}}`)
+	sid := c.newSession()
+	conversation(t, c, fake, sid)
+	fake.QueueSummary(providertest.Reply{Text: "S1"})
+	assert.Equal(t, "end_turn", c.prompt(sid, "/compact"))
+	c.take()
+
+	assert.Equal(t, "end_turn", c.prompt(sid, "/uncompact"))
+	texts := agentTexts(updates(t, c.take()))
+	assert.Equal(t, []string{"Undid the last compaction: restored 2 messages to the active history.\n\n"}, texts)
+	assert.Equal(t, "end_turn", c.prompt(sid, "/uncompact"))
+	texts = agentTexts(updates(t, c.take()))
+	require.Len(t, texts, 1)
+	assert.Contains(t, texts[0], "Nothing was undone")
+
+	fake.QueueSummary(providertest.Reply{Text: "S2"})
+	var acc acp.CompactAccepted
+	c.mustCall(acp.MethodCompact, map[string]any{"sessionId": sid}, &acc)
+	c.waitFor("compaction_update")
+	var un acp.UncompactAccepted
+	c.mustCall(acp.MethodUncompact, map[string]any{"sessionId": sid}, &un)
+	require.NotEmpty(t, un.UncompactID)
+	deadline := time.Now().Add(10 * time.Second)
+	var finished *acp.UncompactFinishedParams
+	for finished == nil && time.Now().Before(deadline) {
+		c.mu.Lock()
+		for _, n := range c.notes {
+			if n.method == acp.MethodUncompactFinished {
+				finished = &acp.UncompactFinishedParams{}
+				require.NoError(t, json.Unmarshal(n.params, finished))
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	require.NotNil(t, finished, "no uncompact_finished")
+	assert.Equal(t, un.UncompactID, finished.UncompactID)
+	assert.Equal(t, 2, finished.Restored)
+	assert.Empty(t, finished.Error)
+
+	err := c.call(acp.MethodCompact, map[string]any{"sessionId": sid, "through": "no-such-message"}, nil)
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je)
+	assert.Equal(t, jsonrpc.InvalidParams, je.Code)
+
+	// Replay in a new process: each undo at its position, as agent text.
+	require.NoError(t, c.conn.Close())
+	c2 := serve(t, providertest.New(), store, acp.ServerOptions{})
+	c2.initialize(`{"session":{"compaction":{}}}`)
+	c2.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/work", "mcpServers": []any{}}, nil)
+	c2.waitFor("available_commands_update")
+	ups := updates(t, c2.take())
+	var kindsAndText []string
+	for _, u := range ups {
+		k := u["sessionUpdate"].(string)
+		if k == "agent_message_chunk" {
+			if txt := u["content"].(map[string]any)["text"].(string); strings.Contains(txt, "Undid") {
+				k = "undo"
+			}
+		}
+		if k == "compaction_update" {
+			k += ":" + u["status"].(string)
+		}
+		kindsAndText = append(kindsAndText, k)
+	}
+	assert.Equal(t, []string{"compaction_update:completed", "undo", "compaction_update:completed", "undo"}, filterKinds(kindsAndText, "compaction_update:completed", "undo"))
+}
+
+func filterKinds(ks []string, keep ...string) []string {
+	var out []string
+	for _, k := range ks {
+		for _, w := range keep {
+			if k == w {
+				out = append(out, k)
+			}
+		}
+	}
+	return out
 }
