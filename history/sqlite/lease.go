@@ -106,12 +106,12 @@ func (s *Store) leased(ctx context.Context, tx *sql.Tx, op, id string) error {
 	return fmt.Errorf("sqlite: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: time.Unix(0, expires).UTC()})
 }
 
-// checkLease is the lease check of a write transaction (see begin).
+// checkLease is the lease check of a write transaction (see exec).
 func (s *Store) checkLease(ctx context.Context, tx *sql.Tx, op, id string) error {
 	now := time.Now().UnixNano()
 	if s.l == nil {
 		var live bool
-		err := tx.QueryRowContext(ctx, `SELECT expires_at > ? FROM leases WHERE session_id = ?`, now, id).Scan(&live)
+		err := tx.StmtContext(ctx, s.c.stmts.leaseLive).QueryRowContext(ctx, now, id).Scan(&live)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || err == nil && !live:
 			return nil
@@ -124,7 +124,7 @@ func (s *Store) checkLease(ctx context.Context, tx *sql.Tx, op, id string) error
 		token int64
 		live  bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT token, expires_at > ? FROM leases WHERE session_id = ?`, now, id).Scan(&token, &live)
+	err := tx.StmtContext(ctx, s.c.stmts.leaseToken).QueryRowContext(ctx, now, id).Scan(&token, &live)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return s.fail(ctx, op, err)
 	}
