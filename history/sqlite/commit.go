@@ -14,11 +14,11 @@ import (
 // connection's write transactions. The committer takes one job, then every
 // job that is already waiting (callers that arrived while the previous
 // batch was being made durable), and runs them in one BEGIN IMMEDIATE
-// transaction, each inside a savepoint of its own, with one COMMIT and so
-// one fsync for the batch. A job that fails rolls back to its savepoint and
-// fails alone; the others commit. Every caller is answered only after the
-// COMMIT returned, so nothing is acknowledged before it is durable. A job
-// that is alone runs without a savepoint and waits for nobody: a single
+// transaction, with one COMMIT and so one fsync for the batch. A job that
+// fails fails alone: the batch is run again without it, each job then in a
+// savepoint of its own (see run); the others commit. Every caller is
+// answered only after the COMMIT returned, so nothing is acknowledged
+// before it is durable. A job that is alone waits for nobody: a single
 // writer pays only the handoff.
 //
 // The committer is the only goroutine that reads or writes a batch; callers
@@ -121,13 +121,19 @@ func (c *committer) loop() {
 	}
 }
 
-// run runs batch in one transaction and sets the error of each job. When
-// the transaction itself breaks (SQLite rolls a whole transaction back on
-// some errors, such as a full disk), the jobs that had not failed are run
-// again in a new one, without the job that broke it.
+// run runs batch in one transaction and sets the error of each job.
+// Failures are rare (a stale version, a fenced lease, a constraint), so the
+// first attempt runs the jobs back to back without savepoints; when one
+// fails, the transaction is rolled back, that job gets its error, and the
+// others run again in a new transaction, now each in a savepoint of its own
+// so that a later failure undoes only its job. The same holds when the
+// transaction itself breaks (SQLite rolls a whole transaction back on some
+// errors, such as a full disk): the jobs that had not failed run again
+// without the job that broke it.
 func (c *committer) run(batch []*job) {
+	guarded := false
 	for len(batch) > 0 {
-		broke, err := c.try(batch)
+		broke, err := c.try(batch, guarded)
 		if err == nil {
 			return
 		}
@@ -141,20 +147,22 @@ func (c *committer) run(batch []*job) {
 		}
 		batch[broke].err = err
 		rest := make([]*job, 0, len(batch)-1)
-		for i, j := range batch {
-			if i != broke && j.err == nil {
+		for _, j := range batch {
+			if j.err == nil {
 				rest = append(rest, j)
 			}
 		}
-		batch = rest
+		batch, guarded = rest, true
 	}
 }
 
-// try runs the jobs of batch whose error is not set in one transaction. On
-// success it returns a nil error, the failing jobs carrying theirs. When the
-// transaction cannot go on it rolls it back and returns the index of the
-// job that broke it with that job's error, or -1 if BEGIN or COMMIT failed.
-func (c *committer) try(batch []*job) (broke int, err error) {
+// try runs the jobs of batch whose error is not set in one transaction,
+// each in a savepoint if guarded and there are several. On success it
+// returns a nil error, the jobs that failed in their savepoint carrying
+// their errors. Otherwise it has rolled the transaction back and returns
+// the index of the job that failed or broke it with that job's error, or
+// -1 if the transaction could not begin.
+func (c *committer) try(batch []*job, guarded bool) (broke int, err error) {
 	ctx := context.Background() // statements of an accepted job are not cancelled
 	if c.stmts == nil {
 		// Prepared at the first write, not at Open: the writer connection
@@ -167,7 +175,7 @@ func (c *committer) try(batch []*job) (broke int, err error) {
 	if err != nil {
 		return -1, &txError{err}
 	}
-	single := len(batch) == 1
+	savepoints := guarded && len(batch) > 1
 	wrote := 0
 	for i, j := range batch {
 		j.ran = false
@@ -178,11 +186,13 @@ func (c *committer) try(batch []*job) (broke int, err error) {
 			j.err = err
 			continue
 		}
-		if single {
-			if j.err = j.fn(tx); j.err == nil {
-				j.ran = true
-				wrote++
+		if !savepoints {
+			if ferr := j.fn(tx); ferr != nil {
+				_ = tx.Rollback()
+				return i, ferr
 			}
+			j.ran = true
+			wrote++
 			continue
 		}
 		if _, err := tx.StmtContext(ctx, c.stmts.savepoint).ExecContext(ctx); err != nil {
