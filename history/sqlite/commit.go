@@ -244,7 +244,7 @@ func (e *txError) Unwrap() error { return e.err }
 type statements struct {
 	savepoint, rollbackTo, release *sql.Stmt
 	leaseLive, leaseToken          *sql.Stmt
-	swap                           *sql.Stmt
+	swapFree, swapLeased           *sql.Stmt
 	insertMessage                  *sql.Stmt
 }
 
@@ -263,9 +263,19 @@ func prepare(w *sql.DB) (*statements, error) {
 		{&st.release, `RELEASE w`},
 		{&st.leaseLive, `SELECT expires_at > ? FROM leases WHERE session_id = ?`},
 		{&st.leaseToken, `SELECT token, expires_at > ? FROM leases WHERE session_id = ?`},
-		{&st.swap, `
-			UPDATE sessions SET version = version + 1, updated_at = ?, next_pos = next_pos + ?, message_count = message_count + ?
-			WHERE id = ? AND version = ?
+		// The version compare-and-swap with the lease check of the write in
+		// the same statement: ?1 now, ?2 and ?3 the advance of the position
+		// and message counters, ?4 the session, ?5 its version, ?6 the
+		// lease's token.
+		{&st.swapFree, `
+			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3
+			WHERE id = ?4 AND version = ?5
+				AND NOT EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND expires_at > ?1)
+			RETURNING active_from, archived, message_count, next_pos`},
+		{&st.swapLeased, `
+			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3
+			WHERE id = ?4 AND version = ?5
+				AND EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND token = ?6 AND expires_at > ?1)
 			RETURNING active_from, archived, message_count, next_pos`},
 		{&st.insertMessage, `
 			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at)
@@ -281,7 +291,7 @@ func prepare(w *sql.DB) (*statements, error) {
 // close closes the prepared statements.
 func (st *statements) close() error {
 	var errs []error
-	for _, s := range []*sql.Stmt{st.savepoint, st.rollbackTo, st.release, st.leaseLive, st.leaseToken, st.swap, st.insertMessage} {
+	for _, s := range []*sql.Stmt{st.savepoint, st.rollbackTo, st.release, st.leaseLive, st.leaseToken, st.swapFree, st.swapLeased, st.insertMessage} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

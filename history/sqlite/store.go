@@ -55,7 +55,7 @@ var errNoChange = errors.New("no change")
 // fn sees the state before the advance. Any error of fn undoes the whole
 // write; the write is durable when write returns a nil error.
 func (s *Store) write(ctx context.Context, op, id string, version uint64, advance int64, msgs int64, fn func(ctx context.Context, tx *sql.Tx, st *state) error) (uint64, error) {
-	err := s.exec(ctx, op, id, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.exec(ctx, op, id, true, func(ctx context.Context, tx *sql.Tx) error {
 		st, err := s.swap(ctx, tx, op, id, version, advance, msgs)
 		if err != nil {
 			return err
@@ -72,14 +72,15 @@ func (s *Store) write(ctx context.Context, op, id string, version uint64, advanc
 }
 
 // exec hands fn to the committer as one write on session id, with the
-// lease check first in the same transaction: a lease's view of the store
+// lease check in the same transaction (first, unless swapped says that fn
+// starts with swap, which checks the lease in its statement): a lease's view of the store
 // writes only while its lease is the session's current, live one
 // (history.ErrFenced otherwise); the store itself writes only to a session
 // no live lease covers (a *history.LeaseError otherwise). The transaction
 // is BEGIN IMMEDIATE and holds the file's write lock, so no Acquire can
 // change the lease before it ends. fn gets the context its statements run
 // under (not the caller's: an accepted write is not cancelled halfway).
-func (s *Store) exec(ctx context.Context, op, id string, fn func(ctx context.Context, tx *sql.Tx) error) error {
+func (s *Store) exec(ctx context.Context, op, id string, swapped bool, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := s.admit(ctx); err != nil {
 		return err
 	}
@@ -91,8 +92,10 @@ func (s *Store) exec(ctx context.Context, op, id string, fn func(ctx context.Con
 	}
 	err := s.c.submit(ctx, func(tx *sql.Tx) error {
 		tctx := context.Background()
-		if err := s.checkLease(tctx, tx, op, id); err != nil {
-			return err
+		if !swapped {
+			if err := s.checkLease(tctx, tx, op, id); err != nil {
+				return err
+			}
 		}
 		return fn(tctx, tx)
 	})
@@ -104,17 +107,26 @@ func (s *Store) exec(ctx context.Context, op, id string, fn func(ctx context.Con
 }
 
 // swap is the version compare-and-swap every write starts with; it also
-// advances the session's next position and message count. When no row
-// matches it tells a missing session (history.ErrNotFound) from a stale
-// version (history.ErrConflict).
+// advances the session's next position and message count, and checks the
+// write's lease (see exec) in the same statement. When no row matches it
+// tells a lease that forbids the write (checkLease's error) from a missing
+// session (history.ErrNotFound) and a stale version (history.ErrConflict).
 func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uint64, advance, msgs int64) (*state, error) {
 	v := int64(-1) // no stored version matches
 	if version <= math.MaxInt64 {
 		v = int64(version)
 	}
-	var st state
-	err := tx.StmtContext(ctx, s.c.stmts.swap).QueryRowContext(ctx, time.Now().UnixNano(), advance, msgs, id, v).
-		Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
+	var (
+		st  state
+		row *sql.Row
+		now = time.Now().UnixNano()
+	)
+	if s.l == nil {
+		row = tx.StmtContext(ctx, s.c.stmts.swapFree).QueryRowContext(ctx, now, advance, msgs, id, v)
+	} else {
+		row = tx.StmtContext(ctx, s.c.stmts.swapLeased).QueryRowContext(ctx, now, advance, msgs, id, v, int64(s.l.Token()))
+	}
+	err := row.Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
 	if err == nil {
 		st.messageCount -= msgs
 		st.nextPos -= advance
@@ -122,6 +134,9 @@ func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uin
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, s.fail(ctx, op, err)
+	}
+	if err := s.checkLease(ctx, tx, op, id); err != nil {
+		return nil, err
 	}
 	var current uint64
 	err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, id).Scan(&current)
@@ -162,7 +177,7 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	if err := history.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
-	err := s.exec(ctx, "create", n.ID, func(ctx context.Context, tx *sql.Tx) error {
+	err := s.exec(ctx, "create", n.ID, false, func(ctx context.Context, tx *sql.Tx) error {
 		now := time.Now().UnixNano()
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)`,
 			n.ID, nullBytes(n.Config), n.Title, n.Cwd, now, now)
