@@ -90,7 +90,44 @@ CREATE TABLE leases (
 	expires_at INTEGER NOT NULL  -- unix nanoseconds; live while expires_at > now
 ) WITHOUT ROWID;
 `,
+	// 3: a message's fields but its text in one meta column (encode.go,
+	// encodeMeta), so that reading a message is two column reads. The
+	// messages are rewritten in place, in the same order and positions.
+	migrationMeta,
 }
+
+// migrationMeta is migration 3; its expression builds the value of
+// encodeMeta from the columns of version 2.
+const migrationMeta = `
+CREATE TABLE messages_v3 (
+	session_id TEXT    NOT NULL REFERENCES sessions (id),
+	pos        INTEGER NOT NULL, -- timeline position
+	seq        INTEGER NOT NULL, -- index among the session's messages
+	text       TEXT    NOT NULL,
+	meta       BLOB    NOT NULL, -- every other field (encodeMeta)
+	PRIMARY KEY (session_id, pos)
+) WITHOUT ROWID;
+
+INSERT INTO messages_v3 (session_id, pos, seq, text, meta)
+SELECT session_id, pos, seq, text, ` + metaFromColumns + `
+FROM messages ORDER BY session_id, pos;
+
+DROP TABLE messages;
+ALTER TABLE messages_v3 RENAME TO messages;
+CREATE UNIQUE INDEX messages_seq ON messages (session_id, seq);
+`
+
+// metaFromColumns is encodeMeta in SQL, over the message columns of schema
+// version 2.
+const metaFromColumns = `CAST(
+	printf('%s%s%s%016x%08x%08x%08x%08x',
+		CASE WHEN steer THEN '1' ELSE '0' END,
+		CASE WHEN tool_calls IS NULL THEN 'n' ELSE 'j' END,
+		CASE WHEN created_at IS NULL THEN 'n' ELSE 't' END,
+		COALESCE(created_at, 0),
+		length(CAST(id AS BLOB)), length(CAST(role AS BLOB)),
+		length(CAST(tool_call_id AS BLOB)), length(CAST(COALESCE(tool_calls, '') AS BLOB)))
+	AS BLOB) || CAST(id AS BLOB) || CAST(role AS BLOB) || CAST(tool_call_id AS BLOB) || CAST(COALESCE(tool_calls, '') AS BLOB)`
 
 // migrate brings the schema of the database behind w up to
 // len(migrations), one transaction per migration. Two processes opening a

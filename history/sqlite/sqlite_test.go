@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -326,5 +327,76 @@ func TestQueryPlans(t *testing.T) {
 		require.NoError(t, rows.Err())
 		require.NoError(t, rows.Close())
 		assert.Equal(t, []string{tt.plan}, plan, tt.query)
+	}
+}
+
+// TestMetaMatchesMigration: a file of schema version 2 (one column per
+// field) moves forward to the meta column on Open, and migration 3 builds
+// exactly the bytes encodeMeta writes, for every kind of field: tool calls
+// or none, steer, a zero, negative or positive time, non-ASCII text.
+func TestMetaMatchesMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	saved := migrations
+	migrations = saved[:2]
+	s, err := Open(path)
+	migrations = saved
+	require.NoError(t, err)
+	ctx := context.Background()
+	msgs := []history.Message{
+		{ID: "m0", Role: history.RoleUser, Text: "héllo \x00 wörld", CreatedAt: time.Unix(0, 1_700_000_000_123456789).UTC()},
+		{ID: "m1-é", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{
+			{ID: "c1", Name: "n", Arguments: json.RawMessage(`{"a":1}`)},
+			{ID: "c2", Name: "n", Arguments: json.RawMessage("\"\xff\"")},
+			{ID: "c3", Name: "n"},
+		}, CreatedAt: time.Unix(0, -1_234_567_890).UTC()},
+		{ID: "m2", Role: history.RoleTool, ToolCallID: "c1", Text: "result"},
+		{ID: "m3", Role: history.RoleUser, Text: "steer", Steer: true, CreatedAt: time.Unix(1, 0).UTC()},
+		{ID: "m4", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{}},
+	}
+	_, err = s.w.ExecContext(ctx, `INSERT INTO sessions (id, version, message_count, next_pos) VALUES ('old', 1, ?, ?)`, len(msgs), len(msgs))
+	require.NoError(t, err)
+	want := make([][]byte, len(msgs))
+	for i := range msgs {
+		row, err := encodeMessage(&msgs[i])
+		require.NoError(t, err)
+		want[i] = row.meta
+		var toolCalls sql.NullString
+		if msgs[i].ToolCalls != nil { // the stored form of version 2
+			toolCalls.Valid = true
+			toolCalls.String = string(row.meta[metaHeader+len(msgs[i].ID)+len(msgs[i].Role)+len(msgs[i].ToolCallID):])
+		}
+		created, err := encodeTime(msgs[i].CreatedAt)
+		require.NoError(t, err)
+		_, err = s.w.ExecContext(ctx, `INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at)
+			VALUES ('old', ?, ?, ?, ?, ?, ?, ?, ?, ?)`, i, i, msgs[i].ID, string(msgs[i].Role), msgs[i].Text, toolCalls, msgs[i].ToolCallID, msgs[i].Steer, created)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	require.Equal(t, 2, readSchemaVersion(t, path))
+
+	s = open(t, path)
+	assert.Equal(t, len(migrations), readSchemaVersion(t, path))
+	for i := range msgs {
+		var meta []byte
+		require.NoError(t, s.r.QueryRowContext(ctx, `SELECT meta FROM messages WHERE session_id = 'old' AND seq = ?`, i).Scan(&meta))
+		assert.Equal(t, string(want[i]), string(meta), "message %d", i)
+	}
+	loaded, err := s.Load(ctx, "old")
+	require.NoError(t, err)
+	assert.Equal(t, msgs, loaded.Active)
+	page, err := s.ListSessions(ctx, history.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Sessions, 1)
+	assert.Equal(t, history.DefaultTitle(msgs[0].Text), page.Sessions[0].Title)
+}
+
+// TestMalformedMetaFails: a meta column that is not in the form of
+// encodeMeta fails the read instead of decoding garbage.
+func TestMalformedMetaFails(t *testing.T) {
+	header := "0nn" + strings.Repeat("0", 16) + "00000002" + strings.Repeat("0", 24)
+	for _, meta := range []string{"", "0nn", header + "x", header + "abc", strings.Replace(header, "2", "g", 1) + "ab"} {
+		var m history.Message
+		_, err := decodeMeta([]byte(meta), &m)
+		assert.ErrorIs(t, err, errMeta, "%q", meta)
 	}
 }

@@ -210,11 +210,11 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 	snap := &history.Snapshot{ID: id}
 	err := s.read(ctx, "load", func(tx *sql.Tx) error {
 		var (
-			activeFrom int64
-			config     []byte
+			activeFrom, count int64
+			config            []byte
 		)
-		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos FROM sessions WHERE id = ?`, id).
-			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition)
+		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, message_count FROM sessions WHERE id = ?`, id).
+			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
@@ -223,7 +223,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		}
 		snap.Config = config
 		snap.Title = defaultTitle(snap.Title)
-		if snap.Active, err = s.messages(ctx, tx, "load", whereActive, id, activeFrom); err != nil {
+		if _, snap.Active, err = s.scan(ctx, tx, "load", false, int(count-int64(snap.Archived)), whereActive, id, activeFrom); err != nil {
 			return err
 		}
 		snap.Interrupted, err = s.strings(ctx, tx, "load", selectInProgress, id)
@@ -238,27 +238,39 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 // messages reads the messages selected by where (a WHERE and ORDER BY
 // clause over the messages table).
 func (s *Store) messages(ctx context.Context, tx *sql.Tx, op, where string, args ...any) ([]history.Message, error) {
-	_, msgs, err := s.positioned(ctx, tx, op, where, args...)
+	_, msgs, err := s.scan(ctx, tx, op, false, 0, where, args...)
 	return msgs, err
 }
 
 // positioned is messages with the timeline position of each message.
 func (s *Store) positioned(ctx context.Context, tx *sql.Tx, op, where string, args ...any) ([]int64, []history.Message, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages `+where, args...)
+	return s.scan(ctx, tx, op, true, 0, where, args...)
+}
+
+// scan reads the messages selected by where, and their positions if
+// withPos; expect is how many there should be (a capacity hint).
+func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, expect int, where string, args ...any) ([]int64, []history.Message, error) {
+	columns, pos := activeColumns, (*int64)(nil)
+	if withPos {
+		columns, pos = messageColumns, new(int64)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM messages `+where, args...)
 	if err != nil {
 		return nil, nil, s.fail(ctx, op, err)
 	}
 	defer func() { _ = rows.Close() }()
 	var (
 		positions []int64
-		msgs      = []history.Message{}
+		msgs      = make([]history.Message, 0, max(expect, 0))
 	)
 	for rows.Next() {
-		pos, m, err := decodeMessage(rows)
+		m, err := decodeMessage(rows, pos)
 		if err != nil {
 			return nil, nil, s.fail(ctx, op, err)
 		}
-		positions = append(positions, pos)
+		if withPos {
+			positions = append(positions, *pos)
+		}
 		msgs = append(msgs, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -303,7 +315,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 		stmt := tx.StmtContext(ctx, s.c.stmts.insertMessage)
 		pos, seq := st.nextPos, st.messageCount
 		for _, r := range rows {
-			if _, err := stmt.ExecContext(ctx, id, pos, seq, r.id, r.role, r.text, r.toolCalls, r.toolCallID, r.steer, r.createdAt); err != nil {
+			if _, err := stmt.ExecContext(ctx, id, pos, seq, r.text, r.meta); err != nil {
 				return s.fail(ctx, "append", err)
 			}
 			pos++
