@@ -184,3 +184,32 @@ func concurrentCommits(b *testing.B, st history.Store, sessions int) {
 		b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds())/1000, "p99-ms")
 	}
 }
+
+// BenchmarkPostgresCommitDelay: BenchmarkConcurrentCommits on PostgreSQL
+// with the server's group commit settings of the connections varied
+// (docs/scale-out.md): commit_delay (microseconds a committing backend waits
+// for others to join its WAL flush when at least commit_siblings other
+// transactions are active) at 0, the default, and at 100 and 500.
+// synchronous_commit stays on: every commit is flushed before it returns.
+func BenchmarkPostgresCommitDelay(b *testing.B) {
+	for _, delay := range []int{0, 100, 500} {
+		for _, sessions := range []int{1, 64, 256} {
+			b.Run(fmt.Sprintf("commit_delay=%d/sessions=%d", delay, sessions), func(b *testing.B) {
+				url := pgtest.Database(b)
+				sep := "?"
+				if strings.Contains(url, "?") {
+					sep = "&"
+				}
+				// Runtime parameters of the connections (the test server's
+				// user is a superuser, who may set them per session).
+				url += fmt.Sprintf("%scommit_delay=%d&commit_siblings=2&synchronous_commit=on", sep, delay)
+				st, err := postgres.Open(context.Background(), url, postgres.WithMaxConns(24))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = st.Close() })
+				concurrentCommits(b, st, sessions)
+			})
+		}
+	}
+}

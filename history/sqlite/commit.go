@@ -278,7 +278,7 @@ func prepare(w *sql.DB) (*statements, error) {
 				AND EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND token = ?6 AND expires_at > ?1)
 			RETURNING active_from, archived, message_count, next_pos`},
 		{&st.insertMessage, `
-			INSERT INTO messages (session_id, pos, seq, text, meta) VALUES (?, ?, ?, ?, ?)`},
+			INSERT INTO messages (session_id, pos, seq, body) VALUES (?, ?, ?, ?)`},
 	} {
 		if *p.stmt, err = w.Prepare(p.q); err != nil {
 			return nil, errors.Join(fmt.Errorf("prepare: %w", err), st.close())

@@ -49,41 +49,43 @@ type toolCallJSON struct {
 	ArgumentsBase64 []byte  `json:"arguments_base64,omitempty"`
 }
 
-// messageRow is a message in column form, without its positions: its text
-// and meta, the other fields in one value (see encodeMeta).
+// messageRow is a message in column form, without its positions: its body
+// (see encodeBody).
 type messageRow struct {
-	text string
-	meta []byte
+	body []byte
 }
 
-// The meta column of a message (schema version 3) holds every field but
-// the text in one value, so that reading a message takes two column reads
-// instead of seven (each one a locked call into the driver). It is a
-// fixed header of ASCII characters and then the fields' bytes:
+// The body column of a message (schema version 3) holds all its fields in
+// one value, so that reading a message takes one column read instead of
+// seven (each one a locked call into the driver) and one string for all its
+// text fields. It is a fixed header of ASCII characters and then the
+// fields' bytes:
 //
 //	steer      '0' or '1'
 //	tool calls 'n' (none: nil) or 'j' (a JSON array follows)
 //	created    'n' (the zero time) or 't'
 //	created_at 16 hex digits, unix nanoseconds as a two's complement uint64
-//	lengths    8 hex digits each: id, role, tool_call_id, tool calls JSON
-//	bytes      id, role, tool_call_id, tool calls JSON, back to back
+//	lengths    10 decimal digits each: id, role, tool_call_id, tool calls JSON
+//	bytes      id, role, tool_call_id, tool calls JSON, then the text to the end
 //
-// Migration 3 builds the same value in SQL from the columns of version 2,
-// and TestMetaMatchesMigration checks that both agree.
-const metaHeader = 3 + 16 + 4*8
+// Migration 3 builds the same value in SQL from the columns of version 2
+// (TestBodyMatchesMigration checks that both agree), and titleColumn reads
+// the text of a session's first message out of it.
+const bodyHeader = 3 + 16 + 4*10
 
-// encodeMeta is the meta column of a message with those fields.
-func encodeMeta(id, role, toolCallID string, toolCalls sql.NullString, steer bool, createdAt sql.NullInt64) []byte {
-	b := make([]byte, 0, metaHeader+len(id)+len(role)+len(toolCallID)+len(toolCalls.String))
+// encodeBody is the body column of a message with those fields.
+func encodeBody(id, role, toolCallID, text string, toolCalls sql.NullString, steer bool, createdAt sql.NullInt64) []byte {
+	b := make([]byte, 0, bodyHeader+len(id)+len(role)+len(toolCallID)+len(toolCalls.String)+len(text))
 	b = append(b, mark(steer, '1', '0'), mark(toolCalls.Valid, 'j', 'n'), mark(createdAt.Valid, 't', 'n'))
-	b = appendHex(b, uint64(createdAt.Int64), 16)
+	b = appendHex(b, uint64(createdAt.Int64))
 	for _, n := range []int{len(id), len(role), len(toolCallID), len(toolCalls.String)} {
-		b = appendHex(b, uint64(n), 8)
+		b = appendDec(b, uint64(n))
 	}
 	b = append(b, id...)
 	b = append(b, role...)
 	b = append(b, toolCallID...)
-	return append(b, toolCalls.String...)
+	b = append(b, toolCalls.String...)
+	return append(b, text...)
 }
 
 // mark is yes if v, otherwise no.
@@ -96,12 +98,22 @@ func mark(v bool, yes, no byte) byte {
 
 const hexDigits = "0123456789abcdef"
 
-// appendHex appends v as digits lowercase hex digits.
-func appendHex(b []byte, v uint64, digits int) []byte {
-	for i := digits - 1; i >= 0; i-- {
+// appendHex appends v as 16 lowercase hex digits.
+func appendHex(b []byte, v uint64) []byte {
+	for i := 15; i >= 0; i-- {
 		b = append(b, hexDigits[(v>>(4*i))&0xf])
 	}
 	return b
+}
+
+// appendDec appends v, below 10^10, as 10 decimal digits.
+func appendDec(b []byte, v uint64) []byte {
+	var d [10]byte
+	for i := 9; i >= 0; i-- {
+		d[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(b, d[:]...)
 }
 
 // parseHex reads a field of appendHex.
@@ -120,43 +132,55 @@ func parseHex(b []byte) (uint64, bool) {
 	return v, true
 }
 
-// errMeta reports a meta column that is not in the form of encodeMeta.
-var errMeta = errors.New("malformed meta column")
-
-// decodeMeta sets the fields of m that meta holds, and returns the tool
-// calls' JSON.
-func decodeMeta(meta []byte, m *history.Message) (toolCalls []byte, err error) {
-	if len(meta) < metaHeader {
-		return nil, errMeta
+// parseDec reads a field of appendDec.
+func parseDec(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
 	}
-	created, ok := parseHex(meta[3:19])
+	return v, true
+}
+
+// errBody reports a body column that is not in the form of encodeBody.
+var errBody = errors.New("malformed message body")
+
+// decodeBody sets the fields of m from body, and returns the tool calls'
+// JSON (nil for none).
+func decodeBody(body []byte, m *history.Message) (toolCalls []byte, err error) {
+	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' || body[2] != 'n' && body[2] != 't' {
+		return nil, errBody
+	}
+	created, ok := parseHex(body[3:19])
 	if !ok {
-		return nil, errMeta
+		return nil, errBody
 	}
 	var n [4]int
-	rest := len(meta) - metaHeader
+	rest := len(body) - bodyHeader
 	for i := range n {
-		v, ok := parseHex(meta[19+8*i : 27+8*i])
+		v, ok := parseDec(body[19+10*i : 29+10*i])
 		if !ok || v > uint64(rest) {
-			return nil, errMeta
+			return nil, errBody
 		}
 		n[i] = int(v)
 		rest -= n[i]
 	}
-	if rest != 0 {
-		return nil, errMeta
-	}
-	m.Steer = meta[0] == '1'
-	if meta[2] == 't' {
+	m.Steer = body[0] == '1'
+	if body[2] == 't' {
 		m.CreatedAt = time.Unix(0, int64(created)).UTC()
 	}
-	// One string for the fields, which share it (one allocation).
-	f := string(meta[metaHeader : len(meta)-n[3]])
+	// One string for the text fields, which share it (one allocation); the
+	// tool calls' JSON is decoded from the bytes.
+	calls := body[bodyHeader+n[0]+n[1]+n[2] : bodyHeader+n[0]+n[1]+n[2]+n[3]]
+	f := string(body[bodyHeader:])
 	m.ID, f = f[:n[0]], f[n[0]:]
 	m.Role, f = history.Role(f[:n[1]]), f[n[1]:]
-	m.ToolCallID = f[:n[2]]
-	if meta[1] == 'j' {
-		return meta[len(meta)-n[3]:], nil
+	m.ToolCallID, f = f[:n[2]], f[n[2]:]
+	m.Text = f[n[3]:]
+	if body[1] == 'j' {
+		return calls, nil
 	}
 	return nil, nil
 }
@@ -187,7 +211,7 @@ func encodeMessage(m *history.Message) (messageRow, error) {
 		}
 		toolCalls = sql.NullString{String: string(b), Valid: true}
 	}
-	return messageRow{text: m.Text, meta: encodeMeta(m.ID, string(m.Role), m.ToolCallID, toolCalls, m.Steer, createdAt)}, nil
+	return messageRow{body: encodeBody(m.ID, string(m.Role), m.ToolCallID, m.Text, toolCalls, m.Steer, createdAt)}, nil
 }
 
 // encodeMessages converts msgs, already validated, to columns.
@@ -205,8 +229,8 @@ func encodeMessages(msgs []history.Message) ([]messageRow, error) {
 // messageColumns are the columns decodeMessage scans, in order;
 // activeColumns are the same without the position.
 const (
-	messageColumns = `pos, text, meta`
-	activeColumns  = `text, meta`
+	messageColumns = `pos, body`
+	activeColumns  = `body`
 )
 
 // decodeMessage scans one row of messageColumns, or of activeColumns when
@@ -214,18 +238,18 @@ const (
 func decodeMessage(rows *sql.Rows, pos *int64) (history.Message, error) {
 	var (
 		m    history.Message
-		meta sql.RawBytes // valid until the next row: decoded at once
+		body sql.RawBytes // valid until the next row: decoded at once
 		err  error
 	)
 	if pos != nil {
-		err = rows.Scan(pos, &m.Text, &meta)
+		err = rows.Scan(pos, &body)
 	} else {
-		err = rows.Scan(&m.Text, &meta)
+		err = rows.Scan(&body)
 	}
 	if err != nil {
 		return m, err
 	}
-	toolCalls, err := decodeMeta(meta, &m)
+	toolCalls, err := decodeBody(body, &m)
 	if err != nil {
 		return m, err
 	}

@@ -90,26 +90,25 @@ CREATE TABLE leases (
 	expires_at INTEGER NOT NULL  -- unix nanoseconds; live while expires_at > now
 ) WITHOUT ROWID;
 `,
-	// 3: a message's fields but its text in one meta column (encode.go,
-	// encodeMeta), so that reading a message is two column reads. The
-	// messages are rewritten in place, in the same order and positions.
-	migrationMeta,
+	// 3: a message's fields in one body column (encode.go, encodeBody), so
+	// that reading a message is one column read. The messages are
+	// rewritten in place, at the same positions.
+	migrationBody,
 }
 
-// migrationMeta is migration 3; its expression builds the value of
-// encodeMeta from the columns of version 2.
-const migrationMeta = `
+// migrationBody is migration 3; bodyFromColumns builds the value of
+// encodeBody from the columns of version 2.
+const migrationBody = `
 CREATE TABLE messages_v3 (
 	session_id TEXT    NOT NULL REFERENCES sessions (id),
 	pos        INTEGER NOT NULL, -- timeline position
 	seq        INTEGER NOT NULL, -- index among the session's messages
-	text       TEXT    NOT NULL,
-	meta       BLOB    NOT NULL, -- every other field (encodeMeta)
+	body       BLOB    NOT NULL, -- every field (encodeBody)
 	PRIMARY KEY (session_id, pos)
 ) WITHOUT ROWID;
 
-INSERT INTO messages_v3 (session_id, pos, seq, text, meta)
-SELECT session_id, pos, seq, text, ` + metaFromColumns + `
+INSERT INTO messages_v3 (session_id, pos, seq, body)
+SELECT session_id, pos, seq, ` + bodyFromColumns + `
 FROM messages ORDER BY session_id, pos;
 
 DROP TABLE messages;
@@ -117,17 +116,18 @@ ALTER TABLE messages_v3 RENAME TO messages;
 CREATE UNIQUE INDEX messages_seq ON messages (session_id, seq);
 `
 
-// metaFromColumns is encodeMeta in SQL, over the message columns of schema
+// bodyFromColumns is encodeBody in SQL, over the message columns of schema
 // version 2.
-const metaFromColumns = `CAST(
-	printf('%s%s%s%016x%08x%08x%08x%08x',
+const bodyFromColumns = `CAST(
+	printf('%s%s%s%016x%010d%010d%010d%010d',
 		CASE WHEN steer THEN '1' ELSE '0' END,
 		CASE WHEN tool_calls IS NULL THEN 'n' ELSE 'j' END,
 		CASE WHEN created_at IS NULL THEN 'n' ELSE 't' END,
 		COALESCE(created_at, 0),
 		length(CAST(id AS BLOB)), length(CAST(role AS BLOB)),
 		length(CAST(tool_call_id AS BLOB)), length(CAST(COALESCE(tool_calls, '') AS BLOB)))
-	AS BLOB) || CAST(id AS BLOB) || CAST(role AS BLOB) || CAST(tool_call_id AS BLOB) || CAST(COALESCE(tool_calls, '') AS BLOB)`
+	AS BLOB) || CAST(id AS BLOB) || CAST(role AS BLOB) || CAST(tool_call_id AS BLOB)
+	|| CAST(COALESCE(tool_calls, '') AS BLOB) || CAST(text AS BLOB)`
 
 // migrate brings the schema of the database behind w up to
 // len(migrations), one transaction per migration. Two processes opening a

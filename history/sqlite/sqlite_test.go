@@ -330,11 +330,11 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
-// TestMetaMatchesMigration: a file of schema version 2 (one column per
-// field) moves forward to the meta column on Open, and migration 3 builds
+// TestBodyMatchesMigration: a file of schema version 2 (one column per
+// field) moves forward to the body column on Open, and migration 3 builds
 // exactly the bytes encodeMeta writes, for every kind of field: tool calls
 // or none, steer, a zero, negative or positive time, non-ASCII text.
-func TestMetaMatchesMigration(t *testing.T) {
+func TestBodyMatchesMigration(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
 	saved := migrations
 	migrations = saved[:2]
@@ -359,11 +359,12 @@ func TestMetaMatchesMigration(t *testing.T) {
 	for i := range msgs {
 		row, err := encodeMessage(&msgs[i])
 		require.NoError(t, err)
-		want[i] = row.meta
+		want[i] = row.body
 		var toolCalls sql.NullString
 		if msgs[i].ToolCalls != nil { // the stored form of version 2
+			from := bodyHeader + len(msgs[i].ID) + len(msgs[i].Role) + len(msgs[i].ToolCallID)
 			toolCalls.Valid = true
-			toolCalls.String = string(row.meta[metaHeader+len(msgs[i].ID)+len(msgs[i].Role)+len(msgs[i].ToolCallID):])
+			toolCalls.String = string(row.body[from : len(row.body)-len(msgs[i].Text)])
 		}
 		created, err := encodeTime(msgs[i].CreatedAt)
 		require.NoError(t, err)
@@ -377,9 +378,9 @@ func TestMetaMatchesMigration(t *testing.T) {
 	s = open(t, path)
 	assert.Equal(t, len(migrations), readSchemaVersion(t, path))
 	for i := range msgs {
-		var meta []byte
-		require.NoError(t, s.r.QueryRowContext(ctx, `SELECT meta FROM messages WHERE session_id = 'old' AND seq = ?`, i).Scan(&meta))
-		assert.Equal(t, string(want[i]), string(meta), "message %d", i)
+		var body []byte
+		require.NoError(t, s.r.QueryRowContext(ctx, `SELECT body FROM messages WHERE session_id = 'old' AND seq = ?`, i).Scan(&body))
+		assert.Equal(t, string(want[i]), string(body), "message %d", i)
 	}
 	loaded, err := s.Load(ctx, "old")
 	require.NoError(t, err)
@@ -390,13 +391,17 @@ func TestMetaMatchesMigration(t *testing.T) {
 	assert.Equal(t, history.DefaultTitle(msgs[0].Text), page.Sessions[0].Title)
 }
 
-// TestMalformedMetaFails: a meta column that is not in the form of
-// encodeMeta fails the read instead of decoding garbage.
-func TestMalformedMetaFails(t *testing.T) {
-	header := "0nn" + strings.Repeat("0", 16) + "00000002" + strings.Repeat("0", 24)
-	for _, meta := range []string{"", "0nn", header + "x", header + "abc", strings.Replace(header, "2", "g", 1) + "ab"} {
+// TestMalformedBodyFails: a body column that is not in the form of
+// encodeBody fails the read instead of decoding garbage.
+func TestMalformedBodyFails(t *testing.T) {
+	header := "0nn" + strings.Repeat("0", 16) + "0000000002" + strings.Repeat("0", 30)
+	for _, body := range []string{"", "0nn", header + "x", strings.Replace(header, "2", "g", 1) + "ab", strings.Replace(header, "0", "f", 1) + "ab", "0ng" + header[3:] + "ab", header[:5] + "x" + header[6:] + "ab"} {
 		var m history.Message
-		_, err := decodeMeta([]byte(meta), &m)
-		assert.ErrorIs(t, err, errMeta, "%q", meta)
+		_, err := decodeBody([]byte(body), &m)
+		assert.ErrorIs(t, err, errBody, "%q", body)
 	}
+	var m history.Message
+	_, err := decodeBody([]byte(header+"abtext"), &m)
+	require.NoError(t, err)
+	assert.Equal(t, history.Message{ID: "ab", Text: "text"}, m)
 }

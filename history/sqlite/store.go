@@ -315,7 +315,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 		stmt := tx.StmtContext(ctx, s.c.stmts.insertMessage)
 		pos, seq := st.nextPos, st.messageCount
 		for _, r := range rows {
-			if _, err := stmt.ExecContext(ctx, id, pos, seq, r.text, r.meta); err != nil {
+			if _, err := stmt.ExecContext(ctx, id, pos, seq, r.body); err != nil {
 				return s.fail(ctx, "append", err)
 			}
 			pos++
