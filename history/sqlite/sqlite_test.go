@@ -345,11 +345,11 @@ func TestBodyMatchesMigration(t *testing.T) {
 	msgs := []history.Message{
 		{ID: "m0", Role: history.RoleUser, Text: "héllo \x00 wörld", CreatedAt: time.Unix(0, 1_700_000_000_123456789).UTC()},
 		{ID: "m1-é", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{
-			{ID: "c1", Name: "n", Arguments: json.RawMessage(`{"a":1}`)},
+			{ID: "c1-ü", Name: "n", Arguments: json.RawMessage(`{"é":"ü"}`)},
 			{ID: "c2", Name: "n", Arguments: json.RawMessage("\"\xff\"")},
 			{ID: "c3", Name: "n"},
 		}, CreatedAt: time.Unix(0, -1_234_567_890).UTC()},
-		{ID: "m2", Role: history.RoleTool, ToolCallID: "c1", Text: "result"},
+		{ID: "m2", Role: history.RoleTool, ToolCallID: "c1-ü", Text: "result"},
 		{ID: "m3", Role: history.RoleUser, Text: "steer", Steer: true, CreatedAt: time.Unix(1, 0).UTC()},
 		{ID: "m4", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{}},
 	}
