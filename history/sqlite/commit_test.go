@@ -21,7 +21,7 @@ import (
 // holdCommitter makes the committer run a job that waits until the
 // returned function is called, so that the writes started meanwhile queue
 // up for the next batch.
-func holdCommitter(t *testing.T, s *Store) (release func()) {
+func holdCommitter(t testing.TB, s *Store) (release func()) {
 	t.Helper()
 	hold, held := make(chan struct{}), make(chan struct{})
 	done := make(chan error)
@@ -40,7 +40,7 @@ func holdCommitter(t *testing.T, s *Store) (release func()) {
 }
 
 // waitSubmitting waits until n goroutines are inside committer.submit.
-func waitSubmitting(t *testing.T, n int) {
+func waitSubmitting(t testing.TB, n int) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
 	for deadline := time.Now().Add(30 * time.Second); ; {
@@ -210,5 +210,49 @@ func TestGroupCommitBatches(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, snap.Active, writes)
 		assert.Equal(t, uint64(1+writes), snap.Version)
+	}
+}
+
+// BenchmarkBatchedAppend measures the cost of one append inside a batch:
+// the committer is held while n sessions queue one-message appends, then
+// the batch is timed from its release until every caller has its answer
+// (one transaction, one fsync). It reports the time per write of the batch;
+// at batch=1 that is a write alone, fsync included.
+func BenchmarkBatchedAppend(b *testing.B) {
+	for _, n := range []int{1, 16, 128} {
+		b.Run(fmt.Sprintf("batch=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			s := benchOpen(b)
+			versions := make([]uint64, n)
+			for i := range versions {
+				snap, err := s.Create(ctx, history.NewSession{ID: fmt.Sprintf("s%d", i)})
+				require.NoError(b, err)
+				versions[i] = snap.Version
+			}
+			text := strings.Repeat("x", 500)
+			var total time.Duration
+			for k := 0; b.Loop(); k++ {
+				b.StopTimer()
+				release := holdCommitter(b, s)
+				var wg sync.WaitGroup
+				for i := range n {
+					wg.Go(func() {
+						m := history.Message{ID: fmt.Sprintf("m%d", k), Role: history.RoleUser, Text: text, CreatedAt: time.Now()}
+						v, err := s.Append(ctx, fmt.Sprintf("s%d", i), versions[i], []history.Message{m})
+						if err != nil {
+							b.Error(err)
+						}
+						versions[i] = v
+					})
+				}
+				waitSubmitting(b, n+1)
+				start := time.Now()
+				release()
+				wg.Wait()
+				total += time.Since(start)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N*n), "µs/write")
+		})
 	}
 }
