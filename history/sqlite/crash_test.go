@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -83,15 +84,7 @@ func TestCrashKill(t *testing.T) {
 	if os.Getenv(crashEnvDB) != "" {
 		t.Skip("in the child process")
 	}
-	seed := *crashSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -crash.seed=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-	path := filepath.Join(t.TempDir(), "crash.db")
-	s, err := Open(path)
-	require.NoError(t, err)
+	seed, rng, path, s := crashStart(t, 0)
 	snap, err := s.Create(context.Background(), history.NewSession{ID: crashSession})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
@@ -139,18 +132,45 @@ func TestCrashKill(t *testing.T) {
 	t.Logf("killed during a write (stored / not stored): %v / %v", model.InFlightStored, model.InFlightLost)
 }
 
+// crashStart picks the seed of a crash test (-crash.seed, or the clock) and
+// logs it, and opens a new file; stream tells the tests' random sequences
+// apart.
+func crashStart(t *testing.T, stream uint64) (uint64, *rand.Rand, string, *Store) {
+	t.Helper()
+	seed := *crashSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -crash.seed=%d)", seed, seed)
+	path := filepath.Join(t.TempDir(), "crash.db")
+	s, err := Open(path)
+	require.NoError(t, err)
+	return seed, rand.New(rand.NewPCG(seed, stream)), path, s
+}
+
+// startChild starts the test binary running only the test named test, with
+// env added to its environment; it returns its stdout and its stderr,
+// collected.
+func startChild(test string, env ...string) (*exec.Cmd, io.ReadCloser, *bytes.Buffer, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, out, stderr, nil
+}
+
 // runCrashChild starts a child on path, lets it write for delay after its
 // first acknowledgement, kills it with SIGKILL and returns what it printed.
 func runCrashChild(path string, seed uint64, delay time.Duration) ([]historytest.CrashOp, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnvDB+"="+path, crashEnvSeed+"="+strconv.FormatUint(seed, 10))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	cmd, out, stderr, err := startChild("TestCrashChild", crashEnvDB+"="+path, crashEnvSeed+"="+strconv.FormatUint(seed, 10))
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	lines := make(chan string)
@@ -289,15 +309,7 @@ func TestCrashKillConcurrent(t *testing.T) {
 	if os.Getenv(crashEnvWriters) != "" || os.Getenv(crashEnvDB) != "" {
 		t.Skip("in the child process")
 	}
-	seed := *crashSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -crash.seed=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 1))
-	path := filepath.Join(t.TempDir(), "crash.db")
-	s, err := Open(path)
-	require.NoError(t, err)
+	_, rng, path, s := crashStart(t, 1)
 	for w := range crashWriters {
 		_, err := s.Create(context.Background(), history.NewSession{ID: fmt.Sprintf("w%d", w)})
 		require.NoError(t, err)
@@ -363,15 +375,8 @@ func TestCrashKillConcurrent(t *testing.T) {
 // with SIGKILL delay after its first acknowledgement and returns the lines
 // it printed.
 func runConcurrentChild(path string, delay time.Duration) ([]string, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashConcurrentChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnvWriters+"="+path)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	cmd, out, stderr, err := startChild("TestCrashConcurrentChild", crashEnvWriters+"="+path)
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	var (

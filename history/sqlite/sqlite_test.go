@@ -330,17 +330,25 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
-// TestBodyMatchesMigration: a file of schema version 2 (one column per
-// field) moves forward to the body column on Open, and migration 3 builds
-// exactly the bytes encodeMeta writes, for every kind of field: tool calls
-// or none, steer, a zero, negative or positive time, non-ASCII text.
-func TestBodyMatchesMigration(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sessions.db")
+// openAtVersion creates the file at path with the schema of the given
+// version, as an older release left it, and opens it; the caller closes it.
+func openAtVersion(t *testing.T, path string, version int) *Store {
+	t.Helper()
 	saved := migrations
-	migrations = saved[:2]
+	migrations = saved[:version]
 	s, err := Open(path)
 	migrations = saved
 	require.NoError(t, err)
+	return s
+}
+
+// TestBodyMatchesMigration: a file of schema version 2 (one column per
+// field) moves forward to the body column on Open, and migration 3 builds
+// exactly the bytes encodeBody writes, for every kind of field: tool calls
+// or none, steer, a zero, negative or positive time, non-ASCII text.
+func TestBodyMatchesMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	s := openAtVersion(t, path, 2)
 	ctx := context.Background()
 	msgs := []history.Message{
 		{ID: "m0", Role: history.RoleUser, Text: "héllo \x00 wörld", CreatedAt: time.Unix(0, 1_700_000_000_123456789).UTC()},
@@ -353,7 +361,7 @@ func TestBodyMatchesMigration(t *testing.T) {
 		{ID: "m3", Role: history.RoleUser, Text: "steer", Steer: true, CreatedAt: time.Unix(1, 0).UTC()},
 		{ID: "m4", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{}},
 	}
-	_, err = s.w.ExecContext(ctx, `INSERT INTO sessions (id, version, message_count, next_pos) VALUES ('old', 1, ?, ?)`, len(msgs), len(msgs))
+	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, version, message_count, next_pos) VALUES ('old', 1, ?, ?)`, len(msgs), len(msgs))
 	require.NoError(t, err)
 	want := make([][]byte, len(msgs))
 	for i := range msgs {
