@@ -51,10 +51,10 @@ var errNoChange = errors.New("no change")
 
 // write runs fn as one write of the committer (see commit.go), after the
 // lease check and the compare-and-swap that advance the session from
-// version to version+1 and its position and message counters by advance.
-// fn sees the state before the advance. Any error of fn undoes the whole
-// write; the write is durable when write returns a nil error.
-func (s *Store) write(ctx context.Context, op, id string, version uint64, advance int64, msgs int64, fn func(ctx context.Context, tx *sql.Tx, st *state) error) (uint64, error) {
+// version to version+1, its next position by advance and its message count
+// by msgs. fn sees the state before the advance. Any error of fn undoes the
+// whole write; the write is durable when write returns a nil error.
+func (s *Store) write(ctx context.Context, op, id string, version uint64, advance, msgs int64, fn func(ctx context.Context, tx *sql.Tx, st *state) error) (uint64, error) {
 	err := s.exec(ctx, op, id, true, func(ctx context.Context, tx *sql.Tx) error {
 		st, err := s.swap(ctx, tx, op, id, version, advance, msgs)
 		if err != nil {
