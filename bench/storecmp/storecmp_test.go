@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -128,38 +129,87 @@ func BenchmarkCompactionCommit(b *testing.B) {
 	}
 }
 
-// BenchmarkConcurrentCommits: 16 sessions, each written by its own
-// goroutine, every write a durable one-message append; reports the commits
-// per second of all of them together.
+// BenchmarkConcurrentCommits: n sessions (1, 16, 64, 256), each written by
+// its own goroutine, every write a durable one-message append; reports the
+// durable writes per second of all of them together and the p50 and p99
+// latency of one write. The total number of writes is b.N whatever n is, so
+// the levels compare at equal work.
 func BenchmarkConcurrentCommits(b *testing.B) {
-	const sessions = 16
 	for _, s := range stores {
-		b.Run(s.name, func(b *testing.B) {
-			st := s.open(b)
-			ctx := context.Background()
-			versions := make([]uint64, sessions)
-			for i := range versions {
-				versions[i] = create(b, st, fmt.Sprintf("s%d", i))
+		for _, sessions := range []int{1, 16, 64, 256} {
+			b.Run(fmt.Sprintf("%s/sessions=%d", s.name, sessions), func(b *testing.B) {
+				concurrentCommits(b, s.open(b), sessions)
+			})
+		}
+	}
+}
+
+// concurrentCommits runs BenchmarkConcurrentCommits for one store and one
+// number of sessions.
+func concurrentCommits(b *testing.B, st history.Store, sessions int) {
+	ctx := context.Background()
+	versions := make([]uint64, sessions)
+	for i := range versions {
+		versions[i] = create(b, st, fmt.Sprintf("s%d", i))
+	}
+	perSession := max(b.N/sessions, 1)
+	latencies := make([][]time.Duration, sessions)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range sessions {
+		wg.Go(func() {
+			id, v := fmt.Sprintf("s%d", i), versions[i]
+			lat := make([]time.Duration, 0, perSession)
+			for j := range perSession {
+				t := time.Now()
+				var err error
+				if v, err = st.Append(ctx, id, v, []history.Message{message(j)}); err != nil {
+					b.Error(err)
+					return
+				}
+				lat = append(lat, time.Since(t))
 			}
-			perSession := max(b.N/sessions, 1)
-			b.ResetTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			for i := range sessions {
-				wg.Go(func() {
-					id, v := fmt.Sprintf("s%d", i), versions[i]
-					for j := range perSession {
-						var err error
-						if v, err = st.Append(ctx, id, v, []history.Message{message(j)}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			elapsed := time.Since(start)
-			b.ReportMetric(float64(perSession*sessions)/elapsed.Seconds(), "commits/s")
+			latencies[i] = lat
 		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	b.ReportMetric(float64(perSession*sessions)/elapsed.Seconds(), "commits/s")
+	if len(all) > 0 {
+		b.ReportMetric(float64(all[len(all)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds())/1000, "p99-ms")
+	}
+}
+
+// BenchmarkPostgresCommitDelay: BenchmarkConcurrentCommits on PostgreSQL
+// with the server's group commit settings of the connections varied
+// (docs/scale-out.md): commit_delay (microseconds a committing backend waits
+// for others to join its WAL flush when at least commit_siblings other
+// transactions are active) at 0, the default, and at 100 and 500.
+// synchronous_commit stays on: every commit is flushed before it returns.
+func BenchmarkPostgresCommitDelay(b *testing.B) {
+	for _, delay := range []int{0, 100, 500} {
+		for _, sessions := range []int{1, 64, 256} {
+			b.Run(fmt.Sprintf("commit_delay=%d/sessions=%d", delay, sessions), func(b *testing.B) {
+				url := pgtest.Database(b)
+				sep := "?"
+				if strings.Contains(url, "?") {
+					sep = "&"
+				}
+				// Runtime parameters of the connections (the test server's
+				// user is a superuser, who may set them per session).
+				url += fmt.Sprintf("%scommit_delay=%d&commit_siblings=2&synchronous_commit=on", sep, delay)
+				st, err := postgres.Open(context.Background(), url, postgres.WithMaxConns(24))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = st.Close() })
+				concurrentCommits(b, st, sessions)
+			})
+		}
 	}
 }

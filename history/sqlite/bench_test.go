@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -55,4 +57,30 @@ func benchUndoCommit(b *testing.B, s *Store, activeFrom int64, before *history.S
 // ones.
 func BenchmarkLoad(b *testing.B) {
 	historytest.BenchLoad(b, benchOpen, nil)
+}
+
+// BenchmarkLoadActive loads a session of 5,000 Active messages of 500
+// bytes, the Active of the peer benchmark's compacted session at N =
+// 10,000 (docs/performance.md); it reports the cost of one row.
+func BenchmarkLoadActive(b *testing.B) {
+	const n = 5000
+	s := benchOpen(b)
+	ctx := context.Background()
+	snap, err := s.Create(ctx, history.NewSession{ID: "a"})
+	require.NoError(b, err)
+	msgs := historytest.Msgs("m", n)
+	for i := range msgs {
+		msgs[i].Text = strings.Repeat("x", 500)
+		msgs[i].CreatedAt = time.Now()
+	}
+	_, err = s.Append(ctx, "a", snap.Version, msgs)
+	require.NoError(b, err)
+	b.ResetTimer()
+	for b.Loop() {
+		got, err := s.Load(ctx, "a")
+		if err != nil || len(got.Active) != n {
+			b.Fatal(err, len(got.Active))
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
 }

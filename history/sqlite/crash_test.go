@@ -7,14 +7,18 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -80,15 +84,7 @@ func TestCrashKill(t *testing.T) {
 	if os.Getenv(crashEnvDB) != "" {
 		t.Skip("in the child process")
 	}
-	seed := *crashSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	t.Logf("seed %d (rerun with -crash.seed=%d)", seed, seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
-	path := filepath.Join(t.TempDir(), "crash.db")
-	s, err := Open(path)
-	require.NoError(t, err)
+	seed, rng, path, s := crashStart(t, 0)
 	snap, err := s.Create(context.Background(), history.NewSession{ID: crashSession})
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
@@ -136,18 +132,45 @@ func TestCrashKill(t *testing.T) {
 	t.Logf("killed during a write (stored / not stored): %v / %v", model.InFlightStored, model.InFlightLost)
 }
 
+// crashStart picks the seed of a crash test (-crash.seed, or the clock) and
+// logs it, and opens a new file; stream tells the tests' random sequences
+// apart.
+func crashStart(t *testing.T, stream uint64) (uint64, *rand.Rand, string, *Store) {
+	t.Helper()
+	seed := *crashSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (rerun with -crash.seed=%d)", seed, seed)
+	path := filepath.Join(t.TempDir(), "crash.db")
+	s, err := Open(path)
+	require.NoError(t, err)
+	return seed, rand.New(rand.NewPCG(seed, stream)), path, s
+}
+
+// startChild starts the test binary running only the test named test, with
+// env added to its environment; it returns its stdout and its stderr,
+// collected.
+func startChild(test string, env ...string) (*exec.Cmd, io.ReadCloser, *bytes.Buffer, error) {
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env...)
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, out, stderr, nil
+}
+
 // runCrashChild starts a child on path, lets it write for delay after its
 // first acknowledgement, kills it with SIGKILL and returns what it printed.
 func runCrashChild(path string, seed uint64, delay time.Duration) ([]historytest.CrashOp, error) {
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnvDB+"="+path, crashEnvSeed+"="+strconv.FormatUint(seed, 10))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
+	cmd, out, stderr, err := startChild("TestCrashChild", crashEnvDB+"="+path, crashEnvSeed+"="+strconv.FormatUint(seed, 10))
 	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	lines := make(chan string)
@@ -212,4 +235,171 @@ func verifyCrash(path string, model *historytest.CrashModel, ops []historytest.C
 		return 0, err
 	}
 	return len(ids), nil
+}
+
+// The concurrent crash test: crashWriters sessions, each appended to by its
+// own goroutine of one child process, so that the child's writes are group
+// committed.
+var crashConcurrentKills = flag.Int("crash.concurrent.kills", 20, "number of times TestCrashKillConcurrent kills a child with several writers")
+
+const (
+	crashEnvWriters = "SESSIONKIT_SQLITE_CRASH_WRITERS"
+	crashWriters    = 8
+)
+
+// crashMessageText is the text of message n of session id, long enough to
+// span several pages of the WAL in a batch.
+func crashMessageText(id string, n int) string {
+	return strings.Repeat(fmt.Sprintf("%s/%d;", id, n), 40)
+}
+
+// TestCrashConcurrentChild is the writing process of
+// TestCrashKillConcurrent; it does nothing unless started by it. Each of
+// its writers continues its session, appending one message per write, and
+// prints "try <session> <n>" before and "ack <session> <n>" after each.
+func TestCrashConcurrentChild(t *testing.T) {
+	path := os.Getenv(crashEnvWriters)
+	if path == "" {
+		t.Skip("runs only as the child process of TestCrashKillConcurrent")
+	}
+	time.AfterFunc(2*time.Minute, func() { crashExit("not killed in time") })
+	s, err := Open(path)
+	if err != nil {
+		crashExit("open: %v", err)
+	}
+	ctx := context.Background()
+	var mu sync.Mutex
+	say := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, err := fmt.Fprintf(os.Stdout, format+"\n", args...); err != nil {
+			os.Exit(3)
+		}
+	}
+	errs := make(chan error)
+	for w := range crashWriters {
+		go func() {
+			id := fmt.Sprintf("w%d", w)
+			snap, err := s.Load(ctx, id)
+			if err != nil {
+				errs <- err
+				return
+			}
+			v, n := snap.Version, len(snap.Active)
+			for ; ; n++ {
+				say("try %s %d", id, n)
+				m := history.Message{ID: fmt.Sprintf("%s-%d", id, n), Role: history.RoleUser, Text: crashMessageText(id, n)}
+				if v, err = s.Append(ctx, id, v, []history.Message{m}); err != nil {
+					errs <- fmt.Errorf("%s: append %d: %w", id, n, err)
+					return
+				}
+				say("ack %s %d", id, n)
+			}
+		}()
+	}
+	crashExit("%v", <-errs)
+}
+
+// TestCrashKillConcurrent kills a child process in which several sessions
+// are written at once (their writes group committed) with SIGKILL at random
+// instants, then reopens the file and checks every session: every
+// acknowledged message is there, nothing beyond the last one tried,
+// nothing duplicated, every message whole, and the version matches.
+func TestCrashKillConcurrent(t *testing.T) {
+	if os.Getenv(crashEnvWriters) != "" || os.Getenv(crashEnvDB) != "" {
+		t.Skip("in the child process")
+	}
+	_, rng, path, s := crashStart(t, 1)
+	for w := range crashWriters {
+		_, err := s.Create(context.Background(), history.NewSession{ID: fmt.Sprintf("w%d", w)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+
+	var acked, inFlightStored, inFlightLost int
+	for round := range *crashConcurrentKills {
+		lines, err := runConcurrentChild(path, time.Duration(5+rng.IntN(56))*time.Millisecond)
+		require.NoError(t, err, "round %d", round)
+		tried, ackd := map[string]int{}, map[string]int{}
+		for _, line := range lines {
+			var (
+				kind, id string
+				n        int
+			)
+			if _, err := fmt.Sscanf(line, "%s %s %d", &kind, &id, &n); err != nil {
+				t.Fatalf("round %d: child line %q: %v", round, line, err)
+			}
+			switch kind {
+			case "try":
+				tried[id] = n + 1
+			case "ack":
+				ackd[id] = n + 1
+				acked++
+			}
+		}
+		s, err := Open(path)
+		require.NoError(t, err, "round %d: reopen", round)
+		for w := range crashWriters {
+			id := fmt.Sprintf("w%d", w)
+			snap, err := s.Load(context.Background(), id)
+			require.NoError(t, err)
+			got := len(snap.Active)
+			if got < ackd[id] {
+				t.Errorf("round %d: %s has %d messages, %d were acknowledged", round, id, got, ackd[id])
+			}
+			if tried[id] > 0 && got > tried[id] {
+				t.Errorf("round %d: %s has %d messages, only %d were tried", round, id, got, tried[id])
+			}
+			if tried[id] > ackd[id] {
+				if got == tried[id] {
+					inFlightStored++
+				} else {
+					inFlightLost++
+				}
+			}
+			assert.Equal(t, uint64(1+got), snap.Version, "round %d: %s: the version counts the writes", round, id)
+			for n, m := range snap.Active {
+				if m.ID != fmt.Sprintf("%s-%d", id, n) || m.Text != crashMessageText(id, n) {
+					t.Errorf("round %d: %s: message %d is %q (%d bytes of text), not whole", round, id, n, m.ID, len(m.Text))
+					break
+				}
+			}
+		}
+		require.NoError(t, s.Close())
+	}
+	t.Logf("%d kills of %d concurrent writers, %d acknowledged writes, killed during a write (stored / not stored): %d / %d",
+		*crashConcurrentKills, crashWriters, acked, inFlightStored, inFlightLost)
+}
+
+// runConcurrentChild starts a TestCrashConcurrentChild on path, kills it
+// with SIGKILL delay after its first acknowledgement and returns the lines
+// it printed.
+func runConcurrentChild(path string, delay time.Duration) ([]string, error) {
+	cmd, out, stderr, err := startChild("TestCrashConcurrentChild", crashEnvWriters+"="+path)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		lines  []string
+		killed bool
+		timer  *time.Timer
+	)
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "try ") && !strings.HasPrefix(line, "ack ") {
+			continue // the test binary's own output
+		}
+		lines = append(lines, line)
+		if strings.HasPrefix(line, "ack ") && timer == nil {
+			timer = time.AfterFunc(delay, func() { _ = cmd.Process.Kill() }) // SIGKILL on Unix
+			killed = true
+		}
+	}
+	werr := cmd.Wait()
+	var exit *exec.ExitError
+	if !killed || !errors.As(werr, &exit) || exit.Exited() {
+		return lines, fmt.Errorf("the child ended by itself (%v): %s", werr, stderr.String())
+	}
+	return lines, nil
 }

@@ -28,7 +28,8 @@
 // Active), the number of archived and of all messages, and next_pos, the
 // session's timeline position counter. messages is append-only and keyed by
 // (session_id, pos); a second unique key (session_id, seq) numbers a
-// session's messages 0, 1, 2, …. compactions holds every compaction attempt
+// session's messages 0, 1, 2, …, and each message is one body value that
+// holds all its fields. compactions holds every compaction attempt
 // keyed by (session_id, compact_id), at its timeline position; a completed
 // one also holds its segment ID, the position range of the messages it
 // archived and the token usage of its summary call. leases holds one row
@@ -54,9 +55,19 @@
 // # Concurrency
 //
 // A Store is safe for concurrent use. All writes go through one dedicated
-// connection and each is one BEGIN IMMEDIATE transaction guarded by a
-// compare-and-swap on the session's version; a write computed from another
-// version fails with [history.ErrConflict]. Reads use a separate pool of
+// connection, run by one committer goroutine per open file, and each is
+// guarded by a compare-and-swap on the session's version; a write computed
+// from another version fails with [history.ErrConflict].
+//
+// # Group commit
+//
+// Writes of different sessions that arrive while a transaction is being
+// made durable are batched into the next BEGIN IMMEDIATE transaction: one
+// COMMIT, one fsync for the batch, and every caller answered only once it
+// is durable. A write that fails (a stale version, a fenced lease, a
+// constraint) fails alone: the batch runs again without it, each write then
+// in a savepoint of its own, so that the others still commit. A write that
+// is alone waits for nobody. Reads use a separate pool of
 // read-only connections, and every read of several statements (Load,
 // Segments, Timeline) runs in one read transaction, so it sees one consistent
 // state even while another goroutine or process commits a compaction. Several

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 	"unicode/utf8"
@@ -48,21 +49,149 @@ type toolCallJSON struct {
 	ArgumentsBase64 []byte  `json:"arguments_base64,omitempty"`
 }
 
-// messageRow is a message in column form, without its positions.
+// messageRow is a message in column form, without its positions: its body
+// (see encodeBody).
 type messageRow struct {
-	id, role, text, toolCallID string
-	toolCalls                  sql.NullString
-	steer                      bool
-	createdAt                  sql.NullInt64
+	body []byte
+}
+
+// The body column of a message (schema version 3) holds all its fields in
+// one value, so that reading a message takes one column read instead of
+// seven (each one a locked call into the driver) and one string for all its
+// text fields. It is a fixed header of ASCII characters and then the
+// fields' bytes:
+//
+//	steer      '0' or '1'
+//	tool calls 'n' (none: nil) or 'j' (a JSON array follows)
+//	created    'n' (the zero time) or 't'
+//	created_at 16 hex digits, unix nanoseconds as a two's complement uint64
+//	lengths    10 decimal digits each: id, role, tool_call_id, tool calls JSON
+//	bytes      id, role, tool_call_id, tool calls JSON, then the text to the end
+//
+// Migration 3 builds the same value in SQL from the columns of version 2
+// (TestBodyMatchesMigration checks that both agree), and titleColumn reads
+// the text of a session's first message out of it.
+const bodyHeader = 3 + 16 + 4*10
+
+// encodeBody is the body column of a message with those fields.
+func encodeBody(id, role, toolCallID, text string, toolCalls sql.NullString, steer bool, createdAt sql.NullInt64) []byte {
+	b := make([]byte, 0, bodyHeader+len(id)+len(role)+len(toolCallID)+len(toolCalls.String)+len(text))
+	b = append(b, mark(steer, '1', '0'), mark(toolCalls.Valid, 'j', 'n'), mark(createdAt.Valid, 't', 'n'))
+	b = appendHex(b, uint64(createdAt.Int64))
+	for _, n := range []int{len(id), len(role), len(toolCallID), len(toolCalls.String)} {
+		b = appendDec(b, uint64(n))
+	}
+	b = append(b, id...)
+	b = append(b, role...)
+	b = append(b, toolCallID...)
+	b = append(b, toolCalls.String...)
+	return append(b, text...)
+}
+
+// mark is yes if v, otherwise no.
+func mark(v bool, yes, no byte) byte {
+	if v {
+		return yes
+	}
+	return no
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendHex appends v as 16 lowercase hex digits.
+func appendHex(b []byte, v uint64) []byte {
+	for i := 15; i >= 0; i-- {
+		b = append(b, hexDigits[(v>>(4*i))&0xf])
+	}
+	return b
+}
+
+// appendDec appends v, below 10^10, as 10 decimal digits.
+func appendDec(b []byte, v uint64) []byte {
+	var d [10]byte
+	for i := 9; i >= 0; i-- {
+		d[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return append(b, d[:]...)
+}
+
+// parseHex reads a field of appendHex.
+func parseHex(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case 'a' <= c && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
+// parseDec reads a field of appendDec.
+func parseDec(b []byte) (uint64, bool) {
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
+}
+
+// errBody reports a body column that is not in the form of encodeBody.
+var errBody = errors.New("malformed message body")
+
+// decodeBody sets the fields of m from body, and returns the tool calls'
+// JSON (nil for none).
+func decodeBody(body []byte, m *history.Message) (toolCalls []byte, err error) {
+	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' || body[2] != 'n' && body[2] != 't' {
+		return nil, errBody
+	}
+	created, ok := parseHex(body[3:19])
+	if !ok {
+		return nil, errBody
+	}
+	var n [4]int
+	rest := len(body) - bodyHeader
+	for i := range n {
+		v, ok := parseDec(body[19+10*i : 29+10*i])
+		if !ok || v > uint64(rest) {
+			return nil, errBody
+		}
+		n[i] = int(v)
+		rest -= n[i]
+	}
+	m.Steer = body[0] == '1'
+	if body[2] == 't' {
+		m.CreatedAt = time.Unix(0, int64(created)).UTC()
+	}
+	// One string for the text fields, which share it (one allocation); the
+	// tool calls' JSON is decoded from the bytes.
+	calls := body[bodyHeader+n[0]+n[1]+n[2] : bodyHeader+n[0]+n[1]+n[2]+n[3]]
+	f := string(body[bodyHeader:])
+	m.ID, f = f[:n[0]], f[n[0]:]
+	m.Role, f = history.Role(f[:n[1]]), f[n[1]:]
+	m.ToolCallID, f = f[:n[2]], f[n[2]:]
+	m.Text = f[n[3]:]
+	if body[1] == 'j' {
+		return calls, nil
+	}
+	return nil, nil
 }
 
 // encodeMessage converts m, already validated, to columns.
 func encodeMessage(m *history.Message) (messageRow, error) {
-	row := messageRow{id: m.ID, role: string(m.Role), text: m.Text, toolCallID: m.ToolCallID, steer: m.Steer}
-	var err error
-	if row.createdAt, err = encodeTime(m.CreatedAt); err != nil {
-		return row, fmt.Errorf("message %s: %w", m.ID, err)
+	createdAt, err := encodeTime(m.CreatedAt)
+	if err != nil {
+		return messageRow{}, fmt.Errorf("message %s: %w", m.ID, err)
 	}
+	var toolCalls sql.NullString
 	if m.ToolCalls != nil {
 		calls := make([]toolCallJSON, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
@@ -78,11 +207,11 @@ func encodeMessage(m *history.Message) (messageRow, error) {
 		}
 		b, err := json.Marshal(calls)
 		if err != nil {
-			return row, fmt.Errorf("%w: message %s tool calls: %v", history.ErrInvalid, m.ID, err)
+			return messageRow{}, fmt.Errorf("%w: message %s tool calls: %v", history.ErrInvalid, m.ID, err)
 		}
-		row.toolCalls = sql.NullString{String: string(b), Valid: true}
+		toolCalls = sql.NullString{String: string(b), Valid: true}
 	}
-	return row, nil
+	return messageRow{body: encodeBody(m.ID, string(m.Role), m.ToolCallID, m.Text, toolCalls, m.Steer, createdAt)}, nil
 }
 
 // encodeMessages converts msgs, already validated, to columns.
@@ -97,24 +226,37 @@ func encodeMessages(msgs []history.Message) ([]messageRow, error) {
 	return rows, nil
 }
 
-// messageColumns are the columns decodeMessage scans, in order.
-const messageColumns = `pos, id, role, text, tool_calls, tool_call_id, steer, created_at`
+// messageColumns are the columns decodeMessage scans, in order;
+// activeColumns are the same without the position.
+const (
+	messageColumns = `pos, body`
+	activeColumns  = `body`
+)
 
-// decodeMessage scans one row of messageColumns.
-func decodeMessage(rows *sql.Rows) (int64, history.Message, error) {
+// decodeMessage scans one row of messageColumns, or of activeColumns when
+// pos is nil.
+func decodeMessage(rows *sql.Rows, pos *int64) (history.Message, error) {
 	var (
-		pos int64
-		r   messageRow
-		m   history.Message
+		m    history.Message
+		body sql.RawBytes // valid until the next row: decoded at once
+		err  error
 	)
-	if err := rows.Scan(&pos, &r.id, &r.role, &r.text, &r.toolCalls, &r.toolCallID, &r.steer, &r.createdAt); err != nil {
-		return 0, m, err
+	if pos != nil {
+		err = rows.Scan(pos, &body)
+	} else {
+		err = rows.Scan(&body)
 	}
-	m = history.Message{ID: r.id, Role: history.Role(r.role), Text: r.text, ToolCallID: r.toolCallID, Steer: r.steer, CreatedAt: decodeTime(r.createdAt)}
-	if r.toolCalls.Valid {
+	if err != nil {
+		return m, err
+	}
+	toolCalls, err := decodeBody(body, &m)
+	if err != nil {
+		return m, err
+	}
+	if toolCalls != nil {
 		var calls []toolCallJSON
-		if err := json.Unmarshal([]byte(r.toolCalls.String), &calls); err != nil {
-			return 0, m, fmt.Errorf("message %s: tool calls: %w", r.id, err)
+		if err := json.Unmarshal(toolCalls, &calls); err != nil {
+			return m, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
 		}
 		m.ToolCalls = make([]history.ToolCall, len(calls))
 		for i, c := range calls {
@@ -127,5 +269,5 @@ func decodeMessage(rows *sql.Rows) (int64, history.Message, error) {
 			}
 		}
 	}
-	return pos, m, nil
+	return m, nil
 }

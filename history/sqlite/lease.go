@@ -30,30 +30,34 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 		return nil, err
 	}
 	start := time.Now()
-	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: no write runs meanwhile
-	if err != nil {
-		return nil, s.fail(ctx, op, err)
-	}
-	defer func() { _ = tx.Rollback() }()
-	now := start.UnixNano()
 	var token int64
-	err = tx.QueryRowContext(ctx, `
-		INSERT INTO leases AS l (session_id, holder, host, pid, token, expires_at) VALUES (?, ?, ?, ?, 1, ?)
-		ON CONFLICT (session_id) DO UPDATE
-			SET holder = excluded.holder, host = excluded.host, pid = excluded.pid,
-				token = l.token + 1, expires_at = excluded.expires_at
-			WHERE l.expires_at <= ?
-		RETURNING token`, id, s.holder, s.host, s.pid, now+s.ttl.Nanoseconds(), now).Scan(&token)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if token, err = s.takeOverGone(ctx, tx, op, id, now); err != nil {
-			return nil, err
+	// One write of the committer (BEGIN IMMEDIATE: no other write runs
+	// meanwhile), batched with the others.
+	err := s.c.submit(ctx, func(tx *sql.Tx) error {
+		ctx := context.Background()
+		now := start.UnixNano()
+		err := tx.QueryRowContext(ctx, `
+			INSERT INTO leases AS l (session_id, holder, host, pid, token, expires_at) VALUES (?, ?, ?, ?, 1, ?)
+			ON CONFLICT (session_id) DO UPDATE
+				SET holder = excluded.holder, host = excluded.host, pid = excluded.pid,
+					token = l.token + 1, expires_at = excluded.expires_at
+				WHERE l.expires_at <= ?
+			RETURNING token`, id, s.holder, s.host, s.pid, now+s.ttl.Nanoseconds(), now).Scan(&token)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			token, err = s.takeOverGone(ctx, tx, op, id, now)
+			return err
+		case err != nil:
+			return s.fail(ctx, op, err)
 		}
+		return nil
+	})
+	var te *txError
+	switch {
+	case errors.As(err, &te):
+		return nil, s.fail(ctx, op, te.err)
 	case err != nil:
-		return nil, s.fail(ctx, op, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, err
 	}
 	l := &lease{State: leasing.New("sqlite", id, uint64(token)), s: s.db}
 	s.mu.Lock()
@@ -106,12 +110,12 @@ func (s *Store) leased(ctx context.Context, tx *sql.Tx, op, id string) error {
 	return fmt.Errorf("sqlite: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: time.Unix(0, expires).UTC()})
 }
 
-// checkLease is the lease check of a write transaction (see begin).
+// checkLease is the lease check of a write transaction (see exec).
 func (s *Store) checkLease(ctx context.Context, tx *sql.Tx, op, id string) error {
 	now := time.Now().UnixNano()
 	if s.l == nil {
 		var live bool
-		err := tx.QueryRowContext(ctx, `SELECT expires_at > ? FROM leases WHERE session_id = ?`, now, id).Scan(&live)
+		err := tx.StmtContext(ctx, s.c.stmts.leaseLive).QueryRowContext(ctx, now, id).Scan(&live)
 		switch {
 		case errors.Is(err, sql.ErrNoRows) || err == nil && !live:
 			return nil
@@ -124,7 +128,7 @@ func (s *Store) checkLease(ctx context.Context, tx *sql.Tx, op, id string) error
 		token int64
 		live  bool
 	)
-	err := tx.QueryRowContext(ctx, `SELECT token, expires_at > ? FROM leases WHERE session_id = ?`, now, id).Scan(&token, &live)
+	err := tx.StmtContext(ctx, s.c.stmts.leaseToken).QueryRowContext(ctx, now, id).Scan(&token, &live)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return s.fail(ctx, op, err)
 	}
@@ -170,9 +174,15 @@ func (l *lease) release(ctx context.Context) error {
 	if !l.End() {
 		return nil
 	}
-	_, err := l.s.w.ExecContext(ctx, `
-		UPDATE leases SET holder = '', expires_at = min(expires_at, ?)
-		WHERE session_id = ? AND token = ?`, time.Now().UnixNano(), l.Session(), int64(l.Token()))
+	err := l.s.c.submit(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(context.Background(), `
+			UPDATE leases SET holder = '', expires_at = min(expires_at, ?)
+			WHERE session_id = ? AND token = ?`, time.Now().UnixNano(), l.Session(), int64(l.Token()))
+		return err
+	})
+	if errors.Is(err, history.ErrClosed) {
+		return nil // the store closed meanwhile: the row expires
+	}
 	if err != nil {
 		return fmt.Errorf("sqlite: release: %w", err)
 	}
@@ -201,16 +211,21 @@ func (l *lease) usable(op string) error {
 // would (a test hook).
 func (l *lease) stopRenewals() { l.StopRenewals() }
 
-// renewOnce runs one renewal statement (see leasing.State.Renew). It
-// reports whether the lease was extended, to now plus the TTL.
+// renewOnce runs one renewal statement (see leasing.State.Renew), as a
+// write of the committer, batched with the others. It reports whether the
+// lease was extended, to now plus the TTL.
 func (l *lease) renewOnce(ctx context.Context) (bool, error) {
-	now := time.Now()
-	res, err := l.s.w.ExecContext(ctx, `
-		UPDATE leases SET expires_at = ? WHERE session_id = ? AND token = ? AND expires_at > ?`,
-		now.Add(l.s.ttl).UnixNano(), l.Session(), int64(l.Token()), now.UnixNano())
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
+	var n int64
+	err := l.s.c.submit(ctx, func(tx *sql.Tx) error {
+		now := time.Now()
+		res, err := tx.ExecContext(context.Background(), `
+			UPDATE leases SET expires_at = ? WHERE session_id = ? AND token = ? AND expires_at > ?`,
+			now.Add(l.s.ttl).UnixNano(), l.Session(), int64(l.Token()), now.UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	return n == 1, err
 }

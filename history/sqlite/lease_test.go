@@ -89,13 +89,9 @@ func TestCloseReleasesLeases(t *testing.T) {
 // messages and take their times from them.
 func TestMigrationToLeasesKeepsData(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	saved := migrations
-	migrations = saved[:1]
-	s, err := Open(path)
-	migrations = saved
-	require.NoError(t, err)
+	s := openAtVersion(t, path, 1)
 	ctx := context.Background()
-	_, err = s.w.ExecContext(ctx, `INSERT INTO sessions (id, version) VALUES ('old', 1)`)
+	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, version) VALUES ('old', 1)`)
 	require.NoError(t, err)
 	for i, at := range []int64{1000, 2000} {
 		_, err = s.w.ExecContext(ctx, `INSERT INTO messages (session_id, pos, seq, id, role, text, created_at) VALUES ('old', ?, ?, ?, 'user', 'Old work', ?)`, i, i, i, at)

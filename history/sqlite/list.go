@@ -8,18 +8,25 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// titleColumn reads a session's title: "=" and its own title, or "~" and
-// the text of its first message, from which defaultTitle makes the default
-// one. The first message is found through the (session_id, seq) index.
+// titleColumn reads a session's title: "=" and its own title, or the body
+// of its first message (encodeBody, which never starts with "="), from whose
+// text defaultTitle makes the default one, or "" without messages. The first
+// message is found through the (session_id, seq) index.
 const titleColumn = `CASE WHEN title <> '' THEN '=' || title
-	ELSE '~' || COALESCE((SELECT text FROM messages m WHERE m.session_id = sessions.id AND m.seq = 0), '') END`
+	ELSE COALESCE((SELECT body FROM messages m WHERE m.session_id = sessions.id AND m.seq = 0), '') END`
 
 // defaultTitle decodes a value of titleColumn.
 func defaultTitle(v string) string {
 	if t, ok := strings.CutPrefix(v, "="); ok {
 		return t
 	}
-	return history.DefaultTitle(strings.TrimPrefix(v, "~"))
+	var first history.Message
+	if v != "" {
+		if _, err := decodeBody([]byte(v), &first); err != nil {
+			return history.DefaultTitle("")
+		}
+	}
+	return history.DefaultTitle(first.Text)
 }
 
 // ListSessions implements [history.Lister]. It reads one page through the

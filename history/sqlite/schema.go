@@ -108,7 +108,44 @@ ALTER TABLE compactions ADD COLUMN commit_version   INTEGER;
 
 CREATE UNIQUE INDEX compactions_undo ON compactions (session_id, undo_id) WHERE undo_id IS NOT NULL;
 `,
+	// 4: a message's fields in one body column (encode.go, encodeBody), so
+	// that reading a message is one column read. The messages are
+	// rewritten in place, at the same positions.
+	migrationBody,
 }
+
+// migrationBody is migration 4; bodyFromColumns builds the value of
+// encodeBody from the message columns of versions 2 and 3.
+const migrationBody = `
+CREATE TABLE messages_v3 (
+	session_id TEXT    NOT NULL REFERENCES sessions (id),
+	pos        INTEGER NOT NULL, -- timeline position
+	seq        INTEGER NOT NULL, -- index among the session's messages
+	body       BLOB    NOT NULL, -- every field (encodeBody)
+	PRIMARY KEY (session_id, pos)
+) WITHOUT ROWID;
+
+INSERT INTO messages_v3 (session_id, pos, seq, body)
+SELECT session_id, pos, seq, ` + bodyFromColumns + `
+FROM messages ORDER BY session_id, pos;
+
+DROP TABLE messages;
+ALTER TABLE messages_v3 RENAME TO messages;
+CREATE UNIQUE INDEX messages_seq ON messages (session_id, seq);
+`
+
+// bodyFromColumns is encodeBody in SQL, over the message columns of schema
+// versions 2 and 3.
+const bodyFromColumns = `CAST(
+	printf('%s%s%s%016x%010d%010d%010d%010d',
+		CASE WHEN steer THEN '1' ELSE '0' END,
+		CASE WHEN tool_calls IS NULL THEN 'n' ELSE 'j' END,
+		CASE WHEN created_at IS NULL THEN 'n' ELSE 't' END,
+		COALESCE(created_at, 0),
+		length(CAST(id AS BLOB)), length(CAST(role AS BLOB)),
+		length(CAST(tool_call_id AS BLOB)), length(CAST(COALESCE(tool_calls, '') AS BLOB)))
+	AS BLOB) || CAST(id AS BLOB) || CAST(role AS BLOB) || CAST(tool_call_id AS BLOB)
+	|| CAST(COALESCE(tool_calls, '') AS BLOB) || CAST(text AS BLOB)`
 
 // migrate brings the schema of the database behind w up to
 // len(migrations), one transaction per migration. Two processes opening a

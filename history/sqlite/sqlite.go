@@ -33,8 +33,9 @@ type Store struct {
 // db is the open file, shared by a Store and the fenced views of its leases.
 type db struct {
 	path   string
-	w      *sql.DB // the one writer connection
-	r      *sql.DB // read-only pool
+	w      *sql.DB    // the one writer connection
+	c      *committer // runs every write transaction of the Store and its leases
+	r      *sql.DB    // read-only pool
 	closed atomic.Bool
 	ttl    time.Duration
 	holder string
@@ -165,7 +166,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := r.Ping(); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
 	}
-	return &Store{db: &db{path: abs, w: w, r: r, ttl: o.ttl, holder: o.holder, host: hostname(), pid: os.Getpid(), leases: map[*lease]struct{}{}}}, nil
+	return &Store{db: &db{
+		path: abs, w: w, c: startCommitter(w), r: r,
+		ttl: o.ttl, holder: o.holder, host: hostname(), pid: os.Getpid(), leases: map[*lease]struct{}{},
+	}}, nil
 }
 
 // createFile creates path with mode 0600 unless it exists. It never creates
@@ -206,6 +210,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.releaseAll()
+	s.c.stop()
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 

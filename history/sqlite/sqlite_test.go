@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -327,4 +328,88 @@ func TestQueryPlans(t *testing.T) {
 		require.NoError(t, rows.Close())
 		assert.Equal(t, []string{tt.plan}, plan, tt.query)
 	}
+}
+
+// openAtVersion creates the file at path with the schema of the given
+// version, as an older release left it, and opens it; the caller closes it.
+func openAtVersion(t *testing.T, path string, version int) *Store {
+	t.Helper()
+	saved := migrations
+	migrations = saved[:version]
+	s, err := Open(path)
+	migrations = saved
+	require.NoError(t, err)
+	return s
+}
+
+// TestBodyMatchesMigration: a file of schema version 2 (one column per
+// field) moves forward to the body column on Open, and migration 4 builds
+// exactly the bytes encodeBody writes, for every kind of field: tool calls
+// or none, steer, a zero, negative or positive time, non-ASCII text.
+func TestBodyMatchesMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	s := openAtVersion(t, path, 2)
+	ctx := context.Background()
+	msgs := []history.Message{
+		{ID: "m0", Role: history.RoleUser, Text: "héllo \x00 wörld", CreatedAt: time.Unix(0, 1_700_000_000_123456789).UTC()},
+		{ID: "m1-é", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{
+			{ID: "c1-ü", Name: "n", Arguments: json.RawMessage(`{"é":"ü"}`)},
+			{ID: "c2", Name: "n", Arguments: json.RawMessage("\"\xff\"")},
+			{ID: "c3", Name: "n"},
+		}, CreatedAt: time.Unix(0, -1_234_567_890).UTC()},
+		{ID: "m2", Role: history.RoleTool, ToolCallID: "c1-ü", Text: "result"},
+		{ID: "m3", Role: history.RoleUser, Text: "steer", Steer: true, CreatedAt: time.Unix(1, 0).UTC()},
+		{ID: "m4", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{}},
+	}
+	_, err := s.w.ExecContext(ctx, `INSERT INTO sessions (id, version, message_count, next_pos) VALUES ('old', 1, ?, ?)`, len(msgs), len(msgs))
+	require.NoError(t, err)
+	want := make([][]byte, len(msgs))
+	for i := range msgs {
+		row, err := encodeMessage(&msgs[i])
+		require.NoError(t, err)
+		want[i] = row.body
+		var toolCalls sql.NullString
+		if msgs[i].ToolCalls != nil { // the stored form of version 2
+			from := bodyHeader + len(msgs[i].ID) + len(msgs[i].Role) + len(msgs[i].ToolCallID)
+			toolCalls.Valid = true
+			toolCalls.String = string(row.body[from : len(row.body)-len(msgs[i].Text)])
+		}
+		created, err := encodeTime(msgs[i].CreatedAt)
+		require.NoError(t, err)
+		_, err = s.w.ExecContext(ctx, `INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at)
+			VALUES ('old', ?, ?, ?, ?, ?, ?, ?, ?, ?)`, i, i, msgs[i].ID, string(msgs[i].Role), msgs[i].Text, toolCalls, msgs[i].ToolCallID, msgs[i].Steer, created)
+		require.NoError(t, err)
+	}
+	require.NoError(t, s.Close())
+	require.Equal(t, 2, readSchemaVersion(t, path))
+
+	s = open(t, path)
+	assert.Equal(t, len(migrations), readSchemaVersion(t, path))
+	for i := range msgs {
+		var body []byte
+		require.NoError(t, s.r.QueryRowContext(ctx, `SELECT body FROM messages WHERE session_id = 'old' AND seq = ?`, i).Scan(&body))
+		assert.Equal(t, string(want[i]), string(body), "message %d", i)
+	}
+	loaded, err := s.Load(ctx, "old")
+	require.NoError(t, err)
+	assert.Equal(t, msgs, loaded.Active)
+	page, err := s.ListSessions(ctx, history.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Sessions, 1)
+	assert.Equal(t, history.DefaultTitle(msgs[0].Text), page.Sessions[0].Title)
+}
+
+// TestMalformedBodyFails: a body column that is not in the form of
+// encodeBody fails the read instead of decoding garbage.
+func TestMalformedBodyFails(t *testing.T) {
+	header := "0nn" + strings.Repeat("0", 16) + "0000000002" + strings.Repeat("0", 30)
+	for _, body := range []string{"", "0nn", header + "x", strings.Replace(header, "2", "g", 1) + "ab", strings.Replace(header, "0", "f", 1) + "ab", "0ng" + header[3:] + "ab", header[:5] + "x" + header[6:] + "ab"} {
+		var m history.Message
+		_, err := decodeBody([]byte(body), &m)
+		assert.ErrorIs(t, err, errBody, "%q", body)
+	}
+	var m history.Message
+	_, err := decodeBody([]byte(header+"abtext"), &m)
+	require.NoError(t, err)
+	assert.Equal(t, history.Message{ID: "ab", Text: "text"}, m)
 }

@@ -45,81 +45,98 @@ type state struct {
 // active is the number of Active messages.
 func (st *state) active() int64 { return st.messageCount - st.archived }
 
-// errNoChange makes write roll back a transaction that found nothing to do
-// and return the caller's version.
+// errNoChange makes write roll back a write that found nothing to do and
+// return the caller's version.
 var errNoChange = errors.New("no change")
 
-// write runs fn in one BEGIN IMMEDIATE transaction on the writer connection,
-// after the lease check and the compare-and-swap that advance the session
-// from version to version+1. Any error of fn rolls the whole transaction
-// back.
-func (s *Store) write(ctx context.Context, op, id string, version uint64, fn func(tx *sql.Tx, st *state) error) (uint64, error) {
-	tx, err := s.begin(ctx, op, id)
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = tx.Rollback() }() // a no-op after Commit
-	st, err := s.swap(ctx, tx, op, id, version)
-	if err != nil {
-		return 0, err
-	}
-	if err := fn(tx, st); err != nil {
-		if errors.Is(err, errNoChange) {
-			return version, nil
+// write runs fn as one write of the committer (see commit.go), after the
+// lease check and the compare-and-swap that advance the session from
+// version to version+1, its next position by advance and its message count
+// by msgs. fn sees the state before the advance. Any error of fn undoes the
+// whole write; the write is durable when write returns a nil error.
+func (s *Store) write(ctx context.Context, op, id string, version uint64, advance, msgs int64, fn func(ctx context.Context, tx *sql.Tx, st *state) error) (uint64, error) {
+	err := s.exec(ctx, op, id, true, func(ctx context.Context, tx *sql.Tx) error {
+		st, err := s.swap(ctx, tx, op, id, version, advance, msgs)
+		if err != nil {
+			return err
 		}
+		return fn(ctx, tx, st)
+	})
+	switch {
+	case errors.Is(err, errNoChange):
+		return version, nil
+	case err != nil:
 		return 0, err
-	}
-	if err := tx.Commit(); err != nil {
-		return 0, s.fail(ctx, op, err)
 	}
 	return version + 1, nil
 }
 
-// begin starts a write transaction on session id and checks its lease in
-// it: a lease's view of the store writes only while its lease is the
-// session's current, live one (history.ErrFenced otherwise); the store
-// itself writes only to a session no live lease covers (a
-// *history.LeaseError otherwise). BEGIN IMMEDIATE takes the file's write
-// lock, so no Acquire can change the lease before the transaction ends.
-func (s *Store) begin(ctx context.Context, op, id string) (*sql.Tx, error) {
+// exec hands fn to the committer as one write on session id, with the
+// lease check in the same transaction (first, unless swapped says that fn
+// starts with swap, which checks the lease in its statement): a lease's view of the store
+// writes only while its lease is the session's current, live one
+// (history.ErrFenced otherwise); the store itself writes only to a session
+// no live lease covers (a *history.LeaseError otherwise). The transaction
+// is BEGIN IMMEDIATE and holds the file's write lock, so no Acquire can
+// change the lease before it ends. fn gets the context its statements run
+// under (not the caller's: an accepted write is not cancelled halfway).
+func (s *Store) exec(ctx context.Context, op, id string, swapped bool, fn func(ctx context.Context, tx *sql.Tx) error) error {
 	if err := s.admit(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.l.mine(id); err != nil {
-		return nil, err
+		return err
 	}
 	if err := s.l.usable(op); err != nil {
-		return nil, err
+		return err
 	}
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, s.fail(ctx, op, err)
+	err := s.c.submit(ctx, func(tx *sql.Tx) error {
+		tctx := context.Background()
+		if !swapped {
+			if err := s.checkLease(tctx, tx, op, id); err != nil {
+				return err
+			}
+		}
+		return fn(tctx, tx)
+	})
+	var te *txError
+	if errors.As(err, &te) {
+		return s.fail(ctx, op, te.err)
 	}
-	if err := s.checkLease(ctx, tx, op, id); err != nil {
-		_ = tx.Rollback()
-		return nil, err
-	}
-	return tx, nil
+	return err
 }
 
-// swap is the version compare-and-swap every write starts with. When no row
-// matches it tells a missing session (history.ErrNotFound) from a stale
-// version (history.ErrConflict).
-func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uint64) (*state, error) {
+// swap is the version compare-and-swap every write starts with; it also
+// advances the session's next position and message count, and checks the
+// write's lease (see exec) in the same statement. When no row matches it
+// tells a lease that forbids the write (checkLease's error) from a missing
+// session (history.ErrNotFound) and a stale version (history.ErrConflict).
+func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uint64, advance, msgs int64) (*state, error) {
 	v := int64(-1) // no stored version matches
 	if version <= math.MaxInt64 {
 		v = int64(version)
 	}
-	var st state
-	err := tx.QueryRowContext(ctx, `
-		UPDATE sessions SET version = version + 1, updated_at = ? WHERE id = ? AND version = ?
-		RETURNING active_from, archived, message_count, next_pos`, time.Now().UnixNano(), id, v).
-		Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
+	var (
+		st  state
+		row *sql.Row
+		now = time.Now().UnixNano()
+	)
+	if s.l == nil {
+		row = tx.StmtContext(ctx, s.c.stmts.swapFree).QueryRowContext(ctx, now, advance, msgs, id, v)
+	} else {
+		row = tx.StmtContext(ctx, s.c.stmts.swapLeased).QueryRowContext(ctx, now, advance, msgs, id, v, int64(s.l.Token()))
+	}
+	err := row.Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
 	if err == nil {
+		st.messageCount -= msgs
+		st.nextPos -= advance
 		return &st, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return nil, s.fail(ctx, op, err)
+	}
+	if err := s.checkLease(ctx, tx, op, id); err != nil {
+		return nil, err
 	}
 	var current uint64
 	err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, id).Scan(&current)
@@ -160,22 +177,20 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	if err := history.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
-	tx, err := s.begin(ctx, "create", n.ID)
+	err := s.exec(ctx, "create", n.ID, false, func(ctx context.Context, tx *sql.Tx) error {
+		now := time.Now().UnixNano()
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)`,
+			n.ID, nullBytes(n.Config), n.Title, n.Cwd, now, now)
+		switch {
+		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
+			return fmt.Errorf("%w: %q", history.ErrExists, n.ID)
+		case err != nil:
+			return s.fail(ctx, "create", err)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	defer func() { _ = tx.Rollback() }()
-	now := time.Now().UnixNano()
-	_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)`,
-		n.ID, nullBytes(n.Config), n.Title, n.Cwd, now, now)
-	switch {
-	case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
-		return nil, fmt.Errorf("%w: %q", history.ErrExists, n.ID)
-	case err != nil:
-		return nil, s.fail(ctx, "create", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, s.fail(ctx, "create", err)
 	}
 	return &history.Snapshot{ID: n.ID, Version: 1, Config: slices.Clone(n.Config), Title: n.Title, Cwd: n.Cwd, Active: []history.Message{}}, nil
 }
@@ -195,11 +210,11 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 	snap := &history.Snapshot{ID: id}
 	err := s.read(ctx, "load", func(tx *sql.Tx) error {
 		var (
-			activeFrom int64
-			config     []byte
+			activeFrom, count int64
+			config            []byte
 		)
-		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos FROM sessions WHERE id = ?`, id).
-			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition)
+		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, message_count FROM sessions WHERE id = ?`, id).
+			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
@@ -208,7 +223,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		}
 		snap.Config = config
 		snap.Title = defaultTitle(snap.Title)
-		if snap.Active, err = s.messages(ctx, tx, "load", whereActive, id, activeFrom); err != nil {
+		if _, snap.Active, err = s.scan(ctx, tx, "load", false, int(count-int64(snap.Archived)), whereActive, id, activeFrom); err != nil {
 			return err
 		}
 		snap.Interrupted, err = s.strings(ctx, tx, "load", selectInProgress, id)
@@ -223,27 +238,39 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 // messages reads the messages selected by where (a WHERE and ORDER BY
 // clause over the messages table).
 func (s *Store) messages(ctx context.Context, tx *sql.Tx, op, where string, args ...any) ([]history.Message, error) {
-	_, msgs, err := s.positioned(ctx, tx, op, where, args...)
+	_, msgs, err := s.scan(ctx, tx, op, false, 0, where, args...)
 	return msgs, err
 }
 
 // positioned is messages with the timeline position of each message.
 func (s *Store) positioned(ctx context.Context, tx *sql.Tx, op, where string, args ...any) ([]int64, []history.Message, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT `+messageColumns+` FROM messages `+where, args...)
+	return s.scan(ctx, tx, op, true, 0, where, args...)
+}
+
+// scan reads the messages selected by where, and their positions if
+// withPos; expect is how many there should be (a capacity hint).
+func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, expect int, where string, args ...any) ([]int64, []history.Message, error) {
+	columns, pos := activeColumns, (*int64)(nil)
+	if withPos {
+		columns, pos = messageColumns, new(int64)
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM messages `+where, args...)
 	if err != nil {
 		return nil, nil, s.fail(ctx, op, err)
 	}
 	defer func() { _ = rows.Close() }()
 	var (
 		positions []int64
-		msgs      = []history.Message{}
+		msgs      = make([]history.Message, 0, max(expect, 0))
 	)
 	for rows.Next() {
-		pos, m, err := decodeMessage(rows)
+		m, err := decodeMessage(rows, pos)
 		if err != nil {
 			return nil, nil, s.fail(ctx, op, err)
 		}
-		positions = append(positions, pos)
+		if withPos {
+			positions = append(positions, *pos)
+		}
 		msgs = append(msgs, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -283,25 +310,16 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 	if err != nil {
 		return 0, err
 	}
-	return s.write(ctx, "append", id, version, func(tx *sql.Tx, st *state) error {
-		stmt, err := tx.PrepareContext(ctx, `
-			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return s.fail(ctx, "append", err)
-		}
-		defer func() { _ = stmt.Close() }()
+	n := int64(len(rows))
+	return s.write(ctx, "append", id, version, n, n, func(ctx context.Context, tx *sql.Tx, st *state) error {
+		stmt := tx.StmtContext(ctx, s.c.stmts.insertMessage)
 		pos, seq := st.nextPos, st.messageCount
 		for _, r := range rows {
-			if _, err := stmt.ExecContext(ctx, id, pos, seq, r.id, r.role, r.text, r.toolCalls, r.toolCallID, r.steer, r.createdAt); err != nil {
+			if _, err := stmt.ExecContext(ctx, id, pos, seq, r.body); err != nil {
 				return s.fail(ctx, "append", err)
 			}
 			pos++
 			seq++
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE sessions SET next_pos = ?, message_count = ? WHERE id = ?`, pos, seq, id)
-		if err != nil {
-			return s.fail(ctx, "append", err)
 		}
 		return nil
 	})
@@ -312,7 +330,7 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 	if err := history.CheckConfig(config); err != nil {
 		return 0, err
 	}
-	return s.write(ctx, "set config", id, version, func(tx *sql.Tx, _ *state) error {
+	return s.write(ctx, "set config", id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, _ *state) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET config = ? WHERE id = ?`, nullBytes(config), id); err != nil {
 			return s.fail(ctx, "set config", err)
 		}
@@ -334,7 +352,7 @@ func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, 
 	if rec.Status != history.StatusInProgress {
 		finished = started
 	}
-	return s.write(ctx, "begin compaction", id, version, func(tx *sql.Tx, st *state) error {
+	return s.write(ctx, "begin compaction", id, version, 1, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
 		_, err := tx.ExecContext(ctx, `
 			INSERT INTO compactions (session_id, compact_id, pos, status, trigger_kind, instructions, started_at, finished_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -343,9 +361,6 @@ func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, 
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
 			return fmt.Errorf("%w: compaction %q is already recorded", history.ErrExists, rec.CompactID)
 		case err != nil:
-			return s.fail(ctx, "begin compaction", err)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET next_pos = next_pos + 1 WHERE id = ?`, id); err != nil {
 			return s.fail(ctx, "begin compaction", err)
 		}
 		return nil
@@ -385,7 +400,7 @@ func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64,
 	if err != nil {
 		return 0, err
 	}
-	return s.write(ctx, "finish compaction", id, version, func(tx *sql.Tx, _ *state) error {
+	return s.write(ctx, "finish compaction", id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, _ *state) error {
 		if _, err := s.inProgress(ctx, tx, "finish compaction", id, compactID); err != nil {
 			return err
 		}
@@ -426,7 +441,7 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		return 0, nil, err
 	}
 	var seg *history.Segment
-	v, err := s.write(ctx, op, id, version, func(tx *sql.Tx, st *state) error {
+	v, err := s.write(ctx, op, id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
 		if err := history.CheckCommit(&c, int(st.active())); err != nil {
 			return err
 		}
@@ -476,7 +491,7 @@ func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.
 		return 0, nil, err
 	}
 	var ids []string
-	v, err := s.write(ctx, "recover", id, version, func(tx *sql.Tx, _ *state) error {
+	v, err := s.write(ctx, "recover", id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, _ *state) error {
 		var err error
 		ids, err = s.strings(ctx, tx, "recover", selectInProgress, id)
 		if err != nil {
@@ -623,7 +638,8 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 		return 0, nil, err
 	}
 	var rec *history.UncompactionRecord
-	v, err := s.write(ctx, op, id, version, func(tx *sql.Tx, st *state) error {
+	// The undo takes the next timeline position (advance 1, no message).
+	v, err := s.write(ctx, op, id, version, 1, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
 		r := history.UncompactionRecord{ID: u.ID, At: decodeTime(at), Position: st.nextPos}
 		var from, to int64
 		err := tx.QueryRowContext(ctx, `
@@ -659,7 +675,7 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 			return s.fail(ctx, op, err)
 		}
 		_, err = tx.ExecContext(ctx, `
-			UPDATE sessions SET active_from = ?, archived = archived - ?, summary = ?, next_pos = next_pos + 1 WHERE id = ?`,
+			UPDATE sessions SET active_from = ?, archived = archived - ?, summary = ? WHERE id = ?`,
 			from, restored, prev, id)
 		if err != nil {
 			return s.fail(ctx, op, err)
