@@ -169,6 +169,15 @@ func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, 
 		fmt.Fprintf(stdout, "  when      started %s, committed %s\n", showTime(s.StartedAt), showTime(s.CreatedAt))
 		fmt.Fprintf(stdout, "  archived  %d messages\n", len(s.Messages))
 		fmt.Fprintf(stdout, "  tokens    summary call: %d input, %d output\n", s.InputTokens, s.OutputTokens)
+		if s.ContextBefore > 0 || s.ContextAfter > 0 {
+			fmt.Fprintf(stdout, "  context   %d tokens before, about %d after\n", s.ContextBefore, s.ContextAfter)
+		}
+		if s.SummaryProvider != "" {
+			fmt.Fprintf(stdout, "  summary by %s (%s)\n", s.SummaryProvider, s.SummaryModel)
+		}
+		if s.Undone() {
+			fmt.Fprintf(stdout, "  undone    %s: its messages are active again\n", showTime(s.UndoneAt))
+		}
 		if s.Instructions != "" {
 			fmt.Fprintf(stdout, "  instructions  %s\n", oneLine(s.Instructions, 100))
 		}

@@ -66,17 +66,33 @@ type messageJSON struct {
 }
 
 type segmentJSON struct {
-	ID           string        `json:"id"`
-	CompactID    string        `json:"compact_id"`
-	Trigger      string        `json:"trigger"`
-	Position     int64         `json:"position"`
-	StartedAt    time.Time     `json:"started_at,omitzero"`
-	CreatedAt    time.Time     `json:"created_at,omitzero"`
-	InputTokens  int           `json:"input_tokens"`
-	OutputTokens int           `json:"output_tokens"`
+	ID           string    `json:"id"`
+	CompactID    string    `json:"compact_id"`
+	Trigger      string    `json:"trigger"`
+	Position     int64     `json:"position"`
+	StartedAt    time.Time `json:"started_at,omitzero"`
+	CreatedAt    time.Time `json:"created_at,omitzero"`
+	InputTokens  int       `json:"input_tokens"`
+	OutputTokens int       `json:"output_tokens"`
+	// What made the summary and the context around the compaction.
+	SummaryProvider string `json:"summary_provider,omitempty"`
+	SummaryModel    string `json:"summary_model,omitempty"`
+	ContextBefore   int    `json:"context_before,omitempty"`
+	ContextAfter    int    `json:"context_after,omitempty"`
+	// Set once the compaction was undone (Uncompact).
+	UndoID       string        `json:"undo_id,omitempty"`
+	UndoneAt     time.Time     `json:"undone_at,omitzero"`
 	Instructions text          `json:"instructions,omitempty"`
 	Summary      text          `json:"summary"`
 	Messages     []messageJSON `json:"messages"`
+}
+
+type uncompactionJSON struct {
+	ID        string    `json:"id"`
+	SegmentID string    `json:"segment_id"`
+	CompactID string    `json:"compact_id"`
+	Restored  int       `json:"restored"`
+	At        time.Time `json:"at,omitzero"`
 }
 
 type compactionJSON struct {
@@ -91,10 +107,11 @@ type compactionJSON struct {
 }
 
 type entryJSON struct {
-	Position   int64           `json:"position"`
-	Archived   bool            `json:"archived,omitempty"`
-	Message    *messageJSON    `json:"message,omitempty"`
-	Compaction *compactionJSON `json:"compaction,omitempty"`
+	Position     int64             `json:"position"`
+	Archived     bool              `json:"archived,omitempty"`
+	Message      *messageJSON      `json:"message,omitempty"`
+	Compaction   *compactionJSON   `json:"compaction,omitempty"`
+	Uncompaction *uncompactionJSON `json:"uncompaction,omitempty"`
 }
 
 type leaseJSON struct {
@@ -158,6 +175,9 @@ func toSegment(s *history.Segment) segmentJSON {
 		ID: s.ID, CompactID: s.CompactID, Trigger: s.Trigger, Position: s.Position,
 		StartedAt: s.StartedAt, CreatedAt: s.CreatedAt,
 		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
+		SummaryProvider: s.SummaryProvider, SummaryModel: s.SummaryModel,
+		ContextBefore: s.ContextBefore, ContextAfter: s.ContextAfter,
+		UndoID: s.UndoID, UndoneAt: s.UndoneAt,
 		Instructions: text(s.Instructions), Summary: text(s.Summary),
 		Messages: toMessages(s.Messages),
 	}
@@ -175,6 +195,9 @@ func toEntry(e *history.Entry) entryJSON {
 			Instructions: text(c.Instructions), Summary: text(c.Summary), Error: text(c.Error),
 			StartedAt: c.StartedAt, FinishedAt: c.FinishedAt,
 		}
+	}
+	if u := e.Uncompaction; u != nil {
+		out.Uncompaction = &uncompactionJSON{ID: u.ID, SegmentID: u.SegmentID, CompactID: u.CompactID, Restored: u.Restored, At: u.At}
 	}
 	return out
 }

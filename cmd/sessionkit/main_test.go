@@ -450,6 +450,9 @@ func fromSegment(s *segmentJSON) history.Segment {
 		ID: s.ID, CompactID: s.CompactID, Trigger: s.Trigger, Position: s.Position,
 		StartedAt: s.StartedAt, CreatedAt: s.CreatedAt,
 		InputTokens: s.InputTokens, OutputTokens: s.OutputTokens,
+		SummaryProvider: s.SummaryProvider, SummaryModel: s.SummaryModel,
+		ContextBefore: s.ContextBefore, ContextAfter: s.ContextAfter,
+		UndoID: s.UndoID, UndoneAt: s.UndoneAt,
 		Instructions: string(s.Instructions), Summary: string(s.Summary),
 	}
 	for i := range s.Messages {
