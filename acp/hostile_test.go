@@ -57,8 +57,9 @@ type hostileNote struct {
 	seq    int // position among the lines the agent wrote
 	method string
 	sid    string
-	kind   string // sessionUpdate
-	text   string // content text, first 64 bytes
+	kind   string          // sessionUpdate
+	text   string          // content text, first 64 bytes
+	update json.RawMessage // the whole update (the v2 tests look at it)
 }
 
 // hostileClient writes raw lines to an agent and reads its output. Its
@@ -165,6 +166,12 @@ func (c *hostileClient) record(line []byte) {
 		}
 		_ = json.Unmarshal(hostileParams(line), &p)
 		n = hostileNote{method: m.Method, sid: p.SessionID, kind: p.Update.Kind, text: p.Update.Content.Text}
+		var u struct {
+			Update json.RawMessage `json:"update"`
+		}
+		if json.Unmarshal(hostileParams(line), &u) == nil && len(u.Update) < 4096 {
+			n.update = u.Update
+		}
 		if len(n.text) > 64 {
 			n.text = strings.Clone(n.text[:64])
 		}

@@ -69,6 +69,12 @@ type ServerOptions struct {
 	// Logger receives diagnostics; nil means none. Serve never writes
 	// anything but protocol messages to w.
 	Logger *zap.Logger
+	// V1Only switches ACP v2 off: every initialize is answered with v1,
+	// whatever version it asks for (the v1-only rule). Otherwise initialize
+	// chooses the connection's version as the official SDK's protocol
+	// router does: 1 for a request for 1, 2 for a request for 2 or more,
+	// and the UnsupportedProtocolVersion error below 1.
+	V1Only bool
 }
 
 // Serve runs an ACP agent over r and w (stdio in practice) until r ends or
@@ -121,8 +127,26 @@ type server struct {
 
 	mu          sync.Mutex
 	initialized bool
-	compaction  bool // the client advertised session.compaction (§7.2)
+	version     ProtocolVersion // negotiated by initialize
+	compaction  bool            // the client advertised session.compaction (§7.2)
 	sessions    map[string]*agentSession
+}
+
+// surface returns the connection's surface, set by initialize.
+func (s *server) surface() surface {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version == ProtocolVersion2 {
+		return v2Surface{s}
+	}
+	return v1Surface{s}
+}
+
+// v2 reports whether the connection speaks ACP v2.
+func (s *server) v2() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version == ProtocolVersion2
 }
 
 func (s *server) capable() bool {
@@ -191,6 +215,9 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	if !ready {
 		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "%s before initialize: send initialize first", req.Method)
 	}
+	if s.v2() {
+		return s.handleV2(ctx, req)
+	}
 	switch req.Method {
 	case MethodAuthenticate:
 		var p AuthenticateRequest
@@ -227,20 +254,101 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
 }
 
+// requestedVersion is the protocolVersion member of an initialize request.
+type requestedVersion struct {
+	ProtocolVersion ProtocolVersion `json:"protocolVersion" acp:"required"`
+}
+
+// UnmarshalJSON decodes v; errors wrap [ErrMalformed].
+func (v *requestedVersion) UnmarshalJSON(data []byte) error {
+	type plain requestedVersion
+	return decodeObject(data, (*plain)(v))
+}
+
+// initialize negotiates the connection's version (see
+// ServerOptions.V1Only) and answers with that version's surface.
 func (s *server) initialize(req *jsonrpc.Request) (any, error) {
+	if s.opts.V1Only {
+		return s.initializeV1(req)
+	}
+	s.mu.Lock()
+	was := s.version
+	s.mu.Unlock()
+	if was == ProtocolVersion1 {
+		// Initialized with v1 already: a repeated initialize keeps the
+		// v1 rule, and the connection's version.
+		return s.initializeV1(req)
+	}
+	var rv requestedVersion
+	if err := jsonrpc.UnmarshalParams(req.Params, &rv); err != nil {
+		return nil, err
+	}
+	selected := ProtocolVersion1
+	switch {
+	case was == ProtocolVersion2 && rv.ProtocolVersion < ProtocolVersion2:
+		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "initialize: this connection speaks protocol version 2 already")
+	case rv.ProtocolVersion < ProtocolVersion1:
+		e := jsonrpc.NewError(UnsupportedProtocolVersion, "unsupported protocol version %d: this agent supports 1 and 2", rv.ProtocolVersion)
+		e.Data, _ = json.Marshal(UnsupportedProtocolVersionData{Requested: rv.ProtocolVersion, Supported: []ProtocolVersion{ProtocolVersion1, ProtocolVersion2}})
+		return nil, e
+	case rv.ProtocolVersion >= ProtocolVersion2:
+		selected = ProtocolVersion2
+	}
+	if selected == ProtocolVersion1 {
+		return s.initializeV1(req)
+	}
+	return s.initializeV2(req, rv.ProtocolVersion)
+}
+
+// info is the agent's Implementation.
+func (s *server) info() Implementation {
+	info := s.opts.AgentInfo
+	if info.Name == "" {
+		info = Implementation{Name: "sessionkit", Title: "sessionkit", Version: Version}
+	}
+	return info
+}
+
+// initializeV2 answers a request for version 2 or later with v2. A request
+// for exactly 2 must parse (info is required); for a later version, params
+// that do not parse are dropped, as the official SDK's router does. v2
+// request IDs must not be null.
+func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (any, error) {
+	if string(req.ID) == "null" {
+		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "ACP v2 request IDs must be strings or integers")
+	}
+	var p InitializeRequestV2
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil && requested == ProtocolVersion2 {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.initialized = true
+	s.version = ProtocolVersion2
+	s.mu.Unlock()
+	info := s.info()
+	return InitializeResponseV2{
+		ProtocolVersion: ProtocolVersion2,
+		Info:            info,
+		Capabilities: AgentCapabilitiesV2{
+			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
+			// The extension methods this agent answers (acp.Dial looks here).
+			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact}},
+		},
+	}, nil
+}
+
+// initializeV1 answers initialize with v1.
+func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 	var p InitializeRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	s.initialized = true
+	s.version = ProtocolVersion1
 	s.compaction = p.ClientCapabilities.SupportsCompaction()
 	s.mu.Unlock()
-	info := s.opts.AgentInfo
-	if info.Name == "" {
-		info = Implementation{Name: "sessionkit", Title: "sessionkit", Version: Version}
-	}
-	// Version negotiation: this agent speaks v1 whatever the client asks.
+	info := s.info()
 	return InitializeResponse{
 		ProtocolVersion: 1,
 		AgentCapabilities: AgentCapabilities{
@@ -365,6 +473,15 @@ func opened(resp *jsonrpc.Responder, result any) func(a *agentSession) {
 	}
 }
 
+// replayed is opened after a v2 replay: the session's current state goes
+// before the response.
+func replayed(resp *jsonrpc.Responder, result any) func(a *agentSession) {
+	return func(a *agentSession) {
+		a.currentState()
+		opened(resp, result)(a)
+	}
+}
+
 func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	var p NewSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
@@ -385,6 +502,10 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 // session open on this connection is attached on its owner goroutine, one
 // that is not is opened from the store.
 func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result any) (any, error) {
+	first := opened
+	if replay && s.v2() {
+		first = replayed
+	}
 	if id == "" {
 		return nil, invalidParams(`field "sessionId": must not be empty`)
 	}
@@ -396,7 +517,7 @@ func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result
 	s.mu.Unlock()
 	if !open {
 		resp := jsonrpc.Defer(ctx)
-		if err := s.open(ctx, id, cwd, replay, opened(resp, result)); err != nil {
+		if err := s.open(ctx, id, cwd, replay, first(resp, result)); err != nil {
 			return nil, resp.Respond(nil, err)
 		}
 		return nil, nil
@@ -411,7 +532,7 @@ func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result
 				return
 			}
 		}
-		opened(resp, result)(a)
+		first(resp, result)(a)
 	})
 }
 

@@ -106,13 +106,17 @@ func TestServe_SessionClose(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	fake.QueueTurn(providertest.Reply{Text: "never", Gate: gate})
-	stop := make(chan string, 1)
-	go func() { stop <- c.prompt(sid, "a long one") }()
+	// The client's connection completes calls in the order their responses
+	// arrive: the prompt's Pending is done when the close returns.
+	pending, err := c.conn.Go(t.Context(), "session/prompt", promptOf(sid, "a long one"))
+	require.NoError(t, err)
 	require.NoError(t, fake.WaitCalls(t.Context(), 1))
 	c.mustCall("session/close", map[string]any{"sessionId": sid}, nil)
 	select {
-	case r := <-stop:
-		assert.Equal(t, "cancelled", r, "the prompt in flight is answered cancelled")
+	case <-pending.Done():
+		var r struct{ StopReason string }
+		require.NoError(t, pending.Wait(t.Context(), &r))
+		assert.Equal(t, "cancelled", r.StopReason, "the prompt in flight is answered cancelled")
 	default:
 		t.Fatal("session/close was answered before the prompt it ended")
 	}
