@@ -65,13 +65,14 @@ type hostileNote struct {
 // hostileClient writes raw lines to an agent and reads its output. Its
 // reader can be paused, so that the agent's writes block.
 type hostileClient struct {
-	t        *testing.T
-	in       *io.PipeWriter // to the agent
-	out      *io.PipeReader // from the agent
-	serveErr chan error
-	readDone chan struct{}
-	gate     sync.Mutex // held while the client does not read
-	paused   bool       // the test goroutine's view of gate
+	t         *testing.T
+	in        *io.PipeWriter // to the agent
+	out       *io.PipeReader // from the agent
+	serveErr  chan error
+	readDone  chan struct{}
+	gate      sync.Mutex // held while the client does not read
+	paused    bool       // the test goroutine's view of gate
+	closeOnce sync.Once
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every line
@@ -113,6 +114,10 @@ func hostileServe(t *testing.T, prov provider.Provider, store history.Store, opt
 // close ends the connection from the client side and checks that Serve
 // returned nil and that the agent wrote nothing malformed.
 func (c *hostileClient) close() {
+	c.closeOnce.Do(c.doClose)
+}
+
+func (c *hostileClient) doClose() {
 	if c.paused {
 		c.resume()
 	}

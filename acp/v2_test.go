@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,4 +270,170 @@ func TestV2_TurnError(t *testing.T) {
 	e, _ := u["error"].(map[string]any)
 	assert.EqualValues(t, jsonrpc.InternalError, e["code"])
 	assert.Contains(t, e["message"], "the model is down")
+}
+
+// /compact on v2: inserted at once (a user message of its own), then the
+// compaction entity (no capability needed, status always sent), the usage,
+// and the idle state_update.
+func TestV2_CompactPrompt(t *testing.T) {
+	fake := hostileFake()
+	c := hostileServe(t, fake, memstore.New(), acp.ServerOptions{})
+	c.initV2()
+	sid := c.newSessionV2()
+	for _, p := range []string{"one", "two"} {
+		seq := c.lastSeq()
+		require.Nil(t, c.call("session/prompt", promptParams(sid, p)).Error)
+		c.waitNote(seq, "idle", isIdle)
+	}
+	seq := c.lastSeq()
+	m := c.call("session/prompt", promptParams(sid, "/compact keep the names"))
+	require.Nil(t, m.Error)
+	var r struct{ MessageID string }
+	require.NoError(t, json.Unmarshal(m.Result, &r))
+	c.waitNote(seq, "idle", isIdle)
+	var got []string
+	var compactionID string
+	for _, n := range c.notesSince(seq) {
+		k := n.kind
+		u := field(t, n)
+		switch k {
+		case "compaction_update":
+			k += ":" + u["status"].(string)
+			if compactionID == "" {
+				compactionID = u["compactionId"].(string)
+				assert.Equal(t, map[string]any{"sessionkit": map[string]any{"trigger": "manual"}}, u["_meta"])
+			}
+			assert.Equal(t, compactionID, u["compactionId"])
+		case "user_message":
+			assert.Equal(t, r.MessageID, u["messageId"])
+		case "state_update":
+			k += ":" + u["state"].(string)
+			if u["state"] == "idle" {
+				assert.Equal(t, "end_turn", u["stopReason"])
+			}
+		}
+		if n.seq > m.seq && !slices.Contains(got, "response") {
+			got = append(got, "response")
+		}
+		got = append(got, k)
+	}
+	assert.Equal(t, []string{"user_message", "state_update:running", "response", "compaction_update:in_progress",
+		"compaction_summary_chunk", "compaction_update:completed", "usage_update", "state_update:idle"}, got)
+}
+
+// session/resume with replayFrom start in a fresh connection replays the
+// session (each compaction once, materialized, at its position), then the
+// current state_update, then the response; without replayFrom nothing is
+// replayed. session/list and session/close work on v2.
+func TestV2_ResumeListClose(t *testing.T) {
+	fake := hostileFake()
+	store := memstore.New()
+	c := hostileServe(t, fake, store, acp.ServerOptions{})
+	c.initV2()
+	sid := c.newSessionV2()
+	for _, p := range []string{"one", "two", "/compact", "three"} {
+		seq := c.lastSeq()
+		require.Nil(t, c.call("session/prompt", promptParams(sid, p)).Error)
+		c.waitNote(seq, "idle", isIdle)
+	}
+	var live map[string]any
+	for _, n := range c.notesSince(0) {
+		if u := field(t, n); n.kind == "compaction_update" && u["status"] == "completed" {
+			live = u
+		}
+	}
+	require.NotNil(t, live)
+	c.close()
+
+	c2 := hostileServe(t, fake, store, acp.ServerOptions{})
+	c2.initV2()
+	list := c2.call("session/list", `{}`)
+	require.Nil(t, list.Error)
+	assert.Contains(t, string(list.Result), sid)
+
+	m := c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/work","replayFrom":{"type":"start"}}`)
+	require.Nil(t, m.Error, "resume with replay")
+	var kinds []string
+	var state, completed []map[string]any
+	for _, n := range c2.notesSince(0) {
+		if n.seq > m.seq {
+			break
+		}
+		u := field(t, n)
+		k := n.kind
+		switch k {
+		case "compaction_update":
+			k += ":" + u["status"].(string)
+			if u["status"] == "completed" {
+				completed = append(completed, u)
+			}
+		case "state_update":
+			state = append(state, u)
+		}
+		kinds = append(kinds, k)
+	}
+	assert.Equal(t, []string{"user_message", "session_info_update", "agent_message_chunk", "user_message", "agent_message_chunk",
+		"compaction_update:completed",
+		"user_message", "agent_message_chunk", "state_update"}, kinds, "the replay")
+	require.Len(t, completed, 1, "each compaction exactly once")
+	assert.Equal(t, live["summary"], completed[0]["summary"], "the replayed summary is the live one")
+	assert.Equal(t, live["compactionId"], completed[0]["compactionId"])
+	assert.Equal(t, []map[string]any{{"sessionUpdate": "state_update", "state": "idle"}}, state)
+
+	// Resume without replay on an open session: nothing replayed.
+	seq := c2.lastSeq()
+	m = c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/work"}`)
+	require.Nil(t, m.Error)
+	for _, n := range c2.notesSince(seq) {
+		assert.Equal(t, "available_commands_update", n.kind, "nothing replayed")
+	}
+	wantError(t, c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/work","replayFrom":{"type":"_elsewhere"}}`), jsonrpc.InvalidParams, "an unsupported replayFrom")
+
+	require.Nil(t, c2.call("session/close", `{"sessionId":"`+sid+`"}`).Error)
+	wantError(t, c2.call("session/prompt", promptParams(sid, "after close")), jsonrpc.ResourceNotFound, "a closed session")
+}
+
+// _sessionkit/compact works on v2; session/cancel during a /compact ends
+// the entity cancelled and the session idle cancelled.
+func TestV2_ExtensionAndCancelledCompaction(t *testing.T) {
+	fake := providertest.New()
+	c := hostileServe(t, fake, memstore.New(), acp.ServerOptions{})
+	c.initV2()
+	sid := c.newSessionV2()
+	fake.QueueTurn(providertest.Reply{Text: "one"}, providertest.Reply{Text: "two"})
+	for _, p := range []string{"one", "two"} {
+		seq := c.lastSeq()
+		require.Nil(t, c.call("session/prompt", promptParams(sid, p)).Error)
+		c.waitNote(seq, "idle", isIdle)
+	}
+	fake.QueueSummary(providertest.Reply{Text: "SUMMARY"})
+	seq := c.lastSeq()
+	m := c.call("_sessionkit/compact", `{"sessionId":"`+sid+`"}`)
+	require.Nil(t, m.Error)
+	c.waitNote(seq, "compact_finished", func(n hostileNote) bool { return n.method == "_sessionkit/compact_finished" })
+	var statuses []string
+	for _, n := range c.notesSince(seq) {
+		if n.kind == "compaction_update" {
+			statuses = append(statuses, field(t, n)["status"].(string))
+		}
+		assert.NotEqual(t, "state_update", n.kind, "the extension is no prompt")
+	}
+	assert.Equal(t, []string{"in_progress", "completed"}, statuses)
+
+	gate := make(chan struct{})
+	defer close(gate)
+	fake.QueueSummary(providertest.Reply{Text: "never", Gate: gate})
+	seq = c.lastSeq()
+	require.Nil(t, c.call("session/prompt", promptParams(sid, "/compact")).Error)
+	c.waitNote(seq, "in_progress", func(n hostileNote) bool { return n.kind == "compaction_update" })
+	c.notify("session/cancel", `{"sessionId":"`+sid+`"}`)
+	idle := c.waitNote(seq, "idle", isIdle)
+	assert.JSONEq(t, `{"sessionUpdate":"state_update","state":"idle","stopReason":"cancelled"}`, string(idle.update))
+	statuses = nil
+	for _, n := range c.notesSince(seq) {
+		if n.kind == "compaction_update" {
+			statuses = append(statuses, field(t, n)["status"].(string))
+		}
+	}
+	assert.Equal(t, []string{"in_progress", "cancelled"}, statuses)
 }

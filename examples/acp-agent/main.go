@@ -77,6 +77,7 @@ func run() error {
 	system := flag.String("system", "You are a careful coding agent.", "system prompt of new sessions")
 	summaryDelay := flag.Duration("summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
 	deltaSize := flag.Int("offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
+	v1Only := flag.Bool("v1-only", false, "speak ACP v1 only: answer every initialize with protocol version 1 (ACP v2 is offered otherwise)")
 	verbose := flag.Bool("v", false, "debug logging")
 	flag.Parse()
 
@@ -124,6 +125,7 @@ func run() error {
 		},
 		OmitSummaries: *omit,
 		ContextWindow: *contextWindow,
+		V1Only:        *v1Only,
 		Logger:        log,
 	})
 }
