@@ -769,6 +769,21 @@ func fits(typ, v string) bool {
 	return false
 }
 
+// withMember returns the params valid with member field set to the raw
+// value, or left out when drop is set.
+func withMember(valid map[string]string, field, value string, drop bool) string {
+	var parts []string
+	for k, v := range valid {
+		if k != field {
+			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
+		}
+	}
+	if !drop {
+		parts = append(parts, fmt.Sprintf("%q:%s", field, value))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
 func TestHostile_WrongParamTypes(t *testing.T) {
 	fake := hostileFake()
 	store := memstore.New()
@@ -805,18 +820,7 @@ func TestHostile_WrongParamTypes(t *testing.T) {
 			{"sessionId", "string", false}, {"instructions", "string", true},
 		}},
 	}
-	params := func(valid map[string]string, field, value string, drop bool) string {
-		var parts []string
-		for k, v := range valid {
-			if k != field {
-				parts = append(parts, fmt.Sprintf("%q:%s", k, v))
-			}
-		}
-		if !drop {
-			parts = append(parts, fmt.Sprintf("%q:%s", field, value))
-		}
-		return "{" + strings.Join(parts, ",") + "}"
-	}
+	params := withMember
 	cases, refused := 0, 0
 	for _, m := range methods {
 		// The valid params are accepted.

@@ -3,7 +3,6 @@ package acp_test
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -105,18 +104,7 @@ func TestHostileV2_WrongParamTypes(t *testing.T) {
 			{"sessionId", "string", false}, {"instructions", "string", true},
 		}},
 	}
-	params := func(valid map[string]string, field, value string, drop bool) string {
-		var parts []string
-		for k, v := range valid {
-			if k != field {
-				parts = append(parts, fmt.Sprintf("%q:%s", k, v))
-			}
-		}
-		if !drop {
-			parts = append(parts, fmt.Sprintf("%q:%s", field, value))
-		}
-		return "{" + strings.Join(parts, ",") + "}"
-	}
+	params := withMember
 	for _, m := range methods {
 		require.Nil(t, c.call(m.name, params(m.valid, "", "", true)).Error, "%s with valid params", m.name)
 		for _, f := range m.fields {

@@ -238,11 +238,7 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	case MethodSessionPrompt:
 		return s.prompt(ctx, req)
 	case MethodSessionCancel:
-		var p CancelNotification
-		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-			return nil, err
-		}
-		a, err := s.session(p.SessionID)
+		a, err := s.cancelled(req)
 		if err != nil {
 			return nil, err
 		}
@@ -360,6 +356,15 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 		},
 		AgentInfo: &info,
 	}, nil
+}
+
+// cancelled returns the session a session/cancel names.
+func (s *server) cancelled(req *jsonrpc.Request) (*agentSession, error) {
+	var p CancelNotification
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	return s.session(p.SessionID)
 }
 
 // session returns the open session with the given ID.
@@ -487,11 +492,16 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	if p.Cwd == "" {
+	return s.create(ctx, p.Cwd, func(id string) any { return NewSessionResponse{SessionID: id} })
+}
+
+// create opens a new session in cwd; its response is result(its ID).
+func (s *server) create(ctx context.Context, cwd string, result func(id string) any) (any, error) {
+	if cwd == "" {
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
 	resp := jsonrpc.Defer(ctx)
-	err := s.open(ctx, "", p.Cwd, false, func(a *agentSession) { opened(resp, NewSessionResponse{SessionID: a.id})(a) })
+	err := s.open(ctx, "", cwd, false, func(a *agentSession) { opened(resp, result(a.id))(a) })
 	if err != nil {
 		return nil, resp.Respond(nil, err)
 	}
@@ -617,6 +627,49 @@ func compactPrompt(text string) (instructions string, ok bool) {
 // $/cancel_request cancels that command only and is answered
 // RequestCancelled after its updates.
 func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, text string) {
+		w := &waitingPrompt{resp: resp}
+		var id string
+		if instr, ok := compactPrompt(text); ok {
+			h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
+			if err != nil {
+				a.respond(resp, nil, sessionError(err))
+				return
+			}
+			id, w.compact, w.cancel = h.ID(), true, h.Cancel
+			w.answer = func(ev session.Payload) (any, error) {
+				if res := compactResult(h, ev); res != nil && res.Cancelled {
+					return PromptResponse{StopReason: StopCancelled}, nil
+				}
+				return PromptResponse{StopReason: StopEndTurn}, nil
+			}
+		} else {
+			h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
+			if err != nil {
+				a.respond(resp, nil, sessionError(err))
+				return
+			}
+			id, w.cancel = h.ID(), h.Cancel
+			w.answer = func(ev session.Payload) (any, error) {
+				return turnResponse(turnResult(h, ev))
+			}
+		}
+		a.prompts[id] = w
+		w.stop = context.AfterFunc(ctx, func() {
+			a.post(func() {
+				if w := a.prompts[id]; w != nil {
+					w.cancelled = true
+					w.cancel() // this prompt's command only: removed if queued, stopped if running
+				}
+			})
+		})
+	})
+}
+
+// admitPrompt decodes and checks a session/prompt (of either version) and
+// runs admit on the session's owner goroutine with the request's deferred
+// Responder and the prompt's text.
+func (s *server) admitPrompt(ctx context.Context, req *jsonrpc.Request, admit func(a *agentSession, resp *jsonrpc.Responder, text string)) (any, error) {
 	var p PromptRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
@@ -630,51 +683,24 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return nil, err
 	}
 	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() {
-		w := &waitingPrompt{resp: resp}
-		var id string
-		if instr, ok := compactPrompt(text); ok {
-			h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
-			if err != nil {
-				a.respond(resp, nil, sessionError(err))
-				return
-			}
-			id, w.compact, w.cancel = h.ID(), true, h.Cancel
-			w.answer = func(ev session.Payload) (any, error) {
-				res := h.Result()
-				if e, ok := ev.(*session.CompactionEvent); ok {
-					res = e.Result
-				}
-				if res != nil && res.Cancelled {
-					return PromptResponse{StopReason: StopCancelled}, nil
-				}
-				return PromptResponse{StopReason: StopEndTurn}, nil
-			}
-		} else {
-			h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
-			if err != nil {
-				a.respond(resp, nil, sessionError(err))
-				return
-			}
-			id, w.cancel = h.ID(), h.Cancel
-			w.answer = func(ev session.Payload) (any, error) {
-				res := h.Result()
-				if e, ok := ev.(*session.TurnEvent); ok {
-					res = e.Result
-				}
-				return turnResponse(res)
-			}
-		}
-		a.prompts[id] = w
-		w.stop = context.AfterFunc(ctx, func() {
-			a.post(func() {
-				if w := a.prompts[id]; w != nil {
-					w.cancelled = true
-					w.cancel() // this prompt's command only: removed if queued, stopped if running
-				}
-			})
-		})
-	})
+	return a.admit(ctx, resp, func() { admit(a, resp, text) })
+}
+
+// compactResult is the result of a compaction command: the one the event
+// that ended it carries (ev), or else the Handle's.
+func compactResult(h *session.Handle[session.CompactResult], ev session.Payload) *session.CompactResult {
+	if e, ok := ev.(*session.CompactionEvent); ok {
+		return e.Result
+	}
+	return h.Result()
+}
+
+// turnResult is compactResult for a prompt.
+func turnResult(h *session.Handle[session.TurnResult], ev session.Payload) *session.TurnResult {
+	if e, ok := ev.(*session.TurnEvent); ok {
+		return e.Result
+	}
+	return h.Result()
 }
 
 // turnResponse is the session/prompt response of a finished turn.

@@ -27,11 +27,7 @@ func (s *server) handleV2(ctx context.Context, req *jsonrpc.Request) (any, error
 	case MethodSessionPrompt:
 		return s.promptV2(ctx, req)
 	case MethodSessionCancel:
-		var p CancelNotification
-		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-			return nil, err
-		}
-		a, err := s.session(p.SessionID)
+		a, err := s.cancelled(req)
 		if err != nil {
 			return nil, err
 		}
@@ -48,15 +44,7 @@ func (s *server) newSessionV2(ctx context.Context, req *jsonrpc.Request) (any, e
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	if p.Cwd == "" {
-		return nil, invalidParams(`field "cwd": must not be empty`)
-	}
-	resp := jsonrpc.Defer(ctx)
-	err := s.open(ctx, "", p.Cwd, false, func(a *agentSession) { opened(resp, NewSessionResponseV2{SessionID: a.id})(a) })
-	if err != nil {
-		return nil, resp.Respond(nil, err)
-	}
-	return nil, nil
+	return s.create(ctx, p.Cwd, func(id string) any { return NewSessionResponseV2{SessionID: id} })
 }
 
 // resumeSessionV2 handles session/resume: with replayFrom {"type":"start"}
@@ -80,20 +68,7 @@ func (s *server) resumeSessionV2(ctx context.Context, req *jsonrpc.Request) (any
 // ends with the idle state_update. A /compact prompt is inserted at once,
 // as a user message of its own, and ends when its compaction does.
 func (s *server) promptV2(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p PromptRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	a, err := s.session(p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	text, err := promptText(p.Prompt)
-	if err != nil {
-		return nil, err
-	}
-	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() {
+	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, text string) {
 		w := &waitingPrompt{resp: resp}
 		var id string
 		if instr, ok := compactPrompt(text); ok {
@@ -104,11 +79,7 @@ func (s *server) promptV2(ctx context.Context, req *jsonrpc.Request) (any, error
 			}
 			id, w.compact, w.cancel = h.ID(), true, h.Cancel
 			w.end = func(ev session.Payload) (StopReason, *ErrorObject) {
-				res := h.Result()
-				if e, ok := ev.(*session.CompactionEvent); ok {
-					res = e.Result
-				}
-				if res != nil && res.Cancelled {
+				if res := compactResult(h, ev); res != nil && res.Cancelled {
 					return StopCancelled, nil
 				}
 				return StopEndTurn, nil
@@ -127,11 +98,7 @@ func (s *server) promptV2(ctx context.Context, req *jsonrpc.Request) (any, error
 		}
 		id, w.cancel = h.ID(), h.Cancel
 		w.end = func(ev session.Payload) (StopReason, *ErrorObject) {
-			res := h.Result()
-			if e, ok := ev.(*session.TurnEvent); ok {
-				res = e.Result
-			}
-			return turnEnd(res)
+			return turnEnd(turnResult(h, ev))
 		}
 		a.prompts[id] = w
 		// Until it is inserted, a $/cancel_request removes the prompt.

@@ -1,27 +1,15 @@
 package acp
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
-	"reflect"
 	"testing"
 )
 
 // FuzzDecodeSessionUpdateV2 is FuzzDecodeSessionUpdate for the v2 decoder:
 // no panic, every error wraps ErrMalformed, and a stable round trip.
 func FuzzDecodeSessionUpdateV2(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "v2_*.json"))
-	for _, file := range files {
-		if b, err := os.ReadFile(file); err == nil && bytes.Contains(b, []byte(`"sessionUpdate"`)) {
-			var compact bytes.Buffer
-			if json.Compact(&compact, b) == nil {
-				f.Add(compact.Bytes())
-			}
-		}
-	}
+	seedUpdates(f, "v2_*.json")
 	for _, s := range []string{
 		`{"sessionUpdate":"state_update","state":"idle","stopReason":"error","error":{"code":"x","message":5}}`,
 		`{"sessionUpdate":"state_update","state":"_paused","stopReason":7,"_meta":[]}`,
@@ -38,30 +26,7 @@ func FuzzDecodeSessionUpdateV2(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		u1, err := DecodeSessionUpdateV2(data)
-		if err != nil {
-			if !errors.Is(err, ErrMalformed) {
-				t.Fatalf("error does not wrap ErrMalformed: %v", err)
-			}
-			return
-		}
-		b1, err := json.Marshal(u1)
-		if err != nil {
-			t.Fatalf("encoding a decoded %T: %v", u1, err)
-		}
-		u2, err := DecodeSessionUpdateV2(b1)
-		if err != nil {
-			t.Fatalf("decoding the re-encoded %s: %v", b1, err)
-		}
-		if !reflect.DeepEqual(u1, u2) {
-			t.Fatalf("round trip changed the update:\n%#v\n%#v\n(from %s)", u1, u2, b1)
-		}
-		b2, err := json.Marshal(u2)
-		if err != nil || !bytes.Equal(b1, b2) {
-			t.Fatalf("encoding is not stable: %s -> %s (%v)", b1, b2, err)
-		}
-	})
+	f.Fuzz(func(t *testing.T, data []byte) { checkRoundTrip(t, DecodeSessionUpdateV2, data) })
 }
 
 // FuzzDecodeRequestsV2 checks the decoders of what a v2 client sends: no
