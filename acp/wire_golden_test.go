@@ -172,6 +172,14 @@ func goldenCases() []goldenCase {
 		{"v2_compaction_update", &CompactionUpdate{CompactionID: "cmp_001", Status: CompactionInProgress,
 			Meta: Value(map[string]any{"sessionkit": map[string]any{"trigger": "manual"}})}},
 		{"v2_session_notification", &SessionNotificationV2{SessionID: "sess_1", Update: &StateUpdate{State: StateRunning}}},
+		// What Dial sends: a v2 initialize with the v1 fields beside.
+		{"v2_initialize_request_dual", &dualInitialize{ProtocolVersion: ProtocolVersion2,
+			Info:               Implementation{Name: "sessionkit", Version: "0.1.0"},
+			ClientCapabilities: ClientCapabilities{Session: json.RawMessage(`{"compaction":{}}`)},
+			ClientInfo:         &Implementation{Name: "sessionkit", Version: "0.1.0"}}},
+		{"v2_initialize_request_capabilities", &InitializeRequestV2{ProtocolVersion: ProtocolVersion2,
+			Info:         Implementation{Name: "zed", Version: "1"},
+			Capabilities: ClientCapabilitiesV2{Auth: json.RawMessage(`{"terminal":{}}`), Meta: map[string]any{"x": "y"}}}},
 	}
 }
 

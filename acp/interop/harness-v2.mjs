@@ -7,6 +7,7 @@
 // hands the client proves nothing about the wire.
 
 import { spawn } from "node:child_process";
+import { isDeepStrictEqual } from "node:util";
 
 import * as acp2 from "@agentclientprotocol/sdk/experimental/v2";
 
@@ -154,6 +155,9 @@ export class V2Agent {
     if (msg.method === "session/update") {
       const r = z2.zUpdateSessionNotification.safeParse(msg.params);
       if (!r.success) return bad(`session/update: ${r.error.message}`);
+      // The SDK drops invalid list items and unknown members silently:
+      // what it reads must be what the agent wrote.
+      if (!isDeepStrictEqual(r.data, msg.params)) return bad(`session/update: the SDK reads ${JSON.stringify(r.data)}`);
       const u = msg.params.update;
       const p =
         (u.sessionUpdate === "state_update" && (enumProblem("state", u.state) || enumProblem("stopReason", u.stopReason))) ||
@@ -182,6 +186,7 @@ export class V2Agent {
     }
     const r = schema.safeParse(msg.result);
     if (!r.success) bad(`${method} result: ${r.error.message}`);
+    else if (!isDeepStrictEqual(r.data, msg.result)) bad(`${method} result: the SDK reads ${JSON.stringify(r.data)}`);
   }
 
   /** Waits until pred() returns something truthy, and returns it. */
