@@ -91,3 +91,39 @@ func must[T any](v T, err error) T {
 	}
 	return v
 }
+
+// Against a v2 agent that offers only a /compact command, Compact sends it
+// as a prompt: the receipt admits it, the terminal compaction_update gives
+// the result, the idle state_update ends it.
+func TestRemoteV2_CompactFallback(t *testing.T) {
+	c, ra, _ := dialRaw(t, acp.ClientOptions{}, `{"protocolVersion":2,"info":{"name":"other","version":"1"},"capabilities":{"session":{}}}`)
+	require.Equal(t, acp.ProtocolVersion2, c.Protocol())
+	rs := ra.newSession(c, `[{"type":"command","name":"compact","description":"compact","input":{"type":"text","hint":"h"}}]`)
+	require.Eventually(t, func() bool { return len(rs.Commands()) == 1 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, "h", rs.Commands()[0].Input.Hint)
+	h, err := rs.Compact(context.Background(), session.CompactRequest{Instructions: "keep it"})
+	require.NoError(t, err)
+	req := ra.read()
+	require.Equal(t, "session/prompt", req["method"])
+	update := func(u string) {
+		ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + u + `}}`)
+	}
+	update(`{"sessionUpdate":"user_message","messageId":"u1","content":[{"type":"text","text":"/compact keep it"}]}`)
+	update(`{"sessionUpdate":"state_update","state":"running"}`)
+	ra.respond(req, `{"messageId":"u1"}`)
+	update(`{"sessionUpdate":"compaction_update","compactionId":"x1","status":"in_progress"}`)
+	update(`{"sessionUpdate":"compaction_update","compactionId":"x1","status":"completed","summary":[{"type":"text","text":"S"}]}`)
+	_, finished := h.Wait(ctxFor(t, 50*time.Millisecond))
+	require.Error(t, finished, "the /compact prompt ends with the idle state, not its receipt")
+	update(`{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}`)
+	res := wait(t, h)
+	assert.True(t, res.Compacted)
+	assert.Equal(t, "S", res.Segment.Summary)
+	assert.Equal(t, h.ID(), res.CompactID)
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
