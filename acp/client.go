@@ -41,6 +41,9 @@ type ClientOptions struct {
 	// Stderr receives the agent process's standard error ([Start] only);
 	// nil means this process's standard error.
 	Stderr io.Writer
+	// V1Only makes Dial ask for ACP v1 only. Otherwise it asks for v2 and
+	// speaks whichever version the agent answers with.
+	V1Only bool
 	// RequestTimeout, when positive, bounds how long a remote Handle waits
 	// for the agent's answer (the prompt response, the compaction result);
 	// then it finishes with an error wrapping context.DeadlineExceeded. Zero
@@ -82,8 +85,9 @@ type Client struct {
 	conn *jsonrpc.Conn
 	log  *zap.Logger
 	opts ClientOptions
-	init InitializeResponse
-	stop func() error // ends the agent process (Start only)
+	init InitializeResponse    // v1
+	v2   *InitializeResponseV2 // the agent answered with v2
+	stop func() error          // ends the agent process (Start only)
 
 	mu       sync.Mutex // guards the registry
 	sessions map[string]*RemoteSession
@@ -92,8 +96,12 @@ type Client struct {
 
 // Dial speaks ACP as a client over r and w: it sends initialize (with the
 // session.compaction capability unless opts.NoCompaction) and returns once
-// the agent has answered. It starts no process; see [Start]. ctx governs the
-// handshake only.
+// the agent has answered. Unless opts.V1Only, the initialize asks for v2
+// and carries the v1 fields as well, so that an agent that answers with v1
+// (a v1-only agent answers every request with 1) still reads the client's
+// v1 capabilities; the connection then speaks the version of the answer
+// (see [Client.Protocol]). It starts no process; see [Start]. ctx governs
+// the handshake only.
 func Dial(ctx context.Context, r io.Reader, w io.Writer, opts ClientOptions) (*Client, error) {
 	c := &Client{log: opts.Logger, opts: opts, sessions: map[string]*RemoteSession{}}
 	if c.log == nil {
@@ -125,13 +133,67 @@ func Dial(ctx context.Context, r io.Reader, w io.Writer, opts ClientOptions) (*C
 			return nil, err
 		}
 	}
-	if err := c.conn.Call(ctx, MethodInitialize, req, &c.init); err != nil {
+	var params any = req
+	if !opts.V1Only {
+		params = dualInitialize{ProtocolVersion: ProtocolVersion2, Info: info, ClientCapabilities: req.ClientCapabilities, ClientInfo: &info}
+	}
+	var raw json.RawMessage
+	err := c.conn.Call(ctx, MethodInitialize, params, &raw)
+	if err == nil {
+		err = c.initialized(raw)
+	}
+	if err != nil {
 		_ = c.conn.Close()
 		_ = c.conn.Wait()
 		return nil, fmt.Errorf("acp: initialize: %w", err)
 	}
 	go c.watch()
 	return c, nil
+}
+
+// dualInitialize is the initialize of a client that speaks v1 and v2: the
+// v2 request with the v1 fields beside (a v2 agent ignores them).
+type dualInitialize struct {
+	ProtocolVersion    ProtocolVersion      `json:"protocolVersion"`
+	Info               Implementation       `json:"info"`
+	Capabilities       ClientCapabilitiesV2 `json:"capabilities"`
+	ClientCapabilities ClientCapabilities   `json:"clientCapabilities"`
+	ClientInfo         *Implementation      `json:"clientInfo,omitzero"`
+}
+
+// initialized decodes the initialize result in the version it names.
+func (c *Client) initialized(raw json.RawMessage) error {
+	var rv requestedVersion
+	if err := json.Unmarshal(raw, &rv); err != nil {
+		return err
+	}
+	if rv.ProtocolVersion == ProtocolVersion2 && !c.opts.V1Only {
+		var r InitializeResponseV2
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return err
+		}
+		c.v2 = &r
+		return nil
+	}
+	return json.Unmarshal(raw, &c.init)
+}
+
+// Protocol returns the version the connection speaks: ProtocolVersion1 or
+// ProtocolVersion2.
+func (c *Client) Protocol() ProtocolVersion {
+	if c.v2 != nil {
+		return ProtocolVersion2
+	}
+	return ProtocolVersion1
+}
+
+// AgentInfoV2 returns what a v2 agent said about itself in initialize; ok
+// is false on a v1 connection (see [Client.AgentInfo]).
+func (c *Client) AgentInfoV2() (resp InitializeResponseV2, ok bool) {
+	if c.v2 == nil {
+		return InitializeResponseV2{}, false
+	}
+	return *c.v2, true
 }
 
 // Start starts the agent command and dials it over its stdin and stdout.
@@ -183,12 +245,24 @@ func exitErr(err error) error {
 	return err
 }
 
-// AgentInfo returns what the agent said about itself in initialize.
-func (c *Client) AgentInfo() InitializeResponse { return c.init }
+// AgentInfo returns what the agent said about itself in initialize. On a
+// v2 connection it holds the protocol version and the agent's info (name,
+// version); the v2 capabilities are in [Client.AgentInfoV2].
+func (c *Client) AgentInfo() InitializeResponse {
+	if c.v2 != nil {
+		info := c.v2.Info
+		return InitializeResponse{ProtocolVersion: c.v2.ProtocolVersion, AgentInfo: &info}
+	}
+	return c.init
+}
 
 // extension reports whether the agent answers the _sessionkit/compact method.
 func (c *Client) extension() bool {
-	m, ok := c.init.AgentCapabilities.Meta[MetaKey].(map[string]any)
+	meta := c.init.AgentCapabilities.Meta
+	if c.v2 != nil {
+		meta = c.v2.Capabilities.Meta
+	}
+	m, ok := meta[MetaKey].(map[string]any)
 	return ok && m["compact"] == MethodCompact
 }
 
@@ -246,7 +320,11 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 	got := make(chan answer, 1)
 	// The session is registered by the dispatcher, before it dispatches the
 	// updates the agent sends right after its response.
-	err := c.conn.Send(ctx, MethodSessionNew, NewSessionRequest{Cwd: cwd}, func(raw json.RawMessage, err error) {
+	var params any = NewSessionRequest{Cwd: cwd}
+	if c.v2 != nil {
+		params = NewSessionRequestV2{Cwd: cwd}
+	}
+	err := c.conn.Send(ctx, MethodSessionNew, params, func(raw json.RawMessage, err error) {
 		var resp NewSessionResponse
 		if err == nil {
 			err = json.Unmarshal(raw, &resp)
@@ -270,15 +348,22 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 }
 
 // LoadSession loads a stored session: the agent replays its timeline, which
-// the returned session's Timeline holds once LoadSession returns.
+// the returned session's Timeline holds once LoadSession returns (v1:
+// session/load; v2: session/resume with replayFrom {"type":"start"}).
 func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
+	if c.v2 != nil {
+		return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequestV2{SessionID: id, Cwd: cwd, ReplayFrom: &ReplayFrom{Type: ReplayFromStart}})
+	}
 	return c.attach(ctx, MethodSessionLoad, id, LoadSessionRequest{SessionID: id, Cwd: cwd})
 }
 
 // ResumeSession re-attaches to a session without a replay (session/resume;
-// the agent advertises it under sessionCapabilities.resume): updates from
+// a v1 agent advertises it under sessionCapabilities.resume): updates from
 // now on reach the returned session.
 func (c *Client) ResumeSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
+	if c.v2 != nil {
+		return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequestV2{SessionID: id, Cwd: cwd})
+	}
 	return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequest{SessionID: id, Cwd: cwd})
 }
 
@@ -374,7 +459,14 @@ func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
 	case MethodSessionUpdate:
 		var n SessionNotification
-		if err := jsonrpc.UnmarshalParams(req.Params, &n); err != nil {
+		if c.v2 != nil {
+			var n2 SessionNotificationV2
+			if err := jsonrpc.UnmarshalParams(req.Params, &n2); err != nil {
+				c.log.Warn("malformed session/update", zap.Error(err))
+				return nil, err
+			}
+			n = SessionNotification(n2)
+		} else if err := jsonrpc.UnmarshalParams(req.Params, &n); err != nil {
 			c.log.Warn("malformed session/update", zap.Error(err))
 			return nil, err
 		}

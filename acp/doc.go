@@ -1,7 +1,8 @@
-// Package acp speaks the Agent Client Protocol (ACP, v1) for sessionkit: the
-// agent side ([Serve]) turns each ACP session into a session.Session, and
-// the client side ([Timeline]) reduces what an agent sends with the Session
-// Compaction RFD's semantics.
+// Package acp speaks the Agent Client Protocol (ACP v1, and the v2 draft
+// beside it) for sessionkit: the agent side ([Serve]) turns each ACP session
+// into a session.Session, and the client side ([Dial], [RemoteSession],
+// [Timeline]) reduces what an agent sends with the Session Compaction RFD's
+// semantics.
 //
 //	err := acp.Serve(ctx, os.Stdin, os.Stdout, acp.ServerOptions{
 //		Session: session.Config{Provider: offline.New(), Store: store},
@@ -21,6 +22,17 @@
 // With nothing to compact there is no entity, only agent text. session/load
 // replays the stored timeline, each compaction at its position as one
 // terminal update. See docs/acp.md for the mapping of every rule.
+//
+// # Versions
+//
+// Each connection speaks the version its initialize chose: 1 for a request
+// for 1, 2 for a request for 2 or more, the [UnsupportedProtocolVersion]
+// error below 1 ([ServerOptions.V1Only] keeps every connection on v1). Both
+// versions are fed by the same session events through the same owner
+// goroutine per ACP session; a per-connection surface builds the wire items
+// (v2: a {messageId} receipt for each prompt, state_update for the turn's
+// state, messageId on every chunk, tool calls created by tool_call_update,
+// typed commands, compaction updates without any capability).
 //
 // # Commands and extensions
 //

@@ -57,20 +57,22 @@ type hostileNote struct {
 	seq    int // position among the lines the agent wrote
 	method string
 	sid    string
-	kind   string // sessionUpdate
-	text   string // content text, first 64 bytes
+	kind   string          // sessionUpdate
+	text   string          // content text, first 64 bytes
+	update json.RawMessage // the whole update (the v2 tests look at it)
 }
 
 // hostileClient writes raw lines to an agent and reads its output. Its
 // reader can be paused, so that the agent's writes block.
 type hostileClient struct {
-	t        *testing.T
-	in       *io.PipeWriter // to the agent
-	out      *io.PipeReader // from the agent
-	serveErr chan error
-	readDone chan struct{}
-	gate     sync.Mutex // held while the client does not read
-	paused   bool       // the test goroutine's view of gate
+	t         *testing.T
+	in        *io.PipeWriter // to the agent
+	out       *io.PipeReader // from the agent
+	serveErr  chan error
+	readDone  chan struct{}
+	gate      sync.Mutex // held while the client does not read
+	paused    bool       // the test goroutine's view of gate
+	closeOnce sync.Once
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced on every line
@@ -112,6 +114,10 @@ func hostileServe(t *testing.T, prov provider.Provider, store history.Store, opt
 // close ends the connection from the client side and checks that Serve
 // returned nil and that the agent wrote nothing malformed.
 func (c *hostileClient) close() {
+	c.closeOnce.Do(c.doClose)
+}
+
+func (c *hostileClient) doClose() {
 	if c.paused {
 		c.resume()
 	}
@@ -165,6 +171,12 @@ func (c *hostileClient) record(line []byte) {
 		}
 		_ = json.Unmarshal(hostileParams(line), &p)
 		n = hostileNote{method: m.Method, sid: p.SessionID, kind: p.Update.Kind, text: p.Update.Content.Text}
+		var u struct {
+			Update json.RawMessage `json:"update"`
+		}
+		if json.Unmarshal(hostileParams(line), &u) == nil && len(u.Update) < 4096 {
+			n.update = u.Update
+		}
 		if len(n.text) > 64 {
 			n.text = strings.Clone(n.text[:64])
 		}
@@ -757,6 +769,21 @@ func fits(typ, v string) bool {
 	return false
 }
 
+// withMember returns the params valid with member field set to the raw
+// value, or left out when drop is set.
+func withMember(valid map[string]string, field, value string, drop bool) string {
+	var parts []string
+	for k, v := range valid {
+		if k != field {
+			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
+		}
+	}
+	if !drop {
+		parts = append(parts, fmt.Sprintf("%q:%s", field, value))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
 func TestHostile_WrongParamTypes(t *testing.T) {
 	fake := hostileFake()
 	store := memstore.New()
@@ -793,18 +820,7 @@ func TestHostile_WrongParamTypes(t *testing.T) {
 			{"sessionId", "string", false}, {"instructions", "string", true},
 		}},
 	}
-	params := func(valid map[string]string, field, value string, drop bool) string {
-		var parts []string
-		for k, v := range valid {
-			if k != field {
-				parts = append(parts, fmt.Sprintf("%q:%s", k, v))
-			}
-		}
-		if !drop {
-			parts = append(parts, fmt.Sprintf("%q:%s", field, value))
-		}
-		return "{" + strings.Join(parts, ",") + "}"
-	}
+	params := withMember
 	cases, refused := 0, 0
 	for _, m := range methods {
 		// The valid params are accepted.

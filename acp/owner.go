@@ -42,6 +42,7 @@ var subscriptionBuffer = 1 << 14
 // and what it is sent stays bounded by what happened.
 type agentSession struct {
 	srv  *server
+	surf surface // the connection's protocol version
 	sess *session.Session
 	id   string
 	log  *zap.Logger
@@ -63,6 +64,7 @@ type agentSession struct {
 	closing    *jsonrpc.Responder        // a session/close waiting for the session to end
 	queuedText int                       // bytes of text in queue
 	title      string                    // the title last reported (session_info_update)
+	running    bool                      // v2: the last state_update sent is running
 }
 
 // waitingPrompt is a session/prompt (or a /compact prompt) waiting for its
@@ -78,6 +80,10 @@ type waitingPrompt struct {
 	// event that ended it carries (ev), or else the Handle's, which is set
 	// once the command finished before a cut or the session closed.
 	answer func(ev session.Payload) (any, error)
+	// v2: the prompt was answered with its receipt ({messageId}); its end
+	// is the idle state_update, whose stop reason end gives.
+	inserted bool
+	end      func(ev session.Payload) (StopReason, *ErrorObject)
 }
 
 // outItem is one message the writer sends for the session: a session/update
@@ -100,6 +106,7 @@ type outItem struct {
 func newAgentSession(srv *server, sess *session.Session) *agentSession {
 	return &agentSession{
 		srv:       srv,
+		surf:      srv.surface(),
 		sess:      sess,
 		id:        sess.ID(),
 		log:       srv.log.With(zap.String("session", sess.ID())),
@@ -363,19 +370,15 @@ func (a *agentSession) respond(r *jsonrpc.Responder, result any, err error) {
 	a.queue = append(a.queue, &outItem{resp: r, result: result, err: err})
 }
 
-// agentText queues agent text that is no part of a model message.
-func (a *agentSession) agentText(s string) {
-	a.enqueueText("m:", s, false, func(t string) SessionUpdate { return &AgentMessageChunk{Content: TextBlock(t)} })
-}
-
-// note queues agent text about the session itself (compaction fallbacks),
-// set apart from agent text it follows: a v1 client joins consecutive
-// chunks.
-func (a *agentSession) note(s string) {
-	if a.afterText {
+// note queues agent text about the session itself (compaction fallbacks)
+// about compaction compactID, set apart from agent text it follows: a v1
+// client joins consecutive chunks (v2 sends it as a message of its own).
+func (a *agentSession) note(compactID, s string) {
+	id := a.surf.noteID(compactID)
+	if a.afterText && id == "" {
 		s = "\n\n" + s
 	}
-	a.agentText(s)
+	a.enqueueText("m:"+id, s, false, a.surf.agentChunk(id))
 }
 
 // nothingText is the answer to a compaction with nothing to compact, live
@@ -384,14 +387,7 @@ const nothingText = "Nothing to compact: a compaction needs at least two user or
 
 // advertise queues the slash commands the agent offers (§7.7).
 func (a *agentSession) advertise() {
-	a.enqueue(&AvailableCommandsUpdate{AvailableCommands: []AvailableCommand{{
-		Name:        CompactCommand,
-		Description: "Compact the conversation: summarize the older half of the history to free context",
-		Input:       &AvailableCommandInput{Hint: "optional instructions for the summary"},
-	}, {
-		Name:        UncompactCommand,
-		Description: "Undo the last compaction: put its messages back into the active history",
-	}}})
+	a.enqueue(a.surf.commands())
 }
 
 // uncompacted reports an undo of a compaction (§4.11) as agent text at its
@@ -403,7 +399,7 @@ func (a *agentSession) uncompacted(p *session.UncompactEvent, replayed bool) {
 	if p.Position != session.NoPosition {
 		a.lastPos = max(a.lastPos, p.Position)
 	}
-	a.note(uncompactText(p))
+	a.note(p.ID, uncompactText(p))
 	if replayed {
 		return
 	}
@@ -436,7 +432,7 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 		if replayed { // the message's text so far: send what this client lacks
 			text = unsent(text, a.sent)
 		}
-		if a.enqueueText("m:"+p.MessageID, text, true, messageChunk(p.MessageID)) {
+		if a.enqueueText("m:"+p.MessageID, text, true, a.surf.agentChunk(p.MessageID)) {
 			a.sent += len(text)
 		}
 	case *session.MessageEvent:
@@ -444,7 +440,7 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 			return
 		}
 		a.lastPos = max(a.lastPos, p.Position)
-		a.message(p.Message, replayed)
+		a.message(p.Message, p.TurnID, replayed)
 	case *session.UsageEvent:
 		if p.ContextTokens > 0 {
 			a.used = uint64(p.ContextTokens)
@@ -471,17 +467,18 @@ func unsent(text string, sent int) string {
 	return text[sent:]
 }
 
-func messageChunk(id string) func(string) SessionUpdate {
-	return func(t string) SessionUpdate { return &AgentMessageChunk{Content: TextBlock(t), MessageID: id} }
-}
-
-// message forwards a committed message. Live, user messages are the
-// client's own prompts and assistant text went out as deltas already.
-func (a *agentSession) message(m history.Message, replayed bool) {
+// message forwards a committed message of turn turnID ("" outside a turn
+// and on replay). Live, user messages are the client's own prompts (v2
+// echoes them, and answers the prompt with its receipt) and assistant text
+// went out as deltas already.
+func (a *agentSession) message(m history.Message, turnID string, replayed bool) {
 	switch m.Role {
 	case history.RoleUser:
-		if replayed {
-			a.enqueue(&UserMessageChunk{Content: TextBlock(m.Text), MessageID: m.ID})
+		if u := a.surf.userMessage(m, replayed); u != nil {
+			a.enqueue(u)
+		}
+		if w := a.prompts[turnID]; w != nil && !replayed && a.surf.receipts() && !w.inserted {
+			a.insert(w, m.ID)
 		}
 		// The session is titled after its first message (or its Config).
 		if t := a.sess.Settings().Title; t != "" && t != a.title {
@@ -494,15 +491,9 @@ func (a *agentSession) message(m history.Message, replayed bool) {
 			sent = a.sent
 		}
 		a.draft, a.sent = "", 0
-		a.enqueueText("m:"+m.ID, unsent(m.Text, sent), false, messageChunk(m.ID))
+		a.enqueueText("m:"+m.ID, unsent(m.Text, sent), false, a.surf.agentChunk(m.ID))
 		for _, c := range m.ToolCalls {
-			a.enqueue(&ToolCall{
-				ToolCallID: c.ID,
-				Title:      c.Name,
-				Kind:       "other",
-				Status:     "in_progress",
-				RawInput:   c.Arguments,
-			})
+			a.enqueue(a.surf.toolCall(c))
 		}
 	case history.RoleTool:
 		status := ToolCallStatus("completed")
@@ -521,7 +512,7 @@ func (a *agentSession) message(m history.Message, replayed bool) {
 // capability, one entity per compaction that started; without it, agent
 // text.
 func (a *agentSession) compaction(p *session.CompactionEvent, replayed bool) {
-	capable := a.srv.capable()
+	capable := a.surf.capable()
 	switch p.Phase {
 	case session.PhaseStarted:
 		if _, open := a.open[p.CompactID]; open {
@@ -536,7 +527,7 @@ func (a *agentSession) compaction(p *session.CompactionEvent, replayed bool) {
 				Meta:         Value(map[string]any{MetaKey: map[string]any{"trigger": p.Trigger}}),
 			})
 		} else {
-			a.note("Compacting the conversation…\n\n")
+			a.note(p.CompactID, "Compacting the conversation…\n\n")
 		}
 	case session.PhaseDelta:
 		if !capable || a.srv.opts.OmitSummaries {
@@ -581,7 +572,7 @@ func (a *agentSession) finished(p *session.CompactionEvent, replayed, capable bo
 	switch {
 	case !report:
 	case res.Reason == session.ReasonNothingToCompact:
-		a.note(nothingText)
+		a.note(p.CompactID, nothingText)
 	default:
 		delete(a.open, p.CompactID)
 		a.terminal(p.CompactID, res, capable)
@@ -620,7 +611,7 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 		a.enqueue(a.terminalUpdate(id, status, summary, res.Error))
 		return
 	}
-	a.note(fallbackText(status, res.Error, archived(res)))
+	a.note(id, fallbackText(status, res.Error, archived(res)))
 }
 
 func archived(res *session.CompactResult) int {
@@ -704,10 +695,94 @@ func (a *agentSession) usageAfter(res *session.CompactResult) {
 func (a *agentSession) respondPrompt(id string, w *waitingPrompt, ev session.Payload) {
 	delete(a.prompts, id)
 	w.stop()
+	if w.inserted {
+		a.settle(w.end(ev))
+		return
+	}
+	if w.end != nil { // v2, never inserted: no receipt to give
+		stop, e := w.end(ev)
+		if stop == StopError && !w.cancelled {
+			a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.InternalError, "%s", e.Message))
+			return
+		}
+		w.cancelled = true
+	}
 	if w.cancelled {
 		a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.RequestCancelled, "request cancelled"))
 		return
 	}
 	result, err := w.answer(ev)
 	a.respond(w.resp, result, err)
+}
+
+// insert answers the v2 prompt w with its receipt: its user message
+// messageID is in the session (and was echoed), and the session runs.
+func (a *agentSession) insert(w *waitingPrompt, messageID string) {
+	if !a.running {
+		a.running = true
+		a.enqueue(&StateUpdate{State: StateRunning})
+	}
+	a.respond(w.resp, PromptResponseV2{MessageID: messageID}, nil)
+	w.inserted = true
+	w.stop() // the request is answered: its end no longer cancels the prompt
+	w.stop = func() bool { return false }
+}
+
+// settle reports the end of an inserted v2 prompt: the session is idle,
+// unless another inserted prompt still runs.
+func (a *agentSession) settle(stop StopReason, e *ErrorObject) {
+	for _, w := range a.prompts {
+		if w.inserted {
+			return
+		}
+	}
+	if a.running {
+		a.running = false
+		a.enqueue(&StateUpdate{State: StateIdle, StopReason: stop, Error: e})
+	}
+}
+
+// currentState queues the v2 session's state as it stands (after a
+// replay): running while an inserted prompt waits, idle otherwise.
+func (a *agentSession) currentState() {
+	a.running = false
+	for _, w := range a.prompts {
+		if w.inserted {
+			a.running = true
+		}
+	}
+	if a.running {
+		a.enqueue(&StateUpdate{State: StateRunning})
+	} else {
+		a.enqueue(&StateUpdate{State: StateIdle})
+	}
+}
+
+// cancelHeld handles a v2 session/cancel: the prompts not yet inserted are
+// removed and answered RequestCancelled, and the session is interrupted.
+func (a *agentSession) cancelHeld() {
+	for id, w := range a.prompts {
+		if w.end != nil && !w.inserted {
+			delete(a.prompts, id)
+			w.stop()
+			w.cancel()
+			a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.RequestCancelled, "request cancelled: the session was cancelled"))
+		}
+	}
+	a.sess.Interrupt()
+}
+
+// turnEnd is the v2 stop reason of a finished turn.
+func turnEnd(res *session.TurnResult) (StopReason, *ErrorObject) {
+	switch {
+	case res == nil:
+		return StopError, &ErrorObject{Code: jsonrpc.InternalError, Message: "the turn has no result"}
+	case res.Err == nil:
+		return StopEndTurn, nil
+	case errors.Is(res.Err, session.ErrCancelled), errors.Is(res.Err, session.ErrClosed):
+		return StopCancelled, nil
+	case errors.Is(res.Err, session.ErrTooManySteps):
+		return StopMaxTurnRequests, nil
+	}
+	return StopError, &ErrorObject{Code: jsonrpc.InternalError, Message: fmt.Sprintf("the turn failed: %v", res.Err)}
 }

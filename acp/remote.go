@@ -53,6 +53,7 @@ type RemoteSession struct {
 	compacts map[string]*remoteCompact // extension compactions by the agent's ID
 	fallback *remoteCompact            // a /compact prompt in flight
 	entities map[string]bool           // compaction entities seen started
+	tools    map[string]bool           // v2: tool calls created (their first tool_call_update)
 }
 
 var _ session.Agent = (*RemoteSession)(nil)
@@ -66,15 +67,17 @@ type remoteTurn struct {
 	text     strings.Builder  // the draft's text: appending to a string per chunk was O(n²)
 	finish   func(session.TurnResult)
 	timer    *time.Timer // ClientOptions.RequestTimeout; nil without one
+	inserted bool        // v2: the agent answered with the prompt's receipt
 }
 
 // remoteCompact is a compaction waiting for its result.
 type remoteCompact struct {
-	id     string // the Handle's ID
-	entity string // fallback: the agent's compaction ID, once seen
-	finish func(session.CompactResult)
-	result *session.CompactResult // fallback: set by the terminal update
-	timer  *time.Timer
+	id       string // the Handle's ID
+	entity   string // fallback: the agent's compaction ID, once seen
+	finish   func(session.CompactResult)
+	result   *session.CompactResult // fallback: set by the terminal update
+	timer    *time.Timer
+	inserted bool // v2 fallback: the /compact prompt's receipt arrived
 }
 
 func newRemoteSession(c *Client, id string) *RemoteSession {
@@ -86,6 +89,8 @@ func newRemoteSession(c *Client, id string) *RemoteSession {
 		feed:     session.NewFeed(0),
 		compacts: map[string]*remoteCompact{},
 		entities: map[string]bool{},
+		tools:    map[string]bool{},
+		timeline: Timeline{Protocol: c.Protocol()},
 	}
 	go r.run()
 	return r
@@ -176,7 +181,9 @@ func stopTimer(t *time.Timer) {
 }
 
 // Prompt sends a prompt and returns its Handle once the request is written;
-// the Handle finishes with the session/prompt response. TurnResult.Messages
+// the Handle finishes with the session/prompt response (v1), or, over v2,
+// with the idle state_update after the prompt's receipt ({messageId}: an
+// error instead of a receipt finishes it with that error). TurnResult.Messages
 // are assembled from the turn's updates (the prompt, assistant text by
 // messageId, tool calls and results); TurnResult.Usage is not known over
 // ACP and stays zero. Handle.Cancel sends session/cancel. Errors:
@@ -218,6 +225,15 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 
 // answered applies a session/prompt response (or its failure).
 func (r *RemoteSession) answered(t *remoteTurn, raw json.RawMessage, err error) {
+	if r.c.v2 != nil && err == nil {
+		var resp PromptResponseV2
+		if err = json.Unmarshal(raw, &resp); err == nil {
+			t.inserted = true // the turn ends with the idle state
+			return
+		}
+		r.endTurn(t, fmt.Errorf("acp: session/prompt: %w", err))
+		return
+	}
 	if err == nil {
 		var resp PromptResponse
 		if err = json.Unmarshal(raw, &resp); err == nil {
@@ -411,19 +427,31 @@ func (r *RemoteSession) compactFallback(ctx context.Context, req session.Compact
 }
 
 // fallbackAnswered finishes a /compact prompt from its response: with the
-// result of its entity, or from the stop reason when there was none.
+// result of its entity, or from the stop reason when there was none. Over
+// v2 the response is the receipt, and the idle state_update ends it.
 func (r *RemoteSession) fallbackAnswered(fc *remoteCompact, raw json.RawMessage, err error) {
 	var resp PromptResponse
-	if err == nil {
+	if r.c.v2 != nil && err == nil {
+		var receipt PromptResponseV2
+		if err = json.Unmarshal(raw, &receipt); err == nil {
+			fc.inserted = true
+			return
+		}
+	} else if err == nil {
 		err = json.Unmarshal(raw, &resp)
 	}
+	r.fallbackEnded(fc, resp.StopReason, err)
+}
+
+// fallbackEnded finishes a /compact prompt that ended with stop (or err).
+func (r *RemoteSession) fallbackEnded(fc *remoteCompact, stop StopReason, err error) {
 	id := fc.id
 	switch {
 	case fc.result != nil:
 		r.endFallback(fc, *fc.result)
 	case err != nil:
 		r.endFallback(fc, failedCompact(id, r.rpcErr("session/prompt", err)))
-	case resp.StopReason == StopCancelled:
+	case stop == StopCancelled:
 		r.endFallback(fc, session.CompactResult{CompactID: id, Reason: session.ReasonCompactFailed, Error: session.ErrCancelled.Error(), Trigger: session.TriggerManual, Cancelled: true})
 	default:
 		r.endFallback(fc, session.CompactResult{CompactID: id, Success: true, Reason: session.ReasonNothingToCompact, Trigger: session.TriggerManual})
@@ -514,31 +542,32 @@ func (r *RemoteSession) update(u SessionUpdate) {
 	switch v := u.(type) {
 	case *AvailableCommandsUpdate:
 		r.commands = slices.Clone(v.AvailableCommands)
+	case *AvailableCommandsUpdateV2:
+		r.commands = r.commands[:0:0]
+		for _, c := range v.AvailableCommands {
+			ac := AvailableCommand{Name: c.Name, Description: c.Description}
+			if c.Input != nil {
+				ac.Input = &AvailableCommandInput{Hint: c.Input.Hint}
+			}
+			r.commands = append(r.commands, ac)
+		}
 	case *AgentMessageChunk:
-		text := blocksText([]ContentBlock{v.Content})
-		if t != nil {
-			if t.draft != nil && v.MessageID != "" && t.draft.ID != v.MessageID {
-				r.flush(t) // a new messageId starts a new message
-			}
-			if t.draft == nil {
-				id := v.MessageID
-				if id == "" {
-					id = newHandleID()
-				}
-				t.draft = &history.Message{ID: id, Role: history.RoleAssistant, CreatedAt: time.Now()}
-				t.named = v.MessageID != ""
-			}
-			t.text.WriteString(text)
+		r.agentChunk(t, turnID, v.MessageID, v.Content)
+	case *AgentMessageChunkV2:
+		r.agentChunk(t, turnID, v.MessageID, v.Content)
+	case *StateUpdate:
+		if v.State == StateIdle {
+			r.idle(v)
 		}
-		r.feed.Publish(&session.DeltaEvent{TurnID: turnID, MessageID: v.MessageID, Text: text})
 	case *ToolCall:
-		if t != nil {
-			if t.draft == nil {
-				t.draft = &history.Message{ID: newHandleID(), Role: history.RoleAssistant, CreatedAt: time.Now()}
-			}
-			t.draft.ToolCalls = append(t.draft.ToolCalls, history.ToolCall{ID: v.ToolCallID, Name: v.Title, Arguments: v.RawInput})
-		}
+		r.toolCall(t, v.ToolCallID, v.Title, v.RawInput)
 	case *ToolCallUpdate:
+		if r.c.v2 != nil && !r.tools[v.ToolCallID] {
+			// v2: the first update of an ID creates the tool call.
+			r.tools[v.ToolCallID] = true
+			title, _ := v.Title.Get()
+			r.toolCall(t, v.ToolCallID, title, v.RawInput)
+		}
 		status, _ := v.Status.Get()
 		if status != "completed" && status != "failed" {
 			return
@@ -573,6 +602,67 @@ func (r *RemoteSession) update(u SessionUpdate) {
 	case *CompactionSummaryChunk:
 		r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Phase: session.PhaseDelta, Delta: blocksText([]ContentBlock{v.Content}), TurnID: turnID, Position: session.NoPosition})
 	}
+}
+
+// agentChunk applies a chunk of agent text.
+func (r *RemoteSession) agentChunk(t *remoteTurn, turnID, messageID string, content ContentBlock) {
+	text := blocksText([]ContentBlock{content})
+	if t != nil {
+		if t.draft != nil && messageID != "" && t.draft.ID != messageID {
+			r.flush(t) // a new messageId starts a new message
+		}
+		if t.draft == nil {
+			id := messageID
+			if id == "" {
+				id = newHandleID()
+			}
+			t.draft = &history.Message{ID: id, Role: history.RoleAssistant, CreatedAt: time.Now()}
+			t.named = messageID != ""
+		}
+		t.text.WriteString(text)
+	}
+	r.feed.Publish(&session.DeltaEvent{TurnID: turnID, MessageID: messageID, Text: text})
+}
+
+// toolCall adds a tool call to the turn's assistant draft.
+func (r *RemoteSession) toolCall(t *remoteTurn, id, name string, args json.RawMessage) {
+	if t == nil {
+		return
+	}
+	if t.draft == nil {
+		t.draft = &history.Message{ID: newHandleID(), Role: history.RoleAssistant, CreatedAt: time.Now()}
+	}
+	t.draft.ToolCalls = append(t.draft.ToolCalls, history.ToolCall{ID: id, Name: name, Arguments: args})
+}
+
+// idle applies a v2 idle state_update: it ends the oldest inserted prompt
+// (or /compact prompt) with its stop reason.
+func (r *RemoteSession) idle(v *StateUpdate) {
+	for _, t := range r.turns {
+		if t.inserted {
+			r.endTurn(t, idleError(v))
+			return
+		}
+	}
+	if fc := r.fallback; fc != nil && fc.inserted {
+		var err error
+		if v.StopReason == StopError {
+			err = idleError(v)
+		}
+		r.fallbackEnded(fc, v.StopReason, err)
+	}
+}
+
+// idleError maps a v2 idle state to TurnResult.Err.
+func idleError(v *StateUpdate) error {
+	if v.StopReason == StopError {
+		msg := "the turn failed"
+		if v.Error != nil {
+			return &RPCError{Code: v.Error.Code, Message: v.Error.Message, Data: v.Error.Data}
+		}
+		return errors.New("acp: " + msg)
+	}
+	return promptError(v.StopReason)
 }
 
 // flush publishes the turn's assistant draft as a committed message.

@@ -31,6 +31,22 @@ type pipeAgent struct {
 
 func startPipeAgent(t *testing.T, p provider.Provider, store history.Store, opts acp.ServerOptions) *pipeAgent {
 	t.Helper()
+	return startPipeAgentWith(t, p, store, opts, acp.ClientOptions{})
+}
+
+// versions are the client options of a connection of each version.
+var versions = []struct {
+	name    string
+	opts    acp.ClientOptions
+	version acp.ProtocolVersion
+}{
+	{"v1", acp.ClientOptions{V1Only: true}, acp.ProtocolVersion1},
+	{"v2", acp.ClientOptions{}, acp.ProtocolVersion2},
+}
+
+// startPipeAgentWith is startPipeAgent with the client's options.
+func startPipeAgentWith(t *testing.T, p provider.Provider, store history.Store, opts acp.ServerOptions, copts acp.ClientOptions) *pipeAgent {
+	t.Helper()
 	agentIn, toAgent := io.Pipe()
 	fromAgent, agentOut := io.Pipe()
 	opts.Session.Provider = p
@@ -41,7 +57,8 @@ func startPipeAgent(t *testing.T, p provider.Provider, store history.Store, opts
 		pa.served <- acp.Serve(context.Background(), agentIn, agentOut, opts)
 		_ = agentOut.Close()
 	}()
-	c, err := acp.Dial(context.Background(), fromAgent, toAgent, acp.ClientOptions{Logger: zaptest.NewLogger(t)})
+	copts.Logger = zaptest.NewLogger(t)
+	c, err := acp.Dial(context.Background(), fromAgent, toAgent, copts)
 	require.NoError(t, err)
 	pa.client = c
 	t.Cleanup(func() {
@@ -57,13 +74,18 @@ func startPipeAgent(t *testing.T, p provider.Provider, store history.Store, opts
 }
 
 func TestRemote_AgentSuite(t *testing.T) {
-	agenttest.Run(t, agenttest.Harness{New: func(t *testing.T, p provider.Provider) session.Agent {
-		pa := startPipeAgent(t, p, memstore.New(), acp.ServerOptions{})
-		rs, err := pa.client.NewSession(context.Background(), "/work")
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = rs.Close() })
-		return rs
-	}})
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			agenttest.Run(t, agenttest.Harness{New: func(t *testing.T, p provider.Provider) session.Agent {
+				pa := startPipeAgentWith(t, p, memstore.New(), acp.ServerOptions{}, v.opts)
+				require.Equal(t, v.version, pa.client.Protocol())
+				rs, err := pa.client.NewSession(context.Background(), "/work")
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = rs.Close() })
+				return rs
+			}})
+		})
+	}
 }
 
 // rawAgent is an agent played by the test, line by line.
@@ -289,7 +311,13 @@ func wait[R any](t *testing.T, h *session.Handle[R]) R {
 // one session; the agent answers the first before it sends any update of the
 // second, and each TurnResult holds only its own turn's messages.
 func TestRemote_QueuedPromptsKeepTheirUpdates(t *testing.T) {
-	pa := startPipeAgent(t, offline.New(offline.WithDeltaSize(1)), memstore.New(), acp.ServerOptions{})
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) { testQueuedPromptsKeepTheirUpdates(t, v.opts) })
+	}
+}
+
+func testQueuedPromptsKeepTheirUpdates(t *testing.T, copts acp.ClientOptions) {
+	pa := startPipeAgentWith(t, offline.New(offline.WithDeltaSize(1)), memstore.New(), acp.ServerOptions{}, copts)
 	rs, err := pa.client.NewSession(context.Background(), "/w")
 	require.NoError(t, err)
 	defer rs.Close()

@@ -80,6 +80,12 @@ type ServerOptions struct {
 	// Logger receives diagnostics; nil means none. Serve never writes
 	// anything but protocol messages to w.
 	Logger *zap.Logger
+	// V1Only switches ACP v2 off: every initialize is answered with v1,
+	// whatever version it asks for (the v1-only rule). Otherwise initialize
+	// chooses the connection's version as the official SDK's protocol
+	// router does: 1 for a request for 1, 2 for a request for 2 or more,
+	// and the UnsupportedProtocolVersion error below 1.
+	V1Only bool
 }
 
 // Serve runs an ACP agent over r and w (stdio in practice) until r ends or
@@ -132,8 +138,26 @@ type server struct {
 
 	mu          sync.Mutex
 	initialized bool
-	compaction  bool // the client advertised session.compaction (§7.2)
+	version     ProtocolVersion // negotiated by initialize
+	compaction  bool            // the client advertised session.compaction (§7.2)
 	sessions    map[string]*agentSession
+}
+
+// surface returns the connection's surface, set by initialize.
+func (s *server) surface() surface {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.version == ProtocolVersion2 {
+		return v2Surface{s}
+	}
+	return v1Surface{s}
+}
+
+// v2 reports whether the connection speaks ACP v2.
+func (s *server) v2() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.version == ProtocolVersion2
 }
 
 func (s *server) capable() bool {
@@ -202,6 +226,9 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	if !ready {
 		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "%s before initialize: send initialize first", req.Method)
 	}
+	if s.v2() {
+		return s.handleV2(ctx, req)
+	}
 	switch req.Method {
 	case MethodAuthenticate:
 		var p AuthenticateRequest
@@ -222,11 +249,7 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	case MethodSessionPrompt:
 		return s.prompt(ctx, req)
 	case MethodSessionCancel:
-		var p CancelNotification
-		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-			return nil, err
-		}
-		a, err := s.session(p.SessionID)
+		a, err := s.cancelled(req)
 		if err != nil {
 			return nil, err
 		}
@@ -240,20 +263,101 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
 }
 
+// requestedVersion is the protocolVersion member of an initialize request.
+type requestedVersion struct {
+	ProtocolVersion ProtocolVersion `json:"protocolVersion" acp:"required"`
+}
+
+// UnmarshalJSON decodes v; errors wrap [ErrMalformed].
+func (v *requestedVersion) UnmarshalJSON(data []byte) error {
+	type plain requestedVersion
+	return decodeObject(data, (*plain)(v))
+}
+
+// initialize negotiates the connection's version (see
+// ServerOptions.V1Only) and answers with that version's surface.
 func (s *server) initialize(req *jsonrpc.Request) (any, error) {
+	if s.opts.V1Only {
+		return s.initializeV1(req)
+	}
+	s.mu.Lock()
+	was := s.version
+	s.mu.Unlock()
+	if was == ProtocolVersion1 {
+		// Initialized with v1 already: a repeated initialize keeps the
+		// v1 rule, and the connection's version.
+		return s.initializeV1(req)
+	}
+	var rv requestedVersion
+	if err := jsonrpc.UnmarshalParams(req.Params, &rv); err != nil {
+		return nil, err
+	}
+	selected := ProtocolVersion1
+	switch {
+	case was == ProtocolVersion2 && rv.ProtocolVersion < ProtocolVersion2:
+		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "initialize: this connection speaks protocol version 2 already")
+	case rv.ProtocolVersion < ProtocolVersion1:
+		e := jsonrpc.NewError(UnsupportedProtocolVersion, "unsupported protocol version %d: this agent supports 1 and 2", rv.ProtocolVersion)
+		e.Data, _ = json.Marshal(UnsupportedProtocolVersionData{Requested: rv.ProtocolVersion, Supported: []ProtocolVersion{ProtocolVersion1, ProtocolVersion2}})
+		return nil, e
+	case rv.ProtocolVersion >= ProtocolVersion2:
+		selected = ProtocolVersion2
+	}
+	if selected == ProtocolVersion1 {
+		return s.initializeV1(req)
+	}
+	return s.initializeV2(req, rv.ProtocolVersion)
+}
+
+// info is the agent's Implementation.
+func (s *server) info() Implementation {
+	info := s.opts.AgentInfo
+	if info.Name == "" {
+		info = Implementation{Name: "sessionkit", Title: "sessionkit", Version: Version}
+	}
+	return info
+}
+
+// initializeV2 answers a request for version 2 or later with v2. A request
+// for exactly 2 must parse (info is required); for a later version, params
+// that do not parse are dropped, as the official SDK's router does. v2
+// request IDs must not be null.
+func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (any, error) {
+	if string(req.ID) == "null" {
+		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "ACP v2 request IDs must be strings or integers")
+	}
+	var p InitializeRequestV2
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil && requested == ProtocolVersion2 {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.initialized = true
+	s.version = ProtocolVersion2
+	s.mu.Unlock()
+	info := s.info()
+	return InitializeResponseV2{
+		ProtocolVersion: ProtocolVersion2,
+		Info:            info,
+		Capabilities: AgentCapabilitiesV2{
+			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
+			// The extension methods this agent answers (acp.Dial looks here).
+			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact}},
+		},
+	}, nil
+}
+
+// initializeV1 answers initialize with v1.
+func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 	var p InitializeRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	s.initialized = true
+	s.version = ProtocolVersion1
 	s.compaction = p.ClientCapabilities.SupportsCompaction()
 	s.mu.Unlock()
-	info := s.opts.AgentInfo
-	if info.Name == "" {
-		info = Implementation{Name: "sessionkit", Title: "sessionkit", Version: Version}
-	}
-	// Version negotiation: this agent speaks v1 whatever the client asks.
+	info := s.info()
 	return InitializeResponse{
 		ProtocolVersion: 1,
 		AgentCapabilities: AgentCapabilities{
@@ -265,6 +369,15 @@ func (s *server) initialize(req *jsonrpc.Request) (any, error) {
 		},
 		AgentInfo: &info,
 	}, nil
+}
+
+// cancelled returns the session a session/cancel names.
+func (s *server) cancelled(req *jsonrpc.Request) (*agentSession, error) {
+	var p CancelNotification
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	return s.session(p.SessionID)
 }
 
 // session returns the open session with the given ID.
@@ -378,16 +491,30 @@ func opened(resp *jsonrpc.Responder, result any) func(a *agentSession) {
 	}
 }
 
+// replayed is opened after a v2 replay: the session's current state goes
+// before the response.
+func replayed(resp *jsonrpc.Responder, result any) func(a *agentSession) {
+	return func(a *agentSession) {
+		a.currentState()
+		opened(resp, result)(a)
+	}
+}
+
 func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	var p NewSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	if p.Cwd == "" {
+	return s.create(ctx, p.Cwd, func(id string) any { return NewSessionResponse{SessionID: id} })
+}
+
+// create opens a new session in cwd; its response is result(its ID).
+func (s *server) create(ctx context.Context, cwd string, result func(id string) any) (any, error) {
+	if cwd == "" {
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
 	resp := jsonrpc.Defer(ctx)
-	err := s.open(ctx, "", p.Cwd, false, func(a *agentSession) { opened(resp, NewSessionResponse{SessionID: a.id})(a) })
+	err := s.open(ctx, "", cwd, false, func(a *agentSession) { opened(resp, result(a.id))(a) })
 	if err != nil {
 		return nil, resp.Respond(nil, err)
 	}
@@ -398,6 +525,10 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 // session open on this connection is attached on its owner goroutine, one
 // that is not is opened from the store.
 func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result any) (any, error) {
+	first := opened
+	if replay && s.v2() {
+		first = replayed
+	}
 	if id == "" {
 		return nil, invalidParams(`field "sessionId": must not be empty`)
 	}
@@ -409,7 +540,7 @@ func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result
 	s.mu.Unlock()
 	if !open {
 		resp := jsonrpc.Defer(ctx)
-		if err := s.open(ctx, id, cwd, replay, opened(resp, result)); err != nil {
+		if err := s.open(ctx, id, cwd, replay, first(resp, result)); err != nil {
 			return nil, resp.Respond(nil, err)
 		}
 		return nil, nil
@@ -424,7 +555,7 @@ func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result
 				return
 			}
 		}
-		opened(resp, result)(a)
+		first(resp, result)(a)
 	})
 }
 
@@ -509,20 +640,7 @@ func slashCommand(text, name string) (input string, ok bool) {
 // $/cancel_request cancels that command only and is answered
 // RequestCancelled after its updates.
 func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p PromptRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	a, err := s.session(p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	text, err := promptText(p.Prompt)
-	if err != nil {
-		return nil, err
-	}
-	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() {
+	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, text string) {
 		w := &waitingPrompt{resp: resp}
 		var id string
 		if _, ok := slashCommand(text, UncompactCommand); ok {
@@ -541,11 +659,7 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 			}
 			id, w.compact, w.cancel = h.ID(), true, h.Cancel
 			w.answer = func(ev session.Payload) (any, error) {
-				res := h.Result()
-				if e, ok := ev.(*session.CompactionEvent); ok {
-					res = e.Result
-				}
-				if res != nil && res.Cancelled {
+				if res := compactResult(h, ev); res != nil && res.Cancelled {
 					return PromptResponse{StopReason: StopCancelled}, nil
 				}
 				return PromptResponse{StopReason: StopEndTurn}, nil
@@ -558,11 +672,7 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 			}
 			id, w.cancel = h.ID(), h.Cancel
 			w.answer = func(ev session.Payload) (any, error) {
-				res := h.Result()
-				if e, ok := ev.(*session.TurnEvent); ok {
-					res = e.Result
-				}
-				return turnResponse(res)
+				return turnResponse(turnResult(h, ev))
 			}
 		}
 		a.prompts[id] = w
@@ -575,6 +685,43 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 			})
 		})
 	})
+}
+
+// admitPrompt decodes and checks a session/prompt (of either version) and
+// runs admit on the session's owner goroutine with the request's deferred
+// Responder and the prompt's text.
+func (s *server) admitPrompt(ctx context.Context, req *jsonrpc.Request, admit func(a *agentSession, resp *jsonrpc.Responder, text string)) (any, error) {
+	var p PromptRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	text, err := promptText(p.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	resp := jsonrpc.Defer(ctx)
+	return a.admit(ctx, resp, func() { admit(a, resp, text) })
+}
+
+// compactResult is the result of a compaction command: the one the event
+// that ended it carries (ev), or else the Handle's.
+func compactResult(h *session.Handle[session.CompactResult], ev session.Payload) *session.CompactResult {
+	if e, ok := ev.(*session.CompactionEvent); ok {
+		return e.Result
+	}
+	return h.Result()
+}
+
+// turnResult is compactResult for a prompt.
+func turnResult(h *session.Handle[session.TurnResult], ev session.Payload) *session.TurnResult {
+	if e, ok := ev.(*session.TurnEvent); ok {
+		return e.Result
+	}
+	return h.Result()
 }
 
 // turnResponse is the session/prompt response of a finished turn.

@@ -23,12 +23,26 @@ import (
 //     of the same kind, else start a new message. A compaction entity
 //     between two ID-less chunks therefore splits them.
 //
+// With Protocol set to ProtocolVersion2 it reduces ACP v2 updates: a
+// concrete _meta of an upserted entity patches it by top-level key (a null
+// value removes that key, {} changes nothing, nested objects are replaced,
+// not merged; _meta: null clears it all), user_message upserts a user
+// message, message chunks join their message by kind and messageId (each
+// kind has its own ID space), the first tool_call_update of an ID creates
+// the tool call, and state_update sets State and StopReason. v1 updates are
+// reduced the same on both versions except for _meta.
+//
 // Replay into a fresh Timeline: replayed IDs may differ from live ones
 // (docs/design.md §8), so merging replay into a live timeline is not
 // supported. The zero value is an empty timeline. A Timeline is not safe for
 // concurrent use.
 type Timeline struct {
 	Items []TimelineItem
+	// Protocol is the connection's version; 0 means v1.
+	Protocol ProtocolVersion
+	// State and StopReason are the last v2 state_update's ("" before any).
+	State      SessionState
+	StopReason StopReason
 
 	compactions map[string]int // compaction ID → index in Items
 	messages    map[string]int // message ID → index in Items
@@ -88,7 +102,7 @@ func blocksText(blocks []ContentBlock) string {
 // Clone returns a deep copy of t: applying updates to either leaves the
 // other unchanged.
 func (t *Timeline) Clone() Timeline {
-	out := Timeline{Items: make([]TimelineItem, len(t.Items))}
+	out := Timeline{Items: make([]TimelineItem, len(t.Items)), Protocol: t.Protocol, State: t.State, StopReason: t.StopReason}
 	for i, it := range t.Items {
 		switch {
 		case it.Message != nil:
@@ -183,11 +197,33 @@ func (t *Timeline) Apply(u SessionUpdate) {
 		if v.Meta.IsNull() {
 			e.Meta = nil
 		} else if m, ok := v.Meta.Get(); ok {
-			e.Meta = m // v1: a concrete _meta replaces wholesale
+			if t.Protocol == ProtocolVersion2 {
+				e.Meta = patchMeta(e.Meta, m)
+			} else {
+				e.Meta = m // v1: a concrete _meta replaces wholesale
+			}
 		}
 	case *CompactionSummaryChunk:
 		e := t.entity(v.CompactionID)
 		e.Summary = append(e.Summary, v.Content)
+	case *UserMessage:
+		m := t.message(UpdateUserMessageChunk, v.MessageID)
+		if v.Content.IsNull() {
+			m.Content = nil
+		} else if c, ok := v.Content.Get(); ok {
+			m.Content = slices.Clone(c)
+		}
+	case *UserMessageChunkV2:
+		m := t.message(UpdateUserMessageChunk, v.MessageID)
+		m.Content = append(m.Content, v.Content)
+	case *AgentMessageChunkV2:
+		m := t.message(UpdateAgentMessageChunk, v.MessageID)
+		m.Content = append(m.Content, v.Content)
+	case *AgentThoughtChunkV2:
+		m := t.message(UpdateAgentThoughtChunk, v.MessageID)
+		m.Content = append(m.Content, v.Content)
+	case *StateUpdate:
+		t.State, t.StopReason = v.State, v.StopReason
 	case *UserMessageChunk:
 		t.chunk(UpdateUserMessageChunk, (*ContentChunk)(v))
 	case *AgentMessageChunk:
@@ -242,4 +278,37 @@ func (t *Timeline) chunk(kind string, c *ContentChunk) {
 		t.messages[c.MessageID] = len(t.Items)
 	}
 	t.Items = append(t.Items, TimelineItem{Message: m})
+}
+
+// message returns the v2 message of the given kind and ID, creating it at
+// the end of the timeline when it is first seen.
+func (t *Timeline) message(kind, id string) *TimelineMessage {
+	key := kind + "\x00" + id
+	if i, ok := t.messages[key]; ok {
+		return t.Items[i].Message
+	}
+	m := &TimelineMessage{Kind: kind, MessageID: id}
+	t.messages[key] = len(t.Items)
+	t.Items = append(t.Items, TimelineItem{Message: m})
+	return m
+}
+
+// patchMeta applies a v2 _meta patch by top-level key: a null value removes
+// the key, any other value replaces it whole.
+func patchMeta(old, patch map[string]any) map[string]any {
+	if len(patch) == 0 {
+		return old
+	}
+	out := maps.Clone(old)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
 }

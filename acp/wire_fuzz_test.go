@@ -14,15 +14,7 @@ import (
 // error wraps ErrMalformed, and that whatever decodes survives a round trip:
 // decode, encode, decode gives an equal value and a stable encoding.
 func FuzzDecodeSessionUpdate(f *testing.F) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
-	for _, file := range files {
-		if b, err := os.ReadFile(file); err == nil && bytes.Contains(b, []byte(`"sessionUpdate"`)) {
-			var compact bytes.Buffer
-			if json.Compact(&compact, b) == nil {
-				f.Add(compact.Bytes())
-			}
-		}
-	}
+	seedUpdates(f, "*.json")
 	for _, s := range []string{
 		`{"sessionUpdate":"compaction_update","compactionId":"c","status":"completed","summary":[{"type":"text","text":"ok"},{"type":"text"},5],"error":7,"_meta":[]}`,
 		`{"sessionUpdate":"compaction_update","compactionId":null,"status":"completed"}`,
@@ -39,28 +31,47 @@ func FuzzDecodeSessionUpdate(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		u1, err := DecodeSessionUpdate(data)
-		if err != nil {
-			if !errors.Is(err, ErrMalformed) {
-				t.Fatalf("error does not wrap ErrMalformed: %v", err)
+	f.Fuzz(func(t *testing.T, data []byte) { checkRoundTrip(t, DecodeSessionUpdate, data) })
+}
+
+// seedUpdates adds the golden files matching pattern that hold a session
+// update to f's corpus.
+func seedUpdates(f *testing.F, pattern string) {
+	files, _ := filepath.Glob(filepath.Join("testdata", pattern))
+	for _, file := range files {
+		if b, err := os.ReadFile(file); err == nil && bytes.Contains(b, []byte(`"sessionUpdate"`)) {
+			var compact bytes.Buffer
+			if json.Compact(&compact, b) == nil {
+				f.Add(compact.Bytes())
 			}
-			return
 		}
-		b1, err := json.Marshal(u1)
-		if err != nil {
-			t.Fatalf("encoding a decoded %T: %v", u1, err)
+	}
+}
+
+// checkRoundTrip decodes data with decode: an error must wrap ErrMalformed;
+// what decodes must survive decode, encode, decode equal, with a stable
+// encoding.
+func checkRoundTrip(t *testing.T, decode func([]byte) (SessionUpdate, error), data []byte) {
+	u1, err := decode(data)
+	if err != nil {
+		if !errors.Is(err, ErrMalformed) {
+			t.Fatalf("error does not wrap ErrMalformed: %v", err)
 		}
-		u2, err := DecodeSessionUpdate(b1)
-		if err != nil {
-			t.Fatalf("decoding the re-encoded %s: %v", b1, err)
-		}
-		if !reflect.DeepEqual(u1, u2) {
-			t.Fatalf("round trip changed the update:\n%#v\n%#v\n(from %s)", u1, u2, b1)
-		}
-		b2, err := json.Marshal(u2)
-		if err != nil || !bytes.Equal(b1, b2) {
-			t.Fatalf("encoding is not stable: %s -> %s (%v)", b1, b2, err)
-		}
-	})
+		return
+	}
+	b1, err := json.Marshal(u1)
+	if err != nil {
+		t.Fatalf("encoding a decoded %T: %v", u1, err)
+	}
+	u2, err := decode(b1)
+	if err != nil {
+		t.Fatalf("decoding the re-encoded %s: %v", b1, err)
+	}
+	if !reflect.DeepEqual(u1, u2) {
+		t.Fatalf("round trip changed the update:\n%#v\n%#v\n(from %s)", u1, u2, b1)
+	}
+	b2, err := json.Marshal(u2)
+	if err != nil || !bytes.Equal(b1, b2) {
+		t.Fatalf("encoding is not stable: %s -> %s (%v)", b1, b2, err)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -135,6 +136,50 @@ func goldenCases() []goldenCase {
 		{"prompt_response", &PromptResponse{StopReason: StopEndTurn}},
 		{"prompt_response_cancelled", &PromptResponse{StopReason: StopCancelled}},
 		{"cancel_notification", &CancelNotification{SessionID: "sess_1"}},
+
+		// ACP v2 (v2_*: session updates decode with DecodeSessionUpdateV2).
+		{"v2_initialize_request", &InitializeRequestV2{ProtocolVersion: ProtocolVersion2,
+			Info: Implementation{Name: "zed", Title: "Zed", Version: "0.300.0"}}},
+		{"v2_initialize_response", &InitializeResponseV2{ProtocolVersion: ProtocolVersion2,
+			Info: Implementation{Name: "sessionkit", Title: "sessionkit", Version: "0.1.0"},
+			Capabilities: AgentCapabilitiesV2{
+				Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
+				Meta:    map[string]any{"sessionkit": map[string]any{"compact": "_sessionkit/compact"}},
+			}}},
+		{"v2_unsupported_protocol_version", &UnsupportedProtocolVersionData{Requested: 0, Supported: []ProtocolVersion{1, 2}}},
+		{"v2_new_session_request", &NewSessionRequestV2{Cwd: "/w"}},
+		{"v2_new_session_response", &NewSessionResponseV2{SessionID: "sess_1"}},
+		{"v2_resume_session_request", &ResumeSessionRequestV2{SessionID: "sess_1", Cwd: "/w", ReplayFrom: &ReplayFrom{Type: ReplayFromStart}}},
+		{"v2_resume_session_request_no_replay", &ResumeSessionRequestV2{SessionID: "sess_1", Cwd: "/w"}},
+		{"v2_resume_session_response", &ResumeSessionResponseV2{}},
+		{"v2_prompt_response", &PromptResponseV2{MessageID: "msg_1"}},
+		{"v2_user_message", &UserMessage{MessageID: "msg_1", Content: Value([]ContentBlock{TextBlock("What does this repo do?")})}},
+		{"v2_user_message_chunk", &UserMessageChunkV2{MessageID: "msg_1", Content: TextBlock("What does")}},
+		{"v2_agent_message_chunk", &AgentMessageChunkV2{MessageID: "msg_2", Content: TextBlock("It is a Go SDK."), Meta: map[string]any{"seq": float64(1)}}},
+		{"v2_agent_thought_chunk", &AgentThoughtChunkV2{MessageID: "th_1", Content: TextBlock("Reading the README first.")}},
+		{"v2_state_update_running", &StateUpdate{State: StateRunning}},
+		{"v2_state_update_idle", &StateUpdate{State: StateIdle, StopReason: StopEndTurn}},
+		{"v2_state_update_idle_cancelled", &StateUpdate{State: StateIdle, StopReason: StopCancelled}},
+		{"v2_state_update_idle_error", &StateUpdate{State: StateIdle, StopReason: StopError,
+			Error: &ErrorObject{Code: -32603, Message: "the turn failed: provider timeout"}}},
+		{"v2_state_update_idle_current", &StateUpdate{State: StateIdle}},
+		{"v2_tool_call_update_create", &ToolCallUpdate{ToolCallID: "call_1", Title: Value("echo"), Kind: Value(ToolKindOther),
+			Status: Value(ToolCallInProgress), RawInput: json.RawMessage(`{"x":1}`)}},
+		{"v2_available_commands_update", &AvailableCommandsUpdateV2{AvailableCommands: []CommandV2{
+			{Name: "compact", Description: "Summarize the conversation to free context", Input: &TextCommandInput{Hint: "optional instructions"}},
+			{Name: "help", Description: "Show help"},
+		}}},
+		{"v2_compaction_update", &CompactionUpdate{CompactionID: "cmp_001", Status: CompactionInProgress,
+			Meta: Value(map[string]any{"sessionkit": map[string]any{"trigger": "manual"}})}},
+		{"v2_session_notification", &SessionNotificationV2{SessionID: "sess_1", Update: &StateUpdate{State: StateRunning}}},
+		// What Dial sends: a v2 initialize with the v1 fields beside.
+		{"v2_initialize_request_dual", &dualInitialize{ProtocolVersion: ProtocolVersion2,
+			Info:               Implementation{Name: "sessionkit", Version: "0.1.0"},
+			ClientCapabilities: ClientCapabilities{Session: json.RawMessage(`{"compaction":{}}`)},
+			ClientInfo:         &Implementation{Name: "sessionkit", Version: "0.1.0"}}},
+		{"v2_initialize_request_capabilities", &InitializeRequestV2{ProtocolVersion: ProtocolVersion2,
+			Info:         Implementation{Name: "zed", Version: "1"},
+			Capabilities: ClientCapabilitiesV2{Auth: json.RawMessage(`{"terminal":{}}`), Meta: map[string]any{"x": "y"}}}},
 	}
 }
 
@@ -164,7 +209,11 @@ func TestGolden(t *testing.T) {
 				}
 				require.NoError(t, json.Unmarshal(file, &tag))
 				assert.Equal(t, tag.Kind, su.SessionUpdateKind())
-				back, err = DecodeSessionUpdate(file)
+				if strings.HasPrefix(tc.name, "v2_") {
+					back, err = DecodeSessionUpdateV2(file)
+				} else {
+					back, err = DecodeSessionUpdate(file)
+				}
 			} else {
 				p := reflect.New(reflect.TypeOf(tc.value).Elem())
 				err = json.Unmarshal(file, p.Interface())

@@ -784,6 +784,13 @@ test("f. /compact on a new session: 'Nothing to compact' as agent text, no entit
 // g. Errors
 
 test("g. bad input gets JSON-RPC errors and the connection keeps working", async (t) => {
+  // Version negotiation (§7.1): a later version asked for, the highest the
+  // agent supports (2) answered. The connection then speaks v2 (see
+  // interop-v2.test.mjs), so the rest of this test runs on a v1 connection.
+  await withAgent(t, {}, async (proc) => {
+    const init = await proc.request(acp.methods.agent.initialize, { protocolVersion: 99, clientCapabilities: CAPABLE });
+    assert.equal(init.protocolVersion, 2);
+  });
   await withAgent(t, {}, async (proc) => {
     // A request before initialize.
     await assert.rejects(proc.agent.request(acp.methods.agent.session.new, { cwd: "/", mcpServers: [] }), (err) => {
@@ -791,8 +798,7 @@ test("g. bad input gets JSON-RPC errors and the connection keeps working", async
       assert.equal(err.code, -32600);
       return true;
     });
-    // Version negotiation (§7.1): a later version asked for, version 1 answered.
-    const init = await proc.request(acp.methods.agent.initialize, { protocolVersion: 99, clientCapabilities: CAPABLE });
+    const init = await proc.request(acp.methods.agent.initialize, { protocolVersion: 1, clientCapabilities: CAPABLE });
     assert.equal(init.protocolVersion, 1);
     const sid = await proc.newSession();
 

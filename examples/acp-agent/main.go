@@ -1,6 +1,6 @@
 // Command acp-agent is the sessionkit ACP agent an editor launches: it speaks
-// the Agent Client Protocol (v1, with session compaction) on stdin and
-// stdout and logs to stderr.
+// the Agent Client Protocol (v1 and, to a client that asks for it, v2; with
+// session compaction) on stdin and stdout and logs to stderr (--v1-only: v1 only).
 //
 // With ANTHROPIC_API_KEY set it uses the Anthropic provider (Claude; base
 // URL from ANTHROPIC_BASE_URL); otherwise, with OPENAI_API_KEY or
@@ -77,6 +77,7 @@ type config struct {
 	autoTokens    int
 	contextWindow int
 	omit          bool
+	v1Only        bool
 	system        string
 	summaryDelay  time.Duration
 	deltaSize     int
@@ -95,6 +96,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.IntVar(&c.autoTokens, "auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
 	flags.IntVar(&c.contextWindow, "context-window", 0, "context window reported in usage_update (0 = 128000)")
 	flags.BoolVar(&c.omit, "omit-summaries", false, "never send compaction summaries to the client")
+	flags.BoolVar(&c.v1Only, "v1-only", false, "speak ACP v1 only: answer every initialize with protocol version 1 (ACP v2 is offered otherwise)")
 	flags.StringVar(&c.system, "system", "You are a careful coding agent.", "system prompt of new sessions")
 	flags.DurationVar(&c.summaryDelay, "summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
@@ -175,6 +177,7 @@ func run(args []string) error {
 			Logger:            log,
 		},
 		OmitSummaries: c.omit,
+		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
 		Logger:        log,
 	})
