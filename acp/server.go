@@ -643,23 +643,13 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, text string) {
 		w := &waitingPrompt{resp: resp}
 		var id string
-		if _, ok := slashCommand(text, UncompactCommand); ok {
-			h, err := a.sess.Uncompact(ctx, session.UncompactRequest{})
-			if err != nil {
-				a.respond(resp, nil, sessionError(err))
-				return
+		if cid, _, cancelled, ok := slashPrompt(ctx, a, resp, text, w); ok {
+			if cid == "" {
+				return // refused; the error response is queued
 			}
-			id, w.uncompact, w.cancel = h.ID(), true, h.Cancel
-			w.answer = func(session.Payload) (any, error) { return PromptResponse{StopReason: StopEndTurn}, nil }
-		} else if instr, ok := slashCommand(text, CompactCommand); ok {
-			h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
-			if err != nil {
-				a.respond(resp, nil, sessionError(err))
-				return
-			}
-			id, w.compact, w.cancel = h.ID(), true, h.Cancel
+			id = cid
 			w.answer = func(ev session.Payload) (any, error) {
-				if res := compactResult(h, ev); res != nil && res.Cancelled {
+				if cancelled(ev) {
 					return PromptResponse{StopReason: StopCancelled}, nil
 				}
 				return PromptResponse{StopReason: StopEndTurn}, nil
@@ -685,6 +675,37 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 			})
 		})
 	})
+}
+
+// slashPrompt admits a /compact or /uncompact prompt, of either version, on
+// a's session. ok is false when text is no such command. Otherwise id is the
+// command's ID ("" when the session refused it: the error response is then
+// queued), name the command's, w's kind and cancel are set, and cancelled
+// tells from the event that ends the command whether it ended cancelled.
+func slashPrompt(ctx context.Context, a *agentSession, resp *jsonrpc.Responder, text string, w *waitingPrompt) (id, name string, cancelled func(session.Payload) bool, ok bool) {
+	if _, ok := slashCommand(text, UncompactCommand); ok {
+		h, err := a.sess.Uncompact(ctx, session.UncompactRequest{})
+		if err != nil {
+			a.respond(resp, nil, sessionError(err))
+			return "", UncompactCommand, nil, true
+		}
+		w.uncompact, w.cancel = true, h.Cancel
+		return h.ID(), UncompactCommand, func(session.Payload) bool { return false }, true
+	}
+	instr, ok := slashCommand(text, CompactCommand)
+	if !ok {
+		return "", "", nil, false
+	}
+	h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
+	if err != nil {
+		a.respond(resp, nil, sessionError(err))
+		return "", CompactCommand, nil, true
+	}
+	w.compact, w.cancel = true, h.Cancel
+	return h.ID(), CompactCommand, func(ev session.Payload) bool {
+		res := compactResult(h, ev)
+		return res != nil && res.Cancelled
+	}, true
 }
 
 // admitPrompt decodes and checks a session/prompt (of either version) and

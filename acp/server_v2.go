@@ -71,37 +71,19 @@ func (s *server) promptV2(ctx context.Context, req *jsonrpc.Request) (any, error
 	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, text string) {
 		w := &waitingPrompt{resp: resp}
 		var id string
-		if _, ok := slashCommand(text, UncompactCommand); ok {
-			h, err := a.sess.Uncompact(ctx, session.UncompactRequest{})
-			if err != nil {
-				a.respond(resp, nil, sessionError(err))
-				return
+		if cid, name, cancelled, ok := slashPrompt(ctx, a, resp, text, w); ok {
+			if cid == "" {
+				return // refused; the error response is queued
 			}
-			id, w.uncompact, w.cancel = h.ID(), true, h.Cancel
-			w.end = func(session.Payload) (StopReason, *ErrorObject) { return StopEndTurn, nil }
-			w.stop = func() bool { return false }
-			a.prompts[id] = w
-			msgID := "uncompact_" + id
-			a.enqueue(a.surf.userMessage(history.Message{ID: msgID, Role: history.RoleUser, Text: text}, false))
-			a.insert(w, msgID)
-			return
-		}
-		if instr, ok := slashCommand(text, CompactCommand); ok {
-			h, err := a.sess.Compact(ctx, session.CompactRequest{Instructions: instr})
-			if err != nil {
-				a.respond(resp, nil, sessionError(err))
-				return
-			}
-			id, w.compact, w.cancel = h.ID(), true, h.Cancel
 			w.end = func(ev session.Payload) (StopReason, *ErrorObject) {
-				if res := compactResult(h, ev); res != nil && res.Cancelled {
+				if cancelled(ev) {
 					return StopCancelled, nil
 				}
 				return StopEndTurn, nil
 			}
 			w.stop = func() bool { return false }
-			a.prompts[id] = w
-			msgID := "compact_" + id
+			a.prompts[cid] = w
+			msgID := name + "_" + cid
 			a.enqueue(a.surf.userMessage(history.Message{ID: msgID, Role: history.RoleUser, Text: text}, false))
 			a.insert(w, msgID)
 			return
