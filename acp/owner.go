@@ -30,8 +30,8 @@ var subscriptionBuffer = 1 << 14
 // session, in order. Handlers never touch that state: they send run a
 // function (ops) and, for requests answered later, the request's
 // jsonrpc.Responder. A second goroutine, write, is the only one that writes
-// for the session: it takes the queue's items one at a time, in order, and
-// writes them (updates, notifications and responses alike). Wire order is
+// for the session: whenever it is free it takes everything queued and
+// writes it in order (updates, notifications and responses alike). Wire order is
 // therefore the order in which run queued the items; no timer and no signal
 // decides it.
 //
@@ -46,9 +46,9 @@ type agentSession struct {
 	sess *session.Session
 	id   string
 	log  *zap.Logger
-	ops  chan func()   // run on the owner goroutine
-	out  chan *outItem // to the writer, one item at a time
-	done chan struct{} // closed when both goroutines have exited
+	ops  chan func()     // run on the owner goroutine
+	out  chan []*outItem // to the writer: everything queued, whenever it is free
+	done chan struct{}   // closed when both goroutines have exited
 
 	// Owned by run.
 	sub        *session.Subscription
@@ -111,7 +111,7 @@ func newAgentSession(srv *server, sess *session.Session) *agentSession {
 		id:        sess.ID(),
 		log:       srv.log.With(zap.String("session", sess.ID())),
 		ops:       make(chan func()),
-		out:       make(chan *outItem),
+		out:       make(chan []*outItem),
 		done:      make(chan struct{}),
 		prompts:   map[string]*waitingPrompt{},
 		extension: map[string]bool{},
@@ -191,12 +191,11 @@ func (a *agentSession) run(wdone chan struct{}) {
 	defer a.srv.forget(a)
 	for {
 		var (
-			out    chan *outItem
-			head   *outItem
+			out    chan []*outItem
 			events <-chan session.Event
 		)
 		if len(a.queue) > 0 {
-			out, head = a.out, a.queue[0]
+			out = a.out
 		}
 		if a.sub != nil {
 			events = a.sub.Events()
@@ -204,10 +203,10 @@ func (a *agentSession) run(wdone chan struct{}) {
 			return // the session ended and everything was handed to the writer
 		}
 		select {
-		case out <- head:
-			a.queuedText -= head.text.Len() // the writer only reads it
-			a.queue[0] = nil
-			a.queue = a.queue[1:]
+		case out <- a.queue:
+			// The writer has them now (and only reads them): what comes
+			// next starts a new queue, which is where merging happens.
+			a.queue, a.queuedText = nil, 0
 		case ev, ok := <-events:
 			if ok {
 				a.forward(ev, false)
@@ -224,23 +223,30 @@ func (a *agentSession) run(wdone chan struct{}) {
 func (a *agentSession) write(done chan struct{}) {
 	defer close(done)
 	ctx := context.Background()
-	for it := range a.out {
-		var err error
-		switch {
-		case it.resp != nil:
-			err = it.resp.Respond(it.result, it.err)
-		case it.method != "":
-			err = a.srv.conn.Notify(ctx, it.method, it.params)
-		default:
-			u := it.update
-			if it.chunk != nil {
-				u = it.chunk(it.text.String())
-			}
-			err = a.srv.conn.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: a.id, Update: u})
+	for batch := range a.out {
+		for _, it := range batch {
+			a.writeItem(ctx, it)
 		}
-		if err != nil && !errors.Is(err, jsonrpc.ErrClosed) {
-			a.log.Warn("cannot write to the client", zap.Error(err))
+	}
+}
+
+// writeItem writes one queued item.
+func (a *agentSession) writeItem(ctx context.Context, it *outItem) {
+	var err error
+	switch {
+	case it.resp != nil:
+		err = it.resp.Respond(it.result, it.err)
+	case it.method != "":
+		err = a.srv.conn.Notify(ctx, it.method, it.params)
+	default:
+		u := it.update
+		if it.chunk != nil {
+			u = it.chunk(it.text.String())
 		}
+		err = a.srv.conn.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: a.id, Update: u})
+	}
+	if err != nil && !errors.Is(err, jsonrpc.ErrClosed) {
+		a.log.Warn("cannot write to the client", zap.Error(err))
 	}
 }
 
