@@ -246,3 +246,35 @@ func agentTexts(ups []map[string]any) []string {
 }
 
 func sessionConfigEvents(n int) session.Config { return session.Config{EventHistory: n} }
+
+// An owner whose own subscription overflows (here its buffer holds one
+// event, so it falls behind the session all the time) continues from the
+// store with a Replay: the client still gets every message whole and once,
+// and the compaction's start and end.
+func TestServe_OwnerFallsBehindTheSession(t *testing.T) {
+	defer acp.SetSubscriptionBuffer(1)()
+	fake := providertest.New()
+	c := serve(t, fake, memstore.New(), acp.ServerOptions{})
+	c.initialize(`{"session":{"compaction":{}}}`)
+	sid := c.newSession()
+	conversation(t, c, fake, sid)
+	deltas := make([]string, 3000)
+	for i := range deltas {
+		deltas[i] = fmt.Sprintf("w%d ", i)
+	}
+	fake.QueueTurn(providertest.Reply{Text: strings.Join(deltas, ""), Deltas: deltas})
+	assert.Equal(t, "end_turn", c.prompt(sid, "a long answer, please"))
+	fake.QueueSummary(providertest.Reply{Text: "the summary", Deltas: []string{"the ", "summary"}})
+	assert.Equal(t, "end_turn", c.prompt(sid, "/compact"))
+	ups := updates(t, c.take())
+	assert.Equal(t, []string{strings.Join(deltas, "")}, agentTexts(ups), "the long reply, whole and once")
+	var statuses []string
+	for _, u := range compactionUpdates(ups) {
+		if s, ok := u["status"].(string); ok {
+			statuses = append(statuses, s)
+		}
+	}
+	assert.Equal(t, "in_progress", statuses[0])
+	assert.Equal(t, "completed", statuses[len(statuses)-1])
+	assert.Equal(t, 1, strings.Count(strings.Join(statuses, " "), "completed"), "one terminal update: %v", statuses)
+}
