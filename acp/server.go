@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -63,6 +64,12 @@ type ServerOptions struct {
 	// required; ID is ignored (session/new creates one, session/load names
 	// one). A nil Store means one in-memory store for this connection.
 	Session session.Config
+	// SessionTools, when set, gives each session opened here tools of its
+	// own, next to Session.Tools: it is called with the working directory
+	// the client named in session/new, session/load or session/resume (the
+	// tools of a coding agent are confined to it). An error refuses the
+	// request with invalid params.
+	SessionTools func(cwd string) ([]session.Tool, error)
 	// AgentInfo is reported in the initialize response; zero means
 	// sessionkit and Version.
 	AgentInfo Implementation
@@ -442,6 +449,13 @@ func (s *server) open(ctx context.Context, id, cwd string, replay bool, first fu
 	cfg.Store = s.store
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
+	}
+	if s.opts.SessionTools != nil {
+		tools, err := s.opts.SessionTools(cwd)
+		if err != nil {
+			return invalidParams(`field "cwd": %v`, err)
+		}
+		cfg.Tools = append(slices.Clip(cfg.Tools), tools...)
 	}
 	var (
 		sess *session.Session

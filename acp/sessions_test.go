@@ -1,7 +1,9 @@
 package acp_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,11 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
+	"github.com/sessionkit/sessionkit/session"
 )
 
 // session/list: advertised, newest first, filtered by cwd, titled after the
@@ -212,4 +216,36 @@ func filterKinds(ks []string, keep ...string) []string {
 		}
 	}
 	return out
+}
+
+// ServerOptions.SessionTools gives each session tools of its own, for the
+// cwd the client named; its error refuses the request with invalid params.
+func TestServe_SessionTools(t *testing.T) {
+	var cwds []string
+	opts := acp.ServerOptions{SessionTools: func(cwd string) ([]session.Tool, error) {
+		if cwd == "/bad" {
+			return nil, errors.New("not a directory here")
+		}
+		cwds = append(cwds, cwd)
+		return []session.Tool{{Name: "where", Run: func(context.Context, json.RawMessage) (string, error) { return cwd, nil }}}, nil
+	}}
+	fake := providertest.New()
+	c := serve(t, fake, memstore.New(), opts)
+	c.initialize(`{}`)
+	var resp struct{ SessionID string }
+	c.mustCall("session/new", map[string]any{"cwd": "/project", "mcpServers": []any{}}, &resp)
+	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{{ID: "c1", Name: "where"}}}, providertest.Reply{Text: "done"})
+	assert.Equal(t, "end_turn", c.prompt(resp.SessionID, "where am I?"))
+	reqs := fake.Requests()
+	require.NotEmpty(t, reqs)
+	require.Len(t, reqs[0].Tools, 1)
+	assert.Equal(t, "where", reqs[0].Tools[0].Name)
+	assert.Equal(t, "/project", reqs[1].Messages[len(reqs[1].Messages)-1].Text, "the tool ran with its session's cwd")
+	assert.Equal(t, []string{"/project"}, cwds)
+
+	err := c.call("session/new", map[string]any{"cwd": "/bad", "mcpServers": []any{}}, nil)
+	var je *jsonrpc.Error
+	require.ErrorAs(t, err, &je)
+	assert.Equal(t, jsonrpc.InvalidParams, je.Code)
+	assert.Contains(t, je.Message, "not a directory here")
 }

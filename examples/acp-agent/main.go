@@ -46,6 +46,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/examples/acp-agent/workspace"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
@@ -176,11 +177,27 @@ func run(args []string) error {
 			Tools:             tools(),
 			Logger:            log,
 		},
+		SessionTools:  workspaceTools(log),
 		OmitSummaries: c.omit,
 		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
 		Logger:        log,
 	})
+}
+
+// workspaceTools gives each session the read-only workspace tools
+// (read_file, list_files, search) confined to its working directory. Tools
+// that change files or run commands wait for permission requests to the
+// editor. A cwd that is not a directory here gets no workspace tools.
+func workspaceTools(log *zap.Logger) func(cwd string) ([]session.Tool, error) {
+	return func(cwd string) ([]session.Tool, error) {
+		ws, err := workspace.New(cwd)
+		if err != nil {
+			log.Warn("no workspace tools for this session", zap.String("cwd", cwd), zap.Error(err))
+			return nil, nil
+		}
+		return ws.ReadTools(workspace.Options{}), nil
+	}
 }
 
 // closingStore is a history.Store the agent closes on exit.

@@ -80,6 +80,20 @@ func (w *Workspace) Tools(o Options) []session.Tool {
 	}
 }
 
+// ReadTools returns the tools that change nothing: read_file, list_files
+// and search. An agent that cannot ask the user's permission yet offers
+// only these.
+func (w *Workspace) ReadTools(o Options) []session.Tool {
+	var out []session.Tool
+	for _, t := range w.Tools(o) {
+		switch t.Name {
+		case "read_file", "list_files", "search":
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 func schema(props string, required ...string) json.RawMessage {
 	req, _ := json.Marshal(required)
 	if required == nil {

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// The agent gives each session the read-only workspace tools of its cwd:
+// the offline provider calls read_file for "Read file notes.txt", and gets
+// the file; a path outside the session's directory is refused; write_file
+// is not offered.
+func TestSessionsGetWorkspaceTools(t *testing.T) {
+	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSIONKIT_MODEL"} {
+		t.Setenv(k, "")
+	}
+	base := t.TempDir()
+	project := filepath.Join(base, "project")
+	require.NoError(t, os.Mkdir(project, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(project, "notes.txt"), []byte("the release is in March\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(base, "secret.txt"), []byte("SECRET\n"), 0o644))
+
+	ctx := context.Background()
+	c, err := acp.Start(ctx, agentBinary(t), []string{"--store", filepath.Join(t.TempDir(), "s.db")}, acp.ClientOptions{})
+	require.NoError(t, err)
+	defer c.Close()
+	rs, err := c.NewSession(ctx, project)
+	require.NoError(t, err)
+
+	tool := func(text string) *history.Message {
+		h, err := rs.Prompt(ctx, session.PromptRequest{Text: text})
+		require.NoError(t, err)
+		res, err := h.Wait(ctx)
+		require.NoError(t, err)
+		require.NoError(t, res.Err)
+		for i := range res.Messages {
+			if res.Messages[i].Role == history.RoleTool {
+				return &res.Messages[i]
+			}
+		}
+		return nil
+	}
+	read := tool("Read file notes.txt")
+	require.NotNil(t, read, "read_file was called")
+	assert.Equal(t, "the release is in March\n", read.Text)
+
+	out := tool("Read file ../secret.txt")
+	require.NotNil(t, out)
+	assert.Contains(t, out.Text, "outside the workspace")
+	assert.NotContains(t, out.Text, "SECRET")
+
+	assert.Nil(t, tool("Please call write_file with path: x.txt"), "write_file is not offered")
+	_, err = os.Stat(filepath.Join(project, "x.txt"))
+	assert.True(t, os.IsNotExist(err))
+	assert.False(t, strings.Contains(read.Text, "SECRET"))
+}
