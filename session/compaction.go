@@ -48,7 +48,9 @@ func (l *loop) startCompaction(c *command) {
 			return
 		}
 	}
-	rec := history.CompactionRecord{CompactID: c.id, Trigger: c.trigger, Instructions: c.text, StartedAt: time.Now()}
+	// The record takes the next timeline position: the worker is free, so no
+	// other write can come first.
+	rec := history.CompactionRecord{CompactID: c.id, Trigger: c.trigger, Instructions: c.text, StartedAt: time.Now(), Position: l.nextPos}
 	w, v, archived := l.writer(), l.version, l.archived
 
 	if plan.Archive == 0 { // §4.2: no model call, a completed action that explains
@@ -200,6 +202,7 @@ func (l *loop) startCompaction(c *command) {
 			ContextBefore:   before,
 			ContextAfter:    after,
 		}
+		rec.FinishedAt = commit.At
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
 		if err != nil {
 			post(func(l *loop) {

@@ -423,6 +423,12 @@ func TestStoreFault_CommitEnd(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, segs, 1)
 	assert.Equal(t, res.Segment.ID, segs[0].ID)
+	// The result's Segment is the one the store holds (one builder,
+	// history.CommittedSegment), messages aside.
+	stored := segs[0]
+	stored.Messages = res.Segment.Messages
+	assert.Equal(t, stored.Position, res.Segment.Position, "position")
+	assert.WithinDuration(t, stored.CreatedAt, res.Segment.CreatedAt, time.Millisecond, "created at")
 	assert.Zero(t, store.count(opFinish), "a landed commit is not finished again")
 	assert.Equal(t, history.StatusCompleted, lastCompaction(t, s).Status)
 

@@ -112,7 +112,7 @@ func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord,
 	err = fmt.Errorf("session: commit compaction: %w", err)
 	if snap := w.reload(); snap != nil {
 		if committed(snap, c, archived) {
-			return snap.Version, segmentOf(c, rec), nil, nil
+			return snap.Version, history.CommittedSegment(&c, &rec), nil, nil
 		}
 		v = snap.Version
 	}
@@ -121,7 +121,7 @@ func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord,
 	_, _, _ = w.finish(v, c.CompactID, history.StatusFailed, err.Error())
 	snap := w.reload()
 	if snap != nil && committed(snap, c, archived) { // the first read-back had failed
-		return snap.Version, segmentOf(c, rec), nil, nil
+		return snap.Version, history.CommittedSegment(&c, &rec), nil, nil
 	}
 	return 0, nil, snap, err
 }
@@ -130,17 +130,6 @@ func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord,
 // number of archived messages before it).
 func committed(snap *history.Snapshot, c history.Commit, archived int64) bool {
 	return snap.Summary == c.Summary && snap.Archived == archived+int64(c.Archive) && !slices.Contains(snap.Interrupted, c.CompactID)
-}
-
-// segmentOf is the Segment a commit made (without messages).
-func segmentOf(c history.Commit, rec history.CompactionRecord) *history.Segment {
-	return &history.Segment{
-		ID: c.SegmentID, CompactID: c.CompactID, Trigger: rec.Trigger, Summary: c.Summary,
-		Instructions: rec.Instructions, CreatedAt: c.At, StartedAt: rec.StartedAt,
-		InputTokens: c.InputTokens, OutputTokens: c.OutputTokens,
-		SummaryProvider: c.SummaryProvider, SummaryModel: c.SummaryModel,
-		ContextBefore: c.ContextBefore, ContextAfter: c.ContextAfter,
-	}
 }
 
 // resync makes the loop's state equal to snap after a write that failed and
