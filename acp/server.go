@@ -347,10 +347,15 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 		Info:            info,
 		Capabilities: AgentCapabilitiesV2{
 			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
-			// The extension methods this agent answers (acp.Dial looks here).
-			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact}},
+			Meta: extensionMeta(),
 		},
 	}, nil
+}
+
+// extensionMeta is the capabilities' _meta on both versions: the extension
+// methods this agent answers (acp.Dial looks here).
+func extensionMeta() map[string]any {
+	return map[string]any{MetaKey: map[string]any{"compact": MethodCompact, "uncompact": MethodUncompact}}
 }
 
 // initializeV1 answers initialize with v1.
@@ -371,8 +376,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
 			SessionCapabilities: s.sessionCapabilities(),
-			// The extension methods this agent answers (acp.Dial looks here).
-			Meta: map[string]any{MetaKey: map[string]any{"compact": MethodCompact, "uncompact": MethodUncompact}},
+			Meta: extensionMeta(),
 		},
 		AgentInfo: &info,
 	}, nil

@@ -35,6 +35,8 @@ func (s *server) handleV2(ctx context.Context, req *jsonrpc.Request) (any, error
 		return nil, nil
 	case MethodCompact:
 		return s.compact(ctx, req)
+	case MethodUncompact:
+		return s.uncompact(ctx, req)
 	}
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
 }

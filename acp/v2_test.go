@@ -438,3 +438,42 @@ func TestV2_ExtensionAndCancelledCompaction(t *testing.T) {
 	}
 	assert.Equal(t, []string{"in_progress", "cancelled"}, statuses)
 }
+
+// Undo on v2: _sessionkit/uncompact is advertised and answered, then
+// _sessionkit/uncompact_finished; /uncompact is a prompt of its own that
+// ends idle; the undo is agent text.
+func TestV2_Uncompact(t *testing.T) {
+	fake := providertest.New()
+	c := hostileServe(t, fake, memstore.New(), acp.ServerOptions{})
+	init := c.call("initialize", `{"protocolVersion":2,"info":{"name":"t","version":"0"},"capabilities":{}}`)
+	require.Nil(t, init.Error)
+	assert.Contains(t, string(init.Result), `"uncompact":"_sessionkit/uncompact"`)
+	sid := c.newSessionV2()
+	fake.QueueTurn(providertest.Reply{Text: "one"}, providertest.Reply{Text: "two"})
+	for _, p := range []string{"one", "two"} {
+		seq := c.lastSeq()
+		require.Nil(t, c.call("session/prompt", promptParams(sid, p)).Error)
+		c.waitNote(seq, "idle", isIdle)
+	}
+	fake.QueueSummary(providertest.Reply{Text: "S"}, providertest.Reply{Text: "S2"})
+	seq := c.lastSeq()
+	require.Nil(t, c.call("_sessionkit/compact", `{"sessionId":"`+sid+`"}`).Error)
+	c.waitNote(seq, "compact_finished", func(n hostileNote) bool { return n.method == "_sessionkit/compact_finished" })
+
+	seq = c.lastSeq()
+	require.Nil(t, c.call("_sessionkit/uncompact", `{"sessionId":"`+sid+`"}`).Error)
+	c.waitNote(seq, "uncompact_finished", func(n hostileNote) bool { return n.method == "_sessionkit/uncompact_finished" })
+
+	require.Nil(t, c.call("_sessionkit/compact", `{"sessionId":"`+sid+`"}`).Error)
+	seq = c.lastSeq()
+	require.Nil(t, c.call("session/prompt", promptParams(sid, "/uncompact")).Error)
+	idle := c.waitNote(seq, "idle", isIdle)
+	assert.JSONEq(t, `{"sessionUpdate":"state_update","state":"idle","stopReason":"end_turn"}`, string(idle.update))
+	var undone bool
+	for _, n := range c.notesSince(seq) {
+		if n.kind == "agent_message_chunk" && strings.Contains(n.text, "Undid the last compaction") {
+			undone = true
+		}
+	}
+	assert.True(t, undone, "the undo is agent text")
+}
