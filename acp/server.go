@@ -347,7 +347,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 		Info:            info,
 		Capabilities: AgentCapabilitiesV2{
 			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
-			Meta: extensionMeta(),
+			Meta:    extensionMeta(),
 		},
 	}, nil
 }
@@ -376,7 +376,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
 			SessionCapabilities: s.sessionCapabilities(),
-			Meta: extensionMeta(),
+			Meta:                extensionMeta(),
 		},
 		AgentInfo: &info,
 	}, nil
