@@ -39,13 +39,14 @@ type EventBatch struct {
 // postgres) all implement it.
 type EventLog interface {
 	// LogEvents appends b.Events to the session's log and records
-	// b.Through and b.Final, as one write: it takes the version the caller
-	// last saw and returns the next one, like every write of a [Store].
-	// The events' Seqs must increase and lie above every Seq logged
-	// before, and Through must be at least the last of them, at least the
-	// Through recorded before and at most [MaxSeq]; otherwise LogEvents
-	// fails with ErrInvalid and writes nothing.
-	LogEvents(ctx context.Context, id string, version uint64, b EventBatch) (uint64, error)
+	// b.Through and b.Final, in one transaction. It is not a versioned
+	// write: it neither takes nor changes the session's version, so it can
+	// run beside the session's other writes (a lease still fences it, as
+	// every write). The events' Seqs must increase and lie above the
+	// Through recorded before, and Through must be at least the last of
+	// them, at least the Through recorded before and at most [MaxSeq];
+	// otherwise LogEvents fails with ErrInvalid and writes nothing.
+	LogEvents(ctx context.Context, id string, b EventBatch) error
 	// Events returns the session's logged events with Seq > after, oldest
 	// first; limit > 0 returns at most that many.
 	Events(ctx context.Context, id string, after uint64, limit int) ([]LoggedEvent, error)

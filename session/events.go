@@ -179,11 +179,11 @@ type feed = timeline.Feed[Event, Payload]
 
 // newFeed returns a feed that retains at least the last keep durable events
 // for replay (0 = DefaultEventHistory).
-func newFeed(keep int) *feed {
+func newFeed(keep int, start uint64, elog eventLog) *feed {
 	if keep <= 0 {
 		keep = DefaultEventHistory
 	}
-	return timeline.NewFeed(timeline.Config[Event, Payload]{
+	f := timeline.NewFeed(timeline.Config[Event, Payload]{
 		Keep:    keep,
 		Buffer:  DefaultBuffer,
 		Event:   func(seq uint64, t time.Time, p Payload) Event { return Event{Seq: seq, Time: t, Payload: p} },
@@ -191,6 +191,11 @@ func newFeed(keep int) *feed {
 		Invalid: ErrInvalid,
 		Trimmed: ErrEventsTrimmed,
 	})
+	f.Start(start)
+	if elog.store != nil {
+		f.Hold(elog.logged) // until they are logged, events stay retained
+	}
+	return f
 }
 
 // subscribe subscribes to f with opts; closeFn is as for timeline.Feed.Subscribe.

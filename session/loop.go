@@ -119,6 +119,7 @@ type loop struct {
 	archived int64 // messages archived in Segments
 	nextPos  int64 // the timeline position the next stored entry takes (history.Snapshot.NextPosition)
 	feed     *feed
+	elog     eventLog // the event log (docs/design.md §6.1)
 	q        queue.Queue[*command]
 
 	turn    *turn
@@ -178,13 +179,14 @@ func (l *loop) run() {
 		if !l.busy {
 			if l.closing {
 				l.shutdown()
-				if !l.busy {
+				if !l.busy && !l.elog.busy {
 					return
 				}
 			} else {
 				l.advance()
 			}
 		}
+		l.flushLog(false)
 		select {
 		case c := <-inbox:
 			l.accept(c)
@@ -329,7 +331,7 @@ func (l *loop) turnID() string {
 	return ""
 }
 
-func (l *loop) publish(p Payload) { l.feed.Publish(p) }
+func (l *loop) publish(p Payload) { l.logPublished(l.feed.Publish(p)) }
 
 // shareActive returns the first n Active messages for the worker without
 // copying them: the loop never changes a message of l.active in place (it
@@ -524,6 +526,7 @@ func (l *loop) shutdown() {
 			return
 		}
 	}
+	l.flushLog(true)
 	l.feed.CloseAll(l.s.closedErr())
 }
 

@@ -202,6 +202,11 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		nextPos += int64(len(msgs))
 	}
 
+	elog, start, err := startNumbering(ctx, store, snap, created)
+	if err != nil {
+		return nil, err
+	}
+
 	maxQueue := cfg.MaxQueue
 	if maxQueue == 0 {
 		maxQueue = DefaultMaxQueue
@@ -230,7 +235,8 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		summary:  snap.Summary,
 		archived: snap.Archived,
 		nextPos:  nextPos,
-		feed:     newFeed(cfg.EventHistory),
+		feed:     newFeed(cfg.EventHistory, start, elog),
+		elog:     elog,
 		maxTool:  cfg.MaxToolOutput,
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
@@ -506,30 +512,55 @@ func (s *Session) Interrupt() {
 	}
 }
 
-// Subscribe returns a subscription to the session's timeline. With
-// opts.After > 0 it first replays the retained durable events after that
-// sequence number (ErrEventsTrimmed when they are no longer retained). The
-// subscription ends when ctx ends, on Close, when the session closes, or when
-// the subscriber falls behind (see [SlowSubscriberError]).
+// Subscribe returns a subscription to the session's timeline
+// (docs/design.md §6). With opts.After > 0 it first replays the durable
+// events after that sequence number, then goes live. Sequence numbers
+// increase over the session's whole life: with a store that keeps an event
+// log ([history.EventLog], as the stores of sessionkit do), After can be any
+// number a subscriber was given, also by an earlier process; the events
+// older than the session's retained ones are then read from the store, in
+// the caller's goroutine. With a store that keeps none, numbering starts
+// again in every process and only retained events can be replayed
+// (ErrEventsTrimmed otherwise). An After above the last number the session
+// gave out is an error (ErrInvalid).
+//
+// The subscription ends when ctx ends, on Close, when the session closes, or
+// when the subscriber falls behind (see [SlowSubscriberError]).
 func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscription, error) {
-	type reply struct {
-		sub *Subscription
-		err error
+	var (
+		sub     *Subscription
+		err     error
+		fromLog bool
+		logged  uint64 // the log holds every durable event up to it
+		elog    history.EventLog
+	)
+	if e := s.read(ctx, func(l *loop) {
+		if l.elog.store == nil || opts.After == 0 || opts.After >= l.feed.Covered() || opts.After > l.feed.Seq() {
+			sub, err = subscribe(ctx, l.feed, opts, s.unsubscribe)
+			return
+		}
+		fromLog, logged, elog = true, l.elog.logged, l.elog.store
+	}); e != nil {
+		return nil, e
 	}
-	ch := make(chan reply, 1)
-	req := func(l *loop) {
-		sub, err := subscribe(ctx, l.feed, opts, s.unsubscribe)
-		ch <- reply{sub, err}
+	if !fromLog {
+		return sub, err
 	}
-	select {
-	case s.ctl <- req:
-	case <-s.done:
-		return nil, ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	prefix, err := replayLog(ctx, s.store, elog, s.id, opts.After, logged)
+	if err != nil {
+		return nil, err
 	}
-	r := <-ch
-	return r.sub, r.err
+	if e := s.read(ctx, func(l *loop) {
+		var t *timeline.Subscription[Event]
+		t, err = l.feed.SubscribeWith(ctx, prefix, max(logged, opts.After), opts.Buffer, s.unsubscribe)
+		sub = (*Subscription)(t)
+	}); e != nil {
+		return nil, e
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sub, nil
 }
 
 // unsubscribe asks the loop to end sub (a Close by its subscriber).

@@ -511,10 +511,12 @@ func TestSubscribe_ContextEndsSubscription(t *testing.T) {
 	assert.NoError(t, sub.Err())
 }
 
+// TestSubscribe_TrimmedHistory: with a store that keeps no event log, only
+// the retained events can be replayed (with one, see seq_test.go).
 func TestSubscribe_TrimmedHistory(t *testing.T) {
 	fake := providertest.New()
 	fake.SetDefault(func(*provider.Request) providertest.Reply { return providertest.Reply{Text: "ok"} })
-	s := newSession(t, fake, session.Config{EventHistory: 2})
+	s := newSession(t, fake, session.Config{EventHistory: 2, Store: noEventLog{memstore.New()}})
 	for range 4 {
 		require.NoError(t, wait(t, mustPrompt(t, s, "hi")).Err)
 	}

@@ -261,10 +261,15 @@ func testLeaseTakeoverAfterExpiry(t *testing.T, h LeaseHarness) {
 	assert.ErrorIs(t, err, history.ErrFenced)
 	_, _, err = la.Store().Recover(ctx, "s", v, time.Now())
 	assert.ErrorIs(t, err, history.ErrFenced)
+	if el, ok := la.Store().(history.EventLog); ok {
+		err = el.LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{{Seq: 1, Kind: "turn"}}, Through: 1})
+		assert.ErrorIs(t, err, history.ErrFenced, "a stale holder's event log write")
+	}
 	loaded, err := b.Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, v, loaded.Version)
 	assert.Equal(t, []string{"a-0", "a-1"}, ids(loaded.Active))
+	assert.Zero(t, loaded.LastSeq, "the fenced log write changed nothing")
 
 	// b writes through its lease; a's release does not disturb it.
 	v, err = lb.Store().Append(ctx, "s", v, Msgs("b", 1))
@@ -335,6 +340,9 @@ func testUnfencedStoreRefusedOnLeasedSession(t *testing.T, h LeaseHarness) {
 		LeaseError(t, err, "s", "a")
 		_, _, err = s.Recover(ctx, "s", v, time.Now())
 		LeaseError(t, err, "s", "a")
+		if el, ok := s.(history.EventLog); ok {
+			LeaseError(t, el.LogEvents(ctx, "s", history.EventBatch{Through: 1}), "s", "a")
+		}
 		_, err = s.Append(ctx, "s", v+100, Msgs("x", 1))
 		LeaseError(t, err, "s", "a") // the lease is reported before the conflict
 		// Reads work.

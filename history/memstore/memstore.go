@@ -457,23 +457,22 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 }
 
 // LogEvents implements [history.EventLog].
-func (s *Store) LogEvents(ctx context.Context, id string, version uint64, b history.EventBatch) (uint64, error) {
+func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	ss, err := s.write(ctx, id, version)
+	ss, err := s.get(ctx, id)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	if err := history.CheckEventBatch(&b, ss.lastSeq); err != nil {
-		return 0, err
+		return err
 	}
 	for _, e := range b.Events {
 		e.Data = slices.Clone(e.Data)
 		ss.events = append(ss.events, e)
 	}
 	ss.lastSeq, ss.seqFinal = b.Through, b.Final
-	ss.touch()
-	return ss.version, nil
+	return nil
 }
 
 // Events implements [history.EventLog].

@@ -2,6 +2,8 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -13,41 +15,66 @@ import (
 var _ history.EventLog = (*Store)(nil)
 
 // LogEvents implements [history.EventLog]: the events and the session's
-// last sequence number are written in one transaction, after the version
-// compare-and-swap every write starts with.
-func (s *Store) LogEvents(ctx context.Context, id string, version uint64, b history.EventBatch) (uint64, error) {
-	return s.logEvents(ctx, id, version, b, nil)
+// last sequence number are written in one transaction, with the lease check
+// of every write and without the version compare-and-swap.
+func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
+	return s.logEvents(ctx, id, b, nil)
 }
 
 // logEvents is LogEvents, fenced by l when l is not nil.
-func (s *Store) logEvents(ctx context.Context, id string, version uint64, b history.EventBatch, l *lease) (uint64, error) {
+func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, l *lease) error {
 	const op = "log events"
-	return s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
-		var last int64
-		if err := tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1`, bin(id)).Scan(&last); err != nil {
+	if err := s.admit(ctx); err != nil {
+		return err
+	}
+	if err := l.usable(op); err != nil {
+		return err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.fail(ctx, op, err)
+	}
+	defer rollback(ctx, tx)
+	key := bin(id)
+	if l != nil {
+		err = l.check(ctx, op, tx.QueryRow(ctx, checkToken, key))
+	} else {
+		err = s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, key))
+	}
+	if err != nil {
+		return err
+	}
+	var last int64
+	err = tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return fmt.Errorf("%w: %q", history.ErrNotFound, id)
+	case err != nil:
+		return s.fail(ctx, op, err)
+	}
+	if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
+		return err
+	}
+	if len(b.Events) > 0 {
+		rows := make([][]any, len(b.Events))
+		for i, e := range b.Events {
+			data := e.Data
+			if data == nil {
+				data = []byte{}
+			}
+			rows[i] = []any{key, int64(e.Seq), e.Time.UnixNano(), e.Kind, data}
+		}
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"session_id", "seq", "at", "kind", "data"}, pgx.CopyFromRows(rows)); err != nil {
 			return s.fail(ctx, op, err)
 		}
-		if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
-			return err
-		}
-		if len(b.Events) > 0 {
-			rows := make([][]any, len(b.Events))
-			for i, e := range b.Events {
-				data := e.Data
-				if data == nil {
-					data = []byte{}
-				}
-				rows[i] = []any{bin(id), int64(e.Seq), e.Time.UnixNano(), e.Kind, data}
-			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"session_id", "seq", "at", "kind", "data"}, pgx.CopyFromRows(rows)); err != nil {
-				return s.fail(ctx, op, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2, seq_final = $3 WHERE id = $1`, bin(id), int64(b.Through), b.Final); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		return nil
-	})
+	}
+	if _, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2, seq_final = $3 WHERE id = $1`, key, int64(b.Through), b.Final); err != nil {
+		return s.fail(ctx, op, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.fail(ctx, op, err)
+	}
+	return nil
 }
 
 // Events implements [history.EventLog].

@@ -290,11 +290,11 @@ func (f *fencedStore) Timeline(ctx context.Context, id string) ([]history.Entry,
 }
 
 // LogEvents implements [history.EventLog].
-func (f *fencedStore) LogEvents(ctx context.Context, id string, version uint64, b history.EventBatch) (uint64, error) {
+func (f *fencedStore) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
 	if err := f.mine(id); err != nil {
-		return 0, err
+		return err
 	}
-	return f.l.s.logEvents(ctx, id, version, b, f.l)
+	return f.l.s.logEvents(ctx, id, b, f.l)
 }
 
 // Events implements [history.EventLog].

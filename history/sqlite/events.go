@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -31,13 +32,18 @@ func (c *seqColumn) Scan(v any) error {
 func (c seqColumn) Value() (driver.Value, error) { return int64(c), nil }
 
 // LogEvents implements [history.EventLog]: the events and the session's
-// last sequence number are one write of the committer, like every other
-// write.
-func (s *Store) LogEvents(ctx context.Context, id string, version uint64, b history.EventBatch) (uint64, error) {
-	return s.write(ctx, "log events", id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, _ *state) error {
+// last sequence number are one write of the committer, with the lease check
+// of every write and without the version compare-and-swap.
+func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
+	const op = "log events"
+	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
 		var last seqColumn
-		if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last); err != nil {
-			return s.fail(ctx, "log events", err)
+		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
+		case err != nil:
+			return s.fail(ctx, op, err)
 		}
 		if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
 			return err
@@ -45,17 +51,17 @@ func (s *Store) LogEvents(ctx context.Context, id string, version uint64, b hist
 		if len(b.Events) > 0 {
 			stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, at, kind, data) VALUES (?, ?, ?, ?, ?)`)
 			if err != nil {
-				return s.fail(ctx, "log events", err)
+				return s.fail(ctx, op, err)
 			}
 			defer func() { _ = stmt.Close() }()
 			for _, e := range b.Events {
 				if _, err := stmt.ExecContext(ctx, id, seqColumn(e.Seq), e.Time.UnixNano(), e.Kind, notNull(e.Data)); err != nil {
-					return s.fail(ctx, "log events", err)
+					return s.fail(ctx, op, err)
 				}
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, seq_final = ? WHERE id = ?`, seqColumn(b.Through), b.Final, id); err != nil {
-			return s.fail(ctx, "log events", err)
+			return s.fail(ctx, op, err)
 		}
 		return nil
 	})

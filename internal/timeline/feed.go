@@ -3,6 +3,7 @@ package timeline
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -35,6 +36,8 @@ type Feed[E any, P Payload] struct {
 	seq        uint64
 	history    []retained[E] // durable events, oldest first: at least the last cfg.Keep
 	trimmedSeq uint64        // the newest durable event no longer retained
+	start      uint64        // numbers up to start were given before this Feed
+	hold       uint64        // durable events above hold are never trimmed
 	subs       map[*Subscription[E]]struct{}
 	now        func() time.Time
 }
@@ -46,8 +49,24 @@ type retained[E any] struct {
 
 // NewFeed returns an empty Feed.
 func NewFeed[E any, P Payload](cfg Config[E, P]) *Feed[E, P] {
-	return &Feed[E, P]{cfg: cfg, subs: make(map[*Subscription[E]]struct{}), now: time.Now}
+	return &Feed[E, P]{cfg: cfg, hold: math.MaxUint64, subs: make(map[*Subscription[E]]struct{}), now: time.Now}
 }
+
+// Start makes the Feed number its first event start+1: numbers up to start
+// were given out before it (by an earlier process), and it cannot replay
+// them. Call it before the first Publish.
+func (f *Feed[E, P]) Start(start uint64) {
+	f.seq, f.start = start, start
+}
+
+// Hold keeps every durable event numbered above seq retained, however many
+// there are, until a later Hold moves the mark; math.MaxUint64 (the
+// default) holds nothing back.
+func (f *Feed[E, P]) Hold(seq uint64) { f.hold = seq }
+
+// Covered returns the number after which the Feed retains every durable
+// event: Subscribe replays from any after at or above it.
+func (f *Feed[E, P]) Covered() uint64 { return max(f.trimmedSeq, f.start) }
 
 // Seq returns the sequence number of the last published event.
 func (f *Feed[E, P]) Seq() uint64 { return f.seq }
@@ -62,8 +81,13 @@ func (f *Feed[E, P]) Publish(p P) E {
 		f.history = append(f.history, retained[E]{f.seq, ev})
 		if len(f.history) > 2*f.cfg.Keep { // trim in amortized O(1)
 			drop := len(f.history) - f.cfg.Keep
-			f.trimmedSeq = f.history[drop-1].seq
-			f.history = append([]retained[E](nil), f.history[drop:]...)
+			if f.history[drop-1].seq > f.hold {
+				drop = sort.Search(len(f.history), func(i int) bool { return f.history[i].seq > f.hold })
+			}
+			if drop > 0 {
+				f.trimmedSeq = f.history[drop-1].seq
+				f.history = append([]retained[E](nil), f.history[drop:]...)
+			}
 		}
 	}
 	for s := range f.subs {
@@ -83,23 +107,41 @@ func (f *Feed[E, P]) Publish(p P) E {
 // delivers what is published; buffer is how many events may wait unread (0
 // = Config.Buffer). closeFn is called (from any goroutine) when the
 // subscriber calls Close or ctx ends; it must arrange for Unsubscribe to
-// run on the owner. Errors wrap Config.Invalid or Config.Trimmed.
+// run on the owner. Errors wrap Config.Invalid (also for an after above
+// the last number given) or Config.Trimmed (an after below Covered).
 func (f *Feed[E, P]) Subscribe(ctx context.Context, after uint64, buffer int, closeFn func(*Subscription[E])) (*Subscription[E], error) {
+	if after > 0 && after < f.Covered() {
+		return nil, fmt.Errorf("%w: asked for events after %d, oldest retained after %d", f.cfg.Trimmed, after, f.Covered())
+	}
+	return f.SubscribeWith(ctx, nil, after, buffer, closeFn)
+}
+
+// SubscribeWith is Subscribe for a subscriber that has the durable events
+// up to after from elsewhere (an event log): it delivers prefix first, then
+// the retained events after after, then what is published. after must be
+// at or above Covered (Config.Trimmed otherwise).
+func (f *Feed[E, P]) SubscribeWith(ctx context.Context, prefix []E, after uint64, buffer int, closeFn func(*Subscription[E])) (*Subscription[E], error) {
 	if buffer < 0 {
 		return nil, fmt.Errorf("%w: negative subscription buffer", f.cfg.Invalid)
 	}
 	if buffer == 0 {
 		buffer = f.cfg.Buffer
 	}
+	if after > f.seq {
+		return nil, fmt.Errorf("%w: asked for events after %d, the last one given is %d", f.cfg.Invalid, after, f.seq)
+	}
 	var replay []retained[E]
-	if after > 0 {
+	if after > 0 || len(prefix) > 0 {
 		if after < f.trimmedSeq {
 			return nil, fmt.Errorf("%w: asked for events after %d, oldest retained after %d", f.cfg.Trimmed, after, f.trimmedSeq)
 		}
 		i := sort.Search(len(f.history), func(i int) bool { return f.history[i].seq > after })
 		replay = f.history[i:]
 	}
-	s := &Subscription[E]{ch: make(chan E, len(replay)+buffer), ended: make(chan struct{}), lastSeq: after}
+	s := &Subscription[E]{ch: make(chan E, len(prefix)+len(replay)+buffer), ended: make(chan struct{}), lastSeq: after}
+	for _, ev := range prefix {
+		s.ch <- ev
+	}
 	for _, r := range replay {
 		s.ch <- r.ev
 		s.lastSeq = r.seq

@@ -1,0 +1,412 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// The event log (docs/design.md §6.1): with a store that is a
+// history.EventLog, every durable event the loop publishes is logged, by a
+// goroutine of its own, moments after it is published. A subscriber can
+// then resume from any sequence number, in this process or a later one.
+// Messages are logged by reference (their timeline position, or ID), not
+// copied: a replay reads them back from the store.
+
+// seqGap is how far a session's numbering jumps when it is opened after a
+// process that did not close it: that process may have given out numbers
+// above the last one it logged (deltas, and events of its last moments),
+// never 2^32 of them between two log writes.
+const seqGap = 1 << 32
+
+// Kinds of logged events.
+const (
+	logMessage     = "message"
+	logAction      = "action"
+	logCompaction  = "compaction"
+	logUsage       = "usage"
+	logTurn        = "turn"
+	logAutoCompact = "auto_compact"
+	logUncompact   = "uncompact"
+)
+
+// loggedMessage is a *MessageEvent in the log: the message itself is in the
+// store at Position.
+type loggedMessage struct {
+	Position int64  `json:"position"`
+	ID       string `json:"id"`
+	TurnID   string `json:"turn_id,omitempty"`
+}
+
+// loggedTurn is a *TurnEvent in the log; its result's messages are named by
+// ID.
+type loggedTurn struct {
+	TurnID   string          `json:"turn_id"`
+	Phase    string          `json:"phase"`
+	Finished bool            `json:"finished,omitempty"`
+	Messages []string        `json:"messages,omitempty"`
+	Usage    *provider.Usage `json:"usage,omitempty"`
+	Err      *loggedError    `json:"error,omitempty"`
+}
+
+// loggedCompaction is a *CompactionEvent in the log; a compacted result's
+// Segment is logged without its messages (the store's archive has them).
+type loggedCompaction struct {
+	CompactID string         `json:"compact_id"`
+	Trigger   string         `json:"trigger,omitempty"`
+	Phase     string         `json:"phase"`
+	Archive   int            `json:"archive,omitempty"`
+	Result    *CompactResult `json:"result,omitempty"`
+	TurnID    string         `json:"turn_id,omitempty"`
+	Position  int64          `json:"position"`
+}
+
+// loggedError is an error in the log: its text, and the sentinel of this
+// package it wraps, if any, so that errors.Is still holds after a replay.
+type loggedError struct {
+	Text     string `json:"text"`
+	Sentinel string `json:"is,omitempty"`
+}
+
+// sentinels are the errors a logged error keeps its identity with.
+var sentinels = map[string]error{
+	"cancelled":        ErrCancelled,
+	"closed":           ErrClosed,
+	"too_many_steps":   ErrTooManySteps,
+	"invalid":          ErrInvalid,
+	"queue_full":       ErrQueueFull,
+	"context_overflow": provider.ErrContextOverflow,
+}
+
+func logError(err error) *loggedError {
+	if err == nil {
+		return nil
+	}
+	le := &loggedError{Text: err.Error()}
+	for name, s := range sentinels {
+		if errors.Is(err, s) {
+			le.Sentinel = name
+			break
+		}
+	}
+	return le
+}
+
+// replayedError is an error read back from the log.
+type replayedError struct {
+	text     string
+	sentinel error
+}
+
+func (e *replayedError) Error() string { return e.text }
+func (e *replayedError) Unwrap() error { return e.sentinel }
+
+func (le *loggedError) err() error {
+	if le == nil {
+		return nil
+	}
+	return &replayedError{text: le.Text, sentinel: sentinels[le.Sentinel]}
+}
+
+// encodeEvent is ev as the log keeps it.
+func encodeEvent(ev Event) (history.LoggedEvent, error) {
+	var (
+		kind string
+		v    any
+	)
+	switch p := ev.Payload.(type) {
+	case *MessageEvent:
+		kind, v = logMessage, loggedMessage{Position: p.Position, ID: p.Message.ID, TurnID: p.TurnID}
+	case *TurnEvent:
+		lt := loggedTurn{TurnID: p.TurnID, Phase: p.Phase}
+		if r := p.Result; r != nil {
+			lt.Finished = true
+			for _, m := range r.Messages {
+				lt.Messages = append(lt.Messages, m.ID)
+			}
+			lt.Usage = &r.Usage
+			lt.Err = logError(r.Err)
+		}
+		kind, v = logTurn, lt
+	case *CompactionEvent:
+		lc := loggedCompaction{CompactID: p.CompactID, Trigger: p.Trigger, Phase: p.Phase, Archive: p.Archive, TurnID: p.TurnID, Position: p.Position}
+		if r := p.Result; r != nil {
+			res := *r
+			if res.Segment != nil {
+				seg := *res.Segment
+				seg.Messages = nil
+				res.Segment = &seg
+			}
+			lc.Result = &res
+		}
+		kind, v = logCompaction, lc
+	case *ActionEvent:
+		kind, v = logAction, p
+	case *UsageEvent:
+		kind, v = logUsage, p
+	case *AutoCompactEvent:
+		kind, v = logAutoCompact, p
+	case *UncompactEvent:
+		kind, v = logUncompact, p
+	default:
+		return history.LoggedEvent{}, fmt.Errorf("session: event %T is not logged", ev.Payload)
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return history.LoggedEvent{}, fmt.Errorf("session: log event %d: %w", ev.Seq, err)
+	}
+	return history.LoggedEvent{Seq: ev.Seq, Time: ev.Time, Kind: kind, Data: data}, nil
+}
+
+// replayLog reads the logged events of session id with Seq in (after,
+// upto] and decodes them, reading back from the store the messages they
+// name.
+func replayLog(ctx context.Context, store history.Store, log history.EventLog, id string, after, upto uint64) ([]Event, error) {
+	logged, err := log.Events(ctx, id, after, 0)
+	if err != nil {
+		return nil, fmt.Errorf("session: read the event log: %w", err)
+	}
+	d := decoder{ctx: ctx, store: store, id: id}
+	var out []Event
+	for _, le := range logged {
+		if le.Seq > upto {
+			break
+		}
+		p, err := d.decode(le)
+		if err != nil {
+			return nil, fmt.Errorf("session: event %d of the log: %w", le.Seq, err)
+		}
+		out = append(out, Event{Seq: le.Seq, Time: le.Time, Payload: p})
+	}
+	return out, nil
+}
+
+// decoder turns logged events back into payloads, reading the store's
+// timeline and archive once, when an event first needs them.
+type decoder struct {
+	ctx      context.Context
+	store    history.Store
+	id       string
+	byPos    map[int64]history.Message
+	byID     map[string]history.Message
+	segments map[string][]history.Message
+}
+
+func (d *decoder) decode(le history.LoggedEvent) (Payload, error) {
+	switch le.Kind {
+	case logMessage:
+		var lm loggedMessage
+		if err := json.Unmarshal(le.Data, &lm); err != nil {
+			return nil, err
+		}
+		if err := d.timeline(); err != nil {
+			return nil, err
+		}
+		m, ok := d.byPos[lm.Position]
+		if !ok || m.ID != lm.ID {
+			return nil, fmt.Errorf("message %s is not at position %d of the store", lm.ID, lm.Position)
+		}
+		return &MessageEvent{Message: m, TurnID: lm.TurnID, Position: lm.Position}, nil
+	case logTurn:
+		var lt loggedTurn
+		if err := json.Unmarshal(le.Data, &lt); err != nil {
+			return nil, err
+		}
+		ev := &TurnEvent{TurnID: lt.TurnID, Phase: lt.Phase}
+		if lt.Finished {
+			res := &TurnResult{Err: lt.Err.err()}
+			if lt.Usage != nil {
+				res.Usage = *lt.Usage
+			}
+			if len(lt.Messages) > 0 {
+				if err := d.timeline(); err != nil {
+					return nil, err
+				}
+			}
+			for _, id := range lt.Messages {
+				m, ok := d.byID[id]
+				if !ok {
+					return nil, fmt.Errorf("message %s of turn %s is not in the store", id, lt.TurnID)
+				}
+				res.Messages = append(res.Messages, m)
+			}
+			ev.Result = res
+		}
+		return ev, nil
+	case logCompaction:
+		var lc loggedCompaction
+		if err := json.Unmarshal(le.Data, &lc); err != nil {
+			return nil, err
+		}
+		ev := &CompactionEvent{CompactID: lc.CompactID, Trigger: lc.Trigger, Phase: lc.Phase, Archive: lc.Archive, Result: lc.Result, TurnID: lc.TurnID, Position: lc.Position}
+		if r := ev.Result; r != nil && r.Segment != nil {
+			msgs, err := d.segment(r.Segment.ID)
+			if err != nil {
+				return nil, err
+			}
+			r.Segment.Messages = msgs
+		}
+		return ev, nil
+	case logAction:
+		return unmarshalPayload[ActionEvent](le.Data)
+	case logUsage:
+		return unmarshalPayload[UsageEvent](le.Data)
+	case logAutoCompact:
+		return unmarshalPayload[AutoCompactEvent](le.Data)
+	case logUncompact:
+		return unmarshalPayload[UncompactEvent](le.Data)
+	}
+	return nil, fmt.Errorf("unknown kind %q", le.Kind)
+}
+
+func unmarshalPayload[T any, P interface {
+	*T
+	Payload
+}](data []byte) (Payload, error) {
+	p := P(new(T))
+	if err := json.Unmarshal(data, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// timeline reads the store's messages by position and by ID, once.
+func (d *decoder) timeline() error {
+	if d.byPos != nil {
+		return nil
+	}
+	entries, err := d.store.Timeline(d.ctx, d.id)
+	if err != nil {
+		return err
+	}
+	d.byPos, d.byID = make(map[int64]history.Message), make(map[string]history.Message)
+	for _, e := range entries {
+		if e.Message != nil {
+			d.byPos[e.Position] = *e.Message
+			d.byID[e.Message.ID] = *e.Message
+		}
+	}
+	return nil
+}
+
+// segment returns the archived messages of Segment id, reading the archive
+// once.
+func (d *decoder) segment(id string) ([]history.Message, error) {
+	if d.segments == nil {
+		segs, err := d.store.Segments(d.ctx, d.id)
+		if err != nil {
+			return nil, err
+		}
+		d.segments = make(map[string][]history.Message, len(segs))
+		for _, g := range segs {
+			d.segments[g.ID] = g.Messages
+		}
+	}
+	msgs, ok := d.segments[id]
+	if !ok {
+		return nil, fmt.Errorf("segment %s is not in the store", id)
+	}
+	return msgs, nil
+}
+
+// eventLog is the loop's part of the event log. The log is written one
+// batch at a time, each by a goroutine of its own that posts the outcome
+// back to the loop: the loop hands over what was published since the last
+// batch whenever none is being written, so logging never delays a command
+// (and an idle session keeps no goroutine for it). The version of the
+// session's other writes is not involved.
+type eventLog struct {
+	store    history.EventLog // nil: the store keeps no event log
+	unlogged []Event          // durable events published and not handed to the logger
+	inFlight []Event          // the batch the logger is writing
+	busy     bool             // the logger is writing a batch
+	logged   uint64           // the Through the store holds
+	failedAt uint64           // the Through of the last batch that failed; 0 when none
+	final    bool             // the final batch was handed over
+}
+
+// startNumbering sets where the loop's numbering starts for a session
+// opened from snap (created when this open made it), and writes what a
+// later process needs to know about it: after a session closed cleanly
+// its numbers continue, but first the store must stop saying that no
+// number above its last one was given.
+func startNumbering(ctx context.Context, store history.Store, snap *history.Snapshot, created bool) (eventLog, uint64, error) {
+	el, ok := store.(history.EventLog)
+	if !ok {
+		return eventLog{}, 0, nil
+	}
+	elog := eventLog{store: el, logged: snap.LastSeq}
+	switch {
+	case created:
+		return elog, 0, nil
+	case !snap.SeqFinal:
+		// The process before may have given out numbers it did not log.
+		return elog, min(snap.LastSeq+seqGap, history.MaxSeq-seqGap), nil
+	}
+	if err := el.LogEvents(ctx, snap.ID, history.EventBatch{Through: snap.LastSeq}); err != nil {
+		return eventLog{}, 0, fmt.Errorf("session: event log: %w", err)
+	}
+	return elog, snap.LastSeq, nil
+}
+
+// logPublished notes a published event for the log.
+func (l *loop) logPublished(ev Event) {
+	if l.elog.store != nil && ev.Payload.Durable() {
+		l.elog.unlogged = append(l.elog.unlogged, ev)
+	}
+}
+
+// flushLog starts writing the unlogged events when no batch is being written (final:
+// also when there are none, as the session's last batch). A batch that
+// failed is tried again only once more has been published, so a failing
+// store is not written in a loop.
+func (l *loop) flushLog(final bool) {
+	el := &l.elog
+	through := l.feed.Seq()
+	if el.store == nil || el.busy || el.final || (len(el.unlogged) == 0 && !final) || (el.failedAt == through && !final) {
+		return
+	}
+	el.final = final
+	batch := history.EventBatch{Through: through, Final: final}
+	for _, ev := range el.unlogged {
+		le, err := encodeEvent(ev)
+		if err != nil {
+			l.log.Error("an event cannot be logged", zap.Uint64("seq", ev.Seq), zap.Error(err))
+			continue
+		}
+		batch.Events = append(batch.Events, le)
+	}
+	el.busy, el.inFlight, el.unlogged = true, el.unlogged, nil
+	store, reader, id, results := el.store, l.store, l.s.id, l.results
+	go func() {
+		err := store.LogEvents(storeCtx, id, batch)
+		if err != nil {
+			// It may have landed all the same (a lost acknowledgement).
+			if snap, rerr := reader.Load(storeCtx, id); rerr == nil && snap.LastSeq >= batch.Through && snap.SeqFinal == batch.Final {
+				err = nil
+			}
+		}
+		results <- func(l *loop) { l.logWritten(batch.Through, err) }
+	}()
+}
+
+// logWritten applies the outcome of a batch of the logger.
+func (l *loop) logWritten(through uint64, err error) {
+	el := &l.elog
+	el.busy = false
+	if err != nil {
+		el.failedAt = through
+		el.unlogged = append(el.inFlight, el.unlogged...)
+		el.inFlight = nil
+		l.log.Warn("the event log could not be written", zap.Error(err))
+		return
+	}
+	el.logged, el.failedAt, el.inFlight = through, 0, nil
+	l.feed.Hold(through)
+}
