@@ -15,9 +15,6 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 )
 
-// ActionKindCompact is the Kind of compaction actions.
-const ActionKindCompact = "compact"
-
 // usage records the provider-reported usage of a turn response and queues an
 // automatic compaction when it reaches the threshold (docs/design.md §3).
 func (l *loop) usage(u provider.Usage) {
@@ -333,7 +330,7 @@ func (l *loop) queueOverflow() {
 }
 
 // compactionEvent returns the lifecycle event of compaction c in phase.
-func (l *loop) compactionEvent(c *command, phase string) *CompactionEvent {
+func (l *loop) compactionEvent(c *command, phase Phase) *CompactionEvent {
 	return &CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: phase, TurnID: l.turnID(), Position: c.pos}
 }
 

@@ -29,10 +29,10 @@ const (
 type command struct {
 	id        string
 	kind      kind
-	text      string // prompt or steer text; compaction instructions
-	trigger   string // compactions
-	pos       int64  // compactions: the timeline position of its record, NoPosition until stored
-	through   string // manual compactions: CompactRequest.Through
+	text      string          // prompt or steer text; compaction instructions
+	trigger   history.Trigger // compactions
+	pos       int64           // compactions: the timeline position of its record, NoPosition until stored
+	through   string          // manual compactions: CompactRequest.Through
 	configure ConfigureRequest
 	// verdict, when set, receives the loop's admission decision: nil when
 	// the command was queued, else why not (Compact with Through).
@@ -70,10 +70,10 @@ func compactFailed(c *command, err error) CompactResult {
 	return CompactResult{CompactID: c.id, Reason: ReasonCompactFailed, Error: err.Error(), Trigger: c.trigger}
 }
 
-type turnPhase int
+type turnState int
 
 const (
-	phaseStep       turnPhase = iota // the next provider step is due
+	phaseStep       turnState = iota // the next provider step is due
 	phaseTools                       // the last step asked for tools: run them
 	phaseCheckpoint                  // a step checkpoint: take checkpoint commands, then step
 	phaseEnded                       // the last step ended: take checkpoint commands, then finish
@@ -84,7 +84,7 @@ type turn struct {
 	cmd    *command
 	ctx    context.Context
 	cancel context.CancelCauseFunc // with ErrCancelled or ErrClosed
-	phase  turnPhase
+	phase  turnState
 	steps  int
 	// overflowed is set when the current step overflowed the model's
 	// context and an overflow compaction was queued for it; the retry

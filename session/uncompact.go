@@ -8,9 +8,6 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// ActionKindUncompact is the Kind of the actions of Uncompact.
-const ActionKindUncompact = "uncompact"
-
 // ErrCannotUncompact is the error of an Uncompact on a session whose store
 // does not implement history.Uncompacter.
 var ErrCannotUncompact = errors.New("session: the store cannot undo compactions")
