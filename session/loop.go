@@ -154,16 +154,26 @@ func (l *loop) work() {
 	}
 }
 
-// submit hands a job to the worker. The job must only use its own copies and
-// post back through post; the last posted function should call l.idle().
-func (l *loop) submit(job func(post func(func(*loop)))) {
-	l.busy = true
-	post := func(f func(*loop)) { l.results <- f }
-	l.jobs <- func() { job(post) }
-}
+// progress posts a function for the loop to apply while a job goes on: a
+// delta to publish, a tool result stored.
+type progress func(func(*loop))
 
-// idle marks the worker free again; called by the last function a job posts.
-func (l *loop) idle() { l.busy = false }
+// submit hands a job to the worker and marks it busy. The job runs in the
+// worker on its own copies; it may post progress, and returns its one
+// result, which the loop applies once it has marked the worker free again.
+// That is the only way the worker becomes free: no job can leave it busy,
+// none can free it early.
+func (l *loop) submit(job func(post progress) (result func(*loop))) {
+	l.busy = true
+	post := progress(func(f func(*loop)) { l.results <- f })
+	l.jobs <- func() {
+		result := job(post)
+		l.results <- func(l *loop) {
+			l.busy = false
+			result(l)
+		}
+	}
+}
 
 func (l *loop) run() {
 	defer close(l.s.done)
@@ -379,17 +389,16 @@ func (l *loop) commit(msgs []history.Message, then func(l *loop, err error)) {
 		}
 	}
 	w, v := l.writer(), l.version
-	l.submit(func(post func(func(*loop))) {
+	l.submit(func(progress) func(*loop) {
 		nv, snap, err := w.append(v, msgs)
-		post(func(l *loop) {
-			l.idle()
+		return func(l *loop) {
 			if err == nil {
 				l.appended(nv, msgs...)
 			} else {
 				l.resync(snap)
 			}
 			then(l, err)
-		})
+		}
 	})
 }
 
@@ -418,10 +427,9 @@ func (l *loop) startConfigure(c *command) {
 		return
 	}
 	w, v := l.writer(), l.version
-	l.submit(func(post func(func(*loop))) {
+	l.submit(func(progress) func(*loop) {
 		nv, snap, err := w.setConfig(v, blob)
-		post(func(l *loop) {
-			l.idle()
+		return func(l *loop) {
 			if err != nil {
 				l.resync(snap)
 				c.finishConf(ConfigureResult{Err: fmt.Errorf("session: store settings: %w", err)})
@@ -437,7 +445,7 @@ func (l *loop) startConfigure(c *command) {
 				l.resumeAuto("the threshold was configured")
 			}
 			c.finishConf(ConfigureResult{})
-		})
+		}
 	})
 }
 
