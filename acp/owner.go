@@ -530,7 +530,7 @@ func (a *agentSession) compaction(p *session.CompactionEvent, replayed bool) {
 			a.enqueue(&CompactionUpdate{
 				CompactionID: p.CompactID,
 				Status:       CompactionInProgress,
-				Meta:         Value(map[string]any{MetaKey: map[string]any{"trigger": p.Trigger}}),
+				Meta:         Value(map[string]any{MetaKey: map[string]any{"trigger": string(p.Trigger)}}),
 			})
 		} else {
 			a.note(p.CompactID, "Compacting the conversation…\n\n")

@@ -747,10 +747,10 @@ func (r *RemoteSession) compactionUpdate(v *CompactionUpdate, turnID string) {
 
 // triggerOf reads the trigger a sessionkit agent puts in the entity's
 // _meta; other agents do not say, and "manual" is assumed.
-func triggerOf(meta map[string]any) string {
+func triggerOf(meta map[string]any) history.Trigger {
 	if m, ok := meta[MetaKey].(map[string]any); ok {
-		if t, ok := m["trigger"].(string); ok && (t == session.TriggerAuto || t == session.TriggerManual || t == session.TriggerOverflow) {
-			return t
+		if t, ok := m["trigger"].(string); ok && history.ValidTrigger(history.Trigger(t)) {
+			return history.Trigger(t)
 		}
 	}
 	return session.TriggerManual

@@ -884,12 +884,12 @@ type WireToolCall struct {
 func wireResult(r *session.CompactResult) WireResult {
 	w := WireResult{
 		CompactID: r.CompactID, Success: r.Success, Compacted: r.Compacted, Reason: string(r.Reason),
-		Error: r.Error, Trigger: r.Trigger, Cancelled: r.Cancelled,
+		Error: r.Error, Trigger: string(r.Trigger), Cancelled: r.Cancelled,
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
 	}
 	if g := r.Segment; g != nil {
 		w.Segment = &WireSegment{
-			ID: g.ID, CompactID: g.CompactID, Trigger: g.Trigger, Summary: g.Summary, Instructions: g.Instructions,
+			ID: g.ID, CompactID: g.CompactID, Trigger: string(g.Trigger), Summary: g.Summary, Instructions: g.Instructions,
 			CreatedAt: g.CreatedAt, StartedAt: g.StartedAt, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
 			Position: g.Position, Messages: make([]WireMessage, len(g.Messages)),
 		}
@@ -908,12 +908,12 @@ func wireResult(r *session.CompactResult) WireResult {
 func (w *WireResult) Result() session.CompactResult {
 	r := session.CompactResult{
 		CompactID: w.CompactID, Success: w.Success, Compacted: w.Compacted, Reason: session.CompactReason(w.Reason),
-		Error: w.Error, Trigger: w.Trigger, Cancelled: w.Cancelled,
+		Error: w.Error, Trigger: history.Trigger(w.Trigger), Cancelled: w.Cancelled,
 		Usage: provider.Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens},
 	}
 	if g := w.Segment; g != nil {
 		seg := &history.Segment{
-			ID: g.ID, CompactID: g.CompactID, Trigger: g.Trigger, Summary: g.Summary, Instructions: g.Instructions,
+			ID: g.ID, CompactID: g.CompactID, Trigger: history.Trigger(g.Trigger), Summary: g.Summary, Instructions: g.Instructions,
 			CreatedAt: g.CreatedAt, StartedAt: g.StartedAt, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
 			Position: g.Position, Messages: make([]history.Message, len(g.Messages)),
 		}

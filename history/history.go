@@ -115,7 +115,7 @@ func (m *Message) Validate() error {
 type Segment struct {
 	ID           string
 	CompactID    string
-	Trigger      string    // "manual", "auto" or "overflow"
+	Trigger      Trigger   // TriggerManual, TriggerAuto or TriggerOverflow
 	Summary      string    // the retained summary this compaction produced
 	Messages     []Message // the archived prefix, oldest first
 	Instructions string
@@ -175,7 +175,7 @@ const InterruptedError = "interrupted: the process stopped before the compaction
 // CompactID.
 type CompactionRecord struct {
 	CompactID    string
-	Trigger      string
+	Trigger      Trigger
 	Instructions string
 	Status       CompactionStatus
 	Summary      string // completed only
@@ -369,15 +369,18 @@ func CheckBegin(rec *CompactionRecord) error {
 	return nil
 }
 
-// Triggers of compactions, as records and Segments hold them.
+// Trigger is what started a compaction, as records and Segments hold it.
+type Trigger string
+
+// Triggers of compactions.
 const (
-	TriggerManual   = "manual"
-	TriggerAuto     = "auto"
-	TriggerOverflow = "overflow" // a reaction to a request the provider found too long
+	TriggerManual   Trigger = "manual"
+	TriggerAuto     Trigger = "auto"
+	TriggerOverflow Trigger = "overflow" // a reaction to a request the provider found too long
 )
 
 // ValidTrigger reports whether t is one of the known triggers.
-func ValidTrigger(t string) bool {
+func ValidTrigger(t Trigger) bool {
 	return t == TriggerManual || t == TriggerAuto || t == TriggerOverflow
 }
 

@@ -15,9 +15,6 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 )
 
-// ActionKindCompact is the Kind of compaction actions.
-const ActionKindCompact = "compact"
-
 // usage records the provider-reported usage of a turn response and queues an
 // automatic compaction when it reaches the threshold (docs/design.md §3).
 func (l *loop) usage(u provider.Usage) {
@@ -35,61 +32,119 @@ func (l *loop) usage(u provider.Usage) {
 	l.publish(l.compactionEvent(c, PhaseQueued))
 }
 
-// startCompaction runs compaction c: the one algorithm of docs/design.md §4 for
-// manual and automatic compactions alike.
+// startCompaction runs compaction c: the one algorithm of docs/design.md §4
+// for manual and automatic compactions alike, in phases as a turn runs in
+// steps. The plan is made here, in the loop; then each phase is one worker
+// job whose one result the loop applies before it starts the next:
+// beginCompaction records the attempt, summarize makes the summary (and
+// records a failure), commitCompaction makes the canonical commit.
 func (l *loop) startCompaction(c *command) {
-	plan := compact.PlanFor(l.active)
-	if c.through != "" {
-		var ok bool
-		if plan, ok = compact.PlanThrough(l.active, c.through); !ok {
-			// It was in Active when Compact was called; a compaction
-			// queued before this one archived it since.
-			l.finishCompaction(c, compactFailed(c, invalid("message %q is no longer in Active", c.through)))
-			return
-		}
+	plan, err := l.planCompaction(c)
+	if err != nil {
+		l.finishCompaction(c, compactFailed(c, err))
+		return
 	}
 	// The record takes the next timeline position: the worker is free, so no
 	// other write can come first.
 	rec := history.CompactionRecord{CompactID: c.id, Trigger: c.trigger, Instructions: c.text, StartedAt: time.Now(), Position: l.nextPos}
-	w, v, archived := l.writer(), l.version, l.archived
-
-	if plan.Archive == 0 { // §4.2: no model call, a completed action that explains
-		rec.Status = history.StatusNothingToCompact
-		text := fmt.Sprintf("Nothing to compact: the conversation has %d user and assistant messages in its active history, and a compaction needs at least 2.", plan.N)
-		l.submit(func(post func(func(*loop))) {
-			nv, snap, err := w.begin(v, rec)
-			post(func(l *loop) {
-				l.idle()
-				if err != nil {
-					// The record is for replay only; the outcome stands.
-					l.log.Warn("cannot record a compaction with nothing to compact", zap.Error(err))
-					l.resync(snap)
-				} else {
-					l.version = nv
-					c.pos = l.take1()
-				}
-				l.publish(&ActionEvent{ID: newID(), Kind: ActionKindCompact, Status: ActionCompleted, Text: text, CompactID: c.id})
-				l.finishCompaction(c, CompactResult{CompactID: c.id, Success: true, Reason: ReasonNothingToCompact, Trigger: c.trigger})
-			})
-		})
+	if plan.Archive == 0 {
+		l.nothingToCompact(c, plan, rec)
 		return
 	}
+	l.beginCompaction(l.newCompaction(c, plan, rec))
+}
 
+// planCompaction chooses the prefix compaction c archives: the oldest half
+// (§4.1), or up to CompactRequest.Through (§4.11).
+func (l *loop) planCompaction(c *command) (compact.Plan, error) {
+	if c.through == "" {
+		return compact.PlanFor(l.active), nil
+	}
+	plan, ok := compact.PlanThrough(l.active, c.through)
+	if !ok {
+		// It was in Active when Compact was called; a compaction queued
+		// before this one archived it since.
+		return plan, invalid("message %q is no longer in Active", c.through)
+	}
+	return plan, nil
+}
+
+// nothingToCompact ends compaction c, whose plan archives nothing (§4.2): no
+// model call, a completed action that explains, and a record for replay.
+func (l *loop) nothingToCompact(c *command, plan compact.Plan, rec history.CompactionRecord) {
+	rec.Status = history.StatusNothingToCompact
+	text := fmt.Sprintf("Nothing to compact: the conversation has %d user and assistant messages in its active history, and a compaction needs at least 2.", plan.N)
+	w, v := l.writer(), l.version
+	l.submit(func(progress) func(*loop) {
+		nv, snap, err := w.begin(v, rec)
+		return func(l *loop) {
+			if err != nil {
+				// The record is for replay only; the outcome stands.
+				l.log.Warn("cannot record a compaction with nothing to compact", zap.Error(err))
+				l.resync(snap)
+			} else {
+				l.version = nv
+				c.pos = l.take1()
+			}
+			l.publish(&ActionEvent{ID: newID(), Kind: ActionKindCompact, Status: ActionCompleted, Text: text, CompactID: c.id})
+			l.finishCompaction(c, CompactResult{CompactID: c.id, Success: true, Reason: ReasonNothingToCompact, Trigger: c.trigger})
+		}
+	})
+}
+
+// compaction is a running compaction as its phases hand it on. It belongs
+// to the loop: a phase's job works on copies, and its result stores what
+// the phase found out.
+type compaction struct {
+	c        *command
+	ctx      context.Context // cancelled by loop.cancelJ
+	archive  int             // the plan's Archive
+	rec      history.CompactionRecord
+	in       compact.Input     // the summary input: the prefix to archive, the instructions
+	all      []history.Message // Active as the compaction started (shared: read only)
+	composer compact.Composer
+	info     provider.Info // what makes the summary
+	system   string        // the system prompt, for the estimates
+	before   int           // ContextBefore
+	hook     func(context.Context, *CompactPlan) error
+	actionID string // the commit's action
+
+	hookErr  error            // the hook vetoed the compaction (or panicked)
+	supplied string           // the summary the hook supplied
+	sum      *compact.Summary // the summary, once made
+}
+
+// newCompaction makes compaction c the running one, with what its phases
+// need from the loop's state now.
+func (l *loop) newCompaction(c *command, plan compact.Plan, rec history.CompactionRecord) *compaction {
 	rec.Status = history.StatusInProgress
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l.running, l.cancelJ = c, cancel
 	l.runSummary.Reset()
 	composer := l.composer()
-	info := provider.Describe(composer.Provider)
 	all := l.shareActive(len(l.active))
-	in := compact.Input{PreviousSummary: l.summary, Prefix: all[:plan.Archive:plan.Archive], Instructions: c.text}
-	system, before, hook := l.set.SystemPrompt, l.contextTokens, l.hook
-	actionID := newID()
+	return &compaction{
+		c: c, ctx: ctx, archive: plan.Archive, rec: rec,
+		in:       compact.Input{PreviousSummary: l.summary, Prefix: all[:plan.Archive:plan.Archive], Instructions: c.text},
+		all:      all,
+		composer: *composer,
+		info:     provider.Describe(composer.Provider),
+		system:   l.set.SystemPrompt,
+		before:   l.contextTokens,
+		hook:     l.hook,
+		actionID: newID(),
+	}
+}
 
-	l.submit(func(post func(func(*loop))) {
-		defer cancel(nil)
-		// §4.11: the application's hook sees the plan first, in the
-		// worker; what it decides is recorded with the attempt.
+// beginCompaction runs the application's hook on the plan (§4.11, in the
+// worker; what it decides is recorded with the attempt) and records the
+// attempt as in progress, which makes an interrupted compaction visible
+// after a crash (§5.5). Commit, then emit: the compaction is reported as
+// started once its record is durable.
+func (l *loop) beginCompaction(k *compaction) {
+	c, w, v := k.c, l.writer(), l.version
+	ctx, hook, rec, in := k.ctx, k.hook, k.rec, k.in
+	l.submit(func(progress) func(*loop) {
 		var hookErr error
 		supplied := ""
 		if hook != nil {
@@ -98,141 +153,157 @@ func (l *loop) startCompaction(c *command) {
 			in.Instructions, supplied = p.Instructions, p.Summary
 			rec.Instructions = p.Instructions
 		}
-		// The in-progress record makes an interrupted compaction visible
-		// after a crash (§5.5).
-		v, snap, err := w.begin(v, rec)
-		if err != nil {
-			post(func(l *loop) {
-				l.idle()
+		nv, snap, err := w.begin(v, rec)
+		return func(l *loop) {
+			if err != nil {
 				l.resync(snap)
 				l.finishCompaction(c, compactFailed(c, fmt.Errorf("session: record compaction: %w", err)))
-			})
-			return
-		}
-		// Commit, then emit: the compaction is reported as started once its
-		// record is durable.
-		post(func(l *loop) {
-			l.version = v
+				return
+			}
+			k.rec, k.in, k.hookErr, k.supplied = rec, in, hookErr, supplied
+			l.version = nv
 			c.pos = l.take1()
 			ev := l.compactionEvent(c, PhaseStarted)
-			ev.Archive = plan.Archive
+			ev.Archive = k.archive
 			l.publish(ev)
-		})
+			l.summarize(k)
+		}
+	})
+}
 
-		var sum *compact.Summary
-		switch {
-		case hookErr != nil:
-			err = hookErr
-		case ctx.Err() != nil:
-		case supplied != "":
-			// A summary the hook supplied: committed like a generated one.
-			if text := strings.TrimSpace(supplied); text == "" {
-				err = compact.ErrEmptySummary
-			} else {
-				sum = &compact.Summary{Text: text}
-				info = provider.Info{Name: HookSummaryProvider}
+// summarize makes the summary: the hook's, or one model call streaming
+// deltas. A compaction that fails here (§4.5) or is cancelled (§4.8)
+// commits nothing and publishes no action; the same job records its end.
+func (l *loop) summarize(k *compaction) {
+	c, w, v, run := k.c, l.writer(), l.version, *k
+	l.submit(func(post progress) func(*loop) {
+		sum, info, err := run.summary(post)
+		if err == nil {
+			return func(l *loop) {
+				k.sum, k.info = sum, info
+				// §4.6: the canonical commit. From here on it is never torn.
+				l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural(k.archive, "message") + ".", CompactID: c.id})
+				l.publish(l.compactionEvent(c, PhaseCommitting))
+				l.commitCompaction(k)
 			}
-		default:
-			composer.BytesPerToken = bytesPerToken(system, in.PreviousSummary, all, before)
-			sum, err = composer.Summarize(ctx, in, func(delta string) {
-				if delta != "" {
-					post(func(l *loop) {
-						keepDraft(&l.runSummary, delta)
-						ev := l.compactionEvent(c, PhaseDelta)
-						ev.Delta = delta
-						l.publish(ev)
-					})
-				}
-			})
 		}
-		if err == nil && ctx.Err() != nil {
-			err = ctx.Err()
+		status := history.StatusFailed
+		cancelled := run.ctx.Err() != nil && run.hookErr == nil
+		if cancelled {
+			status = history.StatusCancelled
+			err = context.Cause(run.ctx) // ErrCancelled or ErrClosed
 		}
-		if err != nil { // §4.5, §4.8: nothing committed, no action
-			status := history.StatusFailed
-			cancelled := ctx.Err() != nil && hookErr == nil
-			if cancelled {
-				status = history.StatusCancelled
-				err = context.Cause(ctx) // ErrCancelled or ErrClosed
+		nv, snap, ferr := w.finish(v, c.id, status, err.Error())
+		return func(l *loop) {
+			switch {
+			case ferr != nil:
+				// It stays in progress in the store; the next open records
+				// it as interrupted.
+				l.log.Warn("cannot record the end of a compaction", zap.Error(ferr))
+				l.resync(snap)
+			case snap != nil:
+				l.resync(snap)
+			default:
+				l.version = nv
 			}
-			nv, snap, ferr := w.finish(v, c.id, status, err.Error())
-			post(func(l *loop) {
-				l.idle()
-				switch {
-				case ferr != nil:
-					// It stays in progress in the store; the next open records
-					// it as interrupted.
-					l.log.Warn("cannot record the end of a compaction", zap.Error(ferr))
-					l.resync(snap)
-				case snap != nil:
-					l.resync(snap)
-				default:
-					l.version = nv
-				}
-				res := compactFailed(c, err)
-				res.Cancelled = cancelled
-				res.ContextBefore = before
-				if sum != nil {
-					res.Usage = sum.Usage
-				}
-				l.finishCompaction(c, res)
-			})
-			return
+			res := compactFailed(c, err)
+			res.Cancelled = cancelled
+			res.ContextBefore = k.before
+			if sum != nil {
+				res.Usage = sum.Usage
+			}
+			l.finishCompaction(c, res)
 		}
-		model := info.Model
-		if sum.Model != "" {
-			model = sum.Model
+	})
+}
+
+// summary makes the summary of k, a copy, in the worker, posting its
+// deltas; it returns what made it.
+func (k compaction) summary(post progress) (*compact.Summary, provider.Info, error) {
+	var (
+		sum *compact.Summary
+		err error
+	)
+	switch {
+	case k.hookErr != nil:
+		return nil, k.info, k.hookErr
+	case k.ctx.Err() != nil:
+	case k.supplied != "":
+		// A summary the hook supplied: committed like a generated one.
+		text := strings.TrimSpace(k.supplied)
+		if text == "" {
+			return nil, k.info, compact.ErrEmptySummary
 		}
-		// §4.6: the canonical commit. From here on it is never torn.
-		post(func(l *loop) {
-			l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural(plan.Archive, "message") + ".", CompactID: c.id})
-			l.publish(l.compactionEvent(c, PhaseCommitting))
+		sum, k.info = &compact.Summary{Text: text}, provider.Info{Name: HookSummaryProvider}
+	default:
+		c := k.c
+		k.composer.BytesPerToken = bytesPerToken(k.system, k.in.PreviousSummary, k.all, k.before)
+		sum, err = k.composer.Summarize(k.ctx, k.in, func(delta string) {
+			if delta != "" {
+				post(func(l *loop) {
+					keepDraft(&l.runSummary, delta)
+					ev := l.compactionEvent(c, PhaseDelta)
+					ev.Delta = delta
+					l.publish(ev)
+				})
+			}
 		})
-		after := compact.EstimateTokens(system, 0) + compact.EstimateTokens(sum.Text, 0) + compact.EstimateMessages(all[plan.Archive:], 0)
-		commit := history.Commit{
-			CompactID:       c.id,
-			SegmentID:       newID(),
-			Archive:         plan.Archive,
-			Summary:         sum.Text,
-			InputTokens:     sum.Usage.InputTokens,
-			OutputTokens:    sum.Usage.OutputTokens,
-			At:              time.Now(),
-			SummaryProvider: info.Name,
-			SummaryModel:    model,
-			ContextBefore:   before,
-			ContextAfter:    after,
-		}
+	}
+	if err == nil && k.ctx.Err() != nil {
+		err = k.ctx.Err()
+	}
+	return sum, k.info, err
+}
+
+// commitCompaction makes the canonical commit (§4.6): the prefix archived as
+// a Segment with the summary, in one store transaction. Active is then
+// exactly what the store holds after its boundary; the next provider
+// request is built from it (§4.7).
+func (l *loop) commitCompaction(k *compaction) {
+	c, sum := k.c, k.sum
+	model := k.info.Model
+	if sum.Model != "" {
+		model = sum.Model
+	}
+	after := compact.EstimateTokens(k.system, 0) + compact.EstimateTokens(sum.Text, 0) + compact.EstimateMessages(k.all[k.archive:], 0)
+	commit := history.Commit{
+		CompactID:       c.id,
+		SegmentID:       newID(),
+		Archive:         k.archive,
+		Summary:         sum.Text,
+		InputTokens:     sum.Usage.InputTokens,
+		OutputTokens:    sum.Usage.OutputTokens,
+		SummaryProvider: k.info.Name,
+		SummaryModel:    model,
+		ContextBefore:   k.before,
+		ContextAfter:    after,
+	}
+	w, v, rec, archived := l.writer(), l.version, k.rec, l.archived
+	l.submit(func(progress) func(*loop) {
+		commit.At = time.Now()
 		rec.FinishedAt = commit.At
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
-		if err != nil {
-			post(func(l *loop) {
-				l.idle()
+		return func(l *loop) {
+			if err != nil {
 				l.resync(snap)
-				l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionFailed, Text: "Compaction failed: " + err.Error(), CompactID: c.id})
+				l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionFailed, Text: "Compaction failed: " + err.Error(), CompactID: c.id})
 				res := compactFailed(c, err)
-				res.Usage = sum.Usage
-				res.ContextBefore = before
-				res.LeftOut = sum.LeftOut
+				res.Usage, res.ContextBefore, res.LeftOut = sum.Usage, k.before, sum.LeftOut
 				l.finishCompaction(c, res)
-			})
-			return
-		}
-		seg.Messages = in.Prefix // the store does not read them back (O(1) commit)
-		post(func(l *loop) {
-			l.idle()
+				return
+			}
+			seg.Messages = k.in.Prefix // the store does not read them back (O(1) commit)
 			l.version = nv
-			// Active is exactly what the store now holds after its boundary;
-			// the next provider request is built from it (§4.7).
-			l.active = slices.Clone(l.active[plan.Archive:])
+			l.active = slices.Clone(l.active[k.archive:])
 			l.summary = seg.Summary
-			l.archived += int64(plan.Archive)
+			l.archived += int64(k.archive)
 			l.contextTokens = 0 // stale until the next turn response (§3.3)
-			l.publish(&ActionEvent{ID: actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural(plan.Archive, "message") + " into a summary.", CompactID: c.id})
+			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural(k.archive, "message") + " into a summary.", CompactID: c.id})
 			l.finishCompaction(c, CompactResult{
 				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,
-				ContextBefore: before, ContextAfter: after, LeftOut: sum.LeftOut,
+				ContextBefore: k.before, ContextAfter: after, LeftOut: sum.LeftOut,
 			})
-		})
+		}
 	})
 }
 
@@ -279,6 +350,7 @@ func bytesPerToken(system, summary string, active []history.Message, contextToke
 // finishCompaction publishes the result and finishes the handle.
 func (l *loop) finishCompaction(c *command, res CompactResult) {
 	if l.running == c {
+		l.cancelJ(nil) // its phases are over: release the context
 		l.running, l.cancelJ = nil, nil
 		l.runSummary.Reset()
 	}
@@ -333,7 +405,7 @@ func (l *loop) queueOverflow() {
 }
 
 // compactionEvent returns the lifecycle event of compaction c in phase.
-func (l *loop) compactionEvent(c *command, phase string) *CompactionEvent {
+func (l *loop) compactionEvent(c *command, phase Phase) *CompactionEvent {
 	return &CompactionEvent{CompactID: c.id, Trigger: c.trigger, Phase: phase, TurnID: l.turnID(), Position: c.pos}
 }
 

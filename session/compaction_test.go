@@ -72,8 +72,8 @@ func TestCompact_4_2_NothingToCompact(t *testing.T) {
 		assert.Equal(t, session.CompactResult{CompactID: h.ID(), Success: true, Reason: session.ReasonNothingToCompact, Trigger: session.TriggerManual}, res)
 		assert.Len(t, fake.Requests(), calls, "no model call")
 		evs := rec.until(t, func(evs []session.Event) bool { return len(phases(evs, h.ID())) == 2 })
-		assert.Equal(t, []string{session.PhaseQueued, session.PhaseFinished}, phases(evs, h.ID()))
-		assert.Equal(t, []string{session.ActionCompleted}, actions(evs))
+		assert.Equal(t, []session.Phase{session.PhaseQueued, session.PhaseFinished}, phases(evs, h.ID()))
+		assert.Equal(t, []session.ActionStatus{session.ActionCompleted}, actions(evs))
 		for _, ev := range evs {
 			if a, ok := ev.Payload.(*session.ActionEvent); ok {
 				assert.Contains(t, a.Text, "Nothing to compact")
@@ -167,7 +167,7 @@ func TestCompact_4_4_DeltasStream(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"Sum", "ma", "ry"}, deltas)
-	assert.Equal(t, []string{session.PhaseQueued, session.PhaseStarted, session.PhaseDelta, session.PhaseDelta, session.PhaseDelta, session.PhaseCommitting, session.PhaseFinished}, phases(evs, h.ID()))
+	assert.Equal(t, []session.Phase{session.PhaseQueued, session.PhaseStarted, session.PhaseDelta, session.PhaseDelta, session.PhaseDelta, session.PhaseCommitting, session.PhaseFinished}, phases(evs, h.ID()))
 }
 
 // TestCompact_4_5_EmptySummaryCommitsNothing: empty or whitespace summary
@@ -241,7 +241,7 @@ func TestCompact_4_6_CommitFailureFailedAction(t *testing.T) {
 	assert.False(t, res.Success)
 	assert.Contains(t, res.Error, errDisk.Error())
 	evs := rec.until(t, func(evs []session.Event) bool { return len(actions(evs)) == 2 })
-	assert.Equal(t, []string{session.ActionRunning, session.ActionFailed}, actions(evs))
+	assert.Equal(t, []session.ActionStatus{session.ActionRunning, session.ActionFailed}, actions(evs))
 	after, err := s.Active(ctxT(t))
 	require.NoError(t, err)
 	assert.Equal(t, texts(before), texts(after))
@@ -279,7 +279,7 @@ func TestCompact_4_6_Success(t *testing.T) {
 	// n = 6, k = 3.
 	assert.Equal(t, []string{"user:prompt a", "assistant:reply a", "user:prompt b"}, texts(res.Segment.Messages))
 	evs := rec.until(t, func(evs []session.Event) bool { return len(actions(evs)) == 2 })
-	assert.Equal(t, []string{session.ActionRunning, session.ActionCompleted}, actions(evs))
+	assert.Equal(t, []session.ActionStatus{session.ActionRunning, session.ActionCompleted}, actions(evs))
 	sum, err := s.Summary(ctxT(t))
 	require.NoError(t, err)
 	assert.Equal(t, "the retained summary", sum)

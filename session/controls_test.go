@@ -178,8 +178,8 @@ func TestBeforeCompact_SuppliesSummary(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "supplied by the application", summary)
 	evs := rec.until(t, func(evs []session.Event) bool { return len(phases(evs, h.ID())) >= 4 })
-	assert.Equal(t, []string{session.PhaseQueued, session.PhaseStarted, session.PhaseCommitting, session.PhaseFinished}, phases(evs, h.ID()))
-	assert.Equal(t, []string{session.ActionRunning, session.ActionCompleted}, actions(evs))
+	assert.Equal(t, []session.Phase{session.PhaseQueued, session.PhaseStarted, session.PhaseCommitting, session.PhaseFinished}, phases(evs, h.ID()))
+	assert.Equal(t, []session.ActionStatus{session.ActionRunning, session.ActionCompleted}, actions(evs))
 	sameAsStore(t, s)
 }
 

@@ -45,39 +45,54 @@ type DeltaEvent struct {
 	Text      string
 }
 
+// ActionStatus is the state of a timeline action (ActionEvent.Status).
+type ActionStatus string
+
 // Action statuses (docs/design.md §6.2).
 const (
-	ActionRunning   = "running"
-	ActionCompleted = "completed"
-	ActionFailed    = "failed"
+	ActionRunning   ActionStatus = "running"
+	ActionCompleted ActionStatus = "completed"
+	ActionFailed    ActionStatus = "failed"
+)
+
+// ActionKind is what a timeline action does (ActionEvent.Kind).
+type ActionKind string
+
+// Action kinds.
+const (
+	ActionKindCompact   ActionKind = "compact"   // a compaction's commit
+	ActionKindUncompact ActionKind = "uncompact" // an Uncompact
 )
 
 // ActionEvent is a timeline action message. Compaction publishes them as
 // §4 says: running while the commit is under way, then completed or failed;
 // a completed action with explanatory text when there was nothing to compact.
 type ActionEvent struct {
-	ID        string // unique per action
-	Kind      string // ActionKindCompact or ActionKindUncompact
-	Status    string // ActionRunning, ActionCompleted or ActionFailed
+	ID        string       // unique per action
+	Kind      ActionKind   // ActionKindCompact or ActionKindUncompact
+	Status    ActionStatus // ActionRunning, ActionCompleted or ActionFailed
 	Text      string
 	CompactID string
 }
 
+// Phase is a compaction lifecycle phase (CompactionEvent.Phase).
+type Phase string
+
 // Compaction lifecycle phases.
 const (
-	PhaseQueued     = "queued"     // the command entered the queue
-	PhaseStarted    = "started"    // the summary call is starting (only when there is something to compact)
-	PhaseDelta      = "delta"      // a summary text delta (live only)
-	PhaseCommitting = "committing" // the canonical commit started
-	PhaseFinished   = "finished"   // Result is set
+	PhaseQueued     Phase = "queued"     // the command entered the queue
+	PhaseStarted    Phase = "started"    // the summary call is starting (only when there is something to compact)
+	PhaseDelta      Phase = "delta"      // a summary text delta (live only)
+	PhaseCommitting Phase = "committing" // the canonical commit started
+	PhaseFinished   Phase = "finished"   // Result is set
 )
 
 // CompactionEvent is a compaction lifecycle mutation, for UI state.
 // Application logic should wait on the Handle instead (docs/design.md §6.4).
 type CompactionEvent struct {
 	CompactID string
-	Trigger   string
-	Phase     string
+	Trigger   history.Trigger
+	Phase     Phase
 	Delta     string         // PhaseDelta only
 	Archive   int            // PhaseStarted: messages the compaction archives
 	Result    *CompactResult // PhaseFinished only
@@ -104,16 +119,19 @@ type UsageEvent struct {
 	TurnID        string
 }
 
+// TurnPhase is the phase a TurnEvent reports.
+type TurnPhase string
+
 // Turn phases.
 const (
-	TurnStarted  = "started"
-	TurnFinished = "finished"
+	TurnStarted  TurnPhase = "started"
+	TurnFinished TurnPhase = "finished"
 )
 
 // TurnEvent reports the start and the end of a turn.
 type TurnEvent struct {
 	TurnID string
-	Phase  string
+	Phase  TurnPhase
 	Result *TurnResult // TurnFinished only
 }
 

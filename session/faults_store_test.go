@@ -283,7 +283,7 @@ func TestStoreFault_CommitBegin(t *testing.T) {
 				p := phases(evs, h.ID())
 				return len(p) > 0 && p[len(p)-1] == session.PhaseFinished
 			})
-			assert.Equal(t, []string{session.PhaseQueued, session.PhaseFinished}, phases(evs, h.ID()))
+			assert.Equal(t, []session.Phase{session.PhaseQueued, session.PhaseFinished}, phases(evs, h.ID()))
 
 			fake.QueueSummary(providertest.Reply{Text: "S"})
 			require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
@@ -348,8 +348,8 @@ func TestStoreFault_CommitMiddle(t *testing.T) {
 		p := phases(evs, h.ID())
 		return len(p) > 0 && p[len(p)-1] == session.PhaseFinished
 	})
-	assert.Equal(t, []string{session.ActionRunning, session.ActionFailed}, actions(evs))
-	assert.Equal(t, []string{session.PhaseQueued, session.PhaseStarted, session.PhaseDelta, session.PhaseCommitting, session.PhaseFinished}, phases(evs, h.ID()))
+	assert.Equal(t, []session.ActionStatus{session.ActionRunning, session.ActionFailed}, actions(evs))
+	assert.Equal(t, []session.Phase{session.PhaseQueued, session.PhaseStarted, session.PhaseDelta, session.PhaseCommitting, session.PhaseFinished}, phases(evs, h.ID()))
 
 	assertSame(t, s, before)
 	sum, err := s.Summary(ctxT(t))
@@ -414,7 +414,7 @@ func TestStoreFault_CommitEnd(t *testing.T) {
 	assert.Equal(t, "landed", res.Segment.Summary)
 	assert.Equal(t, before[:2], texts(res.Segment.Messages))
 	evs := rec.until(t, func(evs []session.Event) bool { return len(actions(evs)) == 2 })
-	assert.Equal(t, []string{session.ActionRunning, session.ActionCompleted}, actions(evs))
+	assert.Equal(t, []session.ActionStatus{session.ActionRunning, session.ActionCompleted}, actions(evs))
 	assertSame(t, s, before[2:])
 	sum, err := s.Summary(ctxT(t))
 	require.NoError(t, err)
@@ -526,7 +526,7 @@ func TestStoreFault_DiskFullAtCommit(t *testing.T) {
 	assert.Contains(t, res.Error, "commit compaction")
 	assert.Contains(t, res.Error, syscall.ENOSPC.Error())
 	evs := rec.until(t, func(evs []session.Event) bool { return len(actions(evs)) == 2 })
-	assert.Equal(t, []string{session.ActionRunning, session.ActionFailed}, actions(evs))
+	assert.Equal(t, []session.ActionStatus{session.ActionRunning, session.ActionFailed}, actions(evs))
 	assertSame(t, s, before)
 	sum, err := s.Summary(ctxT(t))
 	require.NoError(t, err)

@@ -102,8 +102,8 @@ func (r *recorder) until(t *testing.T, pred func([]session.Event) bool) []sessio
 	return nil
 }
 
-func actions(evs []session.Event) []string {
-	var out []string
+func actions(evs []session.Event) []session.ActionStatus {
+	var out []session.ActionStatus
 	for _, ev := range evs {
 		if a, ok := ev.Payload.(*session.ActionEvent); ok {
 			out = append(out, a.Status)
@@ -112,8 +112,8 @@ func actions(evs []session.Event) []string {
 	return out
 }
 
-func phases(evs []session.Event, compactID string) []string {
-	var out []string
+func phases(evs []session.Event, compactID string) []session.Phase {
+	var out []session.Phase
 	for _, ev := range evs {
 		if c, ok := ev.Payload.(*session.CompactionEvent); ok && (compactID == "" || c.CompactID == compactID) {
 			out = append(out, c.Phase)

@@ -29,10 +29,10 @@ const (
 type command struct {
 	id        string
 	kind      kind
-	text      string // prompt or steer text; compaction instructions
-	trigger   string // compactions
-	pos       int64  // compactions: the timeline position of its record, NoPosition until stored
-	through   string // manual compactions: CompactRequest.Through
+	text      string          // prompt or steer text; compaction instructions
+	trigger   history.Trigger // compactions
+	pos       int64           // compactions: the timeline position of its record, NoPosition until stored
+	through   string          // manual compactions: CompactRequest.Through
 	configure ConfigureRequest
 	// verdict, when set, receives the loop's admission decision: nil when
 	// the command was queued, else why not (Compact with Through).
@@ -70,10 +70,10 @@ func compactFailed(c *command, err error) CompactResult {
 	return CompactResult{CompactID: c.id, Reason: ReasonCompactFailed, Error: err.Error(), Trigger: c.trigger}
 }
 
-type turnPhase int
+type turnState int
 
 const (
-	phaseStep       turnPhase = iota // the next provider step is due
+	phaseStep       turnState = iota // the next provider step is due
 	phaseTools                       // the last step asked for tools: run them
 	phaseCheckpoint                  // a step checkpoint: take checkpoint commands, then step
 	phaseEnded                       // the last step ended: take checkpoint commands, then finish
@@ -84,7 +84,7 @@ type turn struct {
 	cmd    *command
 	ctx    context.Context
 	cancel context.CancelCauseFunc // with ErrCancelled or ErrClosed
-	phase  turnPhase
+	phase  turnState
 	steps  int
 	// overflowed is set when the current step overflowed the model's
 	// context and an overflow compaction was queued for it; the retry
@@ -155,16 +155,26 @@ func (l *loop) work() {
 	}
 }
 
-// submit hands a job to the worker. The job must only use its own copies and
-// post back through post; the last posted function should call l.idle().
-func (l *loop) submit(job func(post func(func(*loop)))) {
-	l.busy = true
-	post := func(f func(*loop)) { l.results <- f }
-	l.jobs <- func() { job(post) }
-}
+// progress posts a function for the loop to apply while a job goes on: a
+// delta to publish, a tool result stored.
+type progress func(func(*loop))
 
-// idle marks the worker free again; called by the last function a job posts.
-func (l *loop) idle() { l.busy = false }
+// submit hands a job to the worker and marks it busy. The job runs in the
+// worker on its own copies; it may post progress, and returns its one
+// result, which the loop applies once it has marked the worker free again.
+// That is the only way the worker becomes free: no job can leave it busy,
+// none can free it early.
+func (l *loop) submit(job func(post progress) (result func(*loop))) {
+	l.busy = true
+	post := progress(func(f func(*loop)) { l.results <- f })
+	l.jobs <- func() {
+		result := job(post)
+		l.results <- func(l *loop) {
+			l.busy = false
+			result(l)
+		}
+	}
+}
 
 func (l *loop) run() {
 	defer close(l.s.done)
@@ -381,17 +391,16 @@ func (l *loop) commit(msgs []history.Message, then func(l *loop, err error)) {
 		}
 	}
 	w, v := l.writer(), l.version
-	l.submit(func(post func(func(*loop))) {
+	l.submit(func(progress) func(*loop) {
 		nv, snap, err := w.append(v, msgs)
-		post(func(l *loop) {
-			l.idle()
+		return func(l *loop) {
 			if err == nil {
 				l.appended(nv, msgs...)
 			} else {
 				l.resync(snap)
 			}
 			then(l, err)
-		})
+		}
 	})
 }
 
@@ -420,10 +429,9 @@ func (l *loop) startConfigure(c *command) {
 		return
 	}
 	w, v := l.writer(), l.version
-	l.submit(func(post func(func(*loop))) {
+	l.submit(func(progress) func(*loop) {
 		nv, snap, err := w.setConfig(v, blob)
-		post(func(l *loop) {
-			l.idle()
+		return func(l *loop) {
 			if err != nil {
 				l.resync(snap)
 				c.finishConf(ConfigureResult{Err: fmt.Errorf("session: store settings: %w", err)})
@@ -439,7 +447,7 @@ func (l *loop) startConfigure(c *command) {
 				l.resumeAuto("the threshold was configured")
 			}
 			c.finishConf(ConfigureResult{})
-		})
+		}
 	})
 }
 

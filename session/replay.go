@@ -155,10 +155,9 @@ func replayedCompaction(c *history.CompactionRecord) *CompactionEvent {
 	switch c.Status {
 	case history.StatusCompleted:
 		res.Success, res.Compacted, res.Reason = true, true, ReasonCompacted
-		res.Segment = &history.Segment{
-			CompactID: c.CompactID, Trigger: c.Trigger, Summary: c.Summary, Instructions: c.Instructions,
-			CreatedAt: c.FinishedAt, StartedAt: c.StartedAt, Position: c.Position,
-		}
+		// The record holds the summary but not the rest of the commit
+		// (Segment ID, usage, provider): they are zero.
+		res.Segment = history.CommittedSegment(&history.Commit{CompactID: c.CompactID, Summary: c.Summary}, c)
 	case history.StatusNothingToCompact:
 		res.Success, res.Reason = true, ReasonNothingToCompact
 	case history.StatusCancelled:

@@ -21,7 +21,7 @@ func replayKinds(evs []session.Event) []string {
 		case *session.MessageEvent:
 			out = append(out, "msg:"+string(p.Message.Role)+"@"+itoa(p.Position))
 		case *session.CompactionEvent:
-			s := "compaction:" + p.Phase + "@" + itoa(p.Position)
+			s := "compaction:" + string(p.Phase) + "@" + itoa(p.Position)
 			if p.Phase == session.PhaseDelta {
 				s += ":" + p.Delta
 			}
@@ -107,7 +107,7 @@ func TestReplay_RunningCompaction(t *testing.T) {
 	assert.Equal(t, []string{h.ID()}, rep.Pending)
 	close(gate)
 	require.True(t, wait(t, h).Compacted)
-	var live []string
+	var live []session.Phase
 	for ev := range rep.Sub.Events() {
 		if c, ok := ev.Payload.(*session.CompactionEvent); ok {
 			live = append(live, c.Phase)
@@ -116,7 +116,7 @@ func TestReplay_RunningCompaction(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, []string{session.PhaseDelta, session.PhaseCommitting, session.PhaseFinished}, live, "the rest of the compaction, live")
+	assert.Equal(t, []session.Phase{session.PhaseDelta, session.PhaseCommitting, session.PhaseFinished}, live, "the rest of the compaction, live")
 }
 
 // An assistant message streaming at the cut is replayed as one delta with

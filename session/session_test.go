@@ -184,7 +184,7 @@ func TestTurn_ToolCallsAndEvents(t *testing.T) {
 		case *session.UsageEvent:
 			kinds = append(kinds, "usage")
 		case *session.TurnEvent:
-			kinds = append(kinds, "turn:"+p.Phase)
+			kinds = append(kinds, "turn:"+string(p.Phase))
 		}
 	}
 	assert.Equal(t, []string{"turn:started", "msg:user", "delta:Calling.", "msg:assistant", "usage", "msg:tool", "msg:tool",

@@ -71,7 +71,7 @@ func (l *loop) step() {
 	msgID := newID()
 	l.draft.id = msgID
 	l.draft.text.Reset()
-	l.submit(func(post func(func(*loop))) {
+	l.submit(func(post progress) func(*loop) {
 		resp, err := prov.Complete(ctx, req, func(text string) {
 			if text != "" {
 				post(func(l *loop) {
@@ -84,8 +84,7 @@ func (l *loop) step() {
 			err = errors.New("provider returned no response")
 		}
 		if err != nil {
-			post(func(l *loop) {
-				l.idle()
+			return func(l *loop) {
 				l.draft.id = ""
 				l.draft.text.Reset()
 				if ctx.Err() != nil {
@@ -102,13 +101,11 @@ func (l *loop) step() {
 					return
 				}
 				l.endWith(err)
-			})
-			return
+			}
 		}
 		msg := assistantMessage(resp.Message, msgID)
 		nv, snap, err := w.append(v, []history.Message{msg})
-		post(func(l *loop) {
-			l.idle()
+		return func(l *loop) {
 			if err != nil {
 				l.draft.id = ""
 				l.draft.text.Reset()
@@ -125,7 +122,7 @@ func (l *loop) step() {
 			} else {
 				l.turn.phase = phaseEnded
 			}
-		})
+		}
 	})
 }
 
@@ -162,7 +159,7 @@ func (l *loop) runTools() {
 	t := l.turn
 	calls := unanswered(l.active)
 	w, v, ctx, tools, log := l.writer(), l.version, t.ctx, l.tools, l.log
-	l.submit(func(post func(func(*loop))) {
+	l.submit(func(post progress) func(*loop) {
 		for _, tc := range calls {
 			var text string
 			if ctx.Err() != nil {
@@ -173,20 +170,15 @@ func (l *loop) runTools() {
 			msg := history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: text, CreatedAt: time.Now()}
 			nv, snap, err := w.append(v, []history.Message{msg})
 			if err != nil {
-				post(func(l *loop) {
-					l.idle()
+				return func(l *loop) {
 					l.resync(snap)
 					l.endWith(fmt.Errorf("session: store tool result: %w", err))
-				})
-				return
+				}
 			}
 			v = nv
 			post(func(l *loop) { l.appended(nv, msg) })
 		}
-		post(func(l *loop) {
-			l.idle()
-			l.turn.phase = phaseCheckpoint
-		})
+		return func(l *loop) { l.turn.phase = phaseCheckpoint }
 	})
 }
 

@@ -134,7 +134,7 @@ type Config struct {
 // sees it.
 type CompactPlan struct {
 	CompactID string
-	Trigger   string // TriggerManual, TriggerAuto or TriggerOverflow
+	Trigger   history.Trigger // TriggerManual, TriggerAuto or TriggerOverflow
 	// Messages are the prefix that will be archived, oldest first. They
 	// are shared with the session: read only.
 	Messages []history.Message
@@ -428,7 +428,8 @@ const (
 	ReasonCompactFailed    CompactReason = "compact_failed"
 )
 
-// Compaction triggers.
+// Compaction triggers: the values of history.Trigger, declared here too for
+// the users of this package.
 const (
 	TriggerManual   = history.TriggerManual
 	TriggerAuto     = history.TriggerAuto
@@ -442,7 +443,7 @@ type CompactResult struct {
 	Compacted bool
 	Reason    CompactReason
 	Error     string
-	Trigger   string           // "manual", "auto" or "overflow"
+	Trigger   history.Trigger  // TriggerManual, TriggerAuto or TriggerOverflow
 	Segment   *history.Segment // non-nil when Compacted
 	Usage     provider.Usage   // of the summary call (zero when BeforeCompact supplied the summary)
 	// ContextBefore is the context the conversation held when the

@@ -8,9 +8,6 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// ActionKindUncompact is the Kind of the actions of Uncompact.
-const ActionKindUncompact = "uncompact"
-
 // ErrCannotUncompact is the error of an Uncompact on a session whose store
 // does not implement history.Uncompacter.
 var ErrCannotUncompact = errors.New("session: the store cannot undo compactions")
@@ -43,14 +40,13 @@ func (l *loop) startUncompact(c *command) {
 		return
 	}
 	w, v := l.writer(), l.version
-	l.submit(func(post func(func(*loop))) {
+	l.submit(func(progress) func(*loop) {
 		_, rec, err := u.Uncompact(storeCtx, w.id, v, history.Uncompaction{ID: c.id, At: time.Now()})
 		// Active gains the restored messages at its front: read it back
 		// (O(Active), as opening the session does). After a failure the
 		// read tells what the store holds.
 		snap := w.reload()
-		post(func(l *loop) {
-			l.idle()
+		return func(l *loop) {
 			switch {
 			case err != nil && errors.Is(err, history.ErrNothingToUndo):
 				// Nothing was written.
@@ -65,7 +61,7 @@ func (l *loop) startUncompact(c *command) {
 				l.contextTokens = 0 // stale until the next turn response, as after a compaction
 			}
 			l.finishUncompact(c, rec, err)
-		})
+		}
 	})
 }
 

@@ -161,13 +161,12 @@ func (l *loop) resync(snap *history.Snapshot) {
 func (l *loop) reload() {
 	l.stale = false
 	w := l.writer()
-	l.submit(func(post func(func(*loop))) {
+	l.submit(func(progress) func(*loop) {
 		snap := w.reload()
-		post(func(l *loop) {
-			l.idle()
+		return func(l *loop) {
 			if snap != nil {
 				l.resync(snap)
 			}
-		})
+		}
 	})
 }

@@ -66,14 +66,14 @@ type messageJSON struct {
 }
 
 type segmentJSON struct {
-	ID           string    `json:"id"`
-	CompactID    string    `json:"compact_id"`
-	Trigger      string    `json:"trigger"`
-	Position     int64     `json:"position"`
-	StartedAt    time.Time `json:"started_at,omitzero"`
-	CreatedAt    time.Time `json:"created_at,omitzero"`
-	InputTokens  int       `json:"input_tokens"`
-	OutputTokens int       `json:"output_tokens"`
+	ID           string          `json:"id"`
+	CompactID    string          `json:"compact_id"`
+	Trigger      history.Trigger `json:"trigger"`
+	Position     int64           `json:"position"`
+	StartedAt    time.Time       `json:"started_at,omitzero"`
+	CreatedAt    time.Time       `json:"created_at,omitzero"`
+	InputTokens  int             `json:"input_tokens"`
+	OutputTokens int             `json:"output_tokens"`
 	// What made the summary and the context around the compaction.
 	SummaryProvider string `json:"summary_provider,omitempty"`
 	SummaryModel    string `json:"summary_model,omitempty"`
@@ -97,7 +97,7 @@ type uncompactionJSON struct {
 
 type compactionJSON struct {
 	CompactID    string                   `json:"compact_id"`
-	Trigger      string                   `json:"trigger"`
+	Trigger      history.Trigger          `json:"trigger"`
 	Status       history.CompactionStatus `json:"status"`
 	Instructions text                     `json:"instructions,omitempty"`
 	Summary      text                     `json:"summary,omitempty"`

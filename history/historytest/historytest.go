@@ -316,7 +316,7 @@ func testCompactionCommit(t *testing.T, h Harness) {
 	require.NotNil(t, seg)
 	assert.Equal(t, "seg-c1", seg.ID)
 	assert.Equal(t, "c1", seg.CompactID)
-	assert.Equal(t, "manual", seg.Trigger)
+	assert.Equal(t, history.TriggerManual, seg.Trigger)
 	assert.Equal(t, "summary one", seg.Summary)
 	assert.Equal(t, "focus c1", seg.Instructions)
 	assert.Equal(t, 10, seg.InputTokens)
@@ -451,7 +451,7 @@ func testFinishAndRecover(t *testing.T, h Harness) {
 	assert.Equal(t, history.InterruptedError, got["lost"].Error)
 	assert.True(t, got["lost"].FinishedAt.Equal(t0.Add(time.Hour)))
 	assert.Equal(t, history.StatusNothingToCompact, got["nothing"].Status)
-	assert.Equal(t, "auto", got["nothing"].Trigger)
+	assert.Equal(t, history.TriggerAuto, got["nothing"].Trigger)
 	for _, c := range got {
 		assert.Empty(t, c.Summary)
 		assert.True(t, c.Status.Terminal())

@@ -97,7 +97,7 @@ func testIdleCompact(t *testing.T, h Harness) {
 	assert.Equal(t, 3, len(fake.Requests()), "no turn request")
 
 	// The timeline shows the compaction start and finish.
-	var phases []string
+	var phases []session.Phase
 	deadline := time.After(10 * time.Second)
 	for len(phases) == 0 || phases[len(phases)-1] != session.PhaseFinished {
 		select {
@@ -113,7 +113,7 @@ func testIdleCompact(t *testing.T, h Harness) {
 			t.Fatalf("no finished event; got %v", phases)
 		}
 	}
-	assert.Equal(t, []string{session.PhaseStarted, session.PhaseFinished}, phases)
+	assert.Equal(t, []session.Phase{session.PhaseStarted, session.PhaseFinished}, phases)
 }
 
 func testCompactDuringTurn(t *testing.T, h Harness) {
