@@ -48,7 +48,7 @@ type loggedMessage struct {
 // ID.
 type loggedTurn struct {
 	TurnID   string          `json:"turn_id"`
-	Phase    string          `json:"phase"`
+	Phase    TurnPhase       `json:"phase"`
 	Finished bool            `json:"finished,omitempty"`
 	Messages []string        `json:"messages,omitempty"`
 	Usage    *provider.Usage `json:"usage,omitempty"`
@@ -58,13 +58,13 @@ type loggedTurn struct {
 // loggedCompaction is a *CompactionEvent in the log; a compacted result's
 // Segment is logged without its messages (the store's archive has them).
 type loggedCompaction struct {
-	CompactID string         `json:"compact_id"`
-	Trigger   string         `json:"trigger,omitempty"`
-	Phase     string         `json:"phase"`
-	Archive   int            `json:"archive,omitempty"`
-	Result    *CompactResult `json:"result,omitempty"`
-	TurnID    string         `json:"turn_id,omitempty"`
-	Position  int64          `json:"position"`
+	CompactID string          `json:"compact_id"`
+	Trigger   history.Trigger `json:"trigger,omitempty"`
+	Phase     Phase           `json:"phase"`
+	Archive   int             `json:"archive,omitempty"`
+	Result    *CompactResult  `json:"result,omitempty"`
+	TurnID    string          `json:"turn_id,omitempty"`
+	Position  int64           `json:"position"`
 }
 
 // loggedError is an error in the log: its text, and the sentinel of this
