@@ -276,10 +276,7 @@ type requestedVersion struct {
 }
 
 // UnmarshalJSON decodes v; errors wrap [ErrMalformed].
-func (v *requestedVersion) UnmarshalJSON(data []byte) error {
-	type plain requestedVersion
-	return decodeObject(data, (*plain)(v))
-}
+func (v *requestedVersion) UnmarshalJSON(data []byte) error { return decodeObject(data, v) }
 
 // initialize negotiates the connection's version (see
 // ServerOptions.V1Only) and answers with that version's surface.
