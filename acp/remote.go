@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/internal/timeline"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -46,7 +47,7 @@ type RemoteSession struct {
 
 	// Owned by the owner goroutine (run).
 	closed   error // set once the session is closed or the connection lost
-	feed     *session.Feed
+	feed     *timeline.Feed[session.Event, session.Payload]
 	timeline Timeline
 	commands []AvailableCommand
 	turns    []*remoteTurn             // prompts in flight, oldest first
@@ -86,7 +87,7 @@ func newRemoteSession(c *Client, id string) *RemoteSession {
 		ops:      make(chan func()),
 		quit:     make(chan struct{}),
 		done:     make(chan struct{}),
-		feed:     session.NewFeed(0),
+		feed:     newFeed(),
 		compacts: map[string]*remoteCompact{},
 		entities: map[string]bool{},
 		tools:    map[string]bool{},
@@ -94,6 +95,29 @@ func newRemoteSession(c *Client, id string) *RemoteSession {
 	}
 	go r.run()
 	return r
+}
+
+// newFeed returns the timeline of a remote session: the events of a local
+// session, numbered and retained as a local session's (Config.EventHistory
+// at its default), with the same errors.
+func newFeed() *timeline.Feed[session.Event, session.Payload] {
+	return timeline.NewFeed(timeline.Config[session.Event, session.Payload]{
+		Keep:   session.DefaultEventHistory,
+		Buffer: session.DefaultBuffer,
+		Event: func(seq uint64, t time.Time, p session.Payload) session.Event {
+			return session.Event{Seq: seq, Time: t, Payload: p}
+		},
+		Slow:    func(lastSeq uint64) error { return &session.SlowSubscriberError{LastSeq: lastSeq} },
+		Invalid: session.ErrInvalid,
+		Trimmed: session.ErrEventsTrimmed,
+	})
+}
+
+// newHandle returns a pending session.Handle whose Cancel sends
+// session/cancel, and the function that finishes it.
+func newHandle[R any](r *RemoteSession, id string) (*session.Handle[R], func(R)) {
+	h, finish := timeline.NewHandle[R](id, r.cancelRemote)
+	return (*session.Handle[R])(h), finish
 }
 
 func (r *RemoteSession) run() {
@@ -193,7 +217,7 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 		return nil, fmt.Errorf("%w: prompt text is empty", session.ErrInvalid)
 	}
 	id := newHandleID()
-	h, finish := session.NewHandle[session.TurnResult](id, r.cancelRemote)
+	h, finish := newHandle[session.TurnResult](r, id)
 	var err error
 	ran := r.do(func() {
 		if r.closed != nil {
@@ -340,7 +364,7 @@ func (r *RemoteSession) compactExtension(ctx context.Context, req session.Compac
 					got <- accepted{err: r.rpcErr(MethodCompact, err)}
 					return
 				}
-				h, finish := session.NewHandle[session.CompactResult](acc.CompactID, r.cancelRemote)
+				h, finish := newHandle[session.CompactResult](r, acc.CompactID)
 				rc := &remoteCompact{id: acc.CompactID, finish: finish}
 				if r.closed != nil {
 					finish(failedCompact(acc.CompactID, r.closed))
@@ -390,7 +414,7 @@ func (r *RemoteSession) compactFinished(id string, res session.CompactResult) {
 
 func (r *RemoteSession) compactFallback(ctx context.Context, req session.CompactRequest) (*session.Handle[session.CompactResult], error) {
 	id := newHandleID()
-	h, finish := session.NewHandle[session.CompactResult](id, r.cancelRemote)
+	h, finish := newHandle[session.CompactResult](r, id)
 	text := "/" + CompactCommand
 	if s := strings.TrimSpace(req.Instructions); s != "" {
 		text += " " + s
@@ -473,7 +497,7 @@ func (r *RemoteSession) endFallback(fc *remoteCompact, res session.CompactResult
 // arrived. Sequence numbers are this RemoteSession's own.
 func (r *RemoteSession) Subscribe(ctx context.Context, opts session.SubscribeOptions) (*session.Subscription, error) {
 	var (
-		sub *session.Subscription
+		sub *timeline.Subscription[session.Event]
 		err error
 	)
 	ran := r.do(func() {
@@ -481,14 +505,17 @@ func (r *RemoteSession) Subscribe(ctx context.Context, opts session.SubscribeOpt
 			err = session.ErrClosed
 			return
 		}
-		sub, err = r.feed.Subscribe(ctx, opts, func(s *session.Subscription) {
+		sub, err = r.feed.Subscribe(ctx, opts.After, opts.Buffer, func(s *timeline.Subscription[session.Event]) {
 			r.post(func() { r.feed.Unsubscribe(s, nil) })
 		})
 	})
 	if !ran {
 		return nil, r.gone()
 	}
-	return sub, err
+	if err != nil {
+		return nil, err
+	}
+	return (*session.Subscription)(sub), nil
 }
 
 // Close ends the remote session on this side: pending Handles finish with

@@ -28,7 +28,7 @@ func (l *loop) usage(u provider.Usage) {
 		return
 	}
 	c := &command{id: newID(), kind: kindCompact, trigger: TriggerAuto, pos: NoPosition}
-	c.comp, c.finishComp = NewHandle[CompactResult](c.id, nil)
+	c.comp, c.finishComp = newHandle[CompactResult](c.id, nil)
 	l.autoQueued = true
 	l.q.PushFront(c.id, c)
 	l.log.Debug("automatic compaction queued", zap.Int("context_tokens", l.contextTokens), zap.Int("threshold", thr))
@@ -326,7 +326,7 @@ func (l *loop) overflowCompacted(res CompactResult) {
 // at the front of the checkpoint commands.
 func (l *loop) queueOverflow() {
 	c := &command{id: newID(), kind: kindCompact, trigger: TriggerOverflow, pos: NoPosition}
-	c.comp, c.finishComp = NewHandle[CompactResult](c.id, nil)
+	c.comp, c.finishComp = newHandle[CompactResult](c.id, nil)
 	l.q.PushFront(c.id, c)
 	l.log.Debug("overflow compaction queued")
 	l.publish(l.compactionEvent(c, PhaseQueued))

@@ -2,12 +2,10 @@ package session
 
 import (
 	"context"
-	"fmt"
-	"sort"
-	"sync"
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/timeline"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -158,145 +156,45 @@ type SubscribeOptions struct {
 // further behind is ended with a [SlowSubscriberError] instead of blocking
 // the session or losing events silently. It can resubscribe from the last
 // sequence number it saw.
-type Subscription struct {
-	ch      chan Event
-	limit   int
-	lastSeq uint64 // last event put into ch; owned by the Feed's owner
-	once    sync.Once
-	err     error
-	ended   chan struct{}
-	close   func() // asks the owner to end the subscription
-	stop    func() bool
-}
+type Subscription timeline.Subscription[Event]
 
 // Events returns the channel of events. It is closed when the subscription
 // ends; events buffered before the end are still delivered.
-func (s *Subscription) Events() <-chan Event { return s.ch }
+func (s *Subscription) Events() <-chan Event { return s.inner().Events() }
 
 // Err returns why the subscription ended: nil while it is live, after Close
 // or when its ctx ended; ErrClosed when the session closed; a
 // *SlowSubscriberError when it fell behind.
-func (s *Subscription) Err() error {
-	select {
-	case <-s.ended:
-		return s.err
-	default:
-		return nil
-	}
-}
+func (s *Subscription) Err() error { return s.inner().Err() }
 
 // Close ends the subscription. It is idempotent.
-func (s *Subscription) Close() {
-	select {
-	case <-s.ended:
-	default:
-		s.close()
-	}
+func (s *Subscription) Close() { s.inner().Close() }
+
+func (s *Subscription) inner() *timeline.Subscription[Event] {
+	return (*timeline.Subscription[Event])(s)
 }
 
-// end closes the channel; called by the Feed's owner only.
-func (s *Subscription) end(err error) {
-	s.once.Do(func() {
-		s.err = err
-		if s.stop != nil {
-			s.stop()
-		}
-		close(s.ended)
-		close(s.ch)
-	})
-}
+// feed is a session's timeline (docs/design.md §6.1, §6.3).
+type feed = timeline.Feed[Event, Payload]
 
-// Feed is a timeline: it numbers events, keeps the durable ones for replay
-// and delivers them to subscriptions. A Feed is not safe for concurrent use:
-// it belongs to one owner (a session's loop, or a remote session that guards
-// it), and exists so that [Agent] implementations outside this package offer
-// the same Subscribe behaviour.
-type Feed struct {
-	seq        uint64
-	history    []Event // durable events, oldest first: at least the last keep
-	keep       int
-	trimmedSeq uint64 // the newest durable event no longer retained
-	subs       map[*Subscription]struct{}
-	now        func() time.Time
-}
-
-// NewFeed returns a Feed that retains at least the last keep durable events
+// newFeed returns a feed that retains at least the last keep durable events
 // for replay (0 = DefaultEventHistory).
-func NewFeed(keep int) *Feed {
+func newFeed(keep int) *feed {
 	if keep <= 0 {
 		keep = DefaultEventHistory
 	}
-	return &Feed{keep: keep, subs: make(map[*Subscription]struct{}), now: time.Now}
+	return timeline.NewFeed(timeline.Config[Event, Payload]{
+		Keep:    keep,
+		Buffer:  DefaultBuffer,
+		Event:   func(seq uint64, t time.Time, p Payload) Event { return Event{Seq: seq, Time: t, Payload: p} },
+		Slow:    func(lastSeq uint64) error { return &SlowSubscriberError{LastSeq: lastSeq} },
+		Invalid: ErrInvalid,
+		Trimmed: ErrEventsTrimmed,
+	})
 }
 
-// Seq returns the sequence number of the last published event.
-func (f *Feed) Seq() uint64 { return f.seq }
-
-// Publish numbers p, retains it if durable, and delivers it to every
-// subscription. A subscription whose buffer is full is ended with a
-// SlowSubscriberError.
-func (f *Feed) Publish(p Payload) Event {
-	f.seq++
-	ev := Event{Seq: f.seq, Time: f.now(), Payload: p}
-	if p.Durable() {
-		f.history = append(f.history, ev)
-		if len(f.history) > 2*f.keep { // trim in amortized O(1)
-			drop := len(f.history) - f.keep
-			f.trimmedSeq = f.history[drop-1].Seq
-			f.history = append([]Event(nil), f.history[drop:]...)
-		}
-	}
-	for s := range f.subs {
-		select {
-		case s.ch <- ev:
-			s.lastSeq = ev.Seq
-		default:
-			delete(f.subs, s)
-			s.end(&SlowSubscriberError{LastSeq: s.lastSeq})
-		}
-	}
-	return ev
-}
-
-// Subscribe adds a subscription. closeFn is called (from any goroutine) when
-// the subscriber calls Close or ctx ends; it must arrange for Unsubscribe to
-// run on the owner.
-func (f *Feed) Subscribe(ctx context.Context, opts SubscribeOptions, closeFn func(*Subscription)) (*Subscription, error) {
-	if opts.Buffer < 0 {
-		return nil, invalid("negative subscription buffer")
-	}
-	limit := opts.Buffer
-	if limit == 0 {
-		limit = DefaultBuffer
-	}
-	var replay []Event
-	if opts.After > 0 {
-		if opts.After < f.trimmedSeq {
-			return nil, fmt.Errorf("%w: asked for events after %d, oldest retained after %d", ErrEventsTrimmed, opts.After, f.trimmedSeq)
-		}
-		i := sort.Search(len(f.history), func(i int) bool { return f.history[i].Seq > opts.After })
-		replay = f.history[i:]
-	}
-	s := &Subscription{ch: make(chan Event, len(replay)+limit), limit: limit, ended: make(chan struct{}), lastSeq: opts.After}
-	for _, ev := range replay {
-		s.ch <- ev
-		s.lastSeq = ev.Seq
-	}
-	s.close = func() { closeFn(s) }
-	s.stop = context.AfterFunc(ctx, s.close)
-	f.subs[s] = struct{}{}
-	return s, nil
-}
-
-// Unsubscribe ends s with err (nil for a Close by the subscriber).
-func (f *Feed) Unsubscribe(s *Subscription, err error) {
-	delete(f.subs, s)
-	s.end(err)
-}
-
-// CloseAll ends every subscription with err.
-func (f *Feed) CloseAll(err error) {
-	for s := range f.subs {
-		f.Unsubscribe(s, err)
-	}
+// subscribe subscribes to f with opts; closeFn is as for timeline.Feed.Subscribe.
+func subscribe(ctx context.Context, f *feed, opts SubscribeOptions, closeFn func(*timeline.Subscription[Event])) (*Subscription, error) {
+	s, err := f.Subscribe(ctx, opts.After, opts.Buffer, closeFn)
+	return (*Subscription)(s), err
 }

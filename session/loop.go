@@ -118,7 +118,7 @@ type loop struct {
 	summary  string
 	archived int64 // messages archived in Segments
 	nextPos  int64 // the timeline position the next stored entry takes (history.Snapshot.NextPosition)
-	feed     *Feed
+	feed     *feed
 	q        queue.Queue[*command]
 
 	turn    *turn

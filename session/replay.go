@@ -68,7 +68,7 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		draftTxt string
 	)
 	err := s.read(ctx, func(l *loop) {
-		rep.Sub, subErr = l.feed.Subscribe(ctx, SubscribeOptions{Buffer: opts.Buffer}, s.unsubscribe)
+		rep.Sub, subErr = subscribe(ctx, l.feed, SubscribeOptions{Buffer: opts.Buffer}, s.unsubscribe)
 		if subErr != nil {
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/timeline"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -229,7 +230,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		summary:  snap.Summary,
 		archived: snap.Archived,
 		nextPos:  nextPos,
-		feed:     NewFeed(cfg.EventHistory),
+		feed:     newFeed(cfg.EventHistory),
 		maxTool:  cfg.MaxToolOutput,
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
@@ -410,7 +411,7 @@ func (s *Session) Prompt(ctx context.Context, req PromptRequest) (*Handle[TurnRe
 		return nil, err
 	}
 	c := &command{id: newID(), kind: kindPrompt, text: req.Text}
-	c.turn, c.finishTurn = NewHandle[TurnResult](c.id, func() { s.cancel(c.id) })
+	c.turn, c.finishTurn = newHandle[TurnResult](c.id, func() { s.cancel(c.id) })
 	if err := s.admit(ctx, c); err != nil {
 		return nil, err
 	}
@@ -426,7 +427,7 @@ func (s *Session) Steer(ctx context.Context, req SteerRequest) (*Handle[SteerRes
 		return nil, err
 	}
 	c := &command{id: newID(), kind: kindSteer, text: req.Text}
-	c.steer, c.finishSteer = NewHandle[SteerResult](c.id, func() { s.cancel(c.id) })
+	c.steer, c.finishSteer = newHandle[SteerResult](c.id, func() { s.cancel(c.id) })
 	if err := s.admit(ctx, c); err != nil {
 		return nil, err
 	}
@@ -446,7 +447,7 @@ func (s *Session) Configure(ctx context.Context, req ConfigureRequest) (*Handle[
 		return nil, err
 	}
 	c := &command{id: newID(), kind: kindConfigure, configure: req}
-	c.conf, c.finishConf = NewHandle[ConfigureResult](c.id, func() { s.cancel(c.id) })
+	c.conf, c.finishConf = newHandle[ConfigureResult](c.id, func() { s.cancel(c.id) })
 	if err := s.admit(ctx, c); err != nil {
 		return nil, err
 	}
@@ -468,7 +469,7 @@ func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[Comp
 	if req.Through != "" {
 		c.verdict = make(chan error, 1)
 	}
-	c.comp, c.finishComp = NewHandle[CompactResult](c.id, func() { s.cancel(c.id) })
+	c.comp, c.finishComp = newHandle[CompactResult](c.id, func() { s.cancel(c.id) })
 	if err := s.admit(ctx, c); err != nil {
 		return nil, err
 	}
@@ -485,7 +486,7 @@ func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[Comp
 // Prompt.
 func (s *Session) Uncompact(ctx context.Context, req UncompactRequest) (*Handle[UncompactResult], error) {
 	c := &command{id: newID(), kind: kindUncompact}
-	c.uncomp, c.finishUnc = NewHandle[UncompactResult](c.id, func() { s.cancel(c.id) })
+	c.uncomp, c.finishUnc = newHandle[UncompactResult](c.id, func() { s.cancel(c.id) })
 	if err := s.admit(ctx, c); err != nil {
 		return nil, err
 	}
@@ -517,7 +518,7 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 	}
 	ch := make(chan reply, 1)
 	req := func(l *loop) {
-		sub, err := l.feed.Subscribe(ctx, opts, s.unsubscribe)
+		sub, err := subscribe(ctx, l.feed, opts, s.unsubscribe)
 		ch <- reply{sub, err}
 	}
 	select {
@@ -532,7 +533,7 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 }
 
 // unsubscribe asks the loop to end sub (a Close by its subscriber).
-func (s *Session) unsubscribe(sub *Subscription) {
+func (s *Session) unsubscribe(sub *timeline.Subscription[Event]) {
 	select {
 	case s.ctl <- func(l *loop) { l.feed.Unsubscribe(sub, nil) }:
 	case <-s.done:

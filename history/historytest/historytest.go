@@ -84,6 +84,8 @@ func Run(t *testing.T, h Harness) {
 		{"ListPages", testListPages},
 		{"ListCwd", testListCwd},
 		{"ListInvalid", testListInvalid},
+		{"EventLog", testEventLog},
+		{"EventLogInvalid", testEventLogInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

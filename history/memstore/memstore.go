@@ -8,9 +8,11 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -40,6 +42,9 @@ type session struct {
 	title, cwd  string
 	created     time.Time
 	updated     time.Time // of the last write
+	events      []history.LoggedEvent
+	lastSeq     uint64 // Through of the last EventBatch
+	seqFinal    bool
 }
 
 // touch advances the version of a write and records its time.
@@ -70,6 +75,7 @@ var (
 	_ history.Store       = (*Store)(nil)
 	_ history.Lister      = (*Store)(nil)
 	_ history.Uncompacter = (*Store)(nil)
+	_ history.EventLog    = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -149,6 +155,8 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 		Archived: int64(ss.activeFrom),
 		// NextPosition is the position the next message or compaction takes.
 		NextPosition: ss.nextPos,
+		LastSeq:      ss.lastSeq,
+		SeqFinal:     ss.seqFinal,
 	}
 	for _, c := range ss.compactions {
 		if c.Status == history.StatusInProgress {
@@ -446,4 +454,49 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 		return strings.Compare(b.ID, a.ID)
 	})
 	return history.Page(all[:min(len(all), limit+1)], limit), nil
+}
+
+// LogEvents implements [history.EventLog].
+func (s *Store) LogEvents(ctx context.Context, id string, version uint64, b history.EventBatch) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, err
+	}
+	if err := history.CheckEventBatch(&b, ss.lastSeq); err != nil {
+		return 0, err
+	}
+	for _, e := range b.Events {
+		e.Data = slices.Clone(e.Data)
+		ss.events = append(ss.events, e)
+	}
+	ss.lastSeq, ss.seqFinal = b.Through, b.Final
+	ss.touch()
+	return ss.version, nil
+}
+
+// Events implements [history.EventLog].
+func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if after == math.MaxUint64 {
+		return nil, nil
+	}
+	i, _ := slices.BinarySearchFunc(ss.events, after+1, func(e history.LoggedEvent, seq uint64) int {
+		return cmp.Compare(e.Seq, seq)
+	})
+	evs := ss.events[i:]
+	if limit > 0 && len(evs) > limit {
+		evs = evs[:limit]
+	}
+	out := slices.Clone(evs)
+	for j := range out {
+		out[j].Data = slices.Clone(out[j].Data)
+	}
+	return out, nil
 }

@@ -199,6 +199,7 @@ type fencedStore struct{ l *lease }
 var (
 	_ history.Store       = (*fencedStore)(nil)
 	_ history.Uncompacter = (*fencedStore)(nil)
+	_ history.EventLog    = (*fencedStore)(nil)
 )
 
 // mine fails with history.ErrInvalid for a write to another session.
@@ -286,4 +287,17 @@ func (f *fencedStore) Segments(ctx context.Context, id string) ([]history.Segmen
 // Timeline implements [history.Store].
 func (f *fencedStore) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
 	return f.l.s.Timeline(ctx, id)
+}
+
+// LogEvents implements [history.EventLog].
+func (f *fencedStore) LogEvents(ctx context.Context, id string, version uint64, b history.EventBatch) (uint64, error) {
+	if err := f.mine(id); err != nil {
+		return 0, err
+	}
+	return f.l.s.logEvents(ctx, id, version, b, f.l)
+}
+
+// Events implements [history.EventLog].
+func (f *fencedStore) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
+	return f.l.s.Events(ctx, id, after, limit)
 }

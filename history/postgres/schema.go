@@ -118,6 +118,22 @@ ALTER TABLE compactions
 
 CREATE UNIQUE INDEX compactions_undo ON compactions (session_id, undo_id) WHERE undo_id IS NOT NULL;
 `,
+	// 4: the event log (history.EventLog): a session's timeline events, so
+	// that sequence numbers and replay survive reopen.
+	`
+ALTER TABLE sessions
+	ADD COLUMN last_seq  bigint  NOT NULL DEFAULT 0,     -- Through of the last batch
+	ADD COLUMN seq_final boolean NOT NULL DEFAULT false; -- that batch was Final
+
+CREATE TABLE events (
+	session_id bytea  NOT NULL REFERENCES sessions (id),
+	seq        bigint NOT NULL,
+	at         bigint NOT NULL, -- unix nanoseconds
+	kind       text   NOT NULL,
+	data       bytea  NOT NULL,
+	PRIMARY KEY (session_id, seq)
+);
+`,
 }
 
 // migrationLock is the key of the transaction-scoped advisory lock that

@@ -288,11 +288,11 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 	snap := &history.Snapshot{ID: id}
 	err := s.read(ctx, op, func(tx pgx.Tx) error {
 		var (
-			activeFrom                  int64
+			activeFrom, lastSeq         int64
 			config, summary, title, cwd []byte
 		)
-		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos FROM sessions WHERE id = $1`, bin(id)).
-			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition)
+		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, last_seq, seq_final FROM sessions WHERE id = $1`, bin(id)).
+			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition, &lastSeq, &snap.SeqFinal)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
@@ -301,6 +301,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		}
 		snap.Config, snap.Summary = config, string(summary)
 		snap.Title, snap.Cwd = defaultTitle(title), string(cwd)
+		snap.LastSeq = uint64(lastSeq)
 		if _, snap.Active, err = s.messages(ctx, tx, op, whereActive, bin(id), activeFrom); err != nil {
 			return err
 		}

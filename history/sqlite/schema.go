@@ -112,6 +112,21 @@ CREATE UNIQUE INDEX compactions_undo ON compactions (session_id, undo_id) WHERE 
 	// that reading a message is one column read. The messages are
 	// rewritten in place, at the same positions.
 	migrationBody,
+	// 5: the event log (history.EventLog): a session's timeline events, so
+	// that sequence numbers and replay survive reopen.
+	`
+ALTER TABLE sessions ADD COLUMN last_seq  INTEGER NOT NULL DEFAULT 0; -- Through of the last batch
+ALTER TABLE sessions ADD COLUMN seq_final INTEGER NOT NULL DEFAULT 0; -- that batch was Final
+
+CREATE TABLE events (
+	session_id TEXT    NOT NULL REFERENCES sessions (id),
+	seq        INTEGER NOT NULL,
+	at         INTEGER NOT NULL, -- unix nanoseconds
+	kind       TEXT    NOT NULL,
+	data       BLOB    NOT NULL,
+	PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+`,
 }
 
 // migrationBody is migration 4; bodyFromColumns builds the value of

@@ -1,0 +1,95 @@
+package postgres
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+var _ history.EventLog = (*Store)(nil)
+
+// LogEvents implements [history.EventLog]: the events and the session's
+// last sequence number are written in one transaction, after the version
+// compare-and-swap every write starts with.
+func (s *Store) LogEvents(ctx context.Context, id string, version uint64, b history.EventBatch) (uint64, error) {
+	return s.logEvents(ctx, id, version, b, nil)
+}
+
+// logEvents is LogEvents, fenced by l when l is not nil.
+func (s *Store) logEvents(ctx context.Context, id string, version uint64, b history.EventBatch, l *lease) (uint64, error) {
+	const op = "log events"
+	return s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
+		var last int64
+		if err := tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1`, bin(id)).Scan(&last); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
+			return err
+		}
+		if len(b.Events) > 0 {
+			rows := make([][]any, len(b.Events))
+			for i, e := range b.Events {
+				data := e.Data
+				if data == nil {
+					data = []byte{}
+				}
+				rows[i] = []any{bin(id), int64(e.Seq), e.Time.UnixNano(), e.Kind, data}
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"session_id", "seq", "at", "kind", "data"}, pgx.CopyFromRows(rows)); err != nil {
+				return s.fail(ctx, op, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2, seq_final = $3 WHERE id = $1`, bin(id), int64(b.Through), b.Final); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	})
+}
+
+// Events implements [history.EventLog].
+func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
+	const op = "events"
+	if after >= math.MaxInt64 {
+		after = math.MaxInt64 // no stored number is above it
+	}
+	var out []history.LoggedEvent
+	err := s.read(ctx, op, func(tx pgx.Tx) error {
+		if _, err := s.exists(ctx, tx, op, id); err != nil {
+			return err
+		}
+		q := `SELECT seq, at, kind, data FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq`
+		args := []any{bin(id), int64(after)}
+		if limit > 0 {
+			q += ` LIMIT $3`
+			args = append(args, limit)
+		}
+		rows, err := tx.Query(ctx, q, args...)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				e       history.LoggedEvent
+				seq, at int64
+			)
+			if err := rows.Scan(&seq, &at, &e.Kind, &e.Data); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			e.Seq, e.Time = uint64(seq), time.Unix(0, at)
+			out = append(out, e)
+		}
+		if err := rows.Err(); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

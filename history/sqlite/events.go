@@ -1,0 +1,110 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+var _ history.EventLog = (*Store)(nil)
+
+// seqColumn scans a sequence number, which the schema keeps in a signed
+// INTEGER column.
+type seqColumn uint64
+
+// Scan implements sql.Scanner.
+func (c *seqColumn) Scan(v any) error {
+	n, ok := v.(int64)
+	if !ok || n < 0 {
+		return fmt.Errorf("sequence number column holds %v", v)
+	}
+	*c = seqColumn(n)
+	return nil
+}
+
+// Value implements driver.Valuer.
+func (c seqColumn) Value() (driver.Value, error) { return int64(c), nil }
+
+// LogEvents implements [history.EventLog]: the events and the session's
+// last sequence number are one write of the committer, like every other
+// write.
+func (s *Store) LogEvents(ctx context.Context, id string, version uint64, b history.EventBatch) (uint64, error) {
+	return s.write(ctx, "log events", id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, _ *state) error {
+		var last seqColumn
+		if err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last); err != nil {
+			return s.fail(ctx, "log events", err)
+		}
+		if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
+			return err
+		}
+		if len(b.Events) > 0 {
+			stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, at, kind, data) VALUES (?, ?, ?, ?, ?)`)
+			if err != nil {
+				return s.fail(ctx, "log events", err)
+			}
+			defer func() { _ = stmt.Close() }()
+			for _, e := range b.Events {
+				if _, err := stmt.ExecContext(ctx, id, seqColumn(e.Seq), e.Time.UnixNano(), e.Kind, notNull(e.Data)); err != nil {
+					return s.fail(ctx, "log events", err)
+				}
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, seq_final = ? WHERE id = ?`, seqColumn(b.Through), b.Final, id); err != nil {
+			return s.fail(ctx, "log events", err)
+		}
+		return nil
+	})
+}
+
+// Events implements [history.EventLog].
+func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
+	if after >= math.MaxInt64 {
+		after = math.MaxInt64 // no stored number is above it
+	}
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	var out []history.LoggedEvent
+	err := s.read(ctx, "events", func(tx *sql.Tx) error {
+		if _, err := s.exists(ctx, tx, "events", id); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, int64(after), limit)
+		if err != nil {
+			return s.fail(ctx, "events", err)
+		}
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			var (
+				e  history.LoggedEvent
+				at int64
+			)
+			if err := rows.Scan((*seqColumn)(&e.Seq), &at, &e.Kind, &e.Data); err != nil {
+				return s.fail(ctx, "events", err)
+			}
+			e.Time = time.Unix(0, at)
+			out = append(out, e)
+		}
+		if err := rows.Err(); err != nil {
+			return s.fail(ctx, "events", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// notNull is data as a value for a NOT NULL BLOB column.
+func notNull(data []byte) []byte {
+	if data == nil {
+		return []byte{}
+	}
+	return data
+}
