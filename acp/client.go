@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sync"
 	"time"
 
@@ -291,10 +293,7 @@ func (c *Client) watch() {
 	cause := fmt.Errorf("%w: %w", ErrConnection, err)
 	c.mu.Lock()
 	c.cause = cause
-	all := make([]*RemoteSession, 0, len(c.sessions))
-	for _, s := range c.sessions {
-		all = append(all, s)
-	}
+	all := slices.Collect(maps.Values(c.sessions))
 	c.sessions = map[string]*RemoteSession{}
 	c.mu.Unlock()
 	for _, s := range all {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -175,10 +176,7 @@ func (s *server) capable() bool {
 
 func (s *server) closeSessions() {
 	s.mu.Lock()
-	all := make([]*agentSession, 0, len(s.sessions))
-	for _, a := range s.sessions {
-		all = append(all, a)
-	}
+	all := slices.Collect(maps.Values(s.sessions))
 	s.sessions = map[string]*agentSession{}
 	s.mu.Unlock()
 	for _, a := range all {
@@ -249,19 +247,22 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return s.loadSession(ctx, req)
 	case MethodSessionResume:
 		return s.resumeSession(ctx, req)
+	case MethodSessionPrompt:
+		return s.prompt(ctx, req)
+	case MethodSessionCancel:
+		return nil, s.cancel(req, func(a *agentSession) { a.sess.Interrupt() })
+	}
+	return s.handleShared(ctx, req)
+}
+
+// handleShared dispatches the methods whose handling is the same in v1 and
+// v2.
+func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	switch req.Method {
 	case MethodSessionClose:
 		return s.closeSession(ctx, req)
 	case MethodSessionList:
 		return s.listSessions(ctx, req)
-	case MethodSessionPrompt:
-		return s.prompt(ctx, req)
-	case MethodSessionCancel:
-		a, err := s.cancelled(req)
-		if err != nil {
-			return nil, err
-		}
-		a.sess.Interrupt()
-		return nil, nil
 	case MethodCompact:
 		return s.compact(ctx, req)
 	case MethodUncompact:
@@ -276,10 +277,7 @@ type requestedVersion struct {
 }
 
 // UnmarshalJSON decodes v; errors wrap [ErrMalformed].
-func (v *requestedVersion) UnmarshalJSON(data []byte) error {
-	type plain requestedVersion
-	return decodeObject(data, (*plain)(v))
-}
+func (v *requestedVersion) UnmarshalJSON(data []byte) error { return decodeObject(data, v) }
 
 // initialize negotiates the connection's version (see
 // ServerOptions.V1Only) and answers with that version's surface.
@@ -382,13 +380,18 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 	}, nil
 }
 
-// cancelled returns the session a session/cancel names.
-func (s *server) cancelled(req *jsonrpc.Request) (*agentSession, error) {
+// cancel handles a session/cancel: it runs cancel on the session it names.
+func (s *server) cancel(req *jsonrpc.Request, cancel func(a *agentSession)) error {
 	var p CancelNotification
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
+		return err
 	}
-	return s.session(p.SessionID)
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return err
+	}
+	cancel(a)
+	return nil
 }
 
 // session returns the open session with the given ID.
@@ -891,17 +894,42 @@ func wireResult(r *session.CompactResult) WireResult {
 		w.Segment = &WireSegment{
 			ID: g.ID, CompactID: g.CompactID, Trigger: string(g.Trigger), Summary: g.Summary, Instructions: g.Instructions,
 			CreatedAt: g.CreatedAt, StartedAt: g.StartedAt, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
-			Position: g.Position, Messages: make([]WireMessage, len(g.Messages)),
-		}
-		for i, m := range g.Messages {
-			wm := WireMessage{ID: m.ID, Role: string(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt}
-			for _, c := range m.ToolCalls {
-				wm.ToolCalls = append(wm.ToolCalls, WireToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			}
-			w.Segment.Messages[i] = wm
+			Position: g.Position, Messages: convertAll(g.Messages, wireMessage),
 		}
 	}
 	return w
+}
+
+// wireMessage and WireMessage.message convert a message to and from the
+// wire (WireToolCall has history.ToolCall's fields, so it converts as is).
+func wireMessage(m history.Message) WireMessage {
+	return WireMessage{
+		ID: m.ID, Role: string(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt,
+		ToolCalls: nilIfEmpty(convertAll(m.ToolCalls, func(c history.ToolCall) WireToolCall { return WireToolCall(c) })),
+	}
+}
+
+func (m WireMessage) message() history.Message {
+	return history.Message{
+		ID: m.ID, Role: history.Role(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt,
+		ToolCalls: nilIfEmpty(convertAll(m.ToolCalls, func(c WireToolCall) history.ToolCall { return history.ToolCall(c) })),
+	}
+}
+
+// convertAll returns conv of each of in (never nil).
+func convertAll[F, T any](in []F, conv func(F) T) []T {
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[i] = conv(v)
+	}
+	return out
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }
 
 // Result converts w back to a session.CompactResult.
@@ -912,63 +940,59 @@ func (w *WireResult) Result() session.CompactResult {
 		Usage: provider.Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens},
 	}
 	if g := w.Segment; g != nil {
-		seg := &history.Segment{
+		r.Segment = &history.Segment{
 			ID: g.ID, CompactID: g.CompactID, Trigger: history.Trigger(g.Trigger), Summary: g.Summary, Instructions: g.Instructions,
 			CreatedAt: g.CreatedAt, StartedAt: g.StartedAt, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
-			Position: g.Position, Messages: make([]history.Message, len(g.Messages)),
+			Position: g.Position, Messages: convertAll(g.Messages, WireMessage.message),
 		}
-		for i, m := range g.Messages {
-			hm := history.Message{ID: m.ID, Role: history.Role(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt}
-			for _, c := range m.ToolCalls {
-				hm.ToolCalls = append(hm.ToolCalls, history.ToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-			}
-			seg.Messages[i] = hm
-		}
-		r.Segment = seg
 	}
 	return r
 }
 
 func (s *server) compact(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	var p CompactParams
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
-	a, err := s.session(p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	// Admitted on the owner, so the answer precedes every update of the
-	// compaction and the owner knows the result is to be reported.
-	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() {
-		h, err := a.sess.Compact(context.Background(), session.CompactRequest{Instructions: p.Instructions, Through: p.Through})
-		if err != nil {
-			a.respond(resp, nil, sessionError(err))
-			return
-		}
-		a.extension[h.ID()] = true
-		a.respond(resp, CompactAccepted{CompactID: h.ID()}, nil)
-	})
+	return s.startCommand(ctx, req, &p, &p.SessionID, func(sess *session.Session) (string, error) {
+		return handleID(sess.Compact(context.Background(), session.CompactRequest{Instructions: p.Instructions, Through: p.Through}))
+	}, func(id string) any { return CompactAccepted{CompactID: id} })
 }
 
 func (s *server) uncompact(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	var p UncompactParams
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+	return s.startCommand(ctx, req, &p, &p.SessionID, func(sess *session.Session) (string, error) {
+		return handleID(sess.Uncompact(context.Background(), session.UncompactRequest{}))
+	}, func(id string) any { return UncompactAccepted{UncompactID: id} })
+}
+
+// startCommand handles an extension command of a session
+// (_sessionkit/compact, _sessionkit/uncompact): it decodes req's params into
+// params, whose session ID is then *sessionID, and starts the command on the
+// session's owner, so that the answer, accepted(the command's ID), precedes
+// every update of the command and the owner knows its result is to be
+// reported.
+func (s *server) startCommand(ctx context.Context, req *jsonrpc.Request, params any, sessionID *string, start func(*session.Session) (string, error), accepted func(id string) any) (any, error) {
+	if err := jsonrpc.UnmarshalParams(req.Params, params); err != nil {
 		return nil, err
 	}
-	a, err := s.session(p.SessionID)
+	a, err := s.session(*sessionID)
 	if err != nil {
 		return nil, err
 	}
 	resp := jsonrpc.Defer(ctx)
 	return a.admit(ctx, resp, func() {
-		h, err := a.sess.Uncompact(context.Background(), session.UncompactRequest{})
+		id, err := start(a.sess)
 		if err != nil {
 			a.respond(resp, nil, sessionError(err))
 			return
 		}
-		a.extension[h.ID()] = true
-		a.respond(resp, UncompactAccepted{UncompactID: h.ID()}, nil)
+		a.extension[id] = true
+		a.respond(resp, accepted(id), nil)
 	})
+}
+
+// handleID is the ID of the command h a session call started, or its error.
+func handleID[T any](h *session.Handle[T], err error) (string, error) {
+	if err != nil {
+		return "", err
+	}
+	return h.ID(), nil
 }

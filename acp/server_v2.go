@@ -20,25 +20,12 @@ func (s *server) handleV2(ctx context.Context, req *jsonrpc.Request) (any, error
 		return s.newSessionV2(ctx, req)
 	case MethodSessionResume:
 		return s.resumeSessionV2(ctx, req)
-	case MethodSessionClose:
-		return s.closeSession(ctx, req)
-	case MethodSessionList:
-		return s.listSessions(ctx, req)
 	case MethodSessionPrompt:
 		return s.promptV2(ctx, req)
 	case MethodSessionCancel:
-		a, err := s.cancelled(req)
-		if err != nil {
-			return nil, err
-		}
-		a.post(a.cancelHeld)
-		return nil, nil
-	case MethodCompact:
-		return s.compact(ctx, req)
-	case MethodUncompact:
-		return s.uncompact(ctx, req)
+		return nil, s.cancel(req, func(a *agentSession) { a.post(a.cancelHeld) })
 	}
-	return nil, jsonrpc.MethodNotFoundError(req.Method)
+	return s.handleShared(ctx, req)
 }
 
 func (s *server) newSessionV2(ctx context.Context, req *jsonrpc.Request) (any, error) {

@@ -437,96 +437,51 @@ type CancelNotification struct {
 	Meta      map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 
-// Decoding and the encoders that fill required arrays.
-
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *InitializeRequest) UnmarshalJSON(data []byte) error {
-	type plain InitializeRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *InitializeRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ClientCapabilities) UnmarshalJSON(data []byte) error {
-	type plain ClientCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *ClientCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ClientSessionCapabilities) UnmarshalJSON(data []byte) error {
-	type plain ClientSessionCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *ClientSessionCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *CompactionCapabilities) UnmarshalJSON(data []byte) error {
-	type plain CompactionCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *CompactionCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *FileSystemCapabilities) UnmarshalJSON(data []byte) error {
-	type plain FileSystemCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *FileSystemCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AuthCapabilities) UnmarshalJSON(data []byte) error {
-	type plain AuthCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *AuthCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes i; errors wrap [ErrMalformed].
-func (i *Implementation) UnmarshalJSON(data []byte) error {
-	type plain Implementation
-	return decodeObject(data, (*plain)(i))
-}
+func (i *Implementation) UnmarshalJSON(data []byte) error { return decodeObject(data, i) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *InitializeResponse) UnmarshalJSON(data []byte) error {
-	type plain InitializeResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *InitializeResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AgentCapabilities) UnmarshalJSON(data []byte) error {
-	type plain AgentCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *AgentCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *PromptCapabilities) UnmarshalJSON(data []byte) error {
-	type plain PromptCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *PromptCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *McpCapabilities) UnmarshalJSON(data []byte) error {
-	type plain McpCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *McpCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *SessionCapabilities) UnmarshalJSON(data []byte) error {
-	type plain SessionCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *SessionCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AgentAuthCapabilities) UnmarshalJSON(data []byte) error {
-	type plain AgentAuthCapabilities
-	return decodeObject(data, (*plain)(c))
-}
+func (c *AgentAuthCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *Capability) UnmarshalJSON(data []byte) error {
-	type plain Capability
-	return decodeObject(data, (*plain)(c))
-}
+func (c *Capability) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes m; errors wrap [ErrMalformed].
 func (m *AuthMethod) UnmarshalJSON(data []byte) error {
-	type plain AuthMethod
-	if err := decodeObject(data, (*plain)(m)); err != nil {
+	if err := decodeObject(data, m); err != nil {
 		return err
 	}
 	if m.Type != "terminal" { // the agent shape has no type, args or env
@@ -536,151 +491,76 @@ func (m *AuthMethod) UnmarshalJSON(data []byte) error {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *AuthenticateRequest) UnmarshalJSON(data []byte) error {
-	type plain AuthenticateRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *AuthenticateRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *AuthenticateResponse) UnmarshalJSON(data []byte) error {
-	type plain AuthenticateResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *AuthenticateResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // MarshalJSON encodes r, with a nil McpServers as [].
-func (r NewSessionRequest) MarshalJSON() ([]byte, error) {
-	type plain NewSessionRequest
-	return marshalObject(plain(r))
-}
+func (r NewSessionRequest) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *NewSessionRequest) UnmarshalJSON(data []byte) error {
-	type plain NewSessionRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *NewSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *NewSessionResponse) UnmarshalJSON(data []byte) error {
-	type plain NewSessionResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *NewSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // MarshalJSON encodes r, with a nil McpServers as [].
-func (r LoadSessionRequest) MarshalJSON() ([]byte, error) {
-	type plain LoadSessionRequest
-	return marshalObject(plain(r))
-}
+func (r LoadSessionRequest) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *LoadSessionRequest) UnmarshalJSON(data []byte) error {
-	type plain LoadSessionRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *LoadSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *LoadSessionResponse) UnmarshalJSON(data []byte) error {
-	type plain LoadSessionResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *LoadSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ResumeSessionRequest) UnmarshalJSON(data []byte) error {
-	type plain ResumeSessionRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *ResumeSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ResumeSessionResponse) UnmarshalJSON(data []byte) error {
-	type plain ResumeSessionResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *ResumeSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *CloseSessionRequest) UnmarshalJSON(data []byte) error {
-	type plain CloseSessionRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *CloseSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *CloseSessionResponse) UnmarshalJSON(data []byte) error {
-	type plain CloseSessionResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *CloseSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ListSessionsRequest) UnmarshalJSON(data []byte) error {
-	type plain ListSessionsRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *ListSessionsRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ListSessionsResponse) UnmarshalJSON(data []byte) error {
-	type plain ListSessionsResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *ListSessionsResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *SessionInfo) UnmarshalJSON(data []byte) error {
-	type plain SessionInfo
-	return decodeObject(data, (*plain)(r))
-}
+func (r *SessionInfo) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // MarshalJSON encodes r, with a nil Sessions as [].
-func (r ListSessionsResponse) MarshalJSON() ([]byte, error) {
-	type plain ListSessionsResponse
-	return marshalObject(plain(r))
-}
+func (r ListSessionsResponse) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // MarshalJSON encodes s, with a nil AvailableModes as [].
-func (s SessionModeState) MarshalJSON() ([]byte, error) {
-	type plain SessionModeState
-	return marshalObject(plain(s))
-}
+func (s SessionModeState) MarshalJSON() ([]byte, error) { return marshalObject(s) }
 
 // UnmarshalJSON decodes s; errors wrap [ErrMalformed].
-func (s *SessionModeState) UnmarshalJSON(data []byte) error {
-	type plain SessionModeState
-	return decodeObject(data, (*plain)(s))
-}
+func (s *SessionModeState) UnmarshalJSON(data []byte) error { return decodeObject(data, s) }
 
 // UnmarshalJSON decodes m; errors wrap [ErrMalformed].
-func (m *SessionMode) UnmarshalJSON(data []byte) error {
-	type plain SessionMode
-	return decodeObject(data, (*plain)(m))
-}
+func (m *SessionMode) UnmarshalJSON(data []byte) error { return decodeObject(data, m) }
 
 // UnmarshalJSON decodes v; errors wrap [ErrMalformed].
-func (v *EnvVariable) UnmarshalJSON(data []byte) error {
-	type plain EnvVariable
-	return decodeObject(data, (*plain)(v))
-}
+func (v *EnvVariable) UnmarshalJSON(data []byte) error { return decodeObject(data, v) }
 
 // UnmarshalJSON decodes h; errors wrap [ErrMalformed].
-func (h *HTTPHeader) UnmarshalJSON(data []byte) error {
-	type plain HTTPHeader
-	return decodeObject(data, (*plain)(h))
-}
+func (h *HTTPHeader) UnmarshalJSON(data []byte) error { return decodeObject(data, h) }
 
 // MarshalJSON encodes r, with a nil Prompt as [].
-func (r PromptRequest) MarshalJSON() ([]byte, error) {
-	type plain PromptRequest
-	return marshalObject(plain(r))
-}
+func (r PromptRequest) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *PromptRequest) UnmarshalJSON(data []byte) error {
-	type plain PromptRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *PromptRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *PromptResponse) UnmarshalJSON(data []byte) error {
-	type plain PromptResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *PromptResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes n; errors wrap [ErrMalformed].
-func (n *CancelNotification) UnmarshalJSON(data []byte) error {
-	type plain CancelNotification
-	return decodeObject(data, (*plain)(n))
-}
+func (n *CancelNotification) UnmarshalJSON(data []byte) error { return decodeObject(data, n) }

@@ -96,36 +96,31 @@ func (b ContentBlock) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes a content block by its "type".
 func (b *ContentBlock) UnmarshalJSON(data []byte) error {
 	*b = ContentBlock{}
-	tag, err := discriminator(data, "type", "content block")
-	if err != nil {
-		return err
-	}
-	var v any
-	switch tag {
-	case ContentText:
-		b.Text = new(TextContent)
-		v = b.Text
-	case ContentImage:
-		b.Image = new(ImageContent)
-		v = b.Image
-	case ContentAudio:
-		b.Audio = new(AudioContent)
-		v = b.Audio
-	case ContentResourceLink:
-		b.ResourceLink = new(ResourceLink)
-		v = b.ResourceLink
-	case ContentResource:
-		b.Resource = new(EmbeddedResource)
-		v = b.Resource
-	default:
-		b.Unknown = &UnknownVariant{Tag: tag, Raw: canonicalRaw(data)}
+	unknown, err := decodeUnion(data, "type", "content block", func(tag string) any {
+		switch tag {
+		case ContentText:
+			b.Text = new(TextContent)
+			return b.Text
+		case ContentImage:
+			b.Image = new(ImageContent)
+			return b.Image
+		case ContentAudio:
+			b.Audio = new(AudioContent)
+			return b.Audio
+		case ContentResourceLink:
+			b.ResourceLink = new(ResourceLink)
+			return b.ResourceLink
+		case ContentResource:
+			b.Resource = new(EmbeddedResource)
+			return b.Resource
+		}
 		return nil
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	})
+	b.Unknown = unknown
+	if err != nil {
 		*b = ContentBlock{}
-		return malformed("content block %q: %s", tag, describe(err))
 	}
-	return nil
+	return err
 }
 
 // validate checks that b is something a client accepts: exactly one known
@@ -289,47 +284,19 @@ func (r *Role) UnmarshalJSON(data []byte) error {
 }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *TextContent) UnmarshalJSON(data []byte) error {
-	type plain TextContent
-	return decodeObject(data, (*plain)(c))
-}
+func (c *TextContent) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ImageContent) UnmarshalJSON(data []byte) error {
-	type plain ImageContent
-	return decodeObject(data, (*plain)(c))
-}
+func (c *ImageContent) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AudioContent) UnmarshalJSON(data []byte) error {
-	type plain AudioContent
-	return decodeObject(data, (*plain)(c))
-}
+func (c *AudioContent) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ResourceLink) UnmarshalJSON(data []byte) error {
-	type plain ResourceLink
-	return decodeObject(data, (*plain)(c))
-}
+func (c *ResourceLink) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *EmbeddedResource) UnmarshalJSON(data []byte) error {
-	type plain EmbeddedResource
-	return decodeObject(data, (*plain)(c))
-}
+func (c *EmbeddedResource) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes a; errors wrap [ErrMalformed].
-func (a *Annotations) UnmarshalJSON(data []byte) error {
-	type plain Annotations
-	return decodeObject(data, (*plain)(a))
-}
-
-func (t *textResourceContents) UnmarshalJSON(data []byte) error {
-	type plain textResourceContents
-	return decodeObject(data, (*plain)(t))
-}
-
-func (b *blobResourceContents) UnmarshalJSON(data []byte) error {
-	type plain blobResourceContents
-	return decodeObject(data, (*plain)(b))
-}
+func (a *Annotations) UnmarshalJSON(data []byte) error { return decodeObject(data, a) }

@@ -286,13 +286,31 @@ func setEmpty(dst reflect.Value) {
 	}
 }
 
-// marshalObject encodes a wire struct (passed by value, usually as its plain
-// alias type) after replacing nil required arrays and objects with empty
-// ones, so that a required field never goes out as null.
+var plainCache sync.Map // reflect.Type -> reflect.Type
+
+// plainOf returns the unnamed struct type with t's fields and tags: a value
+// of t converted to it encodes with encoding/json's rules, without calling
+// t's own MarshalJSON again.
+func plainOf(t reflect.Type) reflect.Type {
+	if p, ok := plainCache.Load(t); ok {
+		return p.(reflect.Type)
+	}
+	fields := make([]reflect.StructField, t.NumField())
+	for i := range fields {
+		fields[i] = t.Field(i)
+	}
+	p := reflect.StructOf(fields)
+	plainCache.Store(t, p)
+	return p
+}
+
+// marshalObject encodes a wire struct (passed by value; its own MarshalJSON,
+// if any, is not called) after replacing nil required arrays and objects
+// with empty ones, so that a required field never goes out as null.
 func marshalObject(v any) ([]byte, error) {
 	rv := reflect.ValueOf(v)
-	cp := reflect.New(rv.Type()).Elem()
-	cp.Set(rv)
+	cp := reflect.New(plainOf(rv.Type())).Elem()
+	cp.Set(rv.Convert(cp.Type()))
 	for _, f := range specsOf(rv.Type()) {
 		fv := cp.Field(f.index)
 		if f.required && (fv.Kind() == reflect.Slice || fv.Kind() == reflect.Map) && fv.IsNil() {
@@ -344,6 +362,44 @@ func discriminator(data []byte, key, union string) (string, error) {
 		return "", malformed("%s: discriminator %q must be a string, got %s", union, key, jsonKind(raw))
 	}
 	return tag, nil
+}
+
+// decodeUnion decodes the union value data by its discriminator key. variant
+// returns where the payload of a known tag decodes, or nil for an unknown
+// tag, which gives an UnknownVariant that keeps the raw JSON. union names the
+// union in errors.
+func decodeUnion(data []byte, key, union string, variant func(tag string) any) (*UnknownVariant, error) {
+	tag, err := discriminator(data, key, union)
+	if err != nil {
+		return nil, err
+	}
+	v := variant(tag)
+	if v == nil {
+		return &UnknownVariant{Tag: tag, Raw: canonicalRaw(data)}, nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return nil, malformed("%s %q: %s", union, tag, describe(err))
+	}
+	return nil, nil
+}
+
+// decodeSessionUpdate decodes a SessionUpdate by its "sessionUpdate"
+// discriminator; newUpdate returns the variant of a known kind, or nil.
+func decodeSessionUpdate(data []byte, newUpdate func(kind string) SessionUpdate) (SessionUpdate, error) {
+	var u SessionUpdate
+	unknown, err := decodeUnion(data, "sessionUpdate", "session update", func(kind string) any {
+		if u = newUpdate(kind); u == nil {
+			return nil
+		}
+		return u
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case unknown != nil:
+		return &UnknownSessionUpdate{Kind: unknown.Tag, Raw: unknown.Raw}, nil
+	}
+	return u, nil
 }
 
 // decodeVariant decodes the payload of a union variant whose discriminator

@@ -36,15 +36,11 @@ func (n SessionNotification) MarshalJSON() ([]byte, error) {
 	if n.Update == nil {
 		return nil, errors.New("acp: a session notification needs an update")
 	}
-	type plain SessionNotification
-	return marshalObject(plain(n))
+	return marshalObject(n)
 }
 
 // UnmarshalJSON decodes n; errors wrap [ErrMalformed].
-func (n *SessionNotification) UnmarshalJSON(data []byte) error {
-	type plain SessionNotification
-	return decodeObject(data, (*plain)(n))
-}
+func (n *SessionNotification) UnmarshalJSON(data []byte) error { return decodeObject(data, n) }
 
 // SessionUpdate is the SessionUpdate union, discriminated by
 // "sessionUpdate". Its implementations are the pointer types
@@ -84,43 +80,38 @@ var (
 // missing or non-string discriminator, or a known one whose payload does not
 // match the schema, is an error wrapping [ErrMalformed].
 func DecodeSessionUpdate(data []byte) (SessionUpdate, error) {
-	kind, err := discriminator(data, "sessionUpdate", "session update")
-	if err != nil {
-		return nil, err
-	}
-	var u SessionUpdate
+	return decodeSessionUpdate(data, newSessionUpdate)
+}
+
+// newSessionUpdate returns a new v1 session update of the kind, or nil.
+func newSessionUpdate(kind string) SessionUpdate {
 	switch kind {
 	case UpdateUserMessageChunk:
-		u = new(UserMessageChunk)
+		return new(UserMessageChunk)
 	case UpdateAgentMessageChunk:
-		u = new(AgentMessageChunk)
+		return new(AgentMessageChunk)
 	case UpdateAgentThoughtChunk:
-		u = new(AgentThoughtChunk)
+		return new(AgentThoughtChunk)
 	case UpdateToolCall:
-		u = new(ToolCall)
+		return new(ToolCall)
 	case UpdateToolCallUpdate:
-		u = new(ToolCallUpdate)
+		return new(ToolCallUpdate)
 	case UpdatePlan:
-		u = new(Plan)
+		return new(Plan)
 	case UpdateAvailableCommands:
-		u = new(AvailableCommandsUpdate)
+		return new(AvailableCommandsUpdate)
 	case UpdateCurrentMode:
-		u = new(CurrentModeUpdate)
+		return new(CurrentModeUpdate)
 	case UpdateUsage:
-		u = new(UsageUpdate)
+		return new(UsageUpdate)
 	case UpdateCompaction:
-		u = new(CompactionUpdate)
+		return new(CompactionUpdate)
 	case UpdateCompactionSummaryChunk:
-		u = new(CompactionSummaryChunk)
+		return new(CompactionSummaryChunk)
 	case UpdateSessionInfo:
-		u = new(SessionInfoUpdate)
-	default:
-		return &UnknownSessionUpdate{Kind: kind, Raw: canonicalRaw(data)}, nil
+		return new(SessionInfoUpdate)
 	}
-	if err := json.Unmarshal(data, u); err != nil {
-		return nil, malformed("session update %q: %s", kind, describe(err))
-	}
-	return u, nil
+	return nil
 }
 
 // UnknownSessionUpdate is a session update whose kind this package does not
@@ -283,30 +274,25 @@ func (c ToolCallContent) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON decodes tool call content by its "type".
 func (c *ToolCallContent) UnmarshalJSON(data []byte) error {
 	*c = ToolCallContent{}
-	tag, err := discriminator(data, "type", "tool call content")
-	if err != nil {
-		return err
-	}
-	var v any
-	switch tag {
-	case "content":
-		c.Content = new(ToolContent)
-		v = c.Content
-	case "diff":
-		c.Diff = new(ToolDiff)
-		v = c.Diff
-	case "terminal":
-		c.Terminal = new(ToolTerminal)
-		v = c.Terminal
-	default:
-		c.Unknown = &UnknownVariant{Tag: tag, Raw: canonicalRaw(data)}
+	unknown, err := decodeUnion(data, "type", "tool call content", func(tag string) any {
+		switch tag {
+		case "content":
+			c.Content = new(ToolContent)
+			return c.Content
+		case "diff":
+			c.Diff = new(ToolDiff)
+			return c.Diff
+		case "terminal":
+			c.Terminal = new(ToolTerminal)
+			return c.Terminal
+		}
 		return nil
-	}
-	if err := json.Unmarshal(data, v); err != nil {
+	})
+	c.Unknown = unknown
+	if err != nil {
 		*c = ToolCallContent{}
-		return malformed("tool call content %q: %s", tag, describe(err))
 	}
-	return nil
+	return err
 }
 
 // ToolCallLocation is a file a tool call works on.
@@ -405,14 +391,12 @@ func (*SessionInfoUpdate) isSessionUpdate() {}
 
 // MarshalJSON encodes u with "sessionUpdate":"session_info_update".
 func (u SessionInfoUpdate) MarshalJSON() ([]byte, error) {
-	type plain SessionInfoUpdate
-	return marshalVariant("sessionUpdate", UpdateSessionInfo, plain(u))
+	return marshalVariant("sessionUpdate", UpdateSessionInfo, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *SessionInfoUpdate) UnmarshalJSON(data []byte) error {
-	type plain SessionInfoUpdate
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateSessionInfo)
+	return decodeVariant(data, u, "sessionUpdate", UpdateSessionInfo)
 }
 
 // UsageUpdate is the usage_update update: context window use and cost.
@@ -531,8 +515,6 @@ func (c *CompactionSummaryChunk) Validate() error {
 	return nil
 }
 
-// Discriminators, encoding and decoding of the variants.
-
 // SessionUpdateKind returns "user_message_chunk".
 func (*UserMessageChunk) SessionUpdateKind() string { return UpdateUserMessageChunk }
 
@@ -610,151 +592,106 @@ func (u *AgentThoughtChunk) UnmarshalJSON(data []byte) error {
 
 // MarshalJSON encodes u with "sessionUpdate":"tool_call".
 func (u ToolCall) MarshalJSON() ([]byte, error) {
-	type plain ToolCall
-	return marshalVariant("sessionUpdate", UpdateToolCall, plain(u))
+	return marshalVariant("sessionUpdate", UpdateToolCall, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *ToolCall) UnmarshalJSON(data []byte) error {
-	type plain ToolCall
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateToolCall)
+	return decodeVariant(data, u, "sessionUpdate", UpdateToolCall)
 }
 
 // MarshalJSON encodes u with "sessionUpdate":"tool_call_update".
 func (u ToolCallUpdate) MarshalJSON() ([]byte, error) {
-	type plain ToolCallUpdate
-	return marshalVariant("sessionUpdate", UpdateToolCallUpdate, plain(u))
+	return marshalVariant("sessionUpdate", UpdateToolCallUpdate, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *ToolCallUpdate) UnmarshalJSON(data []byte) error {
-	type plain ToolCallUpdate
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateToolCallUpdate)
+	return decodeVariant(data, u, "sessionUpdate", UpdateToolCallUpdate)
 }
 
 // MarshalJSON encodes u with "sessionUpdate":"plan".
-func (u Plan) MarshalJSON() ([]byte, error) {
-	type plain Plan
-	return marshalVariant("sessionUpdate", UpdatePlan, plain(u))
-}
+func (u Plan) MarshalJSON() ([]byte, error) { return marshalVariant("sessionUpdate", UpdatePlan, u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *Plan) UnmarshalJSON(data []byte) error {
-	type plain Plan
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdatePlan)
+	return decodeVariant(data, u, "sessionUpdate", UpdatePlan)
 }
 
 // MarshalJSON encodes u with "sessionUpdate":"available_commands_update".
 func (u AvailableCommandsUpdate) MarshalJSON() ([]byte, error) {
-	type plain AvailableCommandsUpdate
-	return marshalVariant("sessionUpdate", UpdateAvailableCommands, plain(u))
+	return marshalVariant("sessionUpdate", UpdateAvailableCommands, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *AvailableCommandsUpdate) UnmarshalJSON(data []byte) error {
-	type plain AvailableCommandsUpdate
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateAvailableCommands)
+	return decodeVariant(data, u, "sessionUpdate", UpdateAvailableCommands)
 }
 
 // MarshalJSON encodes u with "sessionUpdate":"current_mode_update".
 func (u CurrentModeUpdate) MarshalJSON() ([]byte, error) {
-	type plain CurrentModeUpdate
-	return marshalVariant("sessionUpdate", UpdateCurrentMode, plain(u))
+	return marshalVariant("sessionUpdate", UpdateCurrentMode, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *CurrentModeUpdate) UnmarshalJSON(data []byte) error {
-	type plain CurrentModeUpdate
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateCurrentMode)
+	return decodeVariant(data, u, "sessionUpdate", UpdateCurrentMode)
 }
 
 // MarshalJSON encodes u with "sessionUpdate":"usage_update".
 func (u UsageUpdate) MarshalJSON() ([]byte, error) {
-	type plain UsageUpdate
-	return marshalVariant("sessionUpdate", UpdateUsage, plain(u))
+	return marshalVariant("sessionUpdate", UpdateUsage, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *UsageUpdate) UnmarshalJSON(data []byte) error {
-	type plain UsageUpdate
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateUsage)
+	return decodeVariant(data, u, "sessionUpdate", UpdateUsage)
 }
 
 // MarshalJSON encodes u with "sessionUpdate":"compaction_update". Omitted
 // patch fields produce no key.
 func (u CompactionUpdate) MarshalJSON() ([]byte, error) {
-	type plain CompactionUpdate
-	return marshalVariant("sessionUpdate", UpdateCompaction, plain(u))
+	return marshalVariant("sessionUpdate", UpdateCompaction, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *CompactionUpdate) UnmarshalJSON(data []byte) error {
-	type plain CompactionUpdate
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateCompaction)
+	return decodeVariant(data, u, "sessionUpdate", UpdateCompaction)
 }
 
 // MarshalJSON encodes c with "sessionUpdate":"compaction_summary_chunk".
 func (c CompactionSummaryChunk) MarshalJSON() ([]byte, error) {
-	type plain CompactionSummaryChunk
-	return marshalVariant("sessionUpdate", UpdateCompactionSummaryChunk, plain(c))
+	return marshalVariant("sessionUpdate", UpdateCompactionSummaryChunk, c)
 }
 
 // UnmarshalJSON decodes c; a "sessionUpdate" member, if present, must match.
 func (c *CompactionSummaryChunk) UnmarshalJSON(data []byte) error {
-	type plain CompactionSummaryChunk
-	return decodeVariant(data, (*plain)(c), "sessionUpdate", UpdateCompactionSummaryChunk)
+	return decodeVariant(data, c, "sessionUpdate", UpdateCompactionSummaryChunk)
 }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ContentChunk) UnmarshalJSON(data []byte) error {
-	type plain ContentChunk
-	return decodeObject(data, (*plain)(c))
-}
+func (c *ContentChunk) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ToolContent) UnmarshalJSON(data []byte) error {
-	type plain ToolContent
-	return decodeObject(data, (*plain)(c))
-}
+func (c *ToolContent) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes d; errors wrap [ErrMalformed].
-func (d *ToolDiff) UnmarshalJSON(data []byte) error {
-	type plain ToolDiff
-	return decodeObject(data, (*plain)(d))
-}
+func (d *ToolDiff) UnmarshalJSON(data []byte) error { return decodeObject(data, d) }
 
 // UnmarshalJSON decodes t; errors wrap [ErrMalformed].
-func (t *ToolTerminal) UnmarshalJSON(data []byte) error {
-	type plain ToolTerminal
-	return decodeObject(data, (*plain)(t))
-}
+func (t *ToolTerminal) UnmarshalJSON(data []byte) error { return decodeObject(data, t) }
 
 // UnmarshalJSON decodes l; errors wrap [ErrMalformed].
-func (l *ToolCallLocation) UnmarshalJSON(data []byte) error {
-	type plain ToolCallLocation
-	return decodeObject(data, (*plain)(l))
-}
+func (l *ToolCallLocation) UnmarshalJSON(data []byte) error { return decodeObject(data, l) }
 
 // UnmarshalJSON decodes e; errors wrap [ErrMalformed].
-func (e *PlanEntry) UnmarshalJSON(data []byte) error {
-	type plain PlanEntry
-	return decodeObject(data, (*plain)(e))
-}
+func (e *PlanEntry) UnmarshalJSON(data []byte) error { return decodeObject(data, e) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AvailableCommand) UnmarshalJSON(data []byte) error {
-	type plain AvailableCommand
-	return decodeObject(data, (*plain)(c))
-}
+func (c *AvailableCommand) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes i; errors wrap [ErrMalformed].
-func (i *AvailableCommandInput) UnmarshalJSON(data []byte) error {
-	type plain AvailableCommandInput
-	return decodeObject(data, (*plain)(i))
-}
+func (i *AvailableCommandInput) UnmarshalJSON(data []byte) error { return decodeObject(data, i) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *Cost) UnmarshalJSON(data []byte) error {
-	type plain Cost
-	return decodeObject(data, (*plain)(c))
-}
+func (c *Cost) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }

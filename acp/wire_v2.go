@@ -256,33 +256,28 @@ func (n *SessionNotificationV2) UnmarshalJSON(data []byte) error {
 // compaction_summary_chunk). Any other kind, v1's tool_call included, gives
 // an *UnknownSessionUpdate. Errors are those of [DecodeSessionUpdate].
 func DecodeSessionUpdateV2(data []byte) (SessionUpdate, error) {
-	kind, err := discriminator(data, "sessionUpdate", "session update")
-	if err != nil {
-		return nil, err
-	}
-	var u SessionUpdate
+	return decodeSessionUpdate(data, newSessionUpdateV2)
+}
+
+// newSessionUpdateV2 returns a new v2 session update of the kind, or nil.
+func newSessionUpdateV2(kind string) SessionUpdate {
 	switch kind {
 	case UpdateUserMessage:
-		u = new(UserMessage)
+		return new(UserMessage)
 	case UpdateState:
-		u = new(StateUpdate)
+		return new(StateUpdate)
 	case UpdateUserMessageChunk:
-		u = new(UserMessageChunkV2)
+		return new(UserMessageChunkV2)
 	case UpdateAgentMessageChunk:
-		u = new(AgentMessageChunkV2)
+		return new(AgentMessageChunkV2)
 	case UpdateAgentThoughtChunk:
-		u = new(AgentThoughtChunkV2)
+		return new(AgentThoughtChunkV2)
 	case UpdateAvailableCommands:
-		u = new(AvailableCommandsUpdateV2)
+		return new(AvailableCommandsUpdateV2)
 	case UpdateToolCallUpdate, UpdateUsage, UpdateSessionInfo, UpdateCompaction, UpdateCompactionSummaryChunk:
-		return DecodeSessionUpdate(data)
-	default:
-		return &UnknownSessionUpdate{Kind: kind, Raw: canonicalRaw(data)}, nil
+		return newSessionUpdate(kind) // the variants v1 shares
 	}
-	if err := json.Unmarshal(data, u); err != nil {
-		return nil, malformed("session update %q: %s", kind, describe(err))
-	}
-	return u, nil
+	return nil
 }
 
 var (
@@ -321,20 +316,17 @@ func (*AvailableCommandsUpdateV2) isSessionUpdate() {}
 
 // MarshalJSON encodes u with "sessionUpdate":"user_message".
 func (u UserMessage) MarshalJSON() ([]byte, error) {
-	type plain UserMessage
-	return marshalVariant("sessionUpdate", UpdateUserMessage, plain(u))
+	return marshalVariant("sessionUpdate", UpdateUserMessage, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *UserMessage) UnmarshalJSON(data []byte) error {
-	type plain UserMessage
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateUserMessage)
+	return decodeVariant(data, u, "sessionUpdate", UpdateUserMessage)
 }
 
 // MarshalJSON encodes u with "sessionUpdate":"state_update".
 func (u StateUpdate) MarshalJSON() ([]byte, error) {
-	type plain StateUpdate
-	return marshalVariant("sessionUpdate", UpdateState, plain(u))
+	return marshalVariant("sessionUpdate", UpdateState, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
@@ -385,139 +377,83 @@ func (u *AgentThoughtChunkV2) UnmarshalJSON(data []byte) error {
 
 // MarshalJSON encodes u with "sessionUpdate":"available_commands_update".
 func (u AvailableCommandsUpdateV2) MarshalJSON() ([]byte, error) {
-	type plain AvailableCommandsUpdateV2
-	return marshalVariant("sessionUpdate", UpdateAvailableCommands, plain(u))
+	return marshalVariant("sessionUpdate", UpdateAvailableCommands, u)
 }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 func (u *AvailableCommandsUpdateV2) UnmarshalJSON(data []byte) error {
-	type plain AvailableCommandsUpdateV2
-	return decodeVariant(data, (*plain)(u), "sessionUpdate", UpdateAvailableCommands)
+	return decodeVariant(data, u, "sessionUpdate", UpdateAvailableCommands)
 }
 
 // MarshalJSON encodes c with "type":"command".
-func (c CommandV2) MarshalJSON() ([]byte, error) {
-	type plain CommandV2
-	return marshalVariant("type", "command", plain(c))
-}
+func (c CommandV2) MarshalJSON() ([]byte, error) { return marshalVariant("type", "command", c) }
 
 // UnmarshalJSON decodes a command of type "command"; another type is an
 // error (and the item is skipped in a command list).
 func (c *CommandV2) UnmarshalJSON(data []byte) error {
-	type plain CommandV2
 	if _, err := discriminator(data, "type", "command"); err != nil {
 		return err
 	}
-	return decodeVariant(data, (*plain)(c), "type", "command")
+	return decodeVariant(data, c, "type", "command")
 }
 
 // MarshalJSON encodes i with "type":"text".
-func (i TextCommandInput) MarshalJSON() ([]byte, error) {
-	type plain TextCommandInput
-	return marshalVariant("type", "text", plain(i))
-}
+func (i TextCommandInput) MarshalJSON() ([]byte, error) { return marshalVariant("type", "text", i) }
 
 // UnmarshalJSON decodes an input of type "text".
 func (i *TextCommandInput) UnmarshalJSON(data []byte) error {
-	type plain TextCommandInput
 	if _, err := discriminator(data, "type", "command input"); err != nil {
 		return err
 	}
-	return decodeVariant(data, (*plain)(i), "type", "text")
+	return decodeVariant(data, i, "type", "text")
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *InitializeRequestV2) UnmarshalJSON(data []byte) error {
-	type plain InitializeRequestV2
-	return decodeObject(data, (*plain)(r))
-}
+func (r *InitializeRequestV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ClientCapabilitiesV2) UnmarshalJSON(data []byte) error {
-	type plain ClientCapabilitiesV2
-	return decodeObject(data, (*plain)(c))
-}
+func (c *ClientCapabilitiesV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *InitializeResponseV2) UnmarshalJSON(data []byte) error {
-	type plain InitializeResponseV2
-	return decodeObject(data, (*plain)(r))
-}
+func (r *InitializeResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AgentCapabilitiesV2) UnmarshalJSON(data []byte) error {
-	type plain AgentCapabilitiesV2
-	return decodeObject(data, (*plain)(c))
-}
+func (c *AgentCapabilitiesV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *SessionCapabilitiesV2) UnmarshalJSON(data []byte) error {
-	type plain SessionCapabilitiesV2
-	return decodeObject(data, (*plain)(c))
-}
+func (c *SessionCapabilitiesV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *PromptCapabilitiesV2) UnmarshalJSON(data []byte) error {
-	type plain PromptCapabilitiesV2
-	return decodeObject(data, (*plain)(c))
-}
+func (c *PromptCapabilitiesV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes d; errors wrap [ErrMalformed].
 func (d *UnsupportedProtocolVersionData) UnmarshalJSON(data []byte) error {
-	type plain UnsupportedProtocolVersionData
-	return decodeObject(data, (*plain)(d))
+	return decodeObject(data, d)
 }
 
 // MarshalJSON encodes d; a nil Supported is sent as [].
-func (d UnsupportedProtocolVersionData) MarshalJSON() ([]byte, error) {
-	type plain UnsupportedProtocolVersionData
-	return marshalObject(plain(d))
-}
+func (d UnsupportedProtocolVersionData) MarshalJSON() ([]byte, error) { return marshalObject(d) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *NewSessionRequestV2) UnmarshalJSON(data []byte) error {
-	type plain NewSessionRequestV2
-	return decodeObject(data, (*plain)(r))
-}
+func (r *NewSessionRequestV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *NewSessionResponseV2) UnmarshalJSON(data []byte) error {
-	type plain NewSessionResponseV2
-	return decodeObject(data, (*plain)(r))
-}
+func (r *NewSessionResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ResumeSessionRequestV2) UnmarshalJSON(data []byte) error {
-	type plain ResumeSessionRequestV2
-	return decodeObject(data, (*plain)(r))
-}
+func (r *ResumeSessionRequestV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes f; errors wrap [ErrMalformed].
-func (f *ReplayFrom) UnmarshalJSON(data []byte) error {
-	type plain ReplayFrom
-	return decodeObject(data, (*plain)(f))
-}
+func (f *ReplayFrom) UnmarshalJSON(data []byte) error { return decodeObject(data, f) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ResumeSessionResponseV2) UnmarshalJSON(data []byte) error {
-	type plain ResumeSessionResponseV2
-	return decodeObject(data, (*plain)(r))
-}
+func (r *ResumeSessionResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *PromptResponseV2) UnmarshalJSON(data []byte) error {
-	type plain PromptResponseV2
-	return decodeObject(data, (*plain)(r))
-}
+func (r *PromptResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ContentChunkV2) UnmarshalJSON(data []byte) error {
-	type plain ContentChunkV2
-	return decodeObject(data, (*plain)(c))
-}
+func (c *ContentChunkV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
 
 // UnmarshalJSON decodes e; errors wrap [ErrMalformed].
-func (e *ErrorObject) UnmarshalJSON(data []byte) error {
-	type plain ErrorObject
-	return decodeObject(data, (*plain)(e))
-}
+func (e *ErrorObject) UnmarshalJSON(data []byte) error { return decodeObject(data, e) }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/segments"
 )
 
 // The statements whose cost the design depends on; TestQueryPlans checks
@@ -622,12 +623,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
-		var (
-			standing []int // indexes into out, in archive order
-			spans    []history.SegmentSpan
-			undone   []int
-			all      []history.SegmentSpan
-		)
+		var b segments.Builder
 		err = func() error {
 			rows, err := tx.Query(ctx, `
 				SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
@@ -661,13 +657,8 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 				g.ContextBefore, g.ContextAfter = int(before), int(after)
 				if undoID != nil {
 					g.UndoID, g.UndoneAt = string(undoID), decodeTime(undoneAt)
-					undone = append(undone, len(out))
-				} else {
-					standing = append(standing, len(out))
-					spans = append(spans, sp)
 				}
-				all = append(all, sp)
-				out = append(out, g)
+				b.Add(g, sp, undoID != nil)
 			}
 			if err := rows.Err(); err != nil {
 				return s.fail(ctx, op, err)
@@ -677,29 +668,15 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
-		// The standing segments are contiguous and end at the watermark, in
-		// the order they were committed.
-		segs := make([]history.Segment, len(standing))
-		for k, i := range standing {
-			segs[k] = out[i]
-		}
-		positions, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos < $2 ORDER BY pos`, bin(id), activeFrom)
-		if err != nil {
-			return err
-		}
-		if err := history.AssignSegments(segs, spans, positions, msgs); err != nil {
+		out, err = b.Finish(func() ([]int64, []history.Message, error) {
+			return s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos < $2 ORDER BY pos`, bin(id), activeFrom)
+		}, func(err error) error {
 			return fmt.Errorf("postgres: %s: session %q: %w", op, id, err)
-		}
-		for k, i := range standing {
-			out[i] = segs[k]
-		}
-		for _, i := range undone {
-			_, out[i].Messages, err = s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos BETWEEN $2 AND $3 ORDER BY pos`, bin(id), all[i].From, all[i].To)
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		}, func(sp history.SegmentSpan) ([]history.Message, error) {
+			_, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos BETWEEN $2 AND $3 ORDER BY pos`, bin(id), sp.From, sp.To)
+			return msgs, err
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/segments"
 )
 
 const statusInProgress = string(history.StatusInProgress)
@@ -548,12 +549,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
-		var (
-			standing []int // indexes into out, in archive order
-			spans    []history.SegmentSpan
-			undone   []int
-			all      []history.SegmentSpan
-		)
+		var b segments.Builder
 		err = func() error {
 			defer func() { _ = rows.Close() }()
 			for rows.Next() {
@@ -575,13 +571,8 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 				g.ContextBefore, g.ContextAfter = int(before), int(after)
 				if undoID.Valid {
 					g.UndoID, g.UndoneAt = undoID.String, decodeTime(undoAt)
-					undone = append(undone, len(out))
-				} else {
-					standing = append(standing, len(out))
-					spans = append(spans, sp)
 				}
-				all = append(all, sp)
-				out = append(out, g)
+				b.Add(g, sp, undoID.Valid)
 			}
 			if err := rows.Err(); err != nil {
 				return s.fail(ctx, op, err)
@@ -591,28 +582,14 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
-		// The standing segments are contiguous and end at the watermark, in
-		// the order they were committed.
-		segs := make([]history.Segment, len(standing))
-		for k, i := range standing {
-			segs[k] = out[i]
-		}
-		positions, msgs, err := s.positioned(ctx, tx, op, `WHERE session_id = ? AND pos < ? ORDER BY pos`, id, activeFrom)
-		if err != nil {
-			return err
-		}
-		if err := history.AssignSegments(segs, spans, positions, msgs); err != nil {
+		out, err = b.Finish(func() ([]int64, []history.Message, error) {
+			return s.positioned(ctx, tx, op, `WHERE session_id = ? AND pos < ? ORDER BY pos`, id, activeFrom)
+		}, func(err error) error {
 			return fmt.Errorf("sqlite: %s: session %q: %w", op, id, err)
-		}
-		for k, i := range standing {
-			out[i] = segs[k]
-		}
-		for _, i := range undone {
-			if out[i].Messages, err = s.messages(ctx, tx, op, whereRange, id, all[i].From, all[i].To); err != nil {
-				return err
-			}
-		}
-		return nil
+		}, func(sp history.SegmentSpan) ([]history.Message, error) {
+			return s.messages(ctx, tx, op, whereRange, id, sp.From, sp.To)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err

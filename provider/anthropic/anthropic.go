@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
+	internaloptions "github.com/sessionkit/sessionkit/internal/options"
 	"github.com/sessionkit/sessionkit/internal/retry"
 	"github.com/sessionkit/sessionkit/provider"
 )
@@ -148,13 +149,7 @@ func httpURL(raw string) bool {
 
 // apply returns the defaults with opts applied.
 func apply(opts []Option) options {
-	o := options{maxTokens: DefaultMaxTokens, maxRetries: DefaultMaxRetries, backoffBase: DefaultBackoffBase, backoffMax: DefaultBackoffMax}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o
+	return internaloptions.Apply(options{maxTokens: DefaultMaxTokens, maxRetries: DefaultMaxRetries, backoffBase: DefaultBackoffBase, backoffMax: DefaultBackoffMax}, opts)
 }
 
 // New returns a provider configured by opts. It returns an error wrapping
@@ -205,11 +200,7 @@ func New(opts ...Option) (*Provider, error) {
 // ANTHROPIC_API_KEY, and for a malformed ANTHROPIC_BASE_URL one that names
 // the variable; other errors are those of [New].
 func FromEnv(opts ...Option) (*Provider, error) {
-	model := os.Getenv("SESSIONKIT_MODEL")
-	if model == "" {
-		model = DefaultEnvModel
-	}
-	env := []Option{WithModel(model)}
+	env := []Option{WithModel(internaloptions.EnvModel(DefaultEnvModel))}
 	if v := os.Getenv("ANTHROPIC_BASE_URL"); v != "" {
 		if !httpURL(v) {
 			return nil, fmt.Errorf("%w: ANTHROPIC_BASE_URL %q is not an http:// or https:// URL", ErrConfig, v)

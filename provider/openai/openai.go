@@ -12,6 +12,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
+	internaloptions "github.com/sessionkit/sessionkit/internal/options"
 	"github.com/sessionkit/sessionkit/internal/retry"
 	"github.com/sessionkit/sessionkit/provider"
 )
@@ -117,17 +118,7 @@ var _ provider.Provider = (*Provider)(nil)
 
 // apply returns the defaults with opts applied.
 func apply(opts []Option) options {
-	o := options{
-		maxRetries:  DefaultMaxRetries,
-		backoffBase: DefaultBackoffBase,
-		backoffMax:  DefaultBackoffMax,
-	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o
+	return internaloptions.Apply(options{maxRetries: DefaultMaxRetries, backoffBase: DefaultBackoffBase, backoffMax: DefaultBackoffMax}, opts)
 }
 
 // checkBaseURL reports a base URL that is not an absolute http or https URL
@@ -197,11 +188,7 @@ func New(opts ...Option) (*Provider, error) {
 // without credentials. A malformed OPENAI_BASE_URL is an error wrapping
 // [ErrConfig] that names the variable. Other errors are those of [New].
 func FromEnv(opts ...Option) (*Provider, error) {
-	model := os.Getenv("SESSIONKIT_MODEL")
-	if model == "" {
-		model = DefaultEnvModel
-	}
-	env := []Option{WithModel(model)}
+	env := []Option{WithModel(internaloptions.EnvModel(DefaultEnvModel))}
 	if v := os.Getenv("OPENAI_BASE_URL"); v != "" {
 		if err := checkBaseURL(v); err != nil {
 			return nil, fmt.Errorf("OPENAI_BASE_URL: %w", err)

@@ -99,6 +99,9 @@ type Result struct {
 		UncompactedCtx  Stat `json:"uncompacted_ctx_ms"`
 		ResumeToRequest Stat `json:"resume_to_request_ms"`
 		ContextMessages int  `json:"contextMessages"`
+		// StoreOnly is the Node worker's figure of the peer's store alone
+		// (the Go worker leaves it out).
+		StoreOnly *Stat `json:"store_only_compacted_ctx_ms,omitempty"`
 	} `json:"reopen"`
 	PeakRSSMB  float64 `json:"peakRssMB"`
 	Summarized string  `json:"summarized,omitempty"`

@@ -12,44 +12,16 @@ import (
 	"os"
 	"sort"
 	"strings"
+
+	"github.com/sessionkit/sessionkit/bench/internal/workload"
 )
 
-type stat struct {
-	Cold   float64 `json:"cold"`
-	Median float64 `json:"median"`
-	Min    float64 `json:"min"`
-	Max    float64 `json:"max"`
-	N      int     `json:"n"`
-}
-
-type result struct {
-	SDK            string  `json:"sdk"`
-	N              int     `json:"N"`
-	Reps           int     `json:"reps"`
-	RSSAfterInitMB float64 `json:"rssAfterInitMB"`
-	Build          struct {
-		Ms        float64 `json:"ms"`
-		FileBytes int64   `json:"fileBytes"`
-	} `json:"build"`
-	Compact struct {
-		E2E                  stat `json:"e2e_ms"`
-		ModelHTTP            stat `json:"model_http_ms"`
-		ExclModel            stat `json:"excl_model_ms"`
-		Prepare              stat `json:"prepare_ms"`
-		RequestBytes         int  `json:"request_bytes"`
-		ModelCalls           int  `json:"modelCalls"`
-		ContextMessagesAfter int  `json:"contextMessagesAfter"`
-	} `json:"compact"`
-	Reopen struct {
-		CompactedCtx    stat  `json:"compacted_ctx_ms"`
-		UncompactedCtx  stat  `json:"uncompacted_ctx_ms"`
-		ResumeToRequest stat  `json:"resume_to_request_ms"`
-		ContextMessages int   `json:"contextMessages"`
-		StoreOnly       *stat `json:"store_only_compacted_ctx_ms"`
-	} `json:"reopen"`
-	PeakRSSMB  float64 `json:"peakRssMB"`
-	Summarized string  `json:"summarized"`
-}
+// result is one worker's JSON line (the Go worker's type, which has the
+// Node worker's fields too).
+type (
+	result = workload.Result
+	stat   = workload.Stat
+)
 
 func main() {
 	byN := map[int][]result{}

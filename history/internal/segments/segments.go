@@ -1,0 +1,60 @@
+// Package segments holds what the SQL stores (history/sqlite,
+// history/postgres) do alike in Segments once they have read a session's
+// compaction rows: the standing segments take their messages from the
+// archive before the watermark, the undone ones (Active again) each from its
+// own range. The stores keep the SQL that reads the rows and the messages.
+package segments
+
+import "github.com/sessionkit/sessionkit/history"
+
+// Builder collects the segments of one session in the order the store reads
+// them (commit order).
+type Builder struct {
+	out      []history.Segment
+	standing []int // indexes into out, in archive order
+	spans    []history.SegmentSpan
+	undone   []int
+	all      []history.SegmentSpan
+}
+
+// Add appends the segment g, which spans sp and was undone or not.
+func (b *Builder) Add(g history.Segment, sp history.SegmentSpan, undone bool) {
+	if undone {
+		b.undone = append(b.undone, len(b.out))
+	} else {
+		b.standing = append(b.standing, len(b.out))
+		b.spans = append(b.spans, sp)
+	}
+	b.all = append(b.all, sp)
+	b.out = append(b.out, g)
+}
+
+// Finish returns the segments with their messages (nil when there are
+// none). archived reads the positions and messages before the watermark,
+// which [history.AssignSegments] shares among the standing segments (its
+// error is returned through wrap, which adds the store's prefix); inRange
+// reads the messages of an undone segment's span.
+func (b *Builder) Finish(archived func() ([]int64, []history.Message, error), wrap func(error) error, inRange func(history.SegmentSpan) ([]history.Message, error)) ([]history.Segment, error) {
+	// The standing segments are contiguous and end at the watermark, in
+	// the order they were committed.
+	segs := make([]history.Segment, len(b.standing))
+	for k, i := range b.standing {
+		segs[k] = b.out[i]
+	}
+	positions, msgs, err := archived()
+	if err != nil {
+		return nil, err
+	}
+	if err := history.AssignSegments(segs, b.spans, positions, msgs); err != nil {
+		return nil, wrap(err)
+	}
+	for k, i := range b.standing {
+		b.out[i] = segs[k]
+	}
+	for _, i := range b.undone {
+		if b.out[i].Messages, err = inRange(b.all[i]); err != nil {
+			return nil, err
+		}
+	}
+	return b.out, nil
+}
