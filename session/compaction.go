@@ -24,11 +24,17 @@ func (l *loop) usage(u provider.Usage) {
 	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked || l.autoFailures >= maxAutoFailures {
 		return
 	}
-	c := &command{id: newID(), kind: kindCompact, trigger: TriggerAuto, pos: NoPosition}
-	c.comp, c.finishComp = newHandle[CompactResult](c.id, nil)
 	l.autoQueued = true
-	l.q.PushFront(c.id, c)
 	l.log.Debug("automatic compaction queued", zap.Int("context_tokens", l.contextTokens), zap.Int("threshold", thr))
+	l.queueCompaction(TriggerAuto)
+}
+
+// queueCompaction queues a compaction of the session's own (automatic or
+// overflow) at the front of the checkpoint commands. No Handle of it is
+// handed out and it does not count against Config.MaxQueue.
+func (l *loop) queueCompaction(trigger history.Trigger) {
+	c := &command{id: newID(), kind: kindCompact, trigger: trigger, pos: NoPosition, finishComp: func(CompactResult) {}}
+	l.q.PushFront(c.id, c)
 	l.publish(l.compactionEvent(c, PhaseQueued))
 }
 
@@ -397,11 +403,8 @@ func (l *loop) overflowCompacted(res CompactResult) {
 // queueOverflow queues the overflow compaction of the active turn's step
 // at the front of the checkpoint commands.
 func (l *loop) queueOverflow() {
-	c := &command{id: newID(), kind: kindCompact, trigger: TriggerOverflow, pos: NoPosition}
-	c.comp, c.finishComp = newHandle[CompactResult](c.id, nil)
-	l.q.PushFront(c.id, c)
 	l.log.Debug("overflow compaction queued")
-	l.publish(l.compactionEvent(c, PhaseQueued))
+	l.queueCompaction(TriggerOverflow)
 }
 
 // compactionEvent returns the lifecycle event of compaction c in phase.

@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -287,6 +288,46 @@ func TestCompact_4_6_Success(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, segs, 1)
 	assert.Equal(t, res.Segment.ID, segs[0].ID)
+}
+
+// commitGate is a store whose CommitCompaction waits for release once it
+// has been entered.
+type commitGate struct {
+	history.Store
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *commitGate) CommitCompaction(ctx context.Context, id string, v uint64, c history.Commit) (uint64, *history.Segment, error) {
+	close(g.entered)
+	<-g.release
+	return g.Store.CommitCompaction(ctx, id, v, c)
+}
+
+// TestCompact_4_6_RunningWhileCommitting: the running action and the
+// committing phase are published before the canonical commit, while it is
+// under way; the completed action after it.
+func TestCompact_4_6_RunningWhileCommitting(t *testing.T) {
+	fake := providertest.New()
+	store := &commitGate{Store: memstore.New(), entered: make(chan struct{}), release: make(chan struct{})}
+	s := newSession(t, fake, session.Config{Store: store})
+	release := sync.OnceFunc(func() { close(store.release) })
+	t.Cleanup(release) // before the session closes: Close waits for the commit
+	converse(t, s, fake, 2)
+	rec := record(t, s)
+	fake.QueueSummary(providertest.Reply{Text: "summary"})
+	h := mustCompact(t, s, "")
+	<-store.entered
+	evs := rec.until(t, func(evs []session.Event) bool {
+		p := phases(evs, h.ID())
+		return len(p) > 0 && p[len(p)-1] == session.PhaseCommitting
+	})
+	assert.Equal(t, []session.ActionStatus{session.ActionRunning}, actions(evs))
+	assert.Nil(t, h.Result())
+	release()
+	require.True(t, wait(t, h).Compacted)
+	evs = rec.until(t, func(evs []session.Event) bool { return len(actions(evs)) == 2 })
+	assert.Equal(t, []session.ActionStatus{session.ActionRunning, session.ActionCompleted}, actions(evs))
 }
 
 // TestCompact_4_7_MidTurnAtCheckpoint: a compact queued during a turn runs at

@@ -25,7 +25,8 @@ const (
 	kindUncompact
 )
 
-// command is one accepted input. Exactly one handle is set, by kind.
+// command is one accepted input. Exactly one finish function is set, by
+// kind: it finishes the command's Handle.
 type command struct {
 	id        string
 	kind      kind
@@ -38,15 +39,10 @@ type command struct {
 	// the command was queued, else why not (Compact with Through).
 	verdict chan error
 
-	turn        *Handle[TurnResult]
 	finishTurn  func(TurnResult)
-	steer       *Handle[SteerResult]
 	finishSteer func(SteerResult)
-	conf        *Handle[ConfigureResult]
 	finishConf  func(ConfigureResult)
-	comp        *Handle[CompactResult]
 	finishComp  func(CompactResult)
-	uncomp      *Handle[UncompactResult]
 	finishUnc   func(UncompactResult)
 }
 

@@ -40,6 +40,35 @@ func itoa(n int64) string {
 	return string(rune('0' + n%10)) // positions in these tests stay below 10
 }
 
+// A replayed compaction's Segment is the committed one as the record holds
+// it: everything but what only the commit knows (Segment ID, usage,
+// provider, context sizes) and the archived messages.
+func TestReplay_CompactionSegmentFromRecord(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{})
+	converse(t, s, fake, 2)
+	fake.QueueSummary(providertest.Reply{Text: "S"})
+	res := wait(t, mustCompact(t, s, "keep the names"))
+	require.True(t, res.Compacted)
+
+	rep, err := s.Replay(context.Background(), session.ReplayOptions{})
+	require.NoError(t, err)
+	defer rep.Sub.Close()
+	fin, ok := rep.Events[len(rep.Events)-1].Payload.(*session.CompactionEvent)
+	require.True(t, ok)
+	require.NotNil(t, fin.Result.Segment)
+	got, want := *fin.Result.Segment, *res.Segment
+	assert.True(t, got.CreatedAt.Equal(want.CreatedAt), "CreatedAt %v, committed %v", got.CreatedAt, want.CreatedAt)
+	assert.True(t, got.StartedAt.Equal(want.StartedAt), "StartedAt %v, committed %v", got.StartedAt, want.StartedAt)
+	want = history.Segment{
+		CompactID: want.CompactID, Trigger: want.Trigger, Summary: want.Summary, Instructions: want.Instructions,
+		Position: want.Position, CreatedAt: got.CreatedAt, StartedAt: got.StartedAt,
+	}
+	assert.Equal(t, want, got)
+	assert.Equal(t, history.TriggerManual, got.Trigger)
+	assert.Equal(t, "keep the names", got.Instructions)
+}
+
 // Replay returns the stored timeline (messages and finished compactions at
 // their positions) and a subscription that starts exactly after it.
 func TestReplay_StoredTimelineThenLive(t *testing.T) {

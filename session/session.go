@@ -319,12 +319,12 @@ func resume(ctx context.Context, store history.Store, snap *history.Snapshot, se
 	eff, differ := reopened(set, stored)
 	if len(differ) > 0 {
 		fields := []zap.Field{zap.String("session", snap.ID)}
-		for _, name := range differ {
+		for _, f := range differ {
 			winner := "config"
-			if slices.Contains(eff.Configured, name) {
+			if slices.Contains(eff.Configured, f.name()) {
 				winner = "stored (set by Configure)"
 			}
-			fields = append(fields, zap.Dict(name, zap.Any("config", set.field(name)), zap.Any("stored", stored.field(name)), zap.String("effective", winner)))
+			fields = append(fields, zap.Dict(f.name(), zap.Any("config", f.value(&set)), zap.Any("stored", f.value(&stored)), zap.String("effective", winner)))
 		}
 		log.Info("the stored settings differ from Config", fields...)
 	}
@@ -398,6 +398,18 @@ func (s *Session) admit(ctx context.Context, c *command) error {
 	}
 }
 
+// enqueue admits command c with a new Handle, which finish (c's finish
+// function of its kind) finishes and whose Cancel asks the loop to cancel
+// c. Errors as for admit.
+func enqueue[R any](ctx context.Context, s *Session, c *command, finish *func(R)) (*Handle[R], error) {
+	h, f := newHandle[R](c.id, func() { s.cancel(c.id) })
+	*finish = f
+	if err := s.admit(ctx, c); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
 // cancel asks the loop to cancel command id.
 func (s *Session) cancel(id string) {
 	select {
@@ -417,11 +429,7 @@ func (s *Session) Prompt(ctx context.Context, req PromptRequest) (*Handle[TurnRe
 		return nil, err
 	}
 	c := &command{id: newID(), kind: kindPrompt, text: req.Text}
-	c.turn, c.finishTurn = newHandle[TurnResult](c.id, func() { s.cancel(c.id) })
-	if err := s.admit(ctx, c); err != nil {
-		return nil, err
-	}
-	return c.turn, nil
+	return enqueue(ctx, s, c, &c.finishTurn)
 }
 
 // Steer queues user input for the active turn: it becomes a user message
@@ -433,11 +441,7 @@ func (s *Session) Steer(ctx context.Context, req SteerRequest) (*Handle[SteerRes
 		return nil, err
 	}
 	c := &command{id: newID(), kind: kindSteer, text: req.Text}
-	c.steer, c.finishSteer = newHandle[SteerResult](c.id, func() { s.cancel(c.id) })
-	if err := s.admit(ctx, c); err != nil {
-		return nil, err
-	}
-	return c.steer, nil
+	return enqueue(ctx, s, c, &c.finishSteer)
 }
 
 // Configure queues a settings change, applied at the next step checkpoint
@@ -453,11 +457,7 @@ func (s *Session) Configure(ctx context.Context, req ConfigureRequest) (*Handle[
 		return nil, err
 	}
 	c := &command{id: newID(), kind: kindConfigure, configure: req}
-	c.conf, c.finishConf = newHandle[ConfigureResult](c.id, func() { s.cancel(c.id) })
-	if err := s.admit(ctx, c); err != nil {
-		return nil, err
-	}
-	return c.conf, nil
+	return enqueue(ctx, s, c, &c.finishConf)
 }
 
 // Compact queues a manual compaction and returns its Handle as soon as the
@@ -475,11 +475,7 @@ func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[Comp
 	if req.Through != "" {
 		c.verdict = make(chan error, 1)
 	}
-	c.comp, c.finishComp = newHandle[CompactResult](c.id, func() { s.cancel(c.id) })
-	if err := s.admit(ctx, c); err != nil {
-		return nil, err
-	}
-	return c.comp, nil
+	return enqueue(ctx, s, c, &c.finishComp)
 }
 
 // Uncompact queues an undo of the newest compaction that is not undone
@@ -492,11 +488,7 @@ func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[Comp
 // Prompt.
 func (s *Session) Uncompact(ctx context.Context, req UncompactRequest) (*Handle[UncompactResult], error) {
 	c := &command{id: newID(), kind: kindUncompact}
-	c.uncomp, c.finishUnc = newHandle[UncompactResult](c.id, func() { s.cancel(c.id) })
-	if err := s.admit(ctx, c); err != nil {
-		return nil, err
-	}
-	return c.uncomp, nil
+	return enqueue(ctx, s, c, &c.finishUnc)
 }
 
 // Interrupt stops what the session is doing, as an editor's stop button

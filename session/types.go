@@ -170,49 +170,56 @@ type settings struct {
 	Configured          []string `json:"configured,omitempty"`
 }
 
-// settingNames are the names of the stored settings, as Settings.Configured
-// lists them.
-var settingNames = []string{"SystemPrompt", "AutoCompactTokens", "CompactInstructions", "ContextWindow", "AutoCompactRatio", "MaxSteps", "CompactOnOverflow"}
-
-// field returns the value of setting name, for comparisons and logs.
-func (s *settings) field(name string) any {
-	switch name {
-	case "SystemPrompt":
-		return s.SystemPrompt
-	case "AutoCompactTokens":
-		return s.AutoCompactTokens
-	case "CompactInstructions":
-		return s.CompactInstructions
-	case "ContextWindow":
-		return s.ContextWindow
-	case "AutoCompactRatio":
-		return s.AutoCompactRatio
-	case "MaxSteps":
-		return s.MaxSteps
-	case "CompactOnOverflow":
-		return s.CompactOnOverflow
-	}
-	return nil
+// setting is one stored setting, by the name Settings.Configured lists it
+// under: its value in settings and in a ConfigureRequest.
+type setting interface {
+	name() string
+	value(s *settings) any                       // for comparisons and logs
+	take(dst, src *settings)                     // sets dst's value to src's
+	apply(r *ConfigureRequest, s *settings) bool // sets r's value in s; false when r leaves it
 }
 
-// take sets setting name to its value in from.
-func (s *settings) take(name string, from *settings) {
-	switch name {
-	case "SystemPrompt":
-		s.SystemPrompt = from.SystemPrompt
-	case "AutoCompactTokens":
-		s.AutoCompactTokens = from.AutoCompactTokens
-	case "CompactInstructions":
-		s.CompactInstructions = from.CompactInstructions
-	case "ContextWindow":
-		s.ContextWindow = from.ContextWindow
-	case "AutoCompactRatio":
-		s.AutoCompactRatio = from.AutoCompactRatio
-	case "MaxSteps":
-		s.MaxSteps = from.MaxSteps
-	case "CompactOnOverflow":
-		s.CompactOnOverflow = from.CompactOnOverflow
+// field is the setting of type T at in(s), which a ConfigureRequest sets at
+// req(r) (nil = unchanged).
+type field[T comparable] struct {
+	n   string
+	in  func(*settings) *T
+	req func(*ConfigureRequest) *T
+}
+
+func (f field[T]) name() string            { return f.n }
+func (f field[T]) value(s *settings) any   { return *f.in(s) }
+func (f field[T]) take(dst, src *settings) { *f.in(dst) = *f.in(src) }
+
+func (f field[T]) apply(r *ConfigureRequest, s *settings) bool {
+	v := f.req(r)
+	if v != nil {
+		*f.in(s) = *v
 	}
+	return v != nil
+}
+
+// settingFields are the stored settings, in the order Settings.Configured
+// lists them: the one list a new setting is added to.
+var settingFields = []setting{
+	field[string]{"SystemPrompt", func(s *settings) *string { return &s.SystemPrompt }, func(r *ConfigureRequest) *string { return r.SystemPrompt }},
+	field[int]{"AutoCompactTokens", func(s *settings) *int { return &s.AutoCompactTokens }, func(r *ConfigureRequest) *int { return r.AutoCompactTokens }},
+	field[string]{"CompactInstructions", func(s *settings) *string { return &s.CompactInstructions }, func(r *ConfigureRequest) *string { return r.CompactInstructions }},
+	field[int]{"ContextWindow", func(s *settings) *int { return &s.ContextWindow }, func(r *ConfigureRequest) *int { return r.ContextWindow }},
+	field[float64]{"AutoCompactRatio", func(s *settings) *float64 { return &s.AutoCompactRatio }, func(r *ConfigureRequest) *float64 { return r.AutoCompactRatio }},
+	field[int]{"MaxSteps", func(s *settings) *int { return &s.MaxSteps }, func(r *ConfigureRequest) *int { return r.MaxSteps }},
+	field[bool]{"CompactOnOverflow", func(s *settings) *bool { return &s.CompactOnOverflow }, func(r *ConfigureRequest) *bool { return r.CompactOnOverflow }},
+}
+
+// settingNamed returns the stored setting called name, nil for a name that
+// is not one (a store may hold anything).
+func settingNamed(name string) setting {
+	for _, f := range settingFields {
+		if f.name() == name {
+			return f
+		}
+	}
+	return nil
 }
 
 // reopened returns the effective settings of a session opened again with
@@ -221,16 +228,18 @@ func (s *settings) take(name string, from *settings) {
 // example, survives a reload); every other field takes cfg's value (the
 // application's own code, a changed system prompt for example, takes
 // effect). It also returns the fields where cfg and stored differ.
-func reopened(cfg, stored settings) (settings, []string) {
+func reopened(cfg, stored settings) (settings, []setting) {
 	out := cfg
 	out.Configured = slices.Clone(stored.Configured)
 	for _, name := range stored.Configured {
-		out.take(name, &stored)
+		if f := settingNamed(name); f != nil {
+			f.take(&out, &stored)
+		}
 	}
-	var differ []string
-	for _, name := range settingNames {
-		if cfg.field(name) != stored.field(name) {
-			differ = append(differ, name)
+	var differ []setting
+	for _, f := range settingFields {
+		if f.value(&cfg) != f.value(&stored) {
+			differ = append(differ, f)
 		}
 	}
 	return out, differ
@@ -349,45 +358,19 @@ type ConfigureRequest struct {
 }
 
 func (r *ConfigureRequest) apply(s settings) settings {
-	if r.SystemPrompt != nil {
-		s.SystemPrompt = *r.SystemPrompt
-	}
-	if r.AutoCompactTokens != nil {
-		s.AutoCompactTokens = *r.AutoCompactTokens
-	}
-	if r.CompactInstructions != nil {
-		s.CompactInstructions = *r.CompactInstructions
-	}
-	if r.ContextWindow != nil {
-		s.ContextWindow = *r.ContextWindow
-	}
-	if r.AutoCompactRatio != nil {
-		s.AutoCompactRatio = *r.AutoCompactRatio
-	}
-	if r.MaxSteps != nil {
-		s.MaxSteps = *r.MaxSteps
-	}
-	if r.CompactOnOverflow != nil {
-		s.CompactOnOverflow = *r.CompactOnOverflow
+	for _, f := range settingFields {
+		f.apply(r, &s)
 	}
 	return s
 }
 
 // configured adds the names of the settings r sets to s.Configured.
 func (r *ConfigureRequest) configured(s settings) settings {
-	set := map[string]bool{
-		"SystemPrompt":        r.SystemPrompt != nil,
-		"AutoCompactTokens":   r.AutoCompactTokens != nil,
-		"CompactInstructions": r.CompactInstructions != nil,
-		"ContextWindow":       r.ContextWindow != nil,
-		"AutoCompactRatio":    r.AutoCompactRatio != nil,
-		"MaxSteps":            r.MaxSteps != nil,
-		"CompactOnOverflow":   r.CompactOnOverflow != nil,
-	}
+	var probe settings
 	names := slices.Clone(s.Configured)
-	for _, name := range settingNames {
-		if set[name] && !slices.Contains(names, name) {
-			names = append(names, name)
+	for _, f := range settingFields {
+		if f.apply(r, &probe) && !slices.Contains(names, f.name()) {
+			names = append(names, f.name())
 		}
 	}
 	s.Configured = names
