@@ -25,11 +25,6 @@ type EventBatch struct {
 	// far, also to events that are not logged (deltas): at least the Seq of
 	// the last event, and at least the Through recorded before.
 	Through uint64
-	// Final says that the session is closing: the process that logged the
-	// batch gives out no number above Through. After a batch that is not
-	// final, a later process cannot know the numbers the earlier one gave
-	// out after it (see [Snapshot.LastSeq]).
-	Final bool
 }
 
 // EventLog is implemented by stores that keep each session's timeline
@@ -39,7 +34,7 @@ type EventBatch struct {
 // postgres) all implement it.
 type EventLog interface {
 	// LogEvents appends b.Events to the session's log and records
-	// b.Through and b.Final, in one transaction. It is not a versioned
+	// b.Through, in one transaction. It is not a versioned
 	// write: it neither takes nor changes the session's version, so it can
 	// run beside the session's other writes (a lease still fences it, as
 	// every write). The events' Seqs must increase and lie above the

@@ -237,11 +237,8 @@ type Snapshot struct {
 	// stay so until [Store.Recover] records them as failed.
 	Interrupted []string
 	// LastSeq is the Through of the last [EventBatch] logged for the
-	// session (0 when none, or when the store is no [EventLog]), and
-	// SeqFinal whether that batch was Final: when it was not, the process
-	// that logged it may have given out numbers above LastSeq.
-	LastSeq  uint64
-	SeqFinal bool
+	// session: 0 when none, or when the store is no [EventLog].
+	LastSeq uint64
 }
 
 // Commit is one canonical compaction commit (docs/design.md §4.6).

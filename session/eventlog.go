@@ -19,10 +19,10 @@ import (
 // Messages are logged by reference (their timeline position, or ID), not
 // copied: a replay reads them back from the store.
 
-// seqGap is how far a session's numbering jumps when it is opened after a
-// process that did not close it: that process may have given out numbers
-// above the last one it logged (deltas, and events of its last moments),
-// never 2^32 of them between two log writes.
+// seqGap is how far a session's numbering jumps when the session is
+// opened again: the process before may have given out numbers above the
+// last one it logged (deltas, and the events of its last moments if it
+// stopped without closing), never 2^32 of them.
 const seqGap = 1 << 32
 
 // Kinds of logged events.
@@ -328,31 +328,24 @@ type eventLog struct {
 	busy     bool             // the logger is writing a batch
 	logged   uint64           // the Through the store holds
 	failedAt uint64           // the Through of the last batch that failed; 0 when none
-	final    bool             // the final batch was handed over
+	final    bool             // the session's last batch was handed over
 }
 
-// startNumbering sets where the loop's numbering starts for a session
-// opened from snap (created when this open made it), and writes what a
-// later process needs to know about it: after a session closed cleanly
-// its numbers continue, but first the store must stop saying that no
-// number above its last one was given.
-func startNumbering(ctx context.Context, store history.Store, snap *history.Snapshot, created bool) (eventLog, uint64, error) {
+// startNumbering returns where the loop's numbering starts for a session
+// opened from snap (created when this open made it): at 0 for a new
+// session, seqGap above the last logged number for one opened again. The
+// jump needs no write at open, and holds also after a process that
+// stopped without closing.
+func startNumbering(store history.Store, snap *history.Snapshot, created bool) (eventLog, uint64) {
 	el, ok := store.(history.EventLog)
 	if !ok {
-		return eventLog{}, 0, nil
+		return eventLog{}, 0
 	}
 	elog := eventLog{store: el, logged: snap.LastSeq}
-	switch {
-	case created:
-		return elog, 0, nil
-	case !snap.SeqFinal:
-		// The process before may have given out numbers it did not log.
-		return elog, min(snap.LastSeq+seqGap, history.MaxSeq-seqGap), nil
+	if created {
+		return elog, 0
 	}
-	if err := el.LogEvents(ctx, snap.ID, history.EventBatch{Through: snap.LastSeq}); err != nil {
-		return eventLog{}, 0, fmt.Errorf("session: event log: %w", err)
-	}
-	return elog, snap.LastSeq, nil
+	return elog, min(snap.LastSeq+seqGap, history.MaxSeq-seqGap)
 }
 
 // logPublished notes a published event for the log.
@@ -373,7 +366,7 @@ func (l *loop) flushLog(final bool) {
 		return
 	}
 	el.final = final
-	batch := history.EventBatch{Through: through, Final: final}
+	batch := history.EventBatch{Through: through}
 	for _, ev := range el.unlogged {
 		le, err := encodeEvent(ev)
 		if err != nil {
@@ -388,7 +381,7 @@ func (l *loop) flushLog(final bool) {
 		err := store.LogEvents(storeCtx, id, batch)
 		if err != nil {
 			// It may have landed all the same (a lost acknowledgement).
-			if snap, rerr := reader.Load(storeCtx, id); rerr == nil && snap.LastSeq >= batch.Through && snap.SeqFinal == batch.Final {
+			if snap, rerr := reader.Load(storeCtx, id); rerr == nil && snap.LastSeq >= batch.Through {
 				err = nil
 			}
 		}

@@ -202,10 +202,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		nextPos += int64(len(msgs))
 	}
 
-	elog, start, err := startNumbering(ctx, store, snap, created)
-	if err != nil {
-		return nil, err
-	}
+	elog, start := startNumbering(store, snap, created)
 
 	maxQueue := cfg.MaxQueue
 	if maxQueue == 0 {

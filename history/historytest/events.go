@@ -28,7 +28,7 @@ func loggedEvent(seq uint64, kind string) history.LoggedEvent {
 }
 
 // testEventLog: logged events come back in order, from any point, across a
-// reopen, with the last batch's Through and Final in the snapshot; a log
+// reopen, with the last batch's Through in the snapshot; a log
 // write is a write (version, conflicts).
 func testEventLog(t *testing.T, h Harness) {
 	ctx := context.Background()
@@ -38,7 +38,6 @@ func testEventLog(t *testing.T, h Harness) {
 	snap, err := s.Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Zero(t, snap.LastSeq, "a new session has logged nothing")
-	assert.False(t, snap.SeqFinal)
 	evs, err := l.Events(ctx, "s", 0, 0)
 	require.NoError(t, err)
 	assert.Empty(t, evs)
@@ -51,7 +50,7 @@ func testEventLog(t *testing.T, h Harness) {
 	v = appendMsgs(t, s, "s", v, Msgs("m", 2)) // other writes leave the log as it is
 	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Through: 9}), "a batch may carry no events, only a Through")
 	second := []history.LoggedEvent{loggedEvent(10, "message"), loggedEvent(12, "compaction")}
-	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Events: second, Through: 12, Final: true}))
+	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Events: second, Through: 12}))
 	_, err = s.Append(ctx, "s", v, Msgs("n", 1))
 	require.NoError(t, err, "a log write does not make the session's next write conflict")
 
@@ -75,7 +74,6 @@ func testEventLog(t *testing.T, h Harness) {
 		snap, err := s.Load(ctx, "s")
 		require.NoError(t, err)
 		assert.Equal(t, uint64(12), snap.LastSeq, "round %d", round)
-		assert.True(t, snap.SeqFinal, "round %d", round)
 		s = h.reopen(t, s)
 		l = eventLog(t, s)
 	}
@@ -83,7 +81,6 @@ func testEventLog(t *testing.T, h Harness) {
 	snap, err = s.Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(20), snap.LastSeq)
-	assert.False(t, snap.SeqFinal, "a later batch that is not final clears Final")
 
 	_, err = l.Events(ctx, "nope", 0, 0)
 	require.ErrorIs(t, err, history.ErrNotFound)

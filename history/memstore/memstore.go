@@ -44,7 +44,6 @@ type session struct {
 	updated     time.Time // of the last write
 	events      []history.LoggedEvent
 	lastSeq     uint64 // Through of the last EventBatch
-	seqFinal    bool
 }
 
 // touch advances the version of a write and records its time.
@@ -156,7 +155,6 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 		// NextPosition is the position the next message or compaction takes.
 		NextPosition: ss.nextPos,
 		LastSeq:      ss.lastSeq,
-		SeqFinal:     ss.seqFinal,
 	}
 	for _, c := range ss.compactions {
 		if c.Status == history.StatusInProgress {
@@ -471,7 +469,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 		e.Data = slices.Clone(e.Data)
 		ss.events = append(ss.events, e)
 	}
-	ss.lastSeq, ss.seqFinal = b.Through, b.Final
+	ss.lastSeq = b.Through
 	return nil
 }
 

@@ -121,9 +121,7 @@ CREATE UNIQUE INDEX compactions_undo ON compactions (session_id, undo_id) WHERE 
 	// 4: the event log (history.EventLog): a session's timeline events, so
 	// that sequence numbers and replay survive reopen.
 	`
-ALTER TABLE sessions
-	ADD COLUMN last_seq  bigint  NOT NULL DEFAULT 0,     -- Through of the last batch
-	ADD COLUMN seq_final boolean NOT NULL DEFAULT false; -- that batch was Final
+ALTER TABLE sessions ADD COLUMN last_seq bigint NOT NULL DEFAULT 0; -- Through of the last batch
 
 CREATE TABLE events (
 	session_id bytea  NOT NULL REFERENCES sessions (id),

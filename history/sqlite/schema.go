@@ -115,8 +115,7 @@ CREATE UNIQUE INDEX compactions_undo ON compactions (session_id, undo_id) WHERE 
 	// 5: the event log (history.EventLog): a session's timeline events, so
 	// that sequence numbers and replay survive reopen.
 	`
-ALTER TABLE sessions ADD COLUMN last_seq  INTEGER NOT NULL DEFAULT 0; -- Through of the last batch
-ALTER TABLE sessions ADD COLUMN seq_final INTEGER NOT NULL DEFAULT 0; -- that batch was Final
+ALTER TABLE sessions ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0; -- Through of the last batch
 
 CREATE TABLE events (
 	session_id TEXT    NOT NULL REFERENCES sessions (id),
