@@ -53,28 +53,33 @@ func TestTurnToolCall(t *testing.T) {
 		{"earliest mention wins", "search, then read_file x.go", "search", ``},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := &provider.Request{Purpose: provider.PurposeTurn, Tools: demoTools, Messages: []history.Message{user(tt.text)}}
-			resp, err := New().Complete(t.Context(), req, nil)
-			require.NoError(t, err)
-			if tt.wantTool == "" {
-				assert.Empty(t, resp.Message.ToolCalls)
-				return
-			}
-			require.Len(t, resp.Message.ToolCalls, 1)
-			call := resp.Message.ToolCalls[0]
-			assert.Equal(t, tt.wantTool, call.Name)
-			assert.Equal(t, "Calling "+tt.wantTool+".", resp.Message.Text)
-			assert.Regexp(t, `^call_[0-9a-f]{12}$`, call.ID)
-			require.True(t, json.Valid(call.Arguments), "%s", call.Arguments)
-			if tt.wantArgs != "" {
-				assert.Equal(t, tt.wantArgs, string(call.Arguments))
-			}
-			msg := resp.Message
-			msg.ID = "m1"
-			assert.NoError(t, msg.Validate())
-		})
+		t.Run(tt.name, func(t *testing.T) { checkToolCall(t, demoTools, tt.text, tt.wantTool, tt.wantArgs) })
 	}
+}
+
+// checkToolCall checks the reply to text with tools: one call of wantTool
+// with wantArgs (any when ""), or no call when wantTool is "".
+func checkToolCall(t *testing.T, tools []provider.ToolSpec, text, wantTool, wantArgs string) {
+	t.Helper()
+	req := &provider.Request{Purpose: provider.PurposeTurn, Tools: tools, Messages: []history.Message{user(text)}}
+	resp, err := New().Complete(t.Context(), req, nil)
+	require.NoError(t, err)
+	if wantTool == "" {
+		assert.Empty(t, resp.Message.ToolCalls)
+		return
+	}
+	require.Len(t, resp.Message.ToolCalls, 1)
+	call := resp.Message.ToolCalls[0]
+	assert.Equal(t, wantTool, call.Name)
+	assert.Equal(t, "Calling "+wantTool+".", resp.Message.Text)
+	assert.Regexp(t, `^call_[0-9a-f]{12}$`, call.ID)
+	require.True(t, json.Valid(call.Arguments), "%s", call.Arguments)
+	if wantArgs != "" {
+		assert.Equal(t, wantArgs, string(call.Arguments))
+	}
+	msg := resp.Message
+	msg.ID = "m1"
+	assert.NoError(t, msg.Validate())
 }
 
 func TestTurnToolCallOnlyForLastUserMessage(t *testing.T) {
@@ -218,19 +223,7 @@ func TestTurnIntents(t *testing.T) {
 		{"no file", "tell me a story", "", ""},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := &provider.Request{Purpose: provider.PurposeTurn, Tools: workspaceTools, Messages: []history.Message{user(tt.text)}}
-			resp, err := New().Complete(t.Context(), req, nil)
-			require.NoError(t, err)
-			if tt.wantTool == "" {
-				assert.Empty(t, resp.Message.ToolCalls)
-				return
-			}
-			require.Len(t, resp.Message.ToolCalls, 1)
-			assert.Equal(t, "Calling "+tt.wantTool+".", resp.Message.Text)
-			assert.Equal(t, tt.wantTool, resp.Message.ToolCalls[0].Name)
-			assert.JSONEq(t, tt.wantArgs, string(resp.Message.ToolCalls[0].Arguments))
-		})
+		t.Run(tt.name, func(t *testing.T) { checkToolCall(t, workspaceTools, tt.text, tt.wantTool, tt.wantArgs) })
 	}
 	// Without the tools, the same text is answered as before.
 	resp, err := New().Complete(t.Context(), &provider.Request{Purpose: provider.PurposeTurn, Messages: []history.Message{user("replace foo with bar in main.go")}}, nil)
