@@ -63,7 +63,7 @@ func (v1Surface) userMessage(m history.Message, replayed bool) SessionUpdate {
 
 func (v1Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {
 	title, kind := shownAs(c, d)
-	return &ToolCall{ToolCallID: c.ID, Title: title, Kind: kind, Status: ToolCallInProgress, RawInput: c.Arguments,
+	return &ToolCall{ToolCallID: c.ID, Title: title, Name: c.Name, Kind: kind, Status: ToolCallInProgress, RawInput: c.Arguments,
 		Locations: d.Locations, Content: d.Content}
 }
 
@@ -116,6 +116,7 @@ func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
 	u := &ToolCallUpdate{
 		ToolCallID: c.ID,
 		Title:      Value(title),
+		Name:       Value(c.Name),
 		Kind:       Value(kind),
 		Status:     Value(ToolCallInProgress),
 		RawInput:   c.Arguments,

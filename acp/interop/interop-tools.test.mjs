@@ -165,128 +165,107 @@ function toolCallOf(proc, turn) {
   return upd(l).toolCallId;
 }
 
-test("t1. a turn that reads a file through the editor: fs/read_text_file after the tool_call, the editor's unsaved text", async (t) => {
+/**
+ * One turn with an editor: a fresh project and agent, the editor's
+ * capabilities, a session in the project, prompt, a turn that ends with
+ * end_turn; check gets the process, the project, the turn and its tool
+ * call's ID.
+ */
+async function editorTurn(t, { editor, caps = EDITOR_CAPS, prompt, setup = () => {} }, check) {
   const p = project();
-  const editor = new Editor();
-  editor.files.set(p.file, "The release is in May (unsaved).\n");
+  setup(p);
   try {
     await withEditor(t, { editor }, async (proc) => {
-      await proc.initialize(EDITOR_CAPS);
+      await proc.initialize(caps);
       const sid = await proc.newSession(p.dir);
-      const turn = await proc.prompt(sid, "What does notes.txt say?");
+      const turn = await proc.prompt(sid, prompt);
       assert.equal(turn.response.stopReason, "end_turn");
       await proc.settle();
-      const id = toolCallOf(proc, turn);
-      const { create, final } = toolLines(proc, editor, id);
-      assert.equal(upd(create).kind, "read");
-      assert.equal(upd(create).title, "Read notes.txt");
-      assert.deepEqual(upd(create).locations, [{ path: p.file }]);
-      assert.deepEqual(upd(create).rawInput, { path: "notes.txt" });
-      const read = requestLine(proc, "fs/read_text_file");
-      assert.equal(read.msg.params.path, p.file);
-      assert.ok(create.seq < read.seq && read.seq < final.seq, "tool_call, then the read, then the result");
-      assert.equal(upd(final).status, "completed");
-      assert.match(JSON.stringify(upd(final).content), /May \(unsaved\)/, "the editor's buffer, not the disk");
-      assert.deepEqual(editor.methods(), ["fs/read_text_file"]);
+      await check(proc, p, turn, toolCallOf(proc, turn));
     });
   } finally {
     p.cleanup();
   }
+}
+
+test("t1. a turn that reads a file through the editor: fs/read_text_file after the tool_call, the editor's unsaved text", async (t) => {
+  const editor = new Editor();
+  await editorTurn(t, { editor, prompt: "What does notes.txt say?", setup: (p) => editor.files.set(p.file, "The release is in May (unsaved).\n") }, async (proc, p, turn, id) => {
+    const { create, final } = toolLines(proc, editor, id);
+    assert.equal(upd(create).kind, "read");
+    assert.equal(upd(create).title, "Read notes.txt");
+    assert.deepEqual(upd(create).locations, [{ path: p.file }]);
+    assert.deepEqual(upd(create).rawInput, { path: "notes.txt" });
+    const read = requestLine(proc, "fs/read_text_file");
+    assert.equal(read.msg.params.path, p.file);
+    assert.ok(create.seq < read.seq && read.seq < final.seq, "tool_call, then the read, then the result");
+    assert.equal(upd(final).status, "completed");
+    assert.match(JSON.stringify(upd(final).content), /May \(unsaved\)/, "the editor's buffer, not the disk");
+    assert.deepEqual(editor.methods(), ["fs/read_text_file"]);
+  });
 });
 
 test("t2. an edit after an approved permission request: the request after the tool_call, the diff, the editor's file changed", async (t) => {
-  const p = project();
   const editor = new Editor();
-  try {
-    await withEditor(t, { editor }, async (proc) => {
-      await proc.initialize(EDITOR_CAPS);
-      const sid = await proc.newSession(p.dir);
-      const turn = await proc.prompt(sid, 'replace "March" with "April" in notes.txt');
-      assert.equal(turn.response.stopReason, "end_turn");
-      await proc.settle();
-      const id = toolCallOf(proc, turn);
-      const { create, final } = toolLines(proc, editor, id);
-      const diff = { type: "diff", path: p.file, oldText: "March", newText: "April" };
-      assert.equal(upd(create).kind, "edit");
-      assert.deepEqual(upd(create).content, [diff], "the tool_call shows the diff");
-      const perm = requestLine(proc, "session/request_permission");
-      assert.ok(create.seq < perm.seq, "the client sees the tool_call before the permission request about it");
-      assert.equal(perm.msg.params.toolCall.toolCallId, id);
-      assert.deepEqual(
-        perm.msg.params.options.map((o) => o.kind),
-        ["allow_once", "allow_always", "reject_once"],
-      );
-      assert.deepEqual(perm.msg.params.toolCall.content, [{ type: "diff", path: p.file, oldText: "The release is in March.\n", newText: "The release is in April.\n" }], "the request shows the whole change");
-      const write = requestLine(proc, "fs/write_text_file");
-      assert.ok(perm.seq < write.seq && write.seq < final.seq);
-      assert.equal(upd(final).status, "completed");
-      assert.deepEqual(upd(final).content[0], diff, "the result keeps the diff");
-      assert.equal(editor.files.get(p.file), "The release is in April.\n", "the editor's file shows the change");
-      assert.equal(readFileSync(p.file, "utf8"), "The release is in March.\n", "written through the editor, not to the disk");
-      assert.deepEqual(editor.methods(), ["fs/read_text_file", "session/request_permission", "fs/write_text_file"]);
-    });
-  } finally {
-    p.cleanup();
-  }
+  await editorTurn(t, { editor, prompt: 'replace "March" with "April" in notes.txt' }, async (proc, p, turn, id) => {
+    const { create, final } = toolLines(proc, editor, id);
+    const diff = { type: "diff", path: p.file, oldText: "March", newText: "April" };
+    assert.equal(upd(create).kind, "edit");
+    assert.deepEqual(upd(create).content, [diff], "the tool_call shows the diff");
+    const perm = requestLine(proc, "session/request_permission");
+    assert.ok(create.seq < perm.seq, "the client sees the tool_call before the permission request about it");
+    assert.equal(perm.msg.params.toolCall.toolCallId, id);
+    assert.deepEqual(
+      perm.msg.params.options.map((o) => o.kind),
+      ["allow_once", "allow_always", "reject_once"],
+    );
+    assert.deepEqual(perm.msg.params.toolCall.content, [{ type: "diff", path: p.file, oldText: "The release is in March.\n", newText: "The release is in April.\n" }], "the request shows the whole change");
+    const write = requestLine(proc, "fs/write_text_file");
+    assert.ok(perm.seq < write.seq && write.seq < final.seq);
+    assert.equal(upd(final).status, "completed");
+    assert.deepEqual(upd(final).content[0], diff, "the result keeps the diff");
+    assert.equal(editor.files.get(p.file), "The release is in April.\n", "the editor's file shows the change");
+    assert.equal(readFileSync(p.file, "utf8"), "The release is in March.\n", "written through the editor, not to the disk");
+    assert.deepEqual(editor.methods(), ["fs/read_text_file", "session/request_permission", "fs/write_text_file"]);
+  });
 });
 
 test("t3. a denied edit leaves the file unchanged and says the user declined", async (t) => {
-  const p = project();
   const editor = new Editor({ permission: reject });
-  try {
-    await withEditor(t, { editor }, async (proc) => {
-      await proc.initialize(EDITOR_CAPS);
-      const sid = await proc.newSession(p.dir);
-      const turn = await proc.prompt(sid, 'replace "March" with "April" in notes.txt');
-      assert.equal(turn.response.stopReason, "end_turn");
-      await proc.settle();
-      const { final } = toolLines(proc, editor, toolCallOf(proc, turn));
-      assert.equal(upd(final).status, "failed");
-      assert.match(JSON.stringify(upd(final).content), /The user declined/);
-      assert.ok(!JSON.stringify(upd(final).content).includes('"diff"'), "no diff for what was not changed");
-      assert.ok(!editor.methods().includes("fs/write_text_file"), "nothing written");
-      assert.equal(editor.files.get(p.file), "The release is in March.\n");
-      assert.equal(readFileSync(p.file, "utf8"), "The release is in March.\n");
-    });
-  } finally {
-    p.cleanup();
-  }
+  await editorTurn(t, { editor, prompt: 'replace "March" with "April" in notes.txt' }, async (proc, p, turn, id) => {
+    const { final } = toolLines(proc, editor, id);
+    assert.equal(upd(final).status, "failed");
+    assert.match(JSON.stringify(upd(final).content), /The user declined/);
+    assert.ok(!JSON.stringify(upd(final).content).includes('"diff"'), "no diff for what was not changed");
+    assert.ok(!editor.methods().includes("fs/write_text_file"), "nothing written");
+    assert.equal(editor.files.get(p.file), "The release is in March.\n");
+    assert.equal(readFileSync(p.file, "utf8"), "The release is in March.\n");
+  });
 });
 
 test("t4. a command run through the editor's terminal: embedded live, waited for, its output, released", async (t) => {
-  const p = project();
   const editor = new Editor();
-  try {
-    await withEditor(t, { editor }, async (proc) => {
-      await proc.initialize(EDITOR_CAPS);
-      const sid = await proc.newSession(p.dir);
-      const turn = await proc.prompt(sid, "run `cat notes.txt; printf oops >&2; exit 3`");
-      assert.equal(turn.response.stopReason, "end_turn");
-      await proc.settle();
-      const id = toolCallOf(proc, turn);
-      const { create, updates, final } = toolLines(proc, editor, id);
-      assert.equal(upd(create).kind, "execute");
-      assert.deepEqual(editor.methods(), ["session/request_permission", "terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]);
-      const created = editor.calls.find((c) => c.method === "terminal/create").params;
-      assert.deepEqual([created.command, ...created.args], ["sh", "-c", "cat notes.txt; printf oops >&2; exit 3"]);
-      assert.equal(created.cwd, p.dir);
-      assert.ok(created.outputByteLimit > 0, "bounded output");
-      const live = updates.find((l) => upd(l).content?.[0]?.type === "terminal");
-      assert.ok(live, "the terminal embedded in the tool call");
-      const termId = upd(live).content[0].terminalId;
-      const createLine = requestLine(proc, "terminal/create");
-      const release = requestLine(proc, "terminal/release");
-      assert.ok(createLine.seq < live.seq && live.seq < release.seq && release.seq < final.seq);
-      assert.equal(release.msg.params.terminalId, termId);
-      const text = JSON.stringify(upd(final).content);
-      assert.match(text, /exit status 3/);
-      assert.match(text, /The release is in March/);
-      assert.match(text, /oops/);
-      assert.equal(editor.terminals.size, 0, "released");
-    });
-  } finally {
-    p.cleanup();
-  }
+  await editorTurn(t, { editor, prompt: "run `cat notes.txt; printf oops >&2; exit 3`" }, async (proc, p, turn, id) => {
+    const { create, updates, final } = toolLines(proc, editor, id);
+    assert.equal(upd(create).kind, "execute");
+    assert.deepEqual(editor.methods(), ["session/request_permission", "terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]);
+    const created = editor.calls.find((c) => c.method === "terminal/create").params;
+    assert.deepEqual([created.command, ...created.args], ["sh", "-c", "cat notes.txt; printf oops >&2; exit 3"]);
+    assert.equal(created.cwd, p.dir);
+    assert.ok(created.outputByteLimit > 0, "bounded output");
+    const live = updates.find((l) => upd(l).content?.[0]?.type === "terminal");
+    assert.ok(live, "the terminal embedded in the tool call");
+    const termId = upd(live).content[0].terminalId;
+    const createLine = requestLine(proc, "terminal/create");
+    const release = requestLine(proc, "terminal/release");
+    assert.ok(createLine.seq < live.seq && live.seq < release.seq && release.seq < final.seq);
+    assert.equal(release.msg.params.terminalId, termId);
+    const text = JSON.stringify(upd(final).content);
+    assert.match(text, /exit status 3/);
+    assert.match(text, /The release is in March/);
+    assert.match(text, /oops/);
+    assert.equal(editor.terminals.size, 0, "released");
+  });
 });
 
 test("t5. a turn cancelled during a pending permission request: cancelled at once, the client's cancelled answer taken, nothing changed", async (t) => {

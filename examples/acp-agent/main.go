@@ -8,6 +8,13 @@
 // provider. When both ANTHROPIC_API_KEY and the OpenAI variables are set,
 // Anthropic wins. SESSIONKIT_MODEL names the model of either (defaults:
 // claude-sonnet-5-5, gpt-4o-mini).
+// Each session gets the workspace tools (read_file, write_file, edit_file,
+// list_files, search, run_command) confined to the directories the editor
+// named; files and commands go through the editor when it offers fs and
+// terminals, and write_file, edit_file and run_command ask the user's
+// permission first unless --allow-all. MCP servers a session asks for are
+// not connected (a log line says so).
+//
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
 // several agent processes (on one machine with SQLite, on several with
