@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -46,25 +47,29 @@ type agentSession struct {
 	sess *session.Session
 	id   string
 	log  *zap.Logger
-	ops  chan func()     // run on the owner goroutine
-	out  chan []*outItem // to the writer: everything queued, whenever it is free
-	done chan struct{}   // closed when both goroutines have exited
+	ops  chan func() // run on the owner goroutine
+	// describe says how tool calls are shown (Toolset.Describe); nil: the
+	// defaults.
+	describe func(call history.ToolCall, result *history.Message) ToolCallDisplay
+	out      chan []*outItem // to the writer: everything queued, whenever it is free
+	done     chan struct{}   // closed when both goroutines have exited
 
 	// Owned by run.
 	sub        *session.Subscription
-	queue      []*outItem                // queued, not yet taken by the writer
-	prompts    map[string]*waitingPrompt // by command ID
-	extension  map[string]bool           // compactions requested with _sessionkit/compact
-	open       map[string]int64          // compaction entities in progress on the client, by ID: their position
-	lastPos    int64                     // the newest timeline position forwarded
-	draft      string                    // the assistant message being streamed
-	sent       int                       // bytes of its text queued so far
-	afterText  bool                      // the last queued update is agent text
-	used       uint64                    // the last context figure reported
-	closing    *jsonrpc.Responder        // a session/close waiting for the session to end
-	queuedText int                       // bytes of text in queue
-	title      string                    // the title last reported (session_info_update)
-	running    bool                      // v2: the last state_update sent is running
+	queue      []*outItem                  // queued, not yet taken by the writer
+	prompts    map[string]*waitingPrompt   // by command ID
+	extension  map[string]bool             // compactions requested with _sessionkit/compact
+	open       map[string]int64            // compaction entities in progress on the client, by ID: their position
+	lastPos    int64                       // the newest timeline position forwarded
+	draft      string                      // the assistant message being streamed
+	sent       int                         // bytes of its text queued so far
+	afterText  bool                        // the last queued update is agent text
+	used       uint64                      // the last context figure reported
+	closing    *jsonrpc.Responder          // a session/close waiting for the session to end
+	queuedText int                         // bytes of text in queue
+	title      string                      // the title last reported (session_info_update)
+	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
+	running    bool                        // v2: the last state_update sent is running
 }
 
 // waitingPrompt is a session/prompt (or a /compact prompt) waiting for its
@@ -95,8 +100,11 @@ type outItem struct {
 	chunk func(text string) SessionUpdate
 	key   string // what may be merged into it: "m:"+messageID or "c:"+compactionID
 
-	method string // another notification
+	method string // another notification, or a request to the client
 	params any
+	// A request to the client: then gets its answer, on the connection's
+	// dispatcher.
+	then func(result json.RawMessage, err error)
 
 	resp   *jsonrpc.Responder // a response
 	result any
@@ -116,6 +124,7 @@ func newAgentSession(srv *server, sess *session.Session) *agentSession {
 		prompts:   map[string]*waitingPrompt{},
 		extension: map[string]bool{},
 		open:      map[string]int64{},
+		calls:     map[string]history.ToolCall{},
 		lastPos:   -1,
 	}
 }
@@ -180,6 +189,25 @@ func (a *agentSession) post(f func()) {
 	}
 }
 
+// catchUp forwards every event the subscription holds already, without
+// waiting for more. A tool's request to the client is queued after it: the
+// session published the assistant message with the tool call before it ran
+// the tool, so the tool_call update is queued before the tool's requests.
+func (a *agentSession) catchUp() {
+	for a.sub != nil {
+		select {
+		case ev, ok := <-a.sub.Events():
+			if !ok {
+				a.ended()
+				continue
+			}
+			a.forward(ev, false)
+		default:
+			return
+		}
+	}
+}
+
 func (a *agentSession) run(wdone chan struct{}) {
 	defer func() {
 		<-wdone
@@ -236,6 +264,12 @@ func (a *agentSession) writeItem(ctx context.Context, it *outItem) {
 	switch {
 	case it.resp != nil:
 		err = it.resp.Respond(it.result, it.err)
+	case it.then != nil:
+		// Written here, in order; the answer reaches the waiting tool
+		// through then, never through this goroutine.
+		if err = a.srv.conn.Send(ctx, it.method, it.params, it.then); err != nil {
+			it.then(nil, err)
+		}
 	case it.method != "":
 		err = a.srv.conn.Notify(ctx, it.method, it.params)
 	default:
@@ -499,19 +533,49 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 		a.draft, a.sent = "", 0
 		a.enqueueText("m:"+m.ID, unsent(m.Text, sent), false, a.surf.agentChunk(m.ID))
 		for _, c := range m.ToolCalls {
-			a.enqueue(a.surf.toolCall(c))
+			a.calls[c.ID] = c
+			a.enqueue(a.surf.toolCall(c, a.display(c, nil)))
 		}
 	case history.RoleTool:
-		status := ToolCallStatus("completed")
-		if strings.HasPrefix(m.Text, "error:") {
-			status = "failed"
+		c, ok := a.calls[m.ToolCallID]
+		delete(a.calls, m.ToolCallID)
+		if !ok {
+			c = history.ToolCall{ID: m.ToolCallID} // its call was not seen (a replay from the middle)
 		}
-		a.enqueue(&ToolCallUpdate{
-			ToolCallID: m.ToolCallID,
-			Status:     Value(status),
-			Content:    Value([]ToolCallContent{{Content: &ToolContent{Content: TextBlock(m.Text)}}}),
-		})
+		a.enqueue(a.surf.toolUpdate(toolResult(c, m, a.display(c, &m))))
 	}
+}
+
+// display is how tool call c (with its result, when given) is shown.
+func (a *agentSession) display(c history.ToolCall, result *history.Message) ToolCallDisplay {
+	if a.describe == nil || c.Name == "" {
+		return ToolCallDisplay{}
+	}
+	return a.describe(c, result)
+}
+
+// toolResult is the final tool_call_update of call c with result m, as d
+// shows it.
+func toolResult(c history.ToolCall, m history.Message, d ToolCallDisplay) *ToolCallUpdate {
+	status := d.Status
+	if status == "" {
+		status = ToolCallCompleted
+		if strings.HasPrefix(m.Text, "error:") {
+			status = ToolCallFailed
+		}
+	}
+	u := &ToolCallUpdate{
+		ToolCallID: c.ID,
+		Status:     Value(status),
+		Content:    Value(append(slices.Clip(d.Content), ToolCallContent{Content: &ToolContent{Content: TextBlock(m.Text)}})),
+	}
+	if d.Title != "" {
+		u.Title = Value(d.Title)
+	}
+	if len(d.Locations) > 0 {
+		u.Locations = Value(d.Locations)
+	}
+	return u
 }
 
 // compaction forwards a compaction lifecycle event (§7.3, §7.6): with the

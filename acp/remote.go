@@ -587,13 +587,20 @@ func (r *RemoteSession) update(u SessionUpdate) {
 			r.idle(v)
 		}
 	case *ToolCall:
-		r.toolCall(t, v.ToolCallID, v.Title, v.RawInput)
+		name := v.Name // the tool's name; the title is for people
+		if name == "" {
+			name = v.Title
+		}
+		r.toolCall(t, v.ToolCallID, name, v.RawInput)
 	case *ToolCallUpdate:
 		if r.c.v2 != nil && !r.tools[v.ToolCallID] {
 			// v2: the first update of an ID creates the tool call.
 			r.tools[v.ToolCallID] = true
-			title, _ := v.Title.Get()
-			r.toolCall(t, v.ToolCallID, title, v.RawInput)
+			name, _ := v.Name.Get()
+			if name == "" {
+				name, _ = v.Title.Get()
+			}
+			r.toolCall(t, v.ToolCallID, name, v.RawInput)
 		}
 		status, _ := v.Status.Get()
 		if status != "completed" && status != "failed" {

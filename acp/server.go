@@ -66,11 +66,14 @@ type ServerOptions struct {
 	// one). A nil Store means one in-memory store for this connection.
 	Session session.Config
 	// SessionTools, when set, gives each session opened here tools of its
-	// own, next to Session.Tools: it is called with the working directory
-	// the client named in session/new, session/load or session/resume (the
-	// tools of a coding agent are confined to it). An error refuses the
-	// request with invalid params.
-	SessionTools func(cwd string) ([]session.Tool, error)
+	// own, next to Session.Tools, and says how their calls are shown: it is
+	// called with the directories the client named in session/new,
+	// session/load or session/resume (the tools of a coding agent are
+	// confined to them) and the session's [ToolClient], through which the
+	// tools read and write files, run commands and ask the user's
+	// permission via the client. An error refuses the request with invalid
+	// params.
+	SessionTools func(s ToolSession) (Toolset, error)
 	// AgentInfo is reported in the initialize response; zero means
 	// sessionkit and Version.
 	AgentInfo Implementation
@@ -148,6 +151,7 @@ type server struct {
 	initialized bool
 	version     ProtocolVersion // negotiated by initialize
 	compaction  bool            // the client advertised session.compaction (§7.2)
+	clientCaps  ClientCapabilities
 	sessions    map[string]*agentSession
 }
 
@@ -366,6 +370,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 	s.initialized = true
 	s.version = ProtocolVersion1
 	s.compaction = p.ClientCapabilities.SupportsCompaction()
+	s.clientCaps = p.ClientCapabilities
 	s.mu.Unlock()
 	info := s.info()
 	return InitializeResponse{
@@ -447,22 +452,48 @@ func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, e
 	return resp, nil
 }
 
+// place is where the client opens a session: its directories, and how
+// many MCP servers it asked for.
+type place struct {
+	cwd        string
+	dirs       []string
+	mcpServers int
+}
+
+// mcpCount is how many MCP servers a v2 request's raw mcpServers lists.
+func mcpCount(raw json.RawMessage) int {
+	var list []json.RawMessage
+	_ = json.Unmarshal(raw, &list)
+	return len(list)
+}
+
 // open starts a session.Session for id ("" = new) and registers its ACP
 // session; start starts the ACP session (replaying the timeline first when
 // replay is set) and queues first before anything else.
-func (s *server) open(ctx context.Context, id, cwd string, replay bool, first func(a *agentSession)) error {
+func (s *server) open(ctx context.Context, id string, at place, replay bool, first func(a *agentSession)) error {
+	cwd := at.cwd
 	cfg := s.opts.Session
 	cfg.ID = id
 	cfg.Store = s.store
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
+	if at.mcpServers > 0 {
+		// Never silently: the client asked for servers this agent does not
+		// connect to.
+		s.log.Warn("mcpServers are not supported by this agent: the session runs without them", zap.Int("mcpServers", at.mcpServers), zap.String("cwd", cwd))
+	}
+	s.mu.Lock()
+	client := &ToolClient{srv: s, caps: s.clientCaps, v2: s.version == ProtocolVersion2}
+	s.mu.Unlock()
+	var describe func(history.ToolCall, *history.Message) ToolCallDisplay
 	if s.opts.SessionTools != nil {
-		tools, err := s.opts.SessionTools(cwd)
+		set, err := s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), Client: client})
 		if err != nil {
 			return invalidParams(`field "cwd": %v`, err)
 		}
-		cfg.Tools = append(slices.Clip(cfg.Tools), tools...)
+		cfg.Tools = append(slices.Clip(cfg.Tools), set.Tools...)
+		describe = set.Describe
 	}
 	var (
 		sess *session.Session
@@ -484,6 +515,8 @@ func (s *server) open(ctx context.Context, id, cwd string, replay bool, first fu
 		return fmt.Errorf("open session: %w", err)
 	}
 	a := newAgentSession(s, sess)
+	a.describe = describe
+	client.a.Store(a)
 	if err := a.start(replay, func() { first(a) }); err != nil {
 		_ = sess.Close()
 		return fmt.Errorf("open session: %w", err)
@@ -526,16 +559,16 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.create(ctx, p.Cwd, func(id string) any { return NewSessionResponse{SessionID: id} })
+	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, func(id string) any { return NewSessionResponse{SessionID: id} })
 }
 
-// create opens a new session in cwd; its response is result(its ID).
-func (s *server) create(ctx context.Context, cwd string, result func(id string) any) (any, error) {
-	if cwd == "" {
+// create opens a new session at at; its response is result(its ID).
+func (s *server) create(ctx context.Context, at place, result func(id string) any) (any, error) {
+	if at.cwd == "" {
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
 	resp := jsonrpc.Defer(ctx)
-	err := s.open(ctx, "", cwd, false, func(a *agentSession) { opened(resp, result(a.id))(a) })
+	err := s.open(ctx, "", at, false, func(a *agentSession) { opened(resp, result(a.id))(a) })
 	if err != nil {
 		return nil, resp.Respond(nil, err)
 	}
@@ -545,7 +578,7 @@ func (s *server) create(ctx context.Context, cwd string, result func(id string) 
 // attach handles session/load (replay) and session/resume (no replay): a
 // session open on this connection is attached on its owner goroutine, one
 // that is not is opened from the store.
-func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result any) (any, error) {
+func (s *server) attach(ctx context.Context, id string, at place, replay bool, result any) (any, error) {
 	first := opened
 	if replay && s.v2() {
 		first = replayed
@@ -553,7 +586,7 @@ func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result
 	if id == "" {
 		return nil, invalidParams(`field "sessionId": must not be empty`)
 	}
-	if cwd == "" {
+	if at.cwd == "" {
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
 	s.mu.Lock()
@@ -561,7 +594,7 @@ func (s *server) attach(ctx context.Context, id, cwd string, replay bool, result
 	s.mu.Unlock()
 	if !open {
 		resp := jsonrpc.Defer(ctx)
-		if err := s.open(ctx, id, cwd, replay, first(resp, result)); err != nil {
+		if err := s.open(ctx, id, at, replay, first(resp, result)); err != nil {
 			return nil, resp.Respond(nil, err)
 		}
 		return nil, nil
@@ -585,7 +618,7 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, p.Cwd, true, LoadSessionResponse{})
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, true, LoadSessionResponse{})
 }
 
 func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -593,7 +626,7 @@ func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, p.Cwd, false, ResumeSessionResponse{})
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, false, ResumeSessionResponse{})
 }
 
 // closeSession handles session/close: the session is forgotten at once (a

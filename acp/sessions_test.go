@@ -222,12 +222,13 @@ func filterKinds(ks []string, keep ...string) []string {
 // cwd the client named; its error refuses the request with invalid params.
 func TestServe_SessionTools(t *testing.T) {
 	var cwds []string
-	opts := acp.ServerOptions{SessionTools: func(cwd string) ([]session.Tool, error) {
+	opts := acp.ServerOptions{SessionTools: func(ts acp.ToolSession) (acp.Toolset, error) {
+		cwd := ts.Cwd
 		if cwd == "/bad" {
-			return nil, errors.New("not a directory here")
+			return acp.Toolset{}, errors.New("not a directory here")
 		}
 		cwds = append(cwds, cwd)
-		return []session.Tool{{Name: "where", Run: func(context.Context, json.RawMessage) (string, error) { return cwd, nil }}}, nil
+		return acp.Toolset{Tools: []session.Tool{{Name: "where", Run: func(context.Context, json.RawMessage) (string, error) { return cwd, nil }}}}, nil
 	}}
 	fake := providertest.New()
 	c := serve(t, fake, memstore.New(), opts)

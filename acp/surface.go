@@ -23,8 +23,10 @@ type surface interface {
 	// userMessage is a replayed user message, or, when live, its echo (nil:
 	// none).
 	userMessage(m history.Message, replayed bool) SessionUpdate
-	// toolCall is the update that creates a tool call.
-	toolCall(c history.ToolCall) SessionUpdate
+	// toolCall is the update that creates a tool call, shown as d says.
+	toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
+	// toolUpdate is the update that patches a tool call with u.
+	toolUpdate(u *ToolCallUpdate) SessionUpdate
 	// receipts reports whether a prompt is answered at its insertion (v2)
 	// rather than at the end of its turn (v1).
 	receipts() bool
@@ -59,8 +61,24 @@ func (v1Surface) userMessage(m history.Message, replayed bool) SessionUpdate {
 	return &UserMessageChunk{Content: TextBlock(m.Text), MessageID: m.ID}
 }
 
-func (v1Surface) toolCall(c history.ToolCall) SessionUpdate {
-	return &ToolCall{ToolCallID: c.ID, Title: c.Name, Kind: "other", Status: "in_progress", RawInput: c.Arguments}
+func (v1Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {
+	title, kind := shownAs(c, d)
+	return &ToolCall{ToolCallID: c.ID, Title: title, Name: c.Name, Kind: kind, Status: ToolCallInProgress, RawInput: c.Arguments,
+		Locations: d.Locations, Content: d.Content}
+}
+
+func (v1Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate { return u }
+
+// shownAs is the title and kind of tool call c shown as d says.
+func shownAs(c history.ToolCall, d ToolCallDisplay) (string, ToolKind) {
+	title, kind := d.Title, d.Kind
+	if title == "" {
+		title = c.Name
+	}
+	if kind == "" {
+		kind = ToolKindOther
+	}
+	return title, kind
 }
 
 func (v1Surface) receipts() bool { return false }
@@ -93,14 +111,33 @@ func (v2Surface) userMessage(m history.Message, _ bool) SessionUpdate {
 	return &UserMessage{MessageID: m.ID, Content: Value([]ContentBlock{TextBlock(m.Text)})}
 }
 
-func (v2Surface) toolCall(c history.ToolCall) SessionUpdate {
-	return &ToolCallUpdate{
+func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {
+	title, kind := shownAs(c, d)
+	u := &ToolCallUpdate{
 		ToolCallID: c.ID,
-		Title:      Value(c.Name),
-		Kind:       Value(ToolKind("other")),
-		Status:     Value(ToolCallStatus("in_progress")),
+		Title:      Value(title),
+		Name:       Value(c.Name),
+		Kind:       Value(kind),
+		Status:     Value(ToolCallInProgress),
 		RawInput:   c.Arguments,
 	}
+	if len(d.Locations) > 0 {
+		u.Locations = Value(d.Locations)
+	}
+	if len(d.Content) > 0 {
+		u.Content = Value(d.Content)
+	}
+	return v.toolUpdate(u)
+}
+
+// toolUpdate converts the content v2 shapes differently (a diff).
+func (v2Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate {
+	if content, ok := u.Content.Get(); ok {
+		c := *u
+		c.Content = Value(v2Content(content))
+		return &c
+	}
+	return u
 }
 
 func (v2Surface) receipts() bool { return true }

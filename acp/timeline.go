@@ -68,8 +68,11 @@ func (m *TimelineMessage) Text() string { return blocksText(m.Content) }
 
 // TimelineToolCall is a tool call with its latest state.
 type TimelineToolCall struct {
-	ID      string
-	Title   string
+	ID    string
+	Title string
+	// Name is the tool's name, when the agent sent it (ACP's optional name;
+	// sessionkit sends it), "" otherwise.
+	Name    string
 	Status  ToolCallStatus
 	Content []ToolCallContent
 }
@@ -231,7 +234,7 @@ func (t *Timeline) Apply(u SessionUpdate) {
 	case *AgentThoughtChunk:
 		t.chunk(UpdateAgentThoughtChunk, (*ContentChunk)(v))
 	case *ToolCall:
-		tc := &TimelineToolCall{ID: v.ToolCallID, Title: v.Title, Status: v.Status, Content: v.Content}
+		tc := &TimelineToolCall{ID: v.ToolCallID, Title: v.Title, Name: v.Name, Status: v.Status, Content: v.Content}
 		if i, ok := t.tools[v.ToolCallID]; ok {
 			t.Items[i].ToolCall = tc
 			return
@@ -251,6 +254,9 @@ func (t *Timeline) Apply(u SessionUpdate) {
 		}
 		if s, ok := v.Title.Get(); ok {
 			tc.Title = s
+		}
+		if s, ok := v.Name.Get(); ok {
+			tc.Name = s
 		}
 		if v.Content.IsNull() {
 			tc.Content = nil

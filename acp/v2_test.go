@@ -230,7 +230,7 @@ func TestV2_ToolCalls(t *testing.T) {
 		}
 	}
 	require.Len(t, tools, 2)
-	assert.JSONEq(t, `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","kind":"other","status":"in_progress","title":"echo","rawInput":{"x":1}}`, tools[0])
+	assert.JSONEq(t, `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","kind":"other","status":"in_progress","title":"echo","name":"echo","rawInput":{"x":1}}`, tools[0])
 	assert.Contains(t, tools[1], `"status":"completed"`)
 }
 

@@ -244,3 +244,11 @@ func BenchmarkRequest(b *testing.B) {
 		})
 	}
 }
+
+// The summary instructions ask the model to keep the paths of the files
+// read and changed and the commands run with their outcome.
+func TestSystemPromptKeepsFilesAndCommands(t *testing.T) {
+	p := compact.SystemPrompt()
+	assert.Contains(t, p, "the paths of the files that were read, and of the files that were created or changed")
+	assert.Contains(t, p, "the commands that were run, each with its outcome")
+}

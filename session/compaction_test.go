@@ -2,7 +2,9 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -674,4 +676,43 @@ func TestStoreFaults_MemoryEqualsStore(t *testing.T) {
 			sameAsStore(t, s)
 		})
 	}
+}
+
+// A long tool result is stored verbatim (Active, and the Segment a
+// compaction archives it in); only the summary input cuts it, to
+// compact.DefaultMaxToolOutput bytes.
+func TestCompact_LongToolResultVerbatimCutOnlyInSummaryInput(t *testing.T) {
+	long := strings.Repeat("0123456789", 5000) // 50,000 bytes
+	fake := providertest.New()
+	fake.QueueTurn(
+		providertest.Reply{ToolCalls: []history.ToolCall{call("c1", "dump", `{}`)}},
+		providertest.Reply{Text: "dumped"},
+		providertest.Reply{Text: "two"},
+	)
+	fake.QueueSummary(providertest.Reply{Text: "the summary"})
+	s := newSession(t, fake, session.Config{Tools: []session.Tool{{Name: "dump", Run: func(context.Context, json.RawMessage) (string, error) { return long, nil }}}})
+	wait(t, mustPrompt(t, s, "dump it"))
+	wait(t, mustPrompt(t, s, "and then"))
+	h, err := s.Compact(ctxT(t), session.CompactRequest{})
+	require.NoError(t, err)
+	<-h.Finished()
+	require.True(t, h.Result().Compacted, h.Result().Error)
+	require.NotNil(t, h.Result().Segment)
+	var stored string
+	for _, m := range h.Result().Segment.Messages {
+		if m.Role == history.RoleTool {
+			stored = m.Text
+		}
+	}
+	assert.Equal(t, long, stored, "archived verbatim")
+	var summaryInput string
+	for _, r := range fake.Requests() {
+		if r.Purpose == provider.PurposeSummary {
+			summaryInput = r.Messages[0].Text
+		}
+	}
+	require.NotEmpty(t, summaryInput)
+	assert.NotContains(t, summaryInput, long)
+	assert.Contains(t, summaryInput, long[:compact.DefaultMaxToolOutput-10], "the summary input keeps the output's beginning")
+	assert.Less(t, len(summaryInput), compact.DefaultMaxToolOutput+2000, "and cuts the rest")
 }

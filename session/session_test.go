@@ -207,6 +207,27 @@ func TestTurn_ToolErrorAndPanicBecomeResults(t *testing.T) {
 	assert.Equal(t, "error: tool panic failed: panic: boom {}", res.Messages[3].Text)
 }
 
+// A tool's Run is given the ID of the call it runs (session.ToolCallID),
+// the ID its result answers.
+func TestTurn_ToolSeesItsCallID(t *testing.T) {
+	fake := providertest.New()
+	fake.QueueTurn(
+		providertest.Reply{ToolCalls: []history.ToolCall{call("c1", "who", `{}`), call("c2", "who", `{}`)}},
+		providertest.Reply{Text: "ok"},
+	)
+	s := newSession(t, fake, session.Config{Tools: []session.Tool{
+		{Name: "who", Run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+			return "I am " + session.ToolCallID(ctx), nil
+		}},
+	}})
+	res := wait(t, mustPrompt(t, s, "go"))
+	require.NoError(t, res.Err)
+	assert.Equal(t, "I am c1", res.Messages[2].Text)
+	assert.Equal(t, "c1", res.Messages[2].ToolCallID)
+	assert.Equal(t, "I am c2", res.Messages[3].Text)
+	assert.Empty(t, session.ToolCallID(context.Background()))
+}
+
 func TestTurn_ProviderErrorKeepsCommitted(t *testing.T) {
 	fake := providertest.New()
 	fake.QueueTurn(providertest.Reply{Err: errors.New("model overloaded")})

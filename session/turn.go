@@ -198,7 +198,7 @@ func runTool(ctx context.Context, log *zap.Logger, tools map[string]Tool, tc his
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	out, err := tool.Run(ctx, args)
+	out, err := tool.Run(WithToolCallID(ctx, tc.ID), args)
 	if err != nil {
 		return fmt.Sprintf("error: tool %s failed: %v", tc.Name, err)
 	}

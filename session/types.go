@@ -66,8 +66,27 @@ type Tool struct {
 	Parameters  json.RawMessage // JSON Schema of the arguments; nil = no arguments
 	// Run executes the tool. Its text becomes the tool result message; an
 	// error becomes a tool result that says so. ctx is cancelled when the
-	// turn is cancelled or the session closes.
+	// turn is cancelled or the session closes. [ToolCallID] of ctx is the
+	// ID of the call being run.
 	Run func(ctx context.Context, args json.RawMessage) (string, error)
+}
+
+type toolCallKey struct{}
+
+// ToolCallID returns the ID of the tool call a [Tool.Run] is running for:
+// the session sets it on the ctx it passes to Run (the ID the assistant
+// message's history.ToolCall has, which the tool result answers). It
+// returns "" for any other ctx. A tool that reports its progress to a
+// client (ACP tool_call_update, permission requests) names the call with it.
+func ToolCallID(ctx context.Context) string {
+	id, _ := ctx.Value(toolCallKey{}).(string)
+	return id
+}
+
+// WithToolCallID returns a copy of ctx whose [ToolCallID] is id, for tests
+// of tools and for agents that run tools themselves.
+func WithToolCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, toolCallKey{}, id)
 }
 
 // Config configures a session. Provider is required.

@@ -127,7 +127,11 @@ func replayedItems(tl acp.Timeline) []tlItem {
 					text += c.Content.Content.Text.Text
 				}
 			}
-			items = append(items, tlItem{Kind: "tool", ID: tc.ID, Name: tc.Title, Status: string(tc.Status), Text: text})
+			name := tc.Name // the tool's name; the title is for people
+			if name == "" {
+				name = tc.Title
+			}
+			items = append(items, tlItem{Kind: "tool", ID: tc.ID, Name: name, Status: string(tc.Status), Text: text})
 		case it.Compaction != nil:
 			c := it.Compaction
 			item := tlItem{Kind: "compaction", ID: c.ID, Status: string(c.Status), Text: c.SummaryText()}

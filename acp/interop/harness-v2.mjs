@@ -165,6 +165,12 @@ export class V2Agent {
       if (p) bad(p);
       return;
     }
+    if (msg.method === "session/request_permission") {
+      const r = z2.zRequestPermissionRequest.safeParse(msg.params);
+      if (!r.success) return bad(`session/request_permission: ${r.error.message}`);
+      if (!isDeepStrictEqual(r.data, msg.params)) return bad(`session/request_permission: the SDK reads ${JSON.stringify(r.data)}`);
+      return;
+    }
     if (msg.method) {
       if (!msg.method.startsWith("_")) bad(`unexpected agent-to-client method ${msg.method}`);
       return;

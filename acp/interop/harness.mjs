@@ -134,9 +134,11 @@ process.on("exit", () => {
 /**
  * Starts an agent process and connects an SDK client to it.
  *
- * @param {{store: string, args?: string[], env?: Record<string, string>}} opts
+ * @param {{store: string, args?: string[], env?: Record<string, string>, client?: (proc: AgentProcess) => object}} opts
+ *   client, when given, builds the SDK client app (an editor answering the
+ *   agent's requests) instead of the default one.
  */
-export async function startAgent({ store, args = [], env = {} }) {
+export async function startAgent({ store, args = [], env = {}, client }) {
   const bin = buildAgent();
   const child = spawn(bin, ["--store", store, ...args], {
     env: agentEnv(env),
@@ -182,7 +184,7 @@ export async function startAgent({ store, args = [], env = {} }) {
     },
   });
 
-  proc.conn = proc.clientApp().connect(acp.ndJsonStream(sdkOutput, sdkInput));
+  proc.conn = (client ? client(proc) : proc.clientApp()).connect(acp.ndJsonStream(sdkOutput, sdkInput));
   proc.agent = proc.conn.agent;
   await new Promise((resolve, reject) => {
     child.once("spawn", resolve);

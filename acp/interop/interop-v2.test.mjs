@@ -8,7 +8,10 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 
 import { buildAgent, cleanupBuild, tempStore } from "./harness.mjs";
-import { acp2, V2Agent, v2Client, V2_INIT, v2totals } from "./harness-v2.mjs";
+import { acp2, V2Agent, v2Client, V2_INIT, v2totals, z2 } from "./harness-v2.mjs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const P1 = "My project is called Aurora; it is a Go SDK for long conversations, and I drink green tea while I work on it.";
 const P2 = "The release is planned for March.";
@@ -247,6 +250,51 @@ test("v2 d. session/list and session/close", async (t) => {
       s.dispose();
     });
   });
+});
+
+test("v2 e. tools: an edit asks permission in the v2 shape (title, tool_call subject) and runs locally (v2 has no fs); a v2 diff; a rejection changes nothing", async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), "sessionkit-tools-v2-"));
+  const file = join(dir, "notes.txt");
+  writeFileSync(file, "The release is in March.\n");
+  const asked = [];
+  let answer = "allow";
+  const client = acp2
+    .client({ name: "sessionkit-interop-v2-editor" })
+    .onRequest(acp2.methods.client.session.requestPermission, ({ params }) => {
+      asked.push(params);
+      return { outcome: { outcome: "selected", optionId: answer } };
+    })
+    .onNotification(acp2.methods.client.session.update, () => {});
+  try {
+    await withV2Agent(t, {}, async (a) => {
+      await client.connectWith(a.sdkStream(), async (ctx) => {
+        await ctx.request(acp2.methods.agent.initialize, V2_INIT);
+        await ctx.buildSession(dir).withSession(async (s) => {
+          await s.prompt('replace "March" with "April" in notes.txt');
+          const turn = await untilIdle(s);
+          assert.equal(turn.stopReason, "end_turn");
+          assert.equal(readFileSync(file, "utf8"), "The release is in April.\n", "edited locally");
+          const call = turn.updates.find((u) => u.sessionUpdate === "tool_call_update" && u.kind === "edit");
+          assert.ok(call, "the call, created by its first tool_call_update");
+          assert.equal(call.content[0].type, "diff");
+          assert.deepEqual(call.content[0].changes, [{ operation: "modify", path: file }]);
+          assert.match(call.content[0].patch.text, /-March\n\+April/);
+          answer = "reject";
+          await s.prompt('replace "April" with "June" in notes.txt');
+          assert.equal((await untilIdle(s)).stopReason, "end_turn");
+          assert.equal(readFileSync(file, "utf8"), "The release is in April.\n", "a rejected edit changes nothing");
+        });
+      });
+    });
+    assert.equal(asked.length, 2);
+    for (const p of asked) {
+      assert.ok(z2.zRequestPermissionRequest.safeParse(p).success, `a valid v2 permission request: ${JSON.stringify(p)}`);
+      assert.equal(p.subject.type, "tool_call");
+      assert.match(p.title, /^Edit notes.txt/);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test("v2 golden files: every v2 wire type sessionkit writes or reads parses with the SDK's v2 validators", async () => {

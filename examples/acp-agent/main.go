@@ -8,6 +8,13 @@
 // provider. When both ANTHROPIC_API_KEY and the OpenAI variables are set,
 // Anthropic wins. SESSIONKIT_MODEL names the model of either (defaults:
 // claude-sonnet-5-5, gpt-4o-mini).
+// Each session gets the workspace tools (read_file, write_file, edit_file,
+// list_files, search, run_command) confined to the directories the editor
+// named; files and commands go through the editor when it offers fs and
+// terminals, and write_file, edit_file and run_command ask the user's
+// permission first unless --allow-all. MCP servers a session asks for are
+// not connected (a log line says so).
+//
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
 // several agent processes (on one machine with SQLite, on several with
@@ -82,6 +89,7 @@ type config struct {
 	system        string
 	summaryDelay  time.Duration
 	deltaSize     int
+	allowAll      bool
 	verbose       bool
 }
 
@@ -101,6 +109,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.StringVar(&c.system, "system", "You are a careful coding agent.", "system prompt of new sessions")
 	flags.DurationVar(&c.summaryDelay, "summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
+	flags.BoolVar(&c.allowAll, "allow-all", false, "never ask the user's permission before write_file, edit_file and run_command (for scripts)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -177,7 +186,7 @@ func run(args []string) error {
 			Tools:             tools(),
 			Logger:            log,
 		},
-		SessionTools:  workspaceTools(log),
+		SessionTools:  workspaceTools(log, c.allowAll),
 		OmitSummaries: c.omit,
 		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
@@ -185,18 +194,23 @@ func run(args []string) error {
 	})
 }
 
-// workspaceTools gives each session the read-only workspace tools
-// (read_file, list_files, search) confined to its working directory. Tools
-// that change files or run commands wait for permission requests to the
-// editor. A cwd that is not a directory here gets no workspace tools.
-func workspaceTools(log *zap.Logger) func(cwd string) ([]session.Tool, error) {
-	return func(cwd string) ([]session.Tool, error) {
-		ws, err := workspace.New(cwd)
+// workspaceTools gives each session the workspace tools (read_file,
+// write_file, edit_file, list_files, search, run_command) confined to its
+// working directory and additional directories, working through the
+// editor when it offers files and terminals, and asking the user's
+// permission before every change and command unless allowAll. A cwd that
+// is not a directory here gets no workspace tools (its calls in history are
+// still shown as they were).
+func workspaceTools(log *zap.Logger, allowAll bool) func(acp.ToolSession) (acp.Toolset, error) {
+	return func(ts acp.ToolSession) (acp.Toolset, error) {
+		set := acp.Toolset{Describe: workspace.Describe(ts.Cwd)}
+		ws, err := workspace.New(ts.Cwd, ts.AdditionalDirectories...)
 		if err != nil {
-			log.Warn("no workspace tools for this session", zap.String("cwd", cwd), zap.Error(err))
-			return nil, nil
+			log.Warn("no workspace tools for this session", zap.String("cwd", ts.Cwd), zap.Error(err))
+			return set, nil
 		}
-		return ws.ReadTools(workspace.Options{}), nil
+		set.Tools = ws.Tools(workspace.Options{Editor: ts.Client, AllowAll: allowAll})
+		return set, nil
 	}
 }
 

@@ -73,6 +73,7 @@ func TestStartupErrors(t *testing.T) {
 		{"zero lease-ttl", []string{"--store", good, "--lease-ttl", "0s"}, nil, []string{"-lease-ttl"}},
 		{"negative summary-delay", []string{"--store", good, "--summary-delay", "-1s"}, nil, []string{"-summary-delay"}},
 		{"negative offline-delta-size", []string{"--store", good, "--offline-delta-size", "-2"}, nil, []string{"-offline-delta-size"}},
+		{"allow-all not a boolean", []string{"--store", good, "--allow-all=sometimes"}, nil, []string{"-allow-all", `"sometimes"`}},
 		{"unknown flag", []string{"--store", good, "--auto-compact", "5"}, nil, []string{"-auto-compact"}},
 		{"positional argument", []string{"--store", good, "serve"}, nil, []string{`"serve"`, "argument"}},
 		{"store is a directory", []string{"--store", dir}, nil, []string{"-store", dir, "is a directory: give the path of a SQLite file"}},

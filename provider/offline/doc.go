@@ -21,12 +21,20 @@
 //     that tool. Its arguments are built from the tool's JSON Schema
 //     properties and values found in the user text ("name: value", quoted
 //     strings, file names, the words after "for", "of", "about" or ":").
-//  2. The request ends with tool results: the reply reports them, one line
+//  2. The last message is a user message that names no tool but asks for
+//     what a coding agent's tools do: "replace X with Y in F" (X and Y in
+//     double, single or back quotes when they have spaces) calls a tool with
+//     path, old_* and new_* properties (edit_file) with F, X and Y; "run
+//     `cmd`" calls a tool with a command property (run_command); a message
+//     that names a file (main.go, docs/notes.md: a name with a common source
+//     or text extension) calls a tool whose name contains "read" with a path
+//     property (read_file) on it. The reply is "Calling <tool>.".
+//  3. The request ends with tool results: the reply reports them, one line
 //     "<tool> returned: <first 200 characters>" per result.
-//  3. The last user message is a question ("?", a question word, "remember",
+//  4. The last user message is a question ("?", a question word, "remember",
 //     "recall"): the reply quotes the earlier sentence, in Active or in the
 //     retained summary, that shares the most content words with it.
-//  4. Otherwise the reply acknowledges the request: "Noted: <first sentence>"
+//  5. Otherwise the reply acknowledges the request: "Noted: <first sentence>"
 //     followed by the number of messages in context and whether a summary of
 //     earlier conversation is present.
 //

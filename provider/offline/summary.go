@@ -22,6 +22,7 @@ const (
 	requestChars     = 160
 	factChars        = 200
 	toolArgChars     = 80
+	outcomeChars     = 100
 	maxFacts         = 12
 	maxToolBullets   = 10
 	omittedNoteShape = "- … (%d more)"
@@ -33,6 +34,8 @@ type bullet struct {
 	rank  int // drop order: the highest rank is dropped first
 	goal  int // 1-based chronological position among the user's goals; 0 for other bullets
 	focus bool
+	// command: a tool call bullet of a command, whose outcome follows it.
+	command bool
 }
 
 type section struct {
@@ -259,6 +262,9 @@ func toolsUsed(entries []transcript.Entry) []bullet {
 		}
 		out = append(out, bullet{text: text, rank: rankTool})
 	}
+	// The outcome of a command, a failure or a declined call is kept with
+	// its call: the call waiting for its result, by tool.
+	waiting := map[string]int{}
 	for _, e := range entries {
 		name := e.Tool
 		if name == "" {
@@ -267,17 +273,41 @@ func toolsUsed(entries []transcript.Entry) []bullet {
 		switch e.Kind {
 		case transcript.Call:
 			args := collapse(e.Text)
+			n := len(out)
 			add(name, name+"("+truncate(args, toolArgChars)+")")
+			waiting[name] = -1
+			if len(out) > n {
+				waiting[name] = n
+				out[n].command = strings.Contains(args, `"command"`)
+			}
 		case transcript.Result:
 			if !called[name] {
 				add(name, name+" (result only)")
 			}
+			if i, ok := waiting[name]; ok && i >= 0 {
+				if o := outcome(e.Text, out[i].command); o != "" {
+					out[i].text += " → " + o
+				}
+			}
+			delete(waiting, name)
 		}
 	}
 	if more > 0 {
 		out = append(out, bullet{text: fmt.Sprintf("… and %d more tool calls", more), rank: rankTool})
 	}
 	return out
+}
+
+// outcome is what a tool call's result says about how it went, for the
+// summary: the first line of a command's result (its exit status), a
+// failure or a declined call; "" for other results (a file's text).
+func outcome(result string, command bool) string {
+	first, _, _ := strings.Cut(strings.TrimSpace(result), "\n")
+	switch {
+	case command, strings.HasPrefix(first, "error:"), strings.HasPrefix(strings.ToLower(first), "the user declined"):
+		return truncate(collapse(first), outcomeChars)
+	}
+	return ""
 }
 
 // blocks splits text into paragraphs: wrapped lines are joined, blank lines,

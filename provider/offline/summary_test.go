@@ -253,3 +253,22 @@ func TestSummaryNeverEmpty(t *testing.T) {
 		assert.Equal(t, summaryTitle+"\n- 0 earlier messages were compacted", resp.Message.Text)
 	})
 }
+
+// "Tools used" keeps the paths of files read and changed, and the commands
+// run with their outcome (and calls that failed or were declined).
+func TestSummaryToolsKeepPathsAndOutcomes(t *testing.T) {
+	in := "<transcript>\n" +
+		"[user] fix the tests\n" +
+		`[assistant → tool read_file] {"path":"pkg/a.go"}` + "\n[tool read_file] package pkg\nfunc A() {}\n" +
+		`[assistant → tool edit_file] {"path":"pkg/a.go","old_text":"A()","new_text":"B()"}` + "\n[tool edit_file] edited pkg/a.go at line 2\n" +
+		`[assistant → tool run_command] {"command":"go test ./..."}` + "\n[tool run_command] exit status 1\n--- FAIL: TestB\n" +
+		`[assistant → tool write_file] {"path":"notes.md","content":"x"}` + "\n[tool write_file] The user declined: Write notes.md was not allowed; nothing was changed.\n" +
+		`[assistant → tool edit_file] {"path":"gone.go","old_text":"x","new_text":"y"}` + "\n[tool edit_file] error: tool edit_file failed: open gone.go: no such file\n" +
+		"</transcript>"
+	sum := summaryOf(t, New(), in)
+	assert.Contains(t, sum, "- read_file({\"path\":\"pkg/a.go\"})\n")
+	assert.Contains(t, sum, `- edit_file({"path":"pkg/a.go","old_text":"A()","new_text":"B()"})`+"\n")
+	assert.Contains(t, sum, `- run_command({"command":"go test ./..."}) → exit status 1`+"\n")
+	assert.Contains(t, sum, `- write_file({"path":"notes.md","content":"x"}) → The user declined: Write notes.md was not allowed; nothing was changed.`)
+	assert.Contains(t, sum, `- edit_file({"path":"gone.go","old_text":"x","new_text":"y"}) → error: tool edit_file failed: open gone.go: no such file`)
+}

@@ -34,6 +34,11 @@ func turnReply(req *provider.Request) history.Message {
 				}}
 				return reply
 			}
+			if tool, args, ok := intent(last.Text, req.Tools); ok {
+				reply.Text = "Calling " + tool.Name + "."
+				reply.ToolCalls = []history.ToolCall{{ID: "call_" + requestHash(req), Name: tool.Name, Arguments: args}}
+				return reply
+			}
 		case history.RoleTool:
 			reply.Text = reportToolResults(req.Messages)
 			return reply

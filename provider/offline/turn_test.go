@@ -53,28 +53,33 @@ func TestTurnToolCall(t *testing.T) {
 		{"earliest mention wins", "search, then read_file x.go", "search", ``},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			req := &provider.Request{Purpose: provider.PurposeTurn, Tools: demoTools, Messages: []history.Message{user(tt.text)}}
-			resp, err := New().Complete(t.Context(), req, nil)
-			require.NoError(t, err)
-			if tt.wantTool == "" {
-				assert.Empty(t, resp.Message.ToolCalls)
-				return
-			}
-			require.Len(t, resp.Message.ToolCalls, 1)
-			call := resp.Message.ToolCalls[0]
-			assert.Equal(t, tt.wantTool, call.Name)
-			assert.Equal(t, "Calling "+tt.wantTool+".", resp.Message.Text)
-			assert.Regexp(t, `^call_[0-9a-f]{12}$`, call.ID)
-			require.True(t, json.Valid(call.Arguments), "%s", call.Arguments)
-			if tt.wantArgs != "" {
-				assert.Equal(t, tt.wantArgs, string(call.Arguments))
-			}
-			msg := resp.Message
-			msg.ID = "m1"
-			assert.NoError(t, msg.Validate())
-		})
+		t.Run(tt.name, func(t *testing.T) { checkToolCall(t, demoTools, tt.text, tt.wantTool, tt.wantArgs) })
 	}
+}
+
+// checkToolCall checks the reply to text with tools: one call of wantTool
+// with wantArgs (any when ""), or no call when wantTool is "".
+func checkToolCall(t *testing.T, tools []provider.ToolSpec, text, wantTool, wantArgs string) {
+	t.Helper()
+	req := &provider.Request{Purpose: provider.PurposeTurn, Tools: tools, Messages: []history.Message{user(text)}}
+	resp, err := New().Complete(t.Context(), req, nil)
+	require.NoError(t, err)
+	if wantTool == "" {
+		assert.Empty(t, resp.Message.ToolCalls)
+		return
+	}
+	require.Len(t, resp.Message.ToolCalls, 1)
+	call := resp.Message.ToolCalls[0]
+	assert.Equal(t, wantTool, call.Name)
+	assert.Equal(t, "Calling "+wantTool+".", resp.Message.Text)
+	assert.Regexp(t, `^call_[0-9a-f]{12}$`, call.ID)
+	require.True(t, json.Valid(call.Arguments), "%s", call.Arguments)
+	if wantArgs != "" {
+		assert.Equal(t, wantArgs, string(call.Arguments))
+	}
+	msg := resp.Message
+	msg.ID = "m1"
+	assert.NoError(t, msg.Validate())
 }
 
 func TestTurnToolCallOnlyForLastUserMessage(t *testing.T) {
@@ -195,4 +200,33 @@ func TestTurnAcknowledge(t *testing.T) {
 			assert.Equal(t, tt.want, resp.Message.Text)
 		})
 	}
+}
+
+// Rule 2: an edit, a command or a file asked for without naming the tool.
+func TestTurnIntents(t *testing.T) {
+	workspaceTools := []provider.ToolSpec{
+		{Name: "read_file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"start_line":{"type":"integer"}},"required":["path"]}`)},
+		{Name: "edit_file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}}}`)},
+		{Name: "run_command", Parameters: json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout_seconds":{"type":"integer"}}}`)},
+	}
+	tests := []struct {
+		name, text, wantTool, wantArgs string
+	}{
+		{"a file named", "What does notes.txt say about the release?", "read_file", `{"path":"notes.txt"}`},
+		{"a path named", "Look at (cmd/app/main.go) first", "read_file", `{"path":"cmd/app/main.go"}`},
+		{"replace, quoted", `Please replace "March" with "April" in notes.txt.`, "edit_file", `{"path":"notes.txt","old_text":"March","new_text":"April"}`},
+		{"replace, backquoted with spaces", "replace `x := 1` with `x := 2` in pkg/a.go", "edit_file", `{"path":"pkg/a.go","old_text":"x := 1","new_text":"x := 2"}`},
+		{"replace, bare words", "replace foo with bar in main.go", "edit_file", `{"path":"main.go","old_text":"foo","new_text":"bar"}`},
+		{"run", "now run `go test ./...` please", "run_command", `{"command":"go test ./..."}`},
+		{"run before the file it names", "run `cat notes.txt`", "run_command", `{"command":"cat notes.txt"}`},
+		{"a version is no file", "we ship v1.2 on Friday", "", ""},
+		{"no file", "tell me a story", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { checkToolCall(t, workspaceTools, tt.text, tt.wantTool, tt.wantArgs) })
+	}
+	// Without the tools, the same text is answered as before.
+	resp, err := New().Complete(t.Context(), &provider.Request{Purpose: provider.PurposeTurn, Messages: []history.Message{user("replace foo with bar in main.go")}}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, resp.Message.ToolCalls)
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -30,6 +31,14 @@ type Options struct {
 	// CommandTimeout is run_command's timeout when the call names none;
 	// 0 = DefaultCommandTimeout. A call may ask for at most MaxCommandTimeout.
 	CommandTimeout time.Duration
+	// Editor, when set, is the ACP client of the session: files are read
+	// and written through it when it offers fs, commands run in its
+	// terminals when it offers them, and write_file, edit_file and
+	// run_command ask the user's permission first (unless AllowAll). Nil:
+	// everything runs locally and nothing asks.
+	Editor Editor
+	// AllowAll skips the permission requests.
+	AllowAll bool
 }
 
 // Defaults of Options.
@@ -57,7 +66,7 @@ func (o Options) withDefaults() Options {
 // list_files, search and run_command, each confined to the workspace.
 func (w *Workspace) Tools(o Options) []session.Tool {
 	o = o.withDefaults()
-	t := tools{w: w, o: o}
+	t := tools{w: w, o: o, allowed: &allowed{tools: map[string]bool{}}}
 	return []session.Tool{
 		{Name: "read_file", Description: "Read a text file of the workspace, optionally lines start_line..end_line (1-based, inclusive).",
 			Parameters: schema(`"path":{"type":"string"},"start_line":{"type":"integer","minimum":1},"end_line":{"type":"integer","minimum":1}`, "path"),
@@ -103,8 +112,9 @@ func schema(props string, required ...string) json.RawMessage {
 }
 
 type tools struct {
-	w *Workspace
-	o Options
+	w       *Workspace
+	o       Options
+	allowed *allowed // the tools the user always allows in this session
 }
 
 // args decodes a tool call's arguments, refusing unknown members.
@@ -138,7 +148,7 @@ func runePrefix(s string, n int) string {
 	return s[:n]
 }
 
-func (t tools) readFile(_ context.Context, raw json.RawMessage) (string, error) {
+func (t tools) readFile(ctx context.Context, raw json.RawMessage) (string, error) {
 	var in struct {
 		Path      string `json:"path"`
 		StartLine int    `json:"start_line"`
@@ -151,14 +161,10 @@ func (t tools) readFile(_ context.Context, raw json.RawMessage) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(p)
+	text, err := t.read(ctx, p, in.Path)
 	if err != nil {
 		return "", err
 	}
-	if !utf8.Valid(data) {
-		return "", fmt.Errorf("%s is not a text file", in.Path)
-	}
-	text := string(data)
 	if in.StartLine > 0 || in.EndLine > 0 {
 		lines := strings.SplitAfter(text, "\n")
 		start, end := max(in.StartLine, 1), in.EndLine
@@ -173,7 +179,7 @@ func (t tools) readFile(_ context.Context, raw json.RawMessage) (string, error) 
 	return bound(text, t.o.MaxOutput), nil
 }
 
-func (t tools) writeFile(_ context.Context, raw json.RawMessage) (string, error) {
+func (t tools) writeFile(ctx context.Context, raw json.RawMessage) (string, error) {
 	var in struct {
 		Path    string `json:"path"`
 		Content string `json:"content"`
@@ -185,16 +191,36 @@ func (t tools) writeFile(_ context.Context, raw json.RawMessage) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+	old, existed := "", false
+	switch st, err := os.Stat(p); {
+	case err == nil && st.IsDir():
+		return "", fmt.Errorf("%s is a directory", in.Path)
+	case err == nil:
+		if old, err = t.read(ctx, p, in.Path); err != nil {
+			return "", err
+		}
+		existed = true
+	case t.o.Editor != nil && t.o.Editor.CanReadFiles():
+		// Not on the disk; maybe a buffer of the editor's not saved yet.
+		if text, err := t.o.Editor.ReadTextFile(ctx, t.w.shown(p), 0, 0); err == nil {
+			old, existed = text, true
+		} else if ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+	}
+	if declined, err := t.permit(ctx, "write_file", "Write "+t.w.rel(p), acp.ToolKindEdit, p, old, in.Content); declined != "" || err != nil {
+		return declined, err
+	}
+	if err := t.write(ctx, p, in.Content, 0o644); err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(p, []byte(in.Content), 0o644); err != nil {
-		return "", err
+	if existed {
+		return fmt.Sprintf("wrote %s (%d bytes; replaced the previous %d bytes)", t.w.rel(p), len(in.Content), len(old)), nil
 	}
 	return fmt.Sprintf("wrote %s (%d bytes)", t.w.rel(p), len(in.Content)), nil
 }
 
-func (t tools) editFile(_ context.Context, raw json.RawMessage) (string, error) {
+func (t tools) editFile(ctx context.Context, raw json.RawMessage) (string, error) {
 	var in struct {
 		Path    string `json:"path"`
 		OldText string `json:"old_text"`
@@ -210,26 +236,30 @@ func (t tools) editFile(_ context.Context, raw json.RawMessage) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	data, err := os.ReadFile(p)
+	data, err := t.read(ctx, p, in.Path)
 	if err != nil {
 		return "", err
 	}
-	switch n := strings.Count(string(data), in.OldText); n {
+	switch n := strings.Count(data, in.OldText); n {
 	case 0:
 		return "", fmt.Errorf("old_text does not occur in %s; nothing was changed", in.Path)
 	case 1:
 	default:
 		return "", fmt.Errorf("old_text occurs %d times in %s; give more context so it occurs once; nothing was changed", n, in.Path)
 	}
-	out := strings.Replace(string(data), in.OldText, in.NewText, 1)
+	out := strings.Replace(data, in.OldText, in.NewText, 1)
+	line := 1 + strings.Count(data[:strings.Index(data, in.OldText)], "\n")
+	if declined, err := t.permit(ctx, "edit_file", "Edit "+t.w.rel(p), acp.ToolKindEdit, p, data, out); declined != "" || err != nil {
+		return declined, err
+	}
 	st, err := os.Stat(p)
 	if err != nil {
 		return "", err
 	}
-	if err := os.WriteFile(p, []byte(out), st.Mode().Perm()); err != nil {
+	if err := t.write(ctx, p, out, st.Mode().Perm()); err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("edited %s", t.w.rel(p)), nil
+	return fmt.Sprintf("edited %s at line %d", t.w.rel(p), line), nil
 }
 
 func (t tools) listFiles(_ context.Context, raw json.RawMessage) (string, error) {
@@ -361,6 +391,12 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 	timeout := t.o.CommandTimeout
 	if in.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, MaxCommandTimeout)
+	}
+	if declined, err := t.permit(ctx, "run_command", "Run "+in.Command, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
+		return declined, err
+	}
+	if t.o.Editor != nil && t.o.Editor.CanRunTerminals() {
+		return t.runInTerminal(ctx, in.Command, timeout)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

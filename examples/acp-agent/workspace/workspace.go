@@ -40,6 +40,7 @@ var ErrOutside = errors.New("workspace: path is outside the workspace")
 // safe for concurrent use.
 type Workspace struct {
 	cwd   string   // resolved working directory, the first root
+	given string   // the working directory as the client named it
 	roots []string // resolved roots
 }
 
@@ -60,7 +61,7 @@ func New(cwd string, additional ...string) (*Workspace, error) {
 			return nil, fmt.Errorf("workspace: %q is not a directory", d)
 		}
 		if i == 0 {
-			w.cwd = r
+			w.cwd, w.given = r, filepath.Clean(d)
 		}
 		w.roots = append(w.roots, r)
 	}
@@ -108,6 +109,16 @@ func (w *Workspace) Resolve(path string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %s (the session may use %s)", ErrOutside, path, strings.Join(w.roots, ", "))
+}
+
+// shown is the resolved path p as the client knows it: below the working
+// directory as the client named it (which may differ from its resolved
+// form through a link), otherwise p.
+func (w *Workspace) shown(p string) string {
+	if r, err := filepath.Rel(w.cwd, p); err == nil && !strings.HasPrefix(r, "..") {
+		return filepath.Join(w.given, r)
+	}
+	return p
 }
 
 // rel returns p relative to the working directory when it lies below it,

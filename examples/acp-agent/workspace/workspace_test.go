@@ -70,6 +70,21 @@ func (f *fixture) outsideUntouched(t *testing.T) {
 	assert.Len(t, entries, 1, "nothing was created outside the workspace")
 }
 
+// toolCall is a call of a workspace tool.
+type toolCall struct {
+	tool string
+	args map[string]any
+}
+
+// fileCalls are calls of the file tools on the file p.
+func fileCalls(p string) []toolCall {
+	return []toolCall{
+		{"read_file", map[string]any{"path": p}},
+		{"write_file", map[string]any{"path": p, "content": "pwned"}},
+		{"edit_file", map[string]any{"path": p, "old_text": "SECRET", "new_text": "pwned"}},
+	}
+}
+
 // Every tool that takes a path refuses one outside the workspace: through
 // "..", as an absolute path, and through a link to a file or a directory.
 func TestConfinement(t *testing.T) {
@@ -86,14 +101,7 @@ func TestConfinement(t *testing.T) {
 		"link to a dir": "out-dir",
 	}
 	for how, p := range escapes {
-		for _, call := range []struct {
-			tool string
-			args map[string]any
-		}{
-			{"read_file", map[string]any{"path": p}},
-			{"write_file", map[string]any{"path": p, "content": "pwned"}},
-			{"edit_file", map[string]any{"path": p, "old_text": "SECRET", "new_text": "pwned"}},
-		} {
+		for _, call := range fileCalls(p) {
 			t.Run(call.tool+"/"+how, func(t *testing.T) {
 				out, err := f.run(t, call.tool, call.args)
 				require.ErrorIs(t, err, workspace.ErrOutside, "output %q", out)
@@ -158,9 +166,16 @@ func TestWriteAndEditFile(t *testing.T) {
 
 	out, err = f.run(t, "edit_file", map[string]any{"path": "docs/notes/a.txt", "old_text": "one", "new_text": "1"})
 	require.NoError(t, err)
-	assert.Equal(t, "edited docs/notes/a.txt", out)
+	assert.Equal(t, "edited docs/notes/a.txt at line 1", out)
 	b, _ = os.ReadFile(filepath.Join(f.root, "docs/notes/a.txt"))
 	assert.Equal(t, "1 two two", string(b))
+
+	out, err = f.run(t, "write_file", map[string]any{"path": "docs/notes/a.txt", "content": "new\ntext\n"})
+	require.NoError(t, err)
+	assert.Equal(t, "wrote docs/notes/a.txt (9 bytes; replaced the previous 9 bytes)", out)
+	out, err = f.run(t, "edit_file", map[string]any{"path": "docs/notes/a.txt", "old_text": "text", "new_text": "words"})
+	require.NoError(t, err)
+	assert.Equal(t, "edited docs/notes/a.txt at line 2", out)
 }
 
 func TestListFiles(t *testing.T) {

@@ -1,0 +1,109 @@
+package workspace
+
+import (
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// Describe returns how the calls of the workspace tools of a session in cwd
+// are shown to an ACP client (acp.Toolset.Describe): their kind (read,
+// edit, search, execute), a title, the files they touch and, for an edit,
+// its diff. It derives everything from the call's arguments and the
+// result's text, which history keeps, so a replay shows each call as it
+// was shown live. cwd need not exist (a replay on another machine).
+//
+// The diff of edit_file is the replaced text and its replacement; that of
+// write_file is the new content with oldText null (for a new file; and for
+// a replaced one, whose previous content history does not keep: its
+// permission request showed the whole change). A call that failed or that
+// the user declined shows no diff.
+func Describe(cwd string) func(call history.ToolCall, result *history.Message) acp.ToolCallDisplay {
+	cwd = filepath.Clean(cwd)
+	abs := func(p string) string {
+		if p == "" {
+			return cwd
+		}
+		if filepath.IsAbs(p) {
+			return filepath.Clean(p)
+		}
+		return filepath.Join(cwd, p)
+	}
+	return func(call history.ToolCall, result *history.Message) acp.ToolCallDisplay {
+		var in struct {
+			Path      string `json:"path"`
+			StartLine int    `json:"start_line"`
+			Content   string `json:"content"`
+			OldText   string `json:"old_text"`
+			NewText   string `json:"new_text"`
+			Pattern   string `json:"pattern"`
+			Command   string `json:"command"`
+		}
+		_ = json.Unmarshal(call.Arguments, &in) // bad arguments: shown without them
+		failed := result != nil && strings.HasPrefix(result.Text, "error:")
+		declined := result != nil && strings.HasPrefix(result.Text, Declined)
+		var d acp.ToolCallDisplay
+		if declined {
+			d.Status = acp.ToolCallFailed
+		}
+		here := func(line int) []acp.ToolCallLocation {
+			l := acp.ToolCallLocation{Path: abs(in.Path)}
+			if line > 0 {
+				u := uint32(line)
+				l.Line = &u
+			}
+			return []acp.ToolCallLocation{l}
+		}
+		diff := func(oldText, newText string) {
+			if !failed && !declined {
+				d.Content = []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: abs(in.Path), OldText: oldText, NewText: newText}}}
+			}
+		}
+		switch call.Name {
+		case "read_file":
+			d.Kind, d.Title, d.Locations = acp.ToolKindRead, "Read "+in.Path, here(in.StartLine)
+		case "write_file":
+			d.Kind, d.Title, d.Locations = acp.ToolKindEdit, "Write "+in.Path, here(0)
+			diff("", in.Content)
+		case "edit_file":
+			d.Kind, d.Title, d.Locations = acp.ToolKindEdit, "Edit "+in.Path, here(editedLine(result))
+			diff(in.OldText, in.NewText)
+		case "list_files":
+			d.Kind, d.Title, d.Locations = acp.ToolKindSearch, "List "+or(in.Path, "."), here(0)
+		case "search":
+			d.Kind, d.Title, d.Locations = acp.ToolKindSearch, fmt.Sprintf("Search for %q in %s", in.Pattern, or(in.Path, ".")), here(0)
+		case "run_command":
+			d.Kind, d.Title = acp.ToolKindExecute, "Run "+in.Command
+		default:
+			return acp.ToolCallDisplay{}
+		}
+		return d
+	}
+}
+
+var editedRE = regexp.MustCompile(`^edited .* at line (\d+)$`)
+
+// editedLine is the line an edit_file result names, 0 for none.
+func editedLine(result *history.Message) int {
+	if result == nil {
+		return 0
+	}
+	if m := editedRE.FindStringSubmatch(result.Text); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

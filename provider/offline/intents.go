@@ -1,0 +1,98 @@
+package offline
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// The requests a user makes of a coding agent's tools without naming them
+// (turn rule 2): an edit, a command, a file to read.
+var (
+	quotedArg = "\"([^\"]+)\"|`([^`]+)`|'([^']+)'|(\\S+)"
+	editRE    = regexp.MustCompile(`(?i)\breplace\s+(?:` + quotedArg + `)\s+with\s+(?:` + quotedArg + `)\s+in\s+(\S+)`)
+	runRE     = regexp.MustCompile("(?i)\\brun\\s+`([^`]+)`")
+	fileRE    = regexp.MustCompile(`(?:^|[\s(\["'` + "`" + `])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock))\b`)
+)
+
+// intent returns the tool call a user message asks for without naming a
+// tool: "replace X with Y in F" calls a tool with path, old and new text
+// properties (edit_file); "run `cmd`" one with a command property
+// (run_command); a message that names a file (a name with a common source
+// or text extension) one whose name says it reads and that has a path
+// property (read_file). X and Y may be quoted ("…", `…`, '…').
+func intent(text string, tools []provider.ToolSpec) (provider.ToolSpec, json.RawMessage, bool) {
+	if m := editRE.FindStringSubmatch(text); m != nil {
+		old, nw, file := firstOf(m[1:5]), firstOf(m[5:9]), trimToken(m[9])
+		for _, t := range tools {
+			path, oldP, newP := "", "", ""
+			for _, p := range schemaProperties(t.Parameters) {
+				n := strings.ToLower(p.name)
+				switch {
+				case strings.HasPrefix(n, "old"):
+					oldP = p.name
+				case strings.HasPrefix(n, "new"):
+					newP = p.name
+				case pathish(n):
+					path = p.name
+				}
+			}
+			if path != "" && oldP != "" && newP != "" {
+				return t, object(path, file, oldP, old, newP, nw), true
+			}
+		}
+	}
+	if m := runRE.FindStringSubmatch(text); m != nil {
+		for _, t := range tools {
+			for _, p := range schemaProperties(t.Parameters) {
+				if p.name == "command" {
+					return t, object("command", m[1]), true
+				}
+			}
+		}
+	}
+	if m := fileRE.FindStringSubmatch(text); m != nil {
+		for _, t := range tools {
+			if !strings.Contains(strings.ToLower(t.Name), "read") {
+				continue
+			}
+			for _, p := range schemaProperties(t.Parameters) {
+				if pathish(p.name) {
+					return t, object(p.name, m[1]), true
+				}
+			}
+		}
+	}
+	return provider.ToolSpec{}, nil, false
+}
+
+// firstOf is the first non-empty group.
+func firstOf(groups []string) string {
+	for _, g := range groups {
+		if g != "" {
+			return g
+		}
+	}
+	return ""
+}
+
+// object encodes name/value pairs as a JSON object, in order.
+func object(kv ...string) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i := 0; i+1 < len(kv); i += 2 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(kv[i])
+		v, _ := json.Marshal(kv[i+1])
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
