@@ -414,11 +414,16 @@ func (s *server) session(id string) (*agentSession, error) {
 }
 
 // sessionCapabilities are the v1 session methods this agent answers:
-// session/list only when its store can list sessions.
+// session/list only when its store can list sessions; additionalDirectories
+// when sessions have tools of their own (ServerOptions.SessionTools), which
+// are given those directories.
 func (s *server) sessionCapabilities() SessionCapabilities {
 	caps := SessionCapabilities{Resume: &Capability{}, Close: &Capability{}}
 	if _, ok := s.store.(history.Lister); ok {
 		caps.List = &Capability{}
+	}
+	if s.opts.SessionTools != nil {
+		caps.AdditionalDirectories = &Capability{}
 	}
 	return caps
 }

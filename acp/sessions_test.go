@@ -37,6 +37,7 @@ func TestServe_SessionList(t *testing.T) {
 	for _, k := range []string{"list", "resume", "close"} {
 		assert.Equal(t, map[string]any{}, init.AgentCapabilities.SessionCapabilities[k], k)
 	}
+	assert.NotContains(t, init.AgentCapabilities.SessionCapabilities, "additionalDirectories", "without SessionTools nothing uses them")
 	var ids []string
 	for _, cwd := range []string{"/a", "/b", "/a"} {
 		var resp struct{ SessionID string }
@@ -232,7 +233,13 @@ func TestServe_SessionTools(t *testing.T) {
 	}}
 	fake := providertest.New()
 	c := serve(t, fake, memstore.New(), opts)
-	c.initialize(`{}`)
+	var init struct {
+		AgentCapabilities struct {
+			SessionCapabilities map[string]any `json:"sessionCapabilities"`
+		} `json:"agentCapabilities"`
+	}
+	c.mustCall("initialize", json.RawMessage(`{"protocolVersion":1}`), &init)
+	assert.Equal(t, map[string]any{}, init.AgentCapabilities.SessionCapabilities["additionalDirectories"], "the session tools are given the additional directories")
 	var resp struct{ SessionID string }
 	c.mustCall("session/new", map[string]any{"cwd": "/project", "mcpServers": []any{}}, &resp)
 	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{{ID: "c1", Name: "where"}}}, providertest.Reply{Text: "done"})

@@ -191,7 +191,9 @@ test("v2 b. a conversation through the SDK's v2 client: prompts, /compact, an au
           assert.equal(c.chunks, "", "no summary chunks on replay: the client gets the summary once");
         }
         assert.ok(replay.some((u) => u.sessionUpdate === "user_message"), "user messages replayed");
-        // Without replayFrom: nothing replayed.
+        // Without replayFrom: nothing replayed. (The commands update of the
+        // resume above follows its response: wait for it first.)
+        await a.waitFor(() => a.updates(resp.seq).find((u) => u.sessionUpdate === "available_commands_update"), "the commands after the first resume");
         const mark2 = a.lines.length;
         await ctx.request(acp2.methods.agent.session.resume, { sessionId: sid, cwd: CWD });
         await new Promise((r) => setTimeout(r, 100));
