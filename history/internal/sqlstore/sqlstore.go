@@ -1,0 +1,85 @@
+// Package sqlstore holds what the SQL stores (history/sqlite,
+// history/postgres) do alike apart from their SQL: the closed state and the
+// error wrapping of a store, the loop over a result's rows, the range and
+// form of stored times and tool-call arguments, the statement of a
+// ListSessions page and the order of the schema migrations. The stores keep
+// their SQL, their driver's error mapping and their row scanning.
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// State is the life of one open store: whether it was closed, and the
+// name its errors start with.
+type State struct {
+	name string
+	// dropCause leaves the driver's error out of the error of a call on a
+	// closed store (database/sql says only "sql: database is closed").
+	dropCause bool
+	closed    atomic.Bool
+}
+
+// NewState returns the state of an open store named name ("sqlite" or
+// "postgres"). dropCause leaves the driver's error out of the errors of
+// calls on a closed store.
+func NewState(name string, dropCause bool) *State {
+	return &State{name: name, dropCause: dropCause}
+}
+
+// Close marks the store closed; it reports whether it already was.
+func (s *State) Close() (already bool) { return s.closed.Swap(true) }
+
+// Closed reports whether the store was closed.
+func (s *State) Closed() bool { return s.closed.Load() }
+
+// Admit checks a call's context and the store before it starts.
+func (s *State) Admit(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return history.ErrClosed
+	}
+	return nil
+}
+
+// Fail wraps an error of the driver for op, reporting a closed store as
+// [history.ErrClosed] and a finished context as the context's error.
+func (s *State) Fail(ctx context.Context, op string, err error) error {
+	switch {
+	case s.closed.Load() && s.dropCause:
+		return fmt.Errorf("%s: %s: %w", s.name, op, history.ErrClosed)
+	case s.closed.Load():
+		return fmt.Errorf("%s: %s: %w (%v)", s.name, op, history.ErrClosed, err)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %s: %w", s.name, op, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %s: %w (%v)", s.name, op, ctx.Err(), err)
+	}
+	return fmt.Errorf("%s: %s: %w", s.name, op, err)
+}
+
+// Rows is a driver's result set as Each reads it (*sql.Rows, pgx.Rows).
+type Rows interface {
+	Next() bool
+	Err() error
+}
+
+// Each calls scan for every row of rows, then returns the error that ended
+// the rows, if any: the first error of scan or of the result. The caller
+// closes rows, and wraps the error (it comes from the driver or from
+// decoding a row).
+func Each(rows Rows, scan func() error) error {
+	for rows.Next() {
+		if err := scan(); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
