@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 	"unicode/utf8"
 
@@ -61,4 +62,11 @@ func FromArguments(text *string, raw []byte) json.RawMessage {
 		return json.RawMessage(raw)
 	}
 	return nil
+}
+
+// SeqAfter is the argument of an Events query for the sequence numbers
+// after after: the schemas keep them in signed 64-bit columns, and no stored
+// number is above math.MaxInt64.
+func SeqAfter(after uint64) int64 {
+	return int64(min(after, math.MaxInt64))
 }

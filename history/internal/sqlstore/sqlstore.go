@@ -65,21 +65,29 @@ func (s *State) Fail(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("%s: %s: %w", s.name, op, err)
 }
 
-// Rows is a driver's result set as Each reads it (*sql.Rows, pgx.Rows).
+// Rows is a driver's result set as Query reads it (*sql.Rows, pgx.Rows).
 type Rows interface {
 	Next() bool
 	Err() error
 }
 
-// Each calls scan for every row of rows, then returns the error that ended
-// the rows, if any: the first error of scan or of the result. The caller
-// closes rows, and wraps the error (it comes from the driver or from
-// decoding a row).
-func Each(rows Rows, scan func() error) error {
+// Query runs a query through open and calls scan for every row of its
+// result; close closes the result. The first error of the query, of scan or
+// of the result is returned through fail, which wraps it for the store's
+// operation (it comes from the driver or from decoding a row).
+func Query[R Rows](open func() (R, error), close func(R), scan func(R) error, fail func(error) error) error {
+	rows, err := open()
+	if err != nil {
+		return fail(err)
+	}
+	defer close(rows)
 	for rows.Next() {
-		if err := scan(); err != nil {
-			return err
+		if err := scan(rows); err != nil {
+			return fail(err)
 		}
 	}
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	return nil
 }
