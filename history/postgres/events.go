@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -46,11 +44,8 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 	}
 	var last int64
 	err = tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return err
 	}
 	if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
 		return err

@@ -164,11 +164,8 @@ func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint
 	}
 	var current uint64
 	err = tx.QueryRow(ctx, `SELECT version FROM sessions WHERE id = $1`, key).Scan(&current)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return nil, s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return nil, err
 	}
 	return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, current, version)
 }
@@ -295,11 +292,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		)
 		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, last_seq, seq_final FROM sessions WHERE id = $1`, bin(id)).
 			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition, &lastSeq, &snap.SeqFinal)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
-		case err != nil:
-			return s.fail(ctx, op, err)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
 		}
 		snap.Config, snap.Summary = config, string(summary)
 		snap.Title, snap.Cwd = defaultTitle(title), string(cwd)
@@ -603,11 +597,8 @@ func (s *Store) recover(ctx context.Context, id string, version uint64, at time.
 // returns its watermark.
 func (s *Store) exists(ctx context.Context, tx pgx.Tx, op, id string) (activeFrom int64, err error) {
 	err = tx.QueryRow(ctx, `SELECT active_from FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return 0, s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return 0, err
 	}
 	return activeFrom, nil
 }
@@ -835,4 +826,9 @@ func (s *Store) records(ctx context.Context, tx pgx.Tx, op, id string) ([]histor
 		return nil, err
 	}
 	return recs, nil
+}
+
+// found maps the error of reading the row of session id (sqlstore.Found).
+func (s *Store) found(ctx context.Context, op, id string, err error) error {
+	return s.st.Found(ctx, op, id, err, pgx.ErrNoRows)
 }

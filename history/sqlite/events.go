@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"time"
 
@@ -39,11 +38,8 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
 		var last seqColumn
 		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
-		case err != nil:
-			return s.fail(ctx, op, err)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
 		}
 		if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
 			return err

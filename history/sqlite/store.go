@@ -142,11 +142,8 @@ func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uin
 	}
 	var current uint64
 	err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, id).Scan(&current)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return nil, s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return nil, err
 	}
 	return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, current, version)
 }
@@ -217,11 +214,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		)
 		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, message_count, last_seq, seq_final FROM sessions WHERE id = ?`, id).
 			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count, (*seqColumn)(&snap.LastSeq), &snap.SeqFinal)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
-		case err != nil:
-			return s.fail(ctx, "load", err)
+		if err := s.found(ctx, "load", id, err); err != nil {
+			return err
 		}
 		snap.Config = config
 		snap.Title = defaultTitle(snap.Title)
@@ -520,11 +514,8 @@ func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.
 // returns its watermark.
 func (s *Store) exists(ctx context.Context, tx *sql.Tx, op, id string) (activeFrom int64, err error) {
 	err = tx.QueryRowContext(ctx, `SELECT active_from FROM sessions WHERE id = ?`, id).Scan(&activeFrom)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return 0, s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return 0, err
 	}
 	return activeFrom, nil
 }
@@ -735,4 +726,9 @@ func (s *Store) records(ctx context.Context, tx *sql.Tx, id string) ([]history.C
 		return nil, err
 	}
 	return recs, nil
+}
+
+// found maps the error of reading the row of session id (sqlstore.Found).
+func (s *Store) found(ctx context.Context, op, id string, err error) error {
+	return s.st.Found(ctx, op, id, err, sql.ErrNoRows)
 }

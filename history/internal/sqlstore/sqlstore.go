@@ -91,3 +91,16 @@ func Query[R Rows](open func() (R, error), close func(R), scan func(R) error, fa
 	}
 	return nil
 }
+
+// Found maps the error of reading the row of session id: the driver's
+// noRows (sql.ErrNoRows, pgx.ErrNoRows) is history.ErrNotFound, any other
+// error is wrapped for op as Fail wraps it, and nil stays nil.
+func (s *State) Found(ctx context.Context, op, id string, err, noRows error) error {
+	switch {
+	case errors.Is(err, noRows):
+		return fmt.Errorf("%w: %q", history.ErrNotFound, id)
+	case err != nil:
+		return s.Fail(ctx, op, err)
+	}
+	return nil
+}
