@@ -18,6 +18,11 @@ import (
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
+// The writes and reads below have the same steps as those of the other SQL
+// store; what they share is in history and history/internal (sqlstore,
+// segments), and the package documentation of history/internal/sqlstore says
+// why the rest, statement by statement, stays here.
+
 const statusInProgress = string(history.StatusInProgress)
 
 // The statements whose cost the design depends on; TestQueryPlans checks

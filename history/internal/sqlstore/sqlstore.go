@@ -4,6 +4,30 @@
 // form of stored times and tool-call arguments, the statement of a
 // ListSessions page and the order of the schema migrations. The stores keep
 // their SQL, their driver's error mapping and their row scanning.
+//
+// What the two stores still write alike, and why it stays in both:
+//
+//   - The methods of history.Store, history.Lister and history.EventLog
+//     (store.go, list.go, events.go): each is a sequence of statements whose
+//     text, placeholders, argument values (bytea through bin in PostgreSQL,
+//     text in SQLite), scan targets and constraint errors (ON CONFLICT DO
+//     NOTHING against SQLite's constraint codes) differ statement by
+//     statement; what lies between the statements is shared already
+//     (history's Check functions, CommittedSegment, MergeEntries,
+//     segments.Builder, Query, Found, ListQuery). Sharing the sequences would
+//     need a callback per statement. What stands twice are their
+//     signatures, the order of the shared calls and Go's error returns.
+//   - The migrations (schema.go): each database's own DDL; their order and
+//     the version bookkeeping are [Schema.Migrate].
+//   - Acquire, Release and ReadLease (lease.go, readlease.go): the lease
+//     rules are history/internal/leasing; SQLite judges a lease by the
+//     machine's clock and its holder's process, PostgreSQL by the database's
+//     clock in the statement, and each takes the lease in its own way (the
+//     committer against a transaction and its row locks).
+//   - The options of Open (WithLeaseTTL, WithHolder): exported functions of
+//     each package's own Option type, one line each.
+//   - PostgreSQL's exported write methods and their fenced twins (setConfig
+//     and so on) have one shape; the fenced store of a lease calls the twin.
 package sqlstore
 
 import (
