@@ -135,26 +135,40 @@ func printSettings(w io.Writer, config json.RawMessage) {
 	_ = tw.Flush()
 }
 
+// readAll loads session id (load reports its state on stderr), then reads
+// its list through get.
+func readAll[T any](ctx context.Context, r *reader, id string, stderr io.Writer, get func(context.Context, string) ([]T, error)) ([]T, error) {
+	if _, _, err := r.load(ctx, id, stderr); err != nil {
+		return nil, err
+	}
+	return get(ctx, id)
+}
+
+// writeJSONList writes items as a JSON array of their conv values.
+func writeJSONList[T, J any](w io.Writer, items []T, conv func(*T) J) error {
+	out := make([]J, len(items))
+	for i := range items {
+		out[i] = conv(&items[i])
+	}
+	return writeJSON(w, out)
+}
+
 // runSegments prints each Segment of a session: its trigger, when it was
 // made, the token figures of its summary call, its summary and, with
 // --messages, the archived messages verbatim.
 func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error {
-	if _, _, err := r.load(ctx, id, stderr); err != nil {
-		return err
-	}
-	segs, err := r.st.Segments(ctx, id)
+	segs, err := readAll(ctx, r, id, stderr, r.st.Segments)
 	if err != nil {
 		return err
 	}
 	if o.json {
-		out := make([]segmentJSON, len(segs))
-		for i := range segs {
-			out[i] = toSegment(&segs[i])
+		return writeJSONList(stdout, segs, func(s *history.Segment) segmentJSON {
+			out := toSegment(s)
 			if !o.messages {
-				out[i].Messages = nil
+				out.Messages = nil
 			}
-		}
-		return writeJSON(stdout, out)
+			return out
+		})
 	}
 	if len(segs) == 0 {
 		fmt.Fprintf(stdout, "session %s has no Segments: it was never compacted\n", id)
@@ -195,19 +209,12 @@ func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, 
 
 // runTimeline prints every message and compaction in timeline order.
 func runTimeline(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error {
-	if _, _, err := r.load(ctx, id, stderr); err != nil {
-		return err
-	}
-	entries, err := r.st.Timeline(ctx, id)
+	entries, err := readAll(ctx, r, id, stderr, r.st.Timeline)
 	if err != nil {
 		return err
 	}
 	if o.json {
-		out := make([]entryJSON, len(entries))
-		for i := range entries {
-			out[i] = toEntry(&entries[i])
-		}
-		return writeJSON(stdout, out)
+		return writeJSONList(stdout, entries, toEntry)
 	}
 	for i := range entries {
 		e := &entries[i]

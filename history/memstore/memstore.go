@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -90,13 +91,21 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// get returns the session for a read, with s.mu held by the caller.
-func (s *Store) get(ctx context.Context, id string) (*session, error) {
+// open checks a call's context and the store, with s.mu held by the caller.
+func (s *Store) open(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return err
 	}
 	if s.closed {
-		return nil, history.ErrClosed
+		return history.ErrClosed
+	}
+	return nil
+}
+
+// get returns the session for a read, with s.mu held by the caller.
+func (s *Store) get(ctx context.Context, id string) (*session, error) {
+	if err := s.open(ctx); err != nil {
+		return nil, err
 	}
 	ss, ok := s.sessions[id]
 	if !ok {
@@ -117,6 +126,40 @@ func (s *Store) write(ctx context.Context, id string, version uint64) (*session,
 	return ss, nil
 }
 
+// errNoChange makes update return the caller's version without a new one.
+var errNoChange = errors.New("no change")
+
+// update runs fn as one write of session id at version, under s.mu: unless
+// fn fails, the session takes the next version. fn changes nothing before it
+// fails; errNoChange returns version.
+func (s *Store) update(ctx context.Context, id string, version uint64, fn func(ss *session) error) (uint64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.write(ctx, id, version)
+	if err != nil {
+		return 0, err
+	}
+	switch err := fn(ss); {
+	case errors.Is(err, errNoChange):
+		return version, nil
+	case err != nil:
+		return 0, err
+	}
+	ss.touch()
+	return ss.version, nil
+}
+
+// view runs fn on session id, under s.mu.
+func (s *Store) view(ctx context.Context, id string, fn func(ss *session) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, err := s.get(ctx, id)
+	if err != nil {
+		return err
+	}
+	return fn(ss)
+}
+
 // Create implements [history.Store].
 func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snapshot, error) {
 	if n.ID == "" {
@@ -127,11 +170,8 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := ctx.Err(); err != nil {
+	if err := s.open(ctx); err != nil {
 		return nil, err
-	}
-	if s.closed {
-		return nil, history.ErrClosed
 	}
 	if _, ok := s.sessions[n.ID]; ok {
 		return nil, fmt.Errorf("%w: %q", history.ErrExists, n.ID)
@@ -166,13 +206,12 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 
 // Load implements [history.Store].
 func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	return ss.snapshot(id), nil
+	var snap *history.Snapshot
+	err := s.view(ctx, id, func(ss *session) error {
+		snap = ss.snapshot(id)
+		return nil
+	})
+	return snap, err
 }
 
 // Append implements [history.Store].
@@ -180,19 +219,14 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 	if err := history.CheckMessages(msgs); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.write(ctx, id, version)
-	if err != nil {
-		return 0, err
-	}
-	for _, m := range cloneMessages(msgs) {
-		ss.messages = append(ss.messages, m)
-		ss.positions = append(ss.positions, ss.nextPos)
-		ss.nextPos++
-	}
-	ss.touch()
-	return ss.version, nil
+	return s.update(ctx, id, version, func(ss *session) error {
+		for _, m := range cloneMessages(msgs) {
+			ss.messages = append(ss.messages, m)
+			ss.positions = append(ss.positions, ss.nextPos)
+			ss.nextPos++
+		}
+		return nil
+	})
 }
 
 // SetConfig implements [history.Store].
@@ -200,15 +234,10 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 	if err := history.CheckConfig(config); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.write(ctx, id, version)
-	if err != nil {
-		return 0, err
-	}
-	ss.config = slices.Clone(config)
-	ss.touch()
-	return ss.version, nil
+	return s.update(ctx, id, version, func(ss *session) error {
+		ss.config = slices.Clone(config)
+		return nil
+	})
 }
 
 func (ss *session) compaction(compactID string) int {
@@ -220,26 +249,21 @@ func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, 
 	if err := history.CheckBegin(&rec); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.write(ctx, id, version)
-	if err != nil {
-		return 0, err
-	}
-	if ss.compaction(rec.CompactID) >= 0 {
-		return 0, fmt.Errorf("%w: compaction %q is already recorded", history.ErrExists, rec.CompactID)
-	}
-	rec.Position = ss.nextPos
-	rec.Summary, rec.Error = "", ""
-	if rec.Status != history.StatusInProgress {
-		rec.FinishedAt = rec.StartedAt
-	} else {
-		rec.FinishedAt = time.Time{}
-	}
-	ss.nextPos++
-	ss.compactions = append(ss.compactions, rec)
-	ss.touch()
-	return ss.version, nil
+	return s.update(ctx, id, version, func(ss *session) error {
+		if ss.compaction(rec.CompactID) >= 0 {
+			return fmt.Errorf("%w: compaction %q is already recorded", history.ErrExists, rec.CompactID)
+		}
+		rec.Position = ss.nextPos
+		rec.Summary, rec.Error = "", ""
+		if rec.Status != history.StatusInProgress {
+			rec.FinishedAt = rec.StartedAt
+		} else {
+			rec.FinishedAt = time.Time{}
+		}
+		ss.nextPos++
+		ss.compactions = append(ss.compactions, rec)
+		return nil
+	})
 }
 
 // inProgress returns the index of an in-progress compaction.
@@ -259,56 +283,52 @@ func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64,
 	if err := history.CheckFinish(status); err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.write(ctx, id, version)
-	if err != nil {
-		return 0, err
-	}
-	i, err := ss.inProgress(compactID)
-	if err != nil {
-		return 0, err
-	}
-	ss.compactions[i].Status = status
-	ss.compactions[i].Error = errText
-	ss.compactions[i].FinishedAt = at
-	ss.touch()
-	return ss.version, nil
+	return s.update(ctx, id, version, func(ss *session) error {
+		i, err := ss.inProgress(compactID)
+		if err != nil {
+			return err
+		}
+		ss.compactions[i].Status = status
+		ss.compactions[i].Error = errText
+		ss.compactions[i].FinishedAt = at
+		return nil
+	})
 }
 
 // CommitCompaction implements [history.Store].
 func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.write(ctx, id, version)
+	var out *history.Segment
+	v, err := s.update(ctx, id, version, func(ss *session) error {
+		if err := history.CheckCommit(&c, len(ss.messages)-ss.activeFrom); err != nil {
+			return err
+		}
+		i, err := ss.inProgress(c.CompactID)
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(ss.segments, func(g segment) bool { return g.seg.ID == c.SegmentID }) {
+			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
+		}
+		rec := &ss.compactions[i]
+		rec.Status = history.StatusCompleted
+		rec.Summary = c.Summary
+		rec.FinishedAt = c.At
+		seg := segment{
+			seg:  *history.CommittedSegment(&c, rec),
+			from: ss.activeFrom,
+			upto: ss.activeFrom + c.Archive,
+		}
+		ss.segments = append(ss.segments, seg)
+		ss.activeFrom = seg.upto
+		ss.summary = c.Summary
+		out = new(history.Segment)
+		*out = seg.seg
+		return nil
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := history.CheckCommit(&c, len(ss.messages)-ss.activeFrom); err != nil {
-		return 0, nil, err
-	}
-	i, err := ss.inProgress(c.CompactID)
-	if err != nil {
-		return 0, nil, err
-	}
-	if slices.ContainsFunc(ss.segments, func(g segment) bool { return g.seg.ID == c.SegmentID }) {
-		return 0, nil, fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
-	}
-	rec := &ss.compactions[i]
-	rec.Status = history.StatusCompleted
-	rec.Summary = c.Summary
-	rec.FinishedAt = c.At
-	seg := segment{
-		seg:  *history.CommittedSegment(&c, rec),
-		from: ss.activeFrom,
-		upto: ss.activeFrom + c.Archive,
-	}
-	ss.segments = append(ss.segments, seg)
-	ss.activeFrom = seg.upto
-	ss.summary = c.Summary
-	ss.touch()
-	out := seg.seg
-	return ss.version, &out, nil
+	return v, out, nil
 }
 
 // Uncompact implements [history.Uncompacter].
@@ -316,38 +336,38 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 	if err := history.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.write(ctx, id, version)
+	var rec *history.UncompactionRecord
+	v, err := s.update(ctx, id, version, func(ss *session) error {
+		// The standing Segments are contiguous and end at the watermark;
+		// the newest is the last of them.
+		last, prev := -1, -1
+		for i := range ss.segments {
+			if !ss.segments[i].seg.Undone() {
+				prev, last = last, i
+			}
+		}
+		if last < 0 {
+			return fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
+		}
+		if slices.ContainsFunc(ss.undos, func(r history.UncompactionRecord) bool { return r.ID == u.ID }) {
+			return fmt.Errorf("%w: uncompaction %q is already recorded", history.ErrExists, u.ID)
+		}
+		g := &ss.segments[last]
+		g.seg.UndoneAt, g.seg.UndoID = u.At, u.ID
+		rec = &history.UncompactionRecord{ID: u.ID, SegmentID: g.seg.ID, CompactID: g.seg.CompactID, Restored: g.upto - g.from, At: u.At, Position: ss.nextPos}
+		ss.nextPos++
+		ss.undos = append(ss.undos, *rec)
+		ss.activeFrom = g.from
+		ss.summary = ""
+		if prev >= 0 {
+			ss.summary = ss.segments[prev].seg.Summary
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	// The standing Segments are contiguous and end at the watermark; the
-	// newest is the last of them.
-	last, prev := -1, -1
-	for i := range ss.segments {
-		if !ss.segments[i].seg.Undone() {
-			prev, last = last, i
-		}
-	}
-	if last < 0 {
-		return 0, nil, fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
-	}
-	if slices.ContainsFunc(ss.undos, func(r history.UncompactionRecord) bool { return r.ID == u.ID }) {
-		return 0, nil, fmt.Errorf("%w: uncompaction %q is already recorded", history.ErrExists, u.ID)
-	}
-	g := &ss.segments[last]
-	g.seg.UndoneAt, g.seg.UndoID = u.At, u.ID
-	rec := history.UncompactionRecord{ID: u.ID, SegmentID: g.seg.ID, CompactID: g.seg.CompactID, Restored: g.upto - g.from, At: u.At, Position: ss.nextPos}
-	ss.nextPos++
-	ss.undos = append(ss.undos, rec)
-	ss.activeFrom = g.from
-	ss.summary = ""
-	if prev >= 0 {
-		ss.summary = ss.segments[prev].seg.Summary
-	}
-	ss.touch()
-	return ss.version, &rec, nil
+	return v, rec, nil
 }
 
 func (ss *session) segmentOf(s *segment) *history.Segment {
@@ -358,55 +378,51 @@ func (ss *session) segmentOf(s *segment) *history.Segment {
 
 // Recover implements [history.Store].
 func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.write(ctx, id, version)
+	var ids []string
+	v, err := s.update(ctx, id, version, func(ss *session) error {
+		for i := range ss.compactions {
+			if c := &ss.compactions[i]; c.Status == history.StatusInProgress {
+				c.Status, c.Error, c.FinishedAt = history.StatusFailed, history.InterruptedError, at
+				ids = append(ids, c.CompactID)
+			}
+		}
+		if len(ids) == 0 {
+			return errNoChange
+		}
+		return nil
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	var ids []string
-	for i := range ss.compactions {
-		if c := &ss.compactions[i]; c.Status == history.StatusInProgress {
-			c.Status, c.Error, c.FinishedAt = history.StatusFailed, history.InterruptedError, at
-			ids = append(ids, c.CompactID)
-		}
-	}
-	if len(ids) == 0 {
-		return version, nil, nil
-	}
-	ss.touch()
-	return ss.version, ids, nil
+	return v, ids, nil
 }
 
 // Segments implements [history.Store].
 func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]history.Segment, 0, len(ss.segments))
-	for i := range ss.segments {
-		out = append(out, *ss.segmentOf(&ss.segments[i]))
-	}
-	return out, nil
+	var out []history.Segment
+	err := s.view(ctx, id, func(ss *session) error {
+		out = make([]history.Segment, 0, len(ss.segments))
+		for i := range ss.segments {
+			out = append(out, *ss.segmentOf(&ss.segments[i]))
+		}
+		return nil
+	})
+	return out, err
 }
 
 // Timeline implements [history.Store].
 func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.get(ctx, id)
-	if err != nil {
-		return nil, err
-	}
-	var activeFrom int64 = ss.nextPos
-	if ss.activeFrom < len(ss.positions) {
-		activeFrom = ss.positions[ss.activeFrom]
-	}
-	return history.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
-		slices.Clone(ss.compactions), slices.Clone(ss.undos), activeFrom), nil
+	var out []history.Entry
+	err := s.view(ctx, id, func(ss *session) error {
+		var activeFrom int64 = ss.nextPos
+		if ss.activeFrom < len(ss.positions) {
+			activeFrom = ss.positions[ss.activeFrom]
+		}
+		out = history.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
+			slices.Clone(ss.compactions), slices.Clone(ss.undos), activeFrom)
+		return nil
+	})
+	return out, err
 }
 
 func cloneMessages(msgs []history.Message) []history.Message {
@@ -429,11 +445,8 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := ctx.Err(); err != nil {
+	if err := s.open(ctx); err != nil {
 		return history.SessionPage{}, err
-	}
-	if s.closed {
-		return history.SessionPage{}, history.ErrClosed
 	}
 	var all []history.SessionInfo
 	for id, ss := range s.sessions {
@@ -456,44 +469,41 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 
 // LogEvents implements [history.EventLog].
 func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.get(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := history.CheckEventBatch(&b, ss.lastSeq); err != nil {
-		return err
-	}
-	for _, e := range b.Events {
-		e.Data = slices.Clone(e.Data)
-		ss.events = append(ss.events, e)
-	}
-	ss.lastSeq = b.Through
-	return nil
+	return s.view(ctx, id, func(ss *session) error {
+		if err := history.CheckEventBatch(&b, ss.lastSeq); err != nil {
+			return err
+		}
+		for _, e := range b.Events {
+			e.Data = slices.Clone(e.Data)
+			ss.events = append(ss.events, e)
+		}
+		ss.lastSeq = b.Through
+		return nil
+	})
 }
 
 // Events implements [history.EventLog].
 func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss, err := s.get(ctx, id)
+	var out []history.LoggedEvent
+	err := s.view(ctx, id, func(ss *session) error {
+		if after == math.MaxUint64 {
+			return nil
+		}
+		i, _ := slices.BinarySearchFunc(ss.events, after+1, func(e history.LoggedEvent, seq uint64) int {
+			return cmp.Compare(e.Seq, seq)
+		})
+		evs := ss.events[i:]
+		if limit > 0 && len(evs) > limit {
+			evs = evs[:limit]
+		}
+		out = slices.Clone(evs)
+		for j := range out {
+			out[j].Data = slices.Clone(out[j].Data)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	if after == math.MaxUint64 {
-		return nil, nil
-	}
-	i, _ := slices.BinarySearchFunc(ss.events, after+1, func(e history.LoggedEvent, seq uint64) int {
-		return cmp.Compare(e.Seq, seq)
-	})
-	evs := ss.events[i:]
-	if limit > 0 && len(evs) > limit {
-		evs = evs[:limit]
-	}
-	out := slices.Clone(evs)
-	for j := range out {
-		out[j].Data = slices.Clone(out[j].Data)
 	}
 	return out, nil
 }

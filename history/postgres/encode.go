@@ -10,35 +10,28 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
-// Times are stored as bigint unix nanoseconds, NULL for the zero time, and
-// read back in UTC, exactly as history/sqlite stores them. Nanoseconds since
-// 1970 fit an int64 from 1677-09-21 to 2262-04-11; other instants are
-// rejected with history.ErrInvalid.
-var (
-	minTime = time.Unix(0, -1<<63)
-	maxTime = time.Unix(0, 1<<63-1)
-)
-
-// encodeTime returns the column value of t: nil (NULL) for the zero time.
+// encodeTime returns the bigint column value of t (sqlstore.UnixNano),
+// exactly as history/sqlite stores it: nil (NULL) for the zero time.
 func encodeTime(t time.Time) (*int64, error) {
-	if t.IsZero() {
-		return nil, nil
+	n, valid, err := sqlstore.UnixNano(t)
+	if !valid {
+		return nil, err
 	}
-	if t.Before(minTime) || t.After(maxTime) {
-		return nil, fmt.Errorf("%w: time %v is outside the years 1678 to 2261", history.ErrInvalid, t)
-	}
-	n := t.UnixNano()
 	return &n, nil
 }
 
 // decodeTime is the inverse of encodeTime.
-func decodeTime(n *int64) time.Time {
+func decodeTime(n *int64) time.Time { return sqlstore.FromUnixNano(deref(n), n != nil) }
+
+// deref is *n, or 0 for nil.
+func deref(n *int64) int64 {
 	if n == nil {
-		return time.Time{}
+		return 0
 	}
-	return time.Unix(0, *n).UTC()
+	return *n
 }
 
 // bin returns the bytea value of a string that must round-trip exactly
@@ -68,8 +61,8 @@ func nullable(b []byte) []byte {
 // original bytes (the arguments are not embedded as JSON, which
 // encoding/json would compact), so whitespace and key order survive exactly;
 // a field that is not UTF-8 goes to its _base64 twin instead (encoding/json
-// would replace the invalid bytes). Neither arguments field set means nil
-// arguments.
+// would replace the invalid bytes); the arguments are split by
+// sqlstore.Arguments.
 type toolCallJSON struct {
 	ID              string  `json:"id,omitempty"`
 	IDBase64        []byte  `json:"id_base64,omitempty"`
@@ -105,14 +98,7 @@ func encodeToolCalls(calls []history.ToolCall) ([]byte, error) {
 	for i, c := range calls {
 		out[i].ID, out[i].IDBase64 = exact(c.ID)
 		out[i].Name, out[i].NameBase64 = exact(c.Name)
-		switch {
-		case c.Arguments == nil:
-		case utf8.Valid(c.Arguments):
-			s := string(c.Arguments)
-			out[i].Arguments = &s
-		default:
-			out[i].ArgumentsBase64 = c.Arguments
-		}
+		out[i].Arguments, out[i].ArgumentsBase64 = sqlstore.Arguments(c.Arguments)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -134,13 +120,7 @@ func decodeToolCalls(b []byte) ([]history.ToolCall, error) {
 	}
 	out := make([]history.ToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = history.ToolCall{ID: unexact(c.ID, c.IDBase64), Name: unexact(c.Name, c.NameBase64)}
-		switch {
-		case c.Arguments != nil:
-			out[i].Arguments = json.RawMessage(*c.Arguments)
-		case c.ArgumentsBase64 != nil:
-			out[i].Arguments = json.RawMessage(c.ArgumentsBase64)
-		}
+		out[i] = history.ToolCall{ID: unexact(c.ID, c.IDBase64), Name: unexact(c.Name, c.NameBase64), Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
 	}
 	return out, nil
 }

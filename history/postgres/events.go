@@ -2,14 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
 var _ history.EventLog = (*Store)(nil)
@@ -46,11 +44,8 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 	}
 	var last int64
 	err = tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return err
 	}
 	if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
 		return err
@@ -80,40 +75,29 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 // Events implements [history.EventLog].
 func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
 	const op = "events"
-	if after >= math.MaxInt64 {
-		after = math.MaxInt64 // no stored number is above it
-	}
 	var out []history.LoggedEvent
 	err := s.read(ctx, op, func(tx pgx.Tx) error {
 		if _, err := s.exists(ctx, tx, op, id); err != nil {
 			return err
 		}
 		q := `SELECT seq, at, kind, data FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq`
-		args := []any{bin(id), int64(after)}
+		args := []any{bin(id), sqlstore.SeqAfter(after)}
 		if limit > 0 {
 			q += ` LIMIT $3`
 			args = append(args, limit)
 		}
-		rows, err := tx.Query(ctx, q, args...)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return s.each(ctx, tx, op, q, args, func(rows pgx.Rows) error {
 			var (
 				e       history.LoggedEvent
 				seq, at int64
 			)
 			if err := rows.Scan(&seq, &at, &e.Kind, &e.Data); err != nil {
-				return s.fail(ctx, op, err)
+				return err
 			}
 			e.Seq, e.Time = uint64(seq), time.Unix(0, at)
 			out = append(out, e)
-		}
-		if err := rows.Err(); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, err

@@ -76,17 +76,13 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	}
 	l := &lease{s: s, State: leasing.New("postgres", id, uint64(token))}
 	l.fenced = &fencedStore{l: l}
-	s.mu.Lock()
-	if s.leases == nil { // closed meanwhile
-		s.mu.Unlock()
+	if !s.leases.Add(l) { // closed meanwhile
 		l.Stop()
 		rctx, cancel := context.WithTimeout(context.Background(), closeReleaseTimeout)
 		defer cancel()
 		_ = l.releaseRow(rctx)
 		return nil, history.ErrClosed
 	}
-	s.leases[l] = struct{}{}
-	s.mu.Unlock()
 	go l.Renew(s.ttl, start.Add(s.ttl), l.renewOnce)
 	return l, nil
 }
@@ -116,9 +112,7 @@ func (l *lease) Store() history.Store { return l.fenced }
 // with history.ErrFenced) and the error is returned; the row then expires
 // after the TTL.
 func (l *lease) Release(ctx context.Context) error {
-	l.s.mu.Lock()
-	delete(l.s.leases, l)
-	l.s.mu.Unlock()
+	l.s.leases.Remove(l)
 	return l.release(ctx)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
 // titleColumn reads a session's title: "=" and its own title, or "~" and
@@ -24,57 +25,32 @@ func defaultTitle(v []byte) string {
 	return history.DefaultTitle(strings.TrimPrefix(string(v), "~"))
 }
 
-// ListSessions implements [history.Lister]. It reads one page through the
-// (updated_at, id) index, or the (cwd, updated_at, id) index with a Cwd.
+// ListSessions implements [history.Lister] (sqlstore.ListQuery).
 func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (history.SessionPage, error) {
 	const op = "list sessions"
-	limit, after, err := history.ParseList(opts)
+	var args []any
+	q, limit, err := sqlstore.ListQuery(opts, titleColumn,
+		func(v any) string { args = append(args, v); return "$" + strconv.Itoa(len(args)) },
+		func(v string) any { return bin(v) })
 	if err != nil {
 		return history.SessionPage{}, err
 	}
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return "$" + strconv.Itoa(len(args))
-	}
-	if opts.Cwd != "" {
-		where = append(where, `cwd = `+arg(bin(opts.Cwd)))
-	}
-	if after != nil {
-		where = append(where, `(updated_at, id) < (`+arg(after.UpdatedAt)+`, `+arg(bin(after.ID))+`)`)
-	}
-	q := `SELECT id, created_at, updated_at, ` + titleColumn + `, cwd, message_count FROM sessions`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	q += ` ORDER BY updated_at DESC, id DESC LIMIT ` + arg(limit+1)
 	var out []history.SessionInfo
 	err = s.read(ctx, op, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, q, args...)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		defer rows.Close()
-		for rows.Next() {
+		return s.each(ctx, tx, op, q, args, func(rows pgx.Rows) error {
 			var (
 				info             history.SessionInfo
 				id, title, cwd   []byte
 				created, updated int64
 			)
 			if err := rows.Scan(&id, &created, &updated, &title, &cwd, &info.Messages); err != nil {
-				return s.fail(ctx, op, err)
+				return err
 			}
 			info.ID, info.Title, info.Cwd = string(id), defaultTitle(title), string(cwd)
 			info.CreatedAt, info.UpdatedAt = decodeTime(&created), decodeTime(&updated)
 			out = append(out, info)
-		}
-		if err := rows.Err(); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return history.SessionPage{}, err

@@ -7,8 +7,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -16,6 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/leasing"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
 // Store is a [history.Store] and a [history.Leaser] backed by a PostgreSQL
@@ -26,10 +26,9 @@ type Store struct {
 	url    string
 	ttl    time.Duration
 	holder string
-	closed atomic.Bool
+	st     *sqlstore.State
 
-	mu     sync.Mutex
-	leases map[*lease]struct{} // live leases of this store, released by Close
+	leases leasing.Registry[*lease] // live leases of this store, released by Close
 }
 
 var (
@@ -50,7 +49,7 @@ type options struct {
 
 // DefaultLeaseTTL is how long a lease lives without being renewed unless
 // [WithLeaseTTL] says otherwise.
-const DefaultLeaseTTL = 15 * time.Second
+const DefaultLeaseTTL = leasing.DefaultTTL
 
 // WithLeaseTTL sets how long a lease taken by [Store.Acquire] lives without
 // renewal; the lease renews itself every third of it. A process that stops
@@ -134,7 +133,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", where(cfg), err)
 	}
-	return &Store{pool: pool, url: url, ttl: o.ttl, holder: o.holder, leases: map[*lease]struct{}{}}, nil
+	return &Store{pool: pool, url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false)}, nil
 }
 
 // where names the database of cfg for error messages, without credentials.
@@ -145,11 +144,7 @@ func where(cfg *pgxpool.Config) string {
 
 // defaultHolder is "<hostname>:<pid>".
 func defaultHolder() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown-host"
-	}
-	return host + ":" + strconv.Itoa(os.Getpid())
+	return leasing.Hostname() + ":" + strconv.Itoa(os.Getpid())
 }
 
 // closeReleaseTimeout bounds how long Close spends releasing the store's
@@ -161,13 +156,10 @@ const closeReleaseTimeout = 2 * time.Second
 // effort: leases it cannot release expire after their TTL). Calls in
 // progress finish first. Closing twice is a no-op.
 func (s *Store) Close() error {
-	if s.closed.Swap(true) {
+	if s.st.Close() {
 		return nil
 	}
-	s.mu.Lock()
-	leases := s.leases
-	s.leases = nil
-	s.mu.Unlock()
+	leases := s.leases.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), closeReleaseTimeout)
 	defer cancel()
 	for l := range leases {
@@ -178,29 +170,11 @@ func (s *Store) Close() error {
 }
 
 // admit checks a call's context and the store before it starts.
-func (s *Store) admit(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return history.ErrClosed
-	}
-	return nil
-}
+func (s *Store) admit(ctx context.Context) error { return s.st.Admit(ctx) }
 
 // fail wraps an error of the driver for op, reporting a closed store as
 // [history.ErrClosed] and a finished context as the context's error.
-func (s *Store) fail(ctx context.Context, op string, err error) error {
-	switch {
-	case s.closed.Load():
-		return fmt.Errorf("postgres: %s: %w (%v)", op, history.ErrClosed, err)
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("postgres: %s: %w", op, err)
-	case ctx.Err() != nil:
-		return fmt.Errorf("postgres: %s: %w (%v)", op, ctx.Err(), err)
-	}
-	return fmt.Errorf("postgres: %s: %w", op, err)
-}
+func (s *Store) fail(ctx context.Context, op string, err error) error { return s.st.Fail(ctx, op, err) }
 
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation.
 func isUniqueViolation(err error) bool {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
 // migrations bring the schema forward: migrations[i] takes a database from
@@ -143,51 +145,50 @@ const migrationLock int64 = 0x5e55_1014_6b17_0001
 // and re-reads the version, so two processes opening a new database at once
 // do not both migrate.
 func migrate(ctx context.Context, pool *pgxpool.Pool) error {
-	for {
-		done, err := migrateOnce(ctx, pool)
-		if err != nil || done {
-			return err
-		}
+	s := sqlstore.Schema{
+		Migrations: migrations,
+		SetVersion: `INSERT INTO schema_version (version) VALUES ($1)`,
+		Newer: func(version, known int) error {
+			return fmt.Errorf("%w: database schema version %d, known up to %d", ErrNewerSchema, version, known)
+		},
+		Begin: func(ctx context.Context) (sqlstore.MigrationTx, error) {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("schema: %w", err)
+			}
+			t := migrationTx{tx}
+			err = t.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock)
+			if err == nil {
+				err = t.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`)
+			}
+			if err != nil {
+				t.Rollback(ctx)
+				return nil, fmt.Errorf("schema: %w", err)
+			}
+			return t, nil
+		},
 	}
+	return s.Migrate(ctx)
 }
 
-// migrateOnce applies the next migration, or reports that none is left.
-func migrateOnce(ctx context.Context, pool *pgxpool.Pool) (done bool, err error) {
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return false, fmt.Errorf("schema: %w", err)
-	}
-	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-		return false, fmt.Errorf("schema: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`); err != nil {
-		return false, fmt.Errorf("schema: %w", err)
-	}
-	version, err := schemaVersion(ctx, tx)
-	if err != nil {
-		return false, err
-	}
-	switch {
-	case version > len(migrations):
-		return false, fmt.Errorf("%w: database schema version %d, known up to %d", ErrNewerSchema, version, len(migrations))
-	case version == len(migrations):
-		return true, tx.Commit(ctx) // keeps a schema_version table it created
-	}
-	if _, err := tx.Exec(ctx, migrations[version]); err != nil {
-		return false, fmt.Errorf("schema: migration to version %d: %w", version+1, err)
-	}
-	if _, err := tx.Exec(ctx, `DELETE FROM schema_version`); err != nil {
-		return false, fmt.Errorf("schema: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO schema_version (version) VALUES ($1)`, version+1); err != nil {
-		return false, fmt.Errorf("schema: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return false, fmt.Errorf("schema: migration to version %d: %w", version+1, err)
-	}
-	return false, nil
+// migrationTx is a transaction of sqlstore.Schema.Migrate.
+type migrationTx struct{ tx pgx.Tx }
+
+// Exec implements sqlstore.MigrationTx.
+func (t migrationTx) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := t.tx.Exec(ctx, query, args...)
+	return err
 }
+
+// Version implements sqlstore.MigrationTx.
+func (t migrationTx) Version(ctx context.Context) (int, error) { return schemaVersion(ctx, t.tx) }
+
+// Commit commits even a transaction that found the schema current: it keeps
+// a schema_version table it created.
+func (t migrationTx) Commit(ctx context.Context, _ bool) error { return t.tx.Commit(ctx) }
+
+// Rollback implements sqlstore.MigrationTx.
+func (t migrationTx) Rollback(ctx context.Context) { _ = t.tx.Rollback(ctx) }
 
 // schemaVersion reads the schema version; a database without one is at 0.
 func schemaVersion(ctx context.Context, q interface {

@@ -13,7 +13,13 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
+
+// The writes and reads below have the same steps as those of the other SQL
+// store; what they share is in history and history/internal (sqlstore,
+// segments), and the package documentation of history/internal/sqlstore says
+// why the rest, statement by statement, stays here.
 
 // The statements whose cost the design depends on; TestQueryPlans checks
 // that PostgreSQL runs them through the intended indexes.
@@ -163,11 +169,8 @@ func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint
 	}
 	var current uint64
 	err = tx.QueryRow(ctx, `SELECT version FROM sessions WHERE id = $1`, key).Scan(&current)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return nil, fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return nil, s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return nil, err
 	}
 	return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, current, version)
 }
@@ -294,11 +297,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		)
 		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, last_seq FROM sessions WHERE id = $1`, bin(id)).
 			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition, &lastSeq)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
-		case err != nil:
-			return s.fail(ctx, op, err)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
 		}
 		snap.Config, snap.Summary = config, string(summary)
 		snap.Title, snap.Cwd = defaultTitle(title), string(cwd)
@@ -318,46 +318,45 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 // messages reads the messages selected by where (a WHERE and ORDER BY
 // clause over the messages table), with the timeline position of each.
 func (s *Store) messages(ctx context.Context, tx pgx.Tx, op, where string, args ...any) ([]int64, []history.Message, error) {
-	rows, err := tx.Query(ctx, `SELECT `+messageColumns+` FROM messages `+where, args...)
-	if err != nil {
-		return nil, nil, s.fail(ctx, op, err)
-	}
-	defer rows.Close()
 	var (
 		positions []int64
 		msgs      = []history.Message{}
 	)
-	for rows.Next() {
+	err := s.each(ctx, tx, op, `SELECT `+messageColumns+` FROM messages `+where, args, func(rows pgx.Rows) error {
 		pos, m, err := scanMessage(rows)
 		if err != nil {
-			return nil, nil, s.fail(ctx, op, err)
+			return err
 		}
 		positions = append(positions, pos)
 		msgs = append(msgs, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, s.fail(ctx, op, err)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return positions, msgs, nil
 }
 
+// each runs query in tx and calls scan for every row of its result; its
+// errors are wrapped for op.
+func (s *Store) each(ctx context.Context, tx pgx.Tx, op, query string, args []any, scan func(rows pgx.Rows) error) error {
+	return sqlstore.Query(func() (pgx.Rows, error) { return tx.Query(ctx, query, args...) },
+		pgx.Rows.Close, scan, func(err error) error { return s.fail(ctx, op, err) })
+}
+
 // strings reads a one-column query of bytea as strings.
 func (s *Store) strings(ctx context.Context, tx pgx.Tx, op, query string, args ...any) ([]string, error) {
-	rows, err := tx.Query(ctx, query, args...)
-	if err != nil {
-		return nil, s.fail(ctx, op, err)
-	}
-	defer rows.Close()
 	var out []string
-	for rows.Next() {
+	err := s.each(ctx, tx, op, query, args, func(rows pgx.Rows) error {
 		var v []byte
 		if err := rows.Scan(&v); err != nil {
-			return nil, s.fail(ctx, op, err)
+			return err
 		}
 		out = append(out, string(v))
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -603,11 +602,8 @@ func (s *Store) recover(ctx context.Context, id string, version uint64, at time.
 // returns its watermark.
 func (s *Store) exists(ctx context.Context, tx pgx.Tx, op, id string) (activeFrom int64, err error) {
 	err = tx.QueryRow(ctx, `SELECT active_from FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return 0, fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return 0, s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return 0, err
 	}
 	return activeFrom, nil
 }
@@ -624,47 +620,37 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 			return err
 		}
 		var b segments.Builder
-		err = func() error {
-			rows, err := tx.Query(ctx, `
-				SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
-					input_tokens, output_tokens, pos, from_pos, to_pos,
-					summary_provider, summary_model, context_before, context_after, undo_id, undone_at
-				FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
-				ORDER BY COALESCE(commit_version, 0), from_pos`, bin(id))
-			if err != nil {
-				return s.fail(ctx, op, err)
+		err = s.each(ctx, tx, op, `
+			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
+				input_tokens, output_tokens, pos, from_pos, to_pos,
+				summary_provider, summary_model, context_before, context_after, undo_id, undone_at
+			FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
+			ORDER BY COALESCE(commit_version, 0), from_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
+			var (
+				g                                 history.Segment
+				segID, compactID, summary, instrs []byte
+				sumProvider, sumModel, undoID     []byte
+				created, started, undoneAt        *int64
+				sp                                history.SegmentSpan
+				inTokens, outTokens               int64
+				before, after                     int64
+			)
+			if err := rows.Scan(&segID, &compactID, &g.Trigger, &summary, &instrs, &created, &started,
+				&inTokens, &outTokens, &g.Position, &sp.From, &sp.To,
+				&sumProvider, &sumModel, &before, &after, &undoID, &undoneAt); err != nil {
+				return err
 			}
-			defer rows.Close()
-			for rows.Next() {
-				var (
-					g                                 history.Segment
-					segID, compactID, summary, instrs []byte
-					sumProvider, sumModel, undoID     []byte
-					created, started, undoneAt        *int64
-					sp                                history.SegmentSpan
-					inTokens, outTokens               int64
-					before, after                     int64
-				)
-				if err := rows.Scan(&segID, &compactID, &g.Trigger, &summary, &instrs, &created, &started,
-					&inTokens, &outTokens, &g.Position, &sp.From, &sp.To,
-					&sumProvider, &sumModel, &before, &after, &undoID, &undoneAt); err != nil {
-					return s.fail(ctx, op, err)
-				}
-				g.ID, g.CompactID, g.Summary, g.Instructions = string(segID), string(compactID), string(summary), string(instrs)
-				g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
-				g.InputTokens, g.OutputTokens = int(inTokens), int(outTokens)
-				g.SummaryProvider, g.SummaryModel = string(sumProvider), string(sumModel)
-				g.ContextBefore, g.ContextAfter = int(before), int(after)
-				if undoID != nil {
-					g.UndoID, g.UndoneAt = string(undoID), decodeTime(undoneAt)
-				}
-				b.Add(g, sp, undoID != nil)
+			g.ID, g.CompactID, g.Summary, g.Instructions = string(segID), string(compactID), string(summary), string(instrs)
+			g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
+			g.InputTokens, g.OutputTokens = int(inTokens), int(outTokens)
+			g.SummaryProvider, g.SummaryModel = string(sumProvider), string(sumModel)
+			g.ContextBefore, g.ContextAfter = int(before), int(after)
+			if undoID != nil {
+				g.UndoID, g.UndoneAt = string(undoID), decodeTime(undoneAt)
 			}
-			if err := rows.Err(); err != nil {
-				return s.fail(ctx, op, err)
-			}
+			b.Add(g, sp, undoID != nil)
 			return nil
-		}()
+		})
 		if err != nil {
 			return err
 		}
@@ -796,15 +782,10 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 
 // undos reads a session's uncompaction records in timeline order.
 func (s *Store) undos(ctx context.Context, tx pgx.Tx, op, id string) ([]history.UncompactionRecord, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
-		FROM compactions WHERE session_id = $1 AND undo_id IS NOT NULL ORDER BY undo_pos`, bin(id))
-	if err != nil {
-		return nil, s.fail(ctx, op, err)
-	}
-	defer rows.Close()
 	var out []history.UncompactionRecord
-	for rows.Next() {
+	err := s.each(ctx, tx, op, `
+		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
+		FROM compactions WHERE session_id = $1 AND undo_id IS NOT NULL ORDER BY undo_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
 		var (
 			r                        history.UncompactionRecord
 			undoID, segID, compactID []byte
@@ -812,29 +793,25 @@ func (s *Store) undos(ctx context.Context, tx pgx.Tx, op, id string) ([]history.
 			at                       *int64
 		)
 		if err := rows.Scan(&undoID, &segID, &compactID, &restored, &at, &r.Position); err != nil {
-			return nil, s.fail(ctx, op, err)
+			return err
 		}
 		r.ID, r.SegmentID, r.CompactID = string(undoID), string(segID), string(compactID)
 		r.Restored, r.At = int(restored), decodeTime(at)
 		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // records reads a session's compaction records in timeline order.
 func (s *Store) records(ctx context.Context, tx pgx.Tx, op, id string) ([]history.CompactionRecord, error) {
-	rows, err := tx.Query(ctx, `
-		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
-		FROM compactions WHERE session_id = $1 ORDER BY pos`, bin(id))
-	if err != nil {
-		return nil, s.fail(ctx, op, err)
-	}
-	defer rows.Close()
 	var recs []history.CompactionRecord
-	for rows.Next() {
+	err := s.each(ctx, tx, op, `
+		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
+		FROM compactions WHERE session_id = $1 ORDER BY pos`, []any{bin(id)}, func(rows pgx.Rows) error {
 		var (
 			r                                     history.CompactionRecord
 			status                                string
@@ -842,15 +819,21 @@ func (s *Store) records(ctx context.Context, tx pgx.Tx, op, id string) ([]histor
 			started, finished                     *int64
 		)
 		if err := rows.Scan(&compactID, &r.Trigger, &instrs, &status, &summary, &errorText, &started, &finished, &r.Position); err != nil {
-			return nil, s.fail(ctx, op, err)
+			return err
 		}
 		r.CompactID, r.Instructions, r.Summary, r.Error = string(compactID), string(instrs), string(summary), string(errorText)
 		r.Status = history.CompactionStatus(status)
 		r.StartedAt, r.FinishedAt = decodeTime(started), decodeTime(finished)
 		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return recs, nil
+}
+
+// found maps the error of reading the row of session id (sqlstore.Found).
+func (s *Store) found(ctx context.Context, op, id string, err error) error {
+	return s.st.Found(ctx, op, id, err, pgx.ErrNoRows)
 }

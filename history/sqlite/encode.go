@@ -6,42 +6,22 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
-// Times are stored as INTEGER unix nanoseconds, NULL for the zero time, and
-// read back in UTC. Nanoseconds since 1970 fit an int64 from 1677-09-21 to
-// 2262-04-11; other instants are rejected with history.ErrInvalid.
-var (
-	minTime = time.Unix(0, -1<<63)
-	maxTime = time.Unix(0, 1<<63-1)
-)
-
-// encodeTime returns the column value of t.
+// encodeTime returns the INTEGER column value of t (sqlstore.UnixNano).
 func encodeTime(t time.Time) (sql.NullInt64, error) {
-	if t.IsZero() {
-		return sql.NullInt64{}, nil
-	}
-	if t.Before(minTime) || t.After(maxTime) {
-		return sql.NullInt64{}, fmt.Errorf("%w: time %v is outside the years 1678 to 2261", history.ErrInvalid, t)
-	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}, nil
+	n, valid, err := sqlstore.UnixNano(t)
+	return sql.NullInt64{Int64: n, Valid: valid}, err
 }
 
 // decodeTime is the inverse of encodeTime.
-func decodeTime(n sql.NullInt64) time.Time {
-	if !n.Valid {
-		return time.Time{}
-	}
-	return time.Unix(0, n.Int64).UTC()
-}
+func decodeTime(n sql.NullInt64) time.Time { return sqlstore.FromUnixNano(n.Int64, n.Valid) }
 
-// toolCallJSON is the stored form of a [history.ToolCall]. The arguments are
-// kept as a JSON string (not embedded JSON, which encoding/json would
-// compact), so their bytes survive exactly; arguments that are not UTF-8 go
-// to ArgumentsBase64 instead. Neither set means nil arguments.
+// toolCallJSON is the stored form of a [history.ToolCall]; its arguments
+// are split by sqlstore.Arguments.
 type toolCallJSON struct {
 	ID              string  `json:"id"`
 	Name            string  `json:"name"`
@@ -196,14 +176,7 @@ func encodeMessage(m *history.Message) (messageRow, error) {
 		calls := make([]toolCallJSON, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
 			calls[i] = toolCallJSON{ID: c.ID, Name: c.Name}
-			switch {
-			case c.Arguments == nil:
-			case utf8.Valid(c.Arguments):
-				s := string(c.Arguments)
-				calls[i].Arguments = &s
-			default:
-				calls[i].ArgumentsBase64 = c.Arguments
-			}
+			calls[i].Arguments, calls[i].ArgumentsBase64 = sqlstore.Arguments(c.Arguments)
 		}
 		b, err := json.Marshal(calls)
 		if err != nil {
@@ -260,13 +233,7 @@ func decodeMessage(rows *sql.Rows, pos *int64) (history.Message, error) {
 		}
 		m.ToolCalls = make([]history.ToolCall, len(calls))
 		for i, c := range calls {
-			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name}
-			switch {
-			case c.Arguments != nil:
-				m.ToolCalls[i].Arguments = json.RawMessage(*c.Arguments)
-			case c.ArgumentsBase64 != nil:
-				m.ToolCalls[i].Arguments = json.RawMessage(c.ArgumentsBase64)
-			}
+			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
 		}
 	}
 	return m, nil

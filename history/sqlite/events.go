@@ -4,12 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
 var _ history.EventLog = (*Store)(nil)
@@ -39,11 +38,8 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
 		var last seqColumn
 		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
-		case err != nil:
-			return s.fail(ctx, op, err)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
 		}
 		if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
 			return err
@@ -69,9 +65,6 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 
 // Events implements [history.EventLog].
 func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
-	if after >= math.MaxInt64 {
-		after = math.MaxInt64 // no stored number is above it
-	}
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
@@ -80,26 +73,19 @@ func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) 
 		if _, err := s.exists(ctx, tx, "events", id); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT seq, at, kind, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, int64(after), limit)
-		if err != nil {
-			return s.fail(ctx, "events", err)
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			var (
-				e  history.LoggedEvent
-				at int64
-			)
-			if err := rows.Scan((*seqColumn)(&e.Seq), &at, &e.Kind, &e.Data); err != nil {
-				return s.fail(ctx, "events", err)
-			}
-			e.Time = time.Unix(0, at)
-			out = append(out, e)
-		}
-		if err := rows.Err(); err != nil {
-			return s.fail(ctx, "events", err)
-		}
-		return nil
+		return s.each(ctx, tx, "events", `SELECT seq, at, kind, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+			[]any{id, sqlstore.SeqAfter(after), limit}, func(rows *sql.Rows) error {
+				var (
+					e  history.LoggedEvent
+					at int64
+				)
+				if err := rows.Scan((*seqColumn)(&e.Seq), &at, &e.Kind, &e.Data); err != nil {
+					return err
+				}
+				e.Time = time.Unix(0, at)
+				out = append(out, e)
+				return nil
+			})
 	})
 	if err != nil {
 		return nil, err

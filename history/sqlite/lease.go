@@ -60,15 +60,11 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 		return nil, err
 	}
 	l := &lease{State: leasing.New("sqlite", id, uint64(token)), s: s.db}
-	s.mu.Lock()
-	if s.closed.Load() {
-		s.mu.Unlock()
+	if s.st.Closed() || !s.leases.Add(l) {
 		l.Stop()
 		_ = l.release(context.Background())
 		return nil, history.ErrClosed
 	}
-	s.leases[l] = struct{}{}
-	s.mu.Unlock()
 	go l.Renew(s.ttl, start.Add(s.ttl), l.renewOnce)
 	return l, nil
 }
@@ -137,11 +133,7 @@ func (s *Store) checkLease(ctx context.Context, tx *sql.Tx, op, id string) error
 
 // releaseAll releases the store's live leases (Close).
 func (s *Store) releaseAll() {
-	s.mu.Lock()
-	leases := s.leases
-	s.leases = map[*lease]struct{}{}
-	s.mu.Unlock()
-	for l := range leases {
+	for l := range s.leases.Close() {
 		_ = l.release(context.Background()) // best effort: the rows expire otherwise
 	}
 }
@@ -163,9 +155,7 @@ func (l *lease) Store() history.Store { return &Store{db: l.s, l: l} }
 // (holder cleared, expiry now), so that the next Acquire succeeds at once.
 // Releasing twice, or a lost lease, is a no-op.
 func (l *lease) Release(ctx context.Context) error {
-	l.s.mu.Lock()
-	delete(l.s.leases, l)
-	l.s.mu.Unlock()
+	l.s.leases.Remove(l)
 	return l.release(ctx)
 }
 

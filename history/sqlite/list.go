@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
 // titleColumn reads a session's title: "=" and its own title, or the body
@@ -29,53 +30,31 @@ func defaultTitle(v string) string {
 	return history.DefaultTitle(first.Text)
 }
 
-// ListSessions implements [history.Lister]. It reads one page through the
-// (updated_at, id) index, or the (cwd, updated_at, id) index with a Cwd.
+// ListSessions implements [history.Lister] (sqlstore.ListQuery).
 func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (history.SessionPage, error) {
 	const op = "list sessions"
-	limit, after, err := history.ParseList(opts)
+	var args []any
+	q, limit, err := sqlstore.ListQuery(opts, titleColumn,
+		func(v any) string { args = append(args, v); return "?" },
+		func(v string) any { return v })
 	if err != nil {
 		return history.SessionPage{}, err
 	}
-	var (
-		where []string
-		args  []any
-	)
-	if opts.Cwd != "" {
-		where, args = append(where, `cwd = ?`), append(args, opts.Cwd)
-	}
-	if after != nil {
-		where, args = append(where, `(updated_at, id) < (?, ?)`), append(args, after.UpdatedAt, after.ID)
-	}
-	q := `SELECT id, created_at, updated_at, ` + titleColumn + `, cwd, message_count FROM sessions`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	q += ` ORDER BY updated_at DESC, id DESC LIMIT ?`
-	args = append(args, limit+1)
 	var out []history.SessionInfo
 	err = s.read(ctx, op, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, q, args...)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
+		return s.each(ctx, tx, op, q, args, func(rows *sql.Rows) error {
 			var (
 				info             history.SessionInfo
 				created, updated sql.NullInt64
 				title            string
 			)
 			if err := rows.Scan(&info.ID, &created, &updated, &title, &info.Cwd, &info.Messages); err != nil {
-				return s.fail(ctx, op, err)
+				return err
 			}
 			info.CreatedAt, info.UpdatedAt, info.Title = decodeTime(created), decodeTime(updated), defaultTitle(title)
 			out = append(out, info)
-		}
-		if err := rows.Err(); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return history.SessionPage{}, err

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
 // migrations bring the schema forward: migrations[i] takes a file from
@@ -169,49 +171,46 @@ func migrate(w *sql.DB) error {
 	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
-	for {
-		done, err := migrateOnce(ctx, w)
-		if err != nil || done {
-			return err
-		}
+	s := sqlstore.Schema{
+		Migrations: migrations,
+		SetVersion: `INSERT INTO schema_version (version) VALUES (?)`,
+		Newer: func(version, known int) error {
+			return fmt.Errorf("%w: file schema version %d, known up to %d", ErrNewerSchema, version, known)
+		},
+		Begin: func(ctx context.Context) (sqlstore.MigrationTx, error) {
+			tx, err := w.BeginTx(ctx, nil)
+			if err != nil {
+				return nil, fmt.Errorf("schema: %w", err)
+			}
+			return migrationTx{tx}, nil
+		},
 	}
+	return s.Migrate(ctx)
 }
 
-// migrateOnce applies the next migration, or reports that none is left.
-func migrateOnce(ctx context.Context, w *sql.DB) (done bool, err error) {
-	tx, err := w.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("schema: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
-	version, err := schemaVersion(ctx, tx)
-	if err != nil {
-		return false, err
-	}
-	switch {
-	case version > len(migrations):
-		return false, fmt.Errorf("%w: file schema version %d, known up to %d", ErrNewerSchema, version, len(migrations))
-	case version == len(migrations):
-		return true, tx.Rollback()
-	}
-	if _, err := tx.ExecContext(ctx, migrations[version]); err != nil {
-		return false, fmt.Errorf("schema: migration to version %d: %w", version+1, err)
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
-		return false, fmt.Errorf("schema: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (?)`, version+1); err != nil {
-		return false, fmt.Errorf("schema: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("schema: migration to version %d: %w", version+1, err)
-	}
-	return false, nil
+// migrationTx is a transaction of sqlstore.Schema.Migrate.
+type migrationTx struct{ tx *sql.Tx }
+
+// Exec implements sqlstore.MigrationTx.
+func (t migrationTx) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, query, args...)
+	return err
 }
+
+// Version implements sqlstore.MigrationTx.
+func (t migrationTx) Version(ctx context.Context) (int, error) { return schemaVersion(ctx, t.tx) }
+
+// Commit rolls back a transaction that found the schema current: it wrote
+// nothing.
+func (t migrationTx) Commit(_ context.Context, current bool) error {
+	if current {
+		return t.tx.Rollback()
+	}
+	return t.tx.Commit()
+}
+
+// Rollback implements sqlstore.MigrationTx.
+func (t migrationTx) Rollback(context.Context) { _ = t.tx.Rollback() }
 
 // schemaVersion reads the schema version; a file without one is at 0.
 func schemaVersion(ctx context.Context, q interface {

@@ -11,13 +11,14 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/leasing"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
 // Store is a [history.Store], a [history.Lister] and a [history.Leaser]
@@ -36,14 +37,13 @@ type db struct {
 	w      *sql.DB    // the one writer connection
 	c      *committer // runs every write transaction of the Store and its leases
 	r      *sql.DB    // read-only pool
-	closed atomic.Bool
+	st     *sqlstore.State
 	ttl    time.Duration
 	holder string
 	host   string // this machine, and
 	pid    int    // this process, as the leases record them
 
-	mu     sync.Mutex
-	leases map[*lease]struct{} // live leases of this store, released by Close
+	leases leasing.Registry[*lease] // live leases of this store, released by Close
 }
 
 var (
@@ -65,7 +65,7 @@ type options struct {
 
 // DefaultLeaseTTL is how long a lease lives without being renewed unless
 // [WithLeaseTTL] says otherwise.
-const DefaultLeaseTTL = 15 * time.Second
+const DefaultLeaseTTL = leasing.DefaultTTL
 
 // WithLeaseTTL sets how long a lease taken by [Store.Acquire] lives without
 // renewal; the lease renews itself every third of it. A process that stops
@@ -89,16 +89,7 @@ var opened atomic.Int64
 
 // defaultHolder is "<hostname>:<pid>:<n>".
 func defaultHolder() string {
-	return hostname() + ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatInt(opened.Add(1), 10)
-}
-
-// hostname names this machine.
-func hostname() string {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return "unknown-host"
-	}
-	return host
+	return leasing.Hostname() + ":" + strconv.Itoa(os.Getpid()) + ":" + strconv.FormatInt(opened.Add(1), 10)
 }
 
 // WithBusyTimeout sets how long a statement waits for a lock held by another
@@ -167,8 +158,8 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
 	}
 	return &Store{db: &db{
-		path: abs, w: w, c: startCommitter(w), r: r,
-		ttl: o.ttl, holder: o.holder, host: hostname(), pid: os.Getpid(), leases: map[*lease]struct{}{},
+		path: abs, w: w, c: startCommitter(w), r: r, st: sqlstore.NewState("sqlite", true),
+		ttl: o.ttl, holder: o.holder, host: leasing.Hostname(), pid: os.Getpid(),
 	}}, nil
 }
 
@@ -206,7 +197,7 @@ func dsn(path string, params ...string) string {
 // Closing twice is a no-op, and so is closing a lease's view of the store
 // (Lease.Store).
 func (s *Store) Close() error {
-	if s.l != nil || s.closed.Swap(true) {
+	if s.l != nil || s.st.Close() {
 		return nil
 	}
 	s.releaseAll()
@@ -215,26 +206,9 @@ func (s *Store) Close() error {
 }
 
 // admit checks a call's context and the store before it starts.
-func (s *Store) admit(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if s.closed.Load() {
-		return history.ErrClosed
-	}
-	return nil
-}
+func (s *Store) admit(ctx context.Context) error { return s.st.Admit(ctx) }
 
 // fail wraps an error of the driver for op, reporting a closed store as
-// [history.ErrClosed] and a finished context as the context's error.
-func (s *Store) fail(ctx context.Context, op string, err error) error {
-	switch {
-	case s.closed.Load(): // database/sql reports "sql: database is closed"
-		return fmt.Errorf("sqlite: %s: %w", op, history.ErrClosed)
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("sqlite: %s: %w", op, err)
-	case ctx.Err() != nil:
-		return fmt.Errorf("sqlite: %s: %w (%v)", op, ctx.Err(), err)
-	}
-	return fmt.Errorf("sqlite: %s: %w", op, err)
-}
+// [history.ErrClosed] (without database/sql's "sql: database is closed")
+// and a finished context as the context's error.
+func (s *Store) fail(ctx context.Context, op string, err error) error { return s.st.Fail(ctx, op, err) }

@@ -15,7 +15,13 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
+
+// The writes and reads below have the same steps as those of the other SQL
+// store; what they share is in history and history/internal (sqlstore,
+// segments), and the package documentation of history/internal/sqlstore says
+// why the rest, statement by statement, stays here.
 
 const statusInProgress = string(history.StatusInProgress)
 
@@ -141,11 +147,8 @@ func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uin
 	}
 	var current uint64
 	err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, id).Scan(&current)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return nil, fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return nil, s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return nil, err
 	}
 	return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, current, version)
 }
@@ -216,11 +219,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		)
 		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, message_count, last_seq FROM sessions WHERE id = ?`, id).
 			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count, (*seqColumn)(&snap.LastSeq))
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%w: %q", history.ErrNotFound, id)
-		case err != nil:
-			return s.fail(ctx, "load", err)
+		if err := s.found(ctx, "load", id, err); err != nil {
+			return err
 		}
 		snap.Config = config
 		snap.Title = defaultTitle(snap.Title)
@@ -255,48 +255,47 @@ func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, e
 	if withPos {
 		columns, pos = messageColumns, new(int64)
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT `+columns+` FROM messages `+where, args...)
-	if err != nil {
-		return nil, nil, s.fail(ctx, op, err)
-	}
-	defer func() { _ = rows.Close() }()
 	var (
 		positions []int64
 		msgs      = make([]history.Message, 0, max(expect, 0))
 	)
-	for rows.Next() {
+	err := s.each(ctx, tx, op, `SELECT `+columns+` FROM messages `+where, args, func(rows *sql.Rows) error {
 		m, err := decodeMessage(rows, pos)
 		if err != nil {
-			return nil, nil, s.fail(ctx, op, err)
+			return err
 		}
 		if withPos {
 			positions = append(positions, *pos)
 		}
 		msgs = append(msgs, m)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, nil, s.fail(ctx, op, err)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return positions, msgs, nil
 }
 
+// each runs query in tx and calls scan for every row of its result; its
+// errors are wrapped for op.
+func (s *Store) each(ctx context.Context, tx *sql.Tx, op, query string, args []any, scan func(rows *sql.Rows) error) error {
+	return sqlstore.Query(func() (*sql.Rows, error) { return tx.QueryContext(ctx, query, args...) },
+		func(rows *sql.Rows) { _ = rows.Close() }, scan, func(err error) error { return s.fail(ctx, op, err) })
+}
+
 // strings reads a one-column query of text.
 func (s *Store) strings(ctx context.Context, tx *sql.Tx, op, query string, args ...any) ([]string, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, s.fail(ctx, op, err)
-	}
-	defer func() { _ = rows.Close() }()
 	var out []string
-	for rows.Next() {
+	err := s.each(ctx, tx, op, query, args, func(rows *sql.Rows) error {
 		var v string
 		if err := rows.Scan(&v); err != nil {
-			return nil, s.fail(ctx, op, err)
+			return err
 		}
 		out = append(out, v)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -520,11 +519,8 @@ func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.
 // returns its watermark.
 func (s *Store) exists(ctx context.Context, tx *sql.Tx, op, id string) (activeFrom int64, err error) {
 	err = tx.QueryRowContext(ctx, `SELECT active_from FROM sessions WHERE id = ?`, id).Scan(&activeFrom)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return 0, fmt.Errorf("%w: %q", history.ErrNotFound, id)
-	case err != nil:
-		return 0, s.fail(ctx, op, err)
+	if err := s.found(ctx, op, id, err); err != nil {
+		return 0, err
 	}
 	return activeFrom, nil
 }
@@ -540,45 +536,35 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `
+		var b segments.Builder
+		err = s.each(ctx, tx, op, `
 			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
 				input_tokens, output_tokens, pos, from_pos, to_pos,
 				summary_provider, summary_model, context_before, context_after, undo_id, undone_at
 			FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL
-			ORDER BY COALESCE(commit_version, 0), from_pos`, id)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		var b segments.Builder
-		err = func() error {
-			defer func() { _ = rows.Close() }()
-			for rows.Next() {
-				var (
-					g                        history.Segment
-					created, started, undoAt sql.NullInt64
-					sp                       history.SegmentSpan
-					inTokens, outTokns       int64
-					before, after            int64
-					undoID                   sql.NullString
-				)
-				if err := rows.Scan(&g.ID, &g.CompactID, &g.Trigger, &g.Summary, &g.Instructions, &created, &started,
-					&inTokens, &outTokns, &g.Position, &sp.From, &sp.To,
-					&g.SummaryProvider, &g.SummaryModel, &before, &after, &undoID, &undoAt); err != nil {
-					return s.fail(ctx, op, err)
-				}
-				g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
-				g.InputTokens, g.OutputTokens = int(inTokens), int(outTokns)
-				g.ContextBefore, g.ContextAfter = int(before), int(after)
-				if undoID.Valid {
-					g.UndoID, g.UndoneAt = undoID.String, decodeTime(undoAt)
-				}
-				b.Add(g, sp, undoID.Valid)
+			ORDER BY COALESCE(commit_version, 0), from_pos`, []any{id}, func(rows *sql.Rows) error {
+			var (
+				g                        history.Segment
+				created, started, undoAt sql.NullInt64
+				sp                       history.SegmentSpan
+				inTokens, outTokns       int64
+				before, after            int64
+				undoID                   sql.NullString
+			)
+			if err := rows.Scan(&g.ID, &g.CompactID, &g.Trigger, &g.Summary, &g.Instructions, &created, &started,
+				&inTokens, &outTokns, &g.Position, &sp.From, &sp.To,
+				&g.SummaryProvider, &g.SummaryModel, &before, &after, &undoID, &undoAt); err != nil {
+				return err
 			}
-			if err := rows.Err(); err != nil {
-				return s.fail(ctx, op, err)
+			g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
+			g.InputTokens, g.OutputTokens = int(inTokens), int(outTokns)
+			g.ContextBefore, g.ContextAfter = int(before), int(after)
+			if undoID.Valid {
+				g.UndoID, g.UndoneAt = undoID.String, decodeTime(undoAt)
 			}
+			b.Add(g, sp, undoID.Valid)
 			return nil
-		}()
+		})
 		if err != nil {
 			return err
 		}
@@ -700,57 +686,54 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 
 // undos reads a session's uncompaction records in timeline order.
 func (s *Store) undos(ctx context.Context, tx *sql.Tx, id string) ([]history.UncompactionRecord, error) {
-	rows, err := tx.QueryContext(ctx, `
-		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
-		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL ORDER BY undo_pos`, id)
-	if err != nil {
-		return nil, s.fail(ctx, "timeline", err)
-	}
-	defer func() { _ = rows.Close() }()
 	var out []history.UncompactionRecord
-	for rows.Next() {
+	err := s.each(ctx, tx, "timeline", `
+		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
+		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL ORDER BY undo_pos`, []any{id}, func(rows *sql.Rows) error {
 		var (
 			r        history.UncompactionRecord
 			restored int64
 			at       sql.NullInt64
 		)
 		if err := rows.Scan(&r.ID, &r.SegmentID, &r.CompactID, &restored, &at, &r.Position); err != nil {
-			return nil, s.fail(ctx, "timeline", err)
+			return err
 		}
 		r.Restored, r.At = int(restored), decodeTime(at)
 		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, "timeline", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
 
 // records reads a session's compaction records in timeline order.
 func (s *Store) records(ctx context.Context, tx *sql.Tx, id string) ([]history.CompactionRecord, error) {
-	rows, err := tx.QueryContext(ctx, `
-		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
-		FROM compactions WHERE session_id = ? ORDER BY pos`, id)
-	if err != nil {
-		return nil, s.fail(ctx, "timeline", err)
-	}
-	defer func() { _ = rows.Close() }()
 	var recs []history.CompactionRecord
-	for rows.Next() {
+	err := s.each(ctx, tx, "timeline", `
+		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
+		FROM compactions WHERE session_id = ? ORDER BY pos`, []any{id}, func(rows *sql.Rows) error {
 		var (
 			r                 history.CompactionRecord
 			status            string
 			started, finished sql.NullInt64
 		)
 		if err := rows.Scan(&r.CompactID, &r.Trigger, &r.Instructions, &status, &r.Summary, &r.Error, &started, &finished, &r.Position); err != nil {
-			return nil, s.fail(ctx, "timeline", err)
+			return err
 		}
 		r.Status = history.CompactionStatus(status)
 		r.StartedAt, r.FinishedAt = decodeTime(started), decodeTime(finished)
 		recs = append(recs, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.fail(ctx, "timeline", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return recs, nil
+}
+
+// found maps the error of reading the row of session id (sqlstore.Found).
+func (s *Store) found(ctx context.Context, op, id string, err error) error {
+	return s.st.Found(ctx, op, id, err, sql.ErrNoRows)
 }

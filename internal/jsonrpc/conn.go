@@ -874,36 +874,36 @@ func (c *Conn) run(m *Message, ctx context.Context, req *inflight, wait bool) {
 	var once sync.Once
 	detach := func() { once.Do(func() { close(detached) }) }
 	hctx := context.WithValue(ctx, detachKey{}, detach)
-	var resp *Responder // set by Defer
+	r := &Request{ID: m.ID, Method: m.Method, Params: m.Params}
 	if m.Kind == KindRequest {
-		resp = &Responder{c: c, id: m.ID, req: req}
+		resp := &Responder{c: c, id: m.ID, req: req} // handed out by Defer
 		var deferred atomic.Bool
 		hctx = context.WithValue(hctx, deferKey{}, func() *Responder { deferred.Store(true); return resp })
-		r := &Request{ID: m.ID, Method: m.Method, Params: m.Params}
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			defer detach()
+		c.spawn(detach, func() {
 			result, err := c.handle(hctx, r)
 			if !deferred.Load() {
 				_ = resp.Respond(result, err)
 			}
-		}()
-		c.await(detached, wait)
-		return
+		})
+	} else {
+		c.spawn(detach, func() {
+			if _, err := c.handle(hctx, r); err != nil {
+				c.log.Warn("jsonrpc: notification handler failed", zap.String("method", m.Method), zap.Error(err))
+			}
+		})
 	}
-	r := &Request{ID: m.ID, Method: m.Method, Params: m.Params}
+	c.await(detached, wait)
+}
 
+// spawn runs handler in a goroutine of the connection's wait group, and
+// detaches when it returns.
+func (c *Conn) spawn(detach func(), handler func()) {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer detach()
-		_, err := c.handle(hctx, r)
-		if err != nil {
-			c.log.Warn("jsonrpc: notification handler failed", zap.String("method", m.Method), zap.Error(err))
-		}
+		handler()
 	}()
-	c.await(detached, wait)
 }
 
 // await blocks the dispatcher, when wait is set, until the handler has

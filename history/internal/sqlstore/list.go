@@ -1,0 +1,33 @@
+package sqlstore
+
+import (
+	"strings"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// ListQuery is the statement of one ListSessions page, and its limit (the
+// page holds at most limit sessions; the statement reads one more, which
+// tells whether there is a next page). title is the store's expression of
+// a session's title; arg adds a value to the statement's arguments and
+// returns its placeholder; text is the argument value of a string column.
+// The page goes through the (updated_at, id) index, or the (cwd,
+// updated_at, id) index with a Cwd.
+func ListQuery(opts history.ListOptions, title string, arg func(v any) string, text func(string) any) (q string, limit int, err error) {
+	limit, after, err := history.ParseList(opts)
+	if err != nil {
+		return "", 0, err
+	}
+	var where []string
+	if opts.Cwd != "" {
+		where = append(where, `cwd = `+arg(text(opts.Cwd)))
+	}
+	if after != nil {
+		where = append(where, `(updated_at, id) < (`+arg(after.UpdatedAt)+`, `+arg(text(after.ID))+`)`)
+	}
+	q = `SELECT id, created_at, updated_at, ` + title + `, cwd, message_count FROM sessions`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	return q + ` ORDER BY updated_at DESC, id DESC LIMIT ` + arg(limit+1), limit, nil
+}

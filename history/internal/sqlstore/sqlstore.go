@@ -1,0 +1,130 @@
+// Package sqlstore holds what the SQL stores (history/sqlite,
+// history/postgres) do alike apart from their SQL: the closed state and the
+// error wrapping of a store, the loop over a result's rows, the range and
+// form of stored times and tool-call arguments, the statement of a
+// ListSessions page and the order of the schema migrations. The stores keep
+// their SQL, their driver's error mapping and their row scanning.
+//
+// What the two stores still write alike, and why it stays in both:
+//
+//   - The methods of history.Store, history.Lister and history.EventLog
+//     (store.go, list.go, events.go): each is a sequence of statements whose
+//     text, placeholders, argument values (bytea through bin in PostgreSQL,
+//     text in SQLite), scan targets and constraint errors (ON CONFLICT DO
+//     NOTHING against SQLite's constraint codes) differ statement by
+//     statement; what lies between the statements is shared already
+//     (history's Check functions, CommittedSegment, MergeEntries,
+//     segments.Builder, Query, Found, ListQuery). Sharing the sequences would
+//     need a callback per statement. What stands twice are their
+//     signatures, the order of the shared calls and Go's error returns.
+//   - The migrations (schema.go): each database's own DDL; their order and
+//     the version bookkeeping are [Schema.Migrate].
+//   - Acquire, Release and ReadLease (lease.go, readlease.go): the lease
+//     rules are history/internal/leasing; SQLite judges a lease by the
+//     machine's clock and its holder's process, PostgreSQL by the database's
+//     clock in the statement, and each takes the lease in its own way (the
+//     committer against a transaction and its row locks).
+//   - The options of Open (WithLeaseTTL, WithHolder): exported functions of
+//     each package's own Option type, one line each.
+//   - PostgreSQL's exported write methods and their fenced twins (setConfig
+//     and so on) have one shape; the fenced store of a lease calls the twin.
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// State is the life of one open store: whether it was closed, and the
+// name its errors start with.
+type State struct {
+	name string
+	// dropCause leaves the driver's error out of the error of a call on a
+	// closed store (database/sql says only "sql: database is closed").
+	dropCause bool
+	closed    atomic.Bool
+}
+
+// NewState returns the state of an open store named name ("sqlite" or
+// "postgres"). dropCause leaves the driver's error out of the errors of
+// calls on a closed store.
+func NewState(name string, dropCause bool) *State {
+	return &State{name: name, dropCause: dropCause}
+}
+
+// Close marks the store closed; it reports whether it already was.
+func (s *State) Close() (already bool) { return s.closed.Swap(true) }
+
+// Closed reports whether the store was closed.
+func (s *State) Closed() bool { return s.closed.Load() }
+
+// Admit checks a call's context and the store before it starts.
+func (s *State) Admit(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return history.ErrClosed
+	}
+	return nil
+}
+
+// Fail wraps an error of the driver for op, reporting a closed store as
+// [history.ErrClosed] and a finished context as the context's error.
+func (s *State) Fail(ctx context.Context, op string, err error) error {
+	switch {
+	case s.closed.Load() && s.dropCause:
+		return fmt.Errorf("%s: %s: %w", s.name, op, history.ErrClosed)
+	case s.closed.Load():
+		return fmt.Errorf("%s: %s: %w (%v)", s.name, op, history.ErrClosed, err)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%s: %s: %w", s.name, op, err)
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %s: %w (%v)", s.name, op, ctx.Err(), err)
+	}
+	return fmt.Errorf("%s: %s: %w", s.name, op, err)
+}
+
+// Rows is a driver's result set as Query reads it (*sql.Rows, pgx.Rows).
+type Rows interface {
+	Next() bool
+	Err() error
+}
+
+// Query runs a query through open and calls scan for every row of its
+// result; close closes the result. The first error of the query, of scan or
+// of the result is returned through fail, which wraps it for the store's
+// operation (it comes from the driver or from decoding a row).
+func Query[R Rows](open func() (R, error), close func(R), scan func(R) error, fail func(error) error) error {
+	rows, err := open()
+	if err != nil {
+		return fail(err)
+	}
+	defer close(rows)
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fail(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// Found maps the error of reading the row of session id: the driver's
+// noRows (sql.ErrNoRows, pgx.ErrNoRows) is history.ErrNotFound, any other
+// error is wrapped for op as Fail wraps it, and nil stays nil.
+func (s *State) Found(ctx context.Context, op, id string, err, noRows error) error {
+	switch {
+	case errors.Is(err, noRows):
+		return fmt.Errorf("%w: %q", history.ErrNotFound, id)
+	case err != nil:
+		return s.Fail(ctx, op, err)
+	}
+	return nil
+}
