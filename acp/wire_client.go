@@ -32,10 +32,7 @@ type ReadTextFileResponse struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ReadTextFileResponse) UnmarshalJSON(data []byte) error {
-	type plain ReadTextFileResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *ReadTextFileResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // WriteTextFileRequest is the params of fs/write_text_file (answered with
 // an empty object).
@@ -66,10 +63,7 @@ type CreateTerminalResponse struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *CreateTerminalResponse) UnmarshalJSON(data []byte) error {
-	type plain CreateTerminalResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *CreateTerminalResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // TerminalRequest is the params of terminal/output, terminal/wait_for_exit,
 // terminal/kill and terminal/release.
@@ -89,10 +83,7 @@ type TerminalExitStatus struct {
 }
 
 // UnmarshalJSON decodes s; errors wrap [ErrMalformed].
-func (s *TerminalExitStatus) UnmarshalJSON(data []byte) error {
-	type plain TerminalExitStatus
-	return decodeObject(data, (*plain)(s))
-}
+func (s *TerminalExitStatus) UnmarshalJSON(data []byte) error { return decodeObject(data, s) }
 
 // TerminalOutputResponse is the result of terminal/output: the output so
 // far (Truncated: its beginning was cut at the byte limit) and, once the
@@ -105,10 +96,7 @@ type TerminalOutputResponse struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *TerminalOutputResponse) UnmarshalJSON(data []byte) error {
-	type plain TerminalOutputResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *TerminalOutputResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // PermissionOptionKind is the kind of a permission option, which the client
 // may use to show it (a string set the schema leaves open).
@@ -156,10 +144,7 @@ func (r RequestPermissionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *RequestPermissionRequest) UnmarshalJSON(data []byte) error {
-	type plain RequestPermissionRequest
-	return decodeObject(data, (*plain)(r))
-}
+func (r *RequestPermissionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // toolCallObject encodes u as the ToolCallUpdate object of a permission
 // request.
@@ -203,10 +188,7 @@ type RequestPermissionResponse struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *RequestPermissionResponse) UnmarshalJSON(data []byte) error {
-	type plain RequestPermissionResponse
-	return decodeObject(data, (*plain)(r))
-}
+func (r *RequestPermissionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // PermissionOutcome is the outcome of a permission request.
 type PermissionOutcome struct {
@@ -216,10 +198,7 @@ type PermissionOutcome struct {
 }
 
 // UnmarshalJSON decodes o; errors wrap [ErrMalformed].
-func (o *PermissionOutcome) UnmarshalJSON(data []byte) error {
-	type plain PermissionOutcome
-	return decodeObject(data, (*plain)(o))
-}
+func (o *PermissionOutcome) UnmarshalJSON(data []byte) error { return decodeObject(data, o) }
 
 // Selected reports whether the user chose an option, and which.
 func (o PermissionOutcome) Selected() (optionID string, ok bool) {
