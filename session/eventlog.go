@@ -335,7 +335,8 @@ type eventLog struct {
 // opened from snap (created when this open made it): at 0 for a new
 // session, seqGap above the last logged number for one opened again. The
 // jump needs no write at open, and holds also after a process that
-// stopped without closing.
+// stopped without closing. (history.MaxSeq allows 2^31 opens of a session;
+// beyond, the log refuses the numbers with ErrInvalid, never reuses them.)
 func startNumbering(store history.Store, snap *history.Snapshot, created bool) (eventLog, uint64) {
 	el, ok := store.(history.EventLog)
 	if !ok {
@@ -345,7 +346,7 @@ func startNumbering(store history.Store, snap *history.Snapshot, created bool) (
 	if created {
 		return elog, 0
 	}
-	return elog, min(snap.LastSeq+seqGap, history.MaxSeq-seqGap)
+	return elog, snap.LastSeq + seqGap
 }
 
 // logPublished notes a published event for the log.

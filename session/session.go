@@ -535,21 +535,32 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 	if !fromLog {
 		return sub, err
 	}
-	prefix, err := replayLog(ctx, s.store, elog, s.id, opts.After, logged)
-	if err != nil {
-		return nil, err
+	// The log holds every durable event up to logged, and the loop keeps
+	// the later ones until they are logged: read the first from the store,
+	// then subscribe after logged. Should memory have moved past logged
+	// meanwhile (more was logged and trimmed), read again.
+	for attempt := 0; ; attempt++ {
+		prefix, err := replayLog(ctx, s.store, elog, s.id, opts.After, logged)
+		if err != nil {
+			return nil, err
+		}
+		if e := s.read(ctx, func(l *loop) {
+			var t *timeline.Subscription[Event]
+			t, err = l.feed.SubscribeWith(ctx, prefix, max(logged, opts.After), opts.Buffer, s.unsubscribe)
+			sub = (*Subscription)(t)
+			if errors.Is(err, ErrEventsTrimmed) {
+				logged = l.elog.logged
+			}
+		}); e != nil {
+			return nil, e
+		}
+		if err == nil {
+			return sub, nil
+		}
+		if !errors.Is(err, ErrEventsTrimmed) || attempt == 2 {
+			return nil, err
+		}
 	}
-	if e := s.read(ctx, func(l *loop) {
-		var t *timeline.Subscription[Event]
-		t, err = l.feed.SubscribeWith(ctx, prefix, max(logged, opts.After), opts.Buffer, s.unsubscribe)
-		sub = (*Subscription)(t)
-	}); e != nil {
-		return nil, e
-	}
-	if err != nil {
-		return nil, err
-	}
-	return sub, nil
 }
 
 // unsubscribe asks the loop to end sub (a Close by its subscriber).
