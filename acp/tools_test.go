@@ -153,7 +153,7 @@ func clientTools(got chan<- *acp.ToolClient) func(acp.ToolSession) (acp.Toolset,
 				if id, _ := out.Selected(); id != "yes" {
 					return "declined (" + out.Outcome + ")", nil
 				}
-				text, err := ts.Client.ReadTextFile(ctx, "/work/a.txt", 0, 0)
+				text, err := ts.Client.ReadTextFile(ctx, "/project/a.txt", 0, 0)
 				if err != nil {
 					return "", err
 				}
@@ -165,8 +165,8 @@ func clientTools(got chan<- *acp.ToolClient) func(acp.ToolSession) (acp.Toolset,
 			}}},
 			Describe: func(c history.ToolCall, result *history.Message) acp.ToolCallDisplay {
 				d := acp.ToolCallDisplay{Title: "Probe " + c.ID, Kind: acp.ToolKindEdit,
-					Locations: []acp.ToolCallLocation{{Path: "/work/a.txt"}},
-					Content:   []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/work/a.txt", OldText: "a", NewText: "b"}}}}
+					Locations: []acp.ToolCallLocation{{Path: "/project/a.txt"}},
+					Content:   []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/project/a.txt", OldText: "a", NewText: "b"}}}}
 				if result != nil && strings.HasPrefix(result.Text, "declined") {
 					d.Status = acp.ToolCallFailed
 				}
@@ -230,10 +230,10 @@ func TestTools_RequestsFollowTheirToolCall(t *testing.T) {
 	}
 	assert.Equal(t, "Probe c0", tc["title"])
 	assert.Equal(t, "edit", tc["kind"])
-	assert.Equal(t, []any{map[string]any{"path": "/work/a.txt"}}, tc["locations"])
-	assert.Equal(t, []any{map[string]any{"type": "diff", "path": "/work/a.txt", "oldText": "a", "newText": "b"}}, tc["content"])
+	assert.Equal(t, []any{map[string]any{"path": "/project/a.txt"}}, tc["locations"])
+	assert.Equal(t, []any{map[string]any{"type": "diff", "path": "/project/a.txt", "oldText": "a", "newText": "b"}}, tc["content"])
 	assert.Equal(t, []any{
-		map[string]any{"type": "diff", "path": "/work/a.txt", "oldText": "a", "newText": "b"},
+		map[string]any{"type": "diff", "path": "/project/a.txt", "oldText": "a", "newText": "b"},
 		map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "read A"}},
 	}, done["content"], "the result: the display's content, then the text")
 	var perm acp.RequestPermissionRequest
@@ -295,7 +295,7 @@ func TestTools_CapabilitiesAndV2(t *testing.T) {
 	assert.True(t, tc.CanReadFiles())
 	assert.False(t, tc.CanWriteFiles())
 	assert.True(t, tc.CanRunTerminals())
-	assert.ErrorIs(t, tc.WriteTextFile(context.Background(), "/work/x", "x"), acp.ErrNoClient)
+	assert.ErrorIs(t, tc.WriteTextFile(context.Background(), "/project/x", "x"), acp.ErrNoClient)
 
 	fake := providertest.New()
 	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{{ID: "c1", Name: "probe"}}}, providertest.Reply{Text: "done"})
@@ -323,7 +323,7 @@ func TestTools_CapabilitiesAndV2(t *testing.T) {
 	}, 10*time.Second, time.Millisecond, "declined: failed, as Describe says")
 	for _, n := range v2.notes() {
 		if strings.Contains(string(n.params), `"diff"`) {
-			assert.Contains(t, string(n.params), `"changes":[{"operation":"modify","path":"/work/a.txt"}]`)
+			assert.Contains(t, string(n.params), `"changes":[{"operation":"modify","path":"/project/a.txt"}]`)
 			assert.Contains(t, string(n.params), `"format":"git_patch"`)
 			assert.NotContains(t, string(n.params), `"oldText"`)
 		}
