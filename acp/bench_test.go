@@ -287,7 +287,7 @@ func startBenchRaw(b *testing.B, prov provider.Provider, onLine func(line []byte
 	if _, err := c.call("initialize", json.RawMessage(`{"protocolVersion":1,"clientCapabilities":{"session":{"compaction":{}}}}`)); err != nil {
 		b.Fatal(err)
 	}
-	res, err := c.call("session/new", acp.NewSessionRequest{Cwd: "/work"})
+	res, err := c.call("session/new", acp.NewSessionRequest{Cwd: "/project"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -447,7 +447,7 @@ func startBenchClient(b *testing.B, prov provider.Provider, cr *benchCountingRea
 			b.Error("the subscription did not end")
 		}
 	})
-	rs, err := c.NewSession(ctx, "/work")
+	rs, err := c.NewSession(ctx, "/project")
 	if err != nil {
 		close(drained)
 		b.Fatal(err)

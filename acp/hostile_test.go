@@ -364,7 +364,7 @@ func (c *hostileClient) initialize() {
 
 func (c *hostileClient) newSession() string {
 	c.t.Helper()
-	m := c.call("session/new", `{"cwd":"/work","mcpServers":[]}`)
+	m := c.call("session/new", `{"cwd":"/project","mcpServers":[]}`)
 	require.Nil(c.t, m.Error, "session/new")
 	var r struct {
 		SessionID string `json:"sessionId"`

@@ -72,7 +72,7 @@ func TestServe_LoadDuringRunningCompaction(t *testing.T) {
 	require.NoError(t, fake.WaitCalls(t.Context(), 3)) // the summary call is running
 	c.take()
 	var load map[string]any
-	c.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/work", "mcpServers": []any{}}, &load)
+	c.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, &load)
 	replayed := compactionUpdates(updates(t, c.take()))
 	close(gate)
 	assert.Equal(t, "end_turn", <-compacted)

@@ -79,7 +79,7 @@ func TestRemote_AgentSuite(t *testing.T) {
 			agenttest.Run(t, agenttest.Harness{New: func(t *testing.T, p provider.Provider) session.Agent {
 				pa := startPipeAgentWith(t, p, memstore.New(), acp.ServerOptions{}, v.opts)
 				require.Equal(t, v.version, pa.client.Protocol())
-				rs, err := pa.client.NewSession(context.Background(), "/work")
+				rs, err := pa.client.NewSession(context.Background(), "/project")
 				require.NoError(t, err)
 				t.Cleanup(func() { _ = rs.Close() })
 				return rs

@@ -102,7 +102,7 @@ func (c *client) initialize(caps string) {
 func (c *client) newSession() string {
 	c.t.Helper()
 	var resp struct{ SessionID string }
-	c.mustCall("session/new", map[string]any{"cwd": "/work", "mcpServers": []any{}}, &resp)
+	c.mustCall("session/new", map[string]any{"cwd": "/project", "mcpServers": []any{}}, &resp)
 	require.NotEmpty(c.t, resp.SessionID)
 	c.waitFor("available_commands_update")
 	return resp.SessionID
@@ -356,7 +356,7 @@ func TestServe_LoadReplaysInNewProcess(t *testing.T) {
 		c2 := serve(t, providertest.New(), store, acp.ServerOptions{})
 		c2.initialize(`{"session":{"compaction":{}}}`)
 		var resp map[string]any
-		c2.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/work", "mcpServers": []any{}}, &resp)
+		c2.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, &resp)
 		c2.waitFor("available_commands_update")
 		ups := updates(t, c2.take())
 		// The compaction ran after the four messages; it stays at that
@@ -370,7 +370,7 @@ func TestServe_LoadReplaysInNewProcess(t *testing.T) {
 	// Without the capability: no compaction update on replay either.
 	c3 := serve(t, providertest.New(), store, acp.ServerOptions{})
 	c3.initialize(`{"session":null}`)
-	c3.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/work", "mcpServers": []any{}}, nil)
+	c3.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, nil)
 	ups := updates(t, c3.take())
 	assert.Empty(t, compactionUpdates(ups))
 }

@@ -85,14 +85,14 @@ func TestServe_SessionResume(t *testing.T) {
 
 	c2 := serve(t, fake, store, acp.ServerOptions{})
 	c2.initialize(`{"session":{"compaction":{}}}`)
-	c2.mustCall("session/resume", map[string]any{"sessionId": sid, "cwd": "/work"}, nil)
+	c2.mustCall("session/resume", map[string]any{"sessionId": sid, "cwd": "/project"}, nil)
 	c2.waitFor("available_commands_update")
 	assert.Equal(t, []string{"available_commands_update"}, kinds(updates(t, c2.take())), "nothing replayed")
 	fake.QueueTurn(providertest.Reply{Text: "three"})
 	assert.Equal(t, "end_turn", c2.prompt(sid, "third"))
 	assert.Equal(t, []string{"three"}, agentTexts(updates(t, c2.take())))
 
-	err := c2.call("session/resume", map[string]any{"sessionId": "no-such-session", "cwd": "/work"}, nil)
+	err := c2.call("session/resume", map[string]any{"sessionId": "no-such-session", "cwd": "/project"}, nil)
 	var je *jsonrpc.Error
 	require.ErrorAs(t, err, &je)
 	assert.Equal(t, jsonrpc.ResourceNotFound, je.Code)
@@ -188,7 +188,7 @@ func TestServe_Uncompact(t *testing.T) {
 	require.NoError(t, c.conn.Close())
 	c2 := serve(t, providertest.New(), store, acp.ServerOptions{})
 	c2.initialize(`{"session":{"compaction":{}}}`)
-	c2.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/work", "mcpServers": []any{}}, nil)
+	c2.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, nil)
 	c2.waitFor("available_commands_update")
 	ups := updates(t, c2.take())
 	var kindsAndText []string

@@ -78,7 +78,7 @@ func (e *editor) open(caps string) string {
 	e.t.Helper()
 	require.NoError(e.t, e.call("initialize", json.RawMessage(`{"protocolVersion":1,"clientCapabilities":`+caps+`}`), nil))
 	var resp struct{ SessionID string }
-	require.NoError(e.t, e.call("session/new", map[string]any{"cwd": "/work", "mcpServers": []any{}}, &resp))
+	require.NoError(e.t, e.call("session/new", map[string]any{"cwd": "/project", "mcpServers": []any{}}, &resp))
 	return resp.SessionID
 }
 
@@ -304,7 +304,7 @@ func TestTools_CapabilitiesAndV2(t *testing.T) {
 	})
 	require.NoError(t, v2.call("initialize", json.RawMessage(`{"protocolVersion":2,"info":{"name":"t","version":"1"},"capabilities":{}}`), nil))
 	var resp struct{ SessionID string }
-	require.NoError(t, v2.call("session/new", map[string]any{"cwd": "/work"}, &resp))
+	require.NoError(t, v2.call("session/new", map[string]any{"cwd": "/project"}, &resp))
 	tc = <-got
 	assert.False(t, tc.CanReadFiles() || tc.CanWriteFiles() || tc.CanRunTerminals(), "v2 has no fs or terminal methods")
 	require.NoError(t, v2.call("session/prompt", map[string]any{"sessionId": resp.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "go"}}}, nil))

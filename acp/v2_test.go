@@ -86,7 +86,7 @@ func isIdle(n hostileNote) bool {
 func (c *hostileClient) newSessionV2() string {
 	c.t.Helper()
 	seq := c.lastSeq()
-	m := c.call("session/new", `{"cwd":"/work"}`)
+	m := c.call("session/new", `{"cwd":"/project"}`)
 	require.Nil(c.t, m.Error, "session/new")
 	var r struct{ SessionID string }
 	require.NoError(c.t, json.Unmarshal(m.Result, &r))
@@ -352,7 +352,7 @@ func TestV2_ResumeListClose(t *testing.T) {
 	require.Nil(t, list.Error)
 	assert.Contains(t, string(list.Result), sid)
 
-	m := c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/work","replayFrom":{"type":"start"}}`)
+	m := c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/project","replayFrom":{"type":"start"}}`)
 	require.Nil(t, m.Error, "resume with replay")
 	var kinds []string
 	var state, completed []map[string]any
@@ -383,12 +383,12 @@ func TestV2_ResumeListClose(t *testing.T) {
 
 	// Resume without replay on an open session: nothing replayed.
 	seq := c2.lastSeq()
-	m = c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/work"}`)
+	m = c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/project"}`)
 	require.Nil(t, m.Error)
 	for _, n := range c2.notesSince(seq) {
 		assert.Equal(t, "available_commands_update", n.kind, "nothing replayed")
 	}
-	wantError(t, c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/work","replayFrom":{"type":"_elsewhere"}}`), jsonrpc.InvalidParams, "an unsupported replayFrom")
+	wantError(t, c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/project","replayFrom":{"type":"_elsewhere"}}`), jsonrpc.InvalidParams, "an unsupported replayFrom")
 
 	require.Nil(t, c2.call("session/close", `{"sessionId":"`+sid+`"}`).Error)
 	wantError(t, c2.call("session/prompt", promptParams(sid, "after close")), jsonrpc.ResourceNotFound, "a closed session")
