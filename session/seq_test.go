@@ -242,3 +242,41 @@ func TestSeq_AfterUncleanStop(t *testing.T) {
 	evs := drainUntilTurnFinished(t, sub)
 	assert.Greater(t, evs[0].Seq, uint64(40)+1<<32, "numbering jumps past what the stopped process could have given")
 }
+
+// gatedLog is a memstore whose event log writes wait for the gate.
+type gatedLog struct {
+	*memstore.Store
+	gate chan struct{}
+}
+
+func (g gatedLog) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
+	<-g.gate
+	return g.Store.LogEvents(ctx, id, b)
+}
+
+// TestSeq_UnloggedEventsStayRetained (§6.1): events the log does not hold
+// yet are never trimmed from memory, however few Config.EventHistory
+// keeps, so a subscriber can resume from any of them while the log lags.
+func TestSeq_UnloggedEventsStayRetained(t *testing.T) {
+	store := gatedLog{Store: memstore.New(), gate: make(chan struct{})}
+	s := newSession(t, offline.New(), session.Config{EventHistory: 2, Store: store})
+	t.Cleanup(func() { close(store.gate) }) // before the session's Close
+	rec := record(t, s)
+	for i := range 3 {
+		require.NoError(t, wait(t, mustPrompt(t, s, fmt.Sprintf("note %d", i))).Err)
+	}
+	evs := rec.until(t, func(evs []session.Event) bool {
+		n := 0
+		for _, ev := range evs {
+			if te, ok := ev.Payload.(*session.TurnEvent); ok && te.Phase == session.TurnFinished {
+				n++
+			}
+		}
+		return n == 3
+	})
+	require.Greater(t, len(durableAfter(evs, 0)), 4, "more durable events than memory keeps")
+	sub, err := s.Subscribe(ctxT(t), session.SubscribeOptions{After: evs[0].Seq})
+	require.NoError(t, err)
+	equalEvents(t, durableAfter(evs, evs[0].Seq), buffered(sub), "while the log lags")
+	sub.Close()
+}
