@@ -67,7 +67,9 @@ type Tool struct {
 	// Run executes the tool. Its text becomes the tool result message; an
 	// error becomes a tool result that says so. ctx is cancelled when the
 	// turn is cancelled or the session closes. [ToolCallID] of ctx is the
-	// ID of the call being run.
+	// ID of the call being run. A session runs its tools one at a time, in
+	// the order the model called them, all on one goroutine of its own: a
+	// session's tools may keep state of that session without a lock.
 	Run func(ctx context.Context, args json.RawMessage) (string, error)
 }
 

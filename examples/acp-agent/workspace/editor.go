@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -46,23 +45,10 @@ const (
 const Declined = "The user declined: "
 
 // allowed is the set of tools the user allowed always, in one session (it
-// is not stored: a session opened anew asks again).
-type allowed struct {
-	mu    sync.Mutex
-	tools map[string]bool
-}
-
-func (a *allowed) has(tool string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.tools[tool]
-}
-
-func (a *allowed) add(tool string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.tools[tool] = true
-}
+// is not stored: a session opened anew asks again). A session runs its
+// tools one at a time on one goroutine (session.Tool), so the set has that
+// one owner and needs no lock.
+type allowed map[string]bool
 
 // permit asks the user to allow the call of tool that ctx runs, unless
 // nothing asks (no editor, AllowAll) or the user allowed the tool always.
@@ -70,7 +56,7 @@ func (a *allowed) add(tool string) {
 // returns the result of a declined call ("" when allowed), or why it could
 // not ask: the turn was cancelled, or the client cancelled the request.
 func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
-	if t.o.Editor == nil || t.o.AllowAll || t.allowed.has(tool) {
+	if t.o.Editor == nil || t.o.AllowAll || t.allowed[tool] {
 		return "", nil
 	}
 	call := acp.ToolCallUpdate{Title: acp.Value(title), Kind: acp.Value(kind)}
@@ -93,7 +79,7 @@ func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind
 	case id == OptionAllow:
 		return "", nil
 	case id == OptionAllowAlways:
-		t.allowed.add(tool)
+		t.allowed[tool] = true
 		return "", nil
 	}
 	return Declined + title + " was not allowed; nothing was changed.", nil

@@ -66,7 +66,7 @@ func (o Options) withDefaults() Options {
 // list_files, search and run_command, each confined to the workspace.
 func (w *Workspace) Tools(o Options) []session.Tool {
 	o = o.withDefaults()
-	t := tools{w: w, o: o, allowed: &allowed{tools: map[string]bool{}}}
+	t := tools{w: w, o: o, allowed: allowed{}}
 	return []session.Tool{
 		{Name: "read_file", Description: "Read a text file of the workspace, optionally lines start_line..end_line (1-based, inclusive).",
 			Parameters: schema(`"path":{"type":"string"},"start_line":{"type":"integer","minimum":1},"end_line":{"type":"integer","minimum":1}`, "path"),
@@ -114,7 +114,7 @@ func schema(props string, required ...string) json.RawMessage {
 type tools struct {
 	w       *Workspace
 	o       Options
-	allowed *allowed // the tools the user always allows in this session
+	allowed allowed // the tools the user always allows in this session (a map: shared by the copies of tools)
 }
 
 // args decodes a tool call's arguments, refusing unknown members.
