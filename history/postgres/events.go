@@ -19,57 +19,43 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 	return s.logEvents(ctx, id, b, nil)
 }
 
-// logEvents is LogEvents, fenced by l when l is not nil.
+// logEvents is LogEvents, fenced by l when l is not nil: the lease check
+// of every write, without the version compare-and-swap.
 func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, l *lease) error {
 	const op = "log events"
-	if err := s.admit(ctx); err != nil {
-		return err
-	}
-	if err := l.usable(op); err != nil {
-		return err
-	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return s.fail(ctx, op, err)
-	}
-	defer rollback(ctx, tx)
 	key := bin(id)
-	if l != nil {
-		err = l.check(ctx, op, tx.QueryRow(ctx, checkToken, key))
-	} else {
-		err = s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, key))
-	}
-	if err != nil {
-		return err
-	}
-	var last int64
-	err = tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
-	if err := s.found(ctx, op, id, err); err != nil {
-		return err
-	}
-	if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
-		return err
-	}
-	if len(b.Events) > 0 {
-		rows := make([][]any, len(b.Events))
-		for i, e := range b.Events {
-			data := e.Data
-			if data == nil {
-				data = []byte{}
-			}
-			rows[i] = []any{key, int64(e.Seq), e.Time.UnixNano(), e.Kind, data}
+	return s.inTx(ctx, op, l, func(tx pgx.Tx) error {
+		var err error
+		if l != nil {
+			err = l.check(ctx, op, tx.QueryRow(ctx, checkToken, key))
+		} else {
+			err = s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, key))
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"session_id", "seq", "at", "kind", "data"}, pgx.CopyFromRows(rows)); err != nil {
+		if err != nil {
+			return err
+		}
+		var last int64
+		err = tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
+		}
+		if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
+			return err
+		}
+		if len(b.Events) > 0 {
+			rows := make([][]any, len(b.Events))
+			for i, e := range b.Events {
+				rows[i] = []any{key, int64(e.Seq), e.Time.UnixNano(), e.Kind, sqlstore.NotNull(e.Data)}
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"session_id", "seq", "at", "kind", "data"}, pgx.CopyFromRows(rows)); err != nil {
+				return s.fail(ctx, op, err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2 WHERE id = $1`, key, int64(b.Through)); err != nil {
 			return s.fail(ctx, op, err)
 		}
-	}
-	if _, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2 WHERE id = $1`, key, int64(b.Through)); err != nil {
-		return s.fail(ctx, op, err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return s.fail(ctx, op, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // Events implements [history.EventLog].

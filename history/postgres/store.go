@@ -88,31 +88,43 @@ func rollback(ctx context.Context, tx pgx.Tx) { _ = tx.Rollback(ctx) }
 // change them until the transaction ends. A concurrent writer of the same
 // version waits for the row lock and then finds the version changed.
 func (s *Store) write(ctx context.Context, op, id string, version uint64, l *lease, r reserve, fn func(tx pgx.Tx, st *state) error) (uint64, error) {
-	if err := s.admit(ctx); err != nil {
+	err := s.inTx(ctx, op, l, func(tx pgx.Tx) error {
+		st, err := s.swap(ctx, tx, op, id, version, l, r)
+		if err != nil {
+			return err
+		}
+		return fn(tx, st)
+	})
+	switch {
+	case errors.Is(err, errNoChange):
+		return version, nil
+	case err != nil:
 		return 0, err
 	}
+	return version + 1, nil
+}
+
+// inTx runs fn in one transaction of a write fenced by l (nil: unfenced)
+// and commits it; any error of fn rolls it back.
+func (s *Store) inTx(ctx context.Context, op string, l *lease, fn func(tx pgx.Tx) error) error {
+	if err := s.admit(ctx); err != nil {
+		return err
+	}
 	if err := l.usable(op); err != nil {
-		return 0, err
+		return err
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
-		return 0, s.fail(ctx, op, err)
+		return s.fail(ctx, op, err)
 	}
 	defer rollback(ctx, tx)
-	st, err := s.swap(ctx, tx, op, id, version, l, r)
-	if err != nil {
-		return 0, err
-	}
-	if err := fn(tx, st); err != nil {
-		if errors.Is(err, errNoChange) {
-			return version, nil
-		}
-		return 0, err
+	if err := fn(tx); err != nil {
+		return err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, s.fail(ctx, op, err)
+		return s.fail(ctx, op, err)
 	}
-	return version + 1, nil
+	return nil
 }
 
 // swap sends, in one round trip, the statements every write starts with:

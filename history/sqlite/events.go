@@ -51,7 +51,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 			}
 			defer func() { _ = stmt.Close() }()
 			for _, e := range b.Events {
-				if _, err := stmt.ExecContext(ctx, id, seqColumn(e.Seq), e.Time.UnixNano(), e.Kind, notNull(e.Data)); err != nil {
+				if _, err := stmt.ExecContext(ctx, id, seqColumn(e.Seq), e.Time.UnixNano(), e.Kind, sqlstore.NotNull(e.Data)); err != nil {
 					return s.fail(ctx, op, err)
 				}
 			}
@@ -91,12 +91,4 @@ func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) 
 		return nil, err
 	}
 	return out, nil
-}
-
-// notNull is data as a value for a NOT NULL BLOB column.
-func notNull(data []byte) []byte {
-	if data == nil {
-		return []byte{}
-	}
-	return data
 }

@@ -70,3 +70,12 @@ func FromArguments(text *string, raw []byte) json.RawMessage {
 func SeqAfter(after uint64) int64 {
 	return int64(min(after, math.MaxInt64))
 }
+
+// NotNull is data as a value for a NOT NULL binary column (an event's
+// data): nil becomes empty.
+func NotNull(data []byte) []byte {
+	if data == nil {
+		return []byte{}
+	}
+	return data
+}
