@@ -134,6 +134,9 @@ type Segment struct {
 	// fresh figure existed); ContextAfter is an estimate of the context
 	// after it (retained summary and the Active messages left).
 	ContextBefore, ContextAfter int
+	// Fidelity is how many of the archived prefix's facts the summary kept
+	// (zero for a Segment committed before fidelity was recorded).
+	Fidelity Fidelity
 	// UndoneAt is when an Uncompact undid this Segment, zero while it
 	// stands; UndoID is that Uncompact's ID. An undone Segment stays in the
 	// archive with its messages, which are Active again.
@@ -251,10 +254,11 @@ type Commit struct {
 	InputTokens  int
 	OutputTokens int
 	At           time.Time
-	// SummaryProvider, SummaryModel, ContextBefore and ContextAfter are
-	// recorded with the Segment (see [Segment]); all optional.
+	// SummaryProvider, SummaryModel, ContextBefore, ContextAfter and
+	// Fidelity are recorded with the Segment (see [Segment]); all optional.
 	SummaryProvider, SummaryModel string
 	ContextBefore, ContextAfter   int
+	Fidelity                      Fidelity
 }
 
 // Uncompacter is implemented by stores that can undo a compaction. The

@@ -1,0 +1,78 @@
+package history
+
+import "context"
+
+// SearchQuery is one search of a session's messages (see [Searcher]).
+type SearchQuery struct {
+	// Text is what the caller wants to find, typically a question a model
+	// wrote ("why did we change the rounding in ledger.go"). It is never
+	// parsed as a boolean or FTS expression: any text is a valid query, and
+	// a query with no searchable word returns no hits.
+	Text string
+	// Limit is the most hits on a page; 0 = DefaultSearchLimit; at most
+	// MaxSearchLimit.
+	Limit int
+	// Cursor is SearchPage.Next of the previous page; "" = the first page.
+	Cursor string
+}
+
+// SearchHit is one message a search found.
+type SearchHit struct {
+	MessageID string
+	// SegmentID is the Segment that archived the message, "" for a message
+	// still in Active. A message of an undone Segment is Active again, and
+	// its hit has SegmentID "".
+	SegmentID string
+	// Position is the message's timeline position.
+	Position int64
+	Role     Role
+	// ToolName is the tool a tool message answers (the name of the call in
+	// the assistant message before it), "" for other roles.
+	ToolName string
+	// Snippet is an excerpt of the message around the words that matched,
+	// each marked as «word».
+	Snippet string
+	// Score orders hits: higher is better. Hits are ranked first by how many
+	// of the query's distinct content words (after stemming) the message
+	// holds, then by the store's text rank (bm25 on SQLite, ts_rank on
+	// PostgreSQL, term frequency in memstore). Scores compare within one
+	// search only.
+	Score float64
+}
+
+// SearchPage is one page of hits, best first.
+type SearchPage struct {
+	Hits []SearchHit
+	Next string // the Cursor of the next page; "" = last page
+}
+
+// Limits of [SearchQuery.Limit].
+const (
+	DefaultSearchLimit = 10
+	MaxSearchLimit     = 100
+)
+
+// Searcher is implemented by stores that can search a session's messages,
+// Active and archived (all three stores of sessionkit do). A stored message
+// is searchable as soon as the write that stored it returns: the index is
+// kept in the same transaction.
+type Searcher interface {
+	// Search returns one page of the session's messages that hold words of
+	// q.Text, best first. It fails with ErrNotFound for an unknown session
+	// and with an error wrapping ErrInvalid for a negative Limit or a
+	// malformed Cursor; never for the text of the query.
+	Search(ctx context.Context, id string, q SearchQuery) (SearchPage, error)
+}
+
+// Fidelity is how much of a compacted prefix's facts its summary kept (see
+// the compact package's Facts). It is computed for every committed Segment.
+type Fidelity struct {
+	// Facts is how many distinct facts the archived prefix held; Kept how
+	// many of them occur in the summary.
+	Facts, Kept int
+	// Missing lists facts the summary lost, at most MaxFidelityMissing.
+	Missing []string
+}
+
+// MaxFidelityMissing bounds [Fidelity.Missing].
+const MaxFidelityMissing = 20
