@@ -53,7 +53,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/examples/acp-agent/workspace"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"

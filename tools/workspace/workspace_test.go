@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sessionkit/sessionkit/examples/acp-agent/workspace"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/session"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/examples/acp-agent/workspace"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/history"
 )
 
