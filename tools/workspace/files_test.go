@@ -375,7 +375,9 @@ func TestSearchBoundedMemory(t *testing.T) {
 
 	// A regular expression streams over a long line (fewer lines: slower).
 	require.NoError(t, os.WriteFile(filepath.Join(f.root, "pkg", "wide.txt"), []byte(line+line), 0o644))
-	n = allocated(func() { out, err = f.run(t, "search", map[string]any{"pattern": `needle$`, "regex": true, "path": "pkg"}) })
+	n = allocated(func() {
+		out, err = f.run(t, "search", map[string]any{"pattern": `needle$`, "regex": true, "path": "pkg"})
+	})
 	require.NoError(t, err)
 	assert.Less(t, n, uint64(8*workspace.DefaultMaxOutput+256<<10), "bytes allocated (regex)")
 	t.Logf("regex search of 2 lines of 900 KB: %d bytes allocated", n)
