@@ -34,24 +34,9 @@ func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) 
 	if in.Pattern == "" {
 		return "", errors.New("pattern is empty")
 	}
-	s := &searcher{t: t, r: bufio.NewReaderSize(nil, readBuffer)}
-	if in.Regex {
-		re, err := regexp.Compile(in.Pattern)
-		if err != nil {
-			return "", fmt.Errorf("pattern is not a valid regular expression: %v", err)
-		}
-		s.re = re
-		s.find = re.FindIndex
-	} else {
-		s.re = regexp.MustCompile(regexp.QuoteMeta(in.Pattern))
-		pat := []byte(in.Pattern)
-		s.fixed = pat
-		s.find = func(line []byte) []int {
-			if i := bytes.Index(line, pat); i >= 0 {
-				return []int{i, i + len(pat)}
-			}
-			return nil
-		}
+	s, err := newSearcher(t, in.Pattern, in.Regex)
+	if err != nil {
+		return "", err
 	}
 	if in.Path == "" {
 		in.Path = "."
@@ -97,6 +82,12 @@ func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) 
 	if err != nil {
 		return "", err
 	}
+	return s.result(), nil
+}
+
+// result is the search's answer: the matches, why the search stopped
+// early, and the files it skipped or could not finish.
+func (s *searcher) result() string {
 	var b strings.Builder
 	if s.matches == 0 {
 		b.WriteString("no matches")
@@ -109,7 +100,30 @@ func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) 
 	}
 	s.binary.note(&b, "skipped %d binary %s", "file", "files")
 	s.failed.note(&b, "could not finish %d %s", "file", "files")
-	return b.String(), nil
+	return b.String()
+}
+
+// newSearcher returns the searcher for pattern, a regular expression when
+// regex.
+func newSearcher(t tools, pattern string, regex bool) (*searcher, error) {
+	s := &searcher{t: t, r: bufio.NewReaderSize(nil, readBuffer)}
+	if regex {
+		re, err := regexp.Compile(pattern)
+		if err != nil {
+			return nil, fmt.Errorf("pattern is not a valid regular expression: %v", err)
+		}
+		s.re, s.find = re, re.FindIndex
+		return s, nil
+	}
+	s.re = regexp.MustCompile(regexp.QuoteMeta(pattern))
+	s.fixed = []byte(pattern)
+	s.find = func(line []byte) []int {
+		if i := bytes.Index(line, s.fixed); i >= 0 {
+			return []int{i, i + len(s.fixed)}
+		}
+		return nil
+	}
+	return s, nil
 }
 
 // errText is err's text without the path the error repeats.
@@ -182,26 +196,32 @@ func (s *searcher) file(ctx context.Context, l loc) error {
 	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
 		return nil // swapped for something else since the listing
 	}
-	s.r.Reset(f)
+	s.scan(ctx, shown, f)
+	return ctx.Err()
+}
+
+// scan searches the file shown, read from r.
+func (s *searcher) scan(ctx context.Context, shown string, r io.Reader) {
+	s.r.Reset(r)
 	if head, _ := s.r.Peek(binaryProbe); bytes.IndexByte(head, 0) >= 0 {
 		s.binary.add(shown)
-		return nil
+		return
 	}
 	for n := 1; !s.full; n++ {
 		if n%1024 == 0 && ctx.Err() != nil {
-			return ctx.Err()
+			return
 		}
 		line, err := s.r.ReadSlice('\n')
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			if err := s.longLine(shown, n, line); err != nil {
 				s.failed.add(shown + " (" + errText(err) + ")")
-				return nil
+				return
 			}
 			continue
 		case err != nil && !errors.Is(err, io.EOF):
 			s.failed.add(shown + " (" + errText(err) + ")")
-			return nil
+			return
 		}
 		if len(line) > 0 {
 			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
@@ -210,10 +230,9 @@ func (s *searcher) file(ctx context.Context, l loc) error {
 			}
 		}
 		if err != nil { // io.EOF
-			return nil
+			return
 		}
 	}
-	return nil
 }
 
 // longLine searches line n, longer than r's buffer, whose first part r

@@ -1,27 +1,68 @@
-// Package workspace gives a coding agent its file and command tools,
-// confined to the directories of one session: its working directory and any
-// additional directories the editor named.
+// Package workspace gives a coding agent built on sessionkit its six tools
+// (read_file, write_file, edit_file, list_files, search, run_command),
+// confined to the directories of one session: its working directory and
+// any additional directories the editor named.
 //
 //	ws, err := workspace.New("/home/me/project")
-//	if err != nil { ... }
+//	if err != nil { ... } // errors.Is(err, workspace.ErrBadRoot): refuse the session
+//	defer ws.Close()
 //	cfg := session.Config{Provider: p, Tools: ws.Tools(workspace.Options{})}
+//
+// With an [Editor] (an ACP client, such as the session's *acp.ToolClient)
+// in [Options], files are read and written through the client when it
+// offers fs, commands run in its terminals when it offers them, and every
+// change and command asks the user's permission first. [Describe] says how
+// the calls are shown to the client, live and on replay.
 //
 // # Confinement
 //
-// Every path a tool takes is resolved against the working directory (a
-// relative path) or taken as it is (an absolute one), cleaned, and its
-// symbolic links resolved as far as the path exists; the result must lie
-// inside one of the roots, themselves resolved the same way. Anything else
-// ("..", an absolute path elsewhere, a link that points out) is refused
-// with an error the model can read, and nothing is read or changed.
-// Confinement is a guard against a model's mistakes, not a sandbox: a
-// command run with run_command runs with the agent's rights.
+// New refuses the root of the file system and the user's home directory
+// itself, and takes only absolute paths of existing directories; it opens
+// each directory as an [os.Root] and holds it for the session. A path a
+// tool is given names one of them, by its name alone (relative to the
+// working directory, or absolute; ".." is resolved by name first, and
+// "..foo" is an ordinary name), and everything else about it is left to
+// that Root: it resolves each component through a directory descriptor
+// and refuses a symbolic link that leads out of its directory (also a
+// dangling one, and an absolute one even when it points inside), so a
+// path outside and a link out fail with an error wrapping [ErrOutside],
+// and nothing is read or changed.
+//
+// A file is opened once, by descriptor, and checked on that descriptor
+// (fstat): what is not a regular file (a FIFO, a socket, a device) is
+// refused with an error naming its kind, and a FIFO's open never waits.
+// write_file and edit_file read the file through that descriptor before
+// the permission request and write it through the same descriptor after
+// it, once the name is seen to lead to the same file still: a name swapped
+// while the user looks at the request is refused, never followed. A new
+// file is created exclusively (a link put at its name is not followed),
+// and parent directories made for a write that then fails are removed.
+//
+// What os.Root does not cover: a hard link is the same file under another
+// name, possibly outside the workspace, so a file with more than one link
+// is written only after a permission request that says so (also when the
+// tool is allowed always; never with AllowAll or without an editor to
+// ask). Bind mounts, and a directory of the session that is itself a
+// mount of something else, are inside as far as os.Root knows. Through the
+// client's fs the client reads and writes the path itself: the tools check
+// it first, but the client's own open is the client's. And run_command
+// runs a shell, which the confinement of the file tools does not reach.
 //
 // # Bounds
 //
 // Every tool's output is bounded (Options.MaxOutput bytes; lists and
-// searches also by count), and says when it was cut. History keeps a tool
-// result whole; the summary input cuts long tool outputs again.
+// searches also by count), and says when it was cut; and so is what a
+// tool holds while it works. read_file streams: it stops at the end of the
+// lines asked for or at the bound, so one line of a 300 MB file costs
+// the bound, not the file (through the client it asks for those lines
+// only). search reads each file through one buffer and keeps at most 512
+// bytes of each matching line, around the match: a line of any length is
+// searched whole, a binary file (a NUL byte in its first 8 KiB) is skipped
+// and the answer says so, as it names the files it could not finish.
+// list_files keeps the first MaxEntries names of a directory of any size.
+// write_file and edit_file hold the file whole, so they refuse one larger
+// than Options.MaxFileSize. History keeps a tool result whole; the summary
+// input cuts long tool outputs again.
 package workspace
 
 import (
