@@ -253,11 +253,16 @@ func (tg *target) close() {
 }
 
 // target opens the file at l to change it: on the disk by descriptor (a
-// regular file of at most MaxFileSize bytes, inside) and its text, through
-// the editor when it reads files (it sees unsaved changes).
+// regular file of at most MaxFileSize bytes, inside; open to write unless
+// the editor writes files) and its text, through the editor when it reads
+// files (it sees unsaved changes).
 func (t tools) target(ctx context.Context, l loc) (*target, error) {
 	tg := &target{l: l}
-	f, st, err := t.w.open(l, os.O_RDWR)
+	flag := os.O_RDWR // written through this descriptor
+	if ed := t.o.Editor; ed != nil && ed.CanWriteFiles() {
+		flag = os.O_RDONLY // the editor writes it
+	}
+	f, st, err := t.w.open(l, flag)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if link, lerr := l.dir.root.Readlink(l.name); lerr == nil {
