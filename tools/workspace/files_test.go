@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
@@ -437,4 +438,38 @@ func TestEditorReadsARange(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "func main() {\n\tprintln(\"hello\")\n", out)
 	assert.Equal(t, [][2]int{{3, 2}}, ed.ranges)
+}
+
+// An additional directory is a directory of the session like the working
+// directory, reached by an absolute path or through ".." by name; each
+// directory is its own Root, so a link from one into another is refused
+// like any link out.
+func TestAdditionalDirectories(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	root, other := filepath.Join(base, "project"), filepath.Join(base, "shared")
+	require.NoError(t, os.Mkdir(root, 0o755))
+	require.NoError(t, os.Mkdir(other, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(other, "a.txt"), []byte("shared text\n"), 0o644))
+	require.NoError(t, os.Symlink(filepath.Join(other, "a.txt"), filepath.Join(root, "to-shared")))
+	ws, err := workspace.New(root, other)
+	require.NoError(t, err)
+	defer ws.Close()
+	f := &fixture{root: root, tools: map[string]session.Tool{}}
+	for _, tool := range ws.Tools(workspace.Options{}) {
+		f.tools[tool.Name] = tool
+	}
+	for _, p := range []string{"../shared/a.txt", filepath.Join(other, "a.txt")} {
+		out, err := f.run(t, "read_file", map[string]any{"path": p})
+		require.NoError(t, err, p)
+		assert.Equal(t, "shared text\n", out)
+	}
+	out, err := f.run(t, "write_file", map[string]any{"path": "../shared/new/b.txt", "content": "b"})
+	require.NoError(t, err)
+	assert.Equal(t, "wrote "+filepath.Join(other, "new", "b.txt")+" (1 bytes)", out)
+	out, err = f.run(t, "search", map[string]any{"pattern": "shared", "path": other})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(other, "a.txt")+":1: shared text\n", out)
+	_, err = f.run(t, "read_file", map[string]any{"path": "to-shared"})
+	require.ErrorIs(t, err, workspace.ErrOutside)
 }
