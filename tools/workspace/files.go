@@ -272,7 +272,7 @@ func (t tools) target(ctx context.Context, l loc) (*target, error) {
 		return nil, err
 	case st.Size() > int64(t.o.MaxFileSize):
 		_ = f.Close()
-		return nil, fmt.Errorf("%s has %d bytes, more than the %d bytes the file tools replace or edit; nothing was changed", l.asked, st.Size(), t.o.MaxFileSize)
+		return nil, t.tooLarge(l, st.Size())
 	default:
 		tg.f, tg.info, tg.links = f, st, links(st)
 	}
@@ -297,12 +297,16 @@ func (t tools) target(ctx context.Context, l loc) (*target, error) {
 	switch {
 	case len(tg.text) > t.o.MaxFileSize:
 		tg.close()
-		return nil, fmt.Errorf("%s has %d bytes, more than the %d bytes the file tools replace or edit; nothing was changed", l.asked, len(tg.text), t.o.MaxFileSize)
+		return nil, t.tooLarge(l, int64(len(tg.text)))
 	case strings.IndexByte(tg.text[:min(len(tg.text), binaryProbe)], 0) >= 0 || !utf8.ValidString(tg.text):
 		tg.close()
 		return nil, fmt.Errorf("%s is not a text file", l.asked)
 	}
 	return tg, nil
+}
+
+func (t tools) tooLarge(l loc, size int64) error {
+	return fmt.Errorf("%s has %d bytes, more than the %d bytes the file tools replace or edit; nothing was changed", l.asked, size, t.o.MaxFileSize)
 }
 
 // permitChange asks the user's permission to change tg (see permit). A

@@ -59,7 +59,7 @@ func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) 
 			if p == start {
 				return t.w.rootErr(at, err)
 			}
-			s.failed.add(t.w.rel(at) + " (" + errText(err) + ")")
+			s.fail(t.w.rel(at), err)
 			return nil
 		}
 		if d.IsDir() {
@@ -135,6 +135,11 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// fail notes that the file shown could not be searched to its end.
+func (s *searcher) fail(shown string, err error) {
+	s.failed.add(shown + " (" + errText(err) + ")")
+}
+
 // names counts files and keeps the first few names, for a note.
 type names struct {
 	n    int
@@ -189,7 +194,7 @@ func (s *searcher) file(ctx context.Context, l loc) error {
 	shown := s.t.w.rel(l)
 	f, err := l.dir.root.OpenFile(l.name, os.O_RDONLY|openFlags, 0)
 	if err != nil {
-		s.failed.add(shown + " (" + errText(err) + ")")
+		s.fail(shown, err)
 		return nil
 	}
 	defer f.Close()
@@ -215,12 +220,12 @@ func (s *searcher) scan(ctx context.Context, shown string, r io.Reader) {
 		switch {
 		case errors.Is(err, bufio.ErrBufferFull):
 			if err := s.longLine(shown, n, line); err != nil {
-				s.failed.add(shown + " (" + errText(err) + ")")
+				s.fail(shown, err)
 				return
 			}
 			continue
 		case err != nil && !errors.Is(err, io.EOF):
-			s.failed.add(shown + " (" + errText(err) + ")")
+			s.fail(shown, err)
 			return
 		}
 		if len(line) > 0 {
