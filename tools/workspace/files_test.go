@@ -3,6 +3,7 @@ package workspace_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -296,6 +297,21 @@ func TestFailedWriteRemovesItsDirectories(t *testing.T) {
 	require.Error(t, err)
 	assert.False(t, f.exists(t, filepath.Join(f.root, "pkg", "a")), "the directories it made are gone")
 	assert.True(t, f.exists(t, filepath.Join(f.root, "pkg", "util.go")), "what was there stays")
+
+	// Through an editor whose write fails.
+	ed := &failingEditor{fakeEditor: newEditor()}
+	g := newFixture(t, workspace.Options{Editor: ed})
+	_, err = g.run(t, "write_file", map[string]any{"path": "pkg/x/y/z.txt", "content": "x"})
+	require.ErrorContains(t, err, "the editor cannot save")
+	assert.False(t, g.exists(t, filepath.Join(g.root, "pkg", "x")), "the directories it made are gone")
+	assert.True(t, g.exists(t, filepath.Join(g.root, "pkg", "util.go")))
+}
+
+// failingEditor is a client with fs whose writes fail.
+type failingEditor struct{ *fakeEditor }
+
+func (e *failingEditor) WriteTextFile(context.Context, string, string) error {
+	return errors.New("the editor cannot save")
 }
 
 // allocated is the number of bytes run allocates.
