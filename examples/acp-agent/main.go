@@ -53,7 +53,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
@@ -61,6 +60,7 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
 func main() {
@@ -198,13 +198,18 @@ func run(args []string) error {
 // write_file, edit_file, list_files, search, run_command) confined to its
 // working directory and additional directories, working through the
 // editor when it offers files and terminals, and asking the user's
-// permission before every change and command unless allowAll. A cwd that
-// is not a directory here gets no workspace tools (its calls in history are
-// still shown as they were).
+// permission before every change and command unless allowAll. A
+// directory that can never be a session's (/, the home directory, a
+// relative path, a file) refuses the request with workspace's error; one
+// that does not exist here gets no workspace tools (a session recorded on
+// another machine: its calls in history are still shown as they were).
 func workspaceTools(log *zap.Logger, allowAll bool) func(acp.ToolSession) (acp.Toolset, error) {
 	return func(ts acp.ToolSession) (acp.Toolset, error) {
 		set := acp.Toolset{Describe: workspace.Describe(ts.Cwd)}
 		ws, err := workspace.New(ts.Cwd, ts.AdditionalDirectories...)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return acp.Toolset{}, err
+		}
 		if err != nil {
 			log.Warn("no workspace tools for this session", zap.String("cwd", ts.Cwd), zap.Error(err))
 			return set, nil

@@ -4,12 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/acp"
 )
@@ -52,16 +48,22 @@ type allowed map[string]bool
 
 // permit asks the user to allow the call of tool that ctx runs, unless
 // nothing asks (no editor, AllowAll) or the user allowed the tool always.
-// For an edit, path, oldText and newText make the diff the user sees. It
+// For an edit, path (as the client knows it), oldText and newText make
+// the diff the user sees. It
 // returns the result of a declined call ("" when allowed), or why it could
 // not ask: the turn was cancelled, or the client cancelled the request.
 func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
 	if t.o.Editor == nil || t.o.AllowAll || t.allowed[tool] {
 		return "", nil
 	}
+	return t.ask(ctx, tool, title, kind, path, oldText, newText)
+}
+
+// ask is permit's request, made whatever was allowed before.
+func (t tools) ask(ctx context.Context, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
 	call := acp.ToolCallUpdate{Title: acp.Value(title), Kind: acp.Value(kind)}
 	if path != "" {
-		shown := t.w.shown(path)
+		shown := path
 		call.Locations = acp.Value([]acp.ToolCallLocation{{Path: shown}})
 		call.Content = acp.Value([]acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}})
 	}
@@ -83,36 +85,6 @@ func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind
 		return "", nil
 	}
 	return Declined + title + " was not allowed; nothing was changed.", nil
-}
-
-// read returns the text of the file at p (resolved; asked for as name):
-// through the editor when it reads files (it sees unsaved changes),
-// otherwise from the disk.
-func (t tools) read(ctx context.Context, p, name string) (string, error) {
-	if ed := t.o.Editor; ed != nil && ed.CanReadFiles() {
-		return ed.ReadTextFile(ctx, t.w.shown(p), 0, 0)
-	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return "", err
-	}
-	if !utf8.Valid(data) {
-		return "", fmt.Errorf("%s is not a text file", name)
-	}
-	return string(data), nil
-}
-
-// write writes content to the file at p (resolved): through the editor
-// when it writes files, otherwise to the disk with perm. Missing parent
-// directories are made first.
-func (t tools) write(ctx context.Context, p, content string, perm fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	if ed := t.o.Editor; ed != nil && ed.CanWriteFiles() {
-		return ed.WriteTextFile(ctx, t.w.shown(p), content)
-	}
-	return os.WriteFile(p, []byte(content), perm)
 }
 
 // runInTerminal runs command in a terminal of the editor, shown live in
