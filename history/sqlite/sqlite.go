@@ -40,8 +40,10 @@ type db struct {
 	st     *sqlstore.State
 	ttl    time.Duration
 	holder string
-	host   string // this machine, and
+	host   string // where this process runs (whereAmI), and
 	pid    int    // this process, as the leases record them
+	// checkable: a holder recorded with this host can be judged by its pid
+	checkable bool
 
 	leases leasing.Registry[*lease] // live leases of this store, released by Close
 }
@@ -157,9 +159,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := r.Ping(); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
 	}
+	host, checkable := whereAmI()
 	return &Store{db: &db{
 		path: abs, w: w, c: startCommitter(w), r: r, st: sqlstore.NewState("sqlite", true),
-		ttl: o.ttl, holder: o.holder, host: leasing.Hostname(), pid: os.Getpid(),
+		ttl: o.ttl, holder: o.holder, host: host, pid: os.Getpid(), checkable: checkable,
 	}}, nil
 }
 
