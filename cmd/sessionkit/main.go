@@ -37,7 +37,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"runtime/debug"
 
+	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/internal/envconfig"
 )
 
@@ -69,6 +72,7 @@ commands:
 flags:
   --store PATH|URL  SQLite file or postgres:// URL (default: the acp-agent's store)
   --json            JSON output (export writes JSON either way)
+  --version         print the version and exit
 `
 
 // cli runs one command line and returns the exit status.
@@ -122,8 +126,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	global := newFlagSet("sessionkit")
 	global.StringVar(&o.store, "store", defaultStore(), "")
 	global.BoolVar(&o.json, "json", false, "")
+	showVersion := global.Bool("version", false, "")
 	if err := global.Parse(args); err != nil {
 		return flagError(err)
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version())
+		return nil
 	}
 	if global.NArg() == 0 {
 		return usagef("no command: give one of sessions, show, segments, timeline, export (see -h)")
@@ -163,14 +172,28 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		id = positional[0]
 	}
 	if o.limit < 0 {
-		return usagef("-limit %d is negative", o.limit)
+		return usagef("--limit %d is negative", o.limit)
 	}
-	r, err := openReader(ctx, o.store)
+	r, err := openReader(ctx, o.store, stderr)
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	return cmd.run(ctx, r, id, &o, stdout, stderr)
+}
+
+// version is what --version prints: the release, and the commit it was
+// built from when the build recorded one.
+func version() string {
+	v := "sessionkit " + acp.Version
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				v += " (commit " + s.Value[:min(12, len(s.Value))] + ")"
+			}
+		}
+	}
+	return v
 }
 
 func newFlagSet(name string) *flag.FlagSet {
@@ -179,10 +202,14 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// flagError makes a flag package error a usage error (help stays help).
+// flagError makes a flag package error a usage error (help stays help),
+// naming the flag as the help does (--name; the flag package says -name).
 func flagError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
-	return usagef("%v", err)
+	return usagef("%s", flagName.ReplaceAllString(err.Error(), "$1--$2"))
 }
+
+// flagName finds the flags the flag package names in its errors.
+var flagName = regexp.MustCompile(`(: |for flag |for )-([A-Za-z][\w-]*)`)

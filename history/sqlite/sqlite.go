@@ -63,6 +63,12 @@ type options struct {
 	readConns   int
 	ttl         time.Duration
 	holder      string
+	immutable   bool // OpenReadOnly only
+}
+
+// defaultOptions are the options of Open and OpenReadOnly before theirs.
+func defaultOptions() options {
+	return options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL}
 }
 
 // DefaultLeaseTTL is how long a lease lives without being renewed unless
@@ -112,11 +118,11 @@ func WithReadConns(n int) Option {
 var ErrNewerSchema = errors.New("sqlite: the file's schema is newer than this version of sessionkit supports")
 
 // Open opens the SQLite file at path, creating it (mode 0600) if it does not
-// exist, and brings its schema up to date. The parent directory must exist.
+// exist, and brings its schema up to date ([OpenReadOnly] does neither). The parent directory must exist.
 // It fails with an error wrapping [ErrNewerSchema] if the file was written by
 // a newer schema. Close the Store when done.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL}
+	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -205,6 +211,9 @@ func (s *Store) Close() error {
 	}
 	s.releaseAll()
 	s.c.stop()
+	if s.w == nil { // opened read-only
+		return s.r.Close()
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
