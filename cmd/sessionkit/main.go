@@ -8,6 +8,7 @@
 //	sessionkit [--store PATH|URL] segments ID [--messages] [--json]
 //	sessionkit [--store PATH|URL] timeline ID [--json]
 //	sessionkit [--store PATH|URL] export ID    # JSON, with or without --json
+//	sessionkit --version
 //
 // --store is a SQLite file path or a postgres:// URL; the default is the
 // acp-agent's default store ($XDG_DATA_HOME/sessionkit/sessions.db, else
@@ -15,12 +16,18 @@
 //
 // # Read only
 //
-// sessionkit only reads. It never takes a session's lease (Load, Segments
-// and Timeline are plain reads of the store), so it can look into a session
-// while an agent serves it; it then says so, on stderr and in the output of
-// show and export, since what it prints is what the agent had committed
-// when it was read. A SQLite path that does not exist is an error: no file
-// is created.
+// sessionkit only reads. It opens a SQLite file with sqlite.OpenReadOnly
+// and a PostgreSQL database with postgres.OpenReadOnly: it never creates a
+// file, never migrates a schema and never takes a session's lease, so it
+// can look into a session while an agent serves it; it then says so, on
+// stderr and in the output of show and export, since what it prints is
+// what the agent had committed when it was read. A SQLite path that does
+// not exist is an error: no file is created. A store at an older schema
+// version is read as it is (SQLite: through a migrated copy in memory); a
+// newer one is refused, naming both versions. A store the user cannot
+// write is read too; a WAL-mode SQLite file whose index (-shm) is missing
+// and cannot be created beside it is read as immutable, and stderr says
+// that changes still in its -wal file are not seen.
 //
 // # Exit status
 //
