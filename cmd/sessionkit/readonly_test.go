@@ -101,8 +101,10 @@ func newCLIUser(t *testing.T) cliUser {
 	u := cliUser{bin: bin}
 	if os.Getuid() == 0 {
 		u.cred = &syscall.Credential{Uid: 65534, Gid: 65534} // nobody
-		if err := exec.Command(bin, "-test.run=^$").Run(); err != nil {
-			t.Skipf("cannot run the CLI as another user here: %v", err)
+		probe := exec.Command(bin, "-test.run=^$")
+		probe.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+		if out, err := probe.CombinedOutput(); err != nil {
+			t.Skipf("cannot run the CLI as user nobody here: %v: %s", err, out)
 		}
 	}
 	return u

@@ -58,8 +58,8 @@ func TestLeaseHolderInOtherPIDNamespace(t *testing.T) {
 	if err != nil {
 		t.Skip("needs unshare(1) to start a process in a PID namespace of its own")
 	}
-	if err := exec.Command(unshare, "--pid", "--fork", "true").Run(); err != nil {
-		t.Skipf("cannot make a PID namespace here (unshare --pid --fork: %v; it needs root or CAP_SYS_ADMIN)", err)
+	if err := exec.Command(unshare, "--pid", "--fork", "--kill-child", "true").Run(); err != nil {
+		t.Skipf("cannot make a PID namespace here (unshare --pid --fork --kill-child: %v; it needs root or CAP_SYS_ADMIN)", err)
 	}
 	// A pid no process of this namespace has: the holder gets it in its
 	// own namespace, so that judging it by its pid here says "gone".
