@@ -39,6 +39,10 @@ var (
 	// on a shared store was lost (another process took the session over):
 	// the session closed itself. It wraps ErrClosed and history.ErrFenced.
 	ErrLeaseLost = fmt.Errorf("%w: its lease was lost (%w)", ErrClosed, history.ErrFenced)
+	// ErrSeqExhausted is returned by Open for a session whose event
+	// sequence numbers are used up: numbering it once more would go beyond
+	// history.MaxSeq. It is never numbered silently past it.
+	ErrSeqExhausted = errors.New("session: the session's sequence numbers are used up")
 )
 
 // SlowSubscriberError is the Err of a subscription that was ended because

@@ -8,6 +8,7 @@
 //	sessionkit [--store PATH|URL] segments ID [--messages] [--json]
 //	sessionkit [--store PATH|URL] timeline ID [--json]
 //	sessionkit [--store PATH|URL] export ID    # JSON, with or without --json
+//	sessionkit --version
 //
 // --store is a SQLite file path or a postgres:// URL; the default is the
 // acp-agent's default store ($XDG_DATA_HOME/sessionkit/sessions.db, else
@@ -15,12 +16,18 @@
 //
 // # Read only
 //
-// sessionkit only reads. It never takes a session's lease (Load, Segments
-// and Timeline are plain reads of the store), so it can look into a session
-// while an agent serves it; it then says so, on stderr and in the output of
-// show and export, since what it prints is what the agent had committed
-// when it was read. A SQLite path that does not exist is an error: no file
-// is created.
+// sessionkit only reads. It opens a SQLite file with sqlite.OpenReadOnly
+// and a PostgreSQL database with postgres.OpenReadOnly: it never creates a
+// file, never migrates a schema and never takes a session's lease, so it
+// can look into a session while an agent serves it; it then says so, on
+// stderr and in the output of show and export, since what it prints is
+// what the agent had committed when it was read. A SQLite path that does
+// not exist is an error: no file is created. A store at an older schema
+// version is read as it is (SQLite: through a migrated copy in memory); a
+// newer one is refused, naming both versions. A store the user cannot
+// write is read too; a WAL-mode SQLite file whose index (-shm) is missing
+// and cannot be created beside it is read as immutable, and stderr says
+// that changes still in its -wal file are not seen.
 //
 // # Exit status
 //
@@ -37,7 +44,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"runtime/debug"
 
+	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/internal/envconfig"
 )
 
@@ -69,6 +79,7 @@ commands:
 flags:
   --store PATH|URL  SQLite file or postgres:// URL (default: the acp-agent's store)
   --json            JSON output (export writes JSON either way)
+  --version         print the version and exit
 `
 
 // cli runs one command line and returns the exit status.
@@ -122,8 +133,13 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	global := newFlagSet("sessionkit")
 	global.StringVar(&o.store, "store", defaultStore(), "")
 	global.BoolVar(&o.json, "json", false, "")
+	showVersion := global.Bool("version", false, "")
 	if err := global.Parse(args); err != nil {
 		return flagError(err)
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version())
+		return nil
 	}
 	if global.NArg() == 0 {
 		return usagef("no command: give one of sessions, show, segments, timeline, export (see -h)")
@@ -163,14 +179,28 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		id = positional[0]
 	}
 	if o.limit < 0 {
-		return usagef("-limit %d is negative", o.limit)
+		return usagef("--limit %d is negative", o.limit)
 	}
-	r, err := openReader(ctx, o.store)
+	r, err := openReader(ctx, o.store, stderr)
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	return cmd.run(ctx, r, id, &o, stdout, stderr)
+}
+
+// version is what --version prints: the release, and the commit it was
+// built from when the build recorded one.
+func version() string {
+	v := "sessionkit " + acp.Version
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				v += " (commit " + s.Value[:min(12, len(s.Value))] + ")"
+			}
+		}
+	}
+	return v
 }
 
 func newFlagSet(name string) *flag.FlagSet {
@@ -179,10 +209,14 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// flagError makes a flag package error a usage error (help stays help).
+// flagError makes a flag package error a usage error (help stays help),
+// naming the flag as the help does (--name; the flag package says -name).
 func flagError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
-	return usagef("%v", err)
+	return usagef("%s", flagName.ReplaceAllString(err.Error(), "$1--$2"))
 }
+
+// flagName finds the flags the flag package names in its errors.
+var flagName = regexp.MustCompile(`(: |for flag |for )-([A-Za-z][\w-]*)`)

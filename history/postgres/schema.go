@@ -204,3 +204,35 @@ func schemaVersion(ctx context.Context, q interface {
 	}
 	return v, nil
 }
+
+// checkReadable is the schema check of OpenReadOnly, in a read-only
+// transaction: the database must hold a store at the schema version of this
+// package. A newer one is refused with ErrNewerSchema, an older one (which
+// this package would have to migrate) and a database without a store with
+// errors naming the versions.
+func checkReadable(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	version := 0
+	if exists {
+		if version, err = schemaVersion(ctx, tx); err != nil {
+			return err
+		}
+	}
+	switch known := len(migrations); {
+	case version == 0:
+		return fmt.Errorf("%w: the database holds no sessionkit store (no schema version)", ErrNotAStore)
+	case version > known:
+		return fmt.Errorf("%w: database schema version %d, this version reads versions up to %d", ErrNewerSchema, version, known)
+	case version < known:
+		return fmt.Errorf("%w: database schema version %d, this version reads version %d (an agent of this version migrates the database when it opens it)", ErrOlderSchema, version, known)
+	}
+	return nil
+}

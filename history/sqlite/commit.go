@@ -50,6 +50,8 @@ type committer struct {
 	// onBatch, if set, is called by the committer with the jobs of each
 	// batch before it runs them (a test hook).
 	onBatch func(n int)
+	// readOnly: the store was opened read-only; every write fails
+	readOnly bool
 }
 
 // startCommitter starts the committer of the writer connection w.
@@ -73,6 +75,9 @@ func (c *committer) stop() {
 // before the handoff. Once handed over, the job is waited for whatever
 // happens to ctx, so that a nil error always means durable.
 func (c *committer) submit(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if c.readOnly {
+		return ErrReadOnly
+	}
 	j := &job{ctx: ctx, fn: fn, done: make(chan struct{})}
 	select {
 	case c.jobs <- j:
