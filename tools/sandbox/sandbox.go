@@ -94,7 +94,7 @@ func (s Status) String() string {
 	if s.Available {
 		return fmt.Sprintf("Landlock ABI %d", s.ABI)
 	}
-	return "no Landlock: " + s.Reason
+	return "sandbox unavailable: " + s.Reason
 }
 
 // hooked is set by Main: the helper can be started from this executable.

@@ -62,5 +62,5 @@ func TestEnvName(t *testing.T) {
 // Status says what it is in one line.
 func TestStatusString(t *testing.T) {
 	assert.Equal(t, "Landlock ABI 7", sandbox.Status{Available: true, ABI: 7}.String())
-	assert.Equal(t, "no Landlock: old kernel", sandbox.Status{Reason: "old kernel"}.String())
+	assert.Equal(t, "sandbox unavailable: old kernel", sandbox.Status{Reason: "old kernel"}.String())
 }

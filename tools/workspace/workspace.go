@@ -14,8 +14,9 @@
 // inside one of the roots, themselves resolved the same way. Anything else
 // ("..", an absolute path elsewhere, a link that points out) is refused
 // with an error the model can read, and nothing is read or changed.
-// Confinement is a guard against a model's mistakes, not a sandbox: a
-// command run with run_command runs with the agent's rights.
+// A command run with run_command is confined by the kernel instead, where
+// it can be (package sandbox, Options.Sandbox): it may write only in the
+// session's directories, with a clean environment.
 //
 // # Bounds
 //
