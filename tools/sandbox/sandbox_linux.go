@@ -180,7 +180,8 @@ func confine(args []string) int {
 // restrict applies the ruleset of h to this process: everything readable
 // and executable, the writable directories (and the few devices every
 // shell writes to) writable, TCP connect and bind denied unless h allows
-// network, signals and abstract UNIX sockets scoped to the command's own
+// network (and, then, UDP and Multipath TCP sockets refused by a seccomp
+// filter), signals and abstract UNIX sockets scoped to the command's own
 // processes (ABI 6).
 func restrict(h helperArgs) error {
 	s := kernelStatus()
@@ -198,9 +199,13 @@ func restrict(h helperArgs) error {
 	if s.ABI >= 2 {
 		rw = rw.WithRefer() // moving files between directories (git does)
 	}
-	return cfg.Restrict(
+	err := cfg.Restrict(
 		landlock.RODirs("/"),
 		rw,
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").IgnoreIfMissing(),
 	)
+	if err != nil || h.network {
+		return err
+	}
+	return denyNetSockets()
 }

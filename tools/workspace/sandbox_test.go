@@ -25,16 +25,23 @@ import (
 	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
-// dialArg makes the test binary a TCP client: "BINARY dialArg ADDR" prints
-// whether it could connect (plain TCP, as most programs do).
+// dialArg makes the test binary a network client: "BINARY dialArg NETWORK
+// ADDR" prints whether it could connect; NETWORK is tcp4 (plain TCP, as
+// most programs do), mptcp (Multipath TCP, which Go falls back from to
+// plain TCP when the kernel refuses it) or udp4.
 const dialArg = "workspace-test-dial"
 
 // TestMain calls the sandbox hook first: run_command starts this binary
 // again as the sandbox helper.
 func TestMain(m *testing.M) {
 	sandbox.Main()
-	if len(os.Args) == 3 && os.Args[1] == dialArg {
-		c, err := net.DialTimeout("tcp4", os.Args[2], 5*time.Second)
+	if len(os.Args) == 4 && os.Args[1] == dialArg {
+		d, network := net.Dialer{Timeout: 5 * time.Second}, os.Args[2]
+		if network == "mptcp" {
+			d.SetMultipathTCP(true)
+			network = "tcp4"
+		}
+		c, err := d.Dial(network, os.Args[3])
 		if err != nil {
 			fmt.Println("dial failed:", err)
 			os.Exit(1)
@@ -111,8 +118,9 @@ func TestSandboxReadsOutsideButCannotOverwrite(t *testing.T) {
 	f.outsideUntouched(t)
 }
 
-// TCP connect is refused by default, allowed when the policy allows
-// network.
+// TCP connect is refused by default, and so are Multipath TCP and UDP
+// (which Landlock ABI 7 does not cover); all are allowed when the policy
+// allows network.
 func TestSandboxNetwork(t *testing.T) {
 	requireLandlock(t)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -131,19 +139,27 @@ func TestSandboxNetwork(t *testing.T) {
 	defer ln.Close()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	dial := map[string]any{"command": fmt.Sprintf("%s %s %s", exe, dialArg, ln.Addr())}
+	dial := func(network string) map[string]any {
+		return map[string]any{"command": fmt.Sprintf("%s %s %s %s", exe, dialArg, network, ln.Addr())}
+	}
 
 	f := newFixture(t, workspace.Options{})
-	out, err := f.run(t, "run_command", dial)
+	for _, network := range []string{"tcp4", "mptcp", "udp4"} {
+		out, err := f.run(t, "run_command", dial(network))
+		require.NoError(t, err)
+		assert.Contains(t, out, "dial failed", network)
+		assert.NotContains(t, out, "connected", network)
+	}
+	out, err := f.run(t, "run_command", dial("tcp4"))
 	require.NoError(t, err)
-	assert.Contains(t, out, "dial failed")
-	assert.Contains(t, out, "permission denied")
-	assert.NotContains(t, out, "connected")
+	assert.Contains(t, out, "permission denied", "Landlock refuses the connect")
 
 	on := newFixture(t, workspace.Options{Sandbox: sandbox.Policy{Network: true}})
-	out, err = on.run(t, "run_command", dial)
-	require.NoError(t, err)
-	assert.Equal(t, "exit status 0\nconnected\n", out)
+	for _, network := range []string{"tcp4", "mptcp", "udp4"} {
+		out, err = on.run(t, "run_command", dial(network))
+		require.NoError(t, err)
+		assert.Equal(t, "exit status 0\nconnected\n", out, network)
+	}
 }
 
 // alive reports whether the process pid still runs.
