@@ -222,7 +222,9 @@ func (p Policy) Prepare(line, dir string) (*Command, error) {
 	if c.Confined {
 		args = append(args, "--landlock")
 	}
-	if p.Network {
+	if p.Network || (c.Confined && Available().ABI < 4) {
+		// Below ABI 4 Landlock cannot deny TCP: under Auto the command
+		// runs with the network (Warning says so); Required refused it.
 		args = append(args, "--net")
 	}
 	for _, d := range append(slices.Clone(p.Writable), tmp) {
