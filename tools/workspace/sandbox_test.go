@@ -368,3 +368,34 @@ func TestTerminalCommandIsSandboxed(t *testing.T) {
 	assert.False(t, alive(pidAfter(t, out, "started")))
 	f.outsideUntouched(t)
 }
+
+// BenchmarkRunCommand measures what a command costs: the plain shell (no
+// helper), the helper with the sandbox off, and confined (two starts of
+// this binary: the supervisor and the confine stage).
+func BenchmarkRunCommand(b *testing.B) {
+	b.Run("plain sh", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command("sh", "-c", "true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	for name, mode := range map[string]sandbox.Mode{"helper, sandbox off": sandbox.Off, "confined": sandbox.Auto} {
+		b.Run(name, func(b *testing.B) {
+			ws, err := workspace.New(b.TempDir())
+			require.NoError(b, err)
+			var run func(context.Context, json.RawMessage) (string, error)
+			for _, tool := range ws.Tools(workspace.Options{Sandbox: sandbox.Policy{Mode: mode}}) {
+				if tool.Name == "run_command" {
+					run = tool.Run
+				}
+			}
+			for b.Loop() {
+				out, err := run(context.Background(), json.RawMessage(`{"command":"true"}`))
+				if err != nil || out != "exit status 0\n" {
+					b.Fatal(out, err)
+				}
+			}
+		})
+	}
+}
