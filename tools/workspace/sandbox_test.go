@@ -28,7 +28,7 @@ import (
 // dialArg makes the test binary a network client: "BINARY dialArg NETWORK
 // ADDR" prints whether it could connect; NETWORK is tcp4 (plain TCP, as
 // most programs do), mptcp (Multipath TCP, which Go falls back from to
-// plain TCP when the kernel refuses it) or udp4.
+// plain TCP when the kernel refuses it), udp4 or unix.
 const dialArg = "workspace-test-dial"
 
 // TestMain calls the sandbox hook first: run_command starts this binary
@@ -118,9 +118,9 @@ func TestSandboxReadsOutsideButCannotOverwrite(t *testing.T) {
 	f.outsideUntouched(t)
 }
 
-// TCP connect is refused by default, and so are Multipath TCP and UDP
-// (which Landlock ABI 7 does not cover); all are allowed when the policy
-// allows network.
+// TCP connect is refused by default, and so are Multipath TCP, UDP and
+// UNIX sockets to services outside (which Landlock ABI 7 does not cover);
+// all are allowed when the policy allows network.
 func TestSandboxNetwork(t *testing.T) {
 	requireLandlock(t)
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
@@ -153,6 +153,16 @@ func TestSandboxNetwork(t *testing.T) {
 	out, err := f.run(t, "run_command", dial("tcp4"))
 	require.NoError(t, err)
 	assert.Contains(t, out, "permission denied", "Landlock refuses the connect")
+	// A UNIX socket of a process outside (as D-Bus, systemd or Docker
+	// listen on) is out of reach too.
+	sock := filepath.Join(t.TempDir(), "service.sock")
+	uln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer uln.Close()
+	unixDial := map[string]any{"command": fmt.Sprintf("%s %s unix %s", exe, dialArg, sock)}
+	out, err = f.run(t, "run_command", unixDial)
+	require.NoError(t, err)
+	assert.Contains(t, out, "dial failed")
 
 	on := newFixture(t, workspace.Options{Sandbox: sandbox.Policy{Network: true}})
 	for _, network := range []string{"tcp4", "mptcp", "udp4"} {
@@ -160,6 +170,9 @@ func TestSandboxNetwork(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "exit status 0\nconnected\n", out, network)
 	}
+	out, err = on.run(t, "run_command", unixDial)
+	require.NoError(t, err)
+	assert.Equal(t, "exit status 0\nconnected\n", out, "unix")
 }
 
 // alive reports whether the process pid still runs.
