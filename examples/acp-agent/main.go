@@ -12,8 +12,14 @@
 // list_files, search, run_command) confined to the directories the editor
 // named; files and commands go through the editor when it offers fs and
 // terminals, and write_file, edit_file and run_command ask the user's
-// permission first unless --allow-all. MCP servers a session asks for are
-// not connected (a log line says so).
+// permission first unless --allow-all. Commands run in a sandbox: on Linux
+// under Landlock, writing only in the session's directories, without
+// network unless --command-network, with a clean environment (plus the
+// names of --command-env; provider and credential variables never), every
+// process they started ended with them; --sandbox=off|auto|required says
+// what to do where Landlock is missing (auto: run unconfined and say so;
+// required: refuse commands). See docs/security.md. MCP servers a session
+// asks for are not connected (a log line says so).
 //
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
@@ -25,7 +31,8 @@
 // A configuration it cannot serve (a negative or non-numeric count or
 // duration, an unknown flag or argument, a malformed URL in --store,
 // OPENAI_BASE_URL or ANTHROPIC_BASE_URL, a --store that is a directory or
-// cannot be written) is reported before anything is served, on one line of
+// cannot be written, an unknown --sandbox mode, a --command-env that is not
+// a name or names a provider or credential variable) is reported before anything is served, on one line of
 // stderr that names the flag or variable, with exit status 2. A failure
 // while serving exits with status 1.
 //
