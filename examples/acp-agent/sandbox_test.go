@@ -92,3 +92,18 @@ func TestAgentSandboxesCommands(t *testing.T) {
 	_, err = os.Stat(filepath.Join(base, "outside.txt"))
 	assert.True(t, os.IsNotExist(err), "nothing was written outside the session's directory")
 }
+
+// The agent says at startup how commands run: confined (with the Landlock
+// ABI), or why not.
+func TestStartupSaysHowCommandsRun(t *testing.T) {
+	bin := agentBinary(t)
+	store := filepath.Join(t.TempDir(), "s.db")
+	_, _, stderr := runAgent(t, bin, []string{"--store", store, "--sandbox=off"}, nil)
+	assert.Contains(t, stderr, "commands are not sandboxed")
+	assert.Contains(t, stderr, "the sandbox is off")
+	if sandbox.Available().ABI > 0 {
+		_, _, stderr = runAgent(t, bin, []string{"--store", store}, nil)
+		assert.Contains(t, stderr, "commands run in the sandbox")
+		assert.Contains(t, stderr, "Landlock ABI")
+	}
+}
