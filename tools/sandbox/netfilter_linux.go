@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"runtime"
 	"unsafe"
 
@@ -74,9 +75,12 @@ func denyNetSockets() error {
 		/* 27 */ f(ret, 0, 0, deny),
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
-	if errno != 0 {
-		return errno
+	tid, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
+	switch {
+	case errno != 0:
+		return fmt.Errorf("seccomp: %w", errno)
+	case tid != 0: // TSYNC names the thread it could not synchronize
+		return fmt.Errorf("seccomp: thread %d could not take the filter", tid)
 	}
 	return nil
 }
