@@ -261,6 +261,9 @@ const drainWait = time.Second
 // there is none, its process group), and out has all the output that was
 // written.
 func (c *Command) Run(ctx context.Context, out io.Writer) (int, error) {
+	if ctx.Err() != nil {
+		return -1, context.Cause(ctx) // nothing started
+	}
 	r, w, err := os.Pipe()
 	if err != nil {
 		return -1, err
