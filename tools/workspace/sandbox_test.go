@@ -201,7 +201,10 @@ func TestCommandEndsItsBackgroundChildren(t *testing.T) {
 	f := newFixture(t, workspace.Options{CommandTimeout: 20 * time.Second})
 	command := "sleep 30 & echo started $!"
 	if runtime.GOOS == "linux" {
-		command += "; setsid sleep 31 & echo detached $!"
+		// In a session of its own, out of the process group; its pid
+		// is the one that execs sleep (setsid may fork first).
+		command += `; setsid sh -c 'echo $$ > detached.pid; exec sleep 31' &
+			while [ ! -s detached.pid ]; do sleep 0.01; done; echo detached $(cat detached.pid)`
 	}
 	start := time.Now()
 	out, err := f.run(t, "run_command", map[string]any{"command": command + "; exit 4"})
