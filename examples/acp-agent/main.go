@@ -12,8 +12,14 @@
 // list_files, search, run_command) confined to the directories the editor
 // named; files and commands go through the editor when it offers fs and
 // terminals, and write_file, edit_file and run_command ask the user's
-// permission first unless --allow-all. MCP servers a session asks for are
-// not connected (a log line says so).
+// permission first unless --allow-all. Commands run in a sandbox: on Linux
+// under Landlock, writing only in the session's directories, without
+// network unless --command-network, with a clean environment (plus the
+// names of --command-env; provider and credential variables never), every
+// process they started ended with them; --sandbox=off|auto|required says
+// what to do where Landlock is missing (auto: run unconfined and say so;
+// required: refuse commands). See docs/security.md. MCP servers a session
+// asks for are not connected (a log line says so).
 //
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
@@ -25,7 +31,8 @@
 // A configuration it cannot serve (a negative or non-numeric count or
 // duration, an unknown flag or argument, a malformed URL in --store,
 // OPENAI_BASE_URL or ANTHROPIC_BASE_URL, a --store that is a directory or
-// cannot be written) is reported before anything is served, on one line of
+// cannot be written, an unknown --sandbox mode, a --command-env that is not
+// a name or names a provider or credential variable) is reported before anything is served, on one line of
 // stderr that names the flag or variable, with exit status 2. A failure
 // while serving exits with status 1.
 //
@@ -60,10 +67,12 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/tools/sandbox"
 	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
 func main() {
+	sandbox.Main() // first: run_command starts this executable again as its sandbox helper
 	os.Exit(agentMain(os.Args[1:]))
 }
 
@@ -91,6 +100,7 @@ type config struct {
 	deltaSize     int
 	allowAll      bool
 	verbose       bool
+	sandbox       sandbox.Policy // run_command's mode, network and added environment
 }
 
 // parseFlags parses and checks the command line. Every error is an
@@ -111,6 +121,23 @@ func parseFlags(args []string) (*config, error) {
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
 	flags.BoolVar(&c.allowAll, "allow-all", false, "never ask the user's permission before write_file, edit_file and run_command (for scripts)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
+	c.sandbox.Mode = sandbox.Auto
+	flags.Func("sandbox", "run_command's Landlock sandbox: off, auto (confine where the kernel can, warn elsewhere) or required (refuse commands where it cannot) (default auto)", func(s string) error {
+		m, err := sandbox.ParseMode(s)
+		c.sandbox.Mode = m
+		return err
+	})
+	flags.Func("command-env", "an environment variable `NAME` commands also get (repeatable, or a comma list); provider and credential names are refused", func(s string) error {
+		for n := range strings.SplitSeq(s, ",") {
+			n = strings.TrimSpace(n)
+			if err := sandbox.EnvName(n); err != nil {
+				return err
+			}
+			c.sandbox.Env = append(c.sandbox.Env, n)
+		}
+		return nil
+	})
+	flags.BoolVar(&c.sandbox.Network, "command-network", false, "let sandboxed commands connect and bind TCP ports (denied by default)")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			flags.SetOutput(os.Stderr)
@@ -176,6 +203,7 @@ func run(args []string) error {
 	}
 	defer store.Close()
 	log.Info("acp-agent starting", zap.String("provider", name), zap.String("store", where))
+	logSandbox(log, c.sandbox)
 
 	return acp.Serve(ctx, os.Stdin, os.Stdout, acp.ServerOptions{
 		Session: session.Config{
@@ -186,7 +214,7 @@ func run(args []string) error {
 			Tools:             tools(),
 			Logger:            log,
 		},
-		SessionTools:  workspaceTools(log, c.allowAll),
+		SessionTools:  workspaceTools(log, workspace.Options{AllowAll: c.allowAll, Sandbox: c.sandbox}),
 		OmitSummaries: c.omit,
 		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
@@ -198,12 +226,13 @@ func run(args []string) error {
 // write_file, edit_file, list_files, search, run_command) confined to its
 // working directory and additional directories, working through the
 // editor when it offers files and terminals, and asking the user's
-// permission before every change and command unless allowAll. A
-// directory that can never be a session's (/, the home directory, a
-// relative path, a file) refuses the request with workspace's error; one
-// that does not exist here gets no workspace tools (a session recorded on
-// another machine: its calls in history are still shown as they were).
-func workspaceTools(log *zap.Logger, allowAll bool) func(acp.ToolSession) (acp.Toolset, error) {
+// permission before every change and command unless o.AllowAll; commands
+// run in the sandbox o.Sandbox describes. A directory that can never be a
+// session's (/, the home directory, a relative path, a file) refuses the
+// request with workspace's error; one that does not exist here gets no
+// workspace tools (a session recorded on another machine: its calls in
+// history are still shown as they were).
+func workspaceTools(log *zap.Logger, o workspace.Options) func(acp.ToolSession) (acp.Toolset, error) {
 	return func(ts acp.ToolSession) (acp.Toolset, error) {
 		set := acp.Toolset{Describe: workspace.Describe(ts.Cwd)}
 		ws, err := workspace.New(ts.Cwd, ts.AdditionalDirectories...)
@@ -214,8 +243,24 @@ func workspaceTools(log *zap.Logger, allowAll bool) func(acp.ToolSession) (acp.T
 			log.Warn("no workspace tools for this session", zap.String("cwd", ts.Cwd), zap.Error(err))
 			return set, nil
 		}
-		set.Tools = ws.Tools(workspace.Options{Editor: ts.Client, AllowAll: allowAll})
+		o := o
+		o.Editor = ts.Client
+		set.Tools = ws.Tools(o)
 		return set, nil
+	}
+}
+
+// logSandbox says at startup how run_command runs commands: confined, or
+// why not (and, under --sandbox=required, that every command is refused).
+func logSandbox(log *zap.Logger, p sandbox.Policy) {
+	w := p.Warning()
+	switch {
+	case w == "":
+		log.Info("commands run in the sandbox", zap.String("sandbox", sandbox.Available().String()), zap.Bool("network", p.Network), zap.Strings("command_env", p.Env))
+	case p.Mode == sandbox.Required:
+		log.Warn("--sandbox=required but commands cannot be confined: run_command will refuse every command", zap.String("why", w))
+	default:
+		log.Warn("commands are not sandboxed", zap.String("why", w), zap.String("sandbox", string(p.Mode)))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
 
 // Editor is the ACP client of a session as the tools use it;
@@ -87,13 +88,21 @@ func (t tools) ask(ctx context.Context, tool, title string, kind acp.ToolKind, p
 	return Declined + title + " was not allowed; nothing was changed.", nil
 }
 
-// runInTerminal runs command in a terminal of the editor, shown live in
-// the tool call. On a timeout the command is killed; on a cancelled turn
-// too; the terminal is always released.
-func (t tools) runInTerminal(ctx context.Context, command string, timeout time.Duration) (string, error) {
+// runInTerminal runs the prepared command in a terminal of the editor,
+// shown live in the tool call: the sandbox helper of this executable with
+// the clean environment (see package sandbox; where there is no helper, the
+// shell itself). On a timeout or a cancelled turn the command is killed and
+// the call fails with the output it printed until then; the terminal is
+// always released.
+func (t tools) runInTerminal(ctx context.Context, cmd *sandbox.Command, timeout time.Duration) (string, error) {
 	ed := t.o.Editor
+	env := make([]acp.EnvVariable, 0, len(cmd.Env))
+	for _, kv := range cmd.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		env = append(env, acp.EnvVariable{Name: name, Value: value})
+	}
 	id, err := ed.CreateTerminal(ctx, acp.CreateTerminalRequest{
-		Command: "sh", Args: []string{"-c", command}, Cwd: t.w.given, OutputByteLimit: t.o.MaxOutput,
+		Command: cmd.Path, Args: cmd.Args, Env: env, Cwd: t.w.given, OutputByteLimit: t.o.MaxOutput,
 	})
 	if err != nil {
 		return "", err
@@ -107,23 +116,29 @@ func (t tools) runInTerminal(ctx context.Context, command string, timeout time.D
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	exit, err := ed.WaitForTerminalExit(wctx, id)
-	status := ""
+	var stopped *stoppedError
 	switch {
 	case err == nil:
-		status = exitText(exit)
 	case ctx.Err() != nil: // the turn was cancelled
 		_ = ed.KillTerminal(ctx, id)
-		return "", ctx.Err()
+		stopped = &stoppedError{why: "the turn was cancelled, so the command was killed", cause: ctx.Err()}
 	case wctx.Err() != nil:
 		if err := ed.KillTerminal(ctx, id); err != nil {
 			return "", fmt.Errorf("the command timed out and cannot be killed: %w", err)
 		}
-		status = fmt.Sprintf("killed after the %v timeout", timeout)
+		stopped = &stoppedError{why: fmt.Sprintf("killed after the %v timeout", timeout), cause: wctx.Err()}
 	default:
 		return "", err
 	}
-	out, err := ed.TerminalOutput(ctx, id)
+	// The output is asked for even after a cancel (what it printed is
+	// part of the failed call), for a short while.
+	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), terminalOutputWait)
+	defer ocancel()
+	out, err := ed.TerminalOutput(octx, id)
 	if err != nil {
+		if stopped != nil {
+			return "", stopped
+		}
 		return "", err
 	}
 	text := out.Output
@@ -135,8 +150,15 @@ func (t tools) runInTerminal(ctx context.Context, command string, timeout time.D
 	if out.Truncated {
 		text = fmt.Sprintf("[output cut: only the last %d bytes shown]\n", len(text)) + text
 	}
-	return status + "\n" + text, nil
+	if stopped != nil {
+		stopped.output = text
+		return "", stopped
+	}
+	return exitText(exit) + "\n" + text, nil
 }
+
+// terminalOutputWait bounds the wait for a stopped command's output.
+const terminalOutputWait = 5 * time.Second
 
 // exitText says how a terminal's command ended.
 func exitText(s *acp.TerminalExitStatus) string {

@@ -251,8 +251,12 @@ func TestEditorTerminal(t *testing.T) {
 		out, err := f.run(t, "run_command", map[string]any{"command": "make test"})
 		require.NoError(t, err)
 		assert.Equal(t, "exit status 3\n[output cut: only the last 100 bytes shown]\n"+strings.Repeat("y", 96)+"tail", out)
-		assert.Equal(t, []string{"session/request_permission", "terminal/create -c make test", "tool_call_update",
-			"terminal/wait_for_exit", "terminal/output", "terminal/release"}, ed.methods())
+		methods := ed.methods()
+		require.Len(t, methods, 6)
+		assert.True(t, strings.HasSuffix(methods[1], " -- sh -c make test"), "the helper runs sh -c: %s", methods[1])
+		methods[1] = "terminal/create"
+		assert.Equal(t, []string{"session/request_permission", "terminal/create", "tool_call_update",
+			"terminal/wait_for_exit", "terminal/output", "terminal/release"}, methods)
 	})
 	t.Run("timeout", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -260,8 +264,9 @@ func TestEditorTerminal(t *testing.T) {
 			ed.output = "partial"
 			f := editorFixture(t, ed, workspace.Options{CommandTimeout: time.Minute})
 			out, err := f.run(t, "run_command", map[string]any{"command": "sleep 1000"})
-			require.NoError(t, err)
-			assert.Equal(t, "killed after the 1m0s timeout\npartial", out)
+			require.Error(t, err, "a command killed at its timeout fails; output %q", out)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Equal(t, "killed after the 1m0s timeout; its output until then:\npartial", err.Error())
 			assert.True(t, ed.killed)
 			assert.True(t, ed.released)
 		})

@@ -6,14 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
 
 // Options bound what the tools return and run.
@@ -38,6 +38,14 @@ type Options struct {
 	Editor Editor
 	// AllowAll skips the permission requests.
 	AllowAll bool
+	// Sandbox is how run_command runs commands (package sandbox): its
+	// mode, whether they may use the network, and the environment
+	// variables added to the allow-list. The session's directories are
+	// always writable (and added to Sandbox.Writable). The zero value
+	// confines commands where Landlock is available (the program must call
+	// sandbox.Main first) and runs them unconfined, saying so in the
+	// permission request, elsewhere.
+	Sandbox sandbox.Policy
 }
 
 // Defaults of Options.
@@ -166,46 +174,59 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 	if in.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, MaxCommandTimeout)
 	}
-	if declined, err := t.permit(ctx, "run_command", "Run "+in.Command, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
+	policy := t.o.Sandbox
+	policy.Writable = append(slices.Clone(t.w.roots), policy.Writable...)
+	cmd, err := policy.Prepare(in.Command, t.w.cwd) // refused here under --sandbox=required, before anyone is asked
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = cmd.Close() }()
+	title := "Run " + in.Command
+	if w := policy.Warning(); w != "" {
+		title += " [" + w + "]"
+	}
+	if declined, err := t.permit(ctx, "run_command", title, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
 		return declined, err
 	}
 	if t.o.Editor != nil && t.o.Editor.CanRunTerminals() {
-		return t.runInTerminal(ctx, in.Command, timeout)
+		return t.runInTerminal(ctx, cmd, timeout)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", in.Command)
-	cmd.Dir = t.w.cwd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group
-	cmd.WaitDelay = time.Second
 	out := &limitedWriter{n: t.o.MaxOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Run()
-	status := "exit status 0"
-	var ee *exec.ExitError
+	code, err := cmd.Run(rctx, out)
 	switch {
-	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-		status = fmt.Sprintf("killed after the %v timeout", timeout)
+	case err == nil:
+		return fmt.Sprintf("exit status %d\n", code) + out.text(), nil
 	case ctx.Err() != nil:
-		return "", ctx.Err()
-	case errors.As(err, &ee):
-		status = fmt.Sprintf("exit status %d", ee.ExitCode())
-	case err != nil:
-		return "", err
+		return "", &stoppedError{why: "the turn was cancelled, so the command was stopped", output: out.text(), cause: ctx.Err()}
+	case errors.Is(err, context.DeadlineExceeded):
+		return "", &stoppedError{why: fmt.Sprintf("killed after the %v timeout", timeout), output: out.text(), cause: err}
 	}
-	text := out.buf.String()
-	if out.total > len(text) {
-		text = strings.ToValidUTF8(text, "") // the cut may end inside a rune
-		text += fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(text), out.total)
-	}
-	return status + "\n" + text, nil
+	return "", err
 }
+
+// stoppedError is the result of a command stopped before it ended (a
+// timeout, a cancelled turn): the tool call fails, and its text keeps what
+// the command printed until then.
+type stoppedError struct {
+	why    string
+	output string
+	cause  error
+}
+
+func (e *stoppedError) Error() string {
+	if e.output == "" {
+		return e.why + "; it printed nothing"
+	}
+	return e.why + "; its output until then:\n" + e.output
+}
+
+func (e *stoppedError) Unwrap() error { return e.cause }
 
 // limitedWriter keeps the first n bytes written to it, counts the rest and
 // discards it (so a chatty command cannot fill memory). The command's
-// stdout and stderr are this one writer, so os/exec calls Write from one
-// goroutine at a time.
+// stdout and stderr are one pipe, copied to this writer by one goroutine.
 type limitedWriter struct {
 	buf   bytes.Buffer
 	n     int
@@ -218,4 +239,14 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 		l.buf.Write(p[:keep])
 	}
 	return len(p), nil
+}
+
+// text is the output kept, saying when it was cut.
+func (l *limitedWriter) text() string {
+	text := l.buf.String()
+	if l.total > len(text) {
+		text = strings.ToValidUTF8(text, "") // the cut may end inside a rune
+		text += fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(text), l.total)
+	}
+	return text
 }

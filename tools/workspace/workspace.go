@@ -45,8 +45,12 @@
 // ask). Bind mounts, and a directory of the session that is itself a
 // mount of something else, are inside as far as os.Root knows. Through the
 // client's fs the client reads and writes the path itself: the tools check
-// it first, but the client's own open is the client's. And run_command
-// runs a shell, which the confinement of the file tools does not reach.
+// it first, but the client's own open is the client's.
+//
+// A command run with run_command is not reached by this confinement; it
+// is confined by the kernel instead, where it can be (package sandbox,
+// Options.Sandbox): it may write only in the session's directories, with a
+// clean environment.
 //
 // # Bounds
 //
