@@ -13,7 +13,8 @@
 // named; files and commands go through the editor when it offers fs and
 // terminals, and write_file, edit_file and run_command ask the user's
 // permission first unless --allow-all. MCP servers a session asks for are
-// not connected (a log line says so).
+// not connected (a log line says so). At most --max-sessions sessions (256)
+// are open at once on the connection; one more is refused until one closes.
 //
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
@@ -53,7 +54,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
@@ -61,6 +61,7 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
 func main() {
@@ -91,6 +92,7 @@ type config struct {
 	deltaSize     int
 	allowAll      bool
 	verbose       bool
+	maxSessions   int
 }
 
 // parseFlags parses and checks the command line. Every error is an
@@ -111,6 +113,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
 	flags.BoolVar(&c.allowAll, "allow-all", false, "never ask the user's permission before write_file, edit_file and run_command (for scripts)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
+	flags.IntVar(&c.maxSessions, "max-sessions", acp.DefaultMaxSessions, "the most sessions open at once on the connection: a session/new, session/load or session/resume past it is refused")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			flags.SetOutput(os.Stderr)
@@ -133,6 +136,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, usagef("-summary-delay %v is negative", c.summaryDelay)
 	case c.deltaSize < 0:
 		return nil, usagef("-offline-delta-size %d is negative (0 means the default)", c.deltaSize)
+	case c.maxSessions <= 0:
+		return nil, usagef("-max-sessions %d is not positive: give the most sessions open at once on the connection (default %d)", c.maxSessions, acp.DefaultMaxSessions)
 	case strings.TrimSpace(c.store) == "":
 		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
 	}
@@ -190,6 +195,7 @@ func run(args []string) error {
 		OmitSummaries: c.omit,
 		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
+		MaxSessions:   c.maxSessions,
 		Logger:        log,
 	})
 }
