@@ -238,12 +238,13 @@ func (s *Subscription[E]) offer(ev E) bool {
 
 // pump moves the overflow into the channel, oldest first, until it is
 // empty or discard is closed; then the subscription holds no overflow, and
-// ch is closed if the subscription ended meanwhile.
+// ch is closed if the subscription ended meanwhile. It fills what room the
+// channel has under one lock and blocks (without it) only when the channel
+// is full.
 func (s *Subscription[E]) pump(discard <-chan struct{}) {
-	var zero E
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.head < len(s.over) {
+	for s.fill() {
 		ev := s.over[s.head]
 		s.mu.Unlock()
 		dropped := false
@@ -256,18 +257,38 @@ func (s *Subscription[E]) pump(discard <-chan struct{}) {
 		if dropped {
 			break
 		}
-		s.over[s.head] = zero
-		s.head++
-		if s.head >= initialBuffer && 2*s.head >= len(s.over) {
-			// Give back the delivered part of a long overflow.
-			n := copy(s.over, s.over[s.head:])
-			clear(s.over[n:])
-			s.over, s.head = s.over[:n], 0
-		}
+		s.next()
 	}
 	s.over, s.head, s.pumping = nil, 0, false
 	if s.closing {
 		close(s.ch)
+	}
+}
+
+// fill moves the overflow into the channel while it has room, and reports
+// whether some of the overflow is left; s.mu is held.
+func (s *Subscription[E]) fill() bool {
+	for s.head < len(s.over) {
+		select {
+		case s.ch <- s.over[s.head]:
+			s.next()
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// next forgets the oldest event of the overflow, which is in the channel
+// now, and gives back the delivered part of a long overflow; s.mu is held.
+func (s *Subscription[E]) next() {
+	var zero E
+	s.over[s.head] = zero
+	s.head++
+	if s.head >= initialBuffer && 2*s.head >= len(s.over) {
+		n := copy(s.over, s.over[s.head:])
+		clear(s.over[n:])
+		s.over, s.head = s.over[:n], 0
 	}
 }
 
