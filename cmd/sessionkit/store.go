@@ -37,9 +37,10 @@ type reader struct {
 // an existing SQLite file (a missing file is an error, not a new store).
 func openReader(ctx context.Context, spec string) (*reader, error) {
 	var st readStore
+	name := postgres.Redact(spec) // how messages name the store: without a password
 	if envconfig.IsPostgresURL(spec) {
 		if _, err := url.Parse(spec); err != nil {
-			return nil, usagef("-store: not a valid postgres:// URL")
+			return nil, usagef("-store %s: not a valid postgres:// URL", name)
 		}
 		pg, err := postgres.Open(ctx, spec)
 		if err != nil {
@@ -50,11 +51,15 @@ func openReader(ctx context.Context, spec string) (*reader, error) {
 		fi, err := os.Stat(spec)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("-store %s: no such file (sessionkit reads existing stores only)", spec)
+			return nil, fmt.Errorf("-store %s: no such file (sessionkit reads existing stores only)", name)
 		case err != nil:
-			return nil, fmt.Errorf("-store %s: %w", spec, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is named already
+			}
+			return nil, fmt.Errorf("-store %s: %w", name, err)
 		case fi.IsDir():
-			return nil, usagef("-store %s is a directory: give the path of a SQLite file", spec)
+			return nil, usagef("-store %s is a directory: give the path of a SQLite file", name)
 		}
 		lite, err := sqlite.Open(spec)
 		if err != nil {
