@@ -106,9 +106,9 @@ func (f *Feed[E, P]) Publish(p P) E {
 // delivers what is published; buffer is how many events may wait unread (0
 // = Config.Buffer), beyond those replayed. The buffer is a bound, not an
 // allocation: a subscription holds memory for the events that wait, and
-// little more (see Subscription). closeFn is called (from any goroutine) when the
-// subscriber calls Close or ctx ends; it must arrange for Unsubscribe to
-// run on the owner. Errors wrap Config.Invalid (also for an after above
+// little more (see Subscription). closeFn is called (from any goroutine)
+// when the subscriber calls Close or ctx ends; it must arrange for
+// Unsubscribe to run on the owner. Errors wrap Config.Invalid (also for an after above
 // the last number given) or Config.Trimmed (an after below Covered).
 func (f *Feed[E, P]) Subscribe(ctx context.Context, after uint64, buffer int, closeFn func(*Subscription[E])) (*Subscription[E], error) {
 	if after > 0 && after < f.Covered() {
@@ -195,7 +195,7 @@ type Subscription[E any] struct {
 
 	mu      sync.Mutex
 	over    []E           // the overflow: over[head:] wait, oldest first
-	head    int           //
+	head    int           // the oldest event that waits in over
 	pumping bool          // the pump runs: every event goes through over
 	closing bool          // ended while pumping: the pump closes ch when it is done
 	discard chan struct{} // closed when the subscriber ended it: the pump drops the rest
@@ -223,8 +223,9 @@ func (s *Subscription[E]) offer(ev E) bool {
 		default:
 		}
 	}
-	// The event in flight from the pump counts here until its bookkeeping
-	// (counted twice for that moment, so never more than limit wait).
+	// The event the pump is handing over counts here until the pump takes
+	// the lock again (for that moment it counts twice: never more than
+	// limit wait, and a reading subscriber may be ended one event early).
 	if len(s.ch)+len(s.over)-s.head >= s.limit {
 		return false
 	}
