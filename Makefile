@@ -55,6 +55,7 @@ bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/postgres/
 	$(GO) test -run='^$$' -bench=. -benchtime=20x -benchmem ./compact/ ./provider/openai/
 	$(GO) test -run='^$$' -bench='NotificationThroughput|SummaryChunkLatency' -benchtime=20x ./acp/
+	$(GO) test -run='^$$' -bench='IdleSessions' -benchtime=1x ./acp/
 	$(GO) test -run='^$$' -bench=. -benchtime=1600x ./bench/storecmp/
 	$(GO) run ./bench/commitfsync
 

@@ -17,10 +17,12 @@ import (
 )
 
 // subscriptionBuffer is the buffer of an ACP session's subscription to its
-// session. The owner goroutine only turns events into queued wire items (it
-// never waits for the client), so the buffer only absorbs bursts; a
-// subscription that overflows all the same is continued from the store
-// (agentSession.resync), losing nothing.
+// session: how many events may wait for the owner. The owner goroutine only
+// turns events into queued wire items (it never waits for the client), so
+// the buffer only absorbs bursts; it is a bound, not an allocation (an idle
+// session's subscription holds a small channel, and grows only while
+// events wait). A subscription that overflows all the same is continued
+// from the store (agentSession.ended), losing nothing.
 var subscriptionBuffer = 1 << 14
 
 // agentSession is one ACP session of a connection (docs/design.md §7.9).

@@ -42,9 +42,10 @@ type reader struct {
 // is read immutable, which stderr explains.
 func openReader(ctx context.Context, spec string, stderr io.Writer) (*reader, error) {
 	var st readStore
+	name := postgres.Redact(spec) // how messages name the store: without a password
 	if envconfig.IsPostgresURL(spec) {
 		if _, err := url.Parse(spec); err != nil {
-			return nil, usagef("--store: not a valid postgres:// URL")
+			return nil, usagef("--store %s: not a valid postgres:// URL", name)
 		}
 		pg, err := postgres.OpenReadOnly(ctx, spec)
 		if err != nil {
@@ -55,17 +56,21 @@ func openReader(ctx context.Context, spec string, stderr io.Writer) (*reader, er
 		fi, err := os.Stat(spec)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("--store %s: no such file (sessionkit reads existing stores only)", spec)
+			return nil, fmt.Errorf("--store %s: no such file (sessionkit reads existing stores only)", name)
 		case err != nil:
-			return nil, fmt.Errorf("--store %s: %w", spec, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is named already
+			}
+			return nil, fmt.Errorf("--store %s: %w", name, err)
 		case fi.IsDir():
-			return nil, usagef("--store %s is a directory: give the path of a SQLite file", spec)
+			return nil, usagef("--store %s is a directory: give the path of a SQLite file", name)
 		}
 		lite, err := sqlite.OpenReadOnly(spec)
 		if errors.Is(err, sqlite.ErrNeedsImmutable) {
 			lite, err = sqlite.OpenReadOnly(spec, sqlite.WithImmutable())
 			if err == nil {
-				fmt.Fprintf(stderr, "sessionkit: --store %s is in WAL mode without its index file (%s-shm), which this directory does not let sessionkit create: reading the file as immutable; changes still in its WAL (%s-wal), not yet checkpointed into the file, are not seen\n", spec, spec, spec)
+				fmt.Fprintf(stderr, "sessionkit: --store %s is in WAL mode without its index file (%s-shm), which this directory does not let sessionkit create: reading the file as immutable; changes still in its WAL (%s-wal), not yet checkpointed into the file, are not seen\n", name, name, name)
 			}
 		}
 		if err != nil {
@@ -86,7 +91,7 @@ type storeError struct {
 }
 
 func (e *storeError) Error() string {
-	return "--store " + e.spec + ": " + strings.TrimPrefix(e.err.Error(), "sqlite: open read-only "+e.spec+": ")
+	return "--store " + postgres.Redact(e.spec) + ": " + strings.TrimPrefix(e.err.Error(), "sqlite: open read-only "+e.spec+": ")
 }
 
 func (e *storeError) Unwrap() error { return e.err }

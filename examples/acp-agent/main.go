@@ -20,6 +20,8 @@
 // what to do where Landlock is missing (auto: run unconfined and say so;
 // required: refuse commands). See docs/security.md. MCP servers a session
 // asks for are not connected (a log line says so).
+// At most --max-sessions sessions (256) are open at once on the
+// connection; one more is refused until one closes.
 //
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
@@ -101,6 +103,7 @@ type config struct {
 	allowAll      bool
 	verbose       bool
 	sandbox       sandbox.Policy // run_command's mode, network and added environment
+	maxSessions   int
 }
 
 // parseFlags parses and checks the command line. Every error is an
@@ -138,6 +141,7 @@ func parseFlags(args []string) (*config, error) {
 		return nil
 	})
 	flags.BoolVar(&c.sandbox.Network, "command-network", false, "let sandboxed commands connect and bind TCP ports (denied by default)")
+	flags.IntVar(&c.maxSessions, "max-sessions", acp.DefaultMaxSessions, "the most sessions open at once on the connection: a session/new, session/load or session/resume past it is refused")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			flags.SetOutput(os.Stderr)
@@ -160,6 +164,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, usagef("-summary-delay %v is negative", c.summaryDelay)
 	case c.deltaSize < 0:
 		return nil, usagef("-offline-delta-size %d is negative (0 means the default)", c.deltaSize)
+	case c.maxSessions <= 0:
+		return nil, usagef("-max-sessions %d is not positive: give the most sessions open at once on the connection (default %d)", c.maxSessions, acp.DefaultMaxSessions)
 	case strings.TrimSpace(c.store) == "":
 		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
 	}
@@ -218,6 +224,7 @@ func run(args []string) error {
 		OmitSummaries: c.omit,
 		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
+		MaxSessions:   c.maxSessions,
 		Logger:        log,
 	})
 }
@@ -272,16 +279,15 @@ type closingStore interface {
 
 // openStore opens the PostgreSQL store for a postgres:// or postgresql://
 // URL and the SQLite file at any other path. It returns the store and how to
-// name it in logs (a URL without its password). A malformed URL, or a path
-// that is a directory or cannot be written, is a *usageError that names
-// -store (and never shows a password).
+// name it in logs (postgres.Redact: without a password). A malformed URL, or
+// a path that is a directory or cannot be written, is a *usageError that
+// names -store (and never shows a password).
 func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closingStore, string, error) {
 	if envconfig.IsPostgresURL(spec) {
-		u, err := url.Parse(spec)
-		if err != nil {
-			return nil, "", usagef("-store: not a valid postgres:// URL (%s)", redactedParseError(err))
+		where := postgres.Redact(spec)
+		if _, err := url.Parse(spec); err != nil {
+			return nil, "", usagef("-store %s: not a valid postgres:// URL (%s)", where, redactedParseError(err))
 		}
-		where := u.Redacted()
 		st, err := postgres.Open(ctx, spec, postgres.WithLeaseTTL(leaseTTL))
 		if err != nil {
 			return nil, "", err
@@ -295,14 +301,15 @@ func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closin
 	if err != nil {
 		return nil, "", err
 	}
-	return st, spec, nil
+	return st, postgres.Redact(spec), nil
 }
 
 // redactedParseError is the reason of a URL parse error without the URL,
-// which may hold a password.
+// which may hold a password: a reason that quotes part of it (an "invalid
+// port" that is a password's start, say) is not shown.
 func redactedParseError(err error) string {
 	var ue *url.Error
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) && !strings.Contains(ue.Err.Error(), `"`) {
 		return ue.Err.Error()
 	}
 	return "malformed"
@@ -312,23 +319,24 @@ func redactedParseError(err error) string {
 // a directory, its directory exists or can be made (0700), and the file and
 // its directory (where SQLite keeps its -wal and -shm files) are writable.
 func checkStorePath(path string) error {
+	name := postgres.Redact(path) // a mistyped key=value connection string, say
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return usagef("-store %s is a directory: give the path of a SQLite file", path)
+		return usagef("-store %s is a directory: give the path of a SQLite file", name)
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return usagef("-store %s: cannot make its directory: %v", path, pathReason(err))
+		return usagef("-store %s: cannot make its directory: %v", name, pathReason(err))
 	}
 	probe, err := os.CreateTemp(dir, ".sessionkit-probe-*")
 	if err != nil {
-		return usagef("-store %s: its directory is not writable: %v", path, pathReason(err))
+		return usagef("-store %s: its directory is not writable: %v", name, pathReason(err))
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name())
 	if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
 		_ = f.Close()
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return usagef("-store %s is not writable: %v", path, pathReason(err))
+		return usagef("-store %s is not writable: %v", name, pathReason(err))
 	}
 	return nil
 }

@@ -73,6 +73,8 @@ func TestStartupErrors(t *testing.T) {
 		{"zero lease-ttl", []string{"--store", good, "--lease-ttl", "0s"}, nil, []string{"-lease-ttl"}},
 		{"negative summary-delay", []string{"--store", good, "--summary-delay", "-1s"}, nil, []string{"-summary-delay"}},
 		{"negative offline-delta-size", []string{"--store", good, "--offline-delta-size", "-2"}, nil, []string{"-offline-delta-size"}},
+		{"zero max-sessions", []string{"--store", good, "--max-sessions", "0"}, nil, []string{"-max-sessions", "0", "not positive"}},
+		{"non-numeric max-sessions", []string{"--store", good, "--max-sessions", "many"}, nil, []string{"-max-sessions", `"many"`}},
 		{"allow-all not a boolean", []string{"--store", good, "--allow-all=sometimes"}, nil, []string{"-allow-all", `"sometimes"`}},
 		{"unknown flag", []string{"--store", good, "--auto-compact", "5"}, nil, []string{"-auto-compact"}},
 		{"positional argument", []string{"--store", good, "serve"}, nil, []string{`"serve"`, "argument"}},
