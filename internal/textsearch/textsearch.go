@@ -1,0 +1,487 @@
+// Package textsearch is the text side of message search shared by the
+// stores (history/memstore, history/sqlite, history/postgres) and anything
+// else that ranks text the way they do: the words of a text, the stop words
+// a query drops, the Porter stem ([Stem]), the ranking of candidate
+// messages (how many of the query's words each holds, then bm25), the
+// «marked» snippet and the opaque page cursor.
+//
+// A query is a question, not an expression: [ParseQuery] keeps its
+// distinct content words (stop words dropped, stemmed) and nothing else, so
+// any text is a valid query. The stores find candidate messages through
+// their own index (FTS5, a tsvector, a word map) and then rank them here,
+// so all three rank alike.
+package textsearch
+
+import (
+	"encoding/base64"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// MaxTerms bounds the distinct words of a query that count; the rest of a
+// longer query is ignored.
+const MaxTerms = 32
+
+// MaxWordBytes is the longest word that is indexed or searched; longer
+// runs of letters (encoded data, hashes) are cut to it.
+const MaxWordBytes = 64
+
+// Words calls fn with every word of s in order, lowercased: a word is a run
+// of letters and digits (as SQLite's unicode61 tokenizer splits text), cut
+// to MaxWordBytes. Invalid UTF-8 and NUL bytes separate words.
+func Words(s string, fn func(w string) bool) {
+	start := -1
+	flush := func(end int) bool {
+		if start < 0 {
+			return true
+		}
+		w := s[start:end]
+		start = -1
+		if len(w) > MaxWordBytes {
+			w = w[:MaxWordBytes]
+			for !utf8.ValidString(w) {
+				w = w[:len(w)-1]
+			}
+		}
+		return fn(lower(w))
+	}
+	for i := 0; i < len(s); {
+		r, n := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[i:])
+		}
+		if r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) && start >= 0) {
+			if start < 0 {
+				start = i
+			}
+		} else if !flush(i) {
+			return
+		}
+		i += n
+	}
+	flush(len(s))
+}
+
+// lower lowercases w, without allocating when it is lowercase ASCII.
+func lower(w string) string {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return strings.ToLower(w)
+		}
+	}
+	return w
+}
+
+// Term is the form a word is matched in: its Porter stem.
+func Term(word string) string { return Stem(word) }
+
+// Query is a parsed search query.
+type Query struct {
+	// Terms are the distinct stems of the query's content words, in the
+	// order they first occur, at most MaxTerms.
+	Terms []string
+	// Words[i] is the word Terms[i] came from (its first occurrence), for
+	// an index that stems on its own side.
+	Words []string
+}
+
+// ParseQuery returns the content words of text: every word of [Words] that
+// is not a stop word, stemmed, each stem once. It never fails; a text with
+// no content word gives a Query without Terms.
+func ParseQuery(text string) Query {
+	var q Query
+	Words(text, func(w string) bool {
+		if stopWords[w] {
+			return true
+		}
+		t := Term(w)
+		if !slices.Contains(q.Terms, t) {
+			q.Terms = append(q.Terms, t)
+			q.Words = append(q.Words, w)
+		}
+		return len(q.Terms) < MaxTerms
+	})
+	return q
+}
+
+// Key is a short fingerprint of the query's terms, which a Cursor carries
+// so that a cursor of another query is refused.
+func (q Query) Key() uint32 {
+	h := fnv.New32a()
+	for _, t := range q.Terms {
+		h.Write([]byte(t))
+		h.Write([]byte{0})
+	}
+	return h.Sum32()
+}
+
+// Doc is the searchable text of one message: its Text, the names and
+// arguments of its tool calls, and the name of the tool it answers.
+type Doc struct {
+	Text string // Text, then each tool call as "name arguments" on a line
+	Tool string // the tool a tool message answers; "" otherwise
+}
+
+// Stats is what the bm25 part of a score needs about the searched
+// session's messages.
+type Stats struct {
+	N  int   // messages in the session
+	DF []int // DF[i]: messages holding Terms[i]
+}
+
+// Ranked is a candidate with its score.
+type Ranked struct {
+	Index int // the candidate's index in the slice given to Rank
+	// Cover is how many of the query's terms the message holds.
+	Cover int
+	// Score is Cover plus the message's bm25 mapped into [0, 1): every
+	// message that holds more of the query's words scores higher.
+	Score float64
+}
+
+// The bm25 parameters (the usual ones, those of FTS5's bm25).
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// Rank scores docs against q and returns those that hold at least one of
+// its terms, best first: by Cover, then bm25, then the later candidate
+// (order[i] larger) first. Documents lengths are counted in words; the
+// average is over the candidates.
+func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
+	if len(q.Terms) == 0 {
+		return nil
+	}
+	idx := make(map[string]int, len(q.Terms))
+	for i, t := range q.Terms {
+		idx[t] = i
+	}
+	type counted struct {
+		tf  []int
+		len int
+	}
+	cs := make([]counted, len(docs))
+	total := 0
+	for d := range docs {
+		tf := make([]int, len(q.Terms))
+		n := 0
+		count := func(w string) bool {
+			n++
+			if i, ok := idx[Term(w)]; ok {
+				tf[i]++
+			}
+			return true
+		}
+		Words(docs[d].Text, count)
+		Words(docs[d].Tool, count)
+		cs[d] = counted{tf, n}
+		total += n
+	}
+	avg := 1.0
+	if len(docs) > 0 && total > 0 {
+		avg = float64(total) / float64(len(docs))
+	}
+	idf := make([]float64, len(q.Terms))
+	for i := range q.Terms {
+		df := 1
+		if i < len(st.DF) {
+			df = max(st.DF[i], 1)
+		}
+		n := max(st.N, df)
+		idf[i] = math.Log(1 + (float64(n-df)+0.5)/(float64(df)+0.5))
+	}
+	var out []Ranked
+	for d, c := range cs {
+		cover, bm := 0, 0.0
+		for i, f := range c.tf {
+			if f == 0 {
+				continue
+			}
+			cover++
+			tf := float64(f)
+			bm += idf[i] * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(c.len)/avg))
+		}
+		if cover > 0 {
+			out = append(out, Ranked{Index: d, Cover: cover, Score: float64(cover) + bm/(1+bm)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Ranked) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		case order[a.Index] > order[b.Index]:
+			return -1
+		case order[a.Index] < order[b.Index]:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Snippet lengths, in runes.
+const (
+	snippetBefore = 60
+	snippetLen    = 240
+)
+
+// Snippet returns an excerpt of text around its first word that matches a
+// term of q, with every matching word in it marked «word», "…" where it is
+// cut. With no matching word it is the start of text. White space runs
+// become one space.
+func Snippet(q Query, text string) string {
+	text = strings.Join(strings.Fields(strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", " "), "\uFFFD")), " ")
+	terms := make(map[string]bool, len(q.Terms))
+	for _, t := range q.Terms {
+		terms[t] = true
+	}
+	// word spans in bytes
+	type span struct{ from, to int }
+	var spans []span
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			i += n
+			continue
+		}
+		j := i
+		for j < len(text) {
+			r, n := utf8.DecodeRuneInString(text[j:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r) {
+				break
+			}
+			j += n
+		}
+		w := text[i:j]
+		if len(w) > MaxWordBytes {
+			w = w[:MaxWordBytes]
+		}
+		if terms[Term(lower(w))] {
+			spans = append(spans, span{i, j})
+		}
+		i = j
+	}
+	start := 0
+	if len(spans) > 0 {
+		start = spans[0].from
+		for k := 0; k < snippetBefore && start > 0; k++ {
+			_, n := utf8.DecodeLastRuneInString(text[:start])
+			start -= n
+		}
+		if start > 0 { // begin at a word boundary
+			if sp := strings.IndexByte(text[start:spans[0].from], ' '); sp >= 0 {
+				start += sp + 1
+			}
+		}
+	}
+	end := start
+	for k := 0; k < snippetLen && end < len(text); k++ {
+		_, n := utf8.DecodeRuneInString(text[end:])
+		end += n
+	}
+	var b strings.Builder
+	if start > 0 {
+		b.WriteString("…")
+	}
+	at := start
+	for _, s := range spans {
+		if s.from < start || s.from >= end {
+			continue
+		}
+		to := min(s.to, end)
+		b.WriteString(text[at:s.from])
+		b.WriteString("«")
+		b.WriteString(text[s.from:to])
+		b.WriteString("»")
+		at = to
+	}
+	b.WriteString(text[at:end])
+	if end < len(text) {
+		b.WriteString("…")
+	}
+	return b.String()
+}
+
+// Cursor is the opaque SearchPage.Next of the page after offset hits of
+// query q.
+func Cursor(q Query, offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("s1." + strconv.FormatUint(uint64(q.Key()), 16) + "." + strconv.Itoa(offset)))
+}
+
+// ParseCursor returns the offset a Cursor of q holds: 0 for "", an error
+// for anything Cursor did not make for the same query's words. The error
+// does not wrap history.ErrInvalid; the caller wraps it.
+func ParseCursor(q Query, cursor string) (int, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return 0, fmt.Errorf("malformed search cursor %q", cursor)
+	}
+	parts := strings.Split(string(b), ".")
+	if len(parts) != 3 || parts[0] != "s1" {
+		return 0, fmt.Errorf("malformed search cursor %q", cursor)
+	}
+	key, err := strconv.ParseUint(parts[1], 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("malformed search cursor %q", cursor)
+	}
+	if uint32(key) != q.Key() {
+		return 0, fmt.Errorf("search cursor %q belongs to another query", cursor)
+	}
+	off, err := strconv.Atoi(parts[2])
+	if err != nil || off < 1 {
+		return 0, fmt.Errorf("malformed search cursor %q", cursor)
+	}
+	return off, nil
+}
+
+// DocOf is the searchable text of m, which answers the tool named tool
+// ("" for none).
+func DocOf(m *history.Message, tool string) Doc {
+	if len(m.ToolCalls) == 0 {
+		return Doc{Text: m.Text, Tool: tool}
+	}
+	var b strings.Builder
+	b.WriteString(m.Text)
+	for _, c := range m.ToolCalls {
+		b.WriteByte('\n')
+		b.WriteString(c.Name)
+		b.WriteByte(' ')
+		b.Write(c.Arguments)
+	}
+	return Doc{Text: b.String(), Tool: tool}
+}
+
+// ToolName returns the name of the call a tool message at index i of msgs
+// answers: the call with its ToolCallID in the nearest assistant message
+// before it, looking back at most ToolLookback messages; "" when none is
+// found (or msgs[i] is no tool message). before, if not nil, is asked for
+// calls that msgs does not reach back to: it reads older messages, newest
+// first, and reports false when there are none.
+func ToolName(msgs []history.Message, i int, before func(fn func(m *history.Message) bool)) string {
+	m := &msgs[i]
+	if m.Role != history.RoleTool {
+		return ""
+	}
+	name, looked := "", 0
+	find := func(a *history.Message) bool {
+		looked++
+		if a.Role == history.RoleAssistant {
+			for _, c := range a.ToolCalls {
+				if c.ID == m.ToolCallID {
+					name = c.Name
+					return false
+				}
+			}
+		}
+		return looked < ToolLookback
+	}
+	for j := i - 1; j >= 0; j-- {
+		if !find(&msgs[j]) {
+			return name
+		}
+	}
+	if before != nil {
+		before(find)
+	}
+	return name
+}
+
+// ToolLookback is how many messages before a tool message [ToolName]
+// searches for the call it answers.
+const ToolLookback = 256
+
+// Request checks a search query's Limit and Cursor and parses its text:
+// it returns the query, the offset of the requested page and its limit,
+// or an error wrapping history.ErrInvalid.
+func Request(sq history.SearchQuery) (q Query, offset, limit int, err error) {
+	switch {
+	case sq.Limit < 0:
+		return q, 0, 0, fmt.Errorf("%w: search limit %d is negative", history.ErrInvalid, sq.Limit)
+	case sq.Limit == 0:
+		limit = history.DefaultSearchLimit
+	default:
+		limit = min(sq.Limit, history.MaxSearchLimit)
+	}
+	q = ParseQuery(sq.Text)
+	if offset, err = ParseCursor(q, sq.Cursor); err != nil {
+		return q, 0, 0, fmt.Errorf("%w: %v", history.ErrInvalid, err)
+	}
+	return q, offset, limit, nil
+}
+
+// Candidate is a message a store's index found for a query.
+type Candidate struct {
+	Message   history.Message
+	Position  int64
+	SegmentID string // "" while Active
+	ToolName  string
+}
+
+// Page ranks the candidates (see [Rank]) and returns the page of limit
+// hits from offset on.
+func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.SearchPage {
+	docs := make([]Doc, len(cands))
+	order := make([]int64, len(cands))
+	for i := range cands {
+		docs[i] = DocOf(&cands[i].Message, cands[i].ToolName)
+		order[i] = cands[i].Position
+	}
+	ranked := Rank(q, docs, order, st)
+	page := history.SearchPage{Hits: []history.SearchHit{}}
+	if offset >= len(ranked) {
+		return page
+	}
+	end := min(len(ranked), offset+limit)
+	for _, r := range ranked[offset:end] {
+		c := &cands[r.Index]
+		page.Hits = append(page.Hits, history.SearchHit{
+			MessageID: c.Message.ID,
+			SegmentID: c.SegmentID,
+			Position:  c.Position,
+			Role:      c.Message.Role,
+			ToolName:  c.ToolName,
+			Snippet:   Snippet(q, docs[r.Index].Text),
+			Score:     r.Score,
+		})
+	}
+	if end < len(ranked) {
+		page.Next = Cursor(q, end)
+	}
+	return page
+}
+
+// SegmentAt finds the Segment that archives the message at pos: spans are
+// the standing Segments' spans and ids their IDs; a message at or after
+// activeFrom is Active ("").
+func SegmentAt(pos, activeFrom int64, spans []history.SegmentSpan, ids []string) string {
+	if pos >= activeFrom {
+		return ""
+	}
+	i, ok := slices.BinarySearchFunc(spans, pos, func(sp history.SegmentSpan, p int64) int {
+		switch {
+		case sp.To < p:
+			return -1
+		case sp.From > p:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return ""
+	}
+	return ids[i]
+}
