@@ -86,6 +86,14 @@ func Run(t *testing.T, h Harness) {
 		{"ListInvalid", testListInvalid},
 		{"EventLog", testEventLog},
 		{"EventLogInvalid", testEventLogInvalid},
+		{"SearchRanking", testSearchRanking},
+		{"SearchToolResults", testSearchToolResults},
+		{"SearchArchived", testSearchArchived},
+		{"SearchSessions", testSearchSessions},
+		{"SearchPages", testSearchPages},
+		{"SearchAnyText", testSearchAnyText},
+		{"SearchInvalid", testSearchInvalid},
+		{"SegmentFidelity", testSegmentFidelity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })
