@@ -70,6 +70,21 @@ func Words(s string, fn func(w string) bool) {
 	flush(len(s))
 }
 
+// Joined is the words of s (see [Words]) joined by spaces: text an index
+// with a tokenizer of its own (PostgreSQL's, which keeps "ledger.go" or a
+// path as one token) splits into the same words.
+func Joined(s string) string {
+	var b strings.Builder
+	Words(s, func(w string) bool {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+		return true
+	})
+	return b.String()
+}
+
 // lower lowercases w, without allocating when it is lowercase ASCII.
 func lower(w string) string {
 	for i := 0; i < len(w); i++ {
