@@ -21,10 +21,12 @@ import (
 // Search asks, for each content word of the query, for the newest of the
 // session's messages whose tsvector matches the word (plainto_tsquery: any
 // text is a valid query), at most maxCandidates in all, reads them and
-// ranks them with internal/textsearch, as the other stores rank theirs.
+// ranks them with internal/textsearch, as the other stores rank theirs (a
+// word held by more messages than its share has its message count
+// estimated, textsearch.Estimate).
 
 // maxCandidates bounds the messages one search reads and ranks.
-const maxCandidates = 2048
+const maxCandidates = 512
 
 var _ history.Searcher = (*Store)(nil)
 
@@ -87,12 +89,11 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			page = history.SearchPage{Hits: []history.SearchHit{}}
 			return nil
 		}
-		per := max(64, maxCandidates/len(q.Terms))
+		per := max(32, maxCandidates/len(q.Terms))
 		st := textsearch.Stats{N: int(count), DF: make([]int, len(q.Terms))}
-		seen := map[int64]bool{}
-		var seqs []int64
+		lists := make([]textsearch.TermHits, len(q.Terms))
 		for i, w := range q.Words {
-			n := 0
+			var keys []int64
 			err := s.each(ctx, tx, op, `
 				SELECT seq FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2)
 				ORDER BY seq DESC LIMIT $3`, []any{bin(id), indexText(w), per + 1}, func(rows pgx.Rows) error {
@@ -100,24 +101,20 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				if err := rows.Scan(&seq); err != nil {
 					return err
 				}
-				if n++; n <= per && !seen[seq] {
-					seen[seq] = true
-					seqs = append(seqs, seq)
-				}
+				keys = append(keys, seq)
 				return nil
 			})
 			if err != nil {
 				return err
 			}
-			st.DF[i] = n
-			if n > per {
-				err := tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2)`,
-					bin(id), indexText(w)).Scan(&st.DF[i])
-				if err != nil {
-					return s.fail(ctx, op, err)
-				}
+			lists[i] = textsearch.TermHits{Keys: keys, Complete: len(keys) <= per}
+			st.DF[i] = len(keys)
+			if !lists[i].Complete {
+				lists[i].Keys = keys[:per]
+				st.DF[i] = textsearch.Estimate(per, int(count-keys[per-1]), int(count))
 			}
 		}
+		seqs := textsearch.Prune(lists, offset+limit+1)
 		var cands []textsearch.Candidate
 		if len(seqs) > 0 {
 			err = s.each(ctx, tx, op, `SELECT `+messageColumns+`, tool_name FROM messages WHERE session_id = $1 AND seq = ANY($2)`,

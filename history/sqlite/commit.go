@@ -280,7 +280,7 @@ func prepare(w *sql.DB) (*statements, error) {
 		{&st.insertMessage, `
 			INSERT INTO messages (session_id, pos, seq, body) VALUES (?, ?, ?, ?)`},
 		{&st.indexMessage, `
-			INSERT INTO message_fts (rowid, text, tool) VALUES (?, ?, ?)`},
+			INSERT INTO message_fts (rowid, text, tool, id, role, pos) VALUES (?, ?, ?, ?, ?, ?)`},
 	} {
 		if *p.stmt, err = w.Prepare(p.q); err != nil {
 			return nil, errors.Join(fmt.Errorf("prepare: %w", err), st.close())

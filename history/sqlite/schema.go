@@ -153,8 +153,11 @@ ALTER TABLE sessions ADD COLUMN num INTEGER; -- the session's number: its messag
 UPDATE sessions SET num = n.k FROM (SELECT id, row_number() OVER (ORDER BY id) AS k FROM sessions) AS n WHERE n.id = sessions.id;
 CREATE UNIQUE INDEX sessions_num ON sessions (num);
 
--- text: a message's searchable text; tool: the tool a tool result answers
-CREATE VIRTUAL TABLE message_fts USING fts5(text, tool, tokenize = 'porter unicode61 remove_diacritics 0');
+-- text: a message's searchable text; tool: the tool a tool result answers;
+-- id, role and pos: what a search hit says of the message, so that a search
+-- reads its candidates from this table alone
+CREATE VIRTUAL TABLE message_fts USING fts5(text, tool, id UNINDEXED, role UNINDEXED, pos UNINDEXED,
+	tokenize = 'porter unicode61 remove_diacritics 0');
 
 CREATE TEMP TABLE search_src AS
 WITH b AS (
@@ -166,6 +169,7 @@ WITH b AS (
 	FROM messages
 )
 SELECT session_id, pos, seq,
+	CAST(substr(body, 60, n0) AS TEXT) AS id,
 	CAST(substr(body, 60 + n0, n1) AS TEXT) AS role,
 	CAST(substr(body, 60 + n0 + n1, n2) AS TEXT) AS call_id,
 	CASE WHEN n3 > 0 THEN CAST(substr(body, 60 + n0 + n1 + n2, n3) AS TEXT) ELSE '[]' END AS calls,
@@ -177,12 +181,13 @@ SELECT s.session_id, s.pos, json_extract(j.value, '$.id') AS call_id, json_extra
 FROM search_src s, json_each(s.calls) j WHERE s.role = 'assistant';
 CREATE INDEX temp.search_calls_id ON search_calls (session_id, call_id, pos);
 
-INSERT INTO message_fts (rowid, text, tool)
+INSERT INTO message_fts (rowid, text, tool, id, role, pos)
 SELECT ss.num * 4294967296 + s.seq,
 	s.text || COALESCE((SELECT group_concat(char(10) || json_extract(j.value, '$.name') || ' ' || COALESCE(json_extract(j.value, '$.arguments'), ''), '')
 		FROM json_each(s.calls) j), ''),
 	CASE WHEN s.role = 'tool' THEN COALESCE((SELECT c.name FROM search_calls c
-		WHERE c.session_id = s.session_id AND c.call_id = s.call_id AND c.pos < s.pos ORDER BY c.pos DESC LIMIT 1), '') ELSE '' END
+		WHERE c.session_id = s.session_id AND c.call_id = s.call_id AND c.pos < s.pos ORDER BY c.pos DESC LIMIT 1), '') ELSE '' END,
+	s.id, s.role, s.pos
 FROM search_src s JOIN sessions ss ON ss.id = s.session_id
 ORDER BY ss.num, s.seq;
 

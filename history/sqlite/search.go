@@ -23,13 +23,15 @@ import (
 // Search asks the index, for each content word of the query, for the
 // newest messages holding it (at most maxCandidates in all), reads those
 // messages and ranks them with internal/textsearch, as memstore ranks its
-// own. A message that holds a word held by fewer messages than its share
+// own. A word held by more messages than its share has its message count
+// (bm25's document frequency) estimated from how far back its share
+// reaches (textsearch.Estimate), which costs no scan of its matches. A message that holds a word held by fewer messages than its share
 // of maxCandidates is always a candidate; only a message whose every
 // matching word is that common and that is older than the newest
 // maxCandidates holding it can be missed.
 
 // maxCandidates bounds the messages one search reads and ranks.
-const maxCandidates = 2048
+const maxCandidates = 512
 
 // rowidOf is the message_fts rowid of message seq of session num.
 func rowidOf(num, seq int64) int64 { return num<<32 | seq }
@@ -64,7 +66,8 @@ func (s *Store) index(ctx context.Context, tx *sql.Tx, id string, st *state, msg
 		if lookErr != nil {
 			return lookErr
 		}
-		_, err := stmt.ExecContext(ctx, rowidOf(st.num, st.messageCount+int64(i)), doc.Text, doc.Tool)
+		m := &msgs[i]
+		_, err := stmt.ExecContext(ctx, rowidOf(st.num, st.messageCount+int64(i)), doc.Text, doc.Tool, m.ID, string(m.Role), st.nextPos+int64(i))
 		if err != nil {
 			return s.fail(ctx, "append", err)
 		}
@@ -99,36 +102,34 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			return nil
 		}
 		lo, hi := rowidOf(num, 0), rowidOf(num, 1<<32-1)
-		per := max(64, maxCandidates/len(q.Terms))
+		per := max(32, maxCandidates/len(q.Terms))
 		st := textsearch.Stats{N: int(count), DF: make([]int, len(q.Terms))}
-		seen := map[int64]bool{}
-		var rowids []int64
+		lists := make([]textsearch.TermHits, len(q.Terms))
 		for i, w := range q.Words {
-			n := 0
+			var keys []int64
 			err := s.each(ctx, tx, op, `SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
 				[]any{ftsPhrase(w), lo, hi, per + 1}, func(rows *sql.Rows) error {
 					var r int64
 					if err := rows.Scan(&r); err != nil {
 						return err
 					}
-					if n++; n <= per && !seen[r] {
-						seen[r] = true
-						rowids = append(rowids, r)
-					}
+					keys = append(keys, r)
 					return nil
 				})
 			if err != nil {
 				return err
 			}
-			st.DF[i] = n
-			if n > per {
-				err := tx.QueryRowContext(ctx, `SELECT count(*) FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ?`, ftsPhrase(w), lo, hi).Scan(&st.DF[i])
-				if err != nil {
-					return s.fail(ctx, op, err)
-				}
+			lists[i] = textsearch.TermHits{Keys: keys, Complete: len(keys) <= per}
+			st.DF[i] = len(keys)
+			if !lists[i].Complete {
+				// The newest per matches reach back to the oldest of them:
+				// the word's density there, over the session.
+				lists[i].Keys = keys[:per]
+				st.DF[i] = textsearch.Estimate(per, int(count-(keys[per-1]-lo)), int(count))
 			}
 		}
-		cands, err := s.candidates(ctx, tx, id, num, rowids)
+		rowids := textsearch.Prune(lists, offset+limit+1)
+		cands, err := s.candidates(ctx, tx, rowids)
 		if err != nil {
 			return err
 		}
@@ -148,9 +149,10 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 	return page, nil
 }
 
-// candidates reads the messages of the given message_fts rowids of session
-// num, with their positions and tool names.
-func (s *Store) candidates(ctx context.Context, tx *sql.Tx, id string, num int64, rowids []int64) ([]textsearch.Candidate, error) {
+// candidates reads what the index holds of the messages of the given
+// message_fts rowids: each one's searchable text (as its Text, tool calls
+// included), ID, role, position and tool name.
+func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64) ([]textsearch.Candidate, error) {
 	if len(rowids) == 0 {
 		return nil, nil
 	}
@@ -160,18 +162,11 @@ func (s *Store) candidates(ctx context.Context, tx *sql.Tx, id string, num int64
 	}
 	out := make([]textsearch.Candidate, 0, len(rowids))
 	err = s.each(ctx, tx, "search", `
-		SELECT m.pos, m.body, f.tool FROM json_each(?) AS j
-		JOIN messages AS m ON m.session_id = ? AND m.seq = j.value - ?
+		SELECT f.text, f.tool, f.id, f.role, f.pos FROM json_each(?) AS j
 		JOIN message_fts AS f ON f.rowid = j.value`,
-		[]any{string(list), id, rowidOf(num, 0)}, func(rows *sql.Rows) error {
-			var (
-				c    textsearch.Candidate
-				body sql.RawBytes
-			)
-			if err := rows.Scan(&c.Position, &body, &c.ToolName); err != nil {
-				return err
-			}
-			if err := decodeBodyCalls(body, &c.Message); err != nil {
+		[]any{string(list)}, func(rows *sql.Rows) error {
+			var c textsearch.Candidate
+			if err := rows.Scan(&c.Message.Text, &c.ToolName, &c.Message.ID, &c.Message.Role, &c.Position); err != nil {
 				return err
 			}
 			out = append(out, c)

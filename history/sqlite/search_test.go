@@ -27,17 +27,17 @@ var searchMessages = []history.Message{
 }
 
 // indexRows reads the search index of the file's session "s".
-func indexRows(t *testing.T, s *Store) [][3]any {
+func indexRows(t *testing.T, s *Store) [][6]any {
 	t.Helper()
-	rows, err := s.r.Query(`SELECT f.rowid & 4294967295, f.text, f.tool FROM message_fts f ORDER BY f.rowid`)
+	rows, err := s.r.Query(`SELECT f.rowid & 4294967295, f.text, f.tool, f.id, f.role, f.pos FROM message_fts f ORDER BY f.rowid`)
 	require.NoError(t, err)
 	defer rows.Close()
-	var out [][3]any
+	var out [][6]any
 	for rows.Next() {
-		var seq int64
-		var text, tool string
-		require.NoError(t, rows.Scan(&seq, &text, &tool))
-		out = append(out, [3]any{seq, text, tool})
+		var seq, pos int64
+		var text, tool, id, role string
+		require.NoError(t, rows.Scan(&seq, &text, &tool, &id, &role, &pos))
+		out = append(out, [6]any{seq, text, tool, id, role, pos})
 	}
 	require.NoError(t, rows.Err())
 	return out
@@ -89,6 +89,7 @@ func TestSearchMigration(t *testing.T) {
 	assert.Equal(t, "read_file", want[2][2])
 	assert.Equal(t, "noargs", want[3][2])
 	assert.Equal(t, "", want[4][2])
+	assert.Equal(t, [3]any{"m2", "tool", int64(2)}, [3]any{want[2][3], want[2][4], want[2][5]})
 
 	p, err := migrated.Search(ctx, "s", history.SearchQuery{Text: "ledger"})
 	require.NoError(t, err)

@@ -36,38 +36,59 @@ const MaxWordBytes = 64
 
 // Words calls fn with every word of s in order, lowercased: a word is a run
 // of letters and digits (as SQLite's unicode61 tokenizer splits text), cut
-// to MaxWordBytes. Invalid UTF-8 and NUL bytes separate words.
+// to MaxWordBytes. Invalid UTF-8 and NUL bytes separate words. Words stops
+// when fn returns false.
 func Words(s string, fn func(w string) bool) {
-	start := -1
-	flush := func(end int) bool {
-		if start < 0 {
-			return true
-		}
-		w := s[start:end]
-		start = -1
-		if len(w) > MaxWordBytes {
-			w = w[:MaxWordBytes]
-			for !utf8.ValidString(w) {
-				w = w[:len(w)-1]
-			}
-		}
-		return fn(lower(w))
+	scan(s, func(w string) bool { return fn(lower(w)) })
+}
+
+// wordByte tells the ASCII bytes that are part of a word.
+var wordByte = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 	}
+	return t
+}()
+
+// scan is Words without the lowercasing.
+func scan(s string, fn func(w string) bool) {
+	start := -1
 	for i := 0; i < len(s); {
-		r, n := rune(s[i]), 1
-		if r >= utf8.RuneSelf {
+		c := s[i]
+		in, n := false, 1
+		if c < utf8.RuneSelf {
+			in = wordByte[c]
+		} else {
+			var r rune
 			r, n = utf8.DecodeRuneInString(s[i:])
+			in = r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r) || start >= 0 && unicode.Is(unicode.Mn, r))
 		}
-		if r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r) && start >= 0) {
-			if start < 0 {
-				start = i
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			if !fn(cut(s[start:i])) {
+				return
 			}
-		} else if !flush(i) {
-			return
+			start = -1
 		}
 		i += n
 	}
-	flush(len(s))
+	if start >= 0 {
+		fn(cut(s[start:]))
+	}
+}
+
+// cut shortens w to at most MaxWordBytes, at a rune boundary.
+func cut(w string) string {
+	if len(w) <= MaxWordBytes {
+		return w
+	}
+	w = w[:MaxWordBytes]
+	for !utf8.ValidString(w) {
+		w = w[:len(w)-1]
+	}
+	return w
 }
 
 // Joined is the words of s (see [Words]) joined by spaces: text an index
@@ -152,6 +173,66 @@ type Stats struct {
 	DF []int // DF[i]: messages holding Terms[i]
 }
 
+// Estimate is the DF of a word whose newest found matches lie within the
+// newest span of a session's n messages: found/span of them hold it there,
+// and as many of the rest are taken to.
+func Estimate(found, span, n int) int {
+	if span <= 0 || found >= span {
+		return max(found, n)
+	}
+	return max(found, int(float64(found)*float64(n)/float64(span)))
+}
+
+// TermHits are the messages an index found for one term of a query,
+// newest first, by keys that grow with the message's age order (a seq, a
+// rowid): all of them (Complete), or the newest ones only, every message
+// newer than the last key holding the term being among them.
+type TermHits struct {
+	Keys     []int64
+	Complete bool
+}
+
+// Prune returns the keys of the messages among lists that can be among the
+// need best by Cover (see [Rank]); the others are left out without being
+// read. A message's Cover is at least the number of lists that hold it; it
+// can be more only by the terms whose list is not Complete and whose last
+// key is newer than the message. With fewer than need messages, all are
+// kept.
+func Prune(lists []TermHits, need int) []int64 {
+	lb := map[int64]int{}
+	var keys []int64
+	for _, l := range lists {
+		for _, k := range l.Keys {
+			if lb[k] == 0 {
+				keys = append(keys, k)
+			}
+			lb[k]++
+		}
+	}
+	if len(keys) <= need {
+		return keys
+	}
+	counts := make([]int, 0, len(keys))
+	for _, k := range keys {
+		counts = append(counts, lb[k])
+	}
+	slices.Sort(counts)
+	floor := counts[len(counts)-need] // the need-th largest lower bound
+	out := keys[:0]
+	for _, k := range keys {
+		ub := lb[k]
+		for _, l := range lists {
+			if !l.Complete && len(l.Keys) > 0 && k < l.Keys[len(l.Keys)-1] {
+				ub++
+			}
+		}
+		if ub >= floor {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Ranked is a candidate with its score.
 type Ranked struct {
 	Index int // the candidate's index in the slice given to Rank
@@ -162,6 +243,9 @@ type Ranked struct {
 	Score float64
 }
 
+// AvgWords is the message length, in words, bm25 weighs lengths against.
+const AvgWords = 80
+
 // The bm25 parameters (the usual ones, those of FTS5's bm25).
 const (
 	bm25K1 = 1.2
@@ -170,41 +254,34 @@ const (
 
 // Rank scores docs against q and returns those that hold at least one of
 // its terms, best first: by Cover, then bm25, then the later candidate
-// (order[i] larger) first. Documents lengths are counted in words; the
-// average is over the candidates.
+// (order[i] larger) first. Document lengths are counted in words and
+// weighed against AvgWords, a fixed length, so that a message's score does
+// not depend on which other messages were candidates.
 func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
 	if len(q.Terms) == 0 {
 		return nil
 	}
-	idx := make(map[string]int, len(q.Terms))
-	for i, t := range q.Terms {
-		idx[t] = i
-	}
+	m := newMatcher(q.Terms)
 	type counted struct {
 		tf  []int
 		len int
 	}
 	cs := make([]counted, len(docs))
-	total := 0
 	for d := range docs {
 		tf := make([]int, len(q.Terms))
 		n := 0
 		count := func(w string) bool {
 			n++
-			if i, ok := idx[Term(w)]; ok {
+			if i := m.match(w); i >= 0 {
 				tf[i]++
 			}
 			return true
 		}
-		Words(docs[d].Text, count)
-		Words(docs[d].Tool, count)
+		scan(docs[d].Text, count)
+		scan(docs[d].Tool, count)
 		cs[d] = counted{tf, n}
-		total += n
 	}
-	avg := 1.0
-	if len(docs) > 0 && total > 0 {
-		avg = float64(total) / float64(len(docs))
-	}
+	avg := float64(AvgWords)
 	idf := make([]float64, len(q.Terms))
 	for i := range q.Terms {
 		df := 1
@@ -245,6 +322,71 @@ func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
 	return out
 }
 
+// matcher tells which term a word stems to without stemming most words: a
+// Porter stem is the word with its end rewritten, and all of the stem but
+// its last letter is a prefix of the word (the rewrites keep the letters
+// before the suffix, and change at most the last one of those: "y" to
+// "i", "biliti" to "ble"). A word whose start no term's prefix matches
+// cannot stem to a term.
+type matcher struct {
+	idx   map[string]int
+	first [256][]int // terms by their first byte
+	pre   []string   // pre[i]: Terms[i] without its last letter (one letter at least)
+}
+
+func newMatcher(terms []string) *matcher {
+	m := &matcher{idx: make(map[string]int, len(terms)), pre: make([]string, len(terms))}
+	for i, t := range terms {
+		m.idx[t] = i
+		m.pre[i] = t[:max(1, len(t)-1)]
+		m.first[t[0]] = append(m.first[t[0]], i)
+	}
+	return m
+}
+
+// match returns the index of the term w, a word of scan (any case),
+// stems to, or -1. It lowercases and stems only a word that starts like a
+// term.
+func (m *matcher) match(w string) int {
+	c := w[0]
+	if c >= utf8.RuneSelf {
+		w = lower(w)
+		c = w[0]
+	} else if 'A' <= c && c <= 'Z' {
+		c += 'a' - 'A'
+	}
+	for _, i := range m.first[c] {
+		if prefixFold(w, m.pre[i]) {
+			if j, ok := m.idx[Term(lower(w))]; ok {
+				return j
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// prefixFold reports whether w starts with p, a lowercase string, ASCII
+// letters compared without case.
+func prefixFold(w, p string) bool {
+	if len(w) < len(p) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := w[i]
+		if c >= utf8.RuneSelf || p[i] >= utf8.RuneSelf {
+			return strings.HasPrefix(lower(w), p)
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != p[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // Snippet lengths, in runes.
 const (
 	snippetBefore = 60
@@ -257,10 +399,7 @@ const (
 // become one space.
 func Snippet(q Query, text string) string {
 	text = strings.Join(strings.Fields(strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", " "), "\uFFFD")), " ")
-	terms := make(map[string]bool, len(q.Terms))
-	for _, t := range q.Terms {
-		terms[t] = true
-	}
+	m := newMatcher(q.Terms)
 	// word spans in bytes
 	type span struct{ from, to int }
 	var spans []span
@@ -282,7 +421,7 @@ func Snippet(q Query, text string) string {
 		if len(w) > MaxWordBytes {
 			w = w[:MaxWordBytes]
 		}
-		if terms[Term(lower(w))] {
+		if len(q.Terms) > 0 && m.match(w) >= 0 {
 			spans = append(spans, span{i, j})
 		}
 		i = j
