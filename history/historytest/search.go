@@ -106,6 +106,16 @@ func testSearchRanking(t *testing.T, h Harness) {
 	assert.Equal(t, []string{"u0", "a1"}, hitIDs(search(t, s, "s", "ledger", 0).Hits))
 	// A word no message holds finds nothing.
 	assert.Empty(t, search(t, s, "s", "kubernetes", 0).Hits)
+
+	// Holding more of the words beats bm25: a long message with both
+	// words ranks above a short one repeating one of them.
+	v := create(t, s, "long")
+	appendMsgs(t, s, "long", v, []history.Message{
+		text("x0", 0, "flux flux flux flux flux flux"),
+		text("x1", 1, "the flux "+strings.Repeat("filler words here ", 700)+"and the capacitor"),
+	})
+	assert.Equal(t, []string{"x1", "x0"}, hitIDs(search(t, s, "long", "flux capacitor", 0).Hits))
+	assert.Equal(t, []string{"x0", "x1"}, hitIDs(search(t, s, "long", "flux", 0).Hits), "by bm25 alone x0 is first")
 }
 
 // testSearchToolResults: a tool result is searchable by its text and by

@@ -2,6 +2,8 @@ package textsearch
 
 import (
 	"database/sql"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,6 +57,72 @@ func TestStemExamples(t *testing.T) {
 	} {
 		if got := Stem(w); got != want {
 			t.Errorf("Stem(%q) = %q, want %q", w, got, want)
+		}
+	}
+}
+
+// TestPruneKeepsTheBest: the hits of a page ranked from the pruned
+// candidates are those ranked from all of them, for term lists cut as a
+// store cuts them (the newest k of each term), whatever the page.
+func TestPruneKeepsTheBest(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	vocab := strings.Fields("alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega")
+	for round := range 200 {
+		n := 50 + r.IntN(200)
+		docs := make([]Doc, n)
+		order := make([]int64, n)
+		for i := range docs {
+			var w []string
+			for range 1 + r.IntN(12) {
+				w = append(w, vocab[r.IntN(1+r.IntN(len(vocab)))])
+			}
+			docs[i] = Doc{Text: strings.Join(w, " ")}
+			order[i] = int64(i)
+		}
+		q := ParseQuery(strings.Join(vocab[:2+r.IntN(5)], " "))
+		k := 5 + r.IntN(40)
+		lists := make([]TermHits, len(q.Terms))
+		st := Stats{N: n, DF: make([]int, len(q.Terms))}
+		for ti, term := range q.Terms {
+			var keys []int64
+			for i := n - 1; i >= 0; i-- {
+				has := false
+				Words(docs[i].Text, func(w string) bool { has = has || Term(w) == term; return !has })
+				if has {
+					keys = append(keys, int64(i))
+				}
+			}
+			st.DF[ti] = len(keys)
+			lists[ti] = TermHits{Keys: keys[:min(k, len(keys))], Complete: len(keys) <= k}
+		}
+		var union []int64
+		seen := map[int64]bool{}
+		for _, l := range lists {
+			for _, key := range l.Keys {
+				if !seen[key] {
+					seen[key] = true
+					union = append(union, key)
+				}
+			}
+		}
+		need := 1 + r.IntN(15)
+		pick := func(keys []int64) []int {
+			ds := make([]Doc, len(keys))
+			os := make([]int64, len(keys))
+			for i, key := range keys {
+				ds[i], os[i] = docs[key], order[key]
+			}
+			var out []int
+			for _, rk := range Rank(q, ds, os, st) {
+				if len(out) == need {
+					break
+				}
+				out = append(out, int(keys[rk.Index]))
+			}
+			return out
+		}
+		if got, want := pick(Prune(lists, need)), pick(union); !slices.Equal(got, want) {
+			t.Fatalf("round %d: the best %d of the pruned candidates are %v, of all %v", round, need, got, want)
 		}
 	}
 }
