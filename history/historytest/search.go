@@ -194,8 +194,17 @@ func testSearchSessions(t *testing.T, h Harness) {
 	vb := create(t, s, "b")
 	vb = appendMsgs(t, s, "b", vb, []history.Message{text("b0", 0, "rename the rounding in ledger.go"), text("b1", 1, "renamed")})
 	compact(t, s, "b", vb, "c1", 1, "S")
+	// A busy session whose newer messages all hold the words does not
+	// crowd the others' out of a search.
+	vc := create(t, s, "busy")
+	busy := make([]history.Message, 600)
+	for i := range busy {
+		busy[i] = text(fmt.Sprintf("c%d", i), i, "rename the rounding in ledger.go")
+	}
+	appendMsgs(t, s, "busy", vc, busy)
 	assert.ElementsMatch(t, []string{"a1", "u0", "u2"}, hitIDs(search(t, s, "a", "rename rounding ledger", history.MaxSearchLimit).Hits))
 	assert.ElementsMatch(t, []string{"b0", "b1"}, hitIDs(search(t, s, "b", "rename rounding ledger", history.MaxSearchLimit).Hits))
+	assert.Len(t, search(t, s, "busy", "rename rounding ledger", history.MaxSearchLimit).Hits, history.MaxSearchLimit)
 }
 
 // testSearchPages: pages of Limit hits, each hit once across the pages,
