@@ -88,3 +88,24 @@ func TestSearchMigration(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"m0", "m1-é", "m2"}, ids)
 }
+
+// TestLeaseStoreSearches: the store a lease's holder writes through
+// searches too (a session serving its session through it finds its
+// messages).
+func TestLeaseStoreSearches(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	l := acquire(t, s, "s")
+	defer func() { _ = l.Release(ctx) }()
+	st := l.Store()
+	snap, err := st.Create(ctx, history.NewSession{ID: "s"})
+	require.NoError(t, err)
+	_, err = st.Append(ctx, "s", snap.Version, searchMessages)
+	require.NoError(t, err)
+	q, ok := st.(history.Searcher)
+	require.True(t, ok, "%T is no history.Searcher", st)
+	p, err := q.Search(ctx, "s", history.SearchQuery{Text: "ledger"})
+	require.NoError(t, err)
+	assert.Len(t, p.Hits, 3)
+}
