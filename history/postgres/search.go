@@ -89,14 +89,11 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			page = history.SearchPage{Hits: []history.SearchHit{}}
 			return nil
 		}
-		per := max(32, maxCandidates/len(q.Terms))
-		st := textsearch.Stats{N: int(count), DF: make([]int, len(q.Terms))}
-		lists := make([]textsearch.TermHits, len(q.Terms))
-		for i, w := range q.Words {
+		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, 0, func(word string, limit int) ([]int64, error) {
 			var keys []int64
 			err := s.each(ctx, tx, op, `
 				SELECT seq FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2)
-				ORDER BY seq DESC LIMIT $3`, []any{bin(id), indexText(w), per + 1}, func(rows pgx.Rows) error {
+				ORDER BY seq DESC LIMIT $3`, []any{bin(id), indexText(word), limit}, func(rows pgx.Rows) error {
 				var seq int64
 				if err := rows.Scan(&seq); err != nil {
 					return err
@@ -104,15 +101,10 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				keys = append(keys, seq)
 				return nil
 			})
-			if err != nil {
-				return err
-			}
-			lists[i] = textsearch.TermHits{Keys: keys, Complete: len(keys) <= per}
-			st.DF[i] = len(keys)
-			if !lists[i].Complete {
-				lists[i].Keys = keys[:per]
-				st.DF[i] = textsearch.Estimate(per, int(count-keys[per-1]), int(count))
-			}
+			return keys, err
+		})
+		if err != nil {
+			return err
 		}
 		seqs := textsearch.Prune(lists, offset+limit+1)
 		var cands []textsearch.Candidate
@@ -156,9 +148,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		if err != nil {
 			return err
 		}
-		for i := range cands {
-			cands[i].SegmentID = textsearch.SegmentAt(cands[i].Position, activeFrom, spans, ids)
-		}
+		textsearch.Place(cands, activeFrom, spans, ids)
 		page = textsearch.Page(q, offset, limit, cands, st)
 		return nil
 	})

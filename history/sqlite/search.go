@@ -102,13 +102,10 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			return nil
 		}
 		lo, hi := rowidOf(num, 0), rowidOf(num, 1<<32-1)
-		per := max(32, maxCandidates/len(q.Terms))
-		st := textsearch.Stats{N: int(count), DF: make([]int, len(q.Terms))}
-		lists := make([]textsearch.TermHits, len(q.Terms))
-		for i, w := range q.Words {
+		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, lo, func(word string, limit int) ([]int64, error) {
 			var keys []int64
 			err := s.each(ctx, tx, op, `SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
-				[]any{ftsPhrase(w), lo, hi, per + 1}, func(rows *sql.Rows) error {
+				[]any{ftsPhrase(word), lo, hi, limit}, func(rows *sql.Rows) error {
 					var r int64
 					if err := rows.Scan(&r); err != nil {
 						return err
@@ -116,17 +113,10 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 					keys = append(keys, r)
 					return nil
 				})
-			if err != nil {
-				return err
-			}
-			lists[i] = textsearch.TermHits{Keys: keys, Complete: len(keys) <= per}
-			st.DF[i] = len(keys)
-			if !lists[i].Complete {
-				// The newest per matches reach back to the oldest of them:
-				// the word's density there, over the session.
-				lists[i].Keys = keys[:per]
-				st.DF[i] = textsearch.Estimate(per, int(count-(keys[per-1]-lo)), int(count))
-			}
+			return keys, err
+		})
+		if err != nil {
+			return err
 		}
 		rowids := textsearch.Prune(lists, offset+limit+1)
 		cands, err := s.candidates(ctx, tx, rowids)
@@ -137,9 +127,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		if err != nil {
 			return err
 		}
-		for i := range cands {
-			cands[i].SegmentID = textsearch.SegmentAt(cands[i].Position, activeFrom, spans, ids)
-		}
+		textsearch.Place(cands, activeFrom, spans, ids)
 		page = textsearch.Page(q, offset, limit, cands, st)
 		return nil
 	})

@@ -192,6 +192,31 @@ type TermHits struct {
 	Complete bool
 }
 
+// Gather asks an index for the candidates of q in a session of n messages,
+// at most total in all: keys(word, limit) returns the keys of the newest
+// messages holding word, newest first, at most limit; first is the key of
+// the session's first message. Each term gets an equal share of total (at
+// least 32); a term with more matches than its share keeps the newest of
+// them, and its DF is estimated from how far back they reach ([Estimate]).
+func Gather(q Query, n, total int, first int64, keys func(word string, limit int) ([]int64, error)) ([]TermHits, Stats, error) {
+	per := max(32, total/max(1, len(q.Terms)))
+	st := Stats{N: n, DF: make([]int, len(q.Terms))}
+	lists := make([]TermHits, len(q.Terms))
+	for i, w := range q.Words {
+		k, err := keys(w, per+1)
+		if err != nil {
+			return nil, Stats{}, err
+		}
+		lists[i] = TermHits{Keys: k, Complete: len(k) <= per}
+		st.DF[i] = len(k)
+		if !lists[i].Complete {
+			lists[i].Keys = k[:per]
+			st.DF[i] = Estimate(per, n-int(k[per-1]-first), n)
+		}
+	}
+	return lists, st, nil
+}
+
 // Prune returns the keys of the messages among lists that can be among the
 // need best by Cover (see [Rank]); the others are left out without being
 // read. A message's Cover is at least the number of lists that hold it; it
@@ -616,6 +641,14 @@ func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.Searc
 		page.Next = Cursor(q, end)
 	}
 	return page
+}
+
+// Place sets the SegmentID of each candidate from its position (see
+// [SegmentAt]).
+func Place(cands []Candidate, activeFrom int64, spans []history.SegmentSpan, ids []string) {
+	for i := range cands {
+		cands[i].SegmentID = SegmentAt(cands[i].Position, activeFrom, spans, ids)
+	}
 }
 
 // SegmentAt finds the Segment that archives the message at pos: spans are
