@@ -469,6 +469,11 @@ func Snippet(q Query, text string) string {
 		_, n := utf8.DecodeRuneInString(text[end:])
 		end += n
 	}
+	for _, s := range spans { // a marked word is never cut
+		if s.from < end && s.to > end {
+			end = s.to
+		}
+	}
 	var b strings.Builder
 	if start > 0 {
 		b.WriteString("…")
@@ -478,7 +483,7 @@ func Snippet(q Query, text string) string {
 		if s.from < start || s.from >= end {
 			continue
 		}
-		to := min(s.to, end)
+		to := s.to
 		b.WriteString(text[at:s.from])
 		b.WriteString("«")
 		b.WriteString(text[s.from:to])
