@@ -359,6 +359,7 @@ func testSegmentFidelity(t *testing.T, h Harness) {
 	require.NoError(t, err, "the failed commits wrote nothing")
 	commit.Fidelity.Missing[0] = "changed by the caller"
 	assert.Equal(t, want, seg.Fidelity)
+	seg.Fidelity.Missing[1] = "changed in the returned Segment"
 	check := func() {
 		t.Helper()
 		segs, err := s.Segments(ctx, "s")
@@ -366,7 +367,9 @@ func testSegmentFidelity(t *testing.T, h Harness) {
 		require.Len(t, segs, 2)
 		assert.Zero(t, segs[0].Fidelity, "a commit without fidelity")
 		assert.Equal(t, want, segs[1].Fidelity)
+		segs[1].Fidelity.Missing[2] = "changed in a read Segment"
 	}
+	check()
 	check()
 	s = h.reopen(t, s)
 	check()

@@ -351,6 +351,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		ss.summary = c.Summary
 		out = new(history.Segment)
 		*out = seg.seg
+		out.Fidelity = history.CloneFidelity(seg.seg.Fidelity)
 		return nil
 	})
 	if err != nil {
@@ -400,6 +401,7 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 
 func (ss *session) segmentOf(s *segment) *history.Segment {
 	seg := s.seg
+	seg.Fidelity = history.CloneFidelity(seg.Fidelity)
 	seg.Messages = cloneMessages(ss.messages[s.from:s.upto])
 	return &seg
 }
