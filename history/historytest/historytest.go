@@ -95,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 		{"SearchPages", testSearchPages},
 		{"SearchAnyText", testSearchAnyText},
 		{"SearchInvalid", testSearchInvalid},
+		{"SearchSameAsMemstore", testSearchSameAsMemstore},
 		{"SegmentFidelity", testSegmentFidelity},
 	}
 	for _, tt := range tests {

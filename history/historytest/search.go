@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/memstore"
 )
 
 // searcher returns s as a history.Searcher; every store of sessionkit is
@@ -373,4 +374,30 @@ func testSegmentFidelity(t *testing.T, h Harness) {
 	check()
 	s = h.reopen(t, s)
 	check()
+}
+
+// testSearchSameAsMemstore: on a corpus small enough that no term's
+// candidates are cut (100 messages: a query of at most 5 terms gives each
+// a share of at least 102 of the SQL stores' 512), the store's search
+// returns what memstore's does: the same hits in the same order, with the
+// same scores, snippets and Segments (its index's stemming and the shared
+// ranking's agree).
+func testSearchSameAsMemstore(t *testing.T, h Harness) {
+	msgs := SearchCorpus(100, 11)
+	queries := SearchQueries(msgs, 60, 12)
+	s, mem := h.New(t), memstore.New()
+	for _, st := range []history.Store{s, mem} {
+		v := create(t, st, "s")
+		v = appendMsgs(t, st, "s", v, msgs[:80])
+		v, _ = compact(t, st, "s", v, "c", 50, "S")
+		appendMsgs(t, st, "s", v, msgs[80:])
+	}
+	found := 0
+	for _, q := range queries {
+		want := search(t, mem, "s", q, history.MaxSearchLimit)
+		got := search(t, s, "s", q, history.MaxSearchLimit)
+		require.Equal(t, want, got, "query %q", q)
+		found += len(got.Hits)
+	}
+	assert.Greater(t, found, 100, "the queries find messages")
 }

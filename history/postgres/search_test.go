@@ -9,8 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
-	"github.com/sessionkit/sessionkit/history/historytest"
-	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/pgtest"
 )
 
@@ -110,39 +108,4 @@ func TestLeaseStoreSearches(t *testing.T) {
 	p, err := q.Search(ctx, "s", history.SearchQuery{Text: "ledger"})
 	require.NoError(t, err)
 	assert.Len(t, p.Hits, 3)
-}
-
-// TestSearchAgreesWithMemstore: on a corpus small enough that no term's
-// candidates are cut, PostgreSQL's search returns what memstore's does
-// (PostgreSQL's 'english' stemming finds the candidates, the shared
-// ranking orders them).
-func TestSearchAgreesWithMemstore(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	msgs := historytest.SearchCorpus(100, 11)
-	queries := historytest.SearchQueries(msgs, 60, 12)
-	pg := newStore(t)
-	mem := memstore.New()
-	for _, st := range []history.Store{pg, mem} {
-		snap, err := st.Create(ctx, history.NewSession{ID: "s"})
-		require.NoError(t, err)
-		v, err := st.Append(ctx, "s", snap.Version, msgs[:80])
-		require.NoError(t, err)
-		v, err = st.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c", Trigger: history.TriggerManual, Status: history.StatusInProgress})
-		require.NoError(t, err)
-		v, _, err = st.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c", SegmentID: "seg", Archive: 50, Summary: "S"})
-		require.NoError(t, err)
-		_, err = st.Append(ctx, "s", v, msgs[80:])
-		require.NoError(t, err)
-	}
-	found := 0
-	for _, q := range queries {
-		want, err := mem.Search(ctx, "s", history.SearchQuery{Text: q, Limit: history.MaxSearchLimit})
-		require.NoError(t, err)
-		got, err := pg.Search(ctx, "s", history.SearchQuery{Text: q, Limit: history.MaxSearchLimit})
-		require.NoError(t, err)
-		require.Equal(t, want, got, "query %q", q)
-		found += len(got.Hits)
-	}
-	assert.Greater(t, found, 100, "the queries find messages")
 }

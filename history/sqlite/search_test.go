@@ -10,8 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
-	"github.com/sessionkit/sessionkit/history/historytest"
-	"github.com/sessionkit/sessionkit/history/memstore"
 )
 
 // searchMessages are messages of every kind the index handles.
@@ -110,39 +108,4 @@ func TestSearchMigration(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, migrated.r.QueryRow(`SELECT num FROM sessions WHERE id = 'new'`).Scan(&num))
 	assert.Equal(t, int64(3), num)
-}
-
-// TestSearchAgreesWithMemstore: on a corpus small enough that no term's
-// candidates are cut (100 messages: a query of at most 5 terms gives each
-// a share of at least 102), SQLite's search returns what memstore's does: the
-// same hits in the same order, with the same scores, snippets and
-// Segments, the stemming of FTS5 and of internal/textsearch agreeing.
-func TestSearchAgreesWithMemstore(t *testing.T) {
-	ctx := context.Background()
-	msgs := historytest.SearchCorpus(100, 11)
-	queries := historytest.SearchQueries(msgs, 60, 12)
-	lite := open(t, filepath.Join(t.TempDir(), "s.db"))
-	mem := memstore.New()
-	for _, st := range []history.Store{lite, mem} {
-		snap, err := st.Create(ctx, history.NewSession{ID: "s"})
-		require.NoError(t, err)
-		v, err := st.Append(ctx, "s", snap.Version, msgs[:80])
-		require.NoError(t, err)
-		v, err = st.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c", Trigger: history.TriggerManual, Status: history.StatusInProgress})
-		require.NoError(t, err)
-		v, _, err = st.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c", SegmentID: "seg", Archive: 50, Summary: "S"})
-		require.NoError(t, err)
-		_, err = st.Append(ctx, "s", v, msgs[80:])
-		require.NoError(t, err)
-	}
-	found := 0
-	for _, q := range queries {
-		want, err := mem.Search(ctx, "s", history.SearchQuery{Text: q, Limit: history.MaxSearchLimit})
-		require.NoError(t, err)
-		got, err := lite.Search(ctx, "s", history.SearchQuery{Text: q, Limit: history.MaxSearchLimit})
-		require.NoError(t, err)
-		require.Equal(t, want, got, "query %q", q)
-		found += len(got.Hits)
-	}
-	assert.Greater(t, found, 100, "the queries find messages")
 }
