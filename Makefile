@@ -51,7 +51,8 @@ bench:
 	$(GO) test -run='^$$' -bench='CompactionOverhead' -benchtime=3x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='Open' -benchtime=100x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='IdleSession' -benchtime=1x ./session/
-	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/sqlite/
+	$(GO) test -run='^$$' -bench=. -skip='BenchmarkSearch|IndexCost' -benchtime=50x -benchmem ./history/sqlite/
+	$(GO) test -run='^$$' -bench='BenchmarkSearch|IndexCost' -benchtime=1000x ./history/sqlite/
 	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/postgres/
 	$(GO) test -run='^$$' -bench=. -benchtime=20x -benchmem ./compact/ ./provider/openai/
 	$(GO) test -run='^$$' -bench='NotificationThroughput|SummaryChunkLatency' -benchtime=20x ./acp/

@@ -1,13 +1,14 @@
 // Command sessionkit looks into a sessionkit store: a SQLite file or a
 // PostgreSQL database. It lists the sessions, shows one (settings, retained
-// summary, Active history), its Segments, its timeline, and exports it as
-// one JSON document.
+// summary, Active history), its Segments, its timeline, searches its
+// messages, and exports it as one JSON document.
 //
 //	sessionkit [--store PATH|URL] sessions [--cwd DIR] [--limit N] [--json]
 //	sessionkit [--store PATH|URL] show ID [--json]
 //	sessionkit [--store PATH|URL] segments ID [--messages] [--json]
 //	sessionkit [--store PATH|URL] timeline ID [--json]
 //	sessionkit [--store PATH|URL] export ID    # JSON, with or without --json
+//	sessionkit [--store PATH|URL] search ID QUERY [--limit N] [--json]
 //	sessionkit --version
 //
 // --store is a SQLite file path or a postgres:// URL; the default is the
@@ -46,6 +47,7 @@ import (
 	"os/signal"
 	"regexp"
 	"runtime/debug"
+	"strings"
 
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/internal/envconfig"
@@ -75,6 +77,8 @@ commands:
   segments ID   the Segments of a session (--messages: the archived messages)
   timeline ID   messages and compactions in timeline order
   export ID     the whole session as one JSON document
+  search ID QUERY  the session's messages, archived or active, that hold words
+                of QUERY, best first (--limit N hits, default 10)
 
 flags:
   --store PATH|URL  SQLite file or postgres:// URL (default: the acp-agent's store)
@@ -98,14 +102,17 @@ type options struct {
 	messages bool
 	cwd      string
 	limit    int
+	query    string // search: the words after the ID
 }
 
 // command is one subcommand: whether it takes a session ID, which of the
 // optional flags it has, and what it does.
 type command struct {
 	takesID bool
-	flags   func(fs *flag.FlagSet, o *options)
-	run     func(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error
+	// takesQuery: after the ID come the words of a query (search)
+	takesQuery bool
+	flags      func(fs *flag.FlagSet, o *options)
+	run        func(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error
 }
 
 func jsonFlag(fs *flag.FlagSet, o *options) {
@@ -125,6 +132,10 @@ var commands = map[string]command{
 	}, run: runSegments},
 	"timeline": {takesID: true, flags: jsonFlag, run: runTimeline},
 	"export":   {takesID: true, flags: jsonFlag, run: runExport}, // JSON either way
+	"search": {takesID: true, takesQuery: true, flags: func(fs *flag.FlagSet, o *options) {
+		jsonFlag(fs, o)
+		fs.IntVar(&o.limit, "limit", 0, "at most this many hits (0 = 10)")
+	}, run: runSearch},
 }
 
 // dispatch parses the command line and runs its command.
@@ -142,7 +153,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	if global.NArg() == 0 {
-		return usagef("no command: give one of sessions, show, segments, timeline, export (see -h)")
+		return usagef("no command: give one of sessions, show, segments, timeline, export, search (see -h)")
 	}
 	name, rest := global.Arg(0), global.Args()[1:]
 	if name == "help" {
@@ -150,7 +161,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cmd, ok := commands[name]
 	if !ok {
-		return usagef("unknown command %q: give one of sessions, show, segments, timeline, export (see -h)", name)
+		return usagef("unknown command %q: give one of sessions, show, segments, timeline, export, search (see -h)", name)
 	}
 	fs := newFlagSet(name)
 	fs.StringVar(&o.store, "store", o.store, "")
@@ -166,6 +177,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
+	}
+	if cmd.takesQuery {
+		if len(positional) < 2 {
+			return usagef("%s needs a session ID and a query: sessionkit %s ID QUERY", name, name)
+		}
+		o.query, positional = strings.Join(positional[1:], " "), positional[:1]
 	}
 	var id string
 	switch {

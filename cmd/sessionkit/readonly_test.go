@@ -175,7 +175,7 @@ func TestReadOnlyStores(t *testing.T) {
 	oldDir := storeDir(t, "old")
 	old := filepath.Join(oldDir, "sessions.db")
 	copyFile(t, wal, old)
-	execSQL(t, old, `DROP TABLE events`, `ALTER TABLE sessions DROP COLUMN last_seq`, `UPDATE schema_version SET version = 4`)
+	execSQL(t, old, undoMigrations5to7...)
 
 	// At a schema version newer than this sessionkit knows, and empty.
 	badDir := storeDir(t, "bad")
@@ -293,7 +293,7 @@ func TestNothingWritten(t *testing.T) {
 	path, ids := writeSessions(t)
 	old := filepath.Join(dir, "old.db")
 	copyFile(t, path, old)
-	execSQL(t, old, `DROP TABLE events`, `ALTER TABLE sessions DROP COLUMN last_seq`, `UPDATE schema_version SET version = 4`)
+	execSQL(t, old, undoMigrations5to7...)
 	before, err := os.ReadFile(old)
 	require.NoError(t, err)
 	for _, args := range [][]string{{"sessions"}, {"show", ids[0]}, {"export", ids[1]}} {
@@ -330,4 +330,19 @@ func TestMessagesNameFlagsAsHelp(t *testing.T) {
 		assert.Equal(t, 0, res.status, res.stderr)
 		assert.Regexp(t, `^sessionkit \d+\.\d+\.\d+( \(commit [0-9a-f]+\))?\n$`, res.stdout)
 	}
+}
+
+// undoMigrations5to7 take a store file of schema version 7 back to version
+// 4: what migrations 7 (fidelity), 6 (the search index) and 5 (the event
+// log) added is dropped, so the file is what an older sessionkit wrote.
+var undoMigrations5to7 = []string{
+	`ALTER TABLE compactions DROP COLUMN fidelity_facts`,
+	`ALTER TABLE compactions DROP COLUMN fidelity_kept`,
+	`ALTER TABLE compactions DROP COLUMN fidelity_missing`,
+	`DROP TABLE message_fts`,
+	`DROP INDEX sessions_num`,
+	`ALTER TABLE sessions DROP COLUMN num`,
+	`DROP TABLE events`,
+	`ALTER TABLE sessions DROP COLUMN last_seq`,
+	`UPDATE schema_version SET version = 4`,
 }
