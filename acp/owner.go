@@ -69,6 +69,8 @@ type agentSession struct {
 	queuedText int                         // bytes of text in queue
 	title      string                      // the title last reported (session_info_update)
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
+	diffs      map[string][]ToolCallContent // diffs a running tool sent (ToolClient.UpdateToolCall), by call ID
+	cwd        string                       // the session's working directory as the client named it; set before start
 	running    bool                        // v2: the last state_update sent is running
 }
 
@@ -125,6 +127,7 @@ func newAgentSession(srv *server, sess *session.Session) *agentSession {
 		extension: map[string]bool{},
 		open:      map[string]int64{},
 		calls:     map[string]history.ToolCall{},
+		diffs:     map[string][]ToolCallContent{},
 		lastPos:   -1,
 	}
 }
@@ -454,6 +457,9 @@ func (a *agentSession) uncompacted(p *session.UncompactEvent, replayed bool) {
 
 // uncompactText is what the user reads about an undo.
 func uncompactText(p *session.UncompactEvent) string {
+	if p.NothingToUndo {
+		return session.NothingToUndoText + "\n\n"
+	}
 	if p.Error != "" {
 		return "Nothing was undone: " + p.Error + "\n\n"
 	}
@@ -542,7 +548,29 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 		if !ok {
 			c = history.ToolCall{ID: m.ToolCallID} // its call was not seen (a replay from the middle)
 		}
-		a.enqueue(a.surf.toolUpdate(toolResult(c, m, a.display(c, &m))))
+		d := a.display(c, &m)
+		if sent, ok := a.diffs[m.ToolCallID]; ok {
+			// The tool showed what it did (the whole files): that stays, in
+			// place of the diff made from its arguments.
+			delete(a.diffs, m.ToolCallID)
+			d.Content = append(slices.DeleteFunc(slices.Clone(d.Content), func(c ToolCallContent) bool { return c.Diff != nil }), sent...)
+		}
+		a.enqueue(a.surf.toolUpdate(toolResult(c, m, d)))
+	}
+}
+
+// remember keeps the diffs of an update a running tool sends, for the
+// call's final update (see forward).
+func (a *agentSession) remember(u *ToolCallUpdate) {
+	content, _ := u.Content.Get()
+	var diffs []ToolCallContent
+	for _, c := range content {
+		if c.Diff != nil {
+			diffs = append(diffs, c)
+		}
+	}
+	if len(diffs) > 0 && u.ToolCallID != "" {
+		a.diffs[u.ToolCallID] = diffs
 	}
 }
 
@@ -678,10 +706,37 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 		status = CompactionFailed
 	}
 	if capable {
-		a.enqueue(a.terminalUpdate(id, status, summary, res.Error))
+		u := a.terminalUpdate(id, status, summary, res.Error)
+		grewMeta(u, res)
+		a.enqueue(u)
 		return
 	}
-	a.note(id, fallbackText(status, res.Error, archived(res)))
+	text := fallbackText(status, res.Error, archived(res))
+	if res.ContextGrew {
+		text = strings.TrimSuffix(text, ".\n\n") + "; " + res.Note + ".\n\n"
+	}
+	a.note(id, text)
+}
+
+// grewMeta puts a compaction's ContextGrew and Note under _meta.sessionkit
+// of its completed update (contextGrew: true, note, contextBefore,
+// contextAfter), beside what is there already.
+func grewMeta(u *CompactionUpdate, res *session.CompactResult) {
+	if !res.ContextGrew || u.Status != CompactionCompleted {
+		return
+	}
+	meta, _ := u.Meta.Get()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	sk, _ := meta[MetaKey].(map[string]any)
+	if sk == nil {
+		sk = map[string]any{}
+	}
+	sk["contextGrew"], sk["note"] = true, res.Note
+	sk["contextBefore"], sk["contextAfter"] = res.ContextBefore, res.ContextAfter
+	meta[MetaKey] = sk
+	u.Meta = Value(meta)
 }
 
 func archived(res *session.CompactResult) int {

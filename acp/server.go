@@ -160,7 +160,7 @@ func (s *server) surface() surface {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.version == ProtocolVersion2 {
-		return v2Surface{s}
+		return v2Surface{srv: s}
 	}
 	return v1Surface{s}
 }
@@ -521,6 +521,11 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	}
 	a := newAgentSession(s, sess)
 	a.describe = describe
+	a.cwd = cwd
+	if v, ok := a.surf.(v2Surface); ok {
+		v.cwd = cwd
+		a.surf = v
+	}
 	client.a.Store(a)
 	if err := a.start(replay, func() { first(a) }); err != nil {
 		_ = sess.Close()

@@ -153,6 +153,9 @@ func TestServe_Uncompact(t *testing.T) {
 	texts = agentTexts(updates(t, c.take()))
 	require.Len(t, texts, 1)
 	assert.Contains(t, texts[0], "Nothing was undone")
+	assert.Contains(t, texts[0], "nothing to undo", "says what happened")
+	assert.NotContains(t, texts[0], "history:", "not the raw error chain")
+	assert.NotContains(t, texts[0], "session: uncompact")
 
 	fake.QueueSummary(providertest.Reply{Text: "S2"})
 	var acc acp.CompactAccepted

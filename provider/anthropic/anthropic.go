@@ -68,8 +68,9 @@ type options struct {
 	idleTimeout time.Duration
 }
 
-// WithBaseURL sets the API base URL, without the "/v1" path, for example
-// "http://localhost:8080". The default is Anthropic's
+// WithBaseURL sets the API base URL, for example "http://localhost:8080"
+// or, the same server, "http://localhost:8080/v1" (a final "/v1" is
+// removed: requests go to its /v1/messages). The default is Anthropic's
 // "https://api.anthropic.com".
 func WithBaseURL(url string) Option { return func(o *options) { o.baseURL = url } }
 
@@ -183,6 +184,22 @@ func apply(opts []Option) options {
 	return internaloptions.Apply(options{maxTokens: DefaultMaxTokens, maxRetries: DefaultMaxRetries, backoffBase: DefaultBackoffBase, backoffMax: DefaultBackoffMax, timeout: DefaultTimeout, idleTimeout: DefaultIdleTimeout}, opts)
 }
 
+// normalizeBaseURL removes a final "/v1" path from a base URL (the SDK
+// adds it to every request), so that "http://localhost:8080/v1" and
+// "http://localhost:8080" are the same server, as they are for
+// provider/openai.
+func normalizeBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if p := strings.TrimSuffix(u.Path, "/"); strings.HasSuffix(p, "/v1") {
+		u.Path = strings.TrimSuffix(p, "/v1")
+		return u.String()
+	}
+	return raw
+}
+
 // New returns a provider configured by opts. It returns an error wrapping
 // [ErrConfig] when no API key or model is given, when the base URL is not an
 // absolute http or https URL, when max tokens is not
@@ -215,7 +232,7 @@ func New(opts ...Option) (*Provider, error) {
 		option.WithMaxRetries(0),
 	}
 	if o.baseURL != "" {
-		sdkOpts = append(sdkOpts, option.WithBaseURL(o.baseURL))
+		sdkOpts = append(sdkOpts, option.WithBaseURL(normalizeBaseURL(o.baseURL)))
 	}
 	log := o.logger
 	if log == nil {
@@ -250,6 +267,9 @@ func FromEnv(opts ...Option) (*Provider, error) {
 		env = append(env, WithBaseURL(v))
 	}
 	if v := os.Getenv("ANTHROPIC_API_KEY"); v != "" {
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("%w: ANTHROPIC_API_KEY is blank (only white space): set the key, or unset the variable", ErrConfig)
+		}
 		env = append(env, WithAPIKey(v))
 	}
 	if apply(append(env, opts...)).apiKey == "" {

@@ -161,3 +161,20 @@ func TestKeyRedactedBeforeCut(t *testing.T) {
 		assert.True(t, strings.HasPrefix(e.Message, strings.Repeat("x", n)), e.Message)
 	}
 }
+
+// TestBaseURLForms: the base URL works with and without "/v1" (the form
+// provider/openai documents), and a blank ANTHROPIC_API_KEY is an error
+// that names it.
+func TestBaseURLForms(t *testing.T) {
+	for _, suffix := range []string{"", "/", "/v1", "/v1/"} {
+		srv := at.NewServer(t, testKey, at.Reply("fine", okUsage))
+		p, _ := newTestProvider(t, srv, WithBaseURL(srv.URL+suffix))
+		resp, _, err := call(t, p, userRequest("hi"), true)
+		require.NoError(t, err, suffix)
+		assert.Equal(t, "fine", resp.Message.Text)
+	}
+	t.Setenv("ANTHROPIC_API_KEY", "   ")
+	_, err := FromEnv()
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), "ANTHROPIC_API_KEY is blank")
+}

@@ -189,3 +189,21 @@ func TestKeyRedactedBeforeCut(t *testing.T) {
 		require.NotContains(t, err.Error(), testKey[:n])
 	}
 }
+
+// TestBaseURLForms: the base URL works with and without "/v1" (the form
+// provider/anthropic documents), and a blank OPENAI_API_KEY is an error
+// that names it.
+func TestBaseURLForms(t *testing.T) {
+	for _, suffix := range []string{"", "/", "/v1", "/v1/"} {
+		f := newFake(t, reply("fine"))
+		p, _ := newProvider(t, f, WithBaseURL(f.srv.URL+suffix))
+		resp, _, err := completeIn(t, p, true)
+		require.NoError(t, err, suffix)
+		assert.Equal(t, "fine", resp.Message.Text)
+		assert.Equal(t, "/v1/chat/completions", f.requests()[0].Path)
+	}
+	t.Setenv("OPENAI_API_KEY", "   ")
+	_, err := FromEnv()
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), "OPENAI_API_KEY is blank")
+}

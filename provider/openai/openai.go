@@ -63,8 +63,10 @@ type options struct {
 }
 
 // WithBaseURL sets the API base URL, up to and including the version path,
-// for example "http://localhost:8080/v1". The default is OpenAI's
-// "https://api.openai.com/v1".
+// for example "http://localhost:8080/v1". A URL without a path gets "/v1"
+// ("http://localhost:8080" is the same as "http://localhost:8080/v1");
+// one with another path, for example "https://host/openai/v2", is used as
+// it is. The default is OpenAI's "https://api.openai.com/v1".
 func WithBaseURL(url string) Option { return func(o *options) { o.baseURL = url } }
 
 // WithAPIKey sets the key sent as a bearer token. Without a key no
@@ -156,6 +158,19 @@ func checkBaseURL(raw string) error {
 	return nil
 }
 
+// normalizeBaseURL adds the "/v1" path to a base URL that has no path
+// ("http://localhost:8080" and "http://localhost:8080/v1" are the same
+// server), so that both forms work, as they do for provider/anthropic. A
+// URL with a path is used as it is.
+func normalizeBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || strings.Trim(u.Path, "/") != "" {
+		return raw
+	}
+	u.Path = "/v1"
+	return u.String()
+}
+
 // New returns a provider configured by opts. It returns an error wrapping
 // [ErrConfig] when no model is given, when the base URL is not an absolute
 // http or https URL, when max retries or temperature is negative, or when
@@ -186,7 +201,7 @@ func New(opts ...Option) (*Provider, error) {
 
 	cfg := goopenai.DefaultConfig(o.apiKey)
 	if o.baseURL != "" {
-		cfg.BaseURL = o.baseURL
+		cfg.BaseURL = normalizeBaseURL(o.baseURL)
 	}
 	cfg.HTTPClient = wrapClient(o.httpClient, o.apiKey)
 
@@ -231,6 +246,9 @@ func FromEnv(opts ...Option) (*Provider, error) {
 		env = append(env, WithBaseURL(v))
 	}
 	if v := os.Getenv("OPENAI_API_KEY"); v != "" {
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("%w: OPENAI_API_KEY is blank (only white space): set the key, or unset the variable", ErrConfig)
+		}
 		env = append(env, WithAPIKey(v))
 	}
 	if o := apply(append(env, opts...)); o.apiKey == "" && o.baseURL == "" {

@@ -214,6 +214,7 @@ func (t tools) writeFile(ctx context.Context, raw json.RawMessage) (string, erro
 	if err := t.write(ctx, p, in.Content, 0o644); err != nil {
 		return "", err
 	}
+	t.showDiff(ctx, p, old, in.Content)
 	if existed {
 		return fmt.Sprintf("wrote %s (%d bytes; replaced the previous %d bytes)", t.w.rel(p), len(in.Content), len(old)), nil
 	}
@@ -259,6 +260,7 @@ func (t tools) editFile(ctx context.Context, raw json.RawMessage) (string, error
 	if err := t.write(ctx, p, out, st.Mode().Perm()); err != nil {
 		return "", err
 	}
+	t.showDiff(ctx, p, data, out)
 	return fmt.Sprintf("edited %s at line %d", t.w.rel(p), line), nil
 }
 
