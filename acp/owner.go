@@ -56,22 +56,22 @@ type agentSession struct {
 
 	// Owned by run.
 	sub        *session.Subscription
-	queue      []*outItem                  // queued, not yet taken by the writer
-	prompts    map[string]*waitingPrompt   // by command ID
-	extension  map[string]bool             // compactions requested with _sessionkit/compact
-	open       map[string]int64            // compaction entities in progress on the client, by ID: their position
-	lastPos    int64                       // the newest timeline position forwarded
-	draft      string                      // the assistant message being streamed
-	sent       int                         // bytes of its text queued so far
-	afterText  bool                        // the last queued update is agent text
-	used       uint64                      // the last context figure reported
-	closing    *jsonrpc.Responder          // a session/close waiting for the session to end
-	queuedText int                         // bytes of text in queue
-	title      string                      // the title last reported (session_info_update)
-	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
+	queue      []*outItem                   // queued, not yet taken by the writer
+	prompts    map[string]*waitingPrompt    // by command ID
+	extension  map[string]bool              // compactions requested with _sessionkit/compact
+	open       map[string]int64             // compaction entities in progress on the client, by ID: their position
+	lastPos    int64                        // the newest timeline position forwarded
+	draft      string                       // the assistant message being streamed
+	sent       int                          // bytes of its text queued so far
+	afterText  bool                         // the last queued update is agent text
+	used       uint64                       // the last context figure reported
+	closing    *jsonrpc.Responder           // a session/close waiting for the session to end
+	queuedText int                          // bytes of text in queue
+	title      string                       // the title last reported (session_info_update)
+	calls      map[string]history.ToolCall  // tool calls sent whose results are not, by ID
 	diffs      map[string][]ToolCallContent // diffs a running tool sent (ToolClient.UpdateToolCall), by call ID
 	cwd        string                       // the session's working directory as the client named it; set before start
-	running    bool                        // v2: the last state_update sent is running
+	running    bool                         // v2: the last state_update sent is running
 }
 
 // waitingPrompt is a session/prompt (or a /compact prompt) waiting for its

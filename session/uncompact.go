@@ -25,9 +25,9 @@ type UncompactEvent struct {
 	// NothingToUndo reports that nothing was undone because the session
 	// has no compaction left to undo (Error then wraps
 	// history.ErrNothingToUndo's text).
-	NothingToUndo bool `json:",omitempty"`
-	TurnID    string // the turn it ran in, "" when idle (and in a Replay)
-	Position  int64  // the timeline position of its record
+	NothingToUndo bool   `json:",omitempty"`
+	TurnID        string // the turn it ran in, "" when idle (and in a Replay)
+	Position      int64  // the timeline position of its record
 }
 
 func (*UncompactEvent) payload() {}

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
 // fakeEditor is an ACP client with fs and terminals: files are its
