@@ -207,3 +207,28 @@ func TestBaseURLForms(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 	assert.Contains(t, err.Error(), "OPENAI_API_KEY is blank")
 }
+
+// TestIdleTimeoutRestartsOnEveryByte: a stream that goes on for longer
+// than the idle timeout, with shorter gaps between its chunks, is not
+// ended by it: every byte restarts the limit.
+func TestIdleTimeoutRestartsOnEveryByte(t *testing.T) {
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		writeSSE(w, roleChunk())
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for range 15 {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-tick.C:
+				writeSSE(w, textChunk("x"))
+			}
+		}
+		writeSSE(w, finishChunk("stop"), usageChunk(3, 15), "[DONE]")
+	}
+	f := newFake(t, slow)
+	p, _ := newProvider(t, f, WithIdleTimeout(time.Second), WithMaxRetries(0))
+	resp, _, err := completeIn(t, p, true)
+	require.NoError(t, err)
+	assert.Equal(t, strings.Repeat("x", 15), resp.Message.Text)
+}
