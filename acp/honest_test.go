@@ -1,8 +1,10 @@
 package acp_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,6 +44,31 @@ func TestServe_CompactionThatGrewSaysSo(t *testing.T) {
 	assert.Contains(t, sk["note"], "did not shrink")
 	assert.EqualValues(t, 22, sk["contextBefore"])
 	assert.Greater(t, sk["contextAfter"].(float64), float64(22))
+
+	// The same through _sessionkit/compact: its result carries it.
+	fake.QueueSummary(providertest.Reply{Text: strings.Repeat("an even longer summary ", 200)})
+	conversation(t, c, fake, sid)
+	var acc acp.CompactAccepted
+	c.mustCall(acp.MethodCompact, map[string]any{"sessionId": sid}, &acc)
+	var finished *acp.CompactFinishedParams
+	deadline := time.Now().Add(10 * time.Second)
+	for finished == nil && time.Now().Before(deadline) {
+		c.mu.Lock()
+		for _, n := range c.notes {
+			if n.method == acp.MethodCompactFinished {
+				finished = &acp.CompactFinishedParams{}
+				require.NoError(t, json.Unmarshal(n.params, finished))
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	require.NotNil(t, finished, "no compact_finished")
+	assert.True(t, finished.Result.Compacted)
+	assert.True(t, finished.Result.ContextGrew)
+	assert.Contains(t, finished.Result.Note, "did not shrink")
+	assert.True(t, finished.Result.Result().ContextGrew, "and back to a CompactResult")
+	c.take()
 
 	fake2 := providertest.New()
 	c2 := serve(t, fake2, memstore.New(), acp.ServerOptions{})

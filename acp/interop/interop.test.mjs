@@ -802,6 +802,17 @@ test("g. bad input gets JSON-RPC errors and the connection keeps working", async
     assert.equal(init.protocolVersion, 1);
     const sid = await proc.newSession();
 
+    // A cwd that is not an absolute, existing directory: -32602 naming it
+    // (a session without its workspace tools would answer as if it had them).
+    for (const cwd of ["relative/dir", join(tmpdir(), "sessionkit-interop-no-such-dir")]) {
+      await assert.rejects(proc.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), (err) => {
+        t.diagnostic(`session/new with cwd ${cwd} -> ${err.code} ${err.message}`);
+        assert.equal(err.code, -32602);
+        assert.ok(err.message.includes(cwd), err.message);
+        return true;
+      });
+    }
+
     // Malformed JSON, written raw: -32700 with id null.
     const mark = proc.lines.at(-1).seq;
     await proc.sendRaw('{"jsonrpc":"2.0","id":"raw-1","method":"session/prompt","params":{"sessionId":');
