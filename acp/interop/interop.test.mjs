@@ -14,6 +14,7 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -910,7 +911,12 @@ test("h. _sessionkit/compact on an idle session: the entity arrives outside a pr
 
 test("i1. session/list, session/resume and session/close through the SDK", async (t) => {
   await withStore(async (store) => {
-    const [dirA, dirB] = [join(tmpdir(), "sessionkit-a"), join(tmpdir(), "sessionkit-b")];
+    // Real directories: a cwd that does not exist is refused (-32602).
+    const [dirA, dirB] = [mkdtempSync(join(tmpdir(), "sessionkit-a-")), mkdtempSync(join(tmpdir(), "sessionkit-b-"))];
+    t.after(() => {
+      rmSync(dirA, { recursive: true, force: true });
+      rmSync(dirB, { recursive: true, force: true });
+    });
     const { kept } = await withAgent(t, { store }, async (proc) => {
       const init = await proc.initialize(CAPABLE);
       for (const k of ["list", "resume", "close"]) {
