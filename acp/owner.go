@@ -56,22 +56,21 @@ type agentSession struct {
 
 	// Owned by run.
 	sub        *session.Subscription
-	queue      []*outItem                   // queued, not yet taken by the writer
-	prompts    map[string]*waitingPrompt    // by command ID
-	extension  map[string]bool              // compactions requested with _sessionkit/compact
-	open       map[string]int64             // compaction entities in progress on the client, by ID: their position
-	lastPos    int64                        // the newest timeline position forwarded
-	draft      string                       // the assistant message being streamed
-	sent       int                          // bytes of its text queued so far
-	afterText  bool                         // the last queued update is agent text
-	used       uint64                       // the last context figure reported
-	closing    *jsonrpc.Responder           // a session/close waiting for the session to end
-	queuedText int                          // bytes of text in queue
-	title      string                       // the title last reported (session_info_update)
-	calls      map[string]history.ToolCall  // tool calls sent whose results are not, by ID
-	diffs      map[string][]ToolCallContent // diffs a running tool sent (ToolClient.UpdateToolCall), by call ID
-	cwd        string                       // the session's working directory as the client named it; set before start
-	running    bool                         // v2: the last state_update sent is running
+	queue      []*outItem                  // queued, not yet taken by the writer
+	prompts    map[string]*waitingPrompt   // by command ID
+	extension  map[string]bool             // compactions requested with _sessionkit/compact
+	open       map[string]int64            // compaction entities in progress on the client, by ID: their position
+	lastPos    int64                       // the newest timeline position forwarded
+	draft      string                      // the assistant message being streamed
+	sent       int                         // bytes of its text queued so far
+	afterText  bool                        // the last queued update is agent text
+	used       uint64                      // the last context figure reported
+	closing    *jsonrpc.Responder          // a session/close waiting for the session to end
+	queuedText int                         // bytes of text in queue
+	title      string                      // the title last reported (session_info_update)
+	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
+	cwd        string                      // the session's working directory as the client named it; set before start
+	running    bool                        // v2: the last state_update sent is running
 }
 
 // waitingPrompt is a session/prompt (or a /compact prompt) waiting for its
@@ -127,7 +126,6 @@ func newAgentSession(srv *server, sess *session.Session) *agentSession {
 		extension: map[string]bool{},
 		open:      map[string]int64{},
 		calls:     map[string]history.ToolCall{},
-		diffs:     map[string][]ToolCallContent{},
 		lastPos:   -1,
 	}
 }
@@ -548,29 +546,7 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 		if !ok {
 			c = history.ToolCall{ID: m.ToolCallID} // its call was not seen (a replay from the middle)
 		}
-		d := a.display(c, &m)
-		if sent, ok := a.diffs[m.ToolCallID]; ok {
-			// The tool showed what it did (the whole files): that stays, in
-			// place of the diff made from its arguments.
-			delete(a.diffs, m.ToolCallID)
-			d.Content = append(slices.DeleteFunc(slices.Clone(d.Content), func(c ToolCallContent) bool { return c.Diff != nil }), sent...)
-		}
-		a.enqueue(a.surf.toolUpdate(toolResult(c, m, d)))
-	}
-}
-
-// remember keeps the diffs of an update a running tool sends, for the
-// call's final update (see forward).
-func (a *agentSession) remember(u *ToolCallUpdate) {
-	content, _ := u.Content.Get()
-	var diffs []ToolCallContent
-	for _, c := range content {
-		if c.Diff != nil {
-			diffs = append(diffs, c)
-		}
-	}
-	if len(diffs) > 0 && u.ToolCallID != "" {
-		a.diffs[u.ToolCallID] = diffs
+		a.enqueue(a.surf.toolUpdate(toolResult(c, m, a.display(c, &m))))
 	}
 }
 

@@ -218,7 +218,6 @@ func (c *ToolClient) UpdateToolCall(ctx context.Context, u ToolCallUpdate) error
 	}
 	if !a.do(ctx, func() {
 		a.catchUp()
-		a.remember(&u)
 		a.enqueue(a.surf.toolUpdate(&u))
 	}) {
 		return closedErr(ctx)

@@ -90,9 +90,10 @@ func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind
 
 // showDiff shows the editor what a write did to the file at p (resolved):
 // a tool_call_update of the running call whose diff has the whole texts
-// before and after, so that the call's report (and, on ACP v2, its patch)
-// is of the file and not of the edit's fragments. Without an editor
-// nothing is sent; a failure to send changes nothing.
+// before and after, so that it (and, on ACP v2, its patch) is of the file
+// and not of the edit's fragments. Like the permission request's diff it
+// is in-progress detail: the call's final report is made from history.
+// Without an editor nothing is sent; a failure to send changes nothing.
 func (t tools) showDiff(ctx context.Context, p, oldText, newText string) {
 	if t.o.Editor == nil {
 		return
