@@ -14,6 +14,26 @@ import (
 	"github.com/sessionkit/sessionkit/provider/providertest"
 )
 
+// waitNotification waits for a notification of method and returns its
+// params.
+func (c *client) waitNotification(method string) json.RawMessage {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c.mu.Lock()
+		for _, n := range c.notes {
+			if n.method == method {
+				c.mu.Unlock()
+				return n.params
+			}
+		}
+		c.mu.Unlock()
+		time.Sleep(time.Millisecond)
+	}
+	c.t.Fatalf("no %s arrived", method)
+	return nil
+}
+
 // A compaction whose summary is longer than what it replaced is committed
 // all the same, and its completed compaction_update says so under
 // _meta.sessionkit (contextGrew, a note, the two figures); one that made
@@ -50,20 +70,8 @@ func TestServe_CompactionThatGrewSaysSo(t *testing.T) {
 	conversation(t, c, fake, sid)
 	var acc acp.CompactAccepted
 	c.mustCall(acp.MethodCompact, map[string]any{"sessionId": sid}, &acc)
-	var finished *acp.CompactFinishedParams
-	deadline := time.Now().Add(10 * time.Second)
-	for finished == nil && time.Now().Before(deadline) {
-		c.mu.Lock()
-		for _, n := range c.notes {
-			if n.method == acp.MethodCompactFinished {
-				finished = &acp.CompactFinishedParams{}
-				require.NoError(t, json.Unmarshal(n.params, finished))
-			}
-		}
-		c.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-	require.NotNil(t, finished, "no compact_finished")
+	var finished acp.CompactFinishedParams
+	require.NoError(t, json.Unmarshal(c.waitNotification(acp.MethodCompactFinished), &finished))
 	assert.True(t, finished.Result.Compacted)
 	assert.True(t, finished.Result.ContextGrew)
 	assert.Contains(t, finished.Result.Note, "did not shrink")

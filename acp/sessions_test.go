@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -164,20 +163,8 @@ func TestServe_Uncompact(t *testing.T) {
 	var un acp.UncompactAccepted
 	c.mustCall(acp.MethodUncompact, map[string]any{"sessionId": sid}, &un)
 	require.NotEmpty(t, un.UncompactID)
-	deadline := time.Now().Add(10 * time.Second)
-	var finished *acp.UncompactFinishedParams
-	for finished == nil && time.Now().Before(deadline) {
-		c.mu.Lock()
-		for _, n := range c.notes {
-			if n.method == acp.MethodUncompactFinished {
-				finished = &acp.UncompactFinishedParams{}
-				require.NoError(t, json.Unmarshal(n.params, finished))
-			}
-		}
-		c.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-	require.NotNil(t, finished, "no uncompact_finished")
+	finished := &acp.UncompactFinishedParams{}
+	require.NoError(t, json.Unmarshal(c.waitNotification(acp.MethodUncompactFinished), finished))
 	assert.Equal(t, un.UncompactID, finished.UncompactID)
 	assert.Equal(t, 2, finished.Restored)
 	assert.Empty(t, finished.Error)

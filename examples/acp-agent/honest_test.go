@@ -51,6 +51,25 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// promptAgent starts the agent with a new store and args, opens a session
+// in dir and returns the result of one prompt of text (within a minute).
+func promptAgent(t *testing.T, args []string, stderr io.Writer, dir, text string) session.TurnResult {
+	t.Helper()
+	ctx := context.Background()
+	c, err := acp.Start(ctx, agentBinary(t), append([]string{"--store", filepath.Join(t.TempDir(), "s.db")}, args...), acp.ClientOptions{Stderr: stderr})
+	require.NoError(t, err)
+	defer c.Close()
+	rs, err := c.NewSession(ctx, dir)
+	require.NoError(t, err)
+	h, err := rs.Prompt(ctx, session.PromptRequest{Text: text})
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	res, err := h.Wait(wctx)
+	require.NoError(t, err, "the prompt is answered; stderr: %v", stderr)
+	return res
+}
+
 // TestSlowModelTimesOut: with OPENAI_BASE_URL at a server that accepts the
 // request and never answers, a prompt ends with an error that names the
 // idle timeout (--idle-timeout), and while it waits the log says so at
@@ -68,19 +87,7 @@ func TestSlowModelTimesOut(t *testing.T) {
 	defer close(release)
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
 	var stderr syncBuffer
-	ctx := context.Background()
-	c, err := acp.Start(ctx, agentBinary(t), []string{"--store", filepath.Join(t.TempDir(), "s.db"),
-		"--idle-timeout", "400ms", "--wait-log-interval", "100ms"}, acp.ClientOptions{Stderr: &stderr})
-	require.NoError(t, err)
-	defer c.Close()
-	rs, err := c.NewSession(ctx, t.TempDir())
-	require.NoError(t, err)
-	h, err := rs.Prompt(ctx, session.PromptRequest{Text: "hello"})
-	require.NoError(t, err)
-	wctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	res, err := h.Wait(wctx)
-	require.NoError(t, err, "the prompt is answered; stderr: %s", stderr.String())
+	res := promptAgent(t, []string{"--idle-timeout", "400ms", "--wait-log-interval", "100ms"}, &stderr, t.TempDir(), "hello")
 	require.Error(t, res.Err)
 	assert.Contains(t, res.Err.Error(), "idle timeout")
 	assert.Contains(t, stderr.String(), "still waiting for the model")
@@ -115,16 +122,7 @@ func TestOnlyWorkspaceTools(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
-	ctx := context.Background()
-	c, err := acp.Start(ctx, agentBinary(t), []string{"--store", filepath.Join(t.TempDir(), "s.db")}, acp.ClientOptions{})
-	require.NoError(t, err)
-	defer c.Close()
-	rs, err := c.NewSession(ctx, t.TempDir())
-	require.NoError(t, err)
-	h, err := rs.Prompt(ctx, session.PromptRequest{Text: "hello"})
-	require.NoError(t, err)
-	res, err := h.Wait(ctx)
-	require.NoError(t, err)
+	res := promptAgent(t, nil, io.Discard, t.TempDir(), "hello")
 	require.NoError(t, res.Err)
 	mu.Lock()
 	require.Len(t, tools, 1)
@@ -134,15 +132,7 @@ func TestOnlyWorkspaceTools(t *testing.T) {
 
 	t.Setenv("OPENAI_BASE_URL", "")
 	dir := t.TempDir()
-	off, err := acp.Start(ctx, agentBinary(t), []string{"--store", filepath.Join(t.TempDir(), "s.db")}, acp.ClientOptions{Stderr: io.Discard})
-	require.NoError(t, err)
-	defer off.Close()
-	rs, err = off.NewSession(ctx, dir)
-	require.NoError(t, err)
-	h, err = rs.Prompt(ctx, session.PromptRequest{Text: "run `echo made > f`"})
-	require.NoError(t, err)
-	res, err = h.Wait(ctx)
-	require.NoError(t, err)
+	res = promptAgent(t, nil, io.Discard, dir, "run `echo made > f`")
 	require.NoError(t, res.Err)
 	var calls []string
 	for _, m := range res.Messages {
@@ -151,7 +141,7 @@ func TestOnlyWorkspaceTools(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"run_command"}, calls)
-	_, err = os.Stat(filepath.Join(dir, "f"))
+	_, err := os.Stat(filepath.Join(dir, "f"))
 	assert.True(t, os.IsNotExist(err), "not run: the permission was not granted")
 }
 
