@@ -30,9 +30,12 @@
 //
 // A configuration it cannot serve (a negative or non-numeric count or
 // duration, an unknown flag or argument, a malformed URL in --store,
-// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, a --store that is a directory or
-// cannot be written) is reported before anything is served, on one line of
-// stderr that names the flag or variable, with exit status 2. A failure
+// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, an unknown --provider, a provider
+// variable that is set but not enough, a blank key, a --store that is a
+// directory or cannot be written) is reported before anything is served,
+// on one line of stderr that names the flag or variable, with exit status
+// 2. A session whose cwd is not an absolute, existing directory is refused
+// (-32602). --version prints the version. A failure
 // while serving exits with status 1.
 //
 //	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
