@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -119,27 +120,35 @@ func (p slowProvider) Complete(ctx context.Context, _ *provider.Request, _ func(
 	}
 }
 
-// TestLogWaits: a call that waits on the model is logged at intervals
-// until it returns, and the logging ends with it; the answer is the
-// provider's.
+// TestLogWaits: a call that waits on the model is logged once every
+// interval (fake time: synctest) until it returns, and the logging ends
+// with it; the answer is the provider's.
 func TestLogWaits(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	core, logs := observer.New(zapcore.InfoLevel)
-	sp := slowProvider{release: make(chan struct{})}
-	p := LogWaits(sp, zap.New(core), 5*time.Millisecond)
-	done := make(chan *provider.Response)
-	go func() {
-		resp, err := p.Complete(t.Context(), &provider.Request{Purpose: provider.PurposeTurn}, nil)
-		assert.NoError(t, err)
-		done <- resp
-	}()
-	require.Eventually(t, func() bool { return logs.FilterMessage("still waiting for the model").Len() >= 2 }, 10*time.Second, time.Millisecond)
-	close(sp.release)
-	resp := <-done
-	assert.Equal(t, "late", resp.Message.Text)
-	entry := logs.FilterMessage("still waiting for the model").All()[0]
-	assert.Equal(t, "turn", entry.ContextMap()["purpose"])
-	assert.Equal(t, provider.Provider(sp), LogWaits(sp, zap.NewNop(), 0), "no interval: the provider itself")
+	synctest.Test(t, func(t *testing.T) {
+		core, logs := observer.New(zapcore.InfoLevel)
+		sp := slowProvider{release: make(chan struct{})}
+		p := LogWaits(sp, zap.New(core), 30*time.Second)
+		done := make(chan *provider.Response)
+		go func() {
+			resp, err := p.Complete(t.Context(), &provider.Request{Purpose: provider.PurposeTurn}, nil)
+			assert.NoError(t, err)
+			done <- resp
+		}()
+		time.Sleep(95 * time.Second)
+		synctest.Wait()
+		waits := logs.FilterMessage("still waiting for the model").All()
+		require.Len(t, waits, 3, "at 30 s, 60 s and 90 s")
+		assert.Equal(t, "turn", waits[0].ContextMap()["purpose"])
+		assert.Equal(t, 90*time.Second, waits[2].ContextMap()["waited"])
+		close(sp.release)
+		resp := <-done
+		assert.Equal(t, "late", resp.Message.Text)
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		assert.Equal(t, 3, logs.FilterMessage("still waiting for the model").Len(), "no line after the answer")
+	})
+	assert.Equal(t, provider.Provider(slowProvider{}), LogWaits(slowProvider{}, zap.NewNop(), 0), "no interval: the provider itself")
 }
 
 func TestDefaultStore(t *testing.T) {
