@@ -71,6 +71,7 @@ type agentSession struct {
 	queuedText int                         // bytes of text in queue
 	title      string                      // the title last reported (session_info_update)
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
+	cwd        string                      // the session's working directory as the client named it; set before start
 	running    bool                        // v2: the last state_update sent is running
 }
 
@@ -456,6 +457,9 @@ func (a *agentSession) uncompacted(p *session.UncompactEvent, replayed bool) {
 
 // uncompactText is what the user reads about an undo.
 func uncompactText(p *session.UncompactEvent) string {
+	if p.NothingToUndo {
+		return session.NothingToUndoText + "\n\n"
+	}
 	if p.Error != "" {
 		return "Nothing was undone: " + p.Error + "\n\n"
 	}
@@ -680,10 +684,37 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 		status = CompactionFailed
 	}
 	if capable {
-		a.enqueue(a.terminalUpdate(id, status, summary, res.Error))
+		u := a.terminalUpdate(id, status, summary, res.Error)
+		grewMeta(u, res)
+		a.enqueue(u)
 		return
 	}
-	a.note(id, fallbackText(status, res.Error, archived(res)))
+	text := fallbackText(status, res.Error, archived(res))
+	if res.ContextGrew {
+		text = strings.TrimSuffix(text, ".\n\n") + "; " + res.Note + ".\n\n"
+	}
+	a.note(id, text)
+}
+
+// grewMeta puts a compaction's ContextGrew and Note under _meta.sessionkit
+// of its completed update (contextGrew: true, note, contextBefore,
+// contextAfter), beside what is there already.
+func grewMeta(u *CompactionUpdate, res *session.CompactResult) {
+	if !res.ContextGrew || u.Status != CompactionCompleted {
+		return
+	}
+	meta, _ := u.Meta.Get()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	sk, _ := meta[MetaKey].(map[string]any)
+	if sk == nil {
+		sk = map[string]any{}
+	}
+	sk["contextGrew"], sk["note"] = true, res.Note
+	sk["contextBefore"], sk["contextAfter"] = res.ContextBefore, res.ContextAfter
+	meta[MetaKey] = sk
+	u.Meta = Value(meta)
 }
 
 func archived(res *session.CompactResult) int {

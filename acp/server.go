@@ -178,7 +178,7 @@ func (s *server) surface() surface {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.version == ProtocolVersion2 {
-		return v2Surface{s}
+		return v2Surface{srv: s}
 	}
 	return v1Surface{s}
 }
@@ -589,6 +589,11 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	}
 	a := newAgentSession(s, sess)
 	a.describe = describe
+	a.cwd = cwd
+	if v, ok := a.surf.(v2Surface); ok {
+		v.cwd = cwd
+		a.surf = v
+	}
 	client.a.Store(a)
 	if err := a.start(replay, func() { first(a) }); err != nil {
 		_ = sess.Close()
@@ -957,6 +962,10 @@ type WireResult struct {
 	Segment      *WireSegment `json:"segment,omitzero"`
 	InputTokens  int          `json:"inputTokens,omitzero"` // usage of the summary call
 	OutputTokens int          `json:"outputTokens,omitzero"`
+	// ContextGrew and Note are CompactResult's: a committed compaction that
+	// did not make the context smaller, in words.
+	ContextGrew bool   `json:"contextGrew,omitzero"`
+	Note        string `json:"note,omitzero"`
 }
 
 // WireSegment is a history.Segment on the wire.
@@ -997,6 +1006,7 @@ func wireResult(r *session.CompactResult) WireResult {
 		CompactID: r.CompactID, Success: r.Success, Compacted: r.Compacted, Reason: string(r.Reason),
 		Error: r.Error, Trigger: string(r.Trigger), Cancelled: r.Cancelled,
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+		ContextGrew: r.ContextGrew, Note: r.Note,
 	}
 	if g := r.Segment; g != nil {
 		w.Segment = &WireSegment{
@@ -1045,7 +1055,8 @@ func (w *WireResult) Result() session.CompactResult {
 	r := session.CompactResult{
 		CompactID: w.CompactID, Success: w.Success, Compacted: w.Compacted, Reason: session.CompactReason(w.Reason),
 		Error: w.Error, Trigger: history.Trigger(w.Trigger), Cancelled: w.Cancelled,
-		Usage: provider.Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens},
+		Usage:       provider.Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens},
+		ContextGrew: w.ContextGrew, Note: w.Note,
 	}
 	if g := w.Segment; g != nil {
 		r.Segment = &history.Segment{

@@ -468,6 +468,15 @@ type CompactResult struct {
 	// Cancelled reports a compact_failed that was a cancellation (Handle.Cancel,
 	// Close, or an ACP session/cancel) rather than a failure.
 	Cancelled bool
+	// Note, when not empty, says something the user should know about a
+	// compaction that succeeded: ContextGrew's figures in words.
+	Note string
+	// ContextGrew reports a committed compaction whose ContextAfter is not
+	// smaller than ContextBefore (both known): it is committed all the same
+	// (the summary replaces the archived messages, as ever), and Note says
+	// so. Only live results carry it; a replayed result has no context
+	// figures.
+	ContextGrew bool
 }
 
 func validText(what, text string) error {

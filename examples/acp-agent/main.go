@@ -2,12 +2,18 @@
 // the Agent Client Protocol (v1 and, to a client that asks for it, v2; with
 // session compaction) on stdin and stdout and logs to stderr (--v1-only: v1 only).
 //
-// With ANTHROPIC_API_KEY set it uses the Anthropic provider (Claude; base
-// URL from ANTHROPIC_BASE_URL); otherwise, with OPENAI_API_KEY or
-// OPENAI_BASE_URL set, the OpenAI-compatible provider; otherwise the offline
-// provider. When both ANTHROPIC_API_KEY and the OpenAI variables are set,
-// Anthropic wins. SESSIONKIT_MODEL names the model of either (defaults:
-// claude-sonnet-5-5, gpt-4o-mini).
+// --provider offline|openai|anthropic (or SESSIONKIT_PROVIDER) names the
+// model provider. Without it: ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL,
+// which then needs the key) picks the Anthropic provider; otherwise
+// OPENAI_API_KEY or OPENAI_BASE_URL the OpenAI-compatible provider;
+// otherwise the offline provider, only when no provider variable is set at
+// all, and a line on stderr says so. A variable that is set but not enough
+// (SESSIONKIT_MODEL alone, ANTHROPIC_BASE_URL without a key, a blank key)
+// is a startup error naming what is missing. SESSIONKIT_MODEL names the
+// model of either (defaults: claude-sonnet-5-5, gpt-4o-mini). Both base
+// URLs work with or without "/v1". Every model call is bounded by
+// --request-timeout (the whole attempt) and --idle-timeout (no byte for
+// that long); a call still waiting is logged every --wait-log-interval.
 // Each session gets the workspace tools (read_file, write_file, edit_file,
 // list_files, search, run_command) confined to the directories the editor
 // named; files and commands go through the editor when it offers fs and
@@ -32,10 +38,14 @@
 //
 // A configuration it cannot serve (a negative or non-numeric count or
 // duration, an unknown flag or argument, a malformed URL in --store,
-// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, a --store that is a directory or
-// cannot be written, an unknown --sandbox mode, a --command-env that is not
-// a name or names a provider or credential variable) is reported before anything is served, on one line of
-// stderr that names the flag or variable, with exit status 2. A failure
+// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, an unknown --provider, a provider
+// variable that is set but not enough, a blank key, a --store that is a
+// directory or cannot be written, an unknown --sandbox mode, a
+// --command-env that is not a name or names a provider or credential
+// variable) is reported before anything is served, on one line of stderr
+// that names the flag or variable, with exit status 2. A session whose cwd
+// is not an absolute, existing directory is refused (-32602). --version
+// prints the version. A failure
 // while serving exits with status 1.
 //
 //	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
@@ -44,7 +54,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -54,6 +63,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -68,6 +78,7 @@ import (
 	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
+	"github.com/sessionkit/sessionkit/provider/openai"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 	"github.com/sessionkit/sessionkit/tools/workspace"
@@ -104,6 +115,11 @@ type config struct {
 	verbose       bool
 	sandbox       sandbox.Policy // run_command's mode, network and added environment
 	maxSessions   int
+	provider      string
+	reqTimeout    time.Duration
+	idleTimeout   time.Duration
+	waitLog       time.Duration
+	version       bool
 }
 
 // parseFlags parses and checks the command line. Every error is an
@@ -142,6 +158,11 @@ func parseFlags(args []string) (*config, error) {
 	})
 	flags.BoolVar(&c.sandbox.Network, "command-network", false, "let sandboxed commands connect and bind TCP ports (denied by default)")
 	flags.IntVar(&c.maxSessions, "max-sessions", acp.DefaultMaxSessions, "the most sessions open at once on the connection: a session/new, session/load or session/resume past it is refused")
+	flags.StringVar(&c.provider, "provider", "", "model provider: offline, openai or anthropic (default: $SESSIONKIT_PROVIDER, else chosen from the provider variables)")
+	flags.DurationVar(&c.reqTimeout, "request-timeout", openai.DefaultTimeout, "longest a model call's attempt may take, first byte to last (then it fails, retryable)")
+	flags.DurationVar(&c.idleTimeout, "idle-timeout", openai.DefaultIdleTimeout, "longest a model call may go without a byte from the server (then it fails, retryable)")
+	flags.DurationVar(&c.waitLog, "wait-log-interval", 30*time.Second, "log a line this often while a model call is waiting (0 = never)")
+	flags.BoolVar(&c.version, "version", false, "print the version and exit")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			flags.SetOutput(os.Stderr)
@@ -166,6 +187,12 @@ func parseFlags(args []string) (*config, error) {
 		return nil, usagef("-offline-delta-size %d is negative (0 means the default)", c.deltaSize)
 	case c.maxSessions <= 0:
 		return nil, usagef("-max-sessions %d is not positive: give the most sessions open at once on the connection (default %d)", c.maxSessions, acp.DefaultMaxSessions)
+	case c.reqTimeout <= 0:
+		return nil, usagef("--request-timeout %v is not positive", c.reqTimeout)
+	case c.idleTimeout <= 0:
+		return nil, usagef("--idle-timeout %v is not positive", c.idleTimeout)
+	case c.waitLog < 0:
+		return nil, usagef("--wait-log-interval %v is negative (0 turns the lines off)", c.waitLog)
 	case strings.TrimSpace(c.store) == "":
 		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
 	}
@@ -176,6 +203,10 @@ func run(args []string) error {
 	c, err := parseFlags(args)
 	if err != nil {
 		return err
+	}
+	if c.version {
+		fmt.Println(version())
+		return nil
 	}
 	level := zapcore.InfoLevel
 	if c.verbose {
@@ -191,12 +222,18 @@ func run(args []string) error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	prov, name, err := chooseProvider(log)
+	var notice strings.Builder // printed once the store is open: startup errors stay one line
+	prov, name, err := envconfig.Select(envconfig.Selection{
+		Name: c.provider, From: "--provider",
+		RequestTimeout: c.reqTimeout, IdleTimeout: c.idleTimeout,
+		Log: log, Notice: &notice,
+	})
 	if err != nil {
 		return usagef("%v", err)
 	}
+	prov = envconfig.LogWaits(prov, log, c.waitLog)
 	if c.deltaSize > 0 && name == envconfig.Offline {
-		prov = offline.New(offline.WithDeltaSize(c.deltaSize))
+		prov = envconfig.LogWaits(offline.New(offline.WithDeltaSize(c.deltaSize)), log, c.waitLog)
 	}
 	if c.summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
@@ -208,6 +245,9 @@ func run(args []string) error {
 		return err
 	}
 	defer store.Close()
+	if notice.Len() > 0 {
+		fmt.Fprint(os.Stderr, "acp-agent: ", notice.String())
+	}
 	log.Info("acp-agent starting", zap.String("provider", name), zap.String("store", where))
 	logSandbox(log, c.sandbox)
 
@@ -217,10 +257,10 @@ func run(args []string) error {
 			Store:             store,
 			SystemPrompt:      c.system,
 			AutoCompactTokens: c.autoTokens,
-			Tools:             tools(),
+			Tools:             demoTools,
 			Logger:            log,
 		},
-		SessionTools:  workspaceTools(log, workspace.Options{AllowAll: c.allowAll, Sandbox: c.sandbox}),
+		SessionTools:  workspaceTools(workspace.Options{AllowAll: c.allowAll, Sandbox: c.sandbox}),
 		OmitSummaries: c.omit,
 		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
@@ -234,21 +274,17 @@ func run(args []string) error {
 // working directory and additional directories, working through the
 // editor when it offers files and terminals, and asking the user's
 // permission before every change and command unless o.AllowAll; commands
-// run in the sandbox o.Sandbox describes. A directory that can never be a
-// session's (/, the home directory, a relative path, a file) refuses the
-// request with workspace's error; one that does not exist here gets no
-// workspace tools (a session recorded on another machine: its calls in
-// history are still shown as they were).
-func workspaceTools(log *zap.Logger, o workspace.Options) func(acp.ToolSession) (acp.Toolset, error) {
+// run in the sandbox o.Sandbox describes. A cwd (or additional directory)
+// that cannot be a session's here (not an absolute, existing directory;
+// /, the home directory) refuses the session/new, session/load or
+// session/resume with -32602 naming it: a session without its tools would
+// answer as if it had them.
+func workspaceTools(o workspace.Options) func(acp.ToolSession) (acp.Toolset, error) {
 	return func(ts acp.ToolSession) (acp.Toolset, error) {
 		set := acp.Toolset{Describe: workspace.Describe(ts.Cwd)}
 		ws, err := workspace.New(ts.Cwd, ts.AdditionalDirectories...)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return acp.Toolset{}, err
-		}
 		if err != nil {
-			log.Warn("no workspace tools for this session", zap.String("cwd", ts.Cwd), zap.Error(err))
-			return set, nil
+			return acp.Toolset{}, err
 		}
 		o := o
 		o.Editor = ts.Client
@@ -354,8 +390,37 @@ func pathReason(err error) error {
 // chooseProvider picks the provider from the environment (see the command's
 // documentation): Anthropic first, then OpenAI, then offline.
 func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
-	return envconfig.Provider(log)
+	return envconfig.Select(envconfig.Selection{Log: log})
 }
+
+// version is the one line of --version: the module's version (a tagged
+// build, or "(devel)"), the VCS revision and time when the build has
+// them, and the Go version.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "acp-agent (no build information)"
+	}
+	parts := []string{"acp-agent", info.Main.Version}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if r := settings["vcs.revision"]; r != "" {
+		if settings["vcs.modified"] == "true" {
+			r += "+modified"
+		}
+		parts = append(parts, r)
+	}
+	if t := settings["vcs.time"]; t != "" {
+		parts = append(parts, t)
+	}
+	return strings.Join(append(parts, info.GoVersion), " ")
+}
+
+// demoTools are the tools of every session besides the workspace tools:
+// none, unless the demotools build tag adds echo and fail (demotools.go).
+var demoTools []session.Tool
 
 // slowSummary delays summary calls; the delay ends early when the call is
 // cancelled.
@@ -375,29 +440,4 @@ func (p slowSummary) Complete(ctx context.Context, req *provider.Request, onDelt
 		}
 	}
 	return p.Provider.Complete(ctx, req, onDelta)
-}
-
-// tools are two harmless demo tools; a real agent declares its own.
-func tools() []session.Tool {
-	return []session.Tool{
-		{
-			Name:        "echo",
-			Description: "Returns its text argument.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-			Run: func(_ context.Context, args json.RawMessage) (string, error) {
-				var in struct{ Text string }
-				if err := json.Unmarshal(args, &in); err != nil {
-					return "", err
-				}
-				return in.Text, nil
-			},
-		},
-		{
-			Name:        "fail",
-			Description: "Always fails (to show a failed tool call).",
-			Run: func(context.Context, json.RawMessage) (string, error) {
-				return "", errors.New("this tool always fails")
-			},
-		},
-	}
 }

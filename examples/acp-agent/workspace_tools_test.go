@@ -62,6 +62,8 @@ func TestSessionsGetWorkspaceTools(t *testing.T) {
 	write := tool("Please call write_file with path: x.txt")
 	require.NotNil(t, write, "write_file is offered")
 	assert.Contains(t, write.Text, "the permission request was cancelled")
+	assert.NotContains(t, write.Text, "the turn was cancelled", "the turn was not cancelled: it goes on")
+	assert.Contains(t, write.Text, "the turn goes on")
 	_, err = os.Stat(filepath.Join(project, "x.txt"))
 	assert.True(t, os.IsNotExist(err))
 	assert.False(t, strings.Contains(read.Text, "SECRET"))

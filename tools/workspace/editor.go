@@ -77,8 +77,11 @@ func (t tools) ask(ctx context.Context, tool, title string, kind acp.ToolKind, p
 		return "", err
 	}
 	switch id, _ := outcome.Selected(); {
+	case outcome.Outcome == "cancelled" && ctx.Err() != nil:
+		return "", errors.New("the permission request was cancelled with the turn; nothing was changed")
 	case outcome.Outcome == "cancelled":
-		return "", errors.New("the permission request was cancelled (the turn was cancelled); nothing was changed")
+		// The client cancelled the request but not the turn, which goes on.
+		return "", errors.New("the permission request was cancelled by the client without an answer, so this call was not made; nothing was changed (the turn goes on)")
 	case id == OptionAllow:
 		return "", nil
 	case id == OptionAllowAlways:
@@ -86,6 +89,23 @@ func (t tools) ask(ctx context.Context, tool, title string, kind acp.ToolKind, p
 		return "", nil
 	}
 	return Declined + title + " was not allowed; nothing was changed.", nil
+}
+
+// showDiff shows the editor what a write did to the file at l: a
+// tool_call_update of the running call whose diff has the whole texts
+// before and after, so that it (and, on ACP v2, its patch) is of the file
+// and not of the edit's fragments. Like the permission request's diff it
+// is in-progress detail: the call's final report is made from history.
+// Without an editor nothing is sent; a failure to send changes nothing.
+func (t tools) showDiff(ctx context.Context, l loc, oldText, newText string) {
+	if t.o.Editor == nil {
+		return
+	}
+	shown := l.shown()
+	_ = t.o.Editor.UpdateToolCall(ctx, acp.ToolCallUpdate{
+		Locations: acp.Value([]acp.ToolCallLocation{{Path: shown}}),
+		Content:   acp.Value([]acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}}),
+	})
 }
 
 // runInTerminal runs the prepared command in a terminal of the editor,

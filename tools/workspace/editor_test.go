@@ -307,7 +307,7 @@ func TestDescribe(t *testing.T) {
 	edit := call("edit_file", `{"path":"pkg/b.go","old_text":"x := 1","new_text":"x := 2"}`)
 	shown := d(edit, nil)
 	assert.Equal(t, acp.ToolKindEdit, shown.Kind)
-	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/pkg/b.go", OldText: "x := 1", NewText: "x := 2"}}}, shown.Content)
+	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/pkg/b.go", OldText: "x := 1", NewText: "x := 2", Partial: true}}}, shown.Content, "fragments: partial")
 	done := d(edit, &history.Message{Text: "edited pkg/b.go at line 12"})
 	assert.Equal(t, shown.Content, done.Content)
 	assert.Equal(t, []acp.ToolCallLocation{{Path: "/w/pkg/b.go", Line: line(12)}}, done.Locations)
@@ -319,7 +319,7 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, acp.ToolCallFailed, declined.Status)
 
 	write := d(call("write_file", `{"path":"/w/new.txt","content":"hi\n"}`), nil)
-	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/new.txt", NewText: "hi\n"}}}, write.Content, "oldText null")
+	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/new.txt", NewText: "hi\n", Partial: true}}}, write.Content, "oldText null; partial: the file may have existed")
 
 	run := d(call("run_command", `{"command":"go test ./..."}`), nil)
 	assert.Equal(t, acp.ToolKindExecute, run.Kind)

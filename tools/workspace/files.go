@@ -442,6 +442,7 @@ func (t tools) writeFile(ctx context.Context, raw json.RawMessage) (string, erro
 	if err := t.commit(ctx, tg, in.Content); err != nil {
 		return "", err
 	}
+	t.showDiff(ctx, l, tg.text, in.Content)
 	if tg.exists {
 		return fmt.Sprintf("wrote %s (%d bytes; replaced the previous %d bytes)", t.w.rel(l), len(in.Content), len(tg.text)), nil
 	}
@@ -488,6 +489,7 @@ func (t tools) editFile(ctx context.Context, raw json.RawMessage) (string, error
 	if err := t.commit(ctx, tg, out); err != nil {
 		return "", err
 	}
+	t.showDiff(ctx, l, data, out)
 	return fmt.Sprintf("edited %s at line %d", t.w.rel(l), line), nil
 }
 
