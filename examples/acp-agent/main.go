@@ -399,9 +399,12 @@ func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
 func version() string {
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "acp-agent (no build information)"
+		return "acp-agent " + acp.Version
 	}
-	parts := []string{"acp-agent", info.Main.Version}
+	parts := []string{"acp-agent", acp.Version}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		parts = append(parts, "(module "+v+")")
+	}
 	settings := map[string]string{}
 	for _, s := range info.Settings {
 		settings[s.Key] = s.Value
