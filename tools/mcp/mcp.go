@@ -188,7 +188,7 @@ func (o Options) Connect(ctx context.Context, servers []Server) (*Set, error) {
 	set := &Set{}
 	var wg sync.WaitGroup
 	for _, cfg := range servers {
-		s := &server{cfg: cfg, o: o, ended: make(chan struct{}), closing: make(chan struct{})}
+		s := &server{cfg: cfg, o: o, ended: make(chan struct{}), closing: make(chan struct{}), watched: make(chan struct{})}
 		s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
 		set.servers = append(set.servers, s)
 		wg.Go(func() { s.start(ctx) })
@@ -316,6 +316,7 @@ type server struct {
 	notes   []string
 	closing chan struct{} // closed by stop
 	ended   chan struct{} // closed once err is set
+	watched chan struct{} // closed when watch has returned (OnExit included)
 	err     *ServerError
 }
 
@@ -417,6 +418,7 @@ func (s *server) note(n string) { s.notes = append(s.notes, n) }
 
 // watch waits for the server's connection to end and records why.
 func (s *server) watch() {
+	defer close(s.watched)
 	werr := s.cs.Wait()
 	var cause error
 	select {
@@ -460,7 +462,7 @@ func (s *server) stop() {
 	if s.proc != nil {
 		s.proc.stop(s.o.StopGrace)
 	}
-	<-s.ended
+	<-s.watched
 }
 
 // tool makes the session tool of one of the server's tools.
