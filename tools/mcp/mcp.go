@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -27,9 +28,9 @@ type Server struct {
 	Name string
 
 	// Command is the program of a stdio server (looked up in PATH), Args
-	// its arguments, Env "KEY=value" entries added to this program's
-	// environment (a later entry wins), Dir its working directory ("" =
-	// this program's).
+	// its arguments, Env "KEY=value" entries added to the environment it
+	// starts with ([Options.Environ]; a later entry wins), Dir its working
+	// directory ("" = this program's).
 	Command string
 	Args    []string
 	Env     []string
@@ -68,6 +69,11 @@ type Options struct {
 	// its stdin, and again after SIGTERM, before SIGKILL; 0 =
 	// DefaultStopGrace.
 	StopGrace time.Duration
+	// Environ is the environment a stdio server starts with, before its
+	// Server.Env; nil = this program's (os.Environ()), credentials
+	// included: a program that holds secrets a server should not see
+	// passes a filtered copy.
+	Environ []string
 	// HTTPClient makes the requests to HTTP servers; nil = a client of
 	// http.DefaultTransport.
 	HTTPClient *http.Client
@@ -106,6 +112,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.StopGrace <= 0 {
 		o.StopGrace = DefaultStopGrace
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ()
 	}
 	if o.HTTPClient == nil {
 		o.HTTPClient = &http.Client{}
@@ -338,7 +347,7 @@ func (s *server) start(ctx context.Context) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "sessionkit", Version: "0.1.0"}, &sdk.ClientOptions{Capabilities: &sdk.ClientCapabilities{}})
 	var transport sdk.Transport
 	if s.cfg.Command != "" {
-		p, err := startProcess(s.cfg)
+		p, err := startProcess(s.cfg, s.o.Environ)
 		if err != nil {
 			s.fail(fmt.Errorf("cannot start %s: %w", s.cfg.Command, err))
 			return

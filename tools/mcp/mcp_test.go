@@ -98,7 +98,7 @@ func TestToolsOverStdioAndHTTP(t *testing.T) {
 		stdio(t, "local", "local"),
 		mcp.Server{Name: "remote", URL: url, Headers: http.Header{"X-Token": {"secret"}}})
 	require.Empty(t, set.Failed())
-	want := []string{"echo", "fail", "media", "structured", "big", "slow", "die", "spawn"}
+	want := []string{"echo", "fail", "media", "structured", "big", "slow", "getenv", "die", "spawn"}
 	var all []string
 	for _, server := range []string{"local", "remote"} {
 		for _, w := range want {
@@ -455,5 +455,61 @@ func TestCloseDuringCall(t *testing.T) {
 	case <-closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not return")
+	}
+}
+
+// An HTTP server that goes away: its tool's error names it, and the
+// other server goes on.
+func TestHTTPServerGone(t *testing.T) {
+	srv := testServer("remote")
+	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
+	ts := httptest.NewServer(h)
+	defer ts.Close()
+	set := connect(t, options(t), mcp.Server{Name: "remote", URL: ts.URL}, stdio(t, "local", "local"))
+	echo := tool(t, set, "mcp__remote__echo")
+	_, err := run(t, echo, `{"text":"x"}`)
+	require.NoError(t, err)
+
+	ts.CloseClientConnections()
+	ts.Listener.Close()
+	_, err = run(t, echo, `{"text":"x"}`)
+	require.Error(t, err)
+	var se *mcp.ServerError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "remote", se.Server)
+	assert.Contains(t, err.Error(), `mcp server "remote": echo: `)
+
+	out, err := run(t, tool(t, set, "mcp__local__echo"), `{"text":"on"}`)
+	require.NoError(t, err)
+	assert.Equal(t, "local says on", out)
+	set.Close()
+	for ss := range srv.Sessions() { // the server's side, which heard no DELETE
+		_ = ss.Close()
+	}
+}
+
+// A stdio server starts with Options.Environ (this program's environment
+// when nil) and its own Env on top.
+func TestEnvironment(t *testing.T) {
+	t.Setenv("SESSIONKIT_MCP_TEST_SECRET", "hunter2")
+	cfg := stdio(t, "local", "local")
+	cfg.Env = append(cfg.Env, "GIVEN=1", "GIVEN=2")
+	inherit := connect(t, options(t), cfg)
+	o := options(t)
+	o.Environ = []string{"ONLY=this"}
+	filtered := connect(t, o, cfg)
+	for _, tc := range []struct {
+		set        *mcp.Set
+		name, want string
+	}{
+		{inherit, "SESSIONKIT_MCP_TEST_SECRET", `"hunter2" true`},
+		{inherit, "GIVEN", `"2" true`},
+		{filtered, "SESSIONKIT_MCP_TEST_SECRET", `"" false`},
+		{filtered, "ONLY", `"this" true`},
+		{filtered, "GIVEN", `"2" true`},
+	} {
+		out, err := run(t, tool(t, tc.set, "mcp__local__getenv"), `{"name":"`+tc.name+`"}`)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, out, tc.name)
 	}
 }

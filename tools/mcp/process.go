@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +31,7 @@ type process struct {
 
 // startProcess starts the command of cfg in a process group of its own,
 // with pipes for its stdin, stdout and stderr.
-func startProcess(cfg Server) (*process, error) {
+func startProcess(cfg Server, environ []string) (*process, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -46,7 +47,7 @@ func startProcess(cfg Server) (*process, error) {
 		return nil, err
 	}
 	cmd := exec.Command(cfg.Command, cfg.Args...)
-	cmd.Env = append(os.Environ(), cfg.Env...)
+	cmd.Env = append(slices.Clip(environ), cfg.Env...)
 	cmd.Dir = cfg.Dir
 	// Files, not writers: the child writes them directly, and Wait returns
 	// when the process exits, whoever else holds them.

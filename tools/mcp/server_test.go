@@ -97,6 +97,12 @@ func testServer(mode string) *sdk.Server {
 		fmt.Fprintln(os.Stderr, "slow cancelled")
 		return nil, ctx.Err()
 	})
+	add("getenv", "Answer an environment variable.", empty, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var in struct{ Name string }
+		_ = json.Unmarshal(req.Params.Arguments, &in)
+		v, ok := os.LookupEnv(in.Name)
+		return text(fmt.Sprintf("%q %v", v, ok)), nil
+	})
 	add("die", "Exit at once.", empty, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		fmt.Fprintln(os.Stderr, "dying: out of cheese")
 		os.Exit(3)
