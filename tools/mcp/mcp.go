@@ -146,13 +146,19 @@ type ServerError struct {
 	Stderr string
 }
 
+// Error says which server and why in one line a user may be shown:
+// what came from the server is cleaned of control characters, and the
+// whole is at most 4 KiB.
 func (e *ServerError) Error() string {
 	msg := fmt.Sprintf("mcp server %q: %v", e.Server, e.Err)
 	if e.Stderr != "" {
 		msg += "; its stderr ends: " + e.Stderr
 	}
-	return msg
+	return strings.ReplaceAll(clean(msg, maxErrorLen), "\n", " ")
 }
+
+// maxErrorLen bounds ServerError.Error.
+const maxErrorLen = 4 << 10
 
 // Unwrap returns Err.
 func (e *ServerError) Unwrap() error { return e.Err }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -512,4 +513,30 @@ func TestEnvironment(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, out, tc.name)
 	}
+}
+
+// A server that dies leaving a child outside its group that holds its
+// stdout: the call in flight still ends with why, not when the child does.
+func TestServerDiesLeavingAChild(t *testing.T) {
+	set := connect(t, options(t), stdio(t, "doomed", "doomed"))
+	out, err := run(t, tool(t, set, "mcp__doomed__spawn"), `{"setsid":true}`)
+	require.NoError(t, err)
+	fields := strings.Fields(out)
+	require.Len(t, fields, 2, out)
+	child, _ := strconv.Atoi(fields[1])
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := run(t, tool(t, set, "mcp__doomed__die"), `{}`)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, mcp.ErrEnded)
+		assert.Contains(t, err.Error(), "exit status 3")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call waits for the child that holds the server's stdout")
+	}
+	assert.False(t, gone(child), "a child that left the group is not found (docs/mcp.md)")
 }

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -78,4 +79,12 @@ func TestTail(t *testing.T) {
 	s := b.String()
 	assert.True(t, strings.HasSuffix(s, " | one | [1mtwo"), s)
 	assert.LessOrEqual(t, len(s), tailMax+10)
+}
+
+func TestServerErrorIsOneCleanLine(t *testing.T) {
+	e := &ServerError{Server: "x", Err: errors.New("bad\x1b[2J\nanswer" + strings.Repeat("!", 5000))}
+	msg := e.Error()
+	assert.True(t, strings.HasPrefix(msg, `mcp server "x": bad[2J answer!!`), msg[:40])
+	assert.LessOrEqual(t, len(msg), maxErrorLen)
+	assert.True(t, errors.Is(e, e.Err))
 }

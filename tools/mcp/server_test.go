@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,9 +109,12 @@ func testServer(mode string) *sdk.Server {
 		os.Exit(3)
 		return nil, nil
 	})
-	add("spawn", "Start a child that holds stdout and stderr; answer both pids.", empty, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	add("spawn", "Start a child that holds stdout and stderr; answer both pids.", empty, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		var in struct{ Setsid bool }
+		_ = json.Unmarshal(req.Params.Arguments, &in)
 		child := exec.Command("sleep", "300")
 		child.Stdout, child.Stderr = os.Stdout, os.Stderr
+		child.SysProcAttr = &syscall.SysProcAttr{Setsid: in.Setsid} // Setsid: a child that leaves the group
 		if err := child.Start(); err != nil {
 			return nil, err
 		}
