@@ -540,3 +540,23 @@ func TestServerDiesLeavingAChild(t *testing.T) {
 	}
 	assert.False(t, gone(child), "a child that left the group is not found (docs/mcp.md)")
 }
+
+// A server that does not exit when its stdin closes gets SIGTERM after
+// StopGrace, and SIGKILL after StopGrace again when it ignores that.
+func TestCloseEscalates(t *testing.T) {
+	const grace = 200 * time.Millisecond
+	stderr := newLineWriter("terminated")
+	term := stdio(t, "term", "term")
+	term.Stderr = stderr
+	o := options(t)
+	o.StopGrace = grace
+	set, err := o.Connect(context.Background(), []mcp.Server{term, stdio(t, "stubborn", "stubborn")})
+	require.NoError(t, err)
+	require.Empty(t, set.Failed())
+	start := time.Now()
+	set.Close()
+	took := time.Since(start)
+	stderr.wait(t, "terminated")
+	assert.GreaterOrEqual(t, took, 2*grace, "SIGKILL only after SIGTERM and a second grace")
+	assert.Less(t, took, 2*grace+5*time.Second)
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -32,9 +33,24 @@ func serveStdio(mode string) int {
 		fmt.Fprintln(os.Stderr, "fatal: missing API key")
 		return 1
 	}
+	switch mode {
+	case "term": // on SIGTERM, says so and exits
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGTERM)
+		go func() {
+			<-sig
+			fmt.Fprintln(os.Stderr, "terminated")
+			os.Exit(0)
+		}()
+	case "stubborn":
+		signal.Ignore(syscall.SIGTERM)
+	}
 	if err := testServer(mode).Run(context.Background(), &sdk.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		return 2
+	}
+	if mode == "term" || mode == "stubborn" {
+		select {} // does not exit when its stdin closes
 	}
 	return 0
 }
