@@ -284,7 +284,7 @@ func (s *Set) Tools() []session.Tool { return slices.Clone(s.tools) }
 func (s *Set) Servers() []Status {
 	out := make([]Status, len(s.servers))
 	for i, sv := range s.servers {
-		out[i] = Status{Name: sv.cfg.Name, Tools: slices.Clone(sv.names), Notes: slices.Clone(sv.notes), Err: sv.ended_()}
+		out[i] = Status{Name: sv.cfg.Name, Tools: slices.Clone(sv.names), Notes: slices.Clone(sv.notes), Err: sv.endedErr()}
 	}
 	return out
 }
@@ -335,8 +335,8 @@ type server struct {
 	err     *ServerError
 }
 
-// ended_ returns the server's error once it has ended; nil while it runs.
-func (s *server) ended_() *ServerError {
+// endedErr returns the server's error once it has ended; nil while it runs.
+func (s *server) endedErr() *ServerError {
 	select {
 	case <-s.ended:
 		return s.err
@@ -466,11 +466,11 @@ func (s *server) watch() {
 
 // stop ends the server and waits for it.
 func (s *server) stop() {
+	s.cancel()
 	if s.cs == nil {
 		return // it never started; start ended what it had begun
 	}
 	close(s.closing)
-	s.cancel()
 	// Closing a stdio server's session closes its stdin, the way the
 	// stdio transport ends a server; then stop waits for the process.
 	_ = s.cs.Close()
@@ -496,7 +496,7 @@ func (s *server) tool(name string, t *sdk.Tool) session.Tool {
 
 // call calls the server's tool named name.
 func (s *server) call(ctx context.Context, name string, args json.RawMessage) (string, error) {
-	if err := s.ended_(); err != nil {
+	if err := s.endedErr(); err != nil {
 		return "", err
 	}
 	if len(args) == 0 || string(args) == "null" {
