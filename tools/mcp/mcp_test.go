@@ -27,7 +27,7 @@ import (
 
 // stdio is the configuration of a test server run as a subprocess (this
 // test binary, see TestMain).
-func stdio(t *testing.T, name, mode string) mcp.Server {
+func stdio(t testing.TB, name, mode string) mcp.Server {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
@@ -36,7 +36,7 @@ func stdio(t *testing.T, name, mode string) mcp.Server {
 
 // httpServer serves the test server of mode over the streamable HTTP
 // transport; requests without the header X-Token: secret get 401.
-func httpServer(t *testing.T, mode string) string {
+func httpServer(t testing.TB, mode string) string {
 	t.Helper()
 	srv := testServer(mode)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
