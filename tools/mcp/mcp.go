@@ -42,9 +42,9 @@ type Server struct {
 	Headers http.Header
 
 	// Stderr receives what a stdio server writes to its stderr, for the
-	// caller's log; nil = kept only in the tail [ServerError] quotes.
-	// Written from a goroutine of the Set; it need not be safe for
-	// concurrent use across servers unless shared.
+	// caller's log; nil = kept only in the tail [ServerError] quotes. It
+	// is written from one goroutine of the Set; a Writer shared by several
+	// servers must be safe for concurrent use.
 	Stderr io.Writer
 }
 
