@@ -239,7 +239,9 @@ func gone(pid int) bool {
 // child it started, which holds its stdout and stderr; its tools then
 // answer ErrClosed.
 func TestCloseEndsProcessGroup(t *testing.T) {
-	set, err := options(t).Connect(context.Background(), []mcp.Server{stdio(t, "local", "local")})
+	o := options(t)
+	o.StopGrace = 10 * time.Second
+	set, err := o.Connect(context.Background(), []mcp.Server{stdio(t, "local", "local")})
 	require.NoError(t, err)
 	spawn := tool(t, set, "mcp__local__spawn")
 	out, err := run(t, spawn, `{}`)
@@ -253,7 +255,7 @@ func TestCloseEndsProcessGroup(t *testing.T) {
 
 	start := time.Now()
 	require.NoError(t, set.Close())
-	assert.Less(t, time.Since(start), mcp.DefaultStopGrace, "the server ends when its stdin closes")
+	assert.Less(t, time.Since(start), o.StopGrace, "the server ends when its stdin closes, before any signal")
 	assert.True(t, gone(server), "the server")
 	// The child is killed with the group; init may take a moment to reap it.
 	require.Eventually(t, func() bool { return gone(child) }, 5*time.Second, 10*time.Millisecond, "the server's child")
