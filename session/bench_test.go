@@ -265,8 +265,10 @@ var reopenAt = map[int]time.Duration{}
 //   - warm: the same prepared SELECT on a connection kept open across the
 //     repetitions (SQLite's page cache and the parsed schema warm).
 //
-// It reports the medians in milliseconds and the ratios of reopen to them
-// (reopen/scan, reopen/warm), measured side by side in the same run; at
+// It reports the medians in milliseconds and the medians of the ratios of
+// each repetition's reopen to its scans (reopen/scan, reopen/warm: the two
+// are measured moments apart, so a load that comes and goes on the machine
+// shifts both); at
 // N = 100,000 also the ratio of its reopen to that of N = 10,000 when both
 // ran in this process (x10k).
 func BenchmarkReopenScan(b *testing.B) {
@@ -304,13 +306,14 @@ func BenchmarkReopenScan(b *testing.B) {
 				scanRows(b, warmStmt, activeFrom, rows)
 				warmScan = append(warmScan, time.Since(start))
 			}
+			toScan, toWarm := ratios(reopen, scan), ratios(reopen, warmScan)
 			r, s, w := median(reopen), median(scan), median(warmScan)
 			reopenAt[n] = r
 			b.ReportMetric(msOf(r), "reopen-ms")
 			b.ReportMetric(msOf(s), "scan-ms")
 			b.ReportMetric(msOf(w), "warm-ms")
-			b.ReportMetric(float64(r)/float64(s), "reopen/scan")
-			b.ReportMetric(float64(r)/float64(w), "reopen/warm")
+			b.ReportMetric(float64(median(toScan))/1000, "reopen/scan")
+			b.ReportMetric(float64(median(toWarm))/1000, "reopen/warm")
 			if base, ok := reopenAt[10000]; ok && n == 100000 {
 				b.ReportMetric(float64(r)/float64(base), "x10k")
 			}
@@ -430,6 +433,15 @@ func buildCompacted(b *testing.B, path string, n int) int64 {
 		b.Fatal(err, len(snap.Active))
 	}
 	return from
+}
+
+// ratios are a[i]/b[i] in thousandths, as durations for median.
+func ratios(a, b []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(a))
+	for i := range a {
+		out[i] = a[i] * 1000 / max(b[i], 1)
+	}
+	return out
 }
 
 // median is the median of d (which it sorts).
