@@ -115,6 +115,14 @@ func BenchmarkTurn(b *testing.B) {
 
 // fill appends n alternating user and assistant messages of 500 bytes.
 func fill(b *testing.B, store history.Store, id string, n int) {
+	fillWith(b, store, id, n, func(j int, role history.Role) history.Message {
+		return history.Message{ID: fmt.Sprintf("%s-%d", id, j), Role: role, Text: fmt.Sprintf("%0500d", j)}
+	})
+}
+
+// fillWith creates session id and appends n messages made by msg, user for
+// even j and assistant for odd j, in batches.
+func fillWith(b *testing.B, store history.Store, id string, n int, msg func(j int, role history.Role) history.Message) {
 	b.Helper()
 	ctx := context.Background()
 	snap, err := store.Create(ctx, history.NewSession{ID: id})
@@ -130,7 +138,7 @@ func fill(b *testing.B, store history.Store, id string, n int) {
 			if j%2 == 1 {
 				role = history.RoleAssistant
 			}
-			msgs = append(msgs, history.Message{ID: fmt.Sprintf("%s-%d", id, j), Role: role, Text: fmt.Sprintf("%0500d", j)})
+			msgs = append(msgs, msg(j, role))
 		}
 		if v, err = store.Append(ctx, id, v, msgs); err != nil {
 			b.Fatal(err)
@@ -385,25 +393,14 @@ func buildCompacted(b *testing.B, path string, n int) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	snap, err := st.Create(ctx, history.NewSession{ID: "s"})
+	fillWith(b, st, "s", n, func(j int, role history.Role) history.Message {
+		return history.Message{ID: fmt.Sprintf("m%d", j), Role: role, Text: fmt.Sprintf("%s message %d:%0500d", role, j, j)[:500], CreatedAt: time.Now()}
+	})
+	snap, err := st.Load(ctx, "s")
 	if err != nil {
 		b.Fatal(err)
 	}
 	v := snap.Version
-	const batch = 5000
-	for i := 0; i < n; i += batch {
-		msgs := make([]history.Message, 0, batch)
-		for j := i; j < min(n, i+batch); j++ {
-			role := history.RoleUser
-			if j%2 == 1 {
-				role = history.RoleAssistant
-			}
-			msgs = append(msgs, history.Message{ID: fmt.Sprintf("m%d", j), Role: role, Text: fmt.Sprintf("%s message %d:%0500d", role, j, j)[:500], CreatedAt: time.Now()})
-		}
-		if v, err = st.Append(ctx, "s", v, msgs); err != nil {
-			b.Fatal(err)
-		}
-	}
 	if v, err = st.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c", Trigger: "manual", Status: history.StatusInProgress}); err != nil {
 		b.Fatal(err)
 	}
