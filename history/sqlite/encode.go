@@ -208,8 +208,9 @@ func encodeMessages(msgs []history.Message) ([]messageRow, error) {
 // TEXT: the driver hands it over as a string (one copy out of SQLite),
 // which the message's fields share, where a BLOB would be copied twice
 // (into a []byte by the driver, then into the string). In a UTF-8
-// database the cast only retypes the bytes: any bytes, NUL and invalid
-// UTF-8 included, come back as stored (TestBodyBytesRoundTrip).
+// database (every file Open creates: SQLite's default encoding, which this
+// package never changes) the cast only retypes the bytes: any bytes, NUL
+// and invalid UTF-8 included, come back as stored (TestBodyBytesRoundTrip).
 const (
 	messageColumns = `pos, CAST(body AS TEXT)`
 	activeColumns  = `CAST(body AS TEXT)`
