@@ -97,7 +97,7 @@ func appendDec(b []byte, v uint64) []byte {
 }
 
 // parseHex reads a field of appendHex.
-func parseHex[T string | []byte](b T) (uint64, bool) {
+func parseHex[T ~string | ~[]byte](b T) (uint64, bool) {
 	var v uint64
 	for i := range len(b) {
 		c := b[i]
@@ -114,7 +114,7 @@ func parseHex[T string | []byte](b T) (uint64, bool) {
 }
 
 // parseDec reads a field of appendDec.
-func parseDec[T string | []byte](b T) (uint64, bool) {
+func parseDec[T ~string | ~[]byte](b T) (uint64, bool) {
 	var v uint64
 	for i := range len(b) {
 		c := b[i]
@@ -132,7 +132,7 @@ var errBody = errors.New("malformed message body")
 // decodeBody sets the fields of m from body, and returns the tool calls'
 // JSON (nil or "" for none). A body read as a string (Load's, see
 // activeColumns) is not copied: the text fields are substrings of it.
-func decodeBody[T string | []byte](body T, m *history.Message) (toolCalls T, err error) {
+func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, err error) {
 	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' || body[2] != 'n' && body[2] != 't' {
 		return toolCalls, errBody
 	}
@@ -169,6 +169,28 @@ func decodeBody[T string | []byte](body T, m *history.Message) (toolCalls T, err
 	return toolCalls, nil
 }
 
+// decodeText decodes a message's body read as a string (the scans of
+// messageColumns and activeColumns, Store.scan): its text fields share
+// body, nothing is copied.
+func decodeText(body string) (history.Message, error) {
+	var m history.Message
+	toolCalls, err := decodeBody(body, &m)
+	if err != nil {
+		return m, err
+	}
+	if body[1] == 'j' {
+		var calls []toolCallJSON
+		if err := json.Unmarshal([]byte(toolCalls), &calls); err != nil {
+			return m, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+		}
+		m.ToolCalls = make([]history.ToolCall, len(calls))
+		for i, c := range calls {
+			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
+		}
+	}
+	return m, nil
+}
+
 // encodeMessage converts m, already validated, to columns.
 func encodeMessage(m *history.Message) (messageRow, error) {
 	createdAt, err := encodeTime(m.CreatedAt)
@@ -203,8 +225,9 @@ func encodeMessages(msgs []history.Message) ([]messageRow, error) {
 	return rows, nil
 }
 
-// messageColumns are the columns decodeMessage scans, in order;
-// activeColumns are the same without the position. The body is read as
+// messageColumns are the columns Store.scan reads (and decodeText
+// decodes), in order; activeColumns are the same without the position.
+// The body is read as
 // TEXT: the driver hands it over as a string (one copy out of SQLite),
 // which the message's fields share, where a BLOB would be copied twice
 // (into a []byte by the driver, then into the string). In a UTF-8
@@ -216,17 +239,30 @@ const (
 	activeColumns  = `CAST(body AS TEXT)`
 )
 
-// decodeMessage decodes the body of a message read through messageColumns
-// or activeColumns.
-func decodeMessage(body string) (history.Message, error) {
-	var m history.Message
+// decodeMessage scans one row of messageColumns, or of activeColumns (or
+// the body column alone) when pos is nil: a row at a time, where Store.scan
+// reads many with decodeText.
+func decodeMessage(rows *sql.Rows, pos *int64) (history.Message, error) {
+	var (
+		m    history.Message
+		body sql.RawBytes // valid until the next row: decoded at once
+		err  error
+	)
+	if pos != nil {
+		err = rows.Scan(pos, &body)
+	} else {
+		err = rows.Scan(&body)
+	}
+	if err != nil {
+		return m, err
+	}
 	toolCalls, err := decodeBody(body, &m)
 	if err != nil {
 		return m, err
 	}
-	if body[1] == 'j' {
+	if toolCalls != nil {
 		var calls []toolCallJSON
-		if err := json.Unmarshal([]byte(toolCalls), &calls); err != nil {
+		if err := json.Unmarshal(toolCalls, &calls); err != nil {
 			return m, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
 		}
 		m.ToolCalls = make([]history.ToolCall, len(calls))

@@ -266,7 +266,7 @@ func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, e
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		m, err := decodeMessage(body)
+		m, err := decodeText(body)
 		if err != nil {
 			return err
 		}
