@@ -253,21 +253,27 @@ func (s *Store) positioned(ctx context.Context, tx *sql.Tx, op, where string, ar
 // scan reads the messages selected by where, and their positions if
 // withPos; expect is how many there should be (a capacity hint).
 func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, expect int, where string, args ...any) ([]int64, []history.Message, error) {
-	columns, pos := activeColumns, (*int64)(nil)
-	if withPos {
-		columns, pos = messageColumns, new(int64)
-	}
 	var (
 		positions []int64
 		msgs      = make([]history.Message, 0, max(expect, 0))
+		pos       int64
+		body      string         // the driver's string: the message's fields share it
+		dest      = []any{&body} // one for all the rows (no allocation a row)
+		columns   = activeColumns
 	)
+	if withPos {
+		columns, dest = messageColumns, []any{&pos, &body}
+	}
 	err := s.each(ctx, tx, op, `SELECT `+columns+` FROM messages `+where, args, func(rows *sql.Rows) error {
-		m, err := decodeMessage(rows, pos)
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		m, err := decodeText(body)
 		if err != nil {
 			return err
 		}
 		if withPos {
-			positions = append(positions, *pos)
+			positions = append(positions, pos)
 		}
 		msgs = append(msgs, m)
 		return nil
