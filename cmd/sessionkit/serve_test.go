@@ -282,7 +282,9 @@ func TestServeToken(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	var stdout, stderr syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- runServe(ctx, []string{"--addr", "0.0.0.0:0", "--store", path}, defaultStore(), &stdout, &stderr) }()
+	go func() {
+		done <- runServe(ctx, []string{"--addr", "0.0.0.0:0", "--store", path}, defaultStore(), &stdout, &stderr)
+	}()
 	var printed string
 	require.Eventually(t, func() bool {
 		printed = regexp.MustCompile(`http://\S+`).FindString(stdout.String())
