@@ -453,3 +453,153 @@ func TestServePostgres(t *testing.T) {
 	require.Equal(t, 200, status, body)
 	assert.Contains(t, body, escaped(segs[0].Summary))
 }
+
+// TestServeManySessions: 10,000 sessions are listed page by page, each
+// exactly once, newest first; the filter pages too.
+func TestServeManySessions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "many.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	const n = 10000
+	writeMany(t, path, n)
+	require.NoError(t, st.Close())
+	srv, _ := serveStore(t, path)
+
+	seen := map[string]bool{}
+	idRe := regexp.MustCompile(`<tr data-id="([^"]+)">`)
+	next := regexp.MustCompile(`id="next" href="([^"]+)"`)
+	u, pages := srv.URL+"/", 0
+	var order []string
+	for {
+		status, body := get(t, u)
+		require.Equal(t, 200, status, body)
+		pages++
+		rows := idRe.FindAllStringSubmatch(body, -1)
+		require.NotEmpty(t, rows)
+		for _, m := range rows {
+			require.False(t, seen[m[1]], "listed twice: %s", m[1])
+			seen[m[1]] = true
+			order = append(order, m[1])
+		}
+		m := next.FindStringSubmatch(body)
+		if m == nil {
+			break
+		}
+		u = srv.URL + strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	assert.Len(t, seen, n)
+	assert.Equal(t, n/sessionsPage, pages)
+	assert.Equal(t, "many-09999", order[0], "newest first")
+
+	// Sessions whose title holds "title 123": 123, 1230..1239 (11).
+	u, seen = srv.URL+"/?q=title+123", map[string]bool{}
+	sessionsPage = 4
+	t.Cleanup(func() { sessionsPage = 50 })
+	for {
+		_, body := get(t, u)
+		for _, m := range idRe.FindAllStringSubmatch(body, -1) {
+			seen[m[1]] = true
+		}
+		m := next.FindStringSubmatch(body)
+		if m == nil {
+			break
+		}
+		u = srv.URL + strings.ReplaceAll(m[1], "&amp;", "&")
+	}
+	assert.Len(t, seen, 11)
+	assert.True(t, seen["many-00123"] && seen["many-01239"])
+}
+
+// writeMany writes n sessions with one message each, through the store's
+// API (one Create and one Append each).
+func writeMany(t testing.TB, path string, n int) {
+	t.Helper()
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	for i := range n {
+		id := fmt.Sprintf("many-%05d", i)
+		snap, err := st.Create(ctx, history.NewSession{ID: id, Title: fmt.Sprintf("title %d", i), Cwd: "/project"})
+		require.NoError(t, err)
+		_, err = st.Append(ctx, id, snap.Version, []history.Message{{ID: "m", Role: history.RoleUser, Text: "hello"}})
+		require.NoError(t, err)
+	}
+}
+
+// longSession writes a session of n messages (appended 1,000 at a time)
+// and returns the store's path and the session's ID.
+func longSession(t testing.TB, n int) (string, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "long.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer st.Close()
+	ctx := context.Background()
+	snap, err := st.Create(ctx, history.NewSession{ID: "long", Title: "a long session"})
+	require.NoError(t, err)
+	v := snap.Version
+	batch := make([]history.Message, 0, 1000)
+	for i := range n {
+		role := history.RoleUser
+		if i%2 == 1 {
+			role = history.RoleAssistant
+		}
+		batch = append(batch, history.Message{ID: fmt.Sprintf("m%06d", i), Role: role, Text: fmt.Sprintf("message %d of the long session", i)})
+		if len(batch) == cap(batch) || i == n-1 {
+			v, err = st.Append(ctx, "long", v, batch)
+			require.NoError(t, err)
+			batch = batch[:0]
+		}
+	}
+	return path, "long"
+}
+
+// TestServeLongSession: a session of 100,000 messages is shown a page of
+// its timeline at a time, every page holding its own entries.
+func TestServeLongSession(t *testing.T) {
+	const n = 100000
+	path, id := longSession(t, n)
+	srv, _ := serveStore(t, path)
+	pages := n / timelinePage
+	for _, p := range []int{1, 2, pages / 2, pages} {
+		status, body := get(t, fmt.Sprintf("%s/s/%s?page=%d", srv.URL, id, p))
+		require.Equal(t, 200, status, body)
+		assert.Equal(t, timelinePage, strings.Count(body, `<li id="pos-`), "page %d", p)
+		first := (p - 1) * timelinePage
+		assert.Contains(t, body, fmt.Sprintf(`id="pos-%d"`, first))
+		assert.Contains(t, body, fmt.Sprintf(`id="pos-%d"`, first+timelinePage-1))
+		assert.NotContains(t, body, fmt.Sprintf(`id="pos-%d"`, first+timelinePage))
+		assert.Contains(t, body, fmt.Sprintf("page %d of %d", p, pages))
+		assert.Equal(t, p == pages, strings.Contains(body, `data-last="true"`))
+	}
+	status, body := get(t, srv.URL+"/s/"+id)
+	require.Equal(t, 200, status)
+	assert.Contains(t, body, fmt.Sprintf("page %d of %d", pages, pages), "the newest page by default")
+}
+
+// BenchmarkServeLongSession measures the page of a 100,000-message
+// session: "cold" reads the session from the store (the first load, or
+// the first after a write); "warm" is the next page of the same version.
+func BenchmarkServeLongSession(b *testing.B) {
+	path, id := longSession(b, 100000)
+	srv, _ := serveStore(b, path)
+	for _, mode := range []string{"cold", "warm"} {
+		b.Run(mode, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if mode == "cold" {
+					b.StopTimer()
+					s := srv.Config.Handler.(*server)
+					s.cache.mu.Lock()
+					s.cache.views = nil
+					s.cache.mu.Unlock()
+					b.StartTimer()
+				}
+				status, _ := get(b, fmt.Sprintf("%s/s/%s?page=%d", srv.URL, id, 1+i%500))
+				if status != 200 {
+					b.Fatal(status)
+				}
+			}
+		})
+	}
+}

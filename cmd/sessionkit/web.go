@@ -51,12 +51,16 @@ type server struct {
 	pages map[string]*template.Template
 	css   template.CSS // the style sheet, inlined into an exported page
 	mux   *http.ServeMux
+	h     http.Handler // mux behind guard
 	cache viewCache
 }
 
+// ServeHTTP implements http.Handler.
+func (s *server) ServeHTTP(w http.ResponseWriter, req *http.Request) { s.h.ServeHTTP(w, req) }
+
 // newServer returns the handler of sessionkit serve on r: the pages behind
 // guard (serve.go).
-func newServer(r *reader, cfg serveConfig) http.Handler {
+func newServer(r *reader, cfg serveConfig) *server {
 	s := &server{r: r, cfg: cfg, pages: map[string]*template.Template{}, mux: http.NewServeMux()}
 	css, err := webFS.ReadFile("web/assets/style.css")
 	if err != nil {
@@ -78,7 +82,8 @@ func newServer(r *reader, cfg serveConfig) http.Handler {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, &httpError{http.StatusNotFound, "no such page: " + req.URL.Path})
 	})
-	return guard(cfg, s.mux)
+	s.h = guard(cfg, s.mux)
+	return s
 }
 
 // funcs are the templates' functions.
