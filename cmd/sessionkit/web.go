@@ -610,21 +610,28 @@ func (s *server) view(ctx context.Context, id string) (*view, error) {
 	}
 	s.cache.mu.Unlock()
 
-	v := &view{snap: snap, lease: lease, byComp: map[string]*history.Segment{}}
-	if v.segs, err = s.r.st.Segments(ctx, id); err != nil {
+	// The Segments, the timeline and the curve are read side by side, each
+	// after the snapshot: they are at least as new as its version, so a
+	// view cached under it is read again once the version moves on.
+	v := &view{snap: snap, lease: lease, byComp: map[string]*history.Segment{}, curve: &curve{}}
+	var wg sync.WaitGroup
+	var segErr, tlErr, curveErr error
+	wg.Go(func() { v.segs, segErr = s.r.st.Segments(ctx, id) })
+	wg.Go(func() { v.entries, tlErr = s.r.st.Timeline(ctx, id) })
+	if el, ok := s.r.st.(history.EventLog); ok {
+		wg.Go(func() {
+			var c *curve
+			if c, curveErr = readCurve(ctx, el, id); curveErr == nil {
+				v.curve = c
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(segErr, tlErr, curveErr); err != nil {
 		return nil, notFound(id, err)
 	}
 	for i := range v.segs {
 		v.byComp[v.segs[i].CompactID] = &v.segs[i]
-	}
-	if v.entries, err = s.r.st.Timeline(ctx, id); err != nil {
-		return nil, notFound(id, err)
-	}
-	v.curve = &curve{}
-	if el, ok := s.r.st.(history.EventLog); ok {
-		if v.curve, err = readCurve(ctx, el, id); err != nil {
-			return nil, err
-		}
 	}
 	s.cache.mu.Lock()
 	defer s.cache.mu.Unlock()
