@@ -223,7 +223,7 @@ func TestServeAssets(t *testing.T) {
 	for _, p := range []string{
 		"/assets/../serve.go", "/assets/..%2fserve.go", "/assets/%2e%2e/serve.go", "/assets/%2e%2e%2fserve.go",
 		"/assets/../../go.mod", "/assets/..%5cserve.go", "/assets/....//serve.go", "/assets/%2e%2e/templates/layout.html",
-		"/assets/../templates/layout.html", "/assets//etc/passwd", "/assets/..%2f..%2f..%2fetc%2fpasswd",
+		"/assets/../templates/layout.html", "/assets//etc/passwd", "/assets/..%2f..%2f..%2fetc%2fpasswd", "/assets/..%2f..%2fserve.go",
 	} {
 		req, err := http.NewRequest("GET", srv.URL+"/", nil)
 		require.NoError(t, err)
@@ -391,7 +391,11 @@ func TestServeLive(t *testing.T) {
 	status, body := get(t, srv.URL+"/s/"+id)
 	require.Equal(t, 200, status)
 	assert.Contains(t, body, "served by <b>")
-	resp, err := http.Get(fmt.Sprintf("%s/s/%s/events?after=%d", srv.URL, id, snap.LastSeq))
+	reqCtx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // a stream that never sends ends the test
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, "GET", fmt.Sprintf("%s/s/%s/events?after=%d", srv.URL, id, snap.LastSeq), nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
@@ -420,7 +424,7 @@ func TestServeLive(t *testing.T) {
 		assert.Greater(t, up.Seq, snap.LastSeq)
 		assert.NotEmpty(t, up.Served)
 		for _, row := range up.Rows {
-			if strings.Contains(row.HTML, "A live &lt;question&gt; about falcon.") {
+			if strings.Contains(row.HTML, `class="entry message"`) && strings.Contains(row.HTML, "A live &lt;question&gt; about falcon.") {
 				seenMessage = true
 			}
 			if strings.Contains(row.HTML, "completed") && strings.Contains(row.HTML, res.Segment.ID) {

@@ -42,6 +42,7 @@ var (
 	// page, so that a filter nothing matches on a large store still
 	// answers promptly (the page then offers to go on).
 	filterScan = 5000
+	filterRead = 500 // sessions a filtered list reads at a time
 )
 
 // server serves the pages of one store.
@@ -229,6 +230,9 @@ func (s *server) sessions(w http.ResponseWriter, req *http.Request) error {
 	v := sessionsView{Filter: strings.TrimSpace(q.Get("q")), Cursor: q.Get("cursor")}
 	opts := history.ListOptions{Cursor: v.Cursor, Limit: sessionsPage}
 	needle := strings.ToLower(v.Filter)
+	if needle != "" {
+		opts.Limit = filterRead // a page of matches may take many sessions
+	}
 	scanned := 0
 	for {
 		pg, err := s.r.st.ListSessions(ctx, opts)
