@@ -142,8 +142,8 @@ func (c *curve) svg(link func(pos int64) string, threshold int) template.HTML {
 		chartLeft, chartH-8, chartLeft+chartPlotW, chartH-8, steps)
 	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">context tokens after each model step</text></g>`, chartLeft+chartPlotW/2, chartH-8)
 	if threshold > 0 {
-		fmt.Fprintf(&b, `<g class="threshold" id="threshold" data-tokens="%d"><line x1="%d" y1="%.1f" x2="%d" y2="%.1f"/><text x="%d" y="%.1f" text-anchor="end">auto compaction at %d</text></g>`,
-			threshold, chartLeft, y(threshold), chartLeft+chartPlotW, y(threshold), chartLeft+chartPlotW-4, y(threshold)-4, threshold)
+		fmt.Fprintf(&b, `<g class="threshold" id="threshold" data-tokens="%d"><line x1="%d" y1="%.1f" x2="%d" y2="%.1f"/><text x="%d" y="%.1f" text-anchor="start">auto compaction at %d</text></g>`,
+			threshold, chartLeft, y(threshold), chartLeft+chartPlotW, y(threshold), chartLeft+6, y(threshold)-5, threshold)
 	}
 	if len(c.Points) > 0 {
 		b.WriteString(`<polyline class="curve" points="`)
@@ -165,8 +165,12 @@ func (c *curve) svg(link func(pos int64) string, threshold int) template.HTML {
 			template.HTMLEscapeString(link(m.Position)), m.Step, template.HTMLEscapeString(m.CompactID), m.Position)
 		fmt.Fprintf(&b, `<title>%s compaction %s after step %d: %d tokens before, about %d after</title>`,
 			template.HTMLEscapeString(m.Trigger), template.HTMLEscapeString(m.CompactID), m.Step, m.Before, m.After)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke-width="%d" class="hit"/><line x1="%.1f" y1="%d" x2="%.1f" y2="%d"/><circle cx="%.1f" cy="%.1f" r="%d"/></a>`,
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke-width="%d" class="hit"/><line x1="%.1f" y1="%d" x2="%.1f" y2="%d"/><circle cx="%.1f" cy="%.1f" r="%d"/>`,
 			mx, chartTop, mx, chartTop+chartPlotH, markerHitWidth, mx, chartTop, mx, chartTop+chartPlotH, mx, y(tokens), markerR)
+		if m.After > 0 { // the estimate of the context the compaction left
+			fmt.Fprintf(&b, `<circle class="after" cx="%.1f" cy="%.1f" r="%d"/>`, mx, y(m.After), markerR-1)
+		}
+		b.WriteString(`</a>`)
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())

@@ -61,12 +61,15 @@ func main() {
 	}
 }
 
+// threshold is the story's automatic compaction threshold, in tokens.
+const threshold = 260
+
 func config(st *sqlite.Store, title string) session.Config {
 	return session.Config{
 		Provider:          offline.New(),
 		Store:             st,
 		SystemPrompt:      "You are a careful coding agent.",
-		AutoCompactTokens: 160,
+		AutoCompactTokens: threshold,
 		Title:             title,
 		Cwd:               "/project/falcon",
 		Tools: []session.Tool{{
@@ -99,7 +102,7 @@ func run(path string, live bool) error {
 		return err
 	}
 	defer st.Close()
-	out := output{StoryTitle: "Build the falcon CLI", Threshold: 160}
+	out := output{StoryTitle: "Build the falcon CLI", Threshold: threshold}
 
 	// The story: turns with a tool call, automatic compactions, and a
 	// manual one with instructions.
@@ -135,7 +138,12 @@ func run(path string, live bool) error {
 		"The binary must print its version with -version.",
 		"Errors go to stderr, and the exit status is 2 for a bad command line.",
 		"Add a --json flag to the list command.",
+		"Read file main.go",
+		"The config file lives in /project/falcon/falcon.toml and uses TOML.",
+		"Logging uses log/slog with a text handler on stderr.",
 		"What did we decide about cobra?",
+		"Release builds are made with goreleaser for linux and darwin.",
+		"Read file main.go",
 	} {
 		if err := prompt(ctx, s, p); err != nil {
 			return err
