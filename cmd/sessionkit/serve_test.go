@@ -410,11 +410,16 @@ func TestServeLive(t *testing.T) {
 	res, err := c.Wait(ctx)
 	require.NoError(t, err)
 	require.True(t, res.Compacted)
+	u, err := s.Uncompact(ctx, session.UncompactRequest{})
+	require.NoError(t, err)
+	undo, err := u.Wait(ctx)
+	require.NoError(t, err)
+	require.NoError(t, undo.Err)
 
-	var seenMessage, seenCompaction bool
+	var seenMessage, seenCompaction, seenUndo bool
 	lines := bufio.NewScanner(resp.Body)
 	lines.Buffer(nil, 1<<24)
-	for !(seenMessage && seenCompaction) && lines.Scan() {
+	for !(seenMessage && seenCompaction && seenUndo) && lines.Scan() {
 		l, ok := strings.CutPrefix(lines.Text(), "data: ")
 		if !ok {
 			continue
@@ -431,10 +436,20 @@ func TestServeLive(t *testing.T) {
 				seenCompaction = true
 				assert.Contains(t, row.HTML, escaped(res.Segment.Summary))
 			}
+			if strings.Contains(row.HTML, `class="entry undo"`) {
+				seenUndo = true
+				assert.Contains(t, row.HTML, fmt.Sprintf("restored %d messages of Segment <code>%s</code>", undo.Restored, undo.SegmentID))
+			}
 		}
 	}
 	assert.True(t, seenMessage, "the new message arrived")
 	assert.True(t, seenCompaction, "the compaction arrived with its Segment and summary")
+	assert.True(t, seenUndo, "the undo arrived")
+
+	// The page shows the undone Segment and the undo.
+	_, body = get(t, srv.URL+"/s/"+id)
+	assert.Contains(t, body, `class="role role-undo"`)
+	assert.Contains(t, body, "its messages are active again")
 }
 
 // TestServePostgres: the pages on a PostgreSQL store.

@@ -164,7 +164,7 @@ test("the chart: one marker per compaction, at its step, each a link to it", opt
   assert.equal(await page.locator("#threshold").getAttribute("data-tokens"), String(wrote.threshold));
   await page.locator("#chart").screenshot({ path: path.join(out, "chart.png") });
   const last = wrote.compactions.at(-1);
-  await markers.nth(wrote.compactions.length - 1).locator("circle").click();
+  await markers.nth(wrote.compactions.length - 1).locator("circle").first().click();
   await page.waitForURL(new RegExp(`#pos-${last.position}$`));
   assert.equal(await page.locator(`#pos-${last.position}`).evaluate((el) => el.matches(":target")), true);
   assert.match(await page.locator(`#pos-${last.position}`).innerText(), new RegExp(last.compact_id));

@@ -34,6 +34,8 @@
     if (served) {
       served.textContent = u.served ? "served by " + u.served : "not served";
     }
+    var entries = document.getElementById("entries");
+    if (entries) entries.textContent = u.entries + " entries";
     tl.dataset.after = String(u.seq);
     say("live · updated " + new Date().toLocaleTimeString(), "muted");
   });
