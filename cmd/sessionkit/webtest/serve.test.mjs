@@ -4,7 +4,8 @@
 //
 //	cd cmd/sessionkit/webtest && npm ci && node --test
 //
-// Screenshots of every page go to $WEBTEST_OUT (default: test-output/).
+// Screenshots of every page go to $WEBTEST_OUT (default: test-output/);
+// $WEBTEST_CHROMIUM names the browser (default: /usr/bin/chromium).
 // Every test fails on a console error or a dialog (an alert would be
 // script from the store that ran). Without chromium the tests skip, or
 // fail under CI=true.
@@ -21,7 +22,8 @@ import { chromium } from "playwright-core";
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.resolve(here, "../../..");
 const out = path.resolve(process.env.WEBTEST_OUT || path.join(here, "test-output"));
-const chromiumPath = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].find((p) => existsSync(p));
+// $WEBTEST_CHROMIUM names another chromium binary.
+const chromiumPath = (process.env.WEBTEST_CHROMIUM ? [process.env.WEBTEST_CHROMIUM] : ["/usr/bin/chromium", "/usr/bin/chromium-browser"]).find((p) => existsSync(p));
 const missing = chromiumPath
   ? ""
   : "no chromium: install Debian's chromium package (apt-get install chromium); .ci/run does";
