@@ -53,8 +53,13 @@ func (s *server) live(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, &httpError{http.StatusNotImplemented, fmt.Sprintf("this store (%T) keeps no event log: live updates need history.EventLog", s.r.st)})
 		return
 	}
-	after, err := strconv.ParseUint(req.URL.Query().Get("after"), 10, 64)
-	if err != nil && req.URL.Query().Get("after") != "" {
+	// A reconnecting EventSource names the last event it got.
+	from := req.URL.Query().Get("after")
+	if last := req.Header.Get("Last-Event-ID"); last != "" {
+		from = last
+	}
+	after, err := strconv.ParseUint(from, 10, 64)
+	if err != nil && from != "" {
 		s.fail(w, req, &httpError{http.StatusBadRequest, "after: give the sequence number of the last event seen"})
 		return
 	}
@@ -102,7 +107,7 @@ func (s *server) live(w http.ResponseWriter, req *http.Request) {
 			return
 		}
 		up.Seq = after
-		if !sendEvent(w, rc, "update", up) {
+		if _, err := fmt.Fprintf(w, "id: %d\n", after); err != nil || !sendEvent(w, rc, "update", up) {
 			return
 		}
 	}
