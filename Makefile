@@ -66,6 +66,7 @@ bench:
 	$(GO) test -run='^$$' -bench='NotificationThroughput|SummaryChunkLatency' -benchtime=20x ./acp/
 	$(GO) test -run='^$$' -bench='IdleSessions' -benchtime=1x ./acp/
 	$(GO) test -run='^$$' -bench=. -benchtime=1600x ./bench/storecmp/
+	$(GO) test -run='^$$' -bench='ServeLongSession' -benchtime=5x ./cmd/sessionkit/
 	$(GO) run ./bench/commitfsync
 
 bench-peer:
