@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -654,4 +655,42 @@ func BenchmarkServeLongSession(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestServeWritesNothing: serving every page, the live stream included,
+// leaves the store's bytes as they were, on a store at the current schema
+// version and on one at an older version (not migrated), and takes no
+// lease (a lease is a row of the file).
+func TestServeWritesNothing(t *testing.T) {
+	path, ids := writeSessions(t)
+	old := filepath.Join(t.TempDir(), "old.db")
+	copyFile(t, path, old)
+	execSQL(t, old, `DROP TABLE events`, `ALTER TABLE sessions DROP COLUMN last_seq`, `UPDATE schema_version SET version = 4`)
+	livePoll = 10 * time.Millisecond
+	t.Cleanup(func() { livePoll = 500 * time.Millisecond })
+	for _, file := range []string{path, old} {
+		before, err := os.ReadFile(file)
+		require.NoError(t, err)
+		srv, r := serveStore(t, file)
+		segs, err := r.st.Segments(t.Context(), ids[0])
+		require.NoError(t, err)
+		for _, u := range []string{"/", "/?q=falcon", "/s/" + ids[0], "/s/" + ids[1] + "?page=1", "/s/" + ids[0] + "/segments/" + segs[0].ID,
+			"/s/" + ids[0] + "/search?q=cobra", "/s/" + ids[0] + "/export.json", "/s/" + ids[0] + "/export.html"} {
+			status, body := get(t, srv.URL+u)
+			require.Equal(t, 200, status, "%s %s: %s", file, u, body)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/s/"+ids[0]+"/events?after=0", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body) // until the deadline
+			resp.Body.Close()
+		}
+		cancel()
+		srv.Close()
+		r.close()
+		after, err := os.ReadFile(file)
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "%s: the file's bytes are unchanged", file)
+	}
+	assert.Equal(t, 4, schemaKnown(t, old), "not migrated")
 }
