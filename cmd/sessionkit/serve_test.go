@@ -27,6 +27,8 @@ import (
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/internal/pgtest"
+	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -693,4 +695,91 @@ func TestServeWritesNothing(t *testing.T) {
 		assert.Equal(t, before, after, "%s: the file's bytes are unchanged", file)
 	}
 	assert.Equal(t, 4, schemaKnown(t, old), "not migrated")
+}
+
+// gatedSummary is the offline provider whose summary calls wait for the
+// gate: a compaction stays in progress until the test opens it.
+type gatedSummary struct {
+	provider.Provider
+	gate chan struct{}
+}
+
+func (g *gatedSummary) Complete(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
+	select {
+	case <-g.gate:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return g.Provider.Complete(ctx, req, onDelta)
+}
+
+// TestServeLiveCompactionInProgress: a live page gets a compaction when it
+// starts (in progress) and the same entry again when it finishes, with its
+// summary.
+func TestServeLiveCompactionInProgress(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	gate := make(chan struct{})
+	ctx := t.Context()
+	s, err := session.New(ctx, session.Config{Provider: offline.New(), SummaryProvider: &gatedSummary{offline.New(), gate}, Store: st})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	for _, p := range []string{"We use Go.", "We use the flag package.", "Errors go to stderr."} {
+		h, err := s.Prompt(ctx, session.PromptRequest{Text: p})
+		require.NoError(t, err)
+		_, err = h.Wait(ctx)
+		require.NoError(t, err)
+	}
+	livePoll = 10 * time.Millisecond
+	t.Cleanup(func() { livePoll = 500 * time.Millisecond })
+	srv, r := serveStore(t, path)
+	snap, err := r.st.Load(ctx, s.ID())
+	require.NoError(t, err)
+	reqCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(reqCtx, "GET", fmt.Sprintf("%s/s/%s/events?after=%d", srv.URL, s.ID(), snap.LastSeq), nil)
+	require.NoError(t, err)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+
+	c, err := s.Compact(ctx, session.CompactRequest{})
+	require.NoError(t, err)
+	lines := bufio.NewScanner(resp.Body)
+	lines.Buffer(nil, 1<<24)
+	var started, finished bool
+	var pos int64 = -1
+	for !finished && lines.Scan() {
+		l, ok := strings.CutPrefix(lines.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var up liveUpdate
+		require.NoError(t, json.Unmarshal([]byte(l), &up))
+		for _, row := range up.Rows {
+			if !strings.Contains(row.HTML, `class="entry compaction"`) {
+				continue
+			}
+			switch {
+			case strings.Contains(row.HTML, "status-in_progress"):
+				started, pos = true, row.Pos
+				close(gate) // the page has it in progress: let it finish
+			case strings.Contains(row.HTML, "status-completed"):
+				require.True(t, started, "seen in progress first")
+				assert.Equal(t, pos, row.Pos, "the same entry, replaced")
+				assert.Contains(t, row.HTML, "Summary of earlier conversation")
+				finished = true
+			}
+		}
+	}
+	if !started {
+		close(gate) // let the compaction end, so that the session closes
+	}
+	res, err := c.Wait(ctx)
+	require.NoError(t, err)
+	require.True(t, res.Compacted)
+	assert.True(t, started, "the compaction arrived in progress")
+	assert.True(t, finished, "the finished compaction arrived")
 }
