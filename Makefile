@@ -5,7 +5,7 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 10000x
 
-.PHONY: run test bench-peer fmt-check vet unit interop interop-deps fuzz-short fuzz bench soak build
+.PHONY: run test bench-peer fmt-check vet unit interop interop-deps webtest webtest-deps fuzz-short fuzz bench soak build
 
 run:
 	@echo "make run: building and running examples/quickstart (a first build compiles the SQLite driver and takes a minute)" >&2
@@ -14,7 +14,7 @@ run:
 build:
 	$(GO) build ./...
 
-test: fmt-check vet interop-deps unit interop fuzz-short
+test: fmt-check vet interop-deps unit interop webtest fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -34,6 +34,15 @@ interop-deps:
 # The ACP agent against the official TypeScript SDK client (acp/interop).
 interop: interop-deps
 	cd acp/interop && node --test --test-reporter=spec
+
+# sessionkit serve in a real browser: playwright-core driving the system's
+# chromium (Debian's package; .ci/run installs it), screenshots under
+# cmd/sessionkit/webtest/test-output.
+webtest-deps:
+	cd cmd/sessionkit/webtest && { [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
+
+webtest: webtest-deps
+	cd cmd/sessionkit/webtest && node --test --test-reporter=spec
 
 # Short fuzz runs of every fuzz target, counted in executions (Go 1.26 fuzzing
 # can end a time-bounded run with a spurious "context deadline exceeded").
@@ -59,6 +68,7 @@ bench:
 	$(GO) test -run='^$$' -bench='NotificationThroughput|SummaryChunkLatency' -benchtime=20x ./acp/
 	$(GO) test -run='^$$' -bench='IdleSessions' -benchtime=1x ./acp/
 	$(GO) test -run='^$$' -bench=. -benchtime=1600x ./bench/storecmp/
+	$(GO) test -run='^$$' -bench='ServeLongSession' -benchtime=5x ./cmd/sessionkit/
 	$(GO) run ./bench/commitfsync
 
 bench-peer:

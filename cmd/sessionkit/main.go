@@ -9,6 +9,7 @@
 //	sessionkit [--store PATH|URL] timeline ID [--json]
 //	sessionkit [--store PATH|URL] export ID    # JSON, with or without --json
 //	sessionkit [--store PATH|URL] search ID QUERY [--limit N] [--json]
+//	sessionkit [--store PATH|URL] serve [--addr 127.0.0.1:7777] [--token T]
 //	sessionkit --version
 //
 // --store is a SQLite file path or a postgres:// URL; the default is the
@@ -79,6 +80,7 @@ commands:
   export ID     the whole session as one JSON document
   search ID QUERY  the session's messages, archived or active, that hold words
                 of QUERY, best first (--limit N hits, default 10)
+  serve         a web inspector of the store (--addr HOST:PORT, --token T)
 
 flags:
   --store PATH|URL  SQLite file or postgres:// URL (default: the acp-agent's store)
@@ -153,15 +155,18 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	if global.NArg() == 0 {
-		return usagef("no command: give one of sessions, show, segments, timeline, export, search (see -h)")
+		return usagef("no command: give one of sessions, show, segments, timeline, export, search, serve (see -h)")
 	}
 	name, rest := global.Arg(0), global.Args()[1:]
 	if name == "help" {
 		return flag.ErrHelp
 	}
+	if name == "serve" { // a server, not a report: flags of its own (serve.go)
+		return runServe(ctx, rest, o.store, stdout, stderr)
+	}
 	cmd, ok := commands[name]
 	if !ok {
-		return usagef("unknown command %q: give one of sessions, show, segments, timeline, export, search (see -h)", name)
+		return usagef("unknown command %q: give one of sessions, show, segments, timeline, export, search, serve (see -h)", name)
 	}
 	fs := newFlagSet(name)
 	fs.StringVar(&o.store, "store", o.store, "")
