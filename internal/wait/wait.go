@@ -1,0 +1,63 @@
+// Package wait is how the tests of this module wait for a condition: one
+// polling loop with a bounded total, so that no test writes its own loop of
+// sleeps. A wait here only ever waits for something to become true; it never
+// decides an order between goroutines (use a gate, a channel, or
+// testing/synctest for that).
+package wait
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// Limit is the bound of For: how long a condition may take to hold before
+// the test fails.
+const Limit = 10 * time.Second
+
+// interval bounds the pause between two checks of a condition; the first
+// checks follow each other faster.
+const interval = 20 * time.Millisecond
+
+// For waits until cond holds, for at most Limit, and fails t naming what it
+// waited for when it does not. cond runs in the caller's goroutine, so it
+// may use require.
+func For(t testing.TB, cond func() bool, what string) {
+	t.Helper()
+	Until(t, Limit, cond, what)
+}
+
+// Until is For with a bound of its own.
+func Until(t testing.TB, limit time.Duration, cond func() bool, what string) {
+	t.Helper()
+	if !Poll(limit, cond) {
+		t.Fatalf("waited %v: %s did not happen", limit, what)
+	}
+}
+
+// Poll reports whether cond held within limit. It is for code that fails in
+// its own way (a test's child process, an assertion kept after the wait).
+func Poll(limit time.Duration, cond func() bool) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	return PollContext(ctx, cond)
+}
+
+// PollContext reports whether cond held before ctx ended. cond is checked
+// at least once, even when ctx has ended already.
+func PollContext(ctx context.Context, cond func() bool) bool {
+	pause := time.Millisecond
+	for {
+		if cond() {
+			return true
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return cond()
+		case <-t.C:
+		}
+		pause = min(2*pause, interval)
+	}
+}

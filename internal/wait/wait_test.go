@@ -1,0 +1,57 @@
+package wait
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// fakeT records a Fatalf instead of ending the test.
+type fakeT struct {
+	testing.TB
+	failed string
+}
+
+func (f *fakeT) Helper() {}
+
+func (f *fakeT) Fatalf(format string, args ...any) { f.failed = format }
+
+func TestUntilWaitsForTheCondition(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var ready atomic.Bool
+		go func() {
+			time.Sleep(3 * time.Second)
+			ready.Store(true)
+		}()
+		start := time.Now()
+		ft := &fakeT{TB: t}
+		Until(ft, time.Minute, ready.Load, "ready")
+		assert.Empty(t, ft.failed)
+		took := time.Since(start)
+		assert.GreaterOrEqual(t, took, 3*time.Second)
+		assert.Less(t, took, 3*time.Second+2*interval, "it checks at least every interval")
+	})
+}
+
+func TestUntilFailsAfterItsBound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		start := time.Now()
+		ft := &fakeT{TB: t}
+		checks := 0
+		Until(ft, 5*time.Second, func() bool { checks++; return false }, "never")
+		assert.NotEmpty(t, ft.failed, "the test fails")
+		assert.Equal(t, 5*time.Second, time.Since(start), "after the bound, not before")
+		assert.Greater(t, checks, 1)
+	})
+}
+
+func TestPollContextChecksOnceWhenDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	assert.True(t, PollContext(ctx, func() bool { return true }))
+	assert.False(t, PollContext(ctx, func() bool { return false }))
+}
