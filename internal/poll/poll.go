@@ -1,9 +1,9 @@
-// Package wait is how the tests of this module wait for a condition: one
+// Package poll is how the tests of this module wait for a condition: one
 // polling loop with a bounded total, so that no test writes its own loop of
 // sleeps. A wait here only ever waits for something to become true; it never
 // decides an order between goroutines (use a gate, a channel, or
 // testing/synctest for that).
-package wait
+package poll
 
 import (
 	"context"
@@ -30,22 +30,22 @@ func For(t testing.TB, cond func() bool, what string) {
 // Until is For with a bound of its own.
 func Until(t testing.TB, limit time.Duration, cond func() bool, what string) {
 	t.Helper()
-	if !Poll(limit, cond) {
+	if !Within(limit, cond) {
 		t.Fatalf("waited %v: %s did not happen", limit, what)
 	}
 }
 
-// Poll reports whether cond held within limit. It is for code that fails in
+// Within reports whether cond held within limit. It is for code that fails in
 // its own way (a test's child process, an assertion kept after the wait).
-func Poll(limit time.Duration, cond func() bool) bool {
+func Within(limit time.Duration, cond func() bool) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	return PollContext(ctx, cond)
+	return Context(ctx, cond)
 }
 
-// PollContext reports whether cond held before ctx ended. cond is checked
+// Context reports whether cond held before ctx ended. cond is checked
 // at least once, even when ctx has ended already.
-func PollContext(ctx context.Context, cond func() bool) bool {
+func Context(ctx context.Context, cond func() bool) bool {
 	pause := time.Millisecond
 	for {
 		if cond() {

@@ -1,4 +1,4 @@
-package wait
+package poll
 
 import (
 	"context"
@@ -49,9 +49,9 @@ func TestUntilFailsAfterItsBound(t *testing.T) {
 	})
 }
 
-func TestPollContextChecksOnceWhenDone(t *testing.T) {
+func TestContextChecksOnceWhenDone(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	assert.True(t, PollContext(ctx, func() bool { return true }))
-	assert.False(t, PollContext(ctx, func() bool { return false }))
+	assert.True(t, Context(ctx, func() bool { return true }))
+	assert.False(t, Context(ctx, func() bool { return false }))
 }
