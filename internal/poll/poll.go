@@ -7,6 +7,7 @@ package poll
 
 import (
 	"context"
+	"iter"
 	"testing"
 	"time"
 )
@@ -46,18 +47,33 @@ func Within(limit time.Duration, cond func() bool) bool {
 // Context reports whether cond held before ctx ended. cond is checked
 // at least once, even when ctx has ended already.
 func Context(ctx context.Context, cond func() bool) bool {
-	pause := time.Millisecond
-	for {
+	for range Tries(ctx) {
 		if cond() {
 			return true
 		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return cond()
-		case <-t.C:
+	}
+	return false
+}
+
+// Tries paces a loop that retries an operation until it succeeds, for loops
+// that check each attempt (leave with break or return): it yields the attempt
+// number at once, then after each pause, and a last time when ctx ends.
+func Tries(ctx context.Context) iter.Seq[int] {
+	return func(yield func(int) bool) {
+		pause := time.Millisecond
+		for n := 0; ; n++ {
+			if !yield(n) || ctx.Err() != nil {
+				return
+			}
+			t := time.NewTimer(pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				yield(n + 1)
+				return
+			case <-t.C:
+			}
+			pause = min(2*pause, interval)
 		}
-		pause = min(2*pause, interval)
 	}
 }

@@ -55,3 +55,21 @@ func TestContextChecksOnceWhenDone(t *testing.T) {
 	assert.True(t, Context(ctx, func() bool { return true }))
 	assert.False(t, Context(ctx, func() bool { return false }))
 }
+
+func TestTriesEndsWithCtx(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		start := time.Now()
+		tries := 0
+		var last error
+		for n := range Tries(ctx) {
+			assert.Equal(t, tries, n)
+			tries++
+			last = ctx.Err()
+		}
+		assert.Equal(t, time.Second, time.Since(start), "it ends when ctx ends")
+		assert.Greater(t, tries, int(time.Second/interval), "it tries at least every interval")
+		assert.Error(t, last, "the last try is after ctx ended")
+	})
+}
