@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 )
 
@@ -18,17 +19,19 @@ import (
 // params.
 func (c *client) waitNotification(method string) json.RawMessage {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	var params json.RawMessage
+	if poll.Within(10*time.Second, func() bool {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		for _, n := range c.notes {
 			if n.method == method {
-				c.mu.Unlock()
-				return n.params
+				params = n.params
+				return true
 			}
 		}
-		c.mu.Unlock()
-		time.Sleep(time.Millisecond)
+		return false
+	}) {
+		return params
 	}
 	c.t.Fatalf("no %s arrived", method)
 	return nil

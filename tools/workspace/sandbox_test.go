@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 	"github.com/sessionkit/sessionkit/tools/workspace"
 )
@@ -251,13 +252,7 @@ func TestCommandTimeoutAndCancelFail(t *testing.T) {
 // most 10 s.
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("timed out waiting")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, 10*time.Second, cond, "the command's step")
 }
 
 // The environment of a command is the allow-list: no provider key or
