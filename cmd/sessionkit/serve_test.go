@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
@@ -290,10 +291,10 @@ func TestServeToken(t *testing.T) {
 		done <- runServe(ctx, []string{"--addr", "0.0.0.0:0", "--store", path}, defaultStore(), &stdout, &stderr)
 	}()
 	var printed string
-	require.Eventually(t, func() bool {
+	poll.Until(t, 10*time.Second, func() bool {
 		printed = regexp.MustCompile(`http://\S+`).FindString(stdout.String())
 		return printed != ""
-	}, 10*time.Second, 10*time.Millisecond)
+	}, "the server's address printed")
 	u, err := url.Parse(printed)
 	require.NoError(t, err)
 	token := u.Query().Get("token")

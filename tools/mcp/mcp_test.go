@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/tools/mcp"
 )
@@ -258,7 +259,7 @@ func TestCloseEndsProcessGroup(t *testing.T) {
 	assert.Less(t, time.Since(start), o.StopGrace, "the server ends when its stdin closes, before any signal")
 	assert.True(t, gone(server), "the server")
 	// The child is killed with the group; init may take a moment to reap it.
-	require.Eventually(t, func() bool { return gone(child) }, 5*time.Second, 10*time.Millisecond, "the server's child")
+	poll.Until(t, 5*time.Second, func() bool { return gone(child) }, "the server's child")
 
 	_, err = run(t, spawn, `{}`)
 	assert.ErrorIs(t, err, mcp.ErrClosed)
