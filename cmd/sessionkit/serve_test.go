@@ -23,11 +23,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/internal/pgtest"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
