@@ -1,0 +1,86 @@
+package acp_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/provider/providertest"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// toolCalls returns the tool_call updates of ups by their ID.
+func toolCalls(ups []map[string]any) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for _, u := range ups {
+		if u["sessionUpdate"] == "tool_call" {
+			out[u["toolCallId"].(string)] = u
+		}
+	}
+	return out
+}
+
+// A call of the session's built-in recall tool is a search titled
+// Recall "<query>", a read of a message is of kind read: live, and on
+// replay in a new process, without any Toolset.Describe of the agent's.
+func TestRecall_ToolCallsShownAsSearchAndRead(t *testing.T) {
+	store := memstore.New()
+	fake := providertest.New()
+	opts := acp.ServerOptions{Session: session.Config{Recall: true}}
+	c := serve(t, fake, store, opts)
+	c.initialize(`{"session":{"compaction":{}}}`)
+	sid := c.newSession()
+	fake.QueueTurn(
+		providertest.Reply{ToolCalls: []history.ToolCall{{ID: "r1", Name: session.RecallTool, Arguments: json.RawMessage(`{"query":"why no cobra"}`)}}},
+		providertest.Reply{ToolCalls: []history.ToolCall{{ID: "r2", Name: session.RecallTool, Arguments: json.RawMessage(`{"message_id":"m-1","before":1}`)}}},
+		providertest.Reply{Text: "done"},
+	)
+	assert.Equal(t, "end_turn", c.prompt(sid, "what about cobra?"))
+	check := func(ups []map[string]any, when string) {
+		calls := toolCalls(ups)
+		require.Contains(t, calls, "r1", when)
+		require.Contains(t, calls, "r2", when)
+		assert.Equal(t, "search", calls["r1"]["kind"], when)
+		assert.Equal(t, `Recall "why no cobra"`, calls["r1"]["title"], when)
+		assert.Equal(t, "read", calls["r2"]["kind"], when)
+		assert.Equal(t, "Recall message m-1", calls["r2"]["title"], when)
+	}
+	check(updates(t, c.take()), "live")
+	require.NoError(t, c.conn.Close())
+
+	c2 := serve(t, providertest.New(), store, opts)
+	c2.initialize(`{"session":{"compaction":{}}}`)
+	c2.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, nil)
+	c2.waitFor("available_commands_update")
+	check(updates(t, c2.take()), "replayed")
+}
+
+// The completed compaction_update carries the Segment's fidelity under
+// _meta.sessionkit, next to what else sessionkit puts there.
+func TestRecall_CompletedCompactionCarriesFidelity(t *testing.T) {
+	fake := providertest.New()
+	c := serve(t, fake, memstore.New(), acp.ServerOptions{})
+	c.initialize(`{"session":{"compaction":{}}}`)
+	sid := c.newSession()
+	fake.QueueTurn(providertest.Reply{Text: "I will change `parseConfig`."}, providertest.Reply{Text: "ok"})
+	assert.Equal(t, "end_turn", c.prompt(sid, "Never edit go.sum; fix internal/config/load.go."))
+	assert.Equal(t, "end_turn", c.prompt(sid, "go on"))
+	c.take()
+	fake.QueueSummary(providertest.Reply{Text: "- fix internal/config/load.go (`parseConfig`)"})
+	c.prompt(sid, "/compact")
+	var done map[string]any
+	for _, u := range compactionUpdates(updates(t, c.take())) {
+		if u["status"] == "completed" {
+			done = u
+		}
+	}
+	require.NotNil(t, done)
+	assert.Equal(t, map[string]any{"sessionkit": map[string]any{"fidelity": map[string]any{
+		"facts": 4.0, "kept": 2.0, "missing": []any{"path: go.sum", "instruction: Never edit go.sum;"},
+	}}}, done["_meta"])
+}
