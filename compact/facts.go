@@ -40,7 +40,7 @@ var (
 	factSpan    = regexp.MustCompile("`([^`\n]{1,120})`")
 	factIdent   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$`)
 	factPath    = regexp.MustCompile(`(?:^|[\s(\["'` + "`" + `=:])((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]|(?:[\w-][\w.-]*)?[\w-]\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock|proto|env))\b`)
-	factNumber  = regexp.MustCompile(`(?i)(?:^|[^\w.])(\d+(?:[.,]\d+)?)\s?(ms|µs|us|ns|seconds?|secs?|s|minutes?|mins?|hours?|h|days?|kib|mib|gib|tib|kb|mb|gb|tb|bytes?|%|px|tokens?|lines?|files?|messages?|requests?|rps|qps|mhz|ghz|x|times|retries|workers|connections|threads|cores)(?:$|[^\w])`)
+	factNumber  = regexp.MustCompile(`(?i)(?:^|[^\w.])(\d+(?:[.,]\d+)?)(\s?)(ms|µs|us|ns|seconds?|secs?|s|minutes?|mins?|hours?|h|days?|kib|mib|gib|tib|kb|mb|gb|tb|bytes?|%|px|tokens?|lines?|files?|messages?|requests?|rps|qps|mhz|ghz|x|times|retries|workers|connections|threads|cores)(?:$|[^\w])`)
 	factErrLine = regexp.MustCompile(`(?i)(?:\w*error:|\bpanic:|\bfatal:|^FAIL\b|--- FAIL|\bexception\b|\btraceback\b|: undefined:|: cannot )`)
 	factRule    = regexp.MustCompile(`(?i)\b(?:always|never|don't|dont|do not|must|mustn't|must not)\b`)
 )
@@ -114,7 +114,7 @@ func (f *factSet) text(s string, user bool) {
 		}
 	}
 	for _, m := range factNumber.FindAllStringSubmatch(rest, -1) {
-		f.add(FactQuantity, m[1]+m[2])
+		f.add(FactQuantity, m[1]+m[2]+m[3])
 	}
 	f.errors(s)
 	for line := range strings.SplitSeq(s, "\n") {
@@ -207,7 +207,8 @@ func splitSentences(s string) []string {
 // In reports whether the fact occurs in text (a summary): its text, without
 // case, for every kind but error lines and instructions, which a summary
 // words its own way: for those, at least three quarters of their content
-// words (words of four letters or more).
+// words (words of four letters or more); a number with a unit is found with
+// or without a space between them.
 func (f Fact) In(text string) bool {
 	lower := strings.ToLower(text)
 	switch f.Kind {
@@ -227,6 +228,11 @@ func (f Fact) In(text string) bool {
 			}
 		}
 		return 4*n >= 3*len(words)
+	case FactQuantity:
+		// 30s, 30 s: with or without the space.
+		bare := strings.ToLower(strings.ReplaceAll(f.Text, " ", ""))
+		num := strings.TrimRightFunc(bare, func(r rune) bool { return !unicode.IsDigit(r) })
+		return strings.Contains(lower, bare) || strings.Contains(lower, num+" "+bare[len(num):])
 	}
 	return strings.Contains(lower, strings.ToLower(f.Text))
 }

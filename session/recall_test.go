@@ -16,6 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -467,4 +468,41 @@ func TestFidelity_RecordedWithEveryCommit(t *testing.T) {
 	assert.Equal(t, want, res.Fidelity, "in the result")
 	assert.Equal(t, want, res.Segment.Fidelity, "in the Segment")
 	assert.Equal(t, want, st.lastCommit().Fidelity, "passed to the store")
+}
+
+// The offline provider asks the archive what its context cannot answer:
+// it calls recall with the question and answers from the hit.
+func TestRecall_OfflineProviderAnswersFromTheArchive(t *testing.T) {
+	short := func(_ context.Context, p *session.CompactPlan) error { p.Summary = "- a CLI in Go"; return nil }
+	s := newSession(t, offline.New(), session.Config{Recall: true, Store: newSearchStore(), BeforeCompact: short})
+	for _, p := range []string{
+		"Releases are tagged vMAJOR.MINOR.PATCH and built with -trimpath.",
+		"We write the CLI in Go.",
+		"Add a -version flag.",
+		"Then the tests.",
+	} {
+		require.NoError(t, wait(t, mustPrompt(t, s, p)).Err)
+	}
+	h, err := s.Compact(ctxT(t), session.CompactRequest{Through: mustActive(t, s)[3].ID})
+	require.NoError(t, err)
+	require.True(t, wait(t, h).Compacted)
+	summary, err := s.Summary(ctxT(t))
+	require.NoError(t, err)
+	require.NotContains(t, summary, "trimpath", "the question's answer is in the archive only")
+	res := wait(t, mustPrompt(t, s, "How are releases tagged and built?"))
+	require.NoError(t, res.Err)
+	require.Len(t, res.Messages, 4, "question, recall call, its result, answer")
+	require.Len(t, res.Messages[1].ToolCalls, 1)
+	assert.Equal(t, session.RecallTool, res.Messages[1].ToolCalls[0].Name)
+	assert.JSONEq(t, `{"query":"How are releases tagged and built?"}`, string(res.Messages[1].ToolCalls[0].Arguments))
+	segs, err := s.Segments(ctxT(t))
+	require.NoError(t, err)
+	assert.Equal(t, fmt.Sprintf(`From the archive (message %s, archived by compaction 1): "Releases are tagged vMAJOR.MINOR.PATCH and built with -trimpath."`, segs[0].Messages[0].ID), res.Messages[3].Text)
+}
+
+func mustActive(t *testing.T, s *session.Session) []history.Message {
+	t.Helper()
+	a, err := s.Active(ctxT(t))
+	require.NoError(t, err)
+	return a
 }

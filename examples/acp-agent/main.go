@@ -53,7 +53,6 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
@@ -61,6 +60,7 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
 func main() {
@@ -91,6 +91,7 @@ type config struct {
 	deltaSize     int
 	allowAll      bool
 	verbose       bool
+	recall        bool
 }
 
 // parseFlags parses and checks the command line. Every error is an
@@ -111,6 +112,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
 	flags.BoolVar(&c.allowAll, "allow-all", false, "never ask the user's permission before write_file, edit_file and run_command (for scripts)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
+	flags.BoolVar(&c.recall, "recall", true, "give the model the recall tool, which searches and reads the archived conversation (-recall=false turns it off)")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			flags.SetOutput(os.Stderr)
@@ -185,6 +187,7 @@ func run(args []string) error {
 			AutoCompactTokens: c.autoTokens,
 			Tools:             tools(),
 			Logger:            log,
+			Recall:            c.recall,
 		},
 		SessionTools:  workspaceTools(log, c.allowAll),
 		OmitSummaries: c.omit,

@@ -1,8 +1,9 @@
 // Command quickstart runs a conversation on sessionkit's embedded defaults:
 // the offline provider and a SQLite file. It shows a turn with tool calls,
 // an automatic compaction in the middle of the conversation, a manual
-// Compact awaited on its Handle, the timeline as it happens, and the final
-// Active history, retained summary and archive.
+// Compact awaited on its Handle, a question that only the archive can
+// answer (the model calls the recall tool, Config.Recall), the timeline as
+// it happens, and the final Active history, retained summary and archive.
 //
 // It prints what compaction does as it happens: why an automatic compaction
 // fires (the context the model reported against the threshold), the summary
@@ -149,6 +150,9 @@ func tools() []session.Tool {
 	}
 }
 
+// recallQuestion asks about what only the archive holds at the end.
+const recallQuestion = "How are falcon releases tagged and built?"
+
 // Automatic compaction thresholds: small for the offline provider, so the
 // demo compacts on its own mid-conversation; for a real model, whose
 // requests carry the system prompt and tool definitions, a few turns' worth.
@@ -189,6 +193,8 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 		SystemPrompt:      "You are a careful coding agent.",
 		Tools:             tools(),
 		AutoCompactTokens: threshold,
+		// The model may search and read the archive with the recall tool.
+		Recall: true,
 	})
 	if err != nil {
 		return err
@@ -239,6 +245,21 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	<-h.Finished()
 	res := h.Result()
 
+	// After the compactions, a question about something only the archive
+	// holds (NOTES.md was read before both of them): the model calls
+	// recall, which searches the archived messages, and answers from it.
+	asked, err := s.Prompt(ctx, session.PromptRequest{Text: recallQuestion})
+	if err != nil {
+		return err
+	}
+	recalled, err := asked.Wait(ctx)
+	if err != nil {
+		return err
+	}
+	if recalled.Err != nil {
+		return fmt.Errorf("turn %q: %w", recallQuestion, recalled.Err)
+	}
+
 	active, err := s.Active(ctx)
 	if err != nil {
 		return err
@@ -257,6 +278,18 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	<-printed // the timeline is complete: Close ended the subscription
 
 	fmt.Fprintf(out, "\nmanual compaction: success=%v compacted=%v reason=%s\n", res.Success, res.Compacted, res.Reason)
+	if res.Compacted {
+		fid := res.Fidelity
+		fmt.Fprintf(out, "fidelity: the summary kept %d of the %d facts of the archived messages\n", fid.Kept, fid.Facts)
+	}
+	fmt.Fprintf(out, "\n== recall ==\n  user      %s\n", recallQuestion)
+	for _, m := range recalled.Messages[1:] {
+		text := m.Text
+		for _, c := range m.ToolCalls {
+			text += fmt.Sprintf(" → %s(%s)", c.Name, c.Arguments)
+		}
+		fmt.Fprintf(out, "  %-9s %s\n", m.Role, oneLine(text, 200))
+	}
 	fmt.Fprintf(out, "\n== active history (%d messages) ==\n", len(active))
 	for _, m := range active {
 		fmt.Fprintf(out, "  %-9s %s\n", m.Role, oneLine(m.Text, 90))
