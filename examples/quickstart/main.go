@@ -151,7 +151,7 @@ func tools() []session.Tool {
 }
 
 // recallQuestion asks about what only the archive holds at the end.
-const recallQuestion = "How are falcon releases tagged and built?"
+const recallQuestion = "What file mode does copyFile create dst with?"
 
 // Automatic compaction thresholds: small for the offline provider, so the
 // demo compacts on its own mid-conversation; for a real model, whose
@@ -246,8 +246,9 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	res := h.Result()
 
 	// After the compactions, a question about something only the archive
-	// holds (NOTES.md was read before both of them): the model calls
-	// recall, which searches the archived messages, and answers from it.
+	// holds (main.go was read before the first one, and the summaries keep
+	// only its beginning): the model calls recall, which searches the
+	// archived messages, and answers from what it finds.
 	asked, err := s.Prompt(ctx, session.PromptRequest{Text: recallQuestion})
 	if err != nil {
 		return err

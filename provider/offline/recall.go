@@ -67,6 +67,9 @@ func answerFromRecall(msgs []history.Message) (string, bool) {
 			continue
 		}
 		found = true
+		if strings.HasPrefix(msgs[i].Text, "error:") {
+			return "I could not search the archive: " + truncate(collapse(msgs[i].Text), quoteChars), true
+		}
 		where := "the archive"
 		for j, line := range strings.Split(msgs[i].Text, "\n") {
 			text := line

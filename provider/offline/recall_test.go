@@ -74,4 +74,9 @@ func TestRecall_AnswersFromTheToolResult(t *testing.T) {
 	none.Text = `No earlier message matches "How are releases tagged and built?".`
 	reply = turn(t, &provider.Request{Messages: []history.Message{question, call, none}, Tools: []provider.ToolSpec{recallSpec}})
 	assert.Equal(t, "The archive holds nothing about: How are releases tagged and built?", reply.Text)
+
+	failed := hits
+	failed.Text = "error: tool recall failed: no index"
+	reply = turn(t, &provider.Request{Messages: []history.Message{question, call, failed}, Tools: []provider.ToolSpec{recallSpec}})
+	assert.Equal(t, "I could not search the archive: error: tool recall failed: no index", reply.Text)
 }
