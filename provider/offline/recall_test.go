@@ -27,16 +27,19 @@ func TestRecall_QuestionTheContextCannotAnswerGoesToTheArchive(t *testing.T) {
 		{ID: "2", Role: history.RoleAssistant, Text: "Added it."},
 		{ID: "3", Role: history.RoleUser, Text: "How are releases tagged and built?"},
 	}
-	reply := turn(t, &provider.Request{Summary: "- a CLI in Go", Messages: msgs, Tools: []provider.ToolSpec{recallSpec}})
+	// The summary shares one of the question's three content words: not
+	// enough to answer from.
+	const summary = "- a CLI in Go; releases happen in May"
+	reply := turn(t, &provider.Request{Summary: summary, Messages: msgs, Tools: []provider.ToolSpec{recallSpec}})
 	require.Len(t, reply.ToolCalls, 1)
 	assert.Equal(t, recallTool, reply.ToolCalls[0].Name)
 	assert.JSONEq(t, `{"query":"How are releases tagged and built?"}`, string(reply.ToolCalls[0].Arguments))
 	assert.Equal(t, "Calling recall.", reply.Text)
 
 	// Without recall among the tools: as before.
-	reply = turn(t, &provider.Request{Summary: "- a CLI in Go", Messages: msgs})
+	reply = turn(t, &provider.Request{Summary: summary, Messages: msgs})
 	assert.Empty(t, reply.ToolCalls)
-	assert.Contains(t, reply.Text, "I found nothing earlier in the conversation about")
+	assert.Equal(t, `From the summary of earlier conversation: "a CLI in Go; releases happen in May"`, reply.Text)
 
 	// Not a question: no search.
 	msgs[2].Text = "Tag the release."
