@@ -40,7 +40,7 @@ var (
 	factSpan    = regexp.MustCompile("`([^`\n]{1,120})`")
 	factIdent   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$`)
 	factPath    = regexp.MustCompile(`(?:^|[\s(\["'` + "`" + `=:])((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]|(?:[\w-][\w.-]*)?[\w-]\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock|proto|env))\b`)
-	factNumber  = regexp.MustCompile(`(?i)(?:^|[^\w.])(\d+(?:[.,]\d+)?)(\s?)(ms|µs|us|ns|seconds?|secs?|s|minutes?|mins?|hours?|h|days?|kib|mib|gib|tib|kb|mb|gb|tb|bytes?|%|px|tokens?|lines?|files?|messages?|requests?|rps|qps|mhz|ghz|x|times|retries|workers|connections|threads|cores)(?:$|[^\w])`)
+	factNumber  = regexp.MustCompile(`(?i)(?:^|[^\w.])(\d+(?:[.,]\d+)?)(\s?)(ms|µs|us|ns|seconds?|secs?|s|minutes?|mins?|hours?|h|days?|kib|mib|gib|tib|kb|mb|gb|tb|bytes?|%|px|tokens?|lines?|files?|requests?|rps|qps|mhz|ghz|x|times|retries|workers|connections|threads|cores)(?:$|[^\w])`)
 	factErrLine = regexp.MustCompile(`(?i)(?:\w*error:|\bpanic:|\bfatal:|^FAIL\b|--- FAIL|\bexception\b|\btraceback\b|: undefined:|: cannot )`)
 	factRule    = regexp.MustCompile(`(?i)\b(?:always|never|don't|dont|do not|must|mustn't|must not)\b`)
 )

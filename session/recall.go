@@ -342,11 +342,12 @@ func (l *loop) requestSummary() string {
 // session with Config.Recall: n earlier messages are archived and
 // searchable with the recall tool.
 func archiveNote(n int64) string {
-	noun := "messages of this conversation are"
+	noun := "messages are"
 	if n == 1 {
-		noun = "message of this conversation is"
+		noun = "message is"
 	}
-	return fmt.Sprintf("(%d earlier %s archived verbatim and searchable with the %s tool: it finds them by a question and reads them back by message ID.)", n, noun, RecallTool)
+	// Short: it is in every request (the tool's description says how).
+	return fmt.Sprintf("(%d earlier %s archived and searchable with %s.)", n, noun, RecallTool)
 }
 
 // requestMessages are Active as a turn request carries it: with

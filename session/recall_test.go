@@ -238,7 +238,7 @@ func TestRecall_ToolSearchesAndReadsTheArchive(t *testing.T) {
 
 	req := fake.Requests()[before]
 	assert.True(t, slices.ContainsFunc(req.Tools, func(ts provider.ToolSpec) bool { return ts.Name == session.RecallTool }), "the model is offered recall")
-	assert.Equal(t, "- building falcon\n\n(4 earlier messages of this conversation are archived verbatim and searchable with the recall tool: it finds them by a question and reads them back by message ID.)", req.Summary)
+	assert.Equal(t, "- building falcon\n\n(4 earlier messages are archived and searchable with recall.)", req.Summary)
 	stored, err := s.Summary(ctxT(t))
 	require.NoError(t, err)
 	assert.Equal(t, "- building falcon", stored, "the note is in the request only")
