@@ -79,7 +79,8 @@ test("r1. a question only the archive answers: a recall tool call of kind search
       await proc.settle();
       return { sid, all: items(proc.wireUpdates(sid)), turn: items(proc.wireUpdates(sid).filter((l) => l.seq > asked.requestLine.seq)) };
     });
-    const [call, result, answer] = live.turn;
+    const [calling, call, result, answer] = live.turn;
+    assert.equal(calling?.text, "Calling recall.");
     assert.deepEqual(call && { ...call, id: undefined }, { item: "tool_call", id: undefined, name: "recall", kind: "search", title: `Recall "${QUESTION}"`, rawInput: { query: QUESTION } });
     assert.equal(result?.status, "completed");
     assert.match(answer?.text ?? "", /^From the archive \(message \S+, archived by compaction 1\): ".*port 8443\."/);
