@@ -321,11 +321,23 @@ func TestRecall_ToolNameTaken(t *testing.T) {
 	assert.False(t, s.Settings().Recall)
 }
 
-func TestRecall_BadArgumentsAndStoreWithoutSearch(t *testing.T) {
+func TestRecall_StoreWithoutSearchRefused(t *testing.T) {
+	_, err := session.New(ctxT(t), session.Config{Provider: providertest.New(), Recall: true, Store: plainStore{memstore.New()}})
+	assert.ErrorIs(t, err, session.ErrInvalid)
+	assert.ErrorContains(t, err, "Config.Recall needs a store that can search")
+
+	s := newSession(t, providertest.New(), session.Config{Store: plainStore{memstore.New()}})
+	on := true
+	res := wait(t, must(s.Configure(ctxT(t), session.ConfigureRequest{Recall: &on})))
+	assert.ErrorIs(t, res.Err, session.ErrInvalid)
+	assert.False(t, s.Settings().Recall)
+}
+
+func TestRecall_BadArguments(t *testing.T) {
 	fake := providertest.New()
-	s := newSession(t, fake, session.Config{Recall: true, Store: plainStore{memstore.New()}})
+	s := newSession(t, fake, session.Config{Recall: true, Store: newSearchStore()})
 	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{
-		call("c1", session.RecallTool, `{"query":"x"}`),
+		call("c1", session.RecallTool, `{"query":5}`),
 		call("c2", session.RecallTool, `{}`),
 		call("c3", session.RecallTool, `{"query":"x","message_id":"m"}`),
 		call("c4", session.RecallTool, `{"message_id":"nope"}`),
@@ -335,7 +347,7 @@ func TestRecall_BadArgumentsAndStoreWithoutSearch(t *testing.T) {
 	require.NoError(t, res.Err)
 	out := toolResults(res.Messages)
 	require.Len(t, out, 5)
-	assert.Contains(t, out[0], "cannot search")
+	assert.Contains(t, out[0], "arguments: json: cannot unmarshal number")
 	assert.Contains(t, out[1], `give "query"`)
 	assert.Contains(t, out[2], "not both")
 	assert.Contains(t, out[3], "no such message")

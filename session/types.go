@@ -152,7 +152,8 @@ type Config struct {
 	// Recall gives the model the built-in tool recall, which searches the
 	// session's messages, archived ones included, and reads them back
 	// verbatim (docs/compaction.md); the store must implement
-	// history.Searcher. The retained summary the model is sent then says
+	// history.Searcher (New and Configure refuse Recall otherwise). The
+	// retained summary the model is sent then says
 	// how many earlier messages are archived and searchable, and the
 	// summary instructions tell the summarizer so. Configure can change
 	// it. A tool of Config.Tools cannot be named recall then.
