@@ -32,6 +32,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
@@ -223,16 +224,8 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 		"What did we decide about cobra?",
 	}
 	for _, p := range prompts {
-		h, err := s.Prompt(ctx, session.PromptRequest{Text: p})
-		if err != nil {
+		if _, err := prompt(ctx, s, p); err != nil {
 			return err
-		}
-		res, err := h.Wait(ctx)
-		if err != nil {
-			return err
-		}
-		if res.Err != nil {
-			return fmt.Errorf("turn %q: %w", p, res.Err)
 		}
 	}
 
@@ -249,16 +242,9 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	// holds (main.go was read before the first one, and the summaries keep
 	// only its beginning): the model calls recall, which searches the
 	// archived messages, and answers from what it finds.
-	asked, err := s.Prompt(ctx, session.PromptRequest{Text: recallQuestion})
+	recalled, err := prompt(ctx, s, recallQuestion)
 	if err != nil {
 		return err
-	}
-	recalled, err := asked.Wait(ctx)
-	if err != nil {
-		return err
-	}
-	if recalled.Err != nil {
-		return fmt.Errorf("turn %q: %w", recallQuestion, recalled.Err)
 	}
 
 	active, err := s.Active(ctx)
@@ -285,11 +271,7 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	}
 	fmt.Fprintf(out, "\n== recall ==\n  user      %s\n", recallQuestion)
 	for _, m := range recalled.Messages[1:] {
-		text := m.Text
-		for _, c := range m.ToolCalls {
-			text += fmt.Sprintf(" → %s(%s)", c.Name, c.Arguments)
-		}
-		fmt.Fprintf(out, "  %-9s %s\n", m.Role, oneLine(text, 200))
+		fmt.Fprintf(out, "  %-9s %s\n", m.Role, oneLine(withCalls(m), 200))
 	}
 	fmt.Fprintf(out, "\n== active history (%d messages) ==\n", len(active))
 	for _, m := range active {
@@ -335,11 +317,7 @@ func (pr *printer) event(ev session.Event) {
 		if m.Steer {
 			label = "steer"
 		}
-		text := m.Text
-		for _, c := range m.ToolCalls {
-			text += fmt.Sprintf(" → %s(%s)", c.Name, c.Arguments)
-		}
-		fmt.Fprintf(out, "%-9s %s\n", label, oneLine(text, 100))
+		fmt.Fprintf(out, "%-9s %s\n", label, oneLine(withCalls(m), 100))
 	case *session.UsageEvent:
 		if p.ContextTokens == 0 {
 			return
@@ -411,6 +389,28 @@ func (pr *printer) endStream() {
 		fmt.Fprintln(pr.out)
 		pr.streaming = false
 	}
+}
+
+// prompt runs one turn of s and returns its result.
+func prompt(ctx context.Context, s *session.Session, text string) (session.TurnResult, error) {
+	h, err := s.Prompt(ctx, session.PromptRequest{Text: text})
+	if err != nil {
+		return session.TurnResult{}, err
+	}
+	res, err := h.Wait(ctx)
+	if err == nil && res.Err != nil {
+		err = fmt.Errorf("turn %q: %w", text, res.Err)
+	}
+	return res, err
+}
+
+// withCalls is m's text followed by its tool calls.
+func withCalls(m history.Message) string {
+	text := m.Text
+	for _, c := range m.ToolCalls {
+		text += fmt.Sprintf(" → %s(%s)", c.Name, c.Arguments)
+	}
+	return text
 }
 
 func oneLine(s string, n int) string {
