@@ -424,6 +424,10 @@ func (l *loop) startConfigure(c *command) {
 		c.finishConf(ConfigureResult{Err: invalid("tool %q is one of Config.Tools: Recall cannot be turned on", RecallTool)})
 		return
 	}
+	if next.Recall && l.s.search == nil {
+		c.finishConf(ConfigureResult{Err: invalid("Recall needs a store that can search (history.Searcher)")})
+		return
+	}
 	if err := next.validate(); err != nil {
 		c.finishConf(ConfigureResult{Err: err})
 		return

@@ -212,6 +212,10 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	if _, mine := tools[RecallTool]; mine && set.Recall {
 		return nil, invalid("tool %q is the built-in tool of Config.Recall: rename it or turn Recall off", RecallTool)
 	}
+	search := searcherOf(store, cfg.Store)
+	if set.Recall && search == nil {
+		return nil, invalid("Config.Recall needs a store that can search (history.Searcher); %T cannot", cfg.Store)
+	}
 
 	elog, start := startNumbering(store, snap, created)
 
@@ -227,7 +231,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		max:     int64(maxQueue),
-		search:  searcherOf(store, cfg.Store),
+		search:  search,
 	}
 	l := &loop{
 		s:        s,
