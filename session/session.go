@@ -209,6 +209,12 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		nextPos += int64(len(msgs))
 	}
 
+	elog, start := startNumbering(store, snap, created)
+
+	maxQueue := cfg.MaxQueue
+	if maxQueue == 0 {
+		maxQueue = DefaultMaxQueue
+	}
 	if _, mine := tools[RecallTool]; mine && set.Recall {
 		return nil, invalid("tool %q is the built-in tool of Config.Recall: rename it or turn Recall off", RecallTool)
 	}
@@ -217,12 +223,6 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		return nil, invalid("Config.Recall needs a store that can search (history.Searcher); %T cannot", cfg.Store)
 	}
 
-	elog, start := startNumbering(store, snap, created)
-
-	maxQueue := cfg.MaxQueue
-	if maxQueue == 0 {
-		maxQueue = DefaultMaxQueue
-	}
 	s := &Session{
 		id:      id,
 		store:   store,
