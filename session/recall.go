@@ -207,8 +207,10 @@ type recallArgs struct {
 
 // recallTool is the built-in tool of Config.Recall: it runs on the
 // session's tool goroutine and reads the store through Search and
-// Messages, as any caller does.
-func (s *Session) recallTool(limit int) Tool {
+// Messages, as any caller does. Its searches leave out the messages of
+// exclude (the turn's own: the question and the calls asking it, which the
+// model has in view).
+func (s *Session) recallTool(limit int, exclude map[string]bool) Tool {
 	return Tool{
 		Name:        recallSpec.Name,
 		Description: recallSpec.Description,
@@ -229,11 +231,12 @@ func (s *Session) recallTool(limit int) Tool {
 				}
 				return bound(recallMessages(a.MessageID, msgs), limit), nil
 			case a.Query != "":
-				hits, err := s.Search(ctx, SearchRequest{Query: a.Query, Limit: recallHits})
+				hits, err := s.Search(ctx, SearchRequest{Query: a.Query, Limit: recallHits + len(exclude)})
 				if err != nil {
 					return "", err
 				}
-				return bound(recallHitsText(a.Query, hits), limit), nil
+				hits = slices.DeleteFunc(hits, func(h SearchHit) bool { return exclude[h.MessageID] })
+				return bound(recallHitsText(a.Query, hits[:min(len(hits), recallHits)]), limit), nil
 			}
 			return "", errors.New(`give "query" (what to find) or "message_id" (what to read)`)
 		},
@@ -324,7 +327,13 @@ func (l *loop) runnable() map[string]Tool {
 	for k, v := range l.tools {
 		m[k] = v
 	}
-	m[RecallTool] = l.s.recallTool(l.recallLimit())
+	exclude := map[string]bool{}
+	if l.turn != nil {
+		for _, msg := range l.turn.messages {
+			exclude[msg.ID] = true
+		}
+	}
+	m[RecallTool] = l.s.recallTool(l.recallLimit(), exclude)
 	return m
 }
 

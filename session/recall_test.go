@@ -233,6 +233,8 @@ func TestRecall_ToolSearchesAndReadsTheArchive(t *testing.T) {
 	require.Len(t, out, 2)
 	assert.Contains(t, out[0], "message "+archivedID+" [user], archived by compaction 1:")
 	assert.Contains(t, out[0], "«cobra»")
+	assert.NotContains(t, out[0], res.Messages[0].ID, "the turn's own question is in view, not a hit")
+	assert.NotContains(t, out[0], "pick «cobra»")
 	assert.Contains(t, out[1], "[message "+archivedID+", user]\nWe use the standard flag package, never cobra.\n")
 	assert.Contains(t, out[1], "Noted: flag, no cobra.")
 
