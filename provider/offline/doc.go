@@ -35,6 +35,9 @@
 //     instead: the reply quotes the sentence of the hits or messages read
 //     that shares the most content words with it, and where it was found
 //     ("From the archive (message ID, archived by compaction 1): ...").
+//     When no sentence of the hits' snippets holds half of the question's
+//     content words, the reply first reads the best hit's message in full
+//     (recall with its message_id) and answers from that.
 //  4. The last user message is a question ("?", a question word, "remember",
 //     "recall"). When the request offers the recall tool and neither Active
 //     nor the retained summary holds a sentence sharing at least half of

@@ -39,11 +39,15 @@ func recallCall(req *provider.Request, q string) ([]byte, bool) {
 // [role], where: snippet".
 var hitLine = regexp.MustCompile(`^- message (\S+) \[([^\]]+)\], ([^:]+): (.*)$`)
 
-// answerFromRecall answers the last user question from the recall tool's
-// results at the end of msgs (turn rule 3 for recall): the sentence of the
-// hits, or of the messages read, that shares the most content words with
-// the question, quoted with where it was found.
-func answerFromRecall(msgs []history.Message) (string, bool) {
+// fromRecall is the reply to the recall tool's results at the end of
+// req.Messages (turn rule 3 for recall), for the last user question: the
+// sentence of the hits, or of the messages read, that shares the most
+// content words with it, quoted with where it was found. When the best
+// sentence of the hits' snippets holds less than half of the question's
+// content words, the reply reads the best hit's message in full instead
+// (a recall call with its message_id), and answers from that.
+func fromRecall(req *provider.Request) (history.Message, bool) {
+	msgs := req.Messages
 	first := len(msgs)
 	for first > 0 && msgs[first-1].Role == history.RoleTool {
 		first--
@@ -56,10 +60,12 @@ func answerFromRecall(msgs []history.Message) (string, bool) {
 		}
 	}
 	words := contentWords(q)
+	reply := history.Message{Role: history.RoleAssistant}
 	var (
 		best      string
 		bestScore int
 		bestWhere string
+		topHit    string // the first hit's message ID, "" for a read
 		found     bool
 	)
 	for i := first; i < len(msgs); i++ {
@@ -68,7 +74,8 @@ func answerFromRecall(msgs []history.Message) (string, bool) {
 		}
 		found = true
 		if strings.HasPrefix(msgs[i].Text, "error:") {
-			return "I could not search the archive: " + truncate(collapse(msgs[i].Text), quoteChars), true
+			reply.Text = "I could not search the archive: " + truncate(collapse(msgs[i].Text), quoteChars)
+			return reply, true
 		}
 		where := "the archive"
 		for j, line := range strings.Split(msgs[i].Text, "\n") {
@@ -77,6 +84,9 @@ func answerFromRecall(msgs []history.Message) (string, bool) {
 			case m != nil:
 				text = m[4]
 				where = "message " + m[1] + ", " + m[3]
+				if topHit == "" {
+					topHit = m[1]
+				}
 			case j == 0:
 				continue // the answer's heading, which repeats the query
 			case strings.HasPrefix(line, "[message "):
@@ -94,11 +104,16 @@ func answerFromRecall(msgs []history.Message) (string, bool) {
 			}
 		}
 	}
-	if !found {
-		return "", false
+	switch {
+	case !found:
+		return reply, false
+	case topHit != "" && 2*bestScore < len(words):
+		reply.Text = "Calling " + recallTool + "."
+		reply.ToolCalls = []history.ToolCall{{ID: "call_" + requestHash(req), Name: recallTool, Arguments: object("message_id", topHit)}}
+	case bestScore == 0:
+		reply.Text = "The archive holds nothing about: " + lead(q, restateChars)
+	default:
+		reply.Text = "From the archive (" + bestWhere + "): \"" + truncate(collapse(best), quoteChars) + "\""
 	}
-	if bestScore == 0 {
-		return "The archive holds nothing about: " + lead(q, restateChars), true
-	}
-	return "From the archive (" + bestWhere + "): \"" + truncate(collapse(best), quoteChars) + "\"", true
+	return reply, true
 }

@@ -83,3 +83,23 @@ func TestRecall_AnswersFromTheToolResult(t *testing.T) {
 	reply = turn(t, &provider.Request{Messages: []history.Message{question, call, failed}, Tools: []provider.ToolSpec{recallSpec}})
 	assert.Equal(t, "I could not search the archive: error: tool recall failed: no index", reply.Text)
 }
+
+// Hits whose snippets hold too little of the question: the best hit is read
+// in full first.
+func TestRecall_WeakSnippetsReadTheBestHit(t *testing.T) {
+	question := history.Message{ID: "3", Role: history.RoleUser, Text: "What file mode does copyFile create dst with?"}
+	call := history.Message{ID: "4", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{{ID: "c1", Name: recallTool, Arguments: []byte(`{"query":"x"}`)}}}
+	hits := history.Message{ID: "5", Role: history.RoleTool, ToolCallID: "c1", Text: "1 message matches \"x\", best first:\n" +
+		"- message m-7 [tool read_file], archived by compaction 1: // falcon copies «files», the slow way.\n"}
+	reply := turn(t, &provider.Request{Messages: []history.Message{question, call, hits}, Tools: []provider.ToolSpec{recallSpec}})
+	require.Len(t, reply.ToolCalls, 1)
+	assert.Equal(t, recallTool, reply.ToolCalls[0].Name)
+	assert.JSONEq(t, `{"message_id":"m-7"}`, string(reply.ToolCalls[0].Arguments))
+
+	call2 := history.Message{ID: "6", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{{ID: "c2", Name: recallTool, Arguments: reply.ToolCalls[0].Arguments}}}
+	read := history.Message{ID: "7", Role: history.RoleTool, ToolCallID: "c2", Text: "1 message around message m-7, verbatim:\n\n[message m-7, result of read_file]\n" +
+		"// falcon copies files, the slow way.\n// copyFile copies src to dst, creating dst with mode 0644 or truncating it.\nfunc copyFile(src, dst string) (int64, error) {\n"}
+	reply = turn(t, &provider.Request{Messages: []history.Message{question, call, hits, call2, read}, Tools: []provider.ToolSpec{recallSpec}})
+	assert.Empty(t, reply.ToolCalls)
+	assert.Equal(t, `From the archive (message m-7, result of read_file): "// copyFile copies src to dst, creating dst with mode 0644 or truncating it."`, reply.Text)
+}

@@ -45,9 +45,8 @@ func turnReply(req *provider.Request) history.Message {
 				return reply
 			}
 		case history.RoleTool:
-			if text, ok := answerFromRecall(req.Messages); ok {
-				reply.Text = text
-				return reply
+			if r, ok := fromRecall(req); ok {
+				return r
 			}
 			reply.Text = reportToolResults(req.Messages)
 			return reply
