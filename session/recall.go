@@ -138,17 +138,26 @@ func (s *Session) segmentNumbers(ctx context.Context, ids []string) (map[string]
 // wrapping ErrInvalid and ErrUnknownMessage for an ID the session does not
 // hold, ctx's error, or the store's.
 func (s *Session) Messages(ctx context.Context, req MessagesRequest) ([]history.Message, error) {
+	msgs, _, err := s.messagesAround(ctx, req)
+	return msgs, err
+}
+
+// messagesAround is Messages, also returning the names of the tools the
+// messages' tool results answer (by call ID), which a window that starts
+// after the call does not show.
+func (s *Session) messagesAround(ctx context.Context, req MessagesRequest) ([]history.Message, map[string]string, error) {
 	switch {
 	case req.Around == "":
-		return nil, invalid("Messages needs a message ID (Around)")
+		return nil, nil, invalid("Messages needs a message ID (Around)")
 	case req.Before < 0 || req.After < 0:
-		return nil, invalid("Messages: Before (%d) and After (%d) must not be negative", req.Before, req.After)
+		return nil, nil, invalid("Messages: Before (%d) and After (%d) must not be negative", req.Before, req.After)
 	}
 	tl, err := s.store.Timeline(ctx, s.id)
 	if err != nil {
-		return nil, fmt.Errorf("session: read messages: %w", err)
+		return nil, nil, fmt.Errorf("session: read messages: %w", err)
 	}
 	msgs := make([]history.Message, 0, len(tl))
+	names := map[string]string{}
 	at := -1
 	for _, e := range tl {
 		if e.Message == nil {
@@ -157,14 +166,17 @@ func (s *Session) Messages(ctx context.Context, req MessagesRequest) ([]history.
 		if e.Message.ID == req.Around {
 			at = len(msgs)
 		}
+		for _, c := range e.Message.ToolCalls {
+			names[c.ID] = c.Name
+		}
 		msgs = append(msgs, *e.Message)
 	}
 	if at < 0 {
-		return nil, fmt.Errorf("%w: %w: %q", ErrInvalid, ErrUnknownMessage, req.Around)
+		return nil, nil, fmt.Errorf("%w: %w: %q", ErrInvalid, ErrUnknownMessage, req.Around)
 	}
 	from := max(0, at-req.Before)
 	to := at + 1 + min(req.After, len(msgs)-at-1)
-	return slices.Clone(msgs[from:to]), nil
+	return slices.Clone(msgs[from:to]), names, nil
 }
 
 // searcherOf is the Searcher of a session's store: the one it writes
@@ -225,11 +237,11 @@ func (s *Session) recallTool(limit int, exclude map[string]bool) Tool {
 			case a.Query != "" && a.MessageID != "":
 				return "", errors.New(`give either "query" or "message_id", not both`)
 			case a.MessageID != "":
-				msgs, err := s.Messages(ctx, MessagesRequest{Around: a.MessageID, Before: a.Before, After: a.After})
+				msgs, names, err := s.messagesAround(ctx, MessagesRequest{Around: a.MessageID, Before: a.Before, After: a.After})
 				if err != nil {
 					return "", err
 				}
-				return bound(recallMessages(a.MessageID, msgs), limit), nil
+				return bound(recallMessages(a.MessageID, msgs, names), limit), nil
 			case a.Query != "":
 				hits, err := s.Search(ctx, SearchRequest{Query: a.Query, Limit: recallHits + len(exclude)})
 				if err != nil {
@@ -266,10 +278,9 @@ func recallHitsText(query string, hits []SearchHit) string {
 
 // recallMessages is the recall tool's answer to a read: each message with
 // its ID and role, verbatim.
-func recallMessages(around string, msgs []history.Message) string {
+func recallMessages(around string, msgs []history.Message, names map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s around message %s, verbatim:\n", plural(len(msgs), "message"), around)
-	names := map[string]string{}
 	for _, m := range msgs {
 		switch m.Role {
 		case history.RoleTool:
@@ -281,7 +292,6 @@ func recallMessages(around string, msgs []history.Message) string {
 		default:
 			fmt.Fprintf(&b, "\n[message %s, %s]\n%s\n", m.ID, m.Role, m.Text)
 			for _, c := range m.ToolCalls {
-				names[c.ID] = c.Name
 				fmt.Fprintf(&b, "(called %s %s)\n", c.Name, c.Arguments)
 			}
 		}

@@ -520,3 +520,18 @@ func mustActive(t *testing.T, s *session.Session) []history.Message {
 	require.NoError(t, err)
 	return a
 }
+
+// A read of a tool result alone names the tool it answers.
+func TestRecall_ReadOfAToolResultNamesItsTool(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{Recall: true, Store: newSearchStore(), Tools: []session.Tool{echoTool()}})
+	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{call("e1", "echo", `{"text":"hi"}`)}}, providertest.Reply{Text: "ok"})
+	res := wait(t, mustPrompt(t, s, "echo hi"))
+	require.NoError(t, res.Err)
+	result := res.Messages[2]
+	require.Equal(t, history.RoleTool, result.Role)
+	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{call("r1", session.RecallTool, fmt.Sprintf(`{"message_id":%q}`, result.ID))}}, providertest.Reply{Text: "ok"})
+	res = wait(t, mustPrompt(t, s, "read it"))
+	require.NoError(t, res.Err)
+	assert.Equal(t, fmt.Sprintf("1 message around message %s, verbatim:\n\n[message %s, result of echo]\necho {\"text\":\"hi\"}\n", result.ID, result.ID), toolResults(res.Messages)[0])
+}
