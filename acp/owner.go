@@ -686,6 +686,9 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 	if capable {
 		u := a.terminalUpdate(id, status, summary, res.Error)
 		if status == CompactionCompleted && res.Fidelity.Facts > 0 {
+			// A v1 client replaces the entity's _meta with this one: the
+			// trigger stays in it.
+			u.Meta = withMeta(u.Meta, "trigger", string(res.Trigger))
 			u.Meta = withMeta(u.Meta, "fidelity", fidelityMeta(res.Fidelity))
 		}
 		a.enqueue(u)

@@ -33,6 +33,23 @@ func fidelityMeta(f history.Fidelity) map[string]any {
 	return m
 }
 
+// fidelityOf reads the fidelity a sessionkit agent puts in a completed
+// compaction entity's _meta; zero for other agents.
+func fidelityOf(meta map[string]any) history.Fidelity {
+	m, _ := meta[MetaKey].(map[string]any)
+	f, _ := m["fidelity"].(map[string]any)
+	num := func(k string) int { n, _ := f[k].(float64); return int(n) }
+	out := history.Fidelity{Facts: num("facts"), Kept: num("kept")}
+	if missing, ok := f["missing"].([]any); ok {
+		for _, x := range missing[:min(len(missing), history.MaxFidelityMissing)] {
+			if s, ok := x.(string); ok {
+				out.Missing = append(out.Missing, s)
+			}
+		}
+	}
+	return out
+}
+
 // withMeta returns meta with key set to value under _meta.sessionkit, the
 // other keys of both kept.
 func withMeta(meta Optional[map[string]any], key string, value any) Optional[map[string]any] {

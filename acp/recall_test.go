@@ -1,6 +1,7 @@
 package acp_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -80,7 +81,38 @@ func TestRecall_CompletedCompactionCarriesFidelity(t *testing.T) {
 		}
 	}
 	require.NotNil(t, done)
-	assert.Equal(t, map[string]any{"sessionkit": map[string]any{"fidelity": map[string]any{
+	assert.Equal(t, map[string]any{"sessionkit": map[string]any{"trigger": "manual", "fidelity": map[string]any{
 		"facts": 4.0, "kept": 2.0, "missing": []any{"path: go.sum", "instruction: Never edit go.sum;"},
 	}}}, done["_meta"])
+}
+
+// A remote session reads the fidelity of a completed compaction, and keeps
+// its trigger (a v1 entity's _meta is replaced by the completed update's).
+func TestRecall_RemoteReadsFidelity(t *testing.T) {
+	c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
+	rs := ra.newSession(c, "")
+	sub, err := rs.Subscribe(context.Background(), session.SubscribeOptions{})
+	require.NoError(t, err)
+	defer sub.Close()
+	turn, err := rs.Prompt(context.Background(), session.PromptRequest{Text: "hi"})
+	require.NoError(t, err)
+	req := ra.read()
+	update := func(u string) {
+		ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":` + u + `}}`)
+	}
+	update(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress","_meta":{"sessionkit":{"trigger":"auto"}}}`)
+	update(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"completed","summary":[{"type":"text","text":"S"}],` +
+		`"_meta":{"sessionkit":{"trigger":"auto","fidelity":{"facts":3,"kept":1,"missing":["path: go.sum","url: https://example.com"]}}}}`)
+	ra.respond(req, `{"stopReason":"end_turn"}`)
+	require.NoError(t, wait(t, turn).Err)
+	for ev := range sub.Events() {
+		if c, ok := ev.Payload.(*session.CompactionEvent); ok && c.Phase == session.PhaseFinished {
+			want := history.Fidelity{Facts: 3, Kept: 1, Missing: []string{"path: go.sum", "url: https://example.com"}}
+			assert.Equal(t, want, c.Result.Fidelity)
+			assert.Equal(t, want, c.Result.Segment.Fidelity)
+			assert.Equal(t, session.TriggerAuto, c.Result.Trigger)
+			return
+		}
+	}
+	t.Fatal("no finished compaction")
 }
