@@ -11,6 +11,7 @@ import (
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -115,4 +116,37 @@ func TestRecall_RemoteReadsFidelity(t *testing.T) {
 		}
 	}
 	t.Fatal("no finished compaction")
+}
+
+// Through a real agent, in both protocol versions: an automatic compaction
+// with facts reaches a remote session as auto, with its fidelity.
+func TestRecall_RemoteAutoCompactionKeepsTriggerAndFidelity(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			fake := providertest.New()
+			fake.QueueTurn(providertest.Reply{Text: "I will edit internal/config/load.go.", Usage: provider.Usage{InputTokens: 10, OutputTokens: 2}},
+				providertest.Reply{Text: "ok", Usage: provider.Usage{InputTokens: 90, OutputTokens: 2}})
+			fake.QueueSummary(providertest.Reply{Text: "- editing a config loader"})
+			pa := startPipeAgentWith(t, fake, memstore.New(), acp.ServerOptions{Session: session.Config{AutoCompactTokens: 50}}, v.opts)
+			rs, err := pa.client.NewSession(context.Background(), "/project")
+			require.NoError(t, err)
+			sub, err := rs.Subscribe(context.Background(), session.SubscribeOptions{})
+			require.NoError(t, err)
+			defer sub.Close()
+			for _, p := range []string{"Fix internal/config/load.go.", "go on"} {
+				h, err := rs.Prompt(context.Background(), session.PromptRequest{Text: p})
+				require.NoError(t, err)
+				require.NoError(t, wait(t, h).Err)
+			}
+			for ev := range sub.Events() {
+				if c, ok := ev.Payload.(*session.CompactionEvent); ok && c.Phase == session.PhaseFinished {
+					require.True(t, c.Result.Compacted, c.Result.Error)
+					assert.Equal(t, session.TriggerAuto, c.Result.Trigger)
+					assert.Equal(t, history.Fidelity{Facts: 1, Kept: 0, Missing: []string{"path: internal/config/load.go"}}, c.Result.Fidelity)
+					return
+				}
+			}
+			t.Fatal("no finished compaction")
+		})
+	}
 }
