@@ -51,10 +51,12 @@ bench:
 	$(GO) test -run='^$$' -bench='CompactionOverhead' -benchtime=3x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='Open' -benchtime=100x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='IdleSession' -benchtime=1x ./session/
-	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/sqlite/
+	$(GO) test -run='^$$' -bench=. -skip='BenchmarkSearch|IndexCost' -benchtime=50x -benchmem ./history/sqlite/
+	$(GO) test -run='^$$' -bench='BenchmarkSearch|IndexCost' -benchtime=1000x ./history/sqlite/
 	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/postgres/
 	$(GO) test -run='^$$' -bench=. -benchtime=20x -benchmem ./compact/ ./provider/openai/
 	$(GO) test -run='^$$' -bench='NotificationThroughput|SummaryChunkLatency' -benchtime=20x ./acp/
+	$(GO) test -run='^$$' -bench='IdleSessions' -benchtime=1x ./acp/
 	$(GO) test -run='^$$' -bench=. -benchtime=1600x ./bench/storecmp/
 	$(GO) run ./bench/commitfsync
 

@@ -192,7 +192,11 @@ func (c *ToolClient) RequestPermission(ctx context.Context, toolCall ToolCallUpd
 			title = "Allow this tool call?"
 		}
 		if content, ok := toolCall.Content.Get(); ok {
-			toolCall.Content = Value(v2Content(content))
+			cwd := ""
+			if a := c.a.Load(); a != nil {
+				cwd = a.cwd
+			}
+			toolCall.Content = Value(v2Content(content, cwd))
 		}
 		params = RequestPermissionRequestV2{SessionID: c.sessionID(), Title: title, Subject: &PermissionSubject{ToolCall: toolCall}, Options: options}
 	}

@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // CommittedSegment, AssignSegments and MergeTimeline assemble what
@@ -31,7 +32,18 @@ func CommittedSegment(c *Commit, rec *CompactionRecord) *Segment {
 		SummaryModel:    c.SummaryModel,
 		ContextBefore:   c.ContextBefore,
 		ContextAfter:    c.ContextAfter,
+		Fidelity:        CloneFidelity(c.Fidelity),
 	}
+}
+
+// CloneFidelity returns f with a Missing of its own (nil when empty).
+func CloneFidelity(f Fidelity) Fidelity {
+	if len(f.Missing) == 0 {
+		f.Missing = nil
+	} else {
+		f.Missing = slices.Clone(f.Missing)
+	}
+	return f
 }
 
 // SegmentSpan is the range of timeline positions a [Segment]'s archived

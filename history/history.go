@@ -353,6 +353,10 @@ func CheckCommit(c *Commit, active int) error {
 		return fmt.Errorf("%w: commit archives %d messages of %d active", ErrInvalid, c.Archive, active)
 	case strings.TrimSpace(c.Summary) == "":
 		return fmt.Errorf("%w: commit has an empty summary", ErrInvalid)
+	case c.Fidelity.Facts < 0 || c.Fidelity.Kept < 0 || c.Fidelity.Kept > c.Fidelity.Facts:
+		return fmt.Errorf("%w: commit fidelity keeps %d of %d facts", ErrInvalid, c.Fidelity.Kept, c.Fidelity.Facts)
+	case len(c.Fidelity.Missing) > MaxFidelityMissing:
+		return fmt.Errorf("%w: commit fidelity lists %d missing facts, at most %d", ErrInvalid, len(c.Fidelity.Missing), MaxFidelityMissing)
 	}
 	return nil
 }

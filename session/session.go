@@ -209,7 +209,10 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		nextPos += int64(len(msgs))
 	}
 
-	elog, start := startNumbering(store, snap, created)
+	elog, start, err := startNumbering(ctx, store, snap, created)
+	if err != nil {
+		return nil, err
+	}
 
 	maxQueue := cfg.MaxQueue
 	if maxQueue == 0 {

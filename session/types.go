@@ -39,6 +39,10 @@ var (
 	// on a shared store was lost (another process took the session over):
 	// the session closed itself. It wraps ErrClosed and history.ErrFenced.
 	ErrLeaseLost = fmt.Errorf("%w: its lease was lost (%w)", ErrClosed, history.ErrFenced)
+	// ErrSeqExhausted is returned by Open for a session whose event
+	// sequence numbers are used up: numbering it once more would go beyond
+	// history.MaxSeq. It is never numbered silently past it.
+	ErrSeqExhausted = errors.New("session: the session's sequence numbers are used up")
 )
 
 // SlowSubscriberError is the Err of a subscription that was ended because
@@ -501,6 +505,15 @@ type CompactResult struct {
 	// Cancelled reports a compact_failed that was a cancellation (Handle.Cancel,
 	// Close, or an ACP session/cancel) rather than a failure.
 	Cancelled bool
+	// Note, when not empty, says something the user should know about a
+	// compaction that succeeded: ContextGrew's figures in words.
+	Note string
+	// ContextGrew reports a committed compaction whose ContextAfter is not
+	// smaller than ContextBefore (both known): it is committed all the same
+	// (the summary replaces the archived messages, as ever), and Note says
+	// so. Only live results carry it; a replayed result has no context
+	// figures.
+	ContextGrew bool
 	// Fidelity is how many of the archived prefix's facts the summary kept
 	// (compact.Fidelity), as the Segment records it; zero unless Compacted.
 	Fidelity history.Fidelity

@@ -10,11 +10,14 @@
 // as the model writes it, the Segment archived, and the context before and
 // after.
 //
-// The provider comes from the environment as for examples/acp-agent: with
-// ANTHROPIC_API_KEY a Claude model through provider/anthropic
+// The provider comes from the environment as for examples/acp-agent:
+// SESSIONKIT_PROVIDER (offline, openai or anthropic) names it; otherwise
+// with ANTHROPIC_API_KEY a Claude model through provider/anthropic
 // (ANTHROPIC_BASE_URL); otherwise, with OPENAI_API_KEY or OPENAI_BASE_URL,
-// any OpenAI-compatible model through provider/openai; otherwise the
-// offline provider, deterministic and without network. SESSIONKIT_MODEL
+// any OpenAI-compatible model through provider/openai; otherwise, with no
+// provider variable set at all, the offline provider, deterministic and
+// without network (a line on stderr says so). A variable set but not
+// enough (SESSIONKIT_MODEL alone, a blank key) is an error. SESSIONKIT_MODEL
 // names the model. A real model gets an automatic threshold suited to its
 // token counts. The first line of the output names the provider.
 //

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/textsearch"
 )
 
 // Store is an in-memory history store. It is safe for concurrent use.
@@ -45,6 +46,31 @@ type session struct {
 	updated     time.Time // of the last write
 	events      []history.LoggedEvent
 	lastSeq     uint64 // Through of the last EventBatch
+	// The word index of Search, kept by Append under the same lock as the
+	// messages: words maps a stem to the indexes into messages of the
+	// messages holding it, ascending; tools[i] is the name of the tool
+	// messages[i] answers.
+	words map[string][]int
+	tools []string
+}
+
+// index adds messages[i] to the word index.
+func (ss *session) index(i int) {
+	if ss.words == nil {
+		ss.words = make(map[string][]int)
+	}
+	tool := textsearch.ToolName(ss.messages, i, nil)
+	ss.tools = append(ss.tools, tool)
+	doc := textsearch.DocOf(&ss.messages[i], tool)
+	add := func(w string) bool {
+		t := textsearch.Term(w)
+		if l := ss.words[t]; len(l) == 0 || l[len(l)-1] != i {
+			ss.words[t] = append(l, i)
+		}
+		return true
+	}
+	textsearch.Words(doc.Text, add)
+	textsearch.Words(doc.Tool, add)
 }
 
 // touch advances the version of a write and records its time.
@@ -76,6 +102,7 @@ var (
 	_ history.Lister      = (*Store)(nil)
 	_ history.Uncompacter = (*Store)(nil)
 	_ history.EventLog    = (*Store)(nil)
+	_ history.Searcher    = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -224,6 +251,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 			ss.messages = append(ss.messages, m)
 			ss.positions = append(ss.positions, ss.nextPos)
 			ss.nextPos++
+			ss.index(len(ss.messages) - 1)
 		}
 		return nil
 	})
@@ -323,6 +351,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		ss.summary = c.Summary
 		out = new(history.Segment)
 		*out = seg.seg
+		out.Fidelity = history.CloneFidelity(seg.seg.Fidelity)
 		return nil
 	})
 	if err != nil {
@@ -372,6 +401,7 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 
 func (ss *session) segmentOf(s *segment) *history.Segment {
 	seg := s.seg
+	seg.Fidelity = history.CloneFidelity(seg.Fidelity)
 	seg.Messages = cloneMessages(ss.messages[s.from:s.upto])
 	return &seg
 }
@@ -506,4 +536,46 @@ func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) 
 		return nil, err
 	}
 	return out, nil
+}
+
+// Search implements [history.Searcher] over the session's word index: every
+// message holding a word of the query is a candidate, ranked by
+// internal/textsearch like the other stores rank theirs.
+func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (history.SearchPage, error) {
+	q, offset, limit, err := textsearch.Request(sq)
+	if err != nil {
+		return history.SearchPage{}, err
+	}
+	var page history.SearchPage
+	err = s.view(ctx, id, func(ss *session) error {
+		st := textsearch.Stats{N: len(ss.messages), DF: make([]int, len(q.Terms))}
+		var idx []int
+		for i, t := range q.Terms {
+			l := ss.words[t]
+			st.DF[i] = len(l)
+			idx = append(idx, l...)
+		}
+		slices.Sort(idx)
+		idx = slices.Compact(idx)
+		var spans []history.SegmentSpan
+		var ids []string
+		for _, g := range ss.segments {
+			if !g.seg.Undone() {
+				spans = append(spans, history.SegmentSpan{From: int64(g.from), To: int64(g.upto - 1)})
+				ids = append(ids, g.seg.ID)
+			}
+		}
+		cands := make([]textsearch.Candidate, len(idx))
+		for k, i := range idx {
+			cands[k] = textsearch.Candidate{
+				Message:   cloneMessages(ss.messages[i : i+1])[0],
+				Position:  ss.positions[i],
+				SegmentID: textsearch.SegmentAt(int64(i), int64(ss.activeFrom), spans, ids),
+				ToolName:  ss.tools[i],
+			}
+		}
+		page = textsearch.Page(q, offset, limit, cands, st)
+		return nil
+	})
+	return page, err
 }

@@ -391,12 +391,17 @@ func (s *Store) append(ctx context.Context, id string, version uint64, msgs []hi
 	}
 	n := int64(len(msgs))
 	return s.write(ctx, op, id, version, l, reserve{pos: n, msgs: n}, func(tx pgx.Tx, st *state) error {
-		_, err := tx.Exec(ctx, `
-			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at)
-			SELECT $1, $2 + m.ord - 1, $3 + m.ord - 1, m.id, m.role, m.text, m.tool_calls, m.tool_call_id, m.steer, m.created_at
-			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[])
-				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, ord)`,
-			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts)
+		tools, docs, err := s.searchDocs(ctx, tx, id, st, msgs)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, search)
+			SELECT $1, $2 + m.ord - 1, $3 + m.ord - 1, m.id, m.role, m.text, m.tool_calls, m.tool_call_id, m.steer, m.created_at,
+				m.tool_name, to_tsvector('english', m.doc)
+			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[], $11::bytea[], $12::text[])
+				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, doc, ord)`,
+			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts, tools, docs)
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
@@ -546,10 +551,12 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		_, err = tx.Exec(ctx, `
 			UPDATE compactions SET status = 'completed', summary = $3, finished_at = $4,
 				segment_id = $5, from_pos = $6, to_pos = $7, input_tokens = $8, output_tokens = $9,
-				summary_provider = $10, summary_model = $11, context_before = $12, context_after = $13, commit_version = $14
+				summary_provider = $10, summary_model = $11, context_before = $12, context_after = $13, commit_version = $14,
+				fidelity_facts = $15, fidelity_kept = $16, fidelity_missing = $17
 			WHERE session_id = $1 AND compact_id = $2`,
 			bin(id), bin(c.CompactID), bin(c.Summary), at, bin(c.SegmentID), from, to, int64(c.InputTokens), int64(c.OutputTokens),
-			bin(c.SummaryProvider), bin(c.SummaryModel), int64(c.ContextBefore), int64(c.ContextAfter), int64(version)+1)
+			bin(c.SummaryProvider), bin(c.SummaryModel), int64(c.ContextBefore), int64(c.ContextAfter), int64(version)+1,
+			int64(c.Fidelity.Facts), int64(c.Fidelity.Kept), encodeMissing(c.Fidelity.Missing))
 		switch {
 		case isUniqueViolation(err):
 			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
@@ -635,7 +642,8 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		err = s.each(ctx, tx, op, `
 			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
 				input_tokens, output_tokens, pos, from_pos, to_pos,
-				summary_provider, summary_model, context_before, context_after, undo_id, undone_at
+				summary_provider, summary_model, context_before, context_after, undo_id, undone_at,
+				fidelity_facts, fidelity_kept, fidelity_missing
 			FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
 			ORDER BY COALESCE(commit_version, 0), from_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
 			var (
@@ -645,13 +653,16 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 				created, started, undoneAt        *int64
 				sp                                history.SegmentSpan
 				inTokens, outTokens               int64
-				before, after                     int64
+				before, after, facts, kept        int64
+				missing                           [][]byte
 			)
 			if err := rows.Scan(&segID, &compactID, &g.Trigger, &summary, &instrs, &created, &started,
 				&inTokens, &outTokens, &g.Position, &sp.From, &sp.To,
-				&sumProvider, &sumModel, &before, &after, &undoID, &undoneAt); err != nil {
+				&sumProvider, &sumModel, &before, &after, &undoID, &undoneAt,
+				&facts, &kept, &missing); err != nil {
 				return err
 			}
+			g.Fidelity = history.Fidelity{Facts: int(facts), Kept: int(kept), Missing: decodeMissing(missing)}
 			g.ID, g.CompactID, g.Summary, g.Instructions = string(segID), string(compactID), string(summary), string(instrs)
 			g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
 			g.InputTokens, g.OutputTokens = int(inTokens), int(outTokens)

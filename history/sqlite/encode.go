@@ -222,19 +222,24 @@ func decodeMessage(rows *sql.Rows, pos *int64) (history.Message, error) {
 	if err != nil {
 		return m, err
 	}
-	toolCalls, err := decodeBody(body, &m)
+	return m, decodeBodyCalls(body, &m)
+}
+
+// decodeBodyCalls sets the fields of m from body, tool calls included.
+func decodeBodyCalls(body []byte, m *history.Message) error {
+	toolCalls, err := decodeBody(body, m)
 	if err != nil {
-		return m, err
+		return err
 	}
 	if toolCalls != nil {
 		var calls []toolCallJSON
 		if err := json.Unmarshal(toolCalls, &calls); err != nil {
-			return m, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+			return fmt.Errorf("message %s: tool calls: %w", m.ID, err)
 		}
 		m.ToolCalls = make([]history.ToolCall, len(calls))
 		for i, c := range calls {
 			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
 		}
 	}
-	return m, nil
+	return nil
 }

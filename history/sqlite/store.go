@@ -47,6 +47,7 @@ type state struct {
 	archived     int64 // messages before the watermark
 	messageCount int64 // messages ever appended; the next message's seq
 	nextPos      int64 // the next timeline position
+	num          int64 // the session's number (search.go)
 }
 
 // active is the number of Active messages.
@@ -133,7 +134,7 @@ func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uin
 	} else {
 		row = tx.StmtContext(ctx, s.c.stmts.swapLeased).QueryRowContext(ctx, now, advance, msgs, id, v, int64(s.l.Token()))
 	}
-	err := row.Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
+	err := row.Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos, &st.num)
 	if err == nil {
 		st.messageCount -= msgs
 		st.nextPos -= advance
@@ -183,7 +184,8 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	}
 	err := s.exec(ctx, "create", n.ID, false, func(ctx context.Context, tx *sql.Tx) error {
 		now := time.Now().UnixNano()
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at, num)
+			VALUES (?, 1, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions))`,
 			n.ID, nullBytes(n.Config), n.Title, n.Cwd, now, now)
 		switch {
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
@@ -321,7 +323,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 			pos++
 			seq++
 		}
-		return nil
+		return s.index(ctx, tx, id, st, msgs)
 	})
 }
 
@@ -454,13 +456,19 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		if err != nil {
 			return err
 		}
+		missing, err := encodeMissing(c.Fidelity.Missing)
+		if err != nil {
+			return fmt.Errorf("%w: fidelity: %v", history.ErrInvalid, err)
+		}
 		_, err = tx.ExecContext(ctx, `
 			UPDATE compactions SET status = 'completed', summary = ?, finished_at = ?,
 				segment_id = ?, from_pos = ?, to_pos = ?, input_tokens = ?, output_tokens = ?,
-				summary_provider = ?, summary_model = ?, context_before = ?, context_after = ?, commit_version = ?
+				summary_provider = ?, summary_model = ?, context_before = ?, context_after = ?, commit_version = ?,
+				fidelity_facts = ?, fidelity_kept = ?, fidelity_missing = ?
 			WHERE session_id = ? AND compact_id = ?`,
 			c.Summary, at, c.SegmentID, from, to, c.InputTokens, c.OutputTokens,
-			c.SummaryProvider, c.SummaryModel, c.ContextBefore, c.ContextAfter, int64(version)+1, id, c.CompactID)
+			c.SummaryProvider, c.SummaryModel, c.ContextBefore, c.ContextAfter, int64(version)+1,
+			c.Fidelity.Facts, c.Fidelity.Kept, missing, id, c.CompactID)
 		switch {
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE):
 			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
@@ -540,7 +548,8 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		err = s.each(ctx, tx, op, `
 			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
 				input_tokens, output_tokens, pos, from_pos, to_pos,
-				summary_provider, summary_model, context_before, context_after, undo_id, undone_at
+				summary_provider, summary_model, context_before, context_after, undo_id, undone_at,
+				fidelity_facts, fidelity_kept, fidelity_missing
 			FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL
 			ORDER BY COALESCE(commit_version, 0), from_pos`, []any{id}, func(rows *sql.Rows) error {
 			var (
@@ -549,12 +558,19 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 				sp                       history.SegmentSpan
 				inTokens, outTokns       int64
 				before, after            int64
-				undoID                   sql.NullString
+				undoID, missing          sql.NullString
+				facts, kept              int64
 			)
 			if err := rows.Scan(&g.ID, &g.CompactID, &g.Trigger, &g.Summary, &g.Instructions, &created, &started,
 				&inTokens, &outTokns, &g.Position, &sp.From, &sp.To,
-				&g.SummaryProvider, &g.SummaryModel, &before, &after, &undoID, &undoAt); err != nil {
+				&g.SummaryProvider, &g.SummaryModel, &before, &after, &undoID, &undoAt,
+				&facts, &kept, &missing); err != nil {
 				return err
+			}
+			g.Fidelity.Facts, g.Fidelity.Kept = int(facts), int(kept)
+			var err error
+			if g.Fidelity.Missing, err = decodeMissing(missing); err != nil {
+				return fmt.Errorf("segment %s: fidelity: %w", g.ID, err)
 			}
 			g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
 			g.InputTokens, g.OutputTokens = int(inTokens), int(outTokns)
