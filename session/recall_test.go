@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/provider/providertest"
@@ -534,4 +536,63 @@ func TestRecall_ReadOfAToolResultNamesItsTool(t *testing.T) {
 	res = wait(t, mustPrompt(t, s, "read it"))
 	require.NoError(t, res.Err)
 	assert.Equal(t, fmt.Sprintf("1 message around message %s, verbatim:\n\n[message %s, result of echo]\necho {\"text\":\"hi\"}\n", result.ID, result.ID), toolResults(res.Messages)[0])
+}
+
+// The same through the stores of sessionkit: memstore and a SQLite file.
+// The model's recall finds the archived fact, Search numbers its
+// compaction, Messages reads it verbatim, and the store keeps the
+// Segment's fidelity.
+func TestRecall_RealStores(t *testing.T) {
+	for name, open := range map[string]func(t *testing.T) history.Store{
+		"memstore": func(*testing.T) history.Store { return memstore.New() },
+		"sqlite": func(t *testing.T) history.Store {
+			st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			short := func(_ context.Context, p *session.CompactPlan) error { p.Summary = "- a CLI in Go"; return nil }
+			s := newSession(t, offline.New(), session.Config{Recall: true, Store: open(t), BeforeCompact: short})
+			for _, p := range []string{
+				"Releases are tagged vMAJOR.MINOR.PATCH and built with -trimpath.",
+				"We write the CLI in Go, in cmd/falcon/main.go.",
+				"Add a -version flag.",
+				"Then the tests.",
+			} {
+				require.NoError(t, wait(t, mustPrompt(t, s, p)).Err)
+			}
+			h, err := s.Compact(ctxT(t), session.CompactRequest{Through: mustActive(t, s)[3].ID})
+			require.NoError(t, err)
+			comp := wait(t, h)
+			require.True(t, comp.Compacted, comp.Error)
+
+			res := wait(t, mustPrompt(t, s, "How are releases tagged and built?"))
+			require.NoError(t, res.Err)
+			require.NotEmpty(t, res.Messages[1].ToolCalls)
+			assert.Equal(t, session.RecallTool, res.Messages[1].ToolCalls[0].Name)
+			last := res.Messages[len(res.Messages)-1].Text
+			assert.True(t, strings.HasPrefix(last, "From the archive (message "), last)
+			assert.Contains(t, last, "-trimpath")
+
+			segs, err := s.Segments(ctxT(t))
+			require.NoError(t, err)
+			require.Len(t, segs, 1)
+			fact := segs[0].Messages[0]
+			hits, err := s.Search(ctxT(t), session.SearchRequest{Query: "why is the binary built with trimpath"})
+			require.NoError(t, err)
+			require.NotEmpty(t, hits)
+			assert.Equal(t, fact.ID, hits[0].MessageID)
+			assert.Equal(t, segs[0].ID, hits[0].SegmentID)
+			assert.Equal(t, 1, hits[0].Compaction)
+
+			msgs, err := s.Messages(ctxT(t), session.MessagesRequest{Around: fact.ID, After: 1})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"user:" + fact.Text, "assistant:" + segs[0].Messages[1].Text}, texts(msgs))
+
+			assert.Equal(t, comp.Fidelity, segs[0].Fidelity, "the store keeps the fidelity it was given")
+			assert.Equal(t, history.Fidelity{Facts: 1, Missing: []string{"path: cmd/falcon/main.go"}}, segs[0].Fidelity)
+		})
+	}
 }
