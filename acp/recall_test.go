@@ -52,7 +52,15 @@ func TestRecall_ToolCallsShownAsSearchAndRead(t *testing.T) {
 		assert.Equal(t, "read", calls["r2"]["kind"], when)
 		assert.Equal(t, "Recall message m-1", calls["r2"]["title"], when)
 	}
-	check(updates(t, c.take()), "live")
+	live := updates(t, c.take())
+	check(live, "live")
+	status := map[string]any{}
+	for _, u := range live {
+		if u["sessionUpdate"] == "tool_call_update" {
+			status[u["toolCallId"].(string)] = u["status"]
+		}
+	}
+	assert.Equal(t, map[string]any{"r1": "completed", "r2": "failed"}, status, "the search ran; m-1 is no message of the session")
 	require.NoError(t, c.conn.Close())
 
 	c2 := serve(t, providertest.New(), store, opts)
