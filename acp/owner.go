@@ -552,12 +552,18 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 	}
 }
 
-// display is how tool call c (with its result, when given) is shown.
+// display is how tool call c (with its result, when given) is shown: as
+// Toolset.Describe says, and a call of the session's built-in recall tool
+// that it does not describe as recallDisplay says.
 func (a *agentSession) display(c history.ToolCall, result *history.Message) ToolCallDisplay {
-	if a.describe == nil || c.Name == "" {
-		return ToolCallDisplay{}
+	var d ToolCallDisplay
+	if a.describe != nil && c.Name != "" {
+		d = a.describe(c, result)
 	}
-	return a.describe(c, result)
+	if c.Name == session.RecallTool && d.Title == "" && d.Kind == "" {
+		return recallDisplay(c)
+	}
+	return d
 }
 
 // toolResult is the final tool_call_update of call c with result m, as d
@@ -686,6 +692,14 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 	if capable {
 		u := a.terminalUpdate(id, status, summary, res.Error)
 		grewMeta(u, res)
+		if status == CompactionCompleted && res.Fidelity.Facts > 0 {
+			u.Meta = withMeta(u.Meta, "fidelity", fidelityMeta(res.Fidelity))
+		}
+		if _, ok := u.Meta.Get(); ok {
+			// A v1 client replaces the entity's _meta with this one: the
+			// trigger stays in it.
+			u.Meta = withMeta(u.Meta, "trigger", string(res.Trigger))
+		}
 		a.enqueue(u)
 		return
 	}

@@ -284,8 +284,9 @@ func (l *loop) commitCompaction(k *compaction) {
 		ContextBefore:   k.before,
 		ContextAfter:    after,
 	}
-	w, v, rec, archived := l.writer(), l.version, k.rec, l.archived
+	w, v, rec, archived, prefix := l.writer(), l.version, k.rec, l.archived, k.in.Prefix
 	l.submit(func(progress) func(*loop) {
+		commit.Fidelity = compact.Fidelity(prefix, sum.Text)
 		commit.At = time.Now()
 		rec.FinishedAt = commit.At
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
@@ -299,6 +300,7 @@ func (l *loop) commitCompaction(k *compaction) {
 				return
 			}
 			seg.Messages = k.in.Prefix // the store does not read them back (O(1) commit)
+			seg.Fidelity = commit.Fidelity
 			l.version = nv
 			l.active = slices.Clone(l.active[k.archive:])
 			l.summary = seg.Summary
@@ -307,7 +309,7 @@ func (l *loop) commitCompaction(k *compaction) {
 			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural(k.archive, "message") + " into a summary.", CompactID: c.id})
 			res := CompactResult{
 				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,
-				ContextBefore: k.before, ContextAfter: after, LeftOut: sum.LeftOut,
+				ContextBefore: k.before, ContextAfter: after, LeftOut: sum.LeftOut, Fidelity: commit.Fidelity,
 			}
 			res.ContextGrew, res.Note = contextNote(k.before, after)
 			l.finishCompaction(c, res)

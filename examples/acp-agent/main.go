@@ -113,6 +113,7 @@ type config struct {
 	deltaSize     int
 	allowAll      bool
 	verbose       bool
+	recall        bool
 	sandbox       sandbox.Policy // run_command's mode, network and added environment
 	maxSessions   int
 	provider      string
@@ -140,6 +141,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
 	flags.BoolVar(&c.allowAll, "allow-all", false, "never ask the user's permission before write_file, edit_file and run_command (for scripts)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
+	flags.BoolVar(&c.recall, "recall", true, "give the model the recall tool, which searches and reads the archived conversation (-recall=false turns it off)")
 	c.sandbox.Mode = sandbox.Auto
 	flags.Func("sandbox", "run_command's Landlock sandbox: off, auto (confine where the kernel can, warn elsewhere) or required (refuse commands where it cannot) (default auto)", func(s string) error {
 		m, err := sandbox.ParseMode(s)
@@ -259,6 +261,7 @@ func run(args []string) error {
 			AutoCompactTokens: c.autoTokens,
 			Tools:             demoTools,
 			Logger:            log,
+			Recall:            c.recall,
 		},
 		SessionTools:  workspaceTools(workspace.Options{AllowAll: c.allowAll, Sandbox: c.sandbox}),
 		OmitSummaries: c.omit,
