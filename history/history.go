@@ -19,6 +19,9 @@
 // [Lister] and [Uncompacter]; the SQLite and PostgreSQL stores also
 // implement [Leaser], and [LeaseReader] for programs that only read
 // (cmd/sessionkit). All pass the conformance suites in history/historytest.
+// A store of your own builds on history/storekit, the package for people
+// writing a Store (the checks of each write, the assembly of Timeline and
+// Segments from rows, the list cursor), and runs the same suites.
 //
 //	store, err := sqlite.Open("sessions.db")
 //	if err != nil { ... }
