@@ -75,8 +75,8 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
-	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/fromenv"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/provider/openai"
 	"github.com/sessionkit/sessionkit/session"
@@ -94,11 +94,8 @@ func main() {
 // variables or store path), found before anything is served; 1 for a
 // failure while serving.
 func agentMain(args []string) int {
-	return envconfig.Status(os.Stderr, "acp-agent", run(args))
+	return exitStatus(os.Stderr, "acp-agent", run(args))
 }
-
-// usagef is envconfig.Usagef: a startup error of exit status 2.
-var usagef = envconfig.Usagef
 
 // config is the agent's command line, checked.
 type config struct {
@@ -124,13 +121,13 @@ type config struct {
 }
 
 // parseFlags parses and checks the command line. Every error is an
-// *envconfig.UsageError of one line that names the flag or argument at fault; -h
+// *usageError of one line that names the flag or argument at fault; -h
 // prints the usage and returns flag.ErrHelp.
 func parseFlags(args []string) (*config, error) {
 	var c config
 	flags := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
 	flags.SetOutput(io.Discard) // errors are printed on one line by agentMain
-	flags.StringVar(&c.store, "store", envconfig.DefaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
+	flags.StringVar(&c.store, "store", defaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
 	flags.DurationVar(&c.leaseTTL, "lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
 	flags.IntVar(&c.autoTokens, "auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
 	flags.IntVar(&c.contextWindow, "context-window", 0, "context window reported in usage_update (0 = 128000)")
@@ -225,7 +222,7 @@ func run(args []string) error {
 	defer func() { _ = log.Sync() }()
 
 	var notice strings.Builder // printed once the store is open: startup errors stay one line
-	prov, name, err := envconfig.Select(envconfig.Selection{
+	prov, name, err := fromenv.Select(fromenv.Selection{
 		Name: c.provider, From: "--provider",
 		RequestTimeout: c.reqTimeout, IdleTimeout: c.idleTimeout,
 		Log: log, Notice: &notice,
@@ -233,9 +230,9 @@ func run(args []string) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	prov = envconfig.LogWaits(prov, log, c.waitLog)
-	if c.deltaSize > 0 && name == envconfig.Offline {
-		prov = envconfig.LogWaits(offline.New(offline.WithDeltaSize(c.deltaSize)), log, c.waitLog)
+	prov = logWaits(prov, log, c.waitLog)
+	if c.deltaSize > 0 && name == fromenv.Offline {
+		prov = logWaits(offline.New(offline.WithDeltaSize(c.deltaSize)), log, c.waitLog)
 	}
 	if c.summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
@@ -322,7 +319,7 @@ type closingStore interface {
 // a path that is a directory or cannot be written, is a *usageError that
 // names -store (and never shows a password).
 func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closingStore, string, error) {
-	if envconfig.IsPostgresURL(spec) {
+	if isPostgresURL(spec) {
 		where := postgres.Redact(spec)
 		if _, err := url.Parse(spec); err != nil {
 			return nil, "", usagef("-store %s: not a valid postgres:// URL (%s)", where, redactedParseError(err))
@@ -393,7 +390,7 @@ func pathReason(err error) error {
 // chooseProvider picks the provider from the environment (see the command's
 // documentation): Anthropic first, then OpenAI, then offline.
 func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
-	return envconfig.Select(envconfig.Selection{Log: log})
+	return fromenv.Select(fromenv.Selection{Log: log})
 }
 
 // version is the one line of --version: the module's version (a tagged

@@ -12,7 +12,6 @@ import (
 
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/history"
-	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
@@ -35,7 +34,7 @@ func TestSandboxFlagErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			status, stdout, stderr := runAgent(t, bin, append([]string{"--store", store}, tt.args...), nil)
-			assert.Equal(t, envconfig.ExitUsage, status, "stderr: %s", stderr)
+			assert.Equal(t, exitUsage, status, "stderr: %s", stderr)
 			assert.Empty(t, stdout, "nothing is served")
 			line := strings.TrimSuffix(stderr, "\n")
 			assert.NotContains(t, line, "\n", "one line")

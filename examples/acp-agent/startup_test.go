@@ -13,8 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sessionkit/sessionkit/internal/envconfig"
 )
 
 var (
@@ -122,7 +120,7 @@ func TestStartupErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, stdout, stderr := runAgent(t, bin, tt.args, tt.env)
-			assert.Equal(t, envconfig.ExitUsage, status, "stderr: %s", stderr)
+			assert.Equal(t, exitUsage, status, "stderr: %s", stderr)
 			assert.Empty(t, stdout, "nothing is served")
 			line := strings.TrimSuffix(stderr, "\n")
 			assert.NotContains(t, line, "\n", "one line")

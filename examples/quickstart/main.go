@@ -37,8 +37,8 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/sqlite"
-	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/fromenv"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -49,13 +49,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "quickstart: unexpected argument %q (the only flag is -dir)\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	p, name, err := envconfig.Provider(nil)
+	p, name, err := fromenv.Provider(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(2)
 	}
 	threshold := offlineThreshold
-	if name != envconfig.Offline {
+	if name != fromenv.Offline {
 		threshold = modelThreshold
 	}
 	if err := run(context.Background(), os.Stdout, *dir, name, p, threshold); err != nil {
@@ -186,7 +186,7 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	}
 	defer store.Close()
 	about := "deterministic, no network; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model"
-	if name != envconfig.Offline {
+	if name != fromenv.Offline {
 		about = "a real model: requests go to its API"
 	}
 	fmt.Fprintf(out, "provider %s (%s)\nstore    %s\nautomatic compaction when the model reports %d tokens of context\n", name, about, path, threshold)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 	"github.com/sessionkit/sessionkit/internal/textsearch"
 )
 
@@ -192,7 +193,7 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	if n.ID == "" {
 		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
 	}
-	if err := history.CheckConfig(n.Config); err != nil {
+	if err := storekit.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -243,7 +244,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 
 // Append implements [history.Store].
 func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
-	if err := history.CheckMessages(msgs); err != nil {
+	if err := storekit.CheckMessages(msgs); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {
@@ -259,7 +260,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 
 // SetConfig implements [history.Store].
 func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
-	if err := history.CheckConfig(config); err != nil {
+	if err := storekit.CheckConfig(config); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {
@@ -274,7 +275,7 @@ func (ss *session) compaction(compactID string) int {
 
 // BeginCompaction implements [history.Store].
 func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
-	if err := history.CheckBegin(&rec); err != nil {
+	if err := storekit.CheckBegin(&rec); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {
@@ -308,7 +309,7 @@ func (ss *session) inProgress(compactID string) (int, error) {
 
 // FinishCompaction implements [history.Store].
 func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
-	if err := history.CheckFinish(status); err != nil {
+	if err := storekit.CheckFinish(status); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {
@@ -327,7 +328,7 @@ func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64,
 func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
 	var out *history.Segment
 	v, err := s.update(ctx, id, version, func(ss *session) error {
-		if err := history.CheckCommit(&c, len(ss.messages)-ss.activeFrom); err != nil {
+		if err := storekit.CheckCommit(&c, len(ss.messages)-ss.activeFrom); err != nil {
 			return err
 		}
 		i, err := ss.inProgress(c.CompactID)
@@ -351,7 +352,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		ss.summary = c.Summary
 		out = new(history.Segment)
 		*out = seg.seg
-		out.Fidelity = history.CloneFidelity(seg.seg.Fidelity)
+		out.Fidelity = seg.seg.Fidelity.Clone()
 		return nil
 	})
 	if err != nil {
@@ -362,7 +363,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 
 // Uncompact implements [history.Uncompacter].
 func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
-	if err := history.CheckUncompaction(&u); err != nil {
+	if err := storekit.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
 	}
 	var rec *history.UncompactionRecord
@@ -401,7 +402,7 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 
 func (ss *session) segmentOf(s *segment) *history.Segment {
 	seg := s.seg
-	seg.Fidelity = history.CloneFidelity(seg.Fidelity)
+	seg.Fidelity = seg.Fidelity.Clone()
 	seg.Messages = cloneMessages(ss.messages[s.from:s.upto])
 	return &seg
 }
@@ -448,7 +449,7 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if ss.activeFrom < len(ss.positions) {
 			activeFrom = ss.positions[ss.activeFrom]
 		}
-		out = history.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
+		out = storekit.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
 			slices.Clone(ss.compactions), slices.Clone(ss.undos), activeFrom)
 		return nil
 	})
@@ -469,7 +470,7 @@ func cloneMessages(msgs []history.Message) []history.Message {
 
 // ListSessions implements [history.Lister].
 func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (history.SessionPage, error) {
-	limit, after, err := history.ParseList(opts)
+	limit, after, err := storekit.ParseList(opts)
 	if err != nil {
 		return history.SessionPage{}, err
 	}
@@ -494,13 +495,13 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 		}
 		return strings.Compare(b.ID, a.ID)
 	})
-	return history.Page(all[:min(len(all), limit+1)], limit), nil
+	return storekit.Page(all[:min(len(all), limit+1)], limit), nil
 }
 
 // LogEvents implements [history.EventLog].
 func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
 	return s.view(ctx, id, func(ss *session) error {
-		if err := history.CheckEventBatch(&b, ss.lastSeq); err != nil {
+		if err := storekit.CheckEventBatch(&b, ss.lastSeq); err != nil {
 			return err
 		}
 		for _, e := range b.Events {
@@ -557,11 +558,11 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		}
 		slices.Sort(idx)
 		idx = slices.Compact(idx)
-		var spans []history.SegmentSpan
+		var spans []storekit.SegmentSpan
 		var ids []string
 		for _, g := range ss.segments {
 			if !g.seg.Undone() {
-				spans = append(spans, history.SegmentSpan{From: int64(g.from), To: int64(g.upto - 1)})
+				spans = append(spans, storekit.SegmentSpan{From: int64(g.from), To: int64(g.upto - 1)})
 				ids = append(ids, g.seg.ID)
 			}
 		}

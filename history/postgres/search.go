@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 	"github.com/sessionkit/sessionkit/internal/textsearch"
 )
 
@@ -129,7 +130,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			}
 		}
 		var (
-			spans []history.SegmentSpan
+			spans []storekit.SegmentSpan
 			ids   []string
 		)
 		err = s.each(ctx, tx, op, `
@@ -137,7 +138,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
 			var (
 				g  []byte
-				sp history.SegmentSpan
+				sp storekit.SegmentSpan
 			)
 			if err := rows.Scan(&g, &sp.From, &sp.To); err != nil {
 				return err

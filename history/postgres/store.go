@@ -14,6 +14,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // The writes and reads below have the same steps as those of the other SQL
@@ -237,7 +238,7 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	if n.ID == "" {
 		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
 	}
-	if err := history.CheckConfig(n.Config); err != nil {
+	if err := storekit.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
 	if err := s.admit(ctx); err != nil {
@@ -382,7 +383,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 // append is Append, fenced by l when l is not nil.
 func (s *Store) append(ctx context.Context, id string, version uint64, msgs []history.Message, l *lease) (uint64, error) {
 	const op = "append"
-	if err := history.CheckMessages(msgs); err != nil {
+	if err := storekit.CheckMessages(msgs); err != nil {
 		return 0, err
 	}
 	b, err := encodeMessages(msgs)
@@ -417,7 +418,7 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 // setConfig is SetConfig, fenced by l when l is not nil.
 func (s *Store) setConfig(ctx context.Context, id string, version uint64, config json.RawMessage, l *lease) (uint64, error) {
 	const op = "set config"
-	if err := history.CheckConfig(config); err != nil {
+	if err := storekit.CheckConfig(config); err != nil {
 		return 0, err
 	}
 	return s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
@@ -437,7 +438,7 @@ func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, 
 // beginCompaction is BeginCompaction, fenced by l when l is not nil.
 func (s *Store) beginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord, l *lease) (uint64, error) {
 	const op = "begin compaction"
-	if err := history.CheckBegin(&rec); err != nil {
+	if err := storekit.CheckBegin(&rec); err != nil {
 		return 0, err
 	}
 	started, err := encodeTime(rec.StartedAt)
@@ -496,7 +497,7 @@ func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64,
 // finishCompaction is FinishCompaction, fenced by l when l is not nil.
 func (s *Store) finishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time, l *lease) (uint64, error) {
 	const op = "finish compaction"
-	if err := history.CheckFinish(status); err != nil {
+	if err := storekit.CheckFinish(status); err != nil {
 		return 0, err
 	}
 	finished, err := encodeTime(at)
@@ -533,7 +534,7 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 	}
 	var seg *history.Segment
 	v, err := s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, st *state) error {
-		if err := history.CheckCommit(&c, int(st.active())); err != nil {
+		if err := storekit.CheckCommit(&c, int(st.active())); err != nil {
 			return err
 		}
 		rec, err := s.inProgress(ctx, tx, op, id, c.CompactID)
@@ -651,7 +652,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 				segID, compactID, summary, instrs []byte
 				sumProvider, sumModel, undoID     []byte
 				created, started, undoneAt        *int64
-				sp                                history.SegmentSpan
+				sp                                storekit.SegmentSpan
 				inTokens, outTokens               int64
 				before, after, facts, kept        int64
 				missing                           [][]byte
@@ -681,7 +682,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 			return s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos < $2 ORDER BY pos`, bin(id), activeFrom)
 		}, func(err error) error {
 			return fmt.Errorf("postgres: %s: session %q: %w", op, id, err)
-		}, func(sp history.SegmentSpan) ([]history.Message, error) {
+		}, func(sp storekit.SegmentSpan) ([]history.Message, error) {
 			_, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos BETWEEN $2 AND $3 ORDER BY pos`, bin(id), sp.From, sp.To)
 			return msgs, err
 		})
@@ -708,7 +709,7 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 // ones through the primary key).
 func (s *Store) uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction, l *lease) (uint64, *history.UncompactionRecord, error) {
 	const op = "uncompact"
-	if err := history.CheckUncompaction(&u); err != nil {
+	if err := storekit.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
 	}
 	at, err := encodeTime(u.At)
@@ -794,7 +795,7 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = history.MergeEntries(positions, msgs, recs, undos, activeFrom)
+		out = storekit.MergeEntries(positions, msgs, recs, undos, activeFrom)
 		return nil
 	})
 	if err != nil {

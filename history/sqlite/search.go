@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 	"github.com/sessionkit/sessionkit/internal/textsearch"
 )
 
@@ -168,9 +169,9 @@ func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64) ([]t
 
 // standing reads the spans and IDs of the session's standing Segments, in
 // archive order.
-func (s *Store) standing(ctx context.Context, tx *sql.Tx, id string) ([]history.SegmentSpan, []string, error) {
+func (s *Store) standing(ctx context.Context, tx *sql.Tx, id string) ([]storekit.SegmentSpan, []string, error) {
 	var (
-		spans []history.SegmentSpan
+		spans []storekit.SegmentSpan
 		ids   []string
 	)
 	err := s.each(ctx, tx, "search", `
@@ -178,7 +179,7 @@ func (s *Store) standing(ctx context.Context, tx *sql.Tx, id string) ([]history.
 		WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos`, []any{id}, func(rows *sql.Rows) error {
 		var (
 			g  string
-			sp history.SegmentSpan
+			sp storekit.SegmentSpan
 		)
 		if err := rows.Scan(&g, &sp.From, &sp.To); err != nil {
 			return err

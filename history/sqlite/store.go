@@ -16,6 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // The writes and reads below have the same steps as those of the other SQL
@@ -179,7 +180,7 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	if n.ID == "" {
 		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
 	}
-	if err := history.CheckConfig(n.Config); err != nil {
+	if err := storekit.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
 	err := s.exec(ctx, "create", n.ID, false, func(ctx context.Context, tx *sql.Tx) error {
@@ -311,7 +312,7 @@ func (s *Store) strings(ctx context.Context, tx *sql.Tx, op, query string, args 
 // Append implements [history.Store]. Each message takes the next timeline
 // position and the next message number.
 func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
-	if err := history.CheckMessages(msgs); err != nil {
+	if err := storekit.CheckMessages(msgs); err != nil {
 		return 0, err
 	}
 	rows, err := encodeMessages(msgs)
@@ -335,7 +336,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 
 // SetConfig implements [history.Store].
 func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
-	if err := history.CheckConfig(config); err != nil {
+	if err := storekit.CheckConfig(config); err != nil {
 		return 0, err
 	}
 	return s.write(ctx, "set config", id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, _ *state) error {
@@ -349,7 +350,7 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 // BeginCompaction implements [history.Store]. The record takes the next
 // timeline position.
 func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
-	if err := history.CheckBegin(&rec); err != nil {
+	if err := storekit.CheckBegin(&rec); err != nil {
 		return 0, err
 	}
 	started, err := encodeTime(rec.StartedAt)
@@ -401,7 +402,7 @@ func (s *Store) inProgress(ctx context.Context, tx *sql.Tx, op, id, compactID st
 
 // FinishCompaction implements [history.Store].
 func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
-	if err := history.CheckFinish(status); err != nil {
+	if err := storekit.CheckFinish(status); err != nil {
 		return 0, err
 	}
 	finished, err := encodeTime(at)
@@ -450,7 +451,7 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 	}
 	var seg *history.Segment
 	v, err := s.write(ctx, op, id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
-		if err := history.CheckCommit(&c, int(st.active())); err != nil {
+		if err := storekit.CheckCommit(&c, int(st.active())); err != nil {
 			return err
 		}
 		rec, err := s.inProgress(ctx, tx, op, id, c.CompactID)
@@ -561,7 +562,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 			var (
 				g                        history.Segment
 				created, started, undoAt sql.NullInt64
-				sp                       history.SegmentSpan
+				sp                       storekit.SegmentSpan
 				inTokens, outTokns       int64
 				before, after            int64
 				undoID, missing          sql.NullString
@@ -594,7 +595,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 			return s.positioned(ctx, tx, op, `WHERE session_id = ? AND pos < ? ORDER BY pos`, id, activeFrom)
 		}, func(err error) error {
 			return fmt.Errorf("sqlite: %s: session %q: %w", op, id, err)
-		}, func(sp history.SegmentSpan) ([]history.Message, error) {
+		}, func(sp storekit.SegmentSpan) ([]history.Message, error) {
 			return s.messages(ctx, tx, op, whereRange, id, sp.From, sp.To)
 		})
 		return err
@@ -615,7 +616,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 // primary key).
 func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
 	const op = "uncompact"
-	if err := history.CheckUncompaction(&u); err != nil {
+	if err := storekit.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
 	}
 	at, err := encodeTime(u.At)
@@ -697,7 +698,7 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = history.MergeEntries(positions, msgs, recs, undos, activeFrom)
+		out = storekit.MergeEntries(positions, msgs, recs, undos, activeFrom)
 		return nil
 	})
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // MaxTerms bounds the distinct words of a query that count; the rest of a
@@ -650,7 +651,7 @@ func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.Searc
 
 // Place sets the SegmentID of each candidate from its position (see
 // [SegmentAt]).
-func Place(cands []Candidate, activeFrom int64, spans []history.SegmentSpan, ids []string) {
+func Place(cands []Candidate, activeFrom int64, spans []storekit.SegmentSpan, ids []string) {
 	for i := range cands {
 		cands[i].SegmentID = SegmentAt(cands[i].Position, activeFrom, spans, ids)
 	}
@@ -659,11 +660,11 @@ func Place(cands []Candidate, activeFrom int64, spans []history.SegmentSpan, ids
 // SegmentAt finds the Segment that archives the message at pos: spans are
 // the standing Segments' spans and ids their IDs; a message at or after
 // activeFrom is Active ("").
-func SegmentAt(pos, activeFrom int64, spans []history.SegmentSpan, ids []string) string {
+func SegmentAt(pos, activeFrom int64, spans []storekit.SegmentSpan, ids []string) string {
 	if pos >= activeFrom {
 		return ""
 	}
-	i, ok := slices.BinarySearchFunc(spans, pos, func(sp history.SegmentSpan, p int64) int {
+	i, ok := slices.BinarySearchFunc(spans, pos, func(sp storekit.SegmentSpan, p int64) int {
 		switch {
 		case sp.To < p:
 			return -1

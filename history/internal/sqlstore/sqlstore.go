@@ -13,7 +13,7 @@
 //     text in SQLite), scan targets and constraint errors (ON CONFLICT DO
 //     NOTHING against SQLite's constraint codes) differ statement by
 //     statement; what lies between the statements is shared already
-//     (history's Check functions, CommittedSegment, MergeEntries,
+//     (storekit's Check functions and MergeEntries, CommittedSegment,
 //     segments.Builder, Query, Found, ListQuery). Sharing the sequences would
 //     need a callback per statement. What stands twice are their
 //     signatures, the order of the shared calls and Go's error returns.
