@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // The pages of sessionkit serve. Every page is rendered on the server from
@@ -251,7 +252,7 @@ func (s *server) sessions(w http.ResponseWriter, req *http.Request) error {
 			v.Rows = append(v.Rows, row)
 			if len(v.Rows) == sessionsPage {
 				if i < len(pg.Sessions)-1 {
-					v.Next = history.ListPosition{UpdatedAt: info.UpdatedAt.UnixNano(), ID: info.ID}.Cursor()
+					v.Next = storekit.ListPosition{UpdatedAt: info.UpdatedAt.UnixNano(), ID: info.ID}.Cursor()
 				} else {
 					v.Next = pg.Next
 				}
