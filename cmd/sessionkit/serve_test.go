@@ -668,7 +668,7 @@ func TestServeWritesNothing(t *testing.T) {
 	path, ids := writeSessions(t)
 	old := filepath.Join(t.TempDir(), "old.db")
 	copyFile(t, path, old)
-	execSQL(t, old, `DROP TABLE events`, `ALTER TABLE sessions DROP COLUMN last_seq`, `UPDATE schema_version SET version = 4`)
+	execSQL(t, old, undoMigrations5to7...)
 	livePoll = 10 * time.Millisecond
 	t.Cleanup(func() { livePoll = 500 * time.Millisecond })
 	for _, file := range []string{path, old} {
