@@ -200,3 +200,17 @@ func runOne(ctx context.Context, col *Column, store history.Store, s *Script, su
 func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
+
+// stop are words a query shares with anything.
+var stop = map[string]bool{"the": true, "a": true, "an": true, "of": true, "in": true, "to": true, "we": true, "did": true, "do": true, "does": true, "what": true, "why": true, "how": true, "is": true, "was": true, "for": true, "it": true, "i": true, "and": true, "be": true, "on": true, "at": true, "by": true, "from": true, "our": true, "that": true, "which": true, "with": true, "are": true, "its": true, "so": true, "before": true, "now": true, "my": true, "should": true, "may": true, "get": true}
+
+// contentWords returns the words of s that are not in stop.
+func contentWords(s string) []string {
+	var out []string
+	for _, w := range words(s) {
+		if !stop[w] {
+			out = append(out, w)
+		}
+	}
+	return out
+}

@@ -80,6 +80,9 @@ type gen struct {
 	pairs  []string
 	bodies map[string]string // file → its code, before renames
 	owner  map[string]string // identifier → the file that defines it
+	// chatter is the order in which the chatter exchanges not yet used
+	// come; each is used once before any is used again.
+	chatter []int
 }
 
 func generate(c GenConfig, i int) Script {
@@ -123,12 +126,46 @@ func generate(c GenConfig, i int) Script {
 			g.owner[g.expand(t.old, files[j])] = files[j]
 		}
 	}
+	// Before each fact come the two chatter exchanges that share the most
+	// words with its query (near misses search has to tell from the
+	// fact); the others are filler turns in a random order.
+	taken := make([]bool, len(chatter))
+	near := make([][]int, len(plan))
+	for j, t := range plan {
+		q := contentWords(g.expand(t.query, files[j]))
+		for range 2 {
+			best, most := -1, 0
+			for c := range chatter {
+				n := 0
+				for _, w := range contentWords(g.expand(chatter[c][0]+" "+chatter[c][1], files[j])) {
+					if slices.Contains(q, w) {
+						n++
+					}
+				}
+				if !taken[c] && n > most {
+					best, most = c, n
+				}
+			}
+			if best >= 0 {
+				taken[best] = true
+				near[j] = append(near[j], best)
+			}
+		}
+	}
+	for _, c := range g.r.Perm(len(chatter)) {
+		if !taken[c] {
+			g.chatter = append(g.chatter, c)
+		}
+	}
 	// Fact n is planted in the first turn that starts after its share of
 	// the messages, so facts are spread over the whole session.
 	next := 0
 	for next < len(order) || len(g.s.Msgs) < c.Messages {
 		if next < len(order) && len(g.s.Msgs) >= (next*c.Messages*9/10)/len(order)+g.r.IntN(6) {
 			j := order[next]
+			for _, c := range near[j] {
+				g.chat(chatter[c], files[j])
+			}
 			g.fact(kinds[j], plan[j], files[j])
 			next++
 			continue
@@ -256,7 +293,15 @@ func (g *gen) filler() {
 	d := g.d
 	file := pick(g, d.files...)
 	ident := g.rename.Replace(pick(g, d.idents...))
-	switch g.r.IntN(9) {
+	switch g.r.IntN(10) {
+	case 9:
+		// A question near the planted facts' topics, answered from the
+		// code: search has to tell these from the facts.
+		if len(g.chatter) == 0 {
+			g.chatter = g.r.Perm(len(chatter))
+		}
+		g.chat(chatter[g.chatter[0]], file)
+		g.chatter = g.chatter[1:]
 	case 0, 1:
 		g.user(g.expand(pick(g, "Show me {file}.", "Walk me through {file}.", "Open {file}, I want to see how it handles {items}.", "What is in {file}?"), file))
 		g.step(pick(g, "", "Reading "+base(file)+"."), g.read(file))
@@ -303,6 +348,22 @@ func (g *gen) filler() {
 		g.step("", g.read(second))
 		g.say(g.describe(second))
 	}
+}
+
+// chat appends a turn of chatter.
+func (g *gen) chat(c [3]string, file string) {
+	g.user(g.expand(c[0], file))
+	switch cmd := g.expand(c[2], file); {
+	case cmd == "":
+	case strings.HasPrefix(cmd, "grep "):
+		g.step("", g.grep(strings.TrimPrefix(cmd, "grep ")))
+	case strings.HasPrefix(cmd, "ls "):
+		dr := strings.TrimPrefix(cmd, "ls ")
+		g.step("", call{"list_files", map[string]string{"path": dr}, g.expand(dr+"/{items}.csv\n"+dr+"/golden.json", file)})
+	default:
+		g.step("", g.run(cmd))
+	}
+	g.say(g.expand(c[1], file))
 }
 
 func firstFields(out string, n int) []string {
@@ -444,6 +505,8 @@ func (g *gen) run(cmd string) call {
 		for _, f := range g.d.files[:2+g.r.IntN(3)] {
 			fmt.Fprintf(&b, " %s | %d %s\n", f, 1+g.r.IntN(30), strings.Repeat("+", 1+g.r.IntN(8)))
 		}
+	case strings.HasPrefix(cmd, "git commit"):
+		fmt.Fprintf(&b, "[main %07x] wip\n %d files changed, %d insertions(+), %d deletions(-)", g.r.Uint32()>>4, 1+g.r.IntN(5), 1+g.r.IntN(80), g.r.IntN(40))
 	case strings.HasPrefix(cmd, "go build"):
 		b.WriteString("(no output)\n")
 	default:
