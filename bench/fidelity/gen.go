@@ -114,7 +114,7 @@ func generate(c GenConfig, i int) Script {
 	// Every identifier has a file that defines it; a rename's old name
 	// lives in the rename's file.
 	for j, id := range g.d.idents {
-		g.owner[id] = g.d.files[j%4]
+		g.owner[id] = g.d.files[j%len(g.d.files)]
 	}
 	files := make([]string, len(plan))
 	for j, t := range plan {
@@ -240,7 +240,11 @@ func (g *gen) fact(k Kind, t template, file string) {
 		old, nw := x(t.old), x(t.new)
 		g.user(x(t.prompt))
 		g.step("", g.grep(old))
-		g.step(pick(g, "", "Renaming it in every file."), g.edit(file, 2, 2), g.edit(g.other(file), 1, 1))
+		edit := func(path string, n int) call {
+			return call{"edit_file", map[string]string{"path": path, "old_text": old + "(", "new_text": nw + "("},
+				fmt.Sprintf("edited %s: replaced %d occurrences (+%d -%d lines)", path, n, n, n)}
+		}
+		g.step(pick(g, "", "Renaming it in every file."), edit(file, 2), edit(g.other(file), 1))
 		g.pairs = append(g.pairs, old, nw)
 		g.rename = strings.NewReplacer(g.pairs...)
 		g.step("", g.run("go build ./..."))
@@ -342,8 +346,9 @@ func (g *gen) filler() {
 		g.step("", g.run("go test ./"+dir(file)+"/..."))
 		g.say(g.describe(file) + " " + pick(g, "The tests pass.", "Nothing is off there.", "Error handling looks consistent."))
 	case 8:
-		g.user(g.expand(pick(g, "Which files mention {items}?", "Search for TODOs in {pkg}.", "Find where we log {item} IDs."), file))
-		g.step("", g.grep(pick(g, d.item, "TODO", d.item+"ID")))
+		k := g.r.IntN(3)
+		g.user(g.expand([]string{"Which files mention {items}?", "Search for TODOs in {pkg}.", "Find where we log {item} IDs."}[k], file))
+		g.step("", g.grep([]string{title(d.item), "TODO", "zap.String(\"id\""}[k]))
 		second := d.files[g.r.IntN(len(d.files))]
 		g.step("", g.read(second))
 		g.say(g.describe(second))
@@ -467,7 +472,9 @@ func (g *gen) code(path string) string {
 // edit returns an edit_file call of path and its output.
 func (g *gen) edit(path string, added, removed int) call {
 	fn := pick(g, g.funcs(path)...)
-	return call{"edit_file", map[string]string{"path": path, "old_text": "func " + fn + "(", "new_text": "func " + fn + "("},
+	sig := fmt.Sprintf("func %s(ctx context.Context, x *%s) error {", fn, title(g.d.item))
+	guard := pick(g, "\n\tif x == nil {\n\t\treturn errNil\n\t}", "\n\tdefer trace(ctx, \""+fn+"\")()", "\n\tif err := ctx.Err(); err != nil {\n\t\treturn err\n\t}")
+	return call{"edit_file", map[string]string{"path": path, "old_text": sig, "new_text": sig + guard},
 		fmt.Sprintf("edited %s: replaced 1 occurrence (+%d -%d lines)", path, added, removed)}
 }
 
@@ -510,7 +517,12 @@ func (g *gen) run(cmd string) call {
 	case strings.HasPrefix(cmd, "go build"):
 		b.WriteString("(no output)\n")
 	default:
+		var seen []string
 		for _, f := range g.d.files {
+			if slices.Contains(seen, dir(f)) {
+				continue
+			}
+			seen = append(seen, dir(f))
 			if strings.HasPrefix(f, "cmd/") {
 				fmt.Fprintf(&b, "?   \tgithub.com/acme/%s/%s\t[no test files]\n", g.d.name, dir(f))
 				continue
