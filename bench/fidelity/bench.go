@@ -75,6 +75,8 @@ type Stats struct {
 	// first RecallK hits of Session.Search for the fact's query: all of
 	// them, and the archived ones.
 	Recall, RecallArchived int
+	// Top counts the facts whose message is the first hit.
+	Top int
 	// Searched reports whether the store searched at all.
 	Searched bool
 	// ContextAfter sums CompactResult.ContextAfter.
@@ -185,6 +187,9 @@ func runOne(ctx context.Context, col *Column, store history.Store, s *Script, su
 				return fmt.Errorf("search %q: %w", f.Query, err)
 			}
 			st.Searched = ok
+			if len(hits) > 0 && hits[0] == id {
+				st.Top++
+			}
 			if slices.Contains(hits, id) {
 				st.Recall++
 				if archived[id] {

@@ -43,6 +43,7 @@ func TestShortRun(t *testing.T) {
 				assert.Positive(t, s.Kept, "depth %d: the offline summary keeps some facts", d+1)
 				assert.LessOrEqual(t, s.RecallArchived, s.Recall, "depth %d", d+1)
 				assert.LessOrEqual(t, s.Recall, s.Facts, "depth %d", d+1)
+				assert.LessOrEqual(t, s.Top, s.Recall, "depth %d", d+1)
 				if d > 0 {
 					prev := col.Depth[d-1]
 					assert.Greater(t, s.Archived, prev.Archived, "depth %d archives more", d+1)

@@ -41,6 +41,12 @@ var rows = []row{
 		}
 		return ratio(s.Recall, s.Facts)
 	}},
+	{"recall@1, all facts", func(s *Stats) string {
+		if !s.Searched {
+			return "no search"
+		}
+		return ratio(s.Top, s.Facts)
+	}},
 	{"context tokens after (mean)", func(s *Stats) string { return mean(s.ContextAfter, s.Sessions-s.Failed) }},
 	{"Segment fidelity, mean Kept/Facts", func(s *Stats) string {
 		if s.FidelityN == 0 {
