@@ -5,7 +5,7 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 10000x
 
-.PHONY: run test bench-peer bench-fidelity fmt-check vet unit interop interop-deps fuzz-short fuzz bench soak build
+.PHONY: run test bench-peer bench-fidelity fmt-check vet unit interop interop-deps webtest webtest-deps fuzz-short fuzz bench soak build
 
 run:
 	@echo "make run: building and running examples/quickstart (a first build compiles the SQLite driver and takes a minute)" >&2
@@ -14,7 +14,7 @@ run:
 build:
 	$(GO) build ./...
 
-test: fmt-check vet interop-deps unit interop fuzz-short
+test: fmt-check vet interop-deps unit interop webtest fuzz-short
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -35,6 +35,15 @@ interop-deps:
 interop: interop-deps
 	cd acp/interop && node --test --test-reporter=spec
 
+# sessionkit serve in a real browser: playwright-core driving the system's
+# chromium (Debian's package; .ci/run installs it), screenshots under
+# cmd/sessionkit/webtest/test-output.
+webtest-deps:
+	cd cmd/sessionkit/webtest && { [ -d node_modules ] && [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
+
+webtest: webtest-deps
+	cd cmd/sessionkit/webtest && node --test --test-reporter=spec
+
 # Short fuzz runs of every fuzz target, counted in executions (Go 1.26 fuzzing
 # can end a time-bounded run with a spurious "context deadline exceeded").
 # A longer run: make fuzz (500000 executions each) or make fuzz FUZZTIME=2000000x.
@@ -50,12 +59,16 @@ bench:
 	$(GO) test -run='^$$' -bench='Admission|Turn$$' -benchtime=2000x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='CompactionOverhead' -benchtime=3x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='Open' -benchtime=100x -benchmem ./session/
+	$(GO) test -run='^$$' -bench='ReopenScan' -benchtime=20x ./session/
 	$(GO) test -run='^$$' -bench='IdleSession' -benchtime=1x ./session/
-	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/sqlite/
+	$(GO) test -run='^$$' -bench=. -skip='BenchmarkSearch|IndexCost' -benchtime=50x -benchmem ./history/sqlite/
+	$(GO) test -run='^$$' -bench='BenchmarkSearch|IndexCost' -benchtime=1000x ./history/sqlite/
 	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/postgres/
 	$(GO) test -run='^$$' -bench=. -benchtime=20x -benchmem ./compact/ ./provider/openai/
 	$(GO) test -run='^$$' -bench='NotificationThroughput|SummaryChunkLatency' -benchtime=20x ./acp/
+	$(GO) test -run='^$$' -bench='IdleSessions' -benchtime=1x ./acp/
 	$(GO) test -run='^$$' -bench=. -benchtime=1600x ./bench/storecmp/
+	$(GO) test -run='^$$' -bench='ServeLongSession' -benchtime=5x ./cmd/sessionkit/
 	$(GO) run ./bench/commitfsync
 
 bench-peer:

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -110,8 +111,7 @@ func TestRemote_FallbackAgainstNodeAgent(t *testing.T) {
 	require.NoError(t, err)
 	sub, err := rs.Subscribe(ctx, session.SubscribeOptions{})
 	require.NoError(t, err)
-	require.Eventually(t, func() bool { return len(rs.Commands()) > 0 }, 10*time.Second, 5*time.Millisecond,
-		"no available_commands_update")
+	poll.Until(t, 10*time.Second, func() bool { return len(rs.Commands()) > 0 }, "an available_commands_update")
 	require.Equal(t, []string{"compact"}, commandNames(rs.Commands()))
 
 	// (a) Nothing to compact on a new session: agent text, no entity.

@@ -31,6 +31,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
@@ -662,10 +663,7 @@ func TestHostile_IDsAndNotifications(t *testing.T) {
 	// handler still runs. A prompt without an id runs its turn.
 	before := c.chunks(sid)
 	c.notify("session/prompt", promptParams(sid, "prompt sent as a notification"))
-	deadline := time.Now().Add(hostileWait)
-	for c.chunks(sid) == before && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Within(hostileWait, func() bool { return c.chunks(sid) != before })
 	assert.Greater(t, c.chunks(sid), before, "the prompt sent as a notification ran")
 	c.notify("initialize", `{"protocolVersion":1,"clientCapabilities":{"session":{"compaction":{}}}}`)
 	c.notify("session/new", `{"cwd":"/","mcpServers":[]}`)
@@ -1078,18 +1076,17 @@ func TestHostile_ClientStopsReading(t *testing.T) {
 	// While the agent is blocked writing a's output, b is admitted and its
 	// turn runs (the response waits for the client, which does not read).
 	bID := c.request("session/prompt", promptParams(b, "short question while the client is stuck"))
-	deadline := time.Now().Add(hostileWait)
-	for !committed(b, "ok") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	deadline, cancel := context.WithTimeout(context.Background(), hostileWait)
+	defer cancel()
+	poll.Context(deadline, func() bool { return committed(b, "ok") })
 	assert.True(t, committed(b, "ok"), "session b's prompt was not admitted and run while session a's output was blocked")
 	admittedB := prov.produced.Load()
 
 	// a's turn produces all its output while nobody reads it.
 	peak := heap()
 	samples := 1
-	for !committed(a, "LONG REPLY") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
+	for !committed(a, "LONG REPLY") && deadline.Err() == nil {
+		time.Sleep(20 * time.Millisecond) // the heap's sampling period, not a wait for an order
 		peak = max(peak, heap())
 		samples++
 	}
@@ -1099,9 +1096,7 @@ func TestHostile_ClientStopsReading(t *testing.T) {
 	goroutinesDuring := runtime.NumGoroutine()
 	// Session a takes more work.
 	moreID := c.request("session/prompt", promptParams(a, "and one more"))
-	for !committed(a, "ok") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Context(deadline, func() bool { return committed(a, "ok") })
 	assert.True(t, committed(a, "ok"), "a later prompt on session a did not run while the client was not reading")
 	peak = max(peak, heap())
 	paused := time.Since(start)

@@ -17,10 +17,12 @@ import (
 )
 
 // subscriptionBuffer is the buffer of an ACP session's subscription to its
-// session. The owner goroutine only turns events into queued wire items (it
-// never waits for the client), so the buffer only absorbs bursts; a
-// subscription that overflows all the same is continued from the store
-// (agentSession.resync), losing nothing.
+// session: how many events may wait for the owner. The owner goroutine only
+// turns events into queued wire items (it never waits for the client), so
+// the buffer only absorbs bursts; it is a bound, not an allocation (an idle
+// session's subscription holds a small channel, and grows only while
+// events wait). A subscription that overflows all the same is continued
+// from the store (agentSession.ended), losing nothing.
 var subscriptionBuffer = 1 << 14
 
 // agentSession is one ACP session of a connection (docs/design.md §7.9).
@@ -69,6 +71,7 @@ type agentSession struct {
 	queuedText int                         // bytes of text in queue
 	title      string                      // the title last reported (session_info_update)
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
+	cwd        string                      // the session's working directory as the client named it; set before start
 	running    bool                        // v2: the last state_update sent is running
 }
 
@@ -454,6 +457,9 @@ func (a *agentSession) uncompacted(p *session.UncompactEvent, replayed bool) {
 
 // uncompactText is what the user reads about an undo.
 func uncompactText(p *session.UncompactEvent) string {
+	if p.NothingToUndo {
+		return session.NothingToUndoText + "\n\n"
+	}
 	if p.Error != "" {
 		return "Nothing was undone: " + p.Error + "\n\n"
 	}
@@ -546,12 +552,18 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 	}
 }
 
-// display is how tool call c (with its result, when given) is shown.
+// display is how tool call c (with its result, when given) is shown: as
+// Toolset.Describe says, and a call of the session's built-in recall tool
+// that it does not describe as recallDisplay says.
 func (a *agentSession) display(c history.ToolCall, result *history.Message) ToolCallDisplay {
-	if a.describe == nil || c.Name == "" {
-		return ToolCallDisplay{}
+	var d ToolCallDisplay
+	if a.describe != nil && c.Name != "" {
+		d = a.describe(c, result)
 	}
-	return a.describe(c, result)
+	if c.Name == session.RecallTool && d.Title == "" && d.Kind == "" {
+		return recallDisplay(c)
+	}
+	return d
 }
 
 // toolResult is the final tool_call_update of call c with result m, as d
@@ -678,10 +690,45 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 		status = CompactionFailed
 	}
 	if capable {
-		a.enqueue(a.terminalUpdate(id, status, summary, res.Error))
+		u := a.terminalUpdate(id, status, summary, res.Error)
+		grewMeta(u, res)
+		if status == CompactionCompleted && res.Fidelity.Facts > 0 {
+			u.Meta = withMeta(u.Meta, "fidelity", fidelityMeta(res.Fidelity))
+		}
+		if _, ok := u.Meta.Get(); ok {
+			// A v1 client replaces the entity's _meta with this one: the
+			// trigger stays in it.
+			u.Meta = withMeta(u.Meta, "trigger", string(res.Trigger))
+		}
+		a.enqueue(u)
 		return
 	}
-	a.note(id, fallbackText(status, res.Error, archived(res)))
+	text := fallbackText(status, res.Error, archived(res))
+	if res.ContextGrew {
+		text = strings.TrimSuffix(text, ".\n\n") + "; " + res.Note + ".\n\n"
+	}
+	a.note(id, text)
+}
+
+// grewMeta puts a compaction's ContextGrew and Note under _meta.sessionkit
+// of its completed update (contextGrew: true, note, contextBefore,
+// contextAfter), beside what is there already.
+func grewMeta(u *CompactionUpdate, res *session.CompactResult) {
+	if !res.ContextGrew || u.Status != CompactionCompleted {
+		return
+	}
+	meta, _ := u.Meta.Get()
+	if meta == nil {
+		meta = map[string]any{}
+	}
+	sk, _ := meta[MetaKey].(map[string]any)
+	if sk == nil {
+		sk = map[string]any{}
+	}
+	sk["contextGrew"], sk["note"] = true, res.Note
+	sk["contextBefore"], sk["contextAfter"] = res.ContextBefore, res.ContextAfter
+	meta[MetaKey] = sk
+	u.Meta = Value(meta)
 }
 
 func archived(res *session.CompactResult) int {

@@ -22,6 +22,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
@@ -209,16 +210,11 @@ func TestServe_LaggingClientLosesNothing(t *testing.T) {
 // waitCommitted waits until the store holds n Segments of sid.
 func waitCommitted(t *testing.T, store history.Store, sid string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	poll.Until(t, 10*time.Second, func() bool {
 		segs, err := store.Segments(t.Context(), sid)
 		require.NoError(t, err)
-		if len(segs) >= n {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	t.Fatalf("no compaction was committed")
+		return len(segs) >= n
+	}, "a compaction committed")
 }
 
 func promptOf(sid, text string) map[string]any {

@@ -730,7 +730,8 @@ func (r *RemoteSession) compactionUpdate(v *CompactionUpdate, turnID string) {
 	switch v.Status {
 	case CompactionCompleted:
 		res.Success, res.Compacted, res.Reason = true, true, session.ReasonCompacted
-		res.Segment = &history.Segment{CompactID: v.CompactionID, Trigger: trigger, Summary: e.SummaryText(), CreatedAt: time.Now()}
+		res.Fidelity = fidelityOf(e.Meta)
+		res.Segment = &history.Segment{CompactID: v.CompactionID, Trigger: trigger, Summary: e.SummaryText(), CreatedAt: time.Now(), Fidelity: res.Fidelity}
 	case CompactionCancelled:
 		res.Reason, res.Cancelled, res.Error = session.ReasonCompactFailed, true, session.ErrCancelled.Error()
 	default:

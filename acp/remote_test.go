@@ -16,6 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
@@ -263,7 +264,7 @@ func TestRemote_CompactFallbackAndUnsupported(t *testing.T) {
 		t.Run("only /compact: "+tc.name, func(t *testing.T) {
 			c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
 			rs := ra.newSession(c, `[{"name":"compact","description":"compact"}]`)
-			require.Eventually(t, func() bool { return len(rs.Commands()) == 1 }, 5*time.Second, time.Millisecond)
+			poll.Until(t, 5*time.Second, func() bool { return len(rs.Commands()) == 1 }, "the available commands")
 			h, err := rs.Compact(context.Background(), session.CompactRequest{Instructions: "keep it"})
 			require.NoError(t, err)
 			req := ra.read()
@@ -286,7 +287,7 @@ func TestRemote_CompactFallbackAndUnsupported(t *testing.T) {
 	t.Run("only /compact: no entity means nothing to compact", func(t *testing.T) {
 		c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
 		rs := ra.newSession(c, `[{"name":"compact","description":"compact"}]`)
-		require.Eventually(t, func() bool { return len(rs.Commands()) == 1 }, 5*time.Second, time.Millisecond)
+		poll.Until(t, 5*time.Second, func() bool { return len(rs.Commands()) == 1 }, "the available commands")
 		h, err := rs.Compact(context.Background(), session.CompactRequest{})
 		require.NoError(t, err)
 		req := ra.read()

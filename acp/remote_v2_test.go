@@ -13,6 +13,7 @@ import (
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -61,7 +62,7 @@ func TestRemoteV2_Session(t *testing.T) {
 	fake.QueueTurn(providertest.Reply{Text: "never", Gate: gate})
 	calls := len(fake.Requests())
 	h = must(rs.Prompt(context.Background(), session.PromptRequest{Text: "long"}))
-	require.Eventually(t, func() bool { return len(fake.Requests()) > calls }, hostileWait, time.Millisecond)
+	poll.Until(t, hostileWait, func() bool { return len(fake.Requests()) > calls }, "the model request of the prompt")
 	h.Cancel()
 	res = wait(t, h)
 	assert.ErrorIs(t, res.Err, session.ErrCancelled)
@@ -99,7 +100,7 @@ func TestRemoteV2_CompactFallback(t *testing.T) {
 	c, ra, _ := dialRaw(t, acp.ClientOptions{}, `{"protocolVersion":2,"info":{"name":"other","version":"1"},"capabilities":{"session":{}}}`)
 	require.Equal(t, acp.ProtocolVersion2, c.Protocol())
 	rs := ra.newSession(c, `[{"type":"command","name":"compact","description":"compact","input":{"type":"text","hint":"h"}}]`)
-	require.Eventually(t, func() bool { return len(rs.Commands()) == 1 }, 5*time.Second, time.Millisecond)
+	poll.Until(t, 5*time.Second, func() bool { return len(rs.Commands()) == 1 }, "the available commands")
 	assert.Equal(t, "h", rs.Commands()[0].Input.Hint)
 	h, err := rs.Compact(context.Background(), session.CompactRequest{Instructions: "keep it"})
 	require.NoError(t, err)

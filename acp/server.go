@@ -45,6 +45,10 @@ const (
 	MethodUncompactFinished = "_sessionkit/uncompact_finished"
 )
 
+// DefaultMaxSessions is the ServerOptions.MaxSessions of a zero value: the
+// most sessions open at once on one connection.
+const DefaultMaxSessions = 256
+
 // MetaKey is the key under agentCapabilities._meta where a sessionkit agent
 // lists its extension methods.
 const MetaKey = "sessionkit"
@@ -91,6 +95,13 @@ type ServerOptions struct {
 	// Logger receives diagnostics; nil means none. Serve never writes
 	// anything but protocol messages to w.
 	Logger *zap.Logger
+	// MaxSessions is the most sessions open at once on this connection; 0
+	// means DefaultMaxSessions. A session/new, session/load or
+	// session/resume that would open one more (v1 and v2) is refused with
+	// the error [TooManySessions] describes; attaching to a session open
+	// on the connection already takes no slot, and a closed session frees
+	// its slot. Negative is an error of Serve.
+	MaxSessions int
 	// V1Only switches ACP v2 off: every initialize is answered with v1,
 	// whatever version it asks for (the v1-only rule). Otherwise initialize
 	// chooses the connection's version as the official SDK's protocol
@@ -107,6 +118,12 @@ type ServerOptions struct {
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServerOptions) error {
 	if opts.Session.Provider == nil {
 		return errors.New("acp: ServerOptions.Session.Provider is required")
+	}
+	switch {
+	case opts.MaxSessions < 0:
+		return fmt.Errorf("acp: ServerOptions.MaxSessions is %d: give the most sessions open at once, or 0 for %d", opts.MaxSessions, DefaultMaxSessions)
+	case opts.MaxSessions == 0:
+		opts.MaxSessions = DefaultMaxSessions
 	}
 	srv := &server{opts: opts, log: opts.Logger, sessions: make(map[string]*agentSession)}
 	if srv.log == nil {
@@ -153,6 +170,7 @@ type server struct {
 	compaction  bool            // the client advertised session.compaction (§7.2)
 	clientCaps  ClientCapabilities
 	sessions    map[string]*agentSession
+	opening     int // sessions being opened: slots taken, not yet in sessions
 }
 
 // surface returns the connection's surface, set by initialize.
@@ -160,7 +178,7 @@ func (s *server) surface() surface {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.version == ProtocolVersion2 {
-		return v2Surface{s}
+		return v2Surface{srv: s}
 	}
 	return v1Surface{s}
 }
@@ -218,6 +236,47 @@ func servedElsewhere(le *history.LeaseError) error {
 		MetaKey:     map[string]any{"leasedBy": le.Holder, "leaseExpires": le.Expires.UTC().Format(time.RFC3339Nano)},
 	})
 	return e
+}
+
+// TooManySessions is the ErrorCode of the error that refuses a session/new,
+// session/load or session/resume when the connection has
+// ServerOptions.MaxSessions sessions open: an internal error (ACP has no
+// code for it, and reserves the server-error range for its own) whose
+// message says so and whose data is {"sessionkit": {"maxSessions": N}} (and
+// the sessionId asked for, if any). Closing a session with session/close
+// frees its slot.
+const TooManySessions = jsonrpc.InternalError
+
+// tooManySessions is the error of a session id ("" = new) that would be
+// one past the limit of max.
+func tooManySessions(id string, max int) error {
+	e := jsonrpc.NewError(TooManySessions, "too many sessions on this connection: this agent serves at most %d at once on one connection; close one with session/close first", max)
+	data := map[string]any{MetaKey: map[string]any{"maxSessions": max}}
+	if id != "" {
+		data["sessionId"] = id
+	}
+	e.Data, _ = json.Marshal(data)
+	return e
+}
+
+// reserve takes a slot for a session to be opened (id; "" for a new one),
+// or refuses it when the connection is full. The slot is the session's once
+// open registers it; release gives back one that was not.
+func (s *server) reserve(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sessions)+s.opening >= s.opts.MaxSessions {
+		return tooManySessions(id, s.opts.MaxSessions)
+	}
+	s.opening++
+	return nil
+}
+
+// release gives back a slot reserve took for a session that did not open.
+func (s *server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opening--
 }
 
 func invalidParams(format string, args ...any) error {
@@ -476,6 +535,15 @@ func mcpCount(raw json.RawMessage) int {
 // session; start starts the ACP session (replaying the timeline first when
 // replay is set) and queues first before anything else.
 func (s *server) open(ctx context.Context, id string, at place, replay bool, first func(a *agentSession)) error {
+	if err := s.reserve(id); err != nil {
+		return err
+	}
+	registered := false
+	defer func() {
+		if !registered {
+			s.release()
+		}
+	}()
 	cwd := at.cwd
 	cfg := s.opts.Session
 	cfg.ID = id
@@ -521,6 +589,11 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	}
 	a := newAgentSession(s, sess)
 	a.describe = describe
+	a.cwd = cwd
+	if v, ok := a.surf.(v2Surface); ok {
+		v.cwd = cwd
+		a.surf = v
+	}
 	client.a.Store(a)
 	if err := a.start(replay, func() { first(a) }); err != nil {
 		_ = sess.Close()
@@ -528,6 +601,8 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	}
 	s.mu.Lock()
 	s.sessions[sess.ID()] = a
+	s.opening--
+	registered = true
 	s.mu.Unlock()
 	return nil
 }
@@ -887,6 +962,10 @@ type WireResult struct {
 	Segment      *WireSegment `json:"segment,omitzero"`
 	InputTokens  int          `json:"inputTokens,omitzero"` // usage of the summary call
 	OutputTokens int          `json:"outputTokens,omitzero"`
+	// ContextGrew and Note are CompactResult's: a committed compaction that
+	// did not make the context smaller, in words.
+	ContextGrew bool   `json:"contextGrew,omitzero"`
+	Note        string `json:"note,omitzero"`
 }
 
 // WireSegment is a history.Segment on the wire.
@@ -927,6 +1006,7 @@ func wireResult(r *session.CompactResult) WireResult {
 		CompactID: r.CompactID, Success: r.Success, Compacted: r.Compacted, Reason: string(r.Reason),
 		Error: r.Error, Trigger: string(r.Trigger), Cancelled: r.Cancelled,
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+		ContextGrew: r.ContextGrew, Note: r.Note,
 	}
 	if g := r.Segment; g != nil {
 		w.Segment = &WireSegment{
@@ -975,7 +1055,8 @@ func (w *WireResult) Result() session.CompactResult {
 	r := session.CompactResult{
 		CompactID: w.CompactID, Success: w.Success, Compacted: w.Compacted, Reason: session.CompactReason(w.Reason),
 		Error: w.Error, Trigger: history.Trigger(w.Trigger), Cancelled: w.Cancelled,
-		Usage: provider.Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens},
+		Usage:       provider.Usage{InputTokens: w.InputTokens, OutputTokens: w.OutputTokens},
+		ContextGrew: w.ContextGrew, Note: w.Note,
 	}
 	if g := w.Segment; g != nil {
 		r.Segment = &history.Segment{

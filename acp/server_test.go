@@ -16,6 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
@@ -111,17 +112,18 @@ func (c *client) newSession() string {
 // waitFor waits until a session/update of the given kind has arrived.
 func (c *client) waitFor(kind string) {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	if poll.Within(10*time.Second, func() bool {
 		c.mu.Lock()
 		notes := append([]note(nil), c.notes...)
 		c.mu.Unlock()
 		for _, u := range updates(c.t, notes) {
 			if u["sessionUpdate"] == kind {
-				return
+				return true
 			}
 		}
-		time.Sleep(time.Millisecond)
+		return false
+	}) {
+		return
 	}
 	c.t.Fatalf("no %s arrived", kind)
 }
@@ -385,19 +387,18 @@ func TestServe_ExtensionCompact(t *testing.T) {
 	var acc acp.CompactAccepted
 	c.mustCall("_sessionkit/compact", map[string]any{"sessionId": sid, "instructions": "x"}, &acc)
 	require.NotEmpty(t, acc.CompactID)
-	deadline := time.Now().Add(10 * time.Second)
 	var fin *acp.CompactFinishedParams
-	for fin == nil && time.Now().Before(deadline) {
+	poll.Within(10*time.Second, func() bool {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		for _, n := range c.notes {
 			if n.method == "_sessionkit/compact_finished" {
 				fin = &acp.CompactFinishedParams{}
 				require.NoError(t, json.Unmarshal(n.params, fin))
 			}
 		}
-		c.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
+		return fin != nil
+	})
 	require.NotNil(t, fin)
 	assert.Equal(t, acc.CompactID, fin.CompactID)
 	assert.True(t, fin.Result.Compacted)

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -153,6 +152,9 @@ func TestServe_Uncompact(t *testing.T) {
 	texts = agentTexts(updates(t, c.take()))
 	require.Len(t, texts, 1)
 	assert.Contains(t, texts[0], "Nothing was undone")
+	assert.Contains(t, texts[0], "nothing to undo", "says what happened")
+	assert.NotContains(t, texts[0], "history:", "not the raw error chain")
+	assert.NotContains(t, texts[0], "session: uncompact")
 
 	fake.QueueSummary(providertest.Reply{Text: "S2"})
 	var acc acp.CompactAccepted
@@ -161,20 +163,8 @@ func TestServe_Uncompact(t *testing.T) {
 	var un acp.UncompactAccepted
 	c.mustCall(acp.MethodUncompact, map[string]any{"sessionId": sid}, &un)
 	require.NotEmpty(t, un.UncompactID)
-	deadline := time.Now().Add(10 * time.Second)
-	var finished *acp.UncompactFinishedParams
-	for finished == nil && time.Now().Before(deadline) {
-		c.mu.Lock()
-		for _, n := range c.notes {
-			if n.method == acp.MethodUncompactFinished {
-				finished = &acp.UncompactFinishedParams{}
-				require.NoError(t, json.Unmarshal(n.params, finished))
-			}
-		}
-		c.mu.Unlock()
-		time.Sleep(time.Millisecond)
-	}
-	require.NotNil(t, finished, "no uncompact_finished")
+	finished := &acp.UncompactFinishedParams{}
+	require.NoError(t, json.Unmarshal(c.waitNotification(acp.MethodUncompactFinished), finished))
 	assert.Equal(t, un.UncompactID, finished.UncompactID)
 	assert.Equal(t, 2, finished.Restored)
 	assert.Empty(t, finished.Error)

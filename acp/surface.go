@@ -86,7 +86,12 @@ func (v1Surface) receipts() bool { return false }
 // v2Surface is ACP v2: every message chunk has its messageId, user messages
 // are upserted whole (live too: the echo of the prompt), the first
 // tool_call_update creates a tool call, commands carry their types.
-type v2Surface struct{ srv *server }
+// v2Surface is the v2 protocol surface; cwd, the session's working
+// directory, names the files of diff patches (set by the session's open).
+type v2Surface struct {
+	srv *server
+	cwd string
+}
 
 func (v2Surface) capable() bool { return true }
 
@@ -131,10 +136,10 @@ func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
 }
 
 // toolUpdate converts the content v2 shapes differently (a diff).
-func (v2Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate {
+func (v v2Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate {
 	if content, ok := u.Content.Get(); ok {
 		c := *u
-		c.Content = Value(v2Content(content))
+		c.Content = Value(v2Content(content, v.cwd))
 		return &c
 	}
 	return u

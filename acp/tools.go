@@ -38,7 +38,10 @@ type Toolset struct {
 	// is given durable history only (the call's name and arguments, the
 	// result's text), so a session/load in a fresh process shows every call
 	// as it was shown live. It must be quick and must not fail; a zero
-	// ToolCallDisplay keeps the defaults.
+	// ToolCallDisplay keeps the defaults. A call of the session's built-in
+	// recall tool (session.Config.Recall) that it leaves without a title
+	// and kind is shown as a search titled Recall "<query>", or a read of
+	// the message it names.
 	Describe func(call history.ToolCall, result *history.Message) ToolCallDisplay
 }
 
@@ -189,7 +192,11 @@ func (c *ToolClient) RequestPermission(ctx context.Context, toolCall ToolCallUpd
 			title = "Allow this tool call?"
 		}
 		if content, ok := toolCall.Content.Get(); ok {
-			toolCall.Content = Value(v2Content(content))
+			cwd := ""
+			if a := c.a.Load(); a != nil {
+				cwd = a.cwd
+			}
+			toolCall.Content = Value(v2Content(content, cwd))
 		}
 		params = RequestPermissionRequestV2{SessionID: c.sessionID(), Title: title, Subject: &PermissionSubject{ToolCall: toolCall}, Options: options}
 	}

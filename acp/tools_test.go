@@ -19,6 +19,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -308,19 +309,19 @@ func TestTools_CapabilitiesAndV2(t *testing.T) {
 	tc = <-got
 	assert.False(t, tc.CanReadFiles() || tc.CanWriteFiles() || tc.CanRunTerminals(), "v2 has no fs or terminal methods")
 	require.NoError(t, v2.call("session/prompt", map[string]any{"sessionId": resp.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "go"}}}, nil))
-	require.Eventually(t, func() bool { return len(v2.requests(acp.MethodRequestPermission)) == 1 }, 10*time.Second, time.Millisecond)
+	poll.Until(t, 10*time.Second, func() bool { return len(v2.requests(acp.MethodRequestPermission)) == 1 }, "the permission request")
 	var perm map[string]any
 	require.NoError(t, json.Unmarshal(v2.requests(acp.MethodRequestPermission)[0], &perm))
 	assert.Equal(t, "Probe", perm["title"])
 	assert.Equal(t, map[string]any{"type": "tool_call", "toolCall": map[string]any{"toolCallId": "c1", "title": "Probe"}}, perm["subject"])
-	require.Eventually(t, func() bool {
+	poll.Until(t, 10*time.Second, func() bool {
 		for _, l := range v2.trace() {
 			if l == "update:tool_call_update:c1:failed" {
 				return true
 			}
 		}
 		return false
-	}, 10*time.Second, time.Millisecond, "declined: failed, as Describe says")
+	}, "declined: failed, as Describe says")
 	for _, n := range v2.notes() {
 		if strings.Contains(string(n.params), `"diff"`) {
 			assert.Contains(t, string(n.params), `"changes":[{"operation":"modify","path":"/project/a.txt"}]`)

@@ -17,6 +17,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
@@ -57,14 +58,17 @@ func (c *hostileClient) lastSeq() int {
 // waitNote waits for a notification after seq that ok accepts.
 func (c *hostileClient) waitNote(seq int, what string, ok func(hostileNote) bool) hostileNote {
 	c.t.Helper()
-	deadline := time.Now().Add(hostileWait)
-	for time.Now().Before(deadline) {
+	var found hostileNote
+	if poll.Within(hostileWait, func() bool {
 		for _, n := range c.notesSince(seq) {
 			if ok(n) {
-				return n
+				found = n
+				return true
 			}
 		}
-		time.Sleep(time.Millisecond)
+		return false
+	}) {
+		return found
 	}
 	c.t.Fatalf("no %s arrived", what)
 	return hostileNote{}

@@ -242,6 +242,11 @@ type ToolDiff struct {
 	OldText string         `json:"oldText,omitzero" acp:"lenient"`
 	NewText string         `json:"newText" acp:"required"`
 	Meta    map[string]any `json:"_meta,omitzero" acp:"lenient"`
+	// Partial, never sent, says OldText and NewText are not known to be the
+	// whole file (the replaced text of an edit and its replacement): on ACP
+	// v2 the diff then lists its change without a patch, since a patch of
+	// the fragments would not apply to the file.
+	Partial bool `json:"-"`
 }
 
 // ToolTerminal is the "terminal" tool call content.

@@ -127,6 +127,11 @@ type Composer struct {
 	// oldest messages are left out of the transcript behind a marker
 	// saying how many (see Summary.LeftOut). 0 = no bound.
 	ContextWindow int
+	// Recall tells the summarizer that the archived messages stay
+	// searchable: the agent has a recall tool (session.Config.Recall). The
+	// request's instructions then begin with [RecallInstructions]. false =
+	// the request is exactly as without recall.
+	Recall bool
 	// BytesPerToken calibrates the token estimate (see EstimateTokens);
 	// 0 = DefaultBytesPerToken. A session derives it from the provider's
 	// last reported context size.
@@ -135,6 +140,11 @@ type Composer struct {
 
 //go:embed summarizer.md
 var systemPrompt string
+
+// RecallInstructions open the instructions of a summary request when the
+// agent can search its archive (Composer.Recall).
+const RecallInstructions = "The messages of this transcript stay archived verbatim after the compaction, and the agent can search and read them with its recall tool. " +
+	"Keep the goals, decisions, rules and open tasks in full; for details (file contents, long outputs, exact error text) a pointer is enough: what it was about and the names to search for."
 
 // SystemPrompt returns the summarizer's system prompt.
 func SystemPrompt() string { return systemPrompt }
@@ -159,6 +169,9 @@ func (c *Composer) Request(in Input) (*provider.Request, error) {
 // left out.
 func (c *Composer) request(in Input) (*provider.Request, int) {
 	var instr []string
+	if c.Recall {
+		instr = append(instr, RecallInstructions)
+	}
 	for _, s := range []string{c.Instructions, in.Instructions} {
 		if s = strings.TrimSpace(s); s != "" {
 			instr = append(instr, s)

@@ -5,60 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
 )
-
-func msgs(ids ...string) []history.Message {
-	out := make([]history.Message, len(ids))
-	for i, id := range ids {
-		out[i] = history.Message{ID: id, Role: history.RoleUser}
-	}
-	return out
-}
-
-func TestAssignSegments(t *testing.T) {
-	segs := make([]history.Segment, 2)
-	spans := []history.SegmentSpan{{From: 1, To: 2}, {From: 4, To: 6}}
-	all := msgs("a", "b", "c", "d")
-	require.NoError(t, history.AssignSegments(segs, spans, []int64{1, 2, 4, 6}, all))
-	assert.Equal(t, all[:2], segs[0].Messages)
-	assert.Equal(t, all[2:], segs[1].Messages)
-	assert.Equal(t, 2, cap(segs[0].Messages), "a segment's messages cannot grow into the next one's")
-
-	segs = make([]history.Segment, 2)
-	err := history.AssignSegments(segs, spans, []int64{1, 3, 4}, msgs("a", "x", "c"))
-	assert.EqualError(t, err, "message at position 3 belongs to no segment")
-	err = history.AssignSegments(segs, spans, []int64{1, 2, 4, 7, 8}, msgs("a", "b", "c", "x", "y"))
-	assert.EqualError(t, err, "2 archived messages belong to no segment")
-	require.NoError(t, history.AssignSegments(nil, nil, nil, nil))
-}
-
-func TestMergeTimeline(t *testing.T) {
-	all := msgs("a", "b", "c")
-	recs := []history.CompactionRecord{{CompactID: "c1", Position: 3}, {CompactID: "c2", Position: 6}}
-	tl := history.MergeTimeline([]int64{1, 2, 4}, all, recs, 4)
-	require.Len(t, tl, 5)
-	want := []struct {
-		pos      int64
-		id       string
-		archived bool
-	}{{1, "a", true}, {2, "b", true}, {3, "c1", false}, {4, "c", false}, {6, "c2", false}}
-	for i, w := range want {
-		e := tl[i]
-		assert.Equal(t, w.pos, e.Position)
-		assert.Equal(t, w.archived, e.Archived)
-		if e.Message != nil {
-			assert.Nil(t, e.Compaction)
-			assert.Equal(t, w.id, e.Message.ID)
-		} else {
-			assert.Equal(t, w.id, e.Compaction.CompactID)
-		}
-	}
-	assert.Same(t, &all[0], tl[0].Message, "entries point into the caller's slices")
-	assert.Empty(t, history.MergeTimeline(nil, nil, nil, 0))
-}
 
 func TestCommittedSegment(t *testing.T) {
 	started, finished := time.Unix(10, 5), time.Unix(20, 7)

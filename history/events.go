@@ -2,7 +2,6 @@ package history
 
 import (
 	"context"
-	"fmt"
 	"math"
 	"time"
 )
@@ -50,26 +49,3 @@ type EventLog interface {
 // MaxSeq is the highest sequence number a store keeps (the SQL stores keep
 // them in signed 64-bit columns).
 const MaxSeq = math.MaxInt64
-
-// CheckEventBatch validates b against the Through the session recorded
-// before; stores call it inside the write transaction.
-func CheckEventBatch(b *EventBatch, through uint64) error {
-	last := through
-	for i := range b.Events {
-		e := &b.Events[i]
-		switch {
-		case e.Seq <= last:
-			return fmt.Errorf("%w: event sequence number %d is not above %d", ErrInvalid, e.Seq, last)
-		case e.Kind == "":
-			return fmt.Errorf("%w: event %d has no kind", ErrInvalid, e.Seq)
-		}
-		last = e.Seq
-	}
-	switch {
-	case b.Through < last:
-		return fmt.Errorf("%w: batch through %d is below sequence number %d", ErrInvalid, b.Through, last)
-	case b.Through > MaxSeq:
-		return fmt.Errorf("%w: sequence number %d is above history.MaxSeq", ErrInvalid, b.Through)
-	}
-	return nil
-}

@@ -19,6 +19,9 @@
 // [Lister] and [Uncompacter]; the SQLite and PostgreSQL stores also
 // implement [Leaser], and [LeaseReader] for programs that only read
 // (cmd/sessionkit). All pass the conformance suites in history/historytest.
+// A store of your own builds on history/storekit, the package for people
+// writing a Store (the checks of each write, the assembly of Timeline and
+// Segments from rows, the list cursor), and runs the same suites.
 //
 //	store, err := sqlite.Open("sessions.db")
 //	if err != nil { ... }
@@ -39,7 +42,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -285,14 +287,6 @@ type Uncompaction struct {
 // that is not undone.
 var ErrNothingToUndo = errors.New("history: no compaction to undo")
 
-// CheckUncompaction validates u.
-func CheckUncompaction(u *Uncompaction) error {
-	if u.ID == "" {
-		return fmt.Errorf("%w: uncompaction has no ID", ErrInvalid)
-	}
-	return nil
-}
-
 // Store persists the canonical history of many sessions.
 //
 // Every write takes the session version the caller last saw and returns the
@@ -343,33 +337,6 @@ var (
 	ErrClosed   = errors.New("history: store is closed")
 )
 
-// CheckCommit validates c against the number of Active messages; stores call
-// it inside the commit transaction.
-func CheckCommit(c *Commit, active int) error {
-	switch {
-	case c.CompactID == "" || c.SegmentID == "":
-		return fmt.Errorf("%w: commit needs a compaction ID and a segment ID", ErrInvalid)
-	case c.Archive < 1 || c.Archive > active:
-		return fmt.Errorf("%w: commit archives %d messages of %d active", ErrInvalid, c.Archive, active)
-	case strings.TrimSpace(c.Summary) == "":
-		return fmt.Errorf("%w: commit has an empty summary", ErrInvalid)
-	}
-	return nil
-}
-
-// CheckBegin validates a compaction record passed to BeginCompaction.
-func CheckBegin(rec *CompactionRecord) error {
-	switch {
-	case rec.CompactID == "":
-		return fmt.Errorf("%w: compaction has no ID", ErrInvalid)
-	case rec.Status != StatusInProgress && rec.Status != StatusNothingToCompact:
-		return fmt.Errorf("%w: compaction %s cannot begin as %q", ErrInvalid, rec.CompactID, rec.Status)
-	case !ValidTrigger(rec.Trigger):
-		return fmt.Errorf("%w: compaction %s has unknown trigger %q", ErrInvalid, rec.CompactID, rec.Trigger)
-	}
-	return nil
-}
-
 // Trigger is what started a compaction, as records and Segments hold it.
 type Trigger string
 
@@ -383,33 +350,4 @@ const (
 // ValidTrigger reports whether t is one of the known triggers.
 func ValidTrigger(t Trigger) bool {
 	return t == TriggerManual || t == TriggerAuto || t == TriggerOverflow
-}
-
-// CheckFinish validates the status passed to FinishCompaction.
-func CheckFinish(status CompactionStatus) error {
-	if status != StatusFailed && status != StatusCancelled {
-		return fmt.Errorf("%w: a compaction cannot finish as %q without a commit", ErrInvalid, status)
-	}
-	return nil
-}
-
-// CheckMessages validates messages passed to Append.
-func CheckMessages(msgs []Message) error {
-	if len(msgs) == 0 {
-		return fmt.Errorf("%w: nothing to append", ErrInvalid)
-	}
-	for i := range msgs {
-		if err := msgs[i].Validate(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// CheckConfig validates a configuration blob: nil or valid JSON.
-func CheckConfig(config json.RawMessage) error {
-	if config != nil && !json.Valid(config) {
-		return fmt.Errorf("%w: configuration is not JSON", ErrInvalid)
-	}
-	return nil
 }

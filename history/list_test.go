@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestDefaultTitle(t *testing.T) {
@@ -23,16 +22,4 @@ func TestDefaultTitle(t *testing.T) {
 		assert.Equal(t, want, got, "%q", in)
 		assert.LessOrEqual(t, len([]rune(got)), MaxTitle)
 	}
-}
-
-func TestListCursor(t *testing.T) {
-	for _, p := range []ListPosition{{UpdatedAt: 0, ID: ""}, {UpdatedAt: -5, ID: "a:b:c"}, {UpdatedAt: 1 << 62, ID: "\x00é"}} {
-		limit, after, err := ParseList(ListOptions{Cursor: p.Cursor()})
-		require.NoError(t, err)
-		assert.Equal(t, DefaultListLimit, limit)
-		assert.Equal(t, p, *after)
-	}
-	limit, _, err := ParseList(ListOptions{Limit: MaxListLimit + 1})
-	require.NoError(t, err)
-	assert.Equal(t, MaxListLimit, limit)
 }

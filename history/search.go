@@ -34,9 +34,10 @@ type SearchHit struct {
 	Snippet string
 	// Score orders hits: higher is better. Hits are ranked first by how many
 	// of the query's distinct content words (after stemming) the message
-	// holds, then by the store's text rank (bm25 on SQLite, ts_rank on
-	// PostgreSQL, term frequency in memstore). Scores compare within one
-	// search only.
+	// holds, then by bm25 over the message's words; the Score is that count
+	// plus the bm25 mapped into [0, 1). The three stores of sessionkit rank
+	// with the same code, so they agree. Scores compare within one search
+	// only.
 	Score float64
 }
 

@@ -2,10 +2,14 @@ package session_test
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
@@ -111,6 +115,14 @@ func BenchmarkTurn(b *testing.B) {
 
 // fill appends n alternating user and assistant messages of 500 bytes.
 func fill(b *testing.B, store history.Store, id string, n int) {
+	fillWith(b, store, id, n, func(j int, role history.Role) history.Message {
+		return history.Message{ID: fmt.Sprintf("%s-%d", id, j), Role: role, Text: fmt.Sprintf("%0500d", j)}
+	})
+}
+
+// fillWith creates session id and appends n messages made by msg, user for
+// even j and assistant for odd j, in batches.
+func fillWith(b *testing.B, store history.Store, id string, n int, msg func(j int, role history.Role) history.Message) {
 	b.Helper()
 	ctx := context.Background()
 	snap, err := store.Create(ctx, history.NewSession{ID: id})
@@ -126,7 +138,7 @@ func fill(b *testing.B, store history.Store, id string, n int) {
 			if j%2 == 1 {
 				role = history.RoleAssistant
 			}
-			msgs = append(msgs, history.Message{ID: fmt.Sprintf("%s-%d", id, j), Role: role, Text: fmt.Sprintf("%0500d", j)})
+			msgs = append(msgs, msg(j, role))
 		}
 		if v, err = store.Append(ctx, id, v, msgs); err != nil {
 			b.Fatal(err)
@@ -237,3 +249,199 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 		}
 	}
 }
+
+// reopenSizes are the session sizes of BenchmarkReopenScan.
+var reopenSizes = []int{1000, 10000, 100000}
+
+// reopenAt holds the median reopen of each size BenchmarkReopenScan
+// measured in this process, for the ratio of the largest to N = 10,000.
+var reopenAt = map[int]time.Duration{}
+
+// BenchmarkReopenScan measures what a user waits for when an editor resumes
+// a conversation, against the least the machine can do to read the same
+// rows. Each size is a session of N messages of 500 bytes whose oldest half
+// one compaction archived (the compacted session of the peer benchmark,
+// docs/performance.md), on a SQLite file that is closed between
+// repetitions. Each repetition times, one after the other:
+//
+//   - reopen: sqlite.Open, session.New, Active, Summary and the
+//     provider.Request of the next turn (bench/peer/goworker's reopen);
+//   - scan: the bare scan of the same rows: a database/sql handle opened on
+//     the file, one prepared SELECT of the Active messages' bodies (the
+//     watermark given), every row's body read as sql.RawBytes, nothing
+//     decoded;
+//   - warm: the same statement run again on that connection (open, the
+//     statement prepared, SQLite's page cache warm).
+//
+// Nothing keeps the file open between the steps (a connection kept open
+// would keep the WAL from being checkpointed at Close, which changes what
+// the next reopen reads).
+//
+// It reports the medians in milliseconds and the medians of the ratios of
+// each repetition's reopen to its scans (reopen/scan, reopen/warm: the two
+// are measured moments apart, so a load that comes and goes on the machine
+// shifts both); at
+// N = 100,000 also the ratio of its reopen to that of N = 10,000 when both
+// ran in this process (x10k).
+func BenchmarkReopenScan(b *testing.B) {
+	for _, n := range reopenSizes {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "reopen.db")
+			activeFrom := buildCompacted(b, path, n)
+			rows := n - n/2
+			var reopen, scan, warmScan []time.Duration
+			for b.Loop() {
+				reopen = append(reopen, timeReopen(b, path, rows))
+				start := time.Now()
+				db, err := sql.Open("sqlite", path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				stmt, err := db.Prepare(bareScan)
+				if err != nil {
+					b.Fatal(err)
+				}
+				scanRows(b, stmt, activeFrom, rows)
+				scan = append(scan, time.Since(start))
+				start = time.Now()
+				scanRows(b, stmt, activeFrom, rows)
+				warmScan = append(warmScan, time.Since(start))
+				if err := errors.Join(stmt.Close(), db.Close()); err != nil {
+					b.Fatal(err)
+				}
+			}
+			toScan, toWarm := ratios(reopen, scan), ratios(reopen, warmScan)
+			r, s, w := median(reopen), median(scan), median(warmScan)
+			reopenAt[n] = r
+			b.ReportMetric(msOf(r), "reopen-ms")
+			b.ReportMetric(msOf(s), "scan-ms")
+			b.ReportMetric(msOf(w), "warm-ms")
+			b.ReportMetric(float64(median(toScan))/1000, "reopen/scan")
+			b.ReportMetric(float64(median(toWarm))/1000, "reopen/warm")
+			if base, ok := reopenAt[10000]; ok && n == 100000 {
+				b.ReportMetric(float64(r)/float64(base), "x10k")
+			}
+		})
+	}
+}
+
+// bareScan is the bare scan's one statement: the bodies of the Active
+// messages, the range of the primary key from the watermark that Load reads.
+const bareScan = `SELECT body FROM messages WHERE session_id = ? AND pos >= ? ORDER BY pos`
+
+// scanRows runs the bare scan and checks that it read want rows.
+func scanRows(b *testing.B, stmt *sql.Stmt, activeFrom int64, want int) {
+	b.Helper()
+	rows, err := stmt.Query("s", activeFrom)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, size := 0, 0
+	for rows.Next() {
+		var body sql.RawBytes
+		if err := rows.Scan(&body); err != nil {
+			b.Fatal(err)
+		}
+		n, size = n+1, size+len(body)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil || n != want || size < 500*n {
+		b.Fatalf("bare scan: %d rows of %d bytes, want %d: %v", n, size, want, err)
+	}
+}
+
+// timeReopen times the reopen of session "s" at path through the context of
+// its next request, and checks the context holds want messages.
+func timeReopen(b *testing.B, path string, want int) time.Duration {
+	b.Helper()
+	ctx := context.Background()
+	start := time.Now()
+	st, err := sqlite.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, err := session.New(ctx, session.Config{ID: "s", Provider: instant{}, Store: st})
+	if err != nil {
+		b.Fatal(err)
+	}
+	active, err := s.Active(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sum, err := s.Summary(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &provider.Request{Purpose: provider.PurposeTurn, Summary: sum, Messages: active}
+	d := time.Since(start)
+	if len(req.Messages) != want || req.Summary == "" {
+		b.Fatalf("reopen: %d messages (want %d), summary %q", len(req.Messages), want, req.Summary)
+	}
+	if err := errors.Join(s.Close(), st.Close()); err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// buildCompacted writes session "s" of n messages of 500 bytes (alternating
+// user and assistant, with their times) to a new file at path, archives the
+// oldest half with one compaction, closes the file and returns the
+// watermark (the position of the first Active message).
+func buildCompacted(b *testing.B, path string, n int) int64 {
+	b.Helper()
+	ctx := context.Background()
+	st, err := sqlite.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fillWith(b, st, "s", n, func(j int, role history.Role) history.Message {
+		return history.Message{ID: fmt.Sprintf("m%d", j), Role: role, Text: fmt.Sprintf("%s message %d:%0500d", role, j, j)[:500], CreatedAt: time.Now()}
+	})
+	snap, err := st.Load(ctx, "s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	v := snap.Version
+	if v, err = st.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c", Trigger: "manual", Status: history.StatusInProgress}); err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err = st.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c", SegmentID: "g", Archive: n / 2, Summary: "summary of the earlier conversation"}); err != nil {
+		b.Fatal(err)
+	}
+	snap, err = st.Load(ctx, "s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	// The first Active message is the oldest one the compaction kept: its
+	// position is the watermark Load reads from.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = db.Close() }()
+	var from int64
+	if err := db.QueryRow(`SELECT active_from FROM sessions WHERE id = 's'`).Scan(&from); err != nil || len(snap.Active) != n-n/2 {
+		b.Fatal(err, len(snap.Active))
+	}
+	return from
+}
+
+// ratios are a[i]/b[i] in thousandths, as durations for median.
+func ratios(a, b []time.Duration) []time.Duration {
+	out := make([]time.Duration, len(a))
+	for i := range a {
+		out[i] = a[i] * 1000 / max(b[i], 1)
+	}
+	return out
+}
+
+// median is the median of d (which it sorts).
+func median(d []time.Duration) time.Duration {
+	slices.Sort(d)
+	return d[len(d)/2]
+}
+
+// msOf is d in milliseconds.
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

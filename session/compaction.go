@@ -284,8 +284,9 @@ func (l *loop) commitCompaction(k *compaction) {
 		ContextBefore:   k.before,
 		ContextAfter:    after,
 	}
-	w, v, rec, archived := l.writer(), l.version, k.rec, l.archived
+	w, v, rec, archived, prefix := l.writer(), l.version, k.rec, l.archived, k.in.Prefix
 	l.submit(func(progress) func(*loop) {
+		commit.Fidelity = compact.Fidelity(prefix, sum.Text)
 		commit.At = time.Now()
 		rec.FinishedAt = commit.At
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
@@ -299,18 +300,30 @@ func (l *loop) commitCompaction(k *compaction) {
 				return
 			}
 			seg.Messages = k.in.Prefix // the store does not read them back (O(1) commit)
+			seg.Fidelity = commit.Fidelity
 			l.version = nv
 			l.active = slices.Clone(l.active[k.archive:])
 			l.summary = seg.Summary
 			l.archived += int64(k.archive)
 			l.contextTokens = 0 // stale until the next turn response (§3.3)
 			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural(k.archive, "message") + " into a summary.", CompactID: c.id})
-			l.finishCompaction(c, CompactResult{
+			res := CompactResult{
 				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,
-				ContextBefore: k.before, ContextAfter: after, LeftOut: sum.LeftOut,
-			})
+				ContextBefore: k.before, ContextAfter: after, LeftOut: sum.LeftOut, Fidelity: commit.Fidelity,
+			}
+			res.ContextGrew, res.Note = contextNote(k.before, after)
+			l.finishCompaction(c, res)
 		}
 	})
+}
+
+// contextNote reports a compaction that did not make the context smaller
+// (before known, after not below it) and the Note that says so.
+func contextNote(before, after int) (bool, string) {
+	if before <= 0 || after < before {
+		return false, ""
+	}
+	return true, fmt.Sprintf("the context did not shrink: about %d tokens after the compaction (an estimate) against %d before; the summary is longer than what it replaced", after, before)
 }
 
 // HookSummaryProvider is the Segment.SummaryProvider of a summary that

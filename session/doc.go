@@ -50,6 +50,16 @@
 // summary input; CompactRequest.Through archives up to a chosen message; and
 // [Session.Uncompact] undoes the newest compaction.
 //
+// # Recall and pruning
+//
+// Nothing archived is lost: [Session.Search] and [Session.Messages] search
+// and read the session's messages, archived or active, and Config.Recall
+// gives the model the same as the built-in tool recall ([RecallTool]).
+// Config.PruneToolResults keeps old long tool results out of the model's
+// requests without a model call. Every compaction records how many of the
+// archived facts its summary kept ([CompactResult].Fidelity). See
+// docs/compaction.md.
+//
 // # Ownership and concurrency
 //
 // One goroutine owns a session's state; provider calls, tool runs and store

@@ -333,20 +333,33 @@ type eventLog struct {
 
 // startNumbering returns where the loop's numbering starts for a session
 // opened from snap (created when this open made it): at 0 for a new
-// session, seqGap above the last logged number for one opened again. The
-// jump needs no write at open, and holds also after a process that
-// stopped without closing. (history.MaxSeq allows 2^31 opens of a session;
-// beyond, the log refuses the numbers with ErrInvalid, never reuses them.)
-func startNumbering(store history.Store, snap *history.Snapshot, created bool) (eventLog, uint64) {
+// session, seqGap above the last recorded number for one opened again.
+// Before it gives out any number, a session opened again records that
+// start in the log (an empty batch whose Through is the start), so a
+// process that logs nothing (its log writes fail, or it is killed before
+// its first batch) still moves the next process past every number it
+// could have given: the next one starts seqGap above this one's start.
+// A session whose next start would leave less than seqGap numbers below
+// history.MaxSeq is refused with ErrSeqExhausted.
+func startNumbering(ctx context.Context, store history.Store, snap *history.Snapshot, created bool) (eventLog, uint64, error) {
 	el, ok := store.(history.EventLog)
 	if !ok {
-		return eventLog{}, 0
+		return eventLog{}, 0, nil
 	}
 	elog := eventLog{store: el, logged: snap.LastSeq}
 	if created {
-		return elog, 0
+		return elog, 0, nil
 	}
-	return elog, snap.LastSeq + seqGap
+	if snap.LastSeq > history.MaxSeq-2*seqGap {
+		return eventLog{}, 0, fmt.Errorf("%w: session %q has recorded sequence number %d; a process needs %d numbers above its start, and history.MaxSeq is %d",
+			ErrSeqExhausted, snap.ID, snap.LastSeq, uint64(seqGap), uint64(history.MaxSeq))
+	}
+	start := snap.LastSeq + seqGap
+	if err := el.LogEvents(ctx, snap.ID, history.EventBatch{Through: start}); err != nil {
+		return eventLog{}, 0, fmt.Errorf("session: record where the sequence numbers of %q start: %w", snap.ID, err)
+	}
+	elog.logged = start
+	return elog, start, nil
 }
 
 // logPublished notes a published event for the log.

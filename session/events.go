@@ -164,7 +164,10 @@ func (*TurnEvent) Durable() bool { return true }
 type SubscribeOptions struct {
 	After uint64 // replay durable events with Seq > After, then go live; 0 = live only
 	// Buffer is how many events may wait unread before the subscription is
-	// ended with a SlowSubscriberError; 0 = DefaultBuffer.
+	// ended with a SlowSubscriberError; 0 = DefaultBuffer. It is a bound,
+	// not an allocation: a subscription takes memory for the events that
+	// wait (and a goroutine that hands them over while more wait than its
+	// channel's 64), not for Buffer of them.
 	Buffer int
 }
 
@@ -177,7 +180,10 @@ type SubscribeOptions struct {
 type Subscription timeline.Subscription[Event]
 
 // Events returns the channel of events. It is closed when the subscription
-// ends; events buffered before the end are still delivered.
+// ends; events buffered before the end are still delivered, except after
+// the subscriber's own end (Close, or the end of its ctx): then only those
+// already in the channel (up to 64) are, and the rest is dropped, since
+// nobody reads it.
 func (s *Subscription) Events() <-chan Event { return s.inner().Events() }
 
 // Err returns why the subscription ended: nil while it is live, after Close

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
@@ -91,12 +92,9 @@ func (r *recorder) all() []session.Event {
 // until waits until pred holds for the events recorded so far.
 func (r *recorder) until(t *testing.T, pred func([]session.Event) bool) []session.Event {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
-	for time.Now().Before(deadline) {
-		if evs := r.all(); pred(evs) {
-			return evs
-		}
-		time.Sleep(time.Millisecond)
+	var evs []session.Event
+	if poll.Within(waitLimit, func() bool { evs = r.all(); return pred(evs) }) {
+		return evs
 	}
 	t.Fatalf("events never matched; got %d events", len(r.all()))
 	return nil

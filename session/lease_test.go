@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -28,6 +29,7 @@ type sharedStore struct {
 	mu      sync.Mutex
 	current map[string]*testLease // the live lease of each session
 	tokens  map[string]uint64
+	refused int // Acquire calls refused because the session was held
 }
 
 func newSharedStore() *sharedStore {
@@ -47,12 +49,20 @@ func (s *sharedStore) Acquire(_ context.Context, id string) (history.Lease, erro
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur := s.current[id]; cur != nil {
+		s.refused++
 		return nil, &history.LeaseError{Session: id, Holder: fmt.Sprintf("holder-%d", cur.token), Expires: time.Now().Add(time.Minute)}
 	}
 	s.tokens[id]++
 	l := &testLease{st: s, id: id, token: s.tokens[id], lost: make(chan struct{})}
 	s.current[id] = l
 	return l, nil
+}
+
+// refusals is how many Acquire calls were refused so far.
+func (s *sharedStore) refusals() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // takeOver gives session id to a new holder, as another process does after
@@ -186,13 +196,21 @@ func TestLease_WaitForLease(t *testing.T) {
 	require.ErrorIs(t, err, history.ErrLeased)
 
 	// It succeeds once the first closes (Close releases the lease).
+	// The first is closed only once the second New was refused the lease
+	// and is still waiting for it: the wait is proven to happen.
+	refusedBefore := st.refusals()
 	opened := make(chan *session.Session, 1)
 	go func() {
 		s, err := session.New(ctxT(t), cfg)
 		assert.NoError(t, err)
 		opened <- s
 	}()
-	time.Sleep(100 * time.Millisecond)
+	poll.For(t, func() bool { return st.refusals() > refusedBefore }, "the second New asking for the lease the first holds")
+	select {
+	case <-opened:
+		t.Fatal("the second New returned while the first held the lease")
+	default:
+	}
 	require.NoError(t, first.Close())
 	second := <-opened
 	require.NotNil(t, second)

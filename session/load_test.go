@@ -17,6 +17,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -532,11 +533,11 @@ func TestLoad(t *testing.T) {
 	}
 	require.NoError(t, reopened.Close())
 
-	goroutinesAfter := runtime.NumGoroutine()
-	for deadline := time.Now().Add(10 * time.Second); goroutinesAfter > goroutinesBefore && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
+	var goroutinesAfter int
+	poll.Within(10*time.Second, func() bool {
 		goroutinesAfter = runtime.NumGoroutine()
-	}
+		return goroutinesAfter <= goroutinesBefore
+	})
 
 	t.Logf("wall time %v (opening %v); %.0f operations/s", elapsed.Round(time.Millisecond), opened.Round(time.Millisecond), float64(total.ops)/elapsed.Seconds())
 	t.Logf("operations completed %d of %d; handles %d (prompts %d, steers %d, manual compactions %d: %d compacted, %d nothing to compact)",

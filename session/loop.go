@@ -105,6 +105,11 @@ type loop struct {
 	tools   map[string]Tool
 	specs   []provider.ToolSpec
 	maxTool int
+	prune   PruneConfig
+	// segNo numbers the session's Segments (oldest 1) by ID, for the
+	// "archived by compaction N" of search hits: a cache that Search fills
+	// from the store (a Segment's number never changes).
+	segNo map[string]int
 
 	set      settings
 	title    string // the session's title; "" until it has one
@@ -415,6 +420,14 @@ func (l *loop) startSteer(c *command) {
 
 func (l *loop) startConfigure(c *command) {
 	next := c.configure.configured(c.configure.apply(l.set))
+	if _, mine := l.tools[RecallTool]; mine && next.Recall {
+		c.finishConf(ConfigureResult{Err: invalid("tool %q is one of Config.Tools: Recall cannot be turned on", RecallTool)})
+		return
+	}
+	if next.Recall && l.s.search == nil {
+		c.finishConf(ConfigureResult{Err: invalid("Recall needs a store that can search (history.Searcher)")})
+		return
+	}
 	if err := next.validate(); err != nil {
 		c.finishConf(ConfigureResult{Err: err})
 		return

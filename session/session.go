@@ -49,6 +49,9 @@ type Session struct {
 	// leaseLost is set before the loop closes a session whose lease was lost,
 	// so that admission and the commands it ends say why (closedErr).
 	leaseLost atomic.Bool
+	// search is the store's history.Searcher, nil when it has none. It is
+	// set before the loop starts and never changes.
+	search history.Searcher
 }
 
 // closedErr is the error of a call on a closed session.
@@ -115,12 +118,16 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		AutoCompactRatio:    cfg.AutoCompactRatio,
 		MaxSteps:            cfg.MaxSteps,
 		CompactOnOverflow:   cfg.CompactOnOverflow,
+		Recall:              cfg.Recall,
 	}
 	if err := set.validate(); err != nil {
 		return nil, err
 	}
 	if cfg.MaxQueue < 0 || cfg.EventHistory < 0 || cfg.MaxToolOutput < 0 {
 		return nil, invalid("MaxQueue, EventHistory and MaxToolOutput must not be negative")
+	}
+	if p := cfg.PruneToolResults; p.KeepRecent < 0 || p.MinBytes < 0 {
+		return nil, invalid("PruneToolResults: KeepRecent and MinBytes must not be negative")
 	}
 	tools := make(map[string]Tool, len(cfg.Tools))
 	specs := make([]provider.ToolSpec, 0, len(cfg.Tools))
@@ -202,12 +209,23 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		nextPos += int64(len(msgs))
 	}
 
-	elog, start := startNumbering(store, snap, created)
+	elog, start, err := startNumbering(ctx, store, snap, created)
+	if err != nil {
+		return nil, err
+	}
 
 	maxQueue := cfg.MaxQueue
 	if maxQueue == 0 {
 		maxQueue = DefaultMaxQueue
 	}
+	if _, mine := tools[RecallTool]; mine && set.Recall {
+		return nil, invalid("tool %q is the built-in tool of Config.Recall: rename it or turn Recall off", RecallTool)
+	}
+	search := searcherOf(store, cfg.Store)
+	if set.Recall && search == nil {
+		return nil, invalid("Config.Recall needs a store that can search (history.Searcher); %T cannot", cfg.Store)
+	}
+
 	s := &Session{
 		id:      id,
 		store:   store,
@@ -216,6 +234,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		max:     int64(maxQueue),
+		search:  search,
 	}
 	l := &loop{
 		s:        s,
@@ -235,6 +254,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		feed:     newFeed(cfg.EventHistory, start, elog),
 		elog:     elog,
 		maxTool:  cfg.MaxToolOutput,
+		prune:    cfg.PruneToolResults,
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
 		lease:    lease,
@@ -655,5 +675,6 @@ func (l *loop) composer() *compact.Composer {
 		Instructions:  l.set.CompactInstructions,
 		MaxToolOutput: l.maxTool,
 		ContextWindow: l.set.ContextWindow,
+		Recall:        l.set.Recall,
 	}
 }

@@ -61,9 +61,9 @@ func (l *loop) step() {
 	req := &provider.Request{
 		Purpose:  provider.PurposeTurn,
 		System:   l.set.SystemPrompt,
-		Summary:  l.summary,
-		Messages: l.shareActive(len(l.active)),
-		Tools:    l.specs,
+		Summary:  l.requestSummary(),
+		Messages: l.requestMessages(),
+		Tools:    l.requestTools(),
 	}
 	w, v, prov, ctx, turnID := l.writer(), l.version, l.prov, t.ctx, t.cmd.id
 	// The assistant message's ID is chosen before it streams, so that every
@@ -158,7 +158,7 @@ func assistantMessage(m history.Message, id string) history.Message {
 func (l *loop) runTools() {
 	t := l.turn
 	calls := unanswered(l.active)
-	w, v, ctx, tools, log := l.writer(), l.version, t.ctx, l.tools, l.log
+	w, v, ctx, tools, log := l.writer(), l.version, t.ctx, l.runnable(), l.log
 	l.submit(func(post progress) func(*loop) {
 		for _, tc := range calls {
 			var text string

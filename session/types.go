@@ -39,6 +39,10 @@ var (
 	// on a shared store was lost (another process took the session over):
 	// the session closed itself. It wraps ErrClosed and history.ErrFenced.
 	ErrLeaseLost = fmt.Errorf("%w: its lease was lost (%w)", ErrClosed, history.ErrFenced)
+	// ErrSeqExhausted is returned by Open for a session whose event
+	// sequence numbers are used up: numbering it once more would go beyond
+	// history.MaxSeq. It is never numbered silently past it.
+	ErrSeqExhausted = errors.New("session: the session's sequence numbers are used up")
 )
 
 // SlowSubscriberError is the Err of a subscription that was ended because
@@ -149,6 +153,37 @@ type Config struct {
 	// one compaction with trigger "overflow" at that checkpoint and retry
 	// the step once (docs/design.md §3.5). Configure can change it.
 	CompactOnOverflow bool
+	// Recall gives the model the built-in tool recall, which searches the
+	// session's messages, archived ones included, and reads them back
+	// verbatim (docs/compaction.md); the store must implement
+	// history.Searcher (New and Configure refuse Recall otherwise). The
+	// retained summary the model is sent then says
+	// how many earlier messages are archived and searchable, and the
+	// summary instructions tell the summarizer so. Configure can change
+	// it. A tool of Config.Tools cannot be named recall then.
+	Recall bool
+	// PruneToolResults replaces old, long tool results in every turn
+	// request (never in the store, never in a summary's input) by one line
+	// naming the tool, the size and the message ID; zero = off (see
+	// [PruneConfig]).
+	PruneToolResults PruneConfig
+}
+
+// RecallTool is the name of the built-in tool that Config.Recall adds.
+const RecallTool = "recall"
+
+// PruneConfig says which tool results a turn request carries in full
+// (Config.PruneToolResults). With KeepRecent > 0 the tool results of Active
+// older than the KeepRecent most recent ones and longer than MinBytes bytes
+// are each replaced, in the request only, by one line naming the tool, the
+// size and the message ID (which the recall tool reads back). The pruned
+// results are always the oldest ones, a multiple of KeepRecent of them: the
+// set grows by KeepRecent results at a time, so that between two steps the
+// request's beginning stays the same and a provider's prompt cache stays
+// valid (docs/compaction.md). KeepRecent 0 is off.
+type PruneConfig struct {
+	KeepRecent int
+	MinBytes   int
 }
 
 // CompactPlan is what a compaction is about to do, as Config.BeforeCompact
@@ -188,6 +223,7 @@ type settings struct {
 	AutoCompactRatio    float64  `json:"auto_compact_ratio,omitempty"`
 	MaxSteps            int      `json:"max_steps,omitempty"`
 	CompactOnOverflow   bool     `json:"compact_on_overflow,omitempty"`
+	Recall              bool     `json:"recall,omitempty"`
 	Configured          []string `json:"configured,omitempty"`
 }
 
@@ -230,6 +266,7 @@ var settingFields = []setting{
 	field[float64]{"AutoCompactRatio", func(s *settings) *float64 { return &s.AutoCompactRatio }, func(r *ConfigureRequest) *float64 { return r.AutoCompactRatio }},
 	field[int]{"MaxSteps", func(s *settings) *int { return &s.MaxSteps }, func(r *ConfigureRequest) *int { return r.MaxSteps }},
 	field[bool]{"CompactOnOverflow", func(s *settings) *bool { return &s.CompactOnOverflow }, func(r *ConfigureRequest) *bool { return r.CompactOnOverflow }},
+	field[bool]{"Recall", func(s *settings) *bool { return &s.Recall }, func(r *ConfigureRequest) *bool { return r.Recall }},
 }
 
 // settingNamed returns the stored setting called name, nil for a name that
@@ -275,6 +312,7 @@ type Settings struct {
 	AutoCompactRatio    float64
 	MaxSteps            int // 0 = DefaultMaxSteps
 	CompactOnOverflow   bool
+	Recall              bool
 	// Configured names the settings above (by field name) that Configure
 	// set. They keep their values when the session is opened again; the
 	// others take the values of the Config it is opened with (see [New]).
@@ -298,6 +336,7 @@ func (s *settings) public(title, cwd string) Settings {
 		AutoCompactRatio:    s.AutoCompactRatio,
 		MaxSteps:            s.MaxSteps,
 		CompactOnOverflow:   s.CompactOnOverflow,
+		Recall:              s.Recall,
 		Configured:          slices.Clone(s.Configured),
 		Title:               title,
 		Cwd:                 cwd,
@@ -372,6 +411,8 @@ type ConfigureRequest struct {
 	MaxSteps *int
 	// CompactOnOverflow replaces Config.CompactOnOverflow.
 	CompactOnOverflow *bool
+	// Recall replaces Config.Recall.
+	Recall *bool
 	// SummaryProvider, when not nil, replaces Config.SummaryProvider. It
 	// is not stored with the session (a provider is code, not data): a
 	// session opened again uses its Config's.
@@ -464,6 +505,18 @@ type CompactResult struct {
 	// Cancelled reports a compact_failed that was a cancellation (Handle.Cancel,
 	// Close, or an ACP session/cancel) rather than a failure.
 	Cancelled bool
+	// Note, when not empty, says something the user should know about a
+	// compaction that succeeded: ContextGrew's figures in words.
+	Note string
+	// ContextGrew reports a committed compaction whose ContextAfter is not
+	// smaller than ContextBefore (both known): it is committed all the same
+	// (the summary replaces the archived messages, as ever), and Note says
+	// so. Only live results carry it; a replayed result has no context
+	// figures.
+	ContextGrew bool
+	// Fidelity is how many of the archived prefix's facts the summary kept
+	// (compact.Fidelity), as the Segment records it; zero unless Compacted.
+	Fidelity history.Fidelity
 }
 
 func validText(what, text string) error {

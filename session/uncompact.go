@@ -22,14 +22,22 @@ type UncompactEvent struct {
 	CompactID string // the compaction that made it
 	Restored  int    // messages put back at the front of Active
 	Error     string // why nothing was undone
-	TurnID    string // the turn it ran in, "" when idle (and in a Replay)
-	Position  int64  // the timeline position of its record
+	// NothingToUndo reports that nothing was undone because the session
+	// has no compaction left to undo (Error then wraps
+	// history.ErrNothingToUndo's text).
+	NothingToUndo bool   `json:",omitempty"`
+	TurnID        string // the turn it ran in, "" when idle (and in a Replay)
+	Position      int64  // the timeline position of its record
 }
 
 func (*UncompactEvent) payload() {}
 
 // Durable implements Payload.
 func (*UncompactEvent) Durable() bool { return true }
+
+// NothingToUndoText is what an undo with no compaction to undo says to the
+// user (ActionEvent.Text; the ACP agent shows the same words).
+const NothingToUndoText = "Nothing was undone: nothing to undo (this session has no compaction left to undo)."
 
 // startUncompact runs Uncompact c: one store transaction, then the loop
 // adopts the session as the store now holds it (commit, then emit).
@@ -69,8 +77,13 @@ func (l *loop) startUncompact(c *command) {
 // handle.
 func (l *loop) finishUncompact(c *command, rec *history.UncompactionRecord, err error) {
 	if err != nil {
-		l.publish(&ActionEvent{ID: newID(), Kind: ActionKindUncompact, Status: ActionFailed, Text: "Nothing was undone: " + err.Error()})
-		l.publish(&UncompactEvent{ID: c.id, Error: err.Error(), TurnID: l.turnID(), Position: NoPosition})
+		nothing := errors.Is(err, history.ErrNothingToUndo)
+		text := "Nothing was undone: " + err.Error()
+		if nothing {
+			text = NothingToUndoText
+		}
+		l.publish(&ActionEvent{ID: newID(), Kind: ActionKindUncompact, Status: ActionFailed, Text: text})
+		l.publish(&UncompactEvent{ID: c.id, Error: err.Error(), NothingToUndo: nothing, TurnID: l.turnID(), Position: NoPosition})
 		c.finishUnc(UncompactResult{Err: err})
 		return
 	}

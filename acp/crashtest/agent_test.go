@@ -18,7 +18,8 @@ import (
 	"github.com/sessionkit/sessionkit/acp"
 )
 
-// buildAgent builds examples/acp-agent into a temporary directory and
+// buildAgent builds examples/acp-agent, with its demo tools (the demotools
+// build tag: echo and fail), into a temporary directory and
 // returns the binary's path.
 func buildAgent(t *testing.T) string {
 	t.Helper()
@@ -27,7 +28,7 @@ func buildAgent(t *testing.T) string {
 		t.Skipf("no go command to build the agent: %v", err)
 	}
 	bin := filepath.Join(t.TempDir(), "acp-agent")
-	cmd := exec.Command(goBin, "build", "-o", bin, "github.com/sessionkit/sessionkit/examples/acp-agent")
+	cmd := exec.Command(goBin, "build", "-tags", "demotools", "-o", bin, "github.com/sessionkit/sessionkit/examples/acp-agent")
 	cmd.Env = offlineEnv()
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -276,7 +276,7 @@ func (r *crashRun) drive(round int, p *agentProc, rs *acp.RemoteSession) bool {
 		}
 		current.Store("idle")
 		if r.rng.IntN(4) == 0 {
-			time.Sleep(time.Duration(r.rng.IntN(3000)) * time.Microsecond)
+			time.Sleep(time.Duration(r.rng.IntN(3000)) * time.Microsecond) // an idle moment of random length, for kills between operations; no order
 		}
 	}
 	if timer != nil && !timer.Stop() { // it fired

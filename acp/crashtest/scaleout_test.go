@@ -15,6 +15,7 @@ import (
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/pgtest"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -31,9 +32,8 @@ const (
 	// may still be carried out by the database.
 	renewSlack = scaleTTL / 4
 	// takeoverWithin bounds how long after the lease's expiry a load that
-	// is retried every loadRetry takes the session over.
+	// is retried (paced by poll.Tries) takes the session over.
 	takeoverWithin = 5 * time.Second
-	loadRetry      = 25 * time.Millisecond
 )
 
 // How the owner A stops serving the session.
@@ -415,7 +415,7 @@ func (r *scaleRun) killInCompaction(a *agentProc, rsA *acp.RemoteSession) string
 		}
 	}
 	// The session publishes the start before it writes the record.
-	for {
+	for range poll.Tries(ctx) {
 		entries, err := readStored(ctx, r.db, r.id)
 		if err != nil {
 			t.Fatalf("read the database: %v", err)
@@ -427,7 +427,6 @@ func (r *scaleRun) killInCompaction(a *agentProc, rsA *acp.RemoteSession) string
 		if st != "" || ctx.Err() != nil {
 			t.Fatalf("compaction %s is %q in the database before A is killed (is --summary-delay %v too short?)", cid, st, scaleSummaryDelay)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	hp, err := rsA.Prompt(ctx, session.PromptRequest{Text: r.text("q", false)})
 	if err != nil {
@@ -463,7 +462,7 @@ func (r *scaleRun) takeOver(b *agentProc, holderA string, before, stoppedAt time
 	t.Helper()
 	expires := before // the latest expiry reported
 	refusals := 0
-	for {
+	for range poll.Tries(t.Context()) {
 		sent := time.Now()
 		rs, took, err := r.load(b, r.id)
 		if err == nil {
@@ -504,8 +503,9 @@ func (r *scaleRun) takeOver(b *agentProc, holderA string, before, stoppedAt time
 		if time.Since(stoppedAt) > scaleTTL+takeoverWithin {
 			t.Fatalf("B is still refused the session %v after A stopped: %s", time.Since(stoppedAt).Round(time.Millisecond), ref.Message)
 		}
-		time.Sleep(loadRetry)
 	}
+	t.Fatalf("the test ended while B was refused the session")
+	return nil
 }
 
 // zombie resumes the frozen A after B took its session over (and wrote to
@@ -538,7 +538,7 @@ func (r *scaleRun) zombie(a *agentProc, rsA *acp.RemoteSession, b *agentProc, rs
 	default:
 		t.Logf("the prompt sent to the frozen A failed when it resumed: %v", res.Err)
 	}
-	for n := 0; ; n++ {
+	for n := range poll.Tries(t.Context()) {
 		text := r.text("z", false)
 		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 		h, err := rsA.Prompt(ctx, session.PromptRequest{Text: text})
@@ -564,6 +564,6 @@ func (r *scaleRun) zombie(a *agentProc, rsA *acp.RemoteSession, b *agentProc, rs
 		if time.Since(resumed) > 10*time.Second {
 			t.Fatalf("the resumed A still has the session 10 s after SIGCONT; last prompt: %v (stderr: %s)", res.Err, a.stderr.tail(3000))
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	t.Fatalf("the test ended while the resumed A had the session")
 }

@@ -83,7 +83,8 @@ let agentBinary;
 let buildDir;
 
 /**
- * Builds ./examples/acp-agent once into a temp dir. SESSIONKIT_ACP_AGENT, if
+ * Builds ./examples/acp-agent once into a temp dir, with its demo tools
+ * (echo and fail: the demotools build tag). SESSIONKIT_ACP_AGENT, if
  * set, names an already built agent binary to test instead.
  */
 export function buildAgent() {
@@ -94,7 +95,7 @@ export function buildAgent() {
   }
   buildDir = mkdtempSync(join(tmpdir(), "sessionkit-interop-bin-"));
   agentBinary = join(buildDir, process.platform === "win32" ? "acp-agent.exe" : "acp-agent");
-  execFileSync("go", ["build", "-o", agentBinary, "./examples/acp-agent"], {
+  execFileSync("go", ["build", "-tags", "demotools", "-o", agentBinary, "./examples/acp-agent"], {
     cwd: repoRoot,
     stdio: ["ignore", "inherit", "inherit"],
   });

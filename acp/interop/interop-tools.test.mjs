@@ -10,7 +10,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync, existsSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -250,7 +250,11 @@ test("t4. a command run through the editor's terminal: embedded live, waited for
     assert.equal(upd(create).kind, "execute");
     assert.deepEqual(editor.methods(), ["session/request_permission", "terminal/create", "terminal/wait_for_exit", "terminal/output", "terminal/release"]);
     const created = editor.calls.find((c) => c.method === "terminal/create").params;
-    assert.deepEqual([created.command, ...created.args], ["sh", "-c", "cat notes.txt; printf oops >&2; exit 3"]);
+    // The agent's own executable as its sandbox helper, which runs sh -c
+    // with the clean environment (tools/sandbox).
+    assert.equal(realpathSync(created.command), realpathSync(buildAgent()));
+    assert.deepEqual(created.args.slice(-4), ["--", "sh", "-c", "cat notes.txt; printf oops >&2; exit 3"]);
+    assert.ok(!(created.env ?? []).some((v) => /KEY|TOKEN|SECRET|^OPENAI_|^ANTHROPIC_/i.test(v.name)), "no credential in the environment");
     assert.equal(created.cwd, p.dir);
     assert.ok(created.outputByteLimit > 0, "bounded output");
     const live = updates.find((l) => upd(l).content?.[0]?.type === "terminal");

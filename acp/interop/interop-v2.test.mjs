@@ -280,7 +280,13 @@ test("v2 e. tools: an edit asks permission in the v2 shape (title, tool_call sub
           assert.ok(call, "the call, created by its first tool_call_update");
           assert.equal(call.content[0].type, "diff");
           assert.deepEqual(call.content[0].changes, [{ operation: "modify", path: file }]);
-          assert.match(call.content[0].patch.text, /-March\n\+April/);
+          assert.equal(call.content[0].patch, undefined, "made from the call's arguments (fragments): no patch");
+          const written = turn.updates.find((u) => u.sessionUpdate === "tool_call_update" && u.toolCallId === call.toolCallId && u.content?.some((c) => c.type === "diff" && c.patch));
+          assert.ok(written, "the tool's report once the file is written");
+          const diff = written.content.find((c) => c.type === "diff");
+          assert.deepEqual(diff.changes, [{ operation: "modify", path: file }]);
+          assert.match(diff.patch.text, /--- a\/notes\.txt\n\+\+\+ b\/notes\.txt\n/, "named relative to the cwd");
+          assert.match(diff.patch.text, /-The release is in March\.\n\+The release is in April\.\n/, "whole lines");
           answer = "reject";
           await s.prompt('replace "April" with "June" in notes.txt');
           assert.equal((await untilIdle(s)).stopReason, "end_turn");

@@ -14,6 +14,7 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -802,6 +803,17 @@ test("g. bad input gets JSON-RPC errors and the connection keeps working", async
     assert.equal(init.protocolVersion, 1);
     const sid = await proc.newSession();
 
+    // A cwd that is not an absolute, existing directory: -32602 naming it
+    // (a session without its workspace tools would answer as if it had them).
+    for (const cwd of ["relative/dir", join(tmpdir(), "sessionkit-interop-no-such-dir")]) {
+      await assert.rejects(proc.agent.request(acp.methods.agent.session.new, { cwd, mcpServers: [] }), (err) => {
+        t.diagnostic(`session/new with cwd ${cwd} -> ${err.code} ${err.message}`);
+        assert.equal(err.code, -32602);
+        assert.ok(err.message.includes(cwd), err.message);
+        return true;
+      });
+    }
+
     // Malformed JSON, written raw: -32700 with id null.
     const mark = proc.lines.at(-1).seq;
     await proc.sendRaw('{"jsonrpc":"2.0","id":"raw-1","method":"session/prompt","params":{"sessionId":');
@@ -899,7 +911,12 @@ test("h. _sessionkit/compact on an idle session: the entity arrives outside a pr
 
 test("i1. session/list, session/resume and session/close through the SDK", async (t) => {
   await withStore(async (store) => {
-    const [dirA, dirB] = [join(tmpdir(), "sessionkit-a"), join(tmpdir(), "sessionkit-b")];
+    // Real directories: a cwd that does not exist is refused (-32602).
+    const [dirA, dirB] = [mkdtempSync(join(tmpdir(), "sessionkit-a-")), mkdtempSync(join(tmpdir(), "sessionkit-b-"))];
+    t.after(() => {
+      rmSync(dirA, { recursive: true, force: true });
+      rmSync(dirB, { recursive: true, force: true });
+    });
     const { kept } = await withAgent(t, { store }, async (proc) => {
       const init = await proc.initialize(CAPABLE);
       for (const k of ["list", "resume", "close"]) {

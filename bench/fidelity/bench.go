@@ -57,6 +57,9 @@ type Options struct {
 	Gen   GenConfig
 	Store string // "sqlite" (a file in Dir) or "memstore"
 	Dir   string // where SQLite files go
+	// Recall sets Config.Recall of the sessions: the summary request then
+	// tells the summarizer that the archive is searchable.
+	Recall bool
 	// Progress, when set, receives one line per session played.
 	Progress func(string)
 }
@@ -116,7 +119,7 @@ func Run(ctx context.Context, o Options, name string, sum provider.Provider) (Co
 		return col, fmt.Errorf("fidelity: unknown store %q (sqlite or memstore)", o.Store)
 	}
 	for i, s := range Generate(o.Gen) {
-		if err := runOne(ctx, &col, store, &s, sum); err != nil {
+		if err := runOne(ctx, &col, store, &s, sum, o.Recall); err != nil {
 			return col, fmt.Errorf("%s, session %s: %w", name, s.ID, err)
 		}
 		if o.Progress != nil {
@@ -126,7 +129,7 @@ func Run(ctx context.Context, o Options, name string, sum provider.Provider) (Co
 	return col, nil
 }
 
-func runOne(ctx context.Context, col *Column, store history.Store, s *Script, sum provider.Provider) error {
+func runOne(ctx context.Context, col *Column, store history.Store, s *Script, sum provider.Provider, recall bool) error {
 	p := newPlayer(s)
 	sess, err := session.New(ctx, session.Config{
 		ID:              s.ID,
@@ -136,6 +139,7 @@ func runOne(ctx context.Context, col *Column, store history.Store, s *Script, su
 		SystemPrompt:    "You are a coding agent working in /project.",
 		Tools:           p.tools(),
 		Cwd:             "/project",
+		Recall:          recall,
 	})
 	if err != nil {
 		return err
@@ -166,7 +170,7 @@ func runOne(ctx context.Context, col *Column, store history.Store, s *Script, su
 		}
 		st.Archived += len(archived)
 		st.ContextAfter += res.ContextAfter
-		if f := res.Segment.Fidelity; f.Facts > 0 {
+		if f := res.Fidelity; f.Facts > 0 {
 			st.Fidelity += float64(f.Kept) / float64(f.Facts)
 			st.FidelityN++
 		}

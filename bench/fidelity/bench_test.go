@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/envconfig"
+	"github.com/sessionkit/sessionkit/provider/fromenv"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/provider/openai/openaitest"
 	"github.com/sessionkit/sessionkit/session"
@@ -31,7 +32,7 @@ var shortGen = GenConfig{Seed: 7, Sessions: 2, Messages: 200, FactsPerKind: 2}
 func TestShortRun(t *testing.T) {
 	for _, store := range []string{"memstore", "sqlite"} {
 		t.Run(store, func(t *testing.T) {
-			col, err := Run(context.Background(), Options{Gen: shortGen, Store: store, Dir: t.TempDir()}, envconfig.Offline, offline.New())
+			col, err := Run(context.Background(), Options{Gen: shortGen, Store: store, Dir: t.TempDir()}, fromenv.Offline, offline.New())
 			require.NoError(t, err)
 			facts := shortGen.Sessions * shortGen.FactsPerKind * len(Kinds)
 			for d, s := range col.Depth {
@@ -44,6 +45,10 @@ func TestShortRun(t *testing.T) {
 				assert.LessOrEqual(t, s.RecallArchived, s.Recall, "depth %d", d+1)
 				assert.LessOrEqual(t, s.Recall, s.Facts, "depth %d", d+1)
 				assert.LessOrEqual(t, s.Top, s.Recall, "depth %d", d+1)
+				require.True(t, s.Searched, "the store searches")
+				assert.GreaterOrEqual(t, float64(s.Recall)/float64(s.Facts), 0.9, "depth %d: recall@5 of all facts", d+1)
+				assert.GreaterOrEqual(t, float64(s.RecallArchived)/float64(s.FactsArchived), 0.9, "depth %d: recall@5 of the archived facts", d+1)
+				assert.Equal(t, shortGen.Sessions, s.FidelityN, "depth %d: every Segment records its fidelity", d+1)
 				if d > 0 {
 					prev := col.Depth[d-1]
 					assert.Greater(t, s.Archived, prev.Archived, "depth %d archives more", d+1)
@@ -130,6 +135,8 @@ func TestModelColumn(t *testing.T) {
 	}))
 	defer srv.Close()
 	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("ANTHROPIC_BASE_URL", "")
+	t.Setenv("SESSIONKIT_PROVIDER", "")
 	t.Setenv("OPENAI_API_KEY", "test-key")
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	t.Setenv("SESSIONKIT_MODEL", "echo-model")

@@ -8,9 +8,9 @@
 // Fidelity.
 //
 // The offline provider makes the summaries of the first column. When the
-// environment selects a model (ANTHROPIC_API_KEY, OPENAI_API_KEY or
-// OPENAI_BASE_URL, with SESSIONKIT_MODEL; the selection of
-// internal/envconfig), a second column has that model's summaries. The
+// environment selects a model (SESSIONKIT_PROVIDER, ANTHROPIC_API_KEY,
+// OPENAI_API_KEY or OPENAI_BASE_URL, with SESSIONKIT_MODEL; the selection
+// of provider/fromenv), a second column has that model's summaries. The
 // sessions' own turns are scripted: only the summaries differ between
 // columns.
 //
@@ -26,6 +26,7 @@ import (
 	"os/signal"
 
 	"github.com/sessionkit/sessionkit/internal/envconfig"
+	"github.com/sessionkit/sessionkit/provider/fromenv"
 	"github.com/sessionkit/sessionkit/provider/offline"
 )
 
@@ -42,6 +43,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	flags.IntVar(&o.Gen.Messages, "messages", 200, "the least number of messages of each session")
 	flags.IntVar(&o.Gen.FactsPerKind, "facts", 2, "planted facts of each kind per session")
 	flags.StringVar(&o.Store, "store", "sqlite", "store: sqlite (a temporary file) or memstore")
+	flags.BoolVar(&o.Recall, "recall", false, "sessions with Config.Recall on (the summarizer is told the archive is searchable)")
 	offlineOnly := flags.Bool("offline", false, "only the offline provider, whatever the environment selects")
 	quiet := flags.Bool("q", false, "no progress lines on stderr")
 	if err := flags.Parse(args); err != nil {
@@ -57,7 +59,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	case o.Store != "sqlite" && o.Store != "memstore":
 		return envconfig.Usagef("-store must be sqlite or memstore, not %q", o.Store)
 	}
-	real, name, err := envconfig.Provider(nil)
+	real, name, err := fromenv.Select(fromenv.Selection{})
 	if err != nil {
 		return envconfig.Usagef("%v", err)
 	}
@@ -73,20 +75,20 @@ func run(args []string, stdout, stderr io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	cols := []Column{}
-	col, err := Run(ctx, o, envconfig.Offline, offline.New())
+	col, err := Run(ctx, o, fromenv.Offline, offline.New())
 	if err != nil {
 		return err
 	}
 	cols = append(cols, col)
-	if name != envconfig.Offline && !*offlineOnly {
+	if name != fromenv.Offline && !*offlineOnly {
 		col, err := Run(ctx, o, name, real)
 		if err != nil {
 			return err
 		}
 		cols = append(cols, col)
 	}
-	fmt.Fprintf(stdout, "Fidelity benchmark: %d sessions of at least %d messages, %d facts each (seed %d, store %s; summaries by %s)\n\n",
-		o.Gen.Sessions, o.Gen.Messages, o.Gen.FactsPerKind*len(Kinds), o.Gen.Seed, o.Store, providerNames(cols))
+	fmt.Fprintf(stdout, "Fidelity benchmark: %d sessions of at least %d messages, %d facts each (seed %d, store %s, recall %v; summaries by %s)\n\n",
+		o.Gen.Sessions, o.Gen.Messages, o.Gen.FactsPerKind*len(Kinds), o.Gen.Seed, o.Store, o.Recall, providerNames(cols))
 	WriteTable(stdout, cols)
 	return nil
 }

@@ -2,24 +2,22 @@ package main
 
 import (
 	"context"
+	"errors"
 
-	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/session"
 )
 
-// search returns the IDs of the first k messages a search of the session
-// finds for query, best first; ok is false when the session's store
-// cannot search.
+// search returns the IDs of the first k messages Session.Search finds for
+// query, best first; ok is false when the session's store cannot search.
 func search(ctx context.Context, sess *session.Session, query string, k int) (ids []string, ok bool, err error) {
-	sr, ok := sess.Store().(history.Searcher)
-	if !ok {
+	hits, err := sess.Search(ctx, session.SearchRequest{Query: query, Limit: k})
+	if errors.Is(err, session.ErrCannotSearch) {
 		return nil, false, nil
 	}
-	page, err := sr.Search(ctx, sess.ID(), history.SearchQuery{Text: query, Limit: k})
 	if err != nil {
 		return nil, true, err
 	}
-	for _, h := range page.Hits {
+	for _, h := range hits {
 		ids = append(ids, h.MessageID)
 	}
 	return ids, true, nil

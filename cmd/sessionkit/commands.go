@@ -189,6 +189,9 @@ func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, 
 		if s.SummaryProvider != "" {
 			fmt.Fprintf(stdout, "  summary by %s (%s)\n", s.SummaryProvider, s.SummaryModel)
 		}
+		if line := fidelityLine(s.Fidelity); line != "" {
+			fmt.Fprintln(stdout, line)
+		}
 		if s.Undone() {
 			fmt.Fprintf(stdout, "  undone    %s: its messages are active again\n", showTime(s.UndoneAt))
 		}

@@ -80,11 +80,14 @@ type segmentJSON struct {
 	ContextBefore   int    `json:"context_before,omitempty"`
 	ContextAfter    int    `json:"context_after,omitempty"`
 	// Set once the compaction was undone (Uncompact).
-	UndoID       string        `json:"undo_id,omitempty"`
-	UndoneAt     time.Time     `json:"undone_at,omitzero"`
-	Instructions text          `json:"instructions,omitempty"`
-	Summary      text          `json:"summary"`
-	Messages     []messageJSON `json:"messages"`
+	UndoID       string    `json:"undo_id,omitempty"`
+	UndoneAt     time.Time `json:"undone_at,omitzero"`
+	Instructions text      `json:"instructions,omitempty"`
+	Summary      text      `json:"summary"`
+	// How many of the archived messages' facts the summary kept (zero for
+	// a Segment committed before fidelity was recorded).
+	Fidelity fidelityJSON  `json:"fidelity"`
+	Messages []messageJSON `json:"messages"`
 }
 
 type uncompactionJSON struct {
@@ -179,6 +182,7 @@ func toSegment(s *history.Segment) segmentJSON {
 		ContextBefore: s.ContextBefore, ContextAfter: s.ContextAfter,
 		UndoID: s.UndoID, UndoneAt: s.UndoneAt,
 		Instructions: text(s.Instructions), Summary: text(s.Summary),
+		Fidelity: toFidelity(s.Fidelity),
 		Messages: toMessages(s.Messages),
 	}
 }

@@ -1,13 +1,16 @@
 // Command sessionkit looks into a sessionkit store: a SQLite file or a
 // PostgreSQL database. It lists the sessions, shows one (settings, retained
-// summary, Active history), its Segments, its timeline, and exports it as
-// one JSON document.
+// summary, Active history), its Segments, its timeline, searches its
+// messages, and exports it as one JSON document.
 //
 //	sessionkit [--store PATH|URL] sessions [--cwd DIR] [--limit N] [--json]
 //	sessionkit [--store PATH|URL] show ID [--json]
 //	sessionkit [--store PATH|URL] segments ID [--messages] [--json]
 //	sessionkit [--store PATH|URL] timeline ID [--json]
 //	sessionkit [--store PATH|URL] export ID    # JSON, with or without --json
+//	sessionkit [--store PATH|URL] search ID QUERY [--limit N] [--json]
+//	sessionkit [--store PATH|URL] serve [--addr 127.0.0.1:7777] [--token T]
+//	sessionkit --version
 //
 // --store is a SQLite file path or a postgres:// URL; the default is the
 // acp-agent's default store ($XDG_DATA_HOME/sessionkit/sessions.db, else
@@ -15,12 +18,18 @@
 //
 // # Read only
 //
-// sessionkit only reads. It never takes a session's lease (Load, Segments
-// and Timeline are plain reads of the store), so it can look into a session
-// while an agent serves it; it then says so, on stderr and in the output of
-// show and export, since what it prints is what the agent had committed
-// when it was read. A SQLite path that does not exist is an error: no file
-// is created.
+// sessionkit only reads. It opens a SQLite file with sqlite.OpenReadOnly
+// and a PostgreSQL database with postgres.OpenReadOnly: it never creates a
+// file, never migrates a schema and never takes a session's lease, so it
+// can look into a session while an agent serves it; it then says so, on
+// stderr and in the output of show and export, since what it prints is
+// what the agent had committed when it was read. A SQLite path that does
+// not exist is an error: no file is created. A store at an older schema
+// version is read as it is (SQLite: through a migrated copy in memory); a
+// newer one is refused, naming both versions. A store the user cannot
+// write is read too; a WAL-mode SQLite file whose index (-shm) is missing
+// and cannot be created beside it is read as immutable, and stderr says
+// that changes still in its -wal file are not seen.
 //
 // # Exit status
 //
@@ -37,7 +46,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"runtime/debug"
+	"strings"
 
+	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/internal/envconfig"
 )
 
@@ -65,10 +78,14 @@ commands:
   segments ID   the Segments of a session (--messages: the archived messages)
   timeline ID   messages and compactions in timeline order
   export ID     the whole session as one JSON document
+  search ID QUERY  the session's messages, archived or active, that hold words
+                of QUERY, best first (--limit N hits, default 10)
+  serve         a web inspector of the store (--addr HOST:PORT, --token T)
 
 flags:
   --store PATH|URL  SQLite file or postgres:// URL (default: the acp-agent's store)
   --json            JSON output (export writes JSON either way)
+  --version         print the version and exit
 `
 
 // cli runs one command line and returns the exit status.
@@ -87,14 +104,17 @@ type options struct {
 	messages bool
 	cwd      string
 	limit    int
+	query    string // search: the words after the ID
 }
 
 // command is one subcommand: whether it takes a session ID, which of the
 // optional flags it has, and what it does.
 type command struct {
 	takesID bool
-	flags   func(fs *flag.FlagSet, o *options)
-	run     func(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error
+	// takesQuery: after the ID come the words of a query (search)
+	takesQuery bool
+	flags      func(fs *flag.FlagSet, o *options)
+	run        func(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error
 }
 
 func jsonFlag(fs *flag.FlagSet, o *options) {
@@ -114,6 +134,10 @@ var commands = map[string]command{
 	}, run: runSegments},
 	"timeline": {takesID: true, flags: jsonFlag, run: runTimeline},
 	"export":   {takesID: true, flags: jsonFlag, run: runExport}, // JSON either way
+	"search": {takesID: true, takesQuery: true, flags: func(fs *flag.FlagSet, o *options) {
+		jsonFlag(fs, o)
+		fs.IntVar(&o.limit, "limit", 0, "at most this many hits (0 = 10)")
+	}, run: runSearch},
 }
 
 // dispatch parses the command line and runs its command.
@@ -122,19 +146,27 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	global := newFlagSet("sessionkit")
 	global.StringVar(&o.store, "store", defaultStore(), "")
 	global.BoolVar(&o.json, "json", false, "")
+	showVersion := global.Bool("version", false, "")
 	if err := global.Parse(args); err != nil {
 		return flagError(err)
 	}
+	if *showVersion {
+		fmt.Fprintln(stdout, version())
+		return nil
+	}
 	if global.NArg() == 0 {
-		return usagef("no command: give one of sessions, show, segments, timeline, export (see -h)")
+		return usagef("no command: give one of sessions, show, segments, timeline, export, search, serve (see -h)")
 	}
 	name, rest := global.Arg(0), global.Args()[1:]
 	if name == "help" {
 		return flag.ErrHelp
 	}
+	if name == "serve" { // a server, not a report: flags of its own (serve.go)
+		return runServe(ctx, rest, o.store, stdout, stderr)
+	}
 	cmd, ok := commands[name]
 	if !ok {
-		return usagef("unknown command %q: give one of sessions, show, segments, timeline, export (see -h)", name)
+		return usagef("unknown command %q: give one of sessions, show, segments, timeline, export, search, serve (see -h)", name)
 	}
 	fs := newFlagSet(name)
 	fs.StringVar(&o.store, "store", o.store, "")
@@ -151,6 +183,12 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
+	if cmd.takesQuery {
+		if len(positional) < 2 {
+			return usagef("%s needs a session ID and a query: sessionkit %s ID QUERY", name, name)
+		}
+		o.query, positional = strings.Join(positional[1:], " "), positional[:1]
+	}
 	var id string
 	switch {
 	case cmd.takesID && len(positional) == 0:
@@ -163,14 +201,28 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		id = positional[0]
 	}
 	if o.limit < 0 {
-		return usagef("-limit %d is negative", o.limit)
+		return usagef("--limit %d is negative", o.limit)
 	}
-	r, err := openReader(ctx, o.store)
+	r, err := openReader(ctx, o.store, stderr)
 	if err != nil {
 		return err
 	}
 	defer r.close()
 	return cmd.run(ctx, r, id, &o, stdout, stderr)
+}
+
+// version is what --version prints: the release, and the commit it was
+// built from when the build recorded one.
+func version() string {
+	v := "sessionkit " + acp.Version
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				v += " (commit " + s.Value[:min(12, len(s.Value))] + ")"
+			}
+		}
+	}
+	return v
 }
 
 func newFlagSet(name string) *flag.FlagSet {
@@ -179,10 +231,14 @@ func newFlagSet(name string) *flag.FlagSet {
 	return fs
 }
 
-// flagError makes a flag package error a usage error (help stays help).
+// flagError makes a flag package error a usage error (help stays help),
+// naming the flag as the help does (--name; the flag package says -name).
 func flagError(err error) error {
 	if errors.Is(err, flag.ErrHelp) {
 		return err
 	}
-	return usagef("%v", err)
+	return usagef("%s", flagName.ReplaceAllString(err.Error(), "$1--$2"))
 }
+
+// flagName finds the flags the flag package names in its errors.
+var flagName = regexp.MustCompile(`(: |for flag |for )-([A-Za-z][\w-]*)`)

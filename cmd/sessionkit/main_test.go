@@ -454,6 +454,10 @@ func fromSegment(s *segmentJSON) history.Segment {
 		ContextBefore: s.ContextBefore, ContextAfter: s.ContextAfter,
 		UndoID: s.UndoID, UndoneAt: s.UndoneAt,
 		Instructions: string(s.Instructions), Summary: string(s.Summary),
+		Fidelity: history.Fidelity{Facts: s.Fidelity.Facts, Kept: s.Fidelity.Kept},
+	}
+	for _, m := range s.Fidelity.Missing {
+		out.Fidelity.Missing = append(out.Fidelity.Missing, string(m))
 	}
 	for i := range s.Messages {
 		out.Messages = append(out.Messages, fromMessage(&s.Messages[i]))

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -33,15 +34,20 @@ type reader struct {
 	leases history.LeaseReader // nil when the store has no leases
 }
 
-// openReader opens the store named spec: a PostgreSQL URL, or the path of
-// an existing SQLite file (a missing file is an error, not a new store).
-func openReader(ctx context.Context, spec string) (*reader, error) {
+// openReader opens the store named spec for reading only: a PostgreSQL
+// URL (read-only transactions, no migration), or the path of an existing
+// SQLite file (postgres.OpenReadOnly, sqlite.OpenReadOnly: a missing file
+// is an error, not a new store; nothing is created, migrated or locked).
+// A SQLite store in WAL mode that cannot be read in place without writing
+// is read immutable, which stderr explains.
+func openReader(ctx context.Context, spec string, stderr io.Writer) (*reader, error) {
 	var st readStore
+	name := postgres.Redact(spec) // how messages name the store: without a password
 	if envconfig.IsPostgresURL(spec) {
 		if _, err := url.Parse(spec); err != nil {
-			return nil, usagef("-store: not a valid postgres:// URL")
+			return nil, usagef("--store %s: not a valid postgres:// URL", name)
 		}
-		pg, err := postgres.Open(ctx, spec)
+		pg, err := postgres.OpenReadOnly(ctx, spec)
 		if err != nil {
 			return nil, err
 		}
@@ -50,15 +56,25 @@ func openReader(ctx context.Context, spec string) (*reader, error) {
 		fi, err := os.Stat(spec)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, fmt.Errorf("-store %s: no such file (sessionkit reads existing stores only)", spec)
+			return nil, fmt.Errorf("--store %s: no such file (sessionkit reads existing stores only)", name)
 		case err != nil:
-			return nil, fmt.Errorf("-store %s: %w", spec, err)
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = pe.Err // the path is named already
+			}
+			return nil, fmt.Errorf("--store %s: %w", name, err)
 		case fi.IsDir():
-			return nil, usagef("-store %s is a directory: give the path of a SQLite file", spec)
+			return nil, usagef("--store %s is a directory: give the path of a SQLite file", name)
 		}
-		lite, err := sqlite.Open(spec)
+		lite, err := sqlite.OpenReadOnly(spec)
+		if errors.Is(err, sqlite.ErrNeedsImmutable) {
+			lite, err = sqlite.OpenReadOnly(spec, sqlite.WithImmutable())
+			if err == nil {
+				fmt.Fprintf(stderr, "sessionkit: --store %s is in WAL mode without its index file (%s-shm), which this directory does not let sessionkit create: reading the file as immutable; changes still in its WAL (%s-wal), not yet checkpointed into the file, are not seen\n", name, name, name)
+			}
+		}
 		if err != nil {
-			return nil, err
+			return nil, &storeError{spec: spec, err: err}
 		}
 		st = lite
 	}
@@ -66,6 +82,19 @@ func openReader(ctx context.Context, spec string) (*reader, error) {
 	r.leases, _ = st.(history.LeaseReader)
 	return r, nil
 }
+
+// storeError is a SQLite store that cannot be read: "--store PATH: " and
+// the store's reason (the path once).
+type storeError struct {
+	spec string
+	err  error
+}
+
+func (e *storeError) Error() string {
+	return "--store " + postgres.Redact(e.spec) + ": " + strings.TrimPrefix(e.err.Error(), "sqlite: open read-only "+e.spec+": ")
+}
+
+func (e *storeError) Unwrap() error { return e.err }
 
 func (r *reader) close() { _ = r.st.Close() }
 

@@ -2,18 +2,32 @@
 // the Agent Client Protocol (v1 and, to a client that asks for it, v2; with
 // session compaction) on stdin and stdout and logs to stderr (--v1-only: v1 only).
 //
-// With ANTHROPIC_API_KEY set it uses the Anthropic provider (Claude; base
-// URL from ANTHROPIC_BASE_URL); otherwise, with OPENAI_API_KEY or
-// OPENAI_BASE_URL set, the OpenAI-compatible provider; otherwise the offline
-// provider. When both ANTHROPIC_API_KEY and the OpenAI variables are set,
-// Anthropic wins. SESSIONKIT_MODEL names the model of either (defaults:
-// claude-sonnet-5-5, gpt-4o-mini).
+// --provider offline|openai|anthropic (or SESSIONKIT_PROVIDER) names the
+// model provider. Without it: ANTHROPIC_API_KEY (or ANTHROPIC_BASE_URL,
+// which then needs the key) picks the Anthropic provider; otherwise
+// OPENAI_API_KEY or OPENAI_BASE_URL the OpenAI-compatible provider;
+// otherwise the offline provider, only when no provider variable is set at
+// all, and a line on stderr says so. A variable that is set but not enough
+// (SESSIONKIT_MODEL alone, ANTHROPIC_BASE_URL without a key, a blank key)
+// is a startup error naming what is missing. SESSIONKIT_MODEL names the
+// model of either (defaults: claude-sonnet-5-5, gpt-4o-mini). Both base
+// URLs work with or without "/v1". Every model call is bounded by
+// --request-timeout (the whole attempt) and --idle-timeout (no byte for
+// that long); a call still waiting is logged every --wait-log-interval.
 // Each session gets the workspace tools (read_file, write_file, edit_file,
 // list_files, search, run_command) confined to the directories the editor
 // named; files and commands go through the editor when it offers fs and
 // terminals, and write_file, edit_file and run_command ask the user's
-// permission first unless --allow-all. MCP servers a session asks for are
-// not connected (a log line says so).
+// permission first unless --allow-all. Commands run in a sandbox: on Linux
+// under Landlock, writing only in the session's directories, without
+// network unless --command-network, with a clean environment (plus the
+// names of --command-env; provider and credential variables never), every
+// process they started ended with them; --sandbox=off|auto|required says
+// what to do where Landlock is missing (auto: run unconfined and say so;
+// required: refuse commands). See docs/security.md. MCP servers a session
+// asks for are not connected (a log line says so).
+// At most --max-sessions sessions (256) are open at once on the
+// connection; one more is refused until one closes.
 //
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
@@ -24,9 +38,14 @@
 //
 // A configuration it cannot serve (a negative or non-numeric count or
 // duration, an unknown flag or argument, a malformed URL in --store,
-// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, a --store that is a directory or
-// cannot be written) is reported before anything is served, on one line of
-// stderr that names the flag or variable, with exit status 2. A failure
+// OPENAI_BASE_URL or ANTHROPIC_BASE_URL, an unknown --provider, a provider
+// variable that is set but not enough, a blank key, a --store that is a
+// directory or cannot be written, an unknown --sandbox mode, a
+// --command-env that is not a name or names a provider or credential
+// variable) is reported before anything is served, on one line of stderr
+// that names the flag or variable, with exit status 2. A session whose cwd
+// is not an absolute, existing directory is refused (-32602). --version
+// prints the version. A failure
 // while serving exits with status 1.
 //
 //	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
@@ -35,7 +54,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -45,6 +63,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -53,17 +72,20 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
-	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/fromenv"
 	"github.com/sessionkit/sessionkit/provider/offline"
+	"github.com/sessionkit/sessionkit/provider/openai"
 	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/tools/sandbox"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
 func main() {
+	sandbox.Main() // first: run_command starts this executable again as its sandbox helper
 	os.Exit(agentMain(os.Args[1:]))
 }
 
@@ -72,11 +94,8 @@ func main() {
 // variables or store path), found before anything is served; 1 for a
 // failure while serving.
 func agentMain(args []string) int {
-	return envconfig.Status(os.Stderr, "acp-agent", run(args))
+	return exitStatus(os.Stderr, "acp-agent", run(args))
 }
-
-// usagef is envconfig.Usagef: a startup error of exit status 2.
-var usagef = envconfig.Usagef
 
 // config is the agent's command line, checked.
 type config struct {
@@ -91,16 +110,24 @@ type config struct {
 	deltaSize     int
 	allowAll      bool
 	verbose       bool
+	recall        bool
+	sandbox       sandbox.Policy // run_command's mode, network and added environment
+	maxSessions   int
+	provider      string
+	reqTimeout    time.Duration
+	idleTimeout   time.Duration
+	waitLog       time.Duration
+	version       bool
 }
 
 // parseFlags parses and checks the command line. Every error is an
-// *envconfig.UsageError of one line that names the flag or argument at fault; -h
+// *usageError of one line that names the flag or argument at fault; -h
 // prints the usage and returns flag.ErrHelp.
 func parseFlags(args []string) (*config, error) {
 	var c config
 	flags := flag.NewFlagSet("acp-agent", flag.ContinueOnError)
 	flags.SetOutput(io.Discard) // errors are printed on one line by agentMain
-	flags.StringVar(&c.store, "store", envconfig.DefaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
+	flags.StringVar(&c.store, "store", defaultStore(), "SQLite file, or postgres:// URL, that keeps the sessions")
 	flags.DurationVar(&c.leaseTTL, "lease-ttl", postgres.DefaultLeaseTTL, "how long a session stays with this process after it stops renewing its lease (it renews every third of it)")
 	flags.IntVar(&c.autoTokens, "auto-compact-tokens", 0, "compact automatically when provider-reported context reaches this many tokens (0 = off)")
 	flags.IntVar(&c.contextWindow, "context-window", 0, "context window reported in usage_update (0 = 128000)")
@@ -111,6 +138,30 @@ func parseFlags(args []string) (*config, error) {
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
 	flags.BoolVar(&c.allowAll, "allow-all", false, "never ask the user's permission before write_file, edit_file and run_command (for scripts)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
+	flags.BoolVar(&c.recall, "recall", true, "give the model the recall tool, which searches and reads the archived conversation (-recall=false turns it off)")
+	c.sandbox.Mode = sandbox.Auto
+	flags.Func("sandbox", "run_command's Landlock sandbox: off, auto (confine where the kernel can, warn elsewhere) or required (refuse commands where it cannot) (default auto)", func(s string) error {
+		m, err := sandbox.ParseMode(s)
+		c.sandbox.Mode = m
+		return err
+	})
+	flags.Func("command-env", "an environment variable `NAME` commands also get (repeatable, or a comma list); provider and credential names are refused", func(s string) error {
+		for n := range strings.SplitSeq(s, ",") {
+			n = strings.TrimSpace(n)
+			if err := sandbox.EnvName(n); err != nil {
+				return err
+			}
+			c.sandbox.Env = append(c.sandbox.Env, n)
+		}
+		return nil
+	})
+	flags.BoolVar(&c.sandbox.Network, "command-network", false, "let sandboxed commands connect and bind TCP ports (denied by default)")
+	flags.IntVar(&c.maxSessions, "max-sessions", acp.DefaultMaxSessions, "the most sessions open at once on the connection: a session/new, session/load or session/resume past it is refused")
+	flags.StringVar(&c.provider, "provider", "", "model provider: offline, openai or anthropic (default: $SESSIONKIT_PROVIDER, else chosen from the provider variables)")
+	flags.DurationVar(&c.reqTimeout, "request-timeout", openai.DefaultTimeout, "longest a model call's attempt may take, first byte to last (then it fails, retryable)")
+	flags.DurationVar(&c.idleTimeout, "idle-timeout", openai.DefaultIdleTimeout, "longest a model call may go without a byte from the server (then it fails, retryable)")
+	flags.DurationVar(&c.waitLog, "wait-log-interval", 30*time.Second, "log a line this often while a model call is waiting (0 = never)")
+	flags.BoolVar(&c.version, "version", false, "print the version and exit")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			flags.SetOutput(os.Stderr)
@@ -133,6 +184,14 @@ func parseFlags(args []string) (*config, error) {
 		return nil, usagef("-summary-delay %v is negative", c.summaryDelay)
 	case c.deltaSize < 0:
 		return nil, usagef("-offline-delta-size %d is negative (0 means the default)", c.deltaSize)
+	case c.maxSessions <= 0:
+		return nil, usagef("-max-sessions %d is not positive: give the most sessions open at once on the connection (default %d)", c.maxSessions, acp.DefaultMaxSessions)
+	case c.reqTimeout <= 0:
+		return nil, usagef("--request-timeout %v is not positive", c.reqTimeout)
+	case c.idleTimeout <= 0:
+		return nil, usagef("--idle-timeout %v is not positive", c.idleTimeout)
+	case c.waitLog < 0:
+		return nil, usagef("--wait-log-interval %v is negative (0 turns the lines off)", c.waitLog)
 	case strings.TrimSpace(c.store) == "":
 		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
 	}
@@ -143,6 +202,10 @@ func run(args []string) error {
 	c, err := parseFlags(args)
 	if err != nil {
 		return err
+	}
+	if c.version {
+		fmt.Println(version())
+		return nil
 	}
 	level := zapcore.InfoLevel
 	if c.verbose {
@@ -158,12 +221,18 @@ func run(args []string) error {
 	}
 	defer func() { _ = log.Sync() }()
 
-	prov, name, err := chooseProvider(log)
+	var notice strings.Builder // printed once the store is open: startup errors stay one line
+	prov, name, err := fromenv.Select(fromenv.Selection{
+		Name: c.provider, From: "--provider",
+		RequestTimeout: c.reqTimeout, IdleTimeout: c.idleTimeout,
+		Log: log, Notice: &notice,
+	})
 	if err != nil {
 		return usagef("%v", err)
 	}
-	if c.deltaSize > 0 && name == envconfig.Offline {
-		prov = offline.New(offline.WithDeltaSize(c.deltaSize))
+	prov = logWaits(prov, log, c.waitLog)
+	if c.deltaSize > 0 && name == fromenv.Offline {
+		prov = logWaits(offline.New(offline.WithDeltaSize(c.deltaSize)), log, c.waitLog)
 	}
 	if c.summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
@@ -175,7 +244,11 @@ func run(args []string) error {
 		return err
 	}
 	defer store.Close()
+	if notice.Len() > 0 {
+		fmt.Fprint(os.Stderr, "acp-agent: ", notice.String())
+	}
 	log.Info("acp-agent starting", zap.String("provider", name), zap.String("store", where))
+	logSandbox(log, c.sandbox)
 
 	return acp.Serve(ctx, os.Stdin, os.Stdout, acp.ServerOptions{
 		Session: session.Config{
@@ -183,13 +256,15 @@ func run(args []string) error {
 			Store:             store,
 			SystemPrompt:      c.system,
 			AutoCompactTokens: c.autoTokens,
-			Tools:             tools(),
+			Tools:             demoTools,
 			Logger:            log,
+			Recall:            c.recall,
 		},
-		SessionTools:  workspaceTools(log, c.allowAll),
+		SessionTools:  workspaceTools(workspace.Options{AllowAll: c.allowAll, Sandbox: c.sandbox}),
 		OmitSummaries: c.omit,
 		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
+		MaxSessions:   c.maxSessions,
 		Logger:        log,
 	})
 }
@@ -198,19 +273,37 @@ func run(args []string) error {
 // write_file, edit_file, list_files, search, run_command) confined to its
 // working directory and additional directories, working through the
 // editor when it offers files and terminals, and asking the user's
-// permission before every change and command unless allowAll. A cwd that
-// is not a directory here gets no workspace tools (its calls in history are
-// still shown as they were).
-func workspaceTools(log *zap.Logger, allowAll bool) func(acp.ToolSession) (acp.Toolset, error) {
+// permission before every change and command unless o.AllowAll; commands
+// run in the sandbox o.Sandbox describes. A cwd (or additional directory)
+// that cannot be a session's here (not an absolute, existing directory;
+// /, the home directory) refuses the session/new, session/load or
+// session/resume with -32602 naming it: a session without its tools would
+// answer as if it had them.
+func workspaceTools(o workspace.Options) func(acp.ToolSession) (acp.Toolset, error) {
 	return func(ts acp.ToolSession) (acp.Toolset, error) {
 		set := acp.Toolset{Describe: workspace.Describe(ts.Cwd)}
 		ws, err := workspace.New(ts.Cwd, ts.AdditionalDirectories...)
 		if err != nil {
-			log.Warn("no workspace tools for this session", zap.String("cwd", ts.Cwd), zap.Error(err))
-			return set, nil
+			return acp.Toolset{}, err
 		}
-		set.Tools = ws.Tools(workspace.Options{Editor: ts.Client, AllowAll: allowAll})
+		o := o
+		o.Editor = ts.Client
+		set.Tools = ws.Tools(o)
 		return set, nil
+	}
+}
+
+// logSandbox says at startup how run_command runs commands: confined, or
+// why not (and, under --sandbox=required, that every command is refused).
+func logSandbox(log *zap.Logger, p sandbox.Policy) {
+	w := p.Warning()
+	switch {
+	case w == "":
+		log.Info("commands run in the sandbox", zap.String("sandbox", sandbox.Available().String()), zap.Bool("network", p.Network), zap.Strings("command_env", p.Env))
+	case p.Mode == sandbox.Required:
+		log.Warn("--sandbox=required but commands cannot be confined: run_command will refuse every command", zap.String("why", w))
+	default:
+		log.Warn("commands are not sandboxed", zap.String("why", w), zap.String("sandbox", string(p.Mode)))
 	}
 }
 
@@ -222,16 +315,15 @@ type closingStore interface {
 
 // openStore opens the PostgreSQL store for a postgres:// or postgresql://
 // URL and the SQLite file at any other path. It returns the store and how to
-// name it in logs (a URL without its password). A malformed URL, or a path
-// that is a directory or cannot be written, is a *usageError that names
-// -store (and never shows a password).
+// name it in logs (postgres.Redact: without a password). A malformed URL, or
+// a path that is a directory or cannot be written, is a *usageError that
+// names -store (and never shows a password).
 func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closingStore, string, error) {
-	if envconfig.IsPostgresURL(spec) {
-		u, err := url.Parse(spec)
-		if err != nil {
-			return nil, "", usagef("-store: not a valid postgres:// URL (%s)", redactedParseError(err))
+	if isPostgresURL(spec) {
+		where := postgres.Redact(spec)
+		if _, err := url.Parse(spec); err != nil {
+			return nil, "", usagef("-store %s: not a valid postgres:// URL (%s)", where, redactedParseError(err))
 		}
-		where := u.Redacted()
 		st, err := postgres.Open(ctx, spec, postgres.WithLeaseTTL(leaseTTL))
 		if err != nil {
 			return nil, "", err
@@ -245,14 +337,15 @@ func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closin
 	if err != nil {
 		return nil, "", err
 	}
-	return st, spec, nil
+	return st, postgres.Redact(spec), nil
 }
 
 // redactedParseError is the reason of a URL parse error without the URL,
-// which may hold a password.
+// which may hold a password: a reason that quotes part of it (an "invalid
+// port" that is a password's start, say) is not shown.
 func redactedParseError(err error) string {
 	var ue *url.Error
-	if errors.As(err, &ue) {
+	if errors.As(err, &ue) && !strings.Contains(ue.Err.Error(), `"`) {
 		return ue.Err.Error()
 	}
 	return "malformed"
@@ -262,23 +355,24 @@ func redactedParseError(err error) string {
 // a directory, its directory exists or can be made (0700), and the file and
 // its directory (where SQLite keeps its -wal and -shm files) are writable.
 func checkStorePath(path string) error {
+	name := postgres.Redact(path) // a mistyped key=value connection string, say
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return usagef("-store %s is a directory: give the path of a SQLite file", path)
+		return usagef("-store %s is a directory: give the path of a SQLite file", name)
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return usagef("-store %s: cannot make its directory: %v", path, pathReason(err))
+		return usagef("-store %s: cannot make its directory: %v", name, pathReason(err))
 	}
 	probe, err := os.CreateTemp(dir, ".sessionkit-probe-*")
 	if err != nil {
-		return usagef("-store %s: its directory is not writable: %v", path, pathReason(err))
+		return usagef("-store %s: its directory is not writable: %v", name, pathReason(err))
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name())
 	if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
 		_ = f.Close()
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return usagef("-store %s is not writable: %v", path, pathReason(err))
+		return usagef("-store %s is not writable: %v", name, pathReason(err))
 	}
 	return nil
 }
@@ -296,8 +390,40 @@ func pathReason(err error) error {
 // chooseProvider picks the provider from the environment (see the command's
 // documentation): Anthropic first, then OpenAI, then offline.
 func chooseProvider(log *zap.Logger) (provider.Provider, string, error) {
-	return envconfig.Provider(log)
+	return fromenv.Select(fromenv.Selection{Log: log})
 }
+
+// version is the one line of --version: the module's version (a tagged
+// build, or "(devel)"), the VCS revision and time when the build has
+// them, and the Go version.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "acp-agent " + acp.Version
+	}
+	parts := []string{"acp-agent", acp.Version}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		parts = append(parts, "(module "+v+")")
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	if r := settings["vcs.revision"]; r != "" {
+		if settings["vcs.modified"] == "true" {
+			r += "+modified"
+		}
+		parts = append(parts, r)
+	}
+	if t := settings["vcs.time"]; t != "" {
+		parts = append(parts, t)
+	}
+	return strings.Join(append(parts, info.GoVersion), " ")
+}
+
+// demoTools are the tools of every session besides the workspace tools:
+// none, unless the demotools build tag adds echo and fail (demotools.go).
+var demoTools []session.Tool
 
 // slowSummary delays summary calls; the delay ends early when the call is
 // cancelled.
@@ -317,29 +443,4 @@ func (p slowSummary) Complete(ctx context.Context, req *provider.Request, onDelt
 		}
 	}
 	return p.Provider.Complete(ctx, req, onDelta)
-}
-
-// tools are two harmless demo tools; a real agent declares its own.
-func tools() []session.Tool {
-	return []session.Tool{
-		{
-			Name:        "echo",
-			Description: "Returns its text argument.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
-			Run: func(_ context.Context, args json.RawMessage) (string, error) {
-				var in struct{ Text string }
-				if err := json.Unmarshal(args, &in); err != nil {
-					return "", err
-				}
-				return in.Text, nil
-			},
-		},
-		{
-			Name:        "fail",
-			Description: "Always fails (to show a failed tool call).",
-			Run: func(context.Context, json.RawMessage) (string, error) {
-				return "", errors.New("this tool always fails")
-			},
-		},
-	}
 }

@@ -109,3 +109,16 @@ func TestChooseProvider(t *testing.T) {
 		})
 	}
 }
+
+// TestRecallFlag: the agent gives its sessions the recall tool unless
+// -recall=false.
+func TestRecallFlag(t *testing.T) {
+	c, err := parseFlags(nil)
+	require.NoError(t, err)
+	assert.True(t, c.recall, "on by default")
+	c, err = parseFlags([]string{"-recall=false"})
+	require.NoError(t, err)
+	assert.False(t, c.recall)
+	_, err = parseFlags([]string{"-recall=maybe"})
+	assert.ErrorContains(t, err, "-recall")
+}

@@ -13,8 +13,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sessionkit/sessionkit/internal/envconfig"
 )
 
 var (
@@ -73,6 +71,8 @@ func TestStartupErrors(t *testing.T) {
 		{"zero lease-ttl", []string{"--store", good, "--lease-ttl", "0s"}, nil, []string{"-lease-ttl"}},
 		{"negative summary-delay", []string{"--store", good, "--summary-delay", "-1s"}, nil, []string{"-summary-delay"}},
 		{"negative offline-delta-size", []string{"--store", good, "--offline-delta-size", "-2"}, nil, []string{"-offline-delta-size"}},
+		{"zero max-sessions", []string{"--store", good, "--max-sessions", "0"}, nil, []string{"-max-sessions", "0", "not positive"}},
+		{"non-numeric max-sessions", []string{"--store", good, "--max-sessions", "many"}, nil, []string{"-max-sessions", `"many"`}},
 		{"allow-all not a boolean", []string{"--store", good, "--allow-all=sometimes"}, nil, []string{"-allow-all", `"sometimes"`}},
 		{"unknown flag", []string{"--store", good, "--auto-compact", "5"}, nil, []string{"-auto-compact"}},
 		{"positional argument", []string{"--store", good, "serve"}, nil, []string{`"serve"`, "argument"}},
@@ -83,6 +83,18 @@ func TestStartupErrors(t *testing.T) {
 		{"malformed OPENAI_BASE_URL", []string{"--store", good}, map[string]string{"OPENAI_BASE_URL": "not a url"}, []string{"OPENAI_BASE_URL", `"not a url"`}},
 		{"OPENAI_BASE_URL without scheme", []string{"--store", good}, map[string]string{"OPENAI_BASE_URL": "localhost:8080/v1"}, []string{"OPENAI_BASE_URL"}},
 		{"malformed ANTHROPIC_BASE_URL", []string{"--store", good}, map[string]string{"ANTHROPIC_API_KEY": "sk-ant", "ANTHROPIC_BASE_URL": "::"}, []string{"ANTHROPIC_BASE_URL"}},
+		// A provider variable that is set but not enough never means the
+		// offline provider.
+		{"SESSIONKIT_MODEL alone", []string{"--store", good}, map[string]string{"SESSIONKIT_MODEL": "gpt-5"}, []string{"SESSIONKIT_MODEL", `"gpt-5"`, "no provider"}},
+		{"ANTHROPIC_BASE_URL without a key", []string{"--store", good}, map[string]string{"ANTHROPIC_BASE_URL": "http://127.0.0.1:1"}, []string{"ANTHROPIC_BASE_URL is set", "ANTHROPIC_API_KEY is not"}},
+		{"blank OPENAI_API_KEY", []string{"--store", good}, map[string]string{"OPENAI_API_KEY": "   "}, []string{"OPENAI_API_KEY is blank"}},
+		{"blank ANTHROPIC_API_KEY", []string{"--store", good}, map[string]string{"ANTHROPIC_API_KEY": " "}, []string{"ANTHROPIC_API_KEY is blank"}},
+		{"unknown --provider", []string{"--store", good, "--provider", "gemini"}, nil, []string{`--provider "gemini"`, "offline, openai or anthropic"}},
+		{"--provider openai without its variables", []string{"--store", good, "--provider", "openai"}, nil, []string{"--provider is openai", "OPENAI_API_KEY", "OPENAI_BASE_URL"}},
+		{"SESSIONKIT_PROVIDER anthropic without a key", []string{"--store", good}, map[string]string{"SESSIONKIT_PROVIDER": "anthropic"}, []string{"SESSIONKIT_PROVIDER is anthropic", "ANTHROPIC_API_KEY"}},
+		{"zero request-timeout", []string{"--store", good, "--request-timeout", "0s"}, nil, []string{"--request-timeout", "not positive"}},
+		{"negative idle-timeout", []string{"--store", good, "--idle-timeout", "-1s"}, nil, []string{"--idle-timeout", "not positive"}},
+		{"negative wait-log-interval", []string{"--store", good, "--wait-log-interval", "-1s"}, nil, []string{"--wait-log-interval", "negative"}},
 	}
 	// An unwritable directory: one of mode 0500, unless root runs the test
 	// (root writes anywhere), then sysfs, which even root cannot write to.
@@ -108,7 +120,7 @@ func TestStartupErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			status, stdout, stderr := runAgent(t, bin, tt.args, tt.env)
-			assert.Equal(t, envconfig.ExitUsage, status, "stderr: %s", stderr)
+			assert.Equal(t, exitUsage, status, "stderr: %s", stderr)
 			assert.Empty(t, stdout, "nothing is served")
 			line := strings.TrimSuffix(stderr, "\n")
 			assert.NotContains(t, line, "\n", "one line")
@@ -141,7 +153,7 @@ func runAgent(t *testing.T, bin string, args []string, env map[string]string) (i
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir())
-	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSIONKIT_MODEL"} {
+	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSIONKIT_MODEL", "SESSIONKIT_PROVIDER"} {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
 	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n")

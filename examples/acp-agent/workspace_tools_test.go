@@ -62,7 +62,33 @@ func TestSessionsGetWorkspaceTools(t *testing.T) {
 	write := tool("Please call write_file with path: x.txt")
 	require.NotNil(t, write, "write_file is offered")
 	assert.Contains(t, write.Text, "the permission request was cancelled")
+	assert.NotContains(t, write.Text, "the turn was cancelled", "the turn was not cancelled: it goes on")
+	assert.Contains(t, write.Text, "the turn goes on")
 	_, err = os.Stat(filepath.Join(project, "x.txt"))
 	assert.True(t, os.IsNotExist(err))
 	assert.False(t, strings.Contains(read.Text, "SECRET"))
+}
+
+// A session in / or in the user's home directory itself is refused, and
+// the error names the directory.
+func TestSessionInRootOrHomeIsRefused(t *testing.T) {
+	for _, k := range []string{"ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_API_KEY", "OPENAI_BASE_URL", "SESSIONKIT_MODEL"} {
+		t.Setenv(k, "")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home) // the agent inherits it
+	ctx := context.Background()
+	c, err := acp.Start(ctx, agentBinary(t), []string{"--store", filepath.Join(t.TempDir(), "s.db")}, acp.ClientOptions{})
+	require.NoError(t, err)
+	defer c.Close()
+	for dir, why := range map[string]string{"/": "root of the file system", home: "home directory"} {
+		_, err := c.NewSession(ctx, dir)
+		require.Error(t, err, dir)
+		assert.Contains(t, err.Error(), why)
+		assert.Contains(t, err.Error(), dir)
+	}
+	project := filepath.Join(home, "project")
+	require.NoError(t, os.Mkdir(project, 0o755))
+	_, err = c.NewSession(ctx, project)
+	require.NoError(t, err, "a directory below home is fine")
 }

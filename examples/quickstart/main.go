@@ -1,19 +1,23 @@
 // Command quickstart runs a conversation on sessionkit's embedded defaults:
 // the offline provider and a SQLite file. It shows a turn with tool calls,
 // an automatic compaction in the middle of the conversation, a manual
-// Compact awaited on its Handle, the timeline as it happens, and the final
-// Active history, retained summary and archive.
+// Compact awaited on its Handle, a question that only the archive can
+// answer (the model calls the recall tool, Config.Recall), the timeline as
+// it happens, and the final Active history, retained summary and archive.
 //
 // It prints what compaction does as it happens: why an automatic compaction
 // fires (the context the model reported against the threshold), the summary
 // as the model writes it, the Segment archived, and the context before and
 // after.
 //
-// The provider comes from the environment as for examples/acp-agent: with
-// ANTHROPIC_API_KEY a Claude model through provider/anthropic
+// The provider comes from the environment as for examples/acp-agent:
+// SESSIONKIT_PROVIDER (offline, openai or anthropic) names it; otherwise
+// with ANTHROPIC_API_KEY a Claude model through provider/anthropic
 // (ANTHROPIC_BASE_URL); otherwise, with OPENAI_API_KEY or OPENAI_BASE_URL,
-// any OpenAI-compatible model through provider/openai; otherwise the
-// offline provider, deterministic and without network. SESSIONKIT_MODEL
+// any OpenAI-compatible model through provider/openai; otherwise, with no
+// provider variable set at all, the offline provider, deterministic and
+// without network (a line on stderr says so). A variable set but not
+// enough (SESSIONKIT_MODEL alone, a blank key) is an error. SESSIONKIT_MODEL
 // names the model. A real model gets an automatic threshold suited to its
 // token counts. The first line of the output names the provider.
 //
@@ -31,9 +35,10 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/sqlite"
-	"github.com/sessionkit/sessionkit/internal/envconfig"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/fromenv"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -44,13 +49,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "quickstart: unexpected argument %q (the only flag is -dir)\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	p, name, err := envconfig.Provider(nil)
+	p, name, err := fromenv.Provider(nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(2)
 	}
 	threshold := offlineThreshold
-	if name != envconfig.Offline {
+	if name != fromenv.Offline {
 		threshold = modelThreshold
 	}
 	if err := run(context.Background(), os.Stdout, *dir, name, p, threshold); err != nil {
@@ -149,6 +154,9 @@ func tools() []session.Tool {
 	}
 }
 
+// recallQuestion asks about what only the archive holds at the end.
+const recallQuestion = "What file mode does copyFile create dst with?"
+
 // Automatic compaction thresholds: small for the offline provider, so the
 // demo compacts on its own mid-conversation; for a real model, whose
 // requests carry the system prompt and tool definitions, a few turns' worth.
@@ -178,7 +186,7 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	}
 	defer store.Close()
 	about := "deterministic, no network; set ANTHROPIC_API_KEY or OPENAI_API_KEY for a real model"
-	if name != envconfig.Offline {
+	if name != fromenv.Offline {
 		about = "a real model: requests go to its API"
 	}
 	fmt.Fprintf(out, "provider %s (%s)\nstore    %s\nautomatic compaction when the model reports %d tokens of context\n", name, about, path, threshold)
@@ -189,6 +197,8 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 		SystemPrompt:      "You are a careful coding agent.",
 		Tools:             tools(),
 		AutoCompactTokens: threshold,
+		// The model may search and read the archive with the recall tool.
+		Recall: true,
 	})
 	if err != nil {
 		return err
@@ -217,16 +227,8 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 		"What did we decide about cobra?",
 	}
 	for _, p := range prompts {
-		h, err := s.Prompt(ctx, session.PromptRequest{Text: p})
-		if err != nil {
+		if _, err := prompt(ctx, s, p); err != nil {
 			return err
-		}
-		res, err := h.Wait(ctx)
-		if err != nil {
-			return err
-		}
-		if res.Err != nil {
-			return fmt.Errorf("turn %q: %w", p, res.Err)
 		}
 	}
 
@@ -238,6 +240,15 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	}
 	<-h.Finished()
 	res := h.Result()
+
+	// After the compactions, a question about something only the archive
+	// holds (main.go was read before the first one, and the summaries keep
+	// only its beginning): the model calls recall, which searches the
+	// archived messages, and answers from what it finds.
+	recalled, err := prompt(ctx, s, recallQuestion)
+	if err != nil {
+		return err
+	}
 
 	active, err := s.Active(ctx)
 	if err != nil {
@@ -257,6 +268,14 @@ func run(ctx context.Context, out io.Writer, dir, name string, p provider.Provid
 	<-printed // the timeline is complete: Close ended the subscription
 
 	fmt.Fprintf(out, "\nmanual compaction: success=%v compacted=%v reason=%s\n", res.Success, res.Compacted, res.Reason)
+	if res.Compacted {
+		fid := res.Fidelity
+		fmt.Fprintf(out, "fidelity: the summary kept %d of the %d facts of the archived messages\n", fid.Kept, fid.Facts)
+	}
+	fmt.Fprintf(out, "\n== recall ==\n  user      %s\n", recallQuestion)
+	for _, m := range recalled.Messages[1:] {
+		fmt.Fprintf(out, "  %-9s %s\n", m.Role, oneLine(withCalls(m), 200))
+	}
 	fmt.Fprintf(out, "\n== active history (%d messages) ==\n", len(active))
 	for _, m := range active {
 		fmt.Fprintf(out, "  %-9s %s\n", m.Role, oneLine(m.Text, 90))
@@ -301,11 +320,7 @@ func (pr *printer) event(ev session.Event) {
 		if m.Steer {
 			label = "steer"
 		}
-		text := m.Text
-		for _, c := range m.ToolCalls {
-			text += fmt.Sprintf(" → %s(%s)", c.Name, c.Arguments)
-		}
-		fmt.Fprintf(out, "%-9s %s\n", label, oneLine(text, 100))
+		fmt.Fprintf(out, "%-9s %s\n", label, oneLine(withCalls(m), 100))
 	case *session.UsageEvent:
 		if p.ContextTokens == 0 {
 			return
@@ -377,6 +392,28 @@ func (pr *printer) endStream() {
 		fmt.Fprintln(pr.out)
 		pr.streaming = false
 	}
+}
+
+// prompt runs one turn of s and returns its result.
+func prompt(ctx context.Context, s *session.Session, text string) (session.TurnResult, error) {
+	h, err := s.Prompt(ctx, session.PromptRequest{Text: text})
+	if err != nil {
+		return session.TurnResult{}, err
+	}
+	res, err := h.Wait(ctx)
+	if err == nil && res.Err != nil {
+		err = fmt.Errorf("turn %q: %w", text, res.Err)
+	}
+	return res, err
+}
+
+// withCalls is m's text followed by its tool calls.
+func withCalls(m history.Message) string {
+	text := m.Text
+	for _, c := range m.ToolCalls {
+		text += fmt.Sprintf(" → %s(%s)", c.Name, c.Arguments)
+	}
+	return text
 }
 
 func oneLine(s string, n int) string {

@@ -19,7 +19,8 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // shows what it promises: tool calls, an automatic and a manual compaction,
 // and the final state; and what compaction does as it happens: the provider
 // named first, why the automatic compaction fired, the summary streamed, the
-// Segment archived and the context before and after.
+// Segment archived and the context before and after; and a recall of what
+// only the archive holds.
 func TestQuickstart(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), &out, t.TempDir(), "offline", offline.New(), offlineThreshold))
@@ -39,6 +40,13 @@ func TestQuickstart(t *testing.T) {
 		"  summary │ ## Summary of earlier conversation\n  summary │ ### User requests\n",
 		"before the compaction, so",
 		"archived: summary call",
+		"fidelity: the summary kept ",
+		// The recall after the compactions: a search, a read of the best
+		// hit, and the answer from the archived read_file result.
+		"== recall ==\n  user      What file mode does copyFile create dst with?\n",
+		`→ recall({"query":"What file mode does copyFile create dst with?"})`,
+		`→ recall({"message_id":"`,
+		`, result of read_file): "// copyFile copies src to dst, creating dst with mode 0644 or truncating it."`,
 	} {
 		assert.Contains(t, text, want)
 	}

@@ -4,7 +4,7 @@
 // manual compaction awaited on its Handle, and prints the timeline.
 //
 //	go run ./examples/remote                      # builds examples/acp-agent first
-//	go run ./examples/remote -agent ./acp-agent   # uses a built agent
+//	go run ./examples/remote -agent ./acp-agent   # uses a built agent (go build -tags demotools: it calls echo)
 package main
 
 import (
@@ -38,7 +38,7 @@ func run(ctx context.Context, out io.Writer, agent string) error {
 	defer os.RemoveAll(dir)
 	if agent == "" {
 		agent = filepath.Join(dir, "acp-agent")
-		build := exec.Command("go", "build", "-o", agent, "./examples/acp-agent")
+		build := exec.Command("go", "build", "-tags", "demotools", "-o", agent, "./examples/acp-agent")
 		build.Stderr = os.Stderr
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("build the agent (run from the repository root, or pass -agent): %w", err)

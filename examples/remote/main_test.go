@@ -14,10 +14,11 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// TestRemote runs the example against a freshly built agent process.
+// TestRemote runs the example against a freshly built agent process (with
+// its demo tools: the example calls echo).
 func TestRemote(t *testing.T) {
 	agent := filepath.Join(t.TempDir(), "acp-agent")
-	out, err := exec.Command("go", "build", "-o", agent, "../acp-agent").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags", "demotools", "-o", agent, "../acp-agent").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	var buf bytes.Buffer
 	require.NoError(t, run(context.Background(), &buf, agent))

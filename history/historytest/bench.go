@@ -3,6 +3,8 @@ package historytest
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -140,4 +142,133 @@ func benchCompact(b *testing.B, s history.Store, id string, v uint64, cid string
 	v, _, err = s.CommitCompaction(ctx, id, v, history.Commit{CompactID: cid, SegmentID: "seg-" + cid, Archive: n, Summary: "summary " + cid, At: time.Now()})
 	require.NoError(b, err)
 	return v
+}
+
+// SearchCorpus returns n messages of a synthetic coding session, seeded:
+// user requests, assistant answers with tool calls, and tool results, their
+// words drawn from a vocabulary of a few thousand (stop words, common
+// programming words and identifiers, Zipf-distributed) as real sessions
+// are. Messages are 200 to 600 bytes.
+func SearchCorpus(n int, seed uint64) []history.Message {
+	r := rand.New(rand.NewPCG(seed, seed^0x5eed))
+	vocab := searchVocab()
+	zipf := rand.NewZipf(r, 1.07, 2, uint64(len(vocab)-1))
+	word := func() string { return vocab[zipf.Uint64()] }
+	sentence := func(words int) string {
+		var b strings.Builder
+		for i := range words {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			if r.IntN(3) == 0 {
+				b.WriteString(searchStop[r.IntN(len(searchStop))])
+				b.WriteByte(' ')
+			}
+			b.WriteString(word())
+		}
+		b.WriteString(". ")
+		return b.String()
+	}
+	out := make([]history.Message, n)
+	call := 0
+	for i := range out {
+		m := history.Message{ID: fmt.Sprintf("m-%d", i), CreatedAt: time.Unix(1_700_000_000+int64(i), 0)}
+		var text strings.Builder
+		for text.Len() < 200+r.IntN(400) {
+			text.WriteString(sentence(6 + r.IntN(10)))
+		}
+		m.Text = text.String()
+		switch i % 4 {
+		case 0:
+			m.Role = history.RoleUser
+		case 1:
+			m.Role = history.RoleAssistant
+			call++
+			m.ToolCalls = []history.ToolCall{{ID: fmt.Sprintf("call-%d", call), Name: "read_file",
+				Arguments: []byte(fmt.Sprintf(`{"path":"/project/%s/%s.go"}`, word(), word()))}}
+		case 2:
+			m.Role, m.ToolCallID = history.RoleTool, fmt.Sprintf("call-%d", call)
+		default:
+			m.Role = history.RoleAssistant
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// SearchQueries returns n question-style queries about msgs, seeded: each
+// asks about three to five words of one message, in other forms ("-s",
+// "-ed", "-ing"), among stop words.
+func SearchQueries(msgs []history.Message, n int, seed uint64) []string {
+	r := rand.New(rand.NewPCG(seed, ^seed))
+	out := make([]string, n)
+	for i := range out {
+		words := strings.FieldsFunc(msgs[r.IntN(len(msgs))].Text, func(c rune) bool { return c == ' ' || c == '.' })
+		var content []string
+		for _, w := range words {
+			if !slices.Contains(searchStop, w) {
+				content = append(content, w)
+			}
+		}
+		q := []string{"why", "did", "we"}
+		for range 3 + r.IntN(3) {
+			w := content[r.IntN(len(content))]
+			switch r.IntN(4) {
+			case 0:
+				w += "s"
+			case 1:
+				w += "ed"
+			case 2:
+				w += "ing"
+			}
+			q = append(q, w, searchStop[r.IntN(len(searchStop))])
+		}
+		out[i] = strings.Join(q, " ") + "?"
+	}
+	return out
+}
+
+// searchStop are the stop words of SearchCorpus.
+var searchStop = []string{"the", "a", "to", "of", "and", "in", "is", "it", "we", "that", "for", "with", "this", "on", "was", "be"}
+
+// searchVocab is SearchCorpus's vocabulary: common programming words
+// first (the most frequent under Zipf), then identifiers made of them.
+func searchVocab() []string {
+	base := strings.Fields(`file function test error value config change rename fix build run return type
+		string number list map call check update read write parse format round total amount money ledger
+		account balance user request response server client handler timeout retry cache index query table
+		column migration schema session message tool result output input command flag option default
+		setting version release branch commit merge deploy package module import export interface struct
+		method field pointer slice channel goroutine lock mutex context cancel deadline log trace metric`)
+	out := slices.Clone(base)
+	for _, a := range base {
+		for _, b := range base[:40] {
+			out = append(out, a+strings.ToUpper(b[:1])+b[1:])
+		}
+	}
+	return out
+}
+
+// SearchLatencies records the latency of each Search of a benchmark and
+// reports their quantiles (p50-ms, p99-ms) through b.ReportMetric.
+type SearchLatencies struct{ d []time.Duration }
+
+// Time runs fn and records how long it took.
+func (l *SearchLatencies) Time(fn func()) {
+	t := time.Now()
+	fn()
+	l.d = append(l.d, time.Since(t))
+}
+
+// Report reports the quantiles on b.
+func (l *SearchLatencies) Report(b *testing.B) {
+	if len(l.d) == 0 {
+		return
+	}
+	slices.Sort(l.d)
+	q := func(p float64) float64 {
+		return float64(l.d[min(len(l.d)-1, int(p*float64(len(l.d))))].Nanoseconds()) / 1e6
+	}
+	b.ReportMetric(q(0.50), "p50-ms")
+	b.ReportMetric(q(0.99), "p99-ms")
 }

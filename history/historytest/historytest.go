@@ -13,8 +13,10 @@
 // concurrency, atomic compaction commits that leave no trace when they fail,
 // identical state after reopening, two stores on the same data (where the
 // store can share it), independent concurrent sessions, loads
-// that each see one committed state while compactions commit, and the
-// timeline order that replay relies on.
+// that each see one committed state while compactions commit, the
+// timeline order that replay relies on, search (history.Searcher: ranking,
+// stemming, paging, tool results, archived and Active messages, isolation
+// between sessions, any query text) and the fidelity a Segment keeps.
 package historytest
 
 import (
@@ -86,6 +88,15 @@ func Run(t *testing.T, h Harness) {
 		{"ListInvalid", testListInvalid},
 		{"EventLog", testEventLog},
 		{"EventLogInvalid", testEventLogInvalid},
+		{"SearchRanking", testSearchRanking},
+		{"SearchToolResults", testSearchToolResults},
+		{"SearchArchived", testSearchArchived},
+		{"SearchSessions", testSearchSessions},
+		{"SearchPages", testSearchPages},
+		{"SearchAnyText", testSearchAnyText},
+		{"SearchInvalid", testSearchInvalid},
+		{"SearchSameAsMemstore", testSearchSameAsMemstore},
+		{"SegmentFidelity", testSegmentFidelity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
+	"github.com/sessionkit/sessionkit/internal/textsearch"
 )
 
 // Store is an in-memory history store. It is safe for concurrent use.
@@ -45,6 +47,31 @@ type session struct {
 	updated     time.Time // of the last write
 	events      []history.LoggedEvent
 	lastSeq     uint64 // Through of the last EventBatch
+	// The word index of Search, kept by Append under the same lock as the
+	// messages: words maps a stem to the indexes into messages of the
+	// messages holding it, ascending; tools[i] is the name of the tool
+	// messages[i] answers.
+	words map[string][]int
+	tools []string
+}
+
+// index adds messages[i] to the word index.
+func (ss *session) index(i int) {
+	if ss.words == nil {
+		ss.words = make(map[string][]int)
+	}
+	tool := textsearch.ToolName(ss.messages, i, nil)
+	ss.tools = append(ss.tools, tool)
+	doc := textsearch.DocOf(&ss.messages[i], tool)
+	add := func(w string) bool {
+		t := textsearch.Term(w)
+		if l := ss.words[t]; len(l) == 0 || l[len(l)-1] != i {
+			ss.words[t] = append(l, i)
+		}
+		return true
+	}
+	textsearch.Words(doc.Text, add)
+	textsearch.Words(doc.Tool, add)
 }
 
 // touch advances the version of a write and records its time.
@@ -76,6 +103,7 @@ var (
 	_ history.Lister      = (*Store)(nil)
 	_ history.Uncompacter = (*Store)(nil)
 	_ history.EventLog    = (*Store)(nil)
+	_ history.Searcher    = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -165,7 +193,7 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	if n.ID == "" {
 		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
 	}
-	if err := history.CheckConfig(n.Config); err != nil {
+	if err := storekit.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -216,7 +244,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 
 // Append implements [history.Store].
 func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
-	if err := history.CheckMessages(msgs); err != nil {
+	if err := storekit.CheckMessages(msgs); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {
@@ -224,6 +252,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 			ss.messages = append(ss.messages, m)
 			ss.positions = append(ss.positions, ss.nextPos)
 			ss.nextPos++
+			ss.index(len(ss.messages) - 1)
 		}
 		return nil
 	})
@@ -231,7 +260,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 
 // SetConfig implements [history.Store].
 func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
-	if err := history.CheckConfig(config); err != nil {
+	if err := storekit.CheckConfig(config); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {
@@ -246,7 +275,7 @@ func (ss *session) compaction(compactID string) int {
 
 // BeginCompaction implements [history.Store].
 func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
-	if err := history.CheckBegin(&rec); err != nil {
+	if err := storekit.CheckBegin(&rec); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {
@@ -280,7 +309,7 @@ func (ss *session) inProgress(compactID string) (int, error) {
 
 // FinishCompaction implements [history.Store].
 func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
-	if err := history.CheckFinish(status); err != nil {
+	if err := storekit.CheckFinish(status); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {
@@ -299,7 +328,7 @@ func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64,
 func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
 	var out *history.Segment
 	v, err := s.update(ctx, id, version, func(ss *session) error {
-		if err := history.CheckCommit(&c, len(ss.messages)-ss.activeFrom); err != nil {
+		if err := storekit.CheckCommit(&c, len(ss.messages)-ss.activeFrom); err != nil {
 			return err
 		}
 		i, err := ss.inProgress(c.CompactID)
@@ -323,6 +352,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		ss.summary = c.Summary
 		out = new(history.Segment)
 		*out = seg.seg
+		out.Fidelity = seg.seg.Fidelity.Clone()
 		return nil
 	})
 	if err != nil {
@@ -333,7 +363,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 
 // Uncompact implements [history.Uncompacter].
 func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
-	if err := history.CheckUncompaction(&u); err != nil {
+	if err := storekit.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
 	}
 	var rec *history.UncompactionRecord
@@ -372,6 +402,7 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 
 func (ss *session) segmentOf(s *segment) *history.Segment {
 	seg := s.seg
+	seg.Fidelity = seg.Fidelity.Clone()
 	seg.Messages = cloneMessages(ss.messages[s.from:s.upto])
 	return &seg
 }
@@ -418,7 +449,7 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if ss.activeFrom < len(ss.positions) {
 			activeFrom = ss.positions[ss.activeFrom]
 		}
-		out = history.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
+		out = storekit.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
 			slices.Clone(ss.compactions), slices.Clone(ss.undos), activeFrom)
 		return nil
 	})
@@ -439,7 +470,7 @@ func cloneMessages(msgs []history.Message) []history.Message {
 
 // ListSessions implements [history.Lister].
 func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (history.SessionPage, error) {
-	limit, after, err := history.ParseList(opts)
+	limit, after, err := storekit.ParseList(opts)
 	if err != nil {
 		return history.SessionPage{}, err
 	}
@@ -464,13 +495,13 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 		}
 		return strings.Compare(b.ID, a.ID)
 	})
-	return history.Page(all[:min(len(all), limit+1)], limit), nil
+	return storekit.Page(all[:min(len(all), limit+1)], limit), nil
 }
 
 // LogEvents implements [history.EventLog].
 func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
 	return s.view(ctx, id, func(ss *session) error {
-		if err := history.CheckEventBatch(&b, ss.lastSeq); err != nil {
+		if err := storekit.CheckEventBatch(&b, ss.lastSeq); err != nil {
 			return err
 		}
 		for _, e := range b.Events {
@@ -506,4 +537,46 @@ func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) 
 		return nil, err
 	}
 	return out, nil
+}
+
+// Search implements [history.Searcher] over the session's word index: every
+// message holding a word of the query is a candidate, ranked by
+// internal/textsearch like the other stores rank theirs.
+func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (history.SearchPage, error) {
+	q, offset, limit, err := textsearch.Request(sq)
+	if err != nil {
+		return history.SearchPage{}, err
+	}
+	var page history.SearchPage
+	err = s.view(ctx, id, func(ss *session) error {
+		st := textsearch.Stats{N: len(ss.messages), DF: make([]int, len(q.Terms))}
+		var idx []int
+		for i, t := range q.Terms {
+			l := ss.words[t]
+			st.DF[i] = len(l)
+			idx = append(idx, l...)
+		}
+		slices.Sort(idx)
+		idx = slices.Compact(idx)
+		var spans []storekit.SegmentSpan
+		var ids []string
+		for _, g := range ss.segments {
+			if !g.seg.Undone() {
+				spans = append(spans, storekit.SegmentSpan{From: int64(g.from), To: int64(g.upto - 1)})
+				ids = append(ids, g.seg.ID)
+			}
+		}
+		cands := make([]textsearch.Candidate, len(idx))
+		for k, i := range idx {
+			cands[k] = textsearch.Candidate{
+				Message:   cloneMessages(ss.messages[i : i+1])[0],
+				Position:  ss.positions[i],
+				SegmentID: textsearch.SegmentAt(int64(i), int64(ss.activeFrom), spans, ids),
+				ToolName:  ss.tools[i],
+			}
+		}
+		page = textsearch.Page(q, offset, limit, cands, st)
+		return nil
+	})
+	return page, err
 }

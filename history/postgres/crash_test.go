@@ -22,6 +22,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/historytest"
 	"github.com/sessionkit/sessionkit/internal/pgtest"
+	"github.com/sessionkit/sessionkit/internal/poll"
 )
 
 // The crash tests: a child process (TestCrashChild, the test binary run
@@ -109,18 +110,15 @@ func TestCrashChild(t *testing.T) {
 			crashExit("%s: %v", kind, err)
 		}
 		if mode == "server" {
-			deadline := time.Now().Add(time.Minute)
-			for {
-				snap, err := s.Load(ctx, crashSession)
-				if err == nil {
-					say("reloaded %d %d", snap.Version, int(snap.Archived)+len(snap.Active))
-					break
-				}
-				if time.Now().After(deadline) {
-					crashExit("reload: %v", err)
-				}
-				time.Sleep(20 * time.Millisecond)
+			var snap *history.Snapshot
+			var err error
+			if !poll.Within(time.Minute, func() bool {
+				snap, err = s.Load(ctx, crashSession)
+				return err == nil
+			}) {
+				crashExit("reload: %v", err)
 			}
+			say("reloaded %d %d", snap.Version, int(snap.Archived)+len(snap.Active))
 		}
 		// Return from the test: the test binary's TestMain (pgtest.Main)
 		// then checks that the store leaked no goroutines.
@@ -310,16 +308,18 @@ func crashWaitBackends(dbURL, name string) error {
 		return err
 	}
 	defer func() { _ = conn.Close(context.Background()) }()
-	for {
+	var qerr error
+	poll.Context(ctx, func() bool {
 		var n int
-		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, name).Scan(&n); err != nil {
-			return fmt.Errorf("waiting for the killed child's sessions to end: %w", err)
+		if qerr = conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, name).Scan(&n); qerr != nil {
+			return true
 		}
-		if n == 0 {
-			return nil
-		}
-		time.Sleep(5 * time.Millisecond)
+		return n == 0
+	})
+	if qerr != nil {
+		return fmt.Errorf("waiting for the killed child's sessions to end: %w", qerr)
 	}
+	return nil
 }
 
 // withAppName returns dbURL with the application_name parameter set, by
@@ -484,13 +484,12 @@ func (r *crashRun) verify(round int, c *crashRound) error {
 	}
 	defer func() { _ = s.Close() }()
 	var l history.Lease
-	for deadline := time.Now().Add(10 * crashTTL); ; time.Sleep(20 * time.Millisecond) {
-		if l, err = s.Acquire(ctx, crashSession); err == nil {
-			break
-		}
-		if !errors.Is(err, history.ErrLeased) || time.Now().After(deadline) {
-			return fmt.Errorf("acquire: %w", err)
-		}
+	poll.Within(10*crashTTL, func() bool {
+		l, err = s.Acquire(ctx, crashSession)
+		return !errors.Is(err, history.ErrLeased)
+	})
+	if err != nil {
+		return fmt.Errorf("acquire: %w", err)
 	}
 	defer func() { _ = l.Release(ctx) }()
 	if l.Token() <= r.token {

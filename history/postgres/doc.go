@@ -16,6 +16,10 @@
 //	s := lease.Store() // writes checked against the lease's fencing token
 //	snap, err := s.Create(ctx, history.NewSession{ID: "s1"})
 //
+// A program that logs or prints the URL it opened names it with [Redact],
+// which hides every password in it (user info, password= and sslpassword=
+// in the query or a key=value string).
+//
 // The store follows the contract of [history.Store] exactly as
 // history/sqlite does, with the same watermark design (docs/storage.md
 // explains it for SQLite; the tables, counters and commit transaction here

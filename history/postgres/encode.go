@@ -160,8 +160,9 @@ func encodeMessages(msgs []history.Message) (*messageBatch, error) {
 // messageColumns are the columns scanMessage scans, in order.
 const messageColumns = `pos, id, role, text, tool_calls, tool_call_id, steer, created_at`
 
-// scanMessage scans one row of messageColumns.
-func scanMessage(rows pgx.Rows) (int64, history.Message, error) {
+// scanMessage scans one row of messageColumns, followed by the columns
+// of extra.
+func scanMessage(rows pgx.Rows, extra ...any) (int64, history.Message, error) {
 	var (
 		pos                       int64
 		id, text, calls, toolCall []byte
@@ -170,7 +171,7 @@ func scanMessage(rows pgx.Rows) (int64, history.Message, error) {
 		createdAt                 *int64
 		m                         history.Message
 	)
-	if err := rows.Scan(&pos, &id, &role, &text, &calls, &toolCall, &steer, &createdAt); err != nil {
+	if err := rows.Scan(append([]any{&pos, &id, &role, &text, &calls, &toolCall, &steer, &createdAt}, extra...)...); err != nil {
 		return 0, m, err
 	}
 	m = history.Message{ID: string(id), Role: history.Role(role), Text: string(text), ToolCallID: string(toolCall), Steer: steer, CreatedAt: decodeTime(createdAt)}

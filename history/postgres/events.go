@@ -8,6 +8,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 var _ history.EventLog = (*Store)(nil)
@@ -39,7 +40,7 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 		if err := s.found(ctx, op, id, err); err != nil {
 			return err
 		}
-		if err := history.CheckEventBatch(&b, uint64(last)); err != nil {
+		if err := storekit.CheckEventBatch(&b, uint64(last)); err != nil {
 			return err
 		}
 		if len(b.Events) > 0 {

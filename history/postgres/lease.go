@@ -194,7 +194,13 @@ var (
 	_ history.Store       = (*fencedStore)(nil)
 	_ history.Uncompacter = (*fencedStore)(nil)
 	_ history.EventLog    = (*fencedStore)(nil)
+	_ history.Searcher    = (*fencedStore)(nil)
 )
+
+// Search implements [history.Searcher]: a read, the store's.
+func (f *fencedStore) Search(ctx context.Context, id string, q history.SearchQuery) (history.SearchPage, error) {
+	return f.l.s.Search(ctx, id, q)
+}
 
 // mine fails with history.ErrInvalid for a write to another session.
 func (f *fencedStore) mine(id string) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/historytest"
 	"github.com/sessionkit/sessionkit/internal/pgtest"
+	"github.com/sessionkit/sessionkit/internal/poll"
 )
 
 // shortTTL is the lease TTL of the tests that wait for an expiry.
@@ -62,13 +63,13 @@ func TestLeaseRowsNeverDeleted(t *testing.T) {
 // waitForLockWaiters waits until n backends of s's database wait for a lock.
 func waitForLockWaiters(t *testing.T, s *Store, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool {
+	poll.Until(t, 10*time.Second, func() bool {
 		var waiting int
 		err := s.pool.QueryRow(context.Background(), `
 			SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
 		return err == nil && waiting == n
-	}, 10*time.Second, 5*time.Millisecond)
+	}, "the transactions waiting for a lock")
 }
 
 // TestLeaseLostWhenRenewalsFail: a holder that cannot reach the database
@@ -88,14 +89,14 @@ func TestLeaseLostWhenRenewalsFail(t *testing.T) {
 	assert.ErrorIs(t, err, history.ErrFenced)
 	require.NoError(t, l.Release(ctx), "releasing a lost lease is a no-op")
 	// The row expires by the database's clock and can be taken over.
-	require.Eventually(t, func() bool {
+	poll.Until(t, 5*shortTTL, func() bool {
 		l2, err := s.Acquire(ctx, "s")
 		if err == nil {
 			assert.Greater(t, l2.Token(), l.Token())
 			assert.NoError(t, l2.Release(ctx))
 		}
 		return err == nil
-	}, 5*shortTTL, shortTTL/10)
+	}, "the expired lease taken over")
 }
 
 // TestLeaseLostOnTakeoverSeenByRenewal: a renewal that finds another token
@@ -167,7 +168,13 @@ func TestFencedWriteSerializesWithAcquire(t *testing.T) {
 		appended <- err
 	}()
 	waitForLockWaiters(t, a, 1)
-	time.Sleep(shortTTL + shortTTL/2) // a's lease expires meanwhile
+	// a's lease expires meanwhile, by the database's clock.
+	poll.For(t, func() bool {
+		var expired bool
+		err := a.pool.QueryRow(ctx, `SELECT expires_at <= now() FROM leases WHERE session_id = $1`, bin("s")).Scan(&expired)
+		require.NoError(t, err)
+		return expired
+	}, "a's lease expired")
 
 	acquired := make(chan history.Lease, 1)
 	go func() {
@@ -324,14 +331,14 @@ func TestLeasePartition(t *testing.T) {
 	require.NoError(t, l.Release(ctx), "releasing a lost lease is a no-op")
 
 	p.heal()
-	require.Eventually(t, func() bool {
+	poll.Until(t, 10*shortTTL, func() bool {
 		l2, err := s.Acquire(ctx, "s")
 		if err != nil {
 			return false
 		}
 		assert.Greater(t, l2.Token(), l.Token())
 		return true
-	}, 10*shortTTL, shortTTL/10)
+	}, "the lost lease taken over once the database is reachable")
 	loaded, err := s.Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, v, loaded.Version)

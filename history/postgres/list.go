@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // titleColumn reads a session's title: "=" and its own title, or "~" and
@@ -55,5 +56,5 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 	if err != nil {
 		return history.SessionPage{}, err
 	}
-	return history.Page(out, limit), nil
+	return storekit.Page(out, limit), nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +92,11 @@ var ErrNewerSchema = errors.New("postgres: the database's schema is newer than t
 // [ErrNewerSchema] if the database was written by a newer schema. ctx
 // bounds the connection and the migrations only. Close the Store when done.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	return open(ctx, url, false, opts)
+}
+
+// open is Open, and OpenReadOnly with readOnly set.
+func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store, error) {
 	o := options{ttl: DefaultLeaseTTL}
 	for _, opt := range opts {
 		opt(&o)
@@ -109,7 +116,6 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		// pgconn redacts the password from the URL it quotes.
 		return nil, fmt.Errorf("postgres: open: invalid URL: %w", err)
 	}
 	if o.maxConns > 0 {
@@ -121,19 +127,69 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "sessionkit"
 	}
+	if readOnly {
+		// Every transaction of every connection, also a statement run
+		// outside one, is read-only on the server.
+		cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("postgres: open: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres: open: cannot connect to %s: %w", where(cfg), err)
+		return nil, &connectError{msg: fmt.Sprintf("postgres: open: cannot connect to %s: %s", where(cfg), oneLine(err)), err: err}
 	}
-	if err := migrate(ctx, pool); err != nil {
+	if readOnly {
+		err = checkReadable(ctx, pool)
+	} else {
+		err = migrate(ctx, pool)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", where(cfg), err)
 	}
 	return &Store{pool: pool, url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false)}, nil
+}
+
+// connectError is a failed connection: one line of text (the causes of
+// pgx's attempts, each once) over the error of pgx.
+type connectError struct {
+	msg string
+	err error
+}
+
+func (e *connectError) Error() string { return e.msg }
+func (e *connectError) Unwrap() error { return e.err }
+
+// oneLine is the text of a connection error of pgx on one line: its causes
+// (the network error or the server's error of each attempt; pgx tries a
+// host again without TLS, and each address of a name), each once, joined
+// by "; ".
+func oneLine(err error) string {
+	var causes []string
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case *net.OpError, *pgconn.PgError: // a cause; its text names it
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+			return
+		case interface{ Unwrap() error }:
+			if inner := e.Unwrap(); inner != nil {
+				walk(inner)
+				return
+			}
+		}
+		text := strings.Join(strings.Fields(err.Error()), " ")
+		if !slices.Contains(causes, text) {
+			causes = append(causes, text)
+		}
+	}
+	walk(err)
+	return strings.Join(causes, "; ")
 }
 
 // where names the database of cfg for error messages, without credentials.

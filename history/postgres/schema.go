@@ -134,7 +134,70 @@ CREATE TABLE events (
 	PRIMARY KEY (session_id, seq)
 );
 `,
+	// 5: the search index (history.Searcher, search.go): a message's
+	// words as a tsvector ('english' configuration) under a GIN index, and
+	// the tool a tool result answers, written by the Append that stores the
+	// message. The existing messages are indexed here as Append indexes
+	// them (internal/textsearch.DocOf and ToolName).
+	migrationSearch,
+	// 6: a segment's fidelity (history.Fidelity).
+	`
+ALTER TABLE compactions
+	ADD COLUMN fidelity_facts   bigint NOT NULL DEFAULT 0,
+	ADD COLUMN fidelity_kept    bigint NOT NULL DEFAULT 0,
+	ADD COLUMN fidelity_missing bytea[]; -- NULL means none
+`,
 }
+
+// migrationSearch is migration 5. The words are split as
+// internal/textsearch.Words splits them (at ASCII punctuation, white space
+// and control characters; Words also at non-ASCII punctuation) before
+// to_tsvector sees them. Text that is not UTF-8 (or holds NUL
+// bytes, which PostgreSQL text refuses) is indexed without its non-ASCII
+// bytes; Append indexes it with invalid bytes and NULs made spaces.
+const migrationSearch = `
+ALTER TABLE messages
+	ADD COLUMN tool_name bytea    NOT NULL DEFAULT '',
+	ADD COLUMN search    tsvector NOT NULL DEFAULT ''::tsvector;
+
+CREATE FUNCTION pg_temp.sk_text(b bytea) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	RETURN convert_from(b, 'UTF8');
+EXCEPTION WHEN others THEN
+	RETURN regexp_replace(encode(b, 'escape'), '\\([0-7]{3}|\\)', ' ', 'g');
+END $$;
+
+CREATE FUNCTION pg_temp.sk_calls(calls bytea) RETURNS TABLE (ord bigint, call_id bytea, name bytea, args text) LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+	RETURN QUERY SELECT x.o,
+		COALESCE(convert_to(x.e->>'id', 'UTF8'), decode(x.e->>'id_base64', 'base64')),
+		COALESCE(convert_to(x.e->>'name', 'UTF8'), decode(x.e->>'name_base64', 'base64')),
+		COALESCE(x.e->>'arguments', '')
+	FROM json_array_elements(convert_from(calls, 'UTF8')::json) WITH ORDINALITY AS x (e, o);
+EXCEPTION WHEN others THEN
+	RETURN;
+END $$;
+
+CREATE TEMP TABLE sk_call_names ON COMMIT DROP AS
+SELECT m.session_id, m.pos, c.call_id, c.name
+FROM messages m, pg_temp.sk_calls(m.tool_calls) c
+WHERE m.role = 'assistant' AND m.tool_calls IS NOT NULL;
+CREATE INDEX ON sk_call_names (session_id, call_id, pos);
+
+UPDATE messages m SET tool_name = COALESCE((
+	SELECT c.name FROM sk_call_names c
+	WHERE c.session_id = m.session_id AND c.call_id = m.tool_call_id AND c.pos < m.pos
+	ORDER BY c.pos DESC LIMIT 1), '')
+WHERE m.role = 'tool';
+
+UPDATE messages m SET search = to_tsvector('english', lower(regexp_replace(pg_temp.sk_text(m.text)
+	|| COALESCE((SELECT string_agg(chr(10) || pg_temp.sk_text(c.name) || ' ' || c.args, '' ORDER BY c.ord) FROM pg_temp.sk_calls(m.tool_calls) c), '')
+	|| chr(10) || pg_temp.sk_text(m.tool_name), '[[:space:][:punct:][:cntrl:]]+', ' ', 'g')));
+
+CREATE INDEX messages_search ON messages USING gin (search);
+DROP FUNCTION pg_temp.sk_calls(bytea);
+DROP FUNCTION pg_temp.sk_text(bytea);
+`
 
 // migrationLock is the key of the transaction-scoped advisory lock that
 // serializes migrations of one database across processes.
@@ -203,4 +266,36 @@ func schemaVersion(ctx context.Context, q interface {
 		return 0, fmt.Errorf("schema: %w", err)
 	}
 	return v, nil
+}
+
+// checkReadable is the schema check of OpenReadOnly, in a read-only
+// transaction: the database must hold a store at the schema version of this
+// package. A newer one is refused with ErrNewerSchema, an older one (which
+// this package would have to migrate) and a database without a store with
+// errors naming the versions.
+func checkReadable(ctx context.Context, pool *pgxpool.Pool) error {
+	tx, err := pool.BeginTx(ctx, pgx.TxOptions{AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass('schema_version') IS NOT NULL`).Scan(&exists); err != nil {
+		return fmt.Errorf("schema: %w", err)
+	}
+	version := 0
+	if exists {
+		if version, err = schemaVersion(ctx, tx); err != nil {
+			return err
+		}
+	}
+	switch known := len(migrations); {
+	case version == 0:
+		return fmt.Errorf("%w: the database holds no sessionkit store (no schema version)", ErrNotAStore)
+	case version > known:
+		return fmt.Errorf("%w: database schema version %d, this version reads versions up to %d", ErrNewerSchema, version, known)
+	case version < known:
+		return fmt.Errorf("%w: database schema version %d, this version reads version %d (an agent of this version migrates the database when it opens it)", ErrOlderSchema, version, known)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // The writes and reads below have the same steps as those of the other SQL
@@ -237,7 +238,7 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	if n.ID == "" {
 		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
 	}
-	if err := history.CheckConfig(n.Config); err != nil {
+	if err := storekit.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
 	if err := s.admit(ctx); err != nil {
@@ -382,7 +383,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 // append is Append, fenced by l when l is not nil.
 func (s *Store) append(ctx context.Context, id string, version uint64, msgs []history.Message, l *lease) (uint64, error) {
 	const op = "append"
-	if err := history.CheckMessages(msgs); err != nil {
+	if err := storekit.CheckMessages(msgs); err != nil {
 		return 0, err
 	}
 	b, err := encodeMessages(msgs)
@@ -391,12 +392,17 @@ func (s *Store) append(ctx context.Context, id string, version uint64, msgs []hi
 	}
 	n := int64(len(msgs))
 	return s.write(ctx, op, id, version, l, reserve{pos: n, msgs: n}, func(tx pgx.Tx, st *state) error {
-		_, err := tx.Exec(ctx, `
-			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at)
-			SELECT $1, $2 + m.ord - 1, $3 + m.ord - 1, m.id, m.role, m.text, m.tool_calls, m.tool_call_id, m.steer, m.created_at
-			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[])
-				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, ord)`,
-			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts)
+		tools, docs, err := s.searchDocs(ctx, tx, id, st, msgs)
+		if err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `
+			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, search)
+			SELECT $1, $2 + m.ord - 1, $3 + m.ord - 1, m.id, m.role, m.text, m.tool_calls, m.tool_call_id, m.steer, m.created_at,
+				m.tool_name, to_tsvector('english', m.doc)
+			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[], $11::bytea[], $12::text[])
+				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, doc, ord)`,
+			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts, tools, docs)
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
@@ -412,7 +418,7 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 // setConfig is SetConfig, fenced by l when l is not nil.
 func (s *Store) setConfig(ctx context.Context, id string, version uint64, config json.RawMessage, l *lease) (uint64, error) {
 	const op = "set config"
-	if err := history.CheckConfig(config); err != nil {
+	if err := storekit.CheckConfig(config); err != nil {
 		return 0, err
 	}
 	return s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
@@ -432,7 +438,7 @@ func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, 
 // beginCompaction is BeginCompaction, fenced by l when l is not nil.
 func (s *Store) beginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord, l *lease) (uint64, error) {
 	const op = "begin compaction"
-	if err := history.CheckBegin(&rec); err != nil {
+	if err := storekit.CheckBegin(&rec); err != nil {
 		return 0, err
 	}
 	started, err := encodeTime(rec.StartedAt)
@@ -491,7 +497,7 @@ func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64,
 // finishCompaction is FinishCompaction, fenced by l when l is not nil.
 func (s *Store) finishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time, l *lease) (uint64, error) {
 	const op = "finish compaction"
-	if err := history.CheckFinish(status); err != nil {
+	if err := storekit.CheckFinish(status); err != nil {
 		return 0, err
 	}
 	finished, err := encodeTime(at)
@@ -528,7 +534,7 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 	}
 	var seg *history.Segment
 	v, err := s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, st *state) error {
-		if err := history.CheckCommit(&c, int(st.active())); err != nil {
+		if err := storekit.CheckCommit(&c, int(st.active())); err != nil {
 			return err
 		}
 		rec, err := s.inProgress(ctx, tx, op, id, c.CompactID)
@@ -546,10 +552,12 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		_, err = tx.Exec(ctx, `
 			UPDATE compactions SET status = 'completed', summary = $3, finished_at = $4,
 				segment_id = $5, from_pos = $6, to_pos = $7, input_tokens = $8, output_tokens = $9,
-				summary_provider = $10, summary_model = $11, context_before = $12, context_after = $13, commit_version = $14
+				summary_provider = $10, summary_model = $11, context_before = $12, context_after = $13, commit_version = $14,
+				fidelity_facts = $15, fidelity_kept = $16, fidelity_missing = $17
 			WHERE session_id = $1 AND compact_id = $2`,
 			bin(id), bin(c.CompactID), bin(c.Summary), at, bin(c.SegmentID), from, to, int64(c.InputTokens), int64(c.OutputTokens),
-			bin(c.SummaryProvider), bin(c.SummaryModel), int64(c.ContextBefore), int64(c.ContextAfter), int64(version)+1)
+			bin(c.SummaryProvider), bin(c.SummaryModel), int64(c.ContextBefore), int64(c.ContextAfter), int64(version)+1,
+			int64(c.Fidelity.Facts), int64(c.Fidelity.Kept), encodeMissing(c.Fidelity.Missing))
 		switch {
 		case isUniqueViolation(err):
 			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
@@ -635,7 +643,8 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		err = s.each(ctx, tx, op, `
 			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
 				input_tokens, output_tokens, pos, from_pos, to_pos,
-				summary_provider, summary_model, context_before, context_after, undo_id, undone_at
+				summary_provider, summary_model, context_before, context_after, undo_id, undone_at,
+				fidelity_facts, fidelity_kept, fidelity_missing
 			FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
 			ORDER BY COALESCE(commit_version, 0), from_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
 			var (
@@ -643,15 +652,18 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 				segID, compactID, summary, instrs []byte
 				sumProvider, sumModel, undoID     []byte
 				created, started, undoneAt        *int64
-				sp                                history.SegmentSpan
+				sp                                storekit.SegmentSpan
 				inTokens, outTokens               int64
-				before, after                     int64
+				before, after, facts, kept        int64
+				missing                           [][]byte
 			)
 			if err := rows.Scan(&segID, &compactID, &g.Trigger, &summary, &instrs, &created, &started,
 				&inTokens, &outTokens, &g.Position, &sp.From, &sp.To,
-				&sumProvider, &sumModel, &before, &after, &undoID, &undoneAt); err != nil {
+				&sumProvider, &sumModel, &before, &after, &undoID, &undoneAt,
+				&facts, &kept, &missing); err != nil {
 				return err
 			}
+			g.Fidelity = history.Fidelity{Facts: int(facts), Kept: int(kept), Missing: decodeMissing(missing)}
 			g.ID, g.CompactID, g.Summary, g.Instructions = string(segID), string(compactID), string(summary), string(instrs)
 			g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
 			g.InputTokens, g.OutputTokens = int(inTokens), int(outTokens)
@@ -670,7 +682,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 			return s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos < $2 ORDER BY pos`, bin(id), activeFrom)
 		}, func(err error) error {
 			return fmt.Errorf("postgres: %s: session %q: %w", op, id, err)
-		}, func(sp history.SegmentSpan) ([]history.Message, error) {
+		}, func(sp storekit.SegmentSpan) ([]history.Message, error) {
 			_, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos BETWEEN $2 AND $3 ORDER BY pos`, bin(id), sp.From, sp.To)
 			return msgs, err
 		})
@@ -697,7 +709,7 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 // ones through the primary key).
 func (s *Store) uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction, l *lease) (uint64, *history.UncompactionRecord, error) {
 	const op = "uncompact"
-	if err := history.CheckUncompaction(&u); err != nil {
+	if err := storekit.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
 	}
 	at, err := encodeTime(u.At)
@@ -783,7 +795,7 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = history.MergeEntries(positions, msgs, recs, undos, activeFrom)
+		out = storekit.MergeEntries(positions, msgs, recs, undos, activeFrom)
 		return nil
 	})
 	if err != nil {

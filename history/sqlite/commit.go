@@ -50,6 +50,8 @@ type committer struct {
 	// onBatch, if set, is called by the committer with the jobs of each
 	// batch before it runs them (a test hook).
 	onBatch func(n int)
+	// readOnly: the store was opened read-only; every write fails
+	readOnly bool
 }
 
 // startCommitter starts the committer of the writer connection w.
@@ -73,6 +75,9 @@ func (c *committer) stop() {
 // before the handoff. Once handed over, the job is waited for whatever
 // happens to ctx, so that a nil error always means durable.
 func (c *committer) submit(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if c.readOnly {
+		return ErrReadOnly
+	}
 	j := &job{ctx: ctx, fn: fn, done: make(chan struct{})}
 	select {
 	case c.jobs <- j:
@@ -245,7 +250,7 @@ type statements struct {
 	savepoint, rollbackTo, release *sql.Stmt
 	leaseLive, leaseToken          *sql.Stmt
 	swapFree, swapLeased           *sql.Stmt
-	insertMessage                  *sql.Stmt
+	insertMessage, indexMessage    *sql.Stmt
 }
 
 // prepare prepares the statements on w.
@@ -271,14 +276,16 @@ func prepare(w *sql.DB) (*statements, error) {
 			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3
 			WHERE id = ?4 AND version = ?5
 				AND NOT EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND expires_at > ?1)
-			RETURNING active_from, archived, message_count, next_pos`},
+			RETURNING active_from, archived, message_count, next_pos, num`},
 		{&st.swapLeased, `
 			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3
 			WHERE id = ?4 AND version = ?5
 				AND EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND token = ?6 AND expires_at > ?1)
-			RETURNING active_from, archived, message_count, next_pos`},
+			RETURNING active_from, archived, message_count, next_pos, num`},
 		{&st.insertMessage, `
 			INSERT INTO messages (session_id, pos, seq, body) VALUES (?, ?, ?, ?)`},
+		{&st.indexMessage, `
+			INSERT INTO message_fts (rowid, text, tool, id, role, pos) VALUES (?, ?, ?, ?, ?, ?)`},
 	} {
 		if *p.stmt, err = w.Prepare(p.q); err != nil {
 			return nil, errors.Join(fmt.Errorf("prepare: %w", err), st.close())
@@ -290,7 +297,7 @@ func prepare(w *sql.DB) (*statements, error) {
 // close closes the prepared statements.
 func (st *statements) close() error {
 	var errs []error
-	for _, s := range []*sql.Stmt{st.savepoint, st.rollbackTo, st.release, st.leaseLive, st.leaseToken, st.swapFree, st.swapLeased, st.insertMessage} {
+	for _, s := range []*sql.Stmt{st.savepoint, st.rollbackTo, st.release, st.leaseLive, st.leaseToken, st.swapFree, st.swapLeased, st.insertMessage, st.indexMessage} {
 		if s != nil {
 			errs = append(errs, s.Close())
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/historytest"
+	"github.com/sessionkit/sessionkit/internal/poll"
 )
 
 // holdCommitter makes the committer run a job that waits until the
@@ -43,15 +44,12 @@ func holdCommitter(t testing.TB, s *Store) (release func()) {
 func waitSubmitting(t testing.TB, n int) {
 	t.Helper()
 	buf := make([]byte, 1<<20)
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		k := strings.Count(string(buf[:runtime.Stack(buf, true)]), "sqlite.(*committer).submit(")
-		if k >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d goroutines in submit, want %d", k, n)
-		}
-		time.Sleep(time.Millisecond)
+	var k int
+	if !poll.Within(30*time.Second, func() bool {
+		k = strings.Count(string(buf[:runtime.Stack(buf, true)]), "sqlite.(*committer).submit(")
+		return k >= n
+	}) {
+		t.Fatalf("%d goroutines in submit, want %d", k, n)
 	}
 }
 

@@ -234,7 +234,31 @@ func verifyCrash(path string, model *historytest.CrashModel, ops []historytest.C
 	if err != nil {
 		return 0, err
 	}
+	if err := verifyIndexed(s, crashSession, violate); err != nil {
+		return 0, err
+	}
 	return len(ids), nil
+}
+
+// verifyIndexed checks that every stored message of session id has its row
+// in the search index, and no other row is there: the index is written in
+// the transaction of the message.
+func verifyIndexed(s *Store, id string, violate func(string, ...any)) error {
+	var num, messages, indexed int64
+	if err := s.r.QueryRow(`SELECT num, message_count FROM sessions WHERE id = ?`, id).Scan(&num, &messages); err != nil {
+		return err
+	}
+	if err := s.r.QueryRow(`SELECT count(*) FROM message_fts WHERE rowid BETWEEN ? AND ?`, rowidOf(num, 0), rowidOf(num, messages)-1).Scan(&indexed); err != nil {
+		return err
+	}
+	var all int64
+	if err := s.r.QueryRow(`SELECT count(*) FROM message_fts WHERE rowid BETWEEN ? AND ?`, rowidOf(num, 0), rowidOf(num+1, 0)-1).Scan(&all); err != nil {
+		return err
+	}
+	if indexed != messages || all != messages {
+		violate("session %s: %d messages stored, %d of them indexed, %d index rows", id, messages, indexed, all)
+	}
+	return nil
 }
 
 // The concurrent crash test: crashWriters sessions, each appended to by its

@@ -97,9 +97,10 @@ func appendDec(b []byte, v uint64) []byte {
 }
 
 // parseHex reads a field of appendHex.
-func parseHex(b []byte) (uint64, bool) {
+func parseHex[T ~string | ~[]byte](b T) (uint64, bool) {
 	var v uint64
-	for _, c := range b {
+	for i := range len(b) {
+		c := b[i]
 		switch {
 		case '0' <= c && c <= '9':
 			v = v<<4 | uint64(c-'0')
@@ -113,9 +114,10 @@ func parseHex(b []byte) (uint64, bool) {
 }
 
 // parseDec reads a field of appendDec.
-func parseDec(b []byte) (uint64, bool) {
+func parseDec[T ~string | ~[]byte](b T) (uint64, bool) {
 	var v uint64
-	for _, c := range b {
+	for i := range len(b) {
+		c := b[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}
@@ -128,21 +130,22 @@ func parseDec(b []byte) (uint64, bool) {
 var errBody = errors.New("malformed message body")
 
 // decodeBody sets the fields of m from body, and returns the tool calls'
-// JSON (nil for none).
-func decodeBody(body []byte, m *history.Message) (toolCalls []byte, err error) {
+// JSON (nil or "" for none). A body read as a string (Load's, see
+// activeColumns) is not copied: the text fields are substrings of it.
+func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, err error) {
 	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' || body[2] != 'n' && body[2] != 't' {
-		return nil, errBody
+		return toolCalls, errBody
 	}
 	created, ok := parseHex(body[3:19])
 	if !ok {
-		return nil, errBody
+		return toolCalls, errBody
 	}
 	var n [4]int
 	rest := len(body) - bodyHeader
 	for i := range n {
 		v, ok := parseDec(body[19+10*i : 29+10*i])
 		if !ok || v > uint64(rest) {
-			return nil, errBody
+			return toolCalls, errBody
 		}
 		n[i] = int(v)
 		rest -= n[i]
@@ -151,8 +154,9 @@ func decodeBody(body []byte, m *history.Message) (toolCalls []byte, err error) {
 	if body[2] == 't' {
 		m.CreatedAt = time.Unix(0, int64(created)).UTC()
 	}
-	// One string for the text fields, which share it (one allocation); the
-	// tool calls' JSON is decoded from the bytes.
+	// One string for the text fields, which share it (no allocation when
+	// body is a string, one otherwise); the tool calls' JSON is decoded from
+	// its bytes.
 	calls := body[bodyHeader+n[0]+n[1]+n[2] : bodyHeader+n[0]+n[1]+n[2]+n[3]]
 	f := string(body[bodyHeader:])
 	m.ID, f = f[:n[0]], f[n[0]:]
@@ -162,7 +166,29 @@ func decodeBody(body []byte, m *history.Message) (toolCalls []byte, err error) {
 	if body[1] == 'j' {
 		return calls, nil
 	}
-	return nil, nil
+	return toolCalls, nil
+}
+
+// decodeText decodes a message's body read as a string (the scans of
+// messageColumns and activeColumns, Store.scan): its text fields share
+// body, nothing is copied.
+func decodeText(body string) (history.Message, error) {
+	var m history.Message
+	toolCalls, err := decodeBody(body, &m)
+	if err != nil {
+		return m, err
+	}
+	if body[1] == 'j' {
+		var calls []toolCallJSON
+		if err := json.Unmarshal([]byte(toolCalls), &calls); err != nil {
+			return m, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+		}
+		m.ToolCalls = make([]history.ToolCall, len(calls))
+		for i, c := range calls {
+			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
+		}
+	}
+	return m, nil
 }
 
 // encodeMessage converts m, already validated, to columns.
@@ -199,15 +225,23 @@ func encodeMessages(msgs []history.Message) ([]messageRow, error) {
 	return rows, nil
 }
 
-// messageColumns are the columns decodeMessage scans, in order;
-// activeColumns are the same without the position.
+// messageColumns are the columns Store.scan reads (and decodeText
+// decodes), in order; activeColumns are the same without the position.
+// The body is read as
+// TEXT: the driver hands it over as a string (one copy out of SQLite),
+// which the message's fields share, where a BLOB would be copied twice
+// (into a []byte by the driver, then into the string). In a UTF-8
+// database (every file Open creates: SQLite's default encoding, which this
+// package never changes) the cast only retypes the bytes: any bytes, NUL
+// and invalid UTF-8 included, come back as stored (TestBodyBytesRoundTrip).
 const (
-	messageColumns = `pos, body`
-	activeColumns  = `body`
+	messageColumns = `pos, CAST(body AS TEXT)`
+	activeColumns  = `CAST(body AS TEXT)`
 )
 
-// decodeMessage scans one row of messageColumns, or of activeColumns when
-// pos is nil.
+// decodeMessage scans one row of messageColumns, or of activeColumns (or
+// the body column alone) when pos is nil: a row at a time, where Store.scan
+// reads many with decodeText.
 func decodeMessage(rows *sql.Rows, pos *int64) (history.Message, error) {
 	var (
 		m    history.Message
@@ -222,19 +256,24 @@ func decodeMessage(rows *sql.Rows, pos *int64) (history.Message, error) {
 	if err != nil {
 		return m, err
 	}
-	toolCalls, err := decodeBody(body, &m)
+	return m, decodeBodyCalls(body, &m)
+}
+
+// decodeBodyCalls sets the fields of m from body, tool calls included.
+func decodeBodyCalls(body []byte, m *history.Message) error {
+	toolCalls, err := decodeBody(body, m)
 	if err != nil {
-		return m, err
+		return err
 	}
 	if toolCalls != nil {
 		var calls []toolCallJSON
 		if err := json.Unmarshal(toolCalls, &calls); err != nil {
-			return m, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+			return fmt.Errorf("message %s: tool calls: %w", m.ID, err)
 		}
 		m.ToolCalls = make([]history.ToolCall, len(calls))
 		for i, c := range calls {
 			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
 		}
 	}
-	return m, nil
+	return nil
 }

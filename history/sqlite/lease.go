@@ -18,9 +18,11 @@ import (
 // *[history.LeaseError] that names its holder; the lease lives for the TTL
 // ([WithLeaseTTL]) and renews itself until released or lost. Expiry is
 // judged by the clock of the machine, which every process that opens the
-// file shares. A live lease whose holder is a process of this machine that
-// no longer exists (it was killed before it could release) is taken over at
-// once.
+// file shares. A live lease whose holder is a process of this machine, of
+// this boot and of this PID namespace that no longer exists (it was killed
+// before it could release) is taken over at once; a holder that cannot be
+// checked from here (another host, another boot, another container's PID
+// namespace) keeps its lease until it expires.
 func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	const op = "acquire"
 	if err := leasing.CheckSession(id); err != nil {
@@ -70,7 +72,8 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 }
 
 // takeOverGone takes over the live lease of session id if its holder is a
-// process of this machine that no longer runs (killed, crashed): its lease
+// process of this machine, boot and PID namespace (whereAmI) that no longer
+// runs (killed, crashed): its lease
 // would only have kept the session from everyone until it expired. It
 // returns the *history.LeaseError of the lease otherwise.
 func (s *Store) takeOverGone(ctx context.Context, tx *sql.Tx, op, id string, now int64) (int64, error) {
@@ -81,7 +84,7 @@ func (s *Store) takeOverGone(ctx context.Context, tx *sql.Tx, op, id string, now
 	if err := tx.QueryRowContext(ctx, `SELECT host, pid FROM leases WHERE session_id = ?`, id).Scan(&host, &pid); err != nil {
 		return 0, s.fail(ctx, op, err)
 	}
-	if host != s.host || pid <= 0 || pid == s.pid || processRuns(pid) {
+	if !s.gone(host, pid) {
 		return 0, s.leased(ctx, tx, op, id)
 	}
 	var token int64
@@ -92,6 +95,14 @@ func (s *Store) takeOverGone(ctx context.Context, tx *sql.Tx, op, id string, now
 		return 0, s.fail(ctx, op, err)
 	}
 	return token, nil
+}
+
+// gone reports whether the holder recorded as host and pid certainly no
+// longer runs: it ran where this process runs (same host, boot and PID
+// namespace, so that its pid names the same process table) and no process
+// has its pid. Any other holder may be alive.
+func (s *Store) gone(host string, pid int) bool {
+	return s.checkable && host == s.host && pid > 0 && pid != s.pid && !processRuns(pid)
 }
 
 // leased returns the *history.LeaseError of the live lease of session id.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // titleColumn reads a session's title: "=" and its own title, or the body
@@ -59,5 +60,5 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 	if err != nil {
 		return history.SessionPage{}, err
 	}
-	return history.Page(out, limit), nil
+	return storekit.Page(out, limit), nil
 }

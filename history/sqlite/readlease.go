@@ -13,8 +13,9 @@ var _ history.LeaseReader = (*Store)(nil)
 
 // ReadLease implements [history.LeaseReader] with one statement on the
 // read pool. A lease is live while it has a holder and has not expired,
-// unless its holder is a process of this machine that no longer runs
-// (Acquire would take it over at once: nobody serves the session).
+// unless its holder is a process of this machine, boot and PID namespace
+// that no longer runs (Acquire would take it over at once: nobody serves
+// the session).
 func (s *Store) ReadLease(ctx context.Context, id string) (*history.LeaseInfo, error) {
 	if err := s.admit(ctx); err != nil {
 		return nil, err
@@ -31,8 +32,7 @@ func (s *Store) ReadLease(ctx context.Context, id string) (*history.LeaseInfo, e
 	if err != nil {
 		return nil, s.fail(ctx, "read lease", err)
 	}
-	gone := host == s.host && pid > 0 && pid != s.pid && !processRuns(pid)
-	if holder == "" || expires <= time.Now().UnixNano() || gone {
+	if holder == "" || expires <= time.Now().UnixNano() || s.gone(host, pid) {
 		return nil, nil
 	}
 	return &history.LeaseInfo{Session: id, Holder: holder, Expires: time.Unix(0, expires).UTC()}, nil

@@ -128,7 +128,72 @@ CREATE TABLE events (
 	PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 `,
+	// 6: the search index (history.Searcher, search.go): one FTS5 row per
+	// message, indexed as it is appended, rowid num<<32 | seq, num a
+	// session's number (sessions.num). The existing messages are indexed
+	// here.
+	migrationSearch,
+	// 7: a segment's fidelity (history.Fidelity); missing is a JSON array
+	// of strings.
+	`
+ALTER TABLE compactions ADD COLUMN fidelity_facts INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE compactions ADD COLUMN fidelity_kept  INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
+`,
 }
+
+// migrationSearch is migration 6. It numbers the sessions, creates the
+// FTS5 table and indexes every stored message as Append does
+// (internal/textsearch.DocOf and ToolName): the text, the assistant's tool
+// calls as "name arguments" lines, and a tool result's tool name, found
+// among the calls of the assistant messages before it. The message fields
+// come out of the body column as decodeBody reads them.
+const migrationSearch = `
+ALTER TABLE sessions ADD COLUMN num INTEGER; -- the session's number: its messages' rowids in message_fts
+UPDATE sessions SET num = n.k FROM (SELECT id, row_number() OVER (ORDER BY id) AS k FROM sessions) AS n WHERE n.id = sessions.id;
+CREATE UNIQUE INDEX sessions_num ON sessions (num);
+
+-- text: a message's searchable text; tool: the tool a tool result answers;
+-- id, role and pos: what a search hit says of the message, so that a search
+-- reads its candidates from this table alone
+CREATE VIRTUAL TABLE message_fts USING fts5(text, tool, id UNINDEXED, role UNINDEXED, pos UNINDEXED,
+	tokenize = 'porter unicode61 remove_diacritics 0');
+
+CREATE TEMP TABLE search_src AS
+WITH b AS (
+	SELECT session_id, pos, seq, CAST(body AS BLOB) AS body, -- migration 4 left TEXT bodies: substr counts bytes in a BLOB
+		CAST(CAST(substr(CAST(body AS BLOB), 20, 10) AS TEXT) AS INTEGER) AS n0,
+		CAST(CAST(substr(CAST(body AS BLOB), 30, 10) AS TEXT) AS INTEGER) AS n1,
+		CAST(CAST(substr(CAST(body AS BLOB), 40, 10) AS TEXT) AS INTEGER) AS n2,
+		CAST(CAST(substr(CAST(body AS BLOB), 50, 10) AS TEXT) AS INTEGER) AS n3
+	FROM messages
+)
+SELECT session_id, pos, seq,
+	CAST(substr(body, 60, n0) AS TEXT) AS id,
+	CAST(substr(body, 60 + n0, n1) AS TEXT) AS role,
+	CAST(substr(body, 60 + n0 + n1, n2) AS TEXT) AS call_id,
+	CASE WHEN n3 > 0 THEN CAST(substr(body, 60 + n0 + n1 + n2, n3) AS TEXT) ELSE '[]' END AS calls,
+	CAST(substr(body, 60 + n0 + n1 + n2 + n3) AS TEXT) AS text
+FROM b;
+
+CREATE TEMP TABLE search_calls AS
+SELECT s.session_id, s.pos, json_extract(j.value, '$.id') AS call_id, json_extract(j.value, '$.name') AS name
+FROM search_src s, json_each(s.calls) j WHERE s.role = 'assistant';
+CREATE INDEX temp.search_calls_id ON search_calls (session_id, call_id, pos);
+
+INSERT INTO message_fts (rowid, text, tool, id, role, pos)
+SELECT ss.num * 4294967296 + s.seq,
+	s.text || COALESCE((SELECT group_concat(char(10) || json_extract(j.value, '$.name') || ' ' || COALESCE(json_extract(j.value, '$.arguments'), ''), '')
+		FROM json_each(s.calls) j), ''),
+	CASE WHEN s.role = 'tool' THEN COALESCE((SELECT c.name FROM search_calls c
+		WHERE c.session_id = s.session_id AND c.call_id = s.call_id AND c.pos < s.pos ORDER BY c.pos DESC LIMIT 1), '') ELSE '' END,
+	s.id, s.role, s.pos
+FROM search_src s JOIN sessions ss ON ss.id = s.session_id
+ORDER BY ss.num, s.seq;
+
+DROP TABLE search_calls;
+DROP TABLE search_src;
+`
 
 // migrationBody is migration 4; bodyFromColumns builds the value of
 // encodeBody from the message columns of versions 2 and 3.

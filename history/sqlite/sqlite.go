@@ -40,10 +40,16 @@ type db struct {
 	st     *sqlstore.State
 	ttl    time.Duration
 	holder string
-	host   string // this machine, and
+	host   string // where this process runs (whereAmI), and
 	pid    int    // this process, as the leases record them
+	// checkable: a holder recorded with this host can be judged by its pid
+	checkable bool
 
 	leases leasing.Registry[*lease] // live leases of this store, released by Close
+
+	// noIndex leaves appended messages out of the search index: a test
+	// hook, for the benchmark that weighs what the index costs.
+	noIndex bool
 }
 
 var (
@@ -51,6 +57,7 @@ var (
 	_ history.Uncompacter = (*Store)(nil)
 	_ history.Lister      = (*Store)(nil)
 	_ history.Leaser      = (*Store)(nil)
+	_ history.Searcher    = (*Store)(nil)
 )
 
 // Option configures [Open].
@@ -61,6 +68,12 @@ type options struct {
 	readConns   int
 	ttl         time.Duration
 	holder      string
+	immutable   bool // OpenReadOnly only
+}
+
+// defaultOptions are the options of Open and OpenReadOnly before theirs.
+func defaultOptions() options {
+	return options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL}
 }
 
 // DefaultLeaseTTL is how long a lease lives without being renewed unless
@@ -110,11 +123,11 @@ func WithReadConns(n int) Option {
 var ErrNewerSchema = errors.New("sqlite: the file's schema is newer than this version of sessionkit supports")
 
 // Open opens the SQLite file at path, creating it (mode 0600) if it does not
-// exist, and brings its schema up to date. The parent directory must exist.
+// exist, and brings its schema up to date ([OpenReadOnly] does neither). The parent directory must exist.
 // It fails with an error wrapping [ErrNewerSchema] if the file was written by
 // a newer schema. Close the Store when done.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL}
+	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -157,9 +170,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 	if err := r.Ping(); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
 	}
+	host, checkable := whereAmI()
 	return &Store{db: &db{
 		path: abs, w: w, c: startCommitter(w), r: r, st: sqlstore.NewState("sqlite", true),
-		ttl: o.ttl, holder: o.holder, host: leasing.Hostname(), pid: os.Getpid(),
+		ttl: o.ttl, holder: o.holder, host: host, pid: os.Getpid(), checkable: checkable,
 	}}, nil
 }
 
@@ -202,6 +216,9 @@ func (s *Store) Close() error {
 	}
 	s.releaseAll()
 	s.c.stop()
+	if s.w == nil { // opened read-only
+		return s.r.Close()
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 

@@ -413,3 +413,48 @@ func TestMalformedBodyFails(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, history.Message{ID: "ab", Text: "text"}, m)
 }
+
+// TestBodyBytesRoundTrip: the body is read as TEXT (activeColumns), which
+// must hand back every byte as stored: NUL, invalid UTF-8, a lone
+// continuation byte, four-byte runes and empty fields, in every text field,
+// through Load (Active), Segments (the archive, read with positions) and
+// the listing's title, also after reopening the file.
+func TestBodyBytesRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "bytes.db")
+	s := open(t, path)
+	odd := []string{"\x00", "a\x00b", "\xff\xfe", "\x80", "😀\x00é", "", "\xed\xa0\x80", strings.Repeat("\x00\xff", 300)}
+	var msgs []history.Message
+	at := time.Unix(0, 1_700_000_000_123_456_789).UTC()
+	for i, text := range odd {
+		msgs = append(msgs,
+			history.Message{ID: "u" + text + string(rune('a'+i)), Role: history.RoleUser, Text: text, CreatedAt: at, Steer: i%2 == 0},
+			history.Message{ID: "a" + text + string(rune('a'+i)), Role: history.RoleAssistant, Text: text + "!",
+				// (a tool call's fields are JSON in the body: text of valid UTF-8 only)
+				ToolCalls: []history.ToolCall{{ID: "c" + string(rune('a'+i)), Name: "run", Arguments: json.RawMessage(`{"x":"\u0000"}`)}}},
+			history.Message{ID: "t" + text + string(rune('a'+i)), Role: history.RoleTool, ToolCallID: "c" + text + string(rune('a'+i)), Text: text})
+	}
+	snap, err := s.Create(ctx, history.NewSession{ID: "b"})
+	require.NoError(t, err)
+	v, err := s.Append(ctx, "b", snap.Version, msgs)
+	require.NoError(t, err)
+	loaded, err := s.Load(ctx, "b")
+	require.NoError(t, err)
+	require.Equal(t, msgs, loaded.Active)
+	assert.Equal(t, history.DefaultTitle(msgs[0].Text), loaded.Title)
+
+	v, err = s.BeginCompaction(ctx, "b", v, history.CompactionRecord{CompactID: "c", Trigger: history.TriggerManual, Status: history.StatusInProgress})
+	require.NoError(t, err)
+	_, _, err = s.CommitCompaction(ctx, "b", v, history.Commit{CompactID: "c", SegmentID: "g", Archive: 12, Summary: "S"})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	s = open(t, path)
+	loaded, err = s.Load(ctx, "b")
+	require.NoError(t, err)
+	require.Equal(t, msgs[12:], loaded.Active)
+	segs, err := s.Segments(ctx, "b")
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	require.Equal(t, msgs[:12], segs[0].Messages)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // The writes and reads below have the same steps as those of the other SQL
@@ -47,6 +48,7 @@ type state struct {
 	archived     int64 // messages before the watermark
 	messageCount int64 // messages ever appended; the next message's seq
 	nextPos      int64 // the next timeline position
+	num          int64 // the session's number (search.go)
 }
 
 // active is the number of Active messages.
@@ -133,7 +135,7 @@ func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uin
 	} else {
 		row = tx.StmtContext(ctx, s.c.stmts.swapLeased).QueryRowContext(ctx, now, advance, msgs, id, v, int64(s.l.Token()))
 	}
-	err := row.Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
+	err := row.Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos, &st.num)
 	if err == nil {
 		st.messageCount -= msgs
 		st.nextPos -= advance
@@ -178,12 +180,13 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 	if n.ID == "" {
 		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
 	}
-	if err := history.CheckConfig(n.Config); err != nil {
+	if err := storekit.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
 	err := s.exec(ctx, "create", n.ID, false, func(ctx context.Context, tx *sql.Tx) error {
 		now := time.Now().UnixNano()
-		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?)`,
+		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at, num)
+			VALUES (?, 1, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions))`,
 			n.ID, nullBytes(n.Config), n.Title, n.Cwd, now, now)
 		switch {
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
@@ -251,21 +254,27 @@ func (s *Store) positioned(ctx context.Context, tx *sql.Tx, op, where string, ar
 // scan reads the messages selected by where, and their positions if
 // withPos; expect is how many there should be (a capacity hint).
 func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, expect int, where string, args ...any) ([]int64, []history.Message, error) {
-	columns, pos := activeColumns, (*int64)(nil)
-	if withPos {
-		columns, pos = messageColumns, new(int64)
-	}
 	var (
 		positions []int64
 		msgs      = make([]history.Message, 0, max(expect, 0))
+		pos       int64
+		body      string         // the driver's string: the message's fields share it
+		dest      = []any{&body} // one for all the rows (no allocation a row)
+		columns   = activeColumns
 	)
+	if withPos {
+		columns, dest = messageColumns, []any{&pos, &body}
+	}
 	err := s.each(ctx, tx, op, `SELECT `+columns+` FROM messages `+where, args, func(rows *sql.Rows) error {
-		m, err := decodeMessage(rows, pos)
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		m, err := decodeText(body)
 		if err != nil {
 			return err
 		}
 		if withPos {
-			positions = append(positions, *pos)
+			positions = append(positions, pos)
 		}
 		msgs = append(msgs, m)
 		return nil
@@ -303,7 +312,7 @@ func (s *Store) strings(ctx context.Context, tx *sql.Tx, op, query string, args 
 // Append implements [history.Store]. Each message takes the next timeline
 // position and the next message number.
 func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
-	if err := history.CheckMessages(msgs); err != nil {
+	if err := storekit.CheckMessages(msgs); err != nil {
 		return 0, err
 	}
 	rows, err := encodeMessages(msgs)
@@ -321,13 +330,13 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 			pos++
 			seq++
 		}
-		return nil
+		return s.index(ctx, tx, id, st, msgs)
 	})
 }
 
 // SetConfig implements [history.Store].
 func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
-	if err := history.CheckConfig(config); err != nil {
+	if err := storekit.CheckConfig(config); err != nil {
 		return 0, err
 	}
 	return s.write(ctx, "set config", id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, _ *state) error {
@@ -341,7 +350,7 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 // BeginCompaction implements [history.Store]. The record takes the next
 // timeline position.
 func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
-	if err := history.CheckBegin(&rec); err != nil {
+	if err := storekit.CheckBegin(&rec); err != nil {
 		return 0, err
 	}
 	started, err := encodeTime(rec.StartedAt)
@@ -393,7 +402,7 @@ func (s *Store) inProgress(ctx context.Context, tx *sql.Tx, op, id, compactID st
 
 // FinishCompaction implements [history.Store].
 func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
-	if err := history.CheckFinish(status); err != nil {
+	if err := storekit.CheckFinish(status); err != nil {
 		return 0, err
 	}
 	finished, err := encodeTime(at)
@@ -442,7 +451,7 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 	}
 	var seg *history.Segment
 	v, err := s.write(ctx, op, id, version, 0, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
-		if err := history.CheckCommit(&c, int(st.active())); err != nil {
+		if err := storekit.CheckCommit(&c, int(st.active())); err != nil {
 			return err
 		}
 		rec, err := s.inProgress(ctx, tx, op, id, c.CompactID)
@@ -454,13 +463,19 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		if err != nil {
 			return err
 		}
+		missing, err := encodeMissing(c.Fidelity.Missing)
+		if err != nil {
+			return fmt.Errorf("%w: fidelity: %v", history.ErrInvalid, err)
+		}
 		_, err = tx.ExecContext(ctx, `
 			UPDATE compactions SET status = 'completed', summary = ?, finished_at = ?,
 				segment_id = ?, from_pos = ?, to_pos = ?, input_tokens = ?, output_tokens = ?,
-				summary_provider = ?, summary_model = ?, context_before = ?, context_after = ?, commit_version = ?
+				summary_provider = ?, summary_model = ?, context_before = ?, context_after = ?, commit_version = ?,
+				fidelity_facts = ?, fidelity_kept = ?, fidelity_missing = ?
 			WHERE session_id = ? AND compact_id = ?`,
 			c.Summary, at, c.SegmentID, from, to, c.InputTokens, c.OutputTokens,
-			c.SummaryProvider, c.SummaryModel, c.ContextBefore, c.ContextAfter, int64(version)+1, id, c.CompactID)
+			c.SummaryProvider, c.SummaryModel, c.ContextBefore, c.ContextAfter, int64(version)+1,
+			c.Fidelity.Facts, c.Fidelity.Kept, missing, id, c.CompactID)
 		switch {
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE):
 			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
@@ -540,21 +555,29 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 		err = s.each(ctx, tx, op, `
 			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
 				input_tokens, output_tokens, pos, from_pos, to_pos,
-				summary_provider, summary_model, context_before, context_after, undo_id, undone_at
+				summary_provider, summary_model, context_before, context_after, undo_id, undone_at,
+				fidelity_facts, fidelity_kept, fidelity_missing
 			FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL
 			ORDER BY COALESCE(commit_version, 0), from_pos`, []any{id}, func(rows *sql.Rows) error {
 			var (
 				g                        history.Segment
 				created, started, undoAt sql.NullInt64
-				sp                       history.SegmentSpan
+				sp                       storekit.SegmentSpan
 				inTokens, outTokns       int64
 				before, after            int64
-				undoID                   sql.NullString
+				undoID, missing          sql.NullString
+				facts, kept              int64
 			)
 			if err := rows.Scan(&g.ID, &g.CompactID, &g.Trigger, &g.Summary, &g.Instructions, &created, &started,
 				&inTokens, &outTokns, &g.Position, &sp.From, &sp.To,
-				&g.SummaryProvider, &g.SummaryModel, &before, &after, &undoID, &undoAt); err != nil {
+				&g.SummaryProvider, &g.SummaryModel, &before, &after, &undoID, &undoAt,
+				&facts, &kept, &missing); err != nil {
 				return err
+			}
+			g.Fidelity.Facts, g.Fidelity.Kept = int(facts), int(kept)
+			var err error
+			if g.Fidelity.Missing, err = decodeMissing(missing); err != nil {
+				return fmt.Errorf("segment %s: fidelity: %w", g.ID, err)
 			}
 			g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
 			g.InputTokens, g.OutputTokens = int(inTokens), int(outTokns)
@@ -572,7 +595,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 			return s.positioned(ctx, tx, op, `WHERE session_id = ? AND pos < ? ORDER BY pos`, id, activeFrom)
 		}, func(err error) error {
 			return fmt.Errorf("sqlite: %s: session %q: %w", op, id, err)
-		}, func(sp history.SegmentSpan) ([]history.Message, error) {
+		}, func(sp storekit.SegmentSpan) ([]history.Message, error) {
 			return s.messages(ctx, tx, op, whereRange, id, sp.From, sp.To)
 		})
 		return err
@@ -593,7 +616,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 // primary key).
 func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
 	const op = "uncompact"
-	if err := history.CheckUncompaction(&u); err != nil {
+	if err := storekit.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
 	}
 	at, err := encodeTime(u.At)
@@ -675,7 +698,7 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = history.MergeEntries(positions, msgs, recs, undos, activeFrom)
+		out = storekit.MergeEntries(positions, msgs, recs, undos, activeFrom)
 		return nil
 	})
 	if err != nil {

@@ -1,18 +1,11 @@
-// Package envconfig is the configuration that sessionkit's programs
-// (examples/acp-agent, examples/quickstart, cmd/sessionkit) share: the
-// provider the environment selects, the default store path, how a store is
-// named, and how a configuration error ends a program (one line, exit
-// status 2).
-//
-// The provider is chosen in one order for all of them: ANTHROPIC_API_KEY
-// picks provider/anthropic (with ANTHROPIC_BASE_URL); otherwise
-// OPENAI_API_KEY or OPENAI_BASE_URL picks provider/openai; otherwise the
-// offline provider. SESSIONKIT_MODEL names the model of either remote
-// provider.
-//
-//	p, name, err := envconfig.Provider(log)
-//	if err != nil { ... } // a malformed variable: the message names it
-//	fmt.Println("provider:", name) // "anthropic:claude-sonnet-5-5", "openai:gpt-4o-mini", "offline"
+// Package envconfig is what sessionkit's own commands (cmd/sessionkit, and
+// the bench programs) keep of their configuration besides the provider: the
+// default store path, how a store is named, and how a configuration error
+// ends a program (one line, exit status 2). It imports no provider: choosing
+// one is the public package provider/fromenv. The examples keep their own
+// copy of these few lines (examples/acp-agent/program.go), so that each can
+// be copied out of the module; both tests pin the same default path, which
+// is what lets sessionkit read the agent's sessions.
 package envconfig
 
 import (
@@ -23,44 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-
-	"go.uber.org/zap"
-
-	"github.com/sessionkit/sessionkit/provider"
-	"github.com/sessionkit/sessionkit/provider/anthropic"
-	"github.com/sessionkit/sessionkit/provider/offline"
-	"github.com/sessionkit/sessionkit/provider/openai"
 )
-
-// Offline is the name [Provider] returns for the offline provider.
-const Offline = "offline"
-
-// Provider returns the provider the environment selects (see the package
-// documentation) and its name: "anthropic:MODEL", "openai:MODEL" or
-// [Offline]. log receives the provider's retries and failures; nil discards
-// them. It makes no request. Its errors are those of anthropic.FromEnv and
-// openai.FromEnv (they wrap their package's ErrConfig and name the variable
-// at fault).
-func Provider(log *zap.Logger) (provider.Provider, string, error) {
-	if log == nil {
-		log = zap.NewNop()
-	}
-	if os.Getenv("ANTHROPIC_API_KEY") != "" {
-		p, err := anthropic.FromEnv(anthropic.WithLogger(log))
-		if err != nil {
-			return nil, "", err
-		}
-		return p, "anthropic:" + p.Model(), nil
-	}
-	if os.Getenv("OPENAI_API_KEY") != "" || os.Getenv("OPENAI_BASE_URL") != "" {
-		p, err := openai.FromEnv(openai.WithLogger(log))
-		if err != nil {
-			return nil, "", err
-		}
-		return p, "openai:" + p.Model(), nil
-	}
-	return offline.New(), Offline, nil
-}
 
 // DefaultStore returns the default SQLite path, under the user's data
 // directory: $XDG_DATA_HOME/sessionkit/sessions.db, else

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap/zaptest"
+
+	"github.com/sessionkit/sessionkit/internal/poll"
 )
 
 const waitTimeout = 10 * time.Second
@@ -717,7 +719,7 @@ func TestBackpressureAndCloseUnblocksWriters(t *testing.T) {
 	c := NewConn(inR, outW, Options{})
 	errc := make(chan error, 3)
 	go func() { errc <- c.Notify(context.Background(), "n", map[string]int{"x": 1}) }()
-	require.Eventually(t, func() bool { return len(c.wsem) == 1 }, waitTimeout, time.Millisecond,
+	poll.Until(t, waitTimeout, func() bool { return len(c.wsem) == 1 },
 		"the first writer holds the write lock, blocked in Write")
 	for range 2 {
 		go func() { errc <- c.Notify(context.Background(), "n", map[string]int{"x": 2}) }()

@@ -146,10 +146,12 @@ func (r *redacted) Error() string { return Redact(r.err.Error(), r.secret) }
 func (r *redacted) Unwrap() error { return r.err }
 
 // Snippet returns the start of an error body on one line: white space runs
-// become one space, and a body longer than limit bytes is cut on a rune
-// boundary and ends with "…".
-func Snippet(body []byte, limit int) string {
-	s := strings.Join(strings.Fields(string(body)), " ")
+// become one space, secret is redacted (see [Redact]) and then a body
+// longer than limit bytes is cut on a rune boundary and ends with "…".
+// Redacting first means a secret that crosses the cut never shows its
+// first part.
+func Snippet(body []byte, limit int, secret string) string {
+	s := Redact(strings.Join(strings.Fields(string(body)), " "), secret)
 	if len(s) > limit {
 		cut := limit
 		for cut > 0 && s[cut]&0xC0 == 0x80 {

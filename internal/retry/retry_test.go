@@ -68,8 +68,8 @@ func TestIsConnError(t *testing.T) {
 }
 
 func TestSnippet(t *testing.T) {
-	assert.Equal(t, "a b c", Snippet([]byte(" a\n b\t\tc "), 10))
-	assert.Equal(t, "ab…", Snippet([]byte("abé"), 3), "cut on a rune boundary")
+	assert.Equal(t, "a b c", Snippet([]byte(" a\n b\t\tc "), 10, ""))
+	assert.Equal(t, "ab…", Snippet([]byte("abé"), 3, ""), "cut on a rune boundary")
 }
 
 func TestPolicyRun(t *testing.T) {

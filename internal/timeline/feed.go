@@ -91,13 +91,12 @@ func (f *Feed[E, P]) Publish(p P) E {
 		}
 	}
 	for s := range f.subs {
-		select {
-		case s.ch <- ev:
+		if s.offer(ev) {
 			s.lastSeq = f.seq
-		default:
-			delete(f.subs, s)
-			s.end(f.cfg.Slow(s.lastSeq))
+			continue
 		}
+		delete(f.subs, s)
+		s.end(f.cfg.Slow(s.lastSeq))
 	}
 	return ev
 }
@@ -105,9 +104,11 @@ func (f *Feed[E, P]) Publish(p P) E {
 // Subscribe adds a subscription that first replays the retained durable
 // events after sequence number after (none when after is 0) and then
 // delivers what is published; buffer is how many events may wait unread (0
-// = Config.Buffer). closeFn is called (from any goroutine) when the
-// subscriber calls Close or ctx ends; it must arrange for Unsubscribe to
-// run on the owner. Errors wrap Config.Invalid (also for an after above
+// = Config.Buffer), beyond those replayed. The buffer is a bound, not an
+// allocation: a subscription holds memory for the events that wait, and
+// little more (see Subscription). closeFn is called (from any goroutine)
+// when the subscriber calls Close or ctx ends; it must arrange for
+// Unsubscribe to run on the owner. Errors wrap Config.Invalid (also for an after above
 // the last number given) or Config.Trimmed (an after below Covered).
 func (f *Feed[E, P]) Subscribe(ctx context.Context, after uint64, buffer int, closeFn func(*Subscription[E])) (*Subscription[E], error) {
 	if after > 0 && after < f.Covered() {
@@ -138,12 +139,13 @@ func (f *Feed[E, P]) SubscribeWith(ctx context.Context, prefix []E, after uint64
 		i := sort.Search(len(f.history), func(i int) bool { return f.history[i].seq > after })
 		replay = f.history[i:]
 	}
-	s := &Subscription[E]{ch: make(chan E, len(prefix)+len(replay)+buffer), ended: make(chan struct{}), lastSeq: after}
+	n := len(prefix) + len(replay)
+	s := newSubscription[E](n+buffer, n, after)
 	for _, ev := range prefix {
-		s.ch <- ev
+		s.offer(ev) // within the limit: it takes them all
 	}
 	for _, r := range replay {
-		s.ch <- r.ev
+		s.offer(r.ev)
 		s.lastSeq = r.seq
 	}
 	s.close = func() { closeFn(s) }
@@ -165,16 +167,130 @@ func (f *Feed[E, P]) CloseAll(err error) {
 	}
 }
 
+// initialBuffer is the capacity of a subscription's channel: the events
+// that wait beyond it are kept in the subscription's overflow, which grows
+// as they come and is given back once they are delivered.
+const initialBuffer = 64
+
 // Subscription delivers a Feed's events in sequence order. Its methods are
-// safe for concurrent use; end belongs to the Feed's owner.
+// safe for concurrent use; offer and end belong to the Feed's owner.
+//
+// Up to limit events may wait unread. The first initialBuffer of them wait
+// in the channel; when it is full, the owner appends the later ones to the
+// overflow and starts the pump, a goroutine that moves them into the
+// channel as the subscriber reads, in order, and exits when the overflow is
+// empty. So an idle subscription holds a small channel and no goroutine,
+// and a lagging one holds what waits for it. The overflow is the channel's
+// continuation, shared by the owner and the pump: mu guards it, as a
+// channel's lock guards its buffer, and no session state.
 type Subscription[E any] struct {
 	ch      chan E
-	lastSeq uint64 // last event put into ch; owned by the Feed's owner
+	limit   int    // events that may wait unread, in ch and the overflow
+	lastSeq uint64 // last event accepted for delivery; owned by the Feed's owner
 	once    sync.Once
 	err     error
 	ended   chan struct{}
 	close   func() // asks the owner to end the subscription
 	stop    func() bool
+
+	mu      sync.Mutex
+	over    []E           // the overflow: over[head:] wait, oldest first
+	head    int           // the oldest event that waits in over
+	pumping bool          // the pump runs: every event goes through over
+	closing bool          // ended while pumping: the pump closes ch when it is done
+	discard chan struct{} // closed when the subscriber ended it: the pump drops the rest
+}
+
+// newSubscription returns a subscription that lets limit events wait,
+// expecting n of them at once, that delivers events after after.
+func newSubscription[E any](limit, n int, after uint64) *Subscription[E] {
+	s := &Subscription[E]{ch: make(chan E, min(limit, initialBuffer)), limit: limit, ended: make(chan struct{}), lastSeq: after}
+	if n > cap(s.ch) {
+		s.over = make([]E, 0, n-cap(s.ch))
+	}
+	return s
+}
+
+// offer accepts ev for delivery, unless limit events wait already; called
+// by the Feed's owner, it never blocks.
+func (s *Subscription[E]) offer(ev E) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.pumping {
+		select {
+		case s.ch <- ev:
+			return true
+		default:
+		}
+	}
+	// The event the pump is handing over counts here until the pump takes
+	// the lock again (for that moment it counts twice: never more than
+	// limit wait, and a reading subscriber may be ended one event early).
+	if len(s.ch)+len(s.over)-s.head >= s.limit {
+		return false
+	}
+	s.over = append(s.over, ev)
+	if !s.pumping {
+		s.pumping, s.discard = true, make(chan struct{})
+		go s.pump(s.discard)
+	}
+	return true
+}
+
+// pump moves the overflow into the channel, oldest first, until it is
+// empty or discard is closed; then the subscription holds no overflow, and
+// ch is closed if the subscription ended meanwhile. It fills what room the
+// channel has under one lock and blocks (without it) only when the channel
+// is full.
+func (s *Subscription[E]) pump(discard <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.fill() {
+		ev := s.over[s.head]
+		s.mu.Unlock()
+		dropped := false
+		select {
+		case s.ch <- ev:
+		case <-discard:
+			dropped = true
+		}
+		s.mu.Lock()
+		if dropped {
+			break
+		}
+		s.next()
+	}
+	s.over, s.head, s.pumping = nil, 0, false
+	if s.closing {
+		close(s.ch)
+	}
+}
+
+// fill moves the overflow into the channel while it has room, and reports
+// whether some of the overflow is left; s.mu is held.
+func (s *Subscription[E]) fill() bool {
+	for s.head < len(s.over) {
+		select {
+		case s.ch <- s.over[s.head]:
+			s.next()
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// next forgets the oldest event of the overflow, which is in the channel
+// now, and gives back the delivered part of a long overflow; s.mu is held.
+func (s *Subscription[E]) next() {
+	var zero E
+	s.over[s.head] = zero
+	s.head++
+	if s.head >= initialBuffer && 2*s.head >= len(s.over) {
+		n := copy(s.over, s.over[s.head:])
+		clear(s.over[n:])
+		s.over, s.head = s.over[:n], 0
+	}
 }
 
 // Events returns the channel of events, closed when the subscription ends.
@@ -199,7 +315,10 @@ func (s *Subscription[E]) Close() {
 	}
 }
 
-// end closes the channel; called by the Feed's owner only.
+// end ends the subscription with err (nil: the subscriber asked for it);
+// called by the Feed's owner only. The channel is closed once the events
+// that wait are in it, except that a subscriber's own end discards those
+// still in the overflow: the subscriber is not reading them.
 func (s *Subscription[E]) end(err error) {
 	s.once.Do(func() {
 		s.err = err
@@ -207,6 +326,15 @@ func (s *Subscription[E]) end(err error) {
 			s.stop()
 		}
 		close(s.ended)
-		close(s.ch)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !s.pumping {
+			close(s.ch)
+			return
+		}
+		s.closing = true
+		if err == nil {
+			close(s.discard)
+		}
 	})
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
@@ -38,6 +39,11 @@ const (
 	DefaultEnvModel = "claude-sonnet-5-5"
 	// MaxRetryAfter caps the wait a retry-after header can ask for.
 	MaxRetryAfter = 60 * time.Second
+	// DefaultTimeout bounds each attempt when [WithTimeout] is not given.
+	DefaultTimeout = 10 * time.Minute
+	// DefaultIdleTimeout bounds the wait for each byte of a response when
+	// [WithIdleTimeout] is not given.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // ErrConfig is wrapped by the errors [New] and [FromEnv] return for an
@@ -58,10 +64,13 @@ type options struct {
 	backoffMax  time.Duration
 	noCache     bool
 	logger      *zap.Logger
+	timeout     time.Duration
+	idleTimeout time.Duration
 }
 
-// WithBaseURL sets the API base URL, without the "/v1" path, for example
-// "http://localhost:8080". The default is Anthropic's
+// WithBaseURL sets the API base URL, for example "http://localhost:8080"
+// or, the same server, "http://localhost:8080/v1" (a final "/v1" is
+// removed: requests go to its /v1/messages). The default is Anthropic's
 // "https://api.anthropic.com".
 func WithBaseURL(url string) Option { return func(o *options) { o.baseURL = url } }
 
@@ -104,12 +113,29 @@ func WithPromptCaching(on bool) Option { return func(o *options) { o.noCache = !
 // logged; without it nothing is.
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
 
+// WithTimeout bounds each attempt of a request, from sending it to the last
+// byte of the response (a long stream included). An attempt that takes
+// longer fails with a retryable [*Error] that names the limit (it wraps a
+// timeout error: errors.As finds a net.Error whose Timeout is true). 0
+// means no limit; negative is a configuration error. The default is
+// [DefaultTimeout].
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithIdleTimeout bounds the wait for each byte of a response: an attempt
+// whose server sends nothing (no response headers, or no byte of the body
+// or stream; the API's ping events count) for d fails with a retryable
+// [*Error] that names the limit. A server that accepts the connection and
+// never answers is found after d. 0 means no limit; negative is a
+// configuration error. The default is [DefaultIdleTimeout].
+func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idleTimeout = d } }
+
 // Provider is a [provider.Provider] for Anthropic's Messages API. It is safe
 // for concurrent use.
 type Provider struct {
 	client sdk.Client
 	o      options // as given to New, checked
 	log    *zap.Logger
+	limits retry.Limits
 
 	// sleep and jitter are the backoff's wait and its randomness; tests
 	// replace them.
@@ -125,6 +151,8 @@ func (o *options) check() error {
 	switch {
 	case o.apiKey == "":
 		problem = "an API key is required (WithAPIKey)"
+	case strings.TrimSpace(o.apiKey) == "":
+		problem = "the API key is blank (only white space)"
 	case o.model == "":
 		problem = "a model is required (WithModel)"
 	case o.baseURL != "" && !httpURL(o.baseURL):
@@ -135,6 +163,10 @@ func (o *options) check() error {
 		problem = fmt.Sprintf("max retries %d is negative", o.maxRetries)
 	case o.backoffBase <= 0, o.backoffMax < o.backoffBase:
 		problem = fmt.Sprintf("backoff base %v must be positive and max %v at least base", o.backoffBase, o.backoffMax)
+	case o.timeout < 0:
+		problem = fmt.Sprintf("timeout %v is negative (0 means no limit)", o.timeout)
+	case o.idleTimeout < 0:
+		problem = fmt.Sprintf("idle timeout %v is negative (0 means no limit)", o.idleTimeout)
 	default:
 		return nil
 	}
@@ -149,7 +181,23 @@ func httpURL(raw string) bool {
 
 // apply returns the defaults with opts applied.
 func apply(opts []Option) options {
-	return internaloptions.Apply(options{maxTokens: DefaultMaxTokens, maxRetries: DefaultMaxRetries, backoffBase: DefaultBackoffBase, backoffMax: DefaultBackoffMax}, opts)
+	return internaloptions.Apply(options{maxTokens: DefaultMaxTokens, maxRetries: DefaultMaxRetries, backoffBase: DefaultBackoffBase, backoffMax: DefaultBackoffMax, timeout: DefaultTimeout, idleTimeout: DefaultIdleTimeout}, opts)
+}
+
+// normalizeBaseURL removes a final "/v1" path from a base URL (the SDK
+// adds it to every request), so that "http://localhost:8080/v1" and
+// "http://localhost:8080" are the same server, as they are for
+// provider/openai.
+func normalizeBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return raw
+	}
+	if p := strings.TrimSuffix(u.Path, "/"); strings.HasSuffix(p, "/v1") {
+		u.Path = strings.TrimSuffix(p, "/v1")
+		return u.String()
+	}
+	return raw
 }
 
 // New returns a provider configured by opts. It returns an error wrapping
@@ -162,22 +210,29 @@ func New(opts ...Option) (*Provider, error) {
 	if err := o.check(); err != nil {
 		return nil, err
 	}
-	hc := o.httpClient
-	if hc == nil {
-		hc = &http.Client{}
+	// A shallow copy whose transport enforces the time limits of each
+	// attempt and refuses success bodies that are not the API's.
+	var hc http.Client
+	if o.httpClient != nil {
+		hc = *o.httpClient
 	}
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	hc.Transport = &retry.Transport{Base: base, Secret: o.apiKey, Limit: maxMessage}
 	sdkOpts := []option.RequestOption{
 		// The SDK reads no environment variable and no profile on disk:
 		// the options here are the whole configuration.
 		option.WithoutEnvironmentDefaults(),
 		option.WithAPIKey(o.apiKey),
-		option.WithHTTPClient(hc),
+		option.WithHTTPClient(&hc),
 		// Retries are made here, where it is known whether a delta has
 		// reached the caller (the SDK would retry a stream it cannot see).
 		option.WithMaxRetries(0),
 	}
 	if o.baseURL != "" {
-		sdkOpts = append(sdkOpts, option.WithBaseURL(o.baseURL))
+		sdkOpts = append(sdkOpts, option.WithBaseURL(normalizeBaseURL(o.baseURL)))
 	}
 	log := o.logger
 	if log == nil {
@@ -187,6 +242,10 @@ func New(opts ...Option) (*Provider, error) {
 		client: sdk.NewClient(sdkOpts...),
 		o:      o,
 		log:    log.With(zap.String("provider", "anthropic"), zap.String("model", o.model)),
+		limits: retry.Limits{
+			Request: o.timeout, RequestName: "anthropic request timeout (WithTimeout)",
+			Idle: o.idleTimeout, IdleName: "anthropic idle timeout (WithIdleTimeout)",
+		},
 		sleep:  retry.Sleep,
 		jitter: retry.Jitter,
 	}, nil
@@ -208,6 +267,9 @@ func FromEnv(opts ...Option) (*Provider, error) {
 		env = append(env, WithBaseURL(v))
 	}
 	if v := os.Getenv("ANTHROPIC_API_KEY"); v != "" {
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("%w: ANTHROPIC_API_KEY is blank (only white space): set the key, or unset the variable", ErrConfig)
+		}
 		env = append(env, WithAPIKey(v))
 	}
 	if apply(append(env, opts...)).apiKey == "" {
@@ -238,19 +300,24 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 	}
 	var resp *provider.Response
 	err = p.policy().Run(ctx, func(ctx context.Context, retries int) (bool, retry.Verdict) {
+		actx, watch := retry.Start(ctx, p.limits)
+		defer watch.Stop()
 		var (
 			delivered bool
 			err       error
 		)
 		if onDelta != nil {
-			resp, delivered, err = p.stream(ctx, params, onDelta)
+			resp, delivered, err = p.stream(actx, params, onDelta)
 		} else {
-			resp, err = p.complete(ctx, params)
+			resp, err = p.complete(actx, params)
 		}
 		if err == nil {
 			return true, retry.Verdict{}
 		}
 		e := p.classify(err)
+		if te := watch.Err(); te != nil && ctx.Err() == nil {
+			e = &Error{Err: te, Retryable: true, retryAfter: -1}
+		}
 		e.Retries = retries
 		return false, retry.Verdict{Err: e, Retryable: e.Retryable, Delivered: delivered, RetryAfter: e.retryAfter}
 	}, func(retries int) error { return p.cancelled(ctx, retries) })

@@ -110,6 +110,16 @@
 // Every failure is returned as an [*Error]; its Retries field says how many
 // retries were made.
 //
+// # Time limits
+//
+// Each attempt runs under two limits: [WithTimeout] (the whole attempt,
+// first byte sent to last byte read; 10 minutes by default) and
+// [WithIdleTimeout] (no byte from the server, headers or body, for that
+// long; 2 minutes by default). A limit reached fails the attempt with a
+// retryable [*Error] that names the limit, retried as a connection error
+// is. A success response whose body is not the API's (an HTML page) is an
+// error that quotes its first line and is not retried.
+//
 // # Errors
 //
 // [*Error] carries the HTTP status, the error type, the message and the

@@ -100,6 +100,13 @@ func (p *Provider) cancelled(ctx context.Context, retries int) *Error {
 // classify turns the error of one attempt into an *Error (Retries unset).
 func (p *Provider) classify(err error) *Error {
 	e := &Error{retryAfter: -1}
+	var bodyErr *retry.BodyError
+	if errors.As(err, &bodyErr) {
+		// A success status with a body that is not the API's (a proxy's
+		// HTML page): the same request gets the same page again.
+		e.StatusCode, e.Message, e.Err = bodyErr.StatusCode, bodyErr.Error(), bodyErr
+		return e
+	}
 	var apiErr *sdk.Error
 	if !errors.As(err, &apiErr) {
 		e.Err = retry.RedactErr(err, p.o.apiKey)
@@ -109,7 +116,7 @@ func (p *Provider) classify(err error) *Error {
 	e.Type = retry.Redact(string(apiErr.Type()), p.o.apiKey)
 	e.Message = apiErr.Message
 	if e.Message == "" && e.Type == "" {
-		e.Message = retry.Snippet([]byte(apiErr.RawJSON()), maxMessage)
+		e.Message = retry.Snippet([]byte(apiErr.RawJSON()), maxMessage, p.o.apiKey)
 	}
 	e.Message = retry.Redact(e.Message, p.o.apiKey)
 	e.RequestID = apiErr.RequestID

@@ -30,10 +30,21 @@
 //     or text extension) calls a tool whose name contains "read" with a path
 //     property (read_file) on it. The reply is "Calling <tool>.".
 //  3. The request ends with tool results: the reply reports them, one line
-//     "<tool> returned: <first 200 characters>" per result.
+//     "<tool> returned: <first 200 characters>" per result. Results of the
+//     recall tool (session.Config.Recall) answer the user's question
+//     instead: the reply quotes the sentence of the hits or messages read
+//     that shares the most content words with it, and where it was found
+//     ("From the archive (message ID, archived by compaction 1): ...").
+//     When no sentence of the hits' snippets holds half of the question's
+//     content words, the reply first reads the best hit's message in full
+//     (recall with its message_id) and answers from that.
 //  4. The last user message is a question ("?", a question word, "remember",
-//     "recall"): the reply quotes the earlier sentence, in Active or in the
-//     retained summary, that shares the most content words with it.
+//     "recall"). When the request offers the recall tool and neither Active
+//     nor the retained summary holds a sentence sharing at least half of
+//     the question's content words, the reply calls recall with the
+//     question as its query. Otherwise the reply quotes the earlier
+//     sentence, in Active or in the retained summary, that shares the most
+//     content words with it.
 //  5. Otherwise the reply acknowledges the request: "Noted: <first sentence>"
 //     followed by the number of messages in context and whether a summary of
 //     earlier conversation is present.

@@ -39,7 +39,15 @@ func turnReply(req *provider.Request) history.Message {
 				reply.ToolCalls = []history.ToolCall{{ID: "call_" + requestHash(req), Name: tool.Name, Arguments: args}}
 				return reply
 			}
+			if args, ok := recallCall(req, last.Text); ok {
+				reply.Text = "Calling " + recallTool + "."
+				reply.ToolCalls = []history.ToolCall{{ID: "call_" + requestHash(req), Name: recallTool, Arguments: args}}
+				return reply
+			}
 		case history.RoleTool:
+			if r, ok := fromRecall(req); ok {
+				return r
+			}
 			reply.Text = reportToolResults(req.Messages)
 			return reply
 		}
@@ -170,7 +178,7 @@ func answer(req *provider.Request) string {
 		restated = "(an empty message)"
 	}
 	if isQuestion(q) {
-		if quote, ok := recall(req, last, q); ok {
+		if quote, _, ok := recall(req, last, q); ok {
 			return quote
 		}
 		return "I found nothing earlier in the conversation about: " + restated + "\n" + status
@@ -239,10 +247,10 @@ func (c *candidate) better(o *candidate) bool {
 
 // recall finds the earlier sentence that shares the most content words with
 // the question q (message index skip) and quotes it.
-func recall(req *provider.Request, skip int, q string) (string, bool) {
+func recall(req *provider.Request, skip int, q string) (string, int, bool) {
 	words := contentWords(q)
 	if len(words) == 0 {
-		return "", false
+		return "", 0, false
 	}
 	var best *candidate
 	consider := func(c candidate) {
@@ -289,16 +297,16 @@ func recall(req *provider.Request, skip int, q string) (string, bool) {
 		}
 	}
 	if best == nil {
-		return "", false
+		return "", 0, false
 	}
 	quote := `"` + truncate(collapse(best.text), quoteChars) + `"`
 	switch best.source {
 	case fromUser:
-		return "Earlier you said: " + quote, true
+		return "Earlier you said: " + quote, best.score, true
 	case fromSummary:
-		return "From the summary of earlier conversation: " + quote, true
+		return "From the summary of earlier conversation: " + quote, best.score, true
 	case fromTool:
-		return "Earlier " + best.tool + " returned: " + quote, true
+		return "Earlier " + best.tool + " returned: " + quote, best.score, true
 	}
-	return "Earlier I said: " + quote, true
+	return "Earlier I said: " + quote, best.score, true
 }

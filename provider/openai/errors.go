@@ -154,14 +154,21 @@ const maxMessage = 200
 func (p *Provider) classify(err error, att *attempt) *Error {
 	e := &Error{Err: p.redactErr(err)}
 	var (
-		reqErr *goopenai.RequestError
-		apiErr *goopenai.APIError
+		reqErr  *goopenai.RequestError
+		apiErr  *goopenai.APIError
+		bodyErr *retry.BodyError
 	)
+	if errors.As(err, &bodyErr) {
+		// A success status with a body that is not the API's (a proxy's
+		// HTML page): the same request gets the same page again.
+		e.StatusCode, e.Message = bodyErr.StatusCode, bodyErr.Error()
+		return e
+	}
 	// A RequestError (non-JSON or odd error body) may wrap a partly decoded
 	// APIError without status, so look at it first.
 	if errors.As(err, &reqErr) {
 		e.StatusCode = reqErr.HTTPStatusCode
-		e.Message = bodySnippet(reqErr.Body)
+		e.Message = bodySnippet(reqErr.Body, p.apiKey)
 	}
 	if errors.As(err, &apiErr) {
 		if e.StatusCode == 0 {
@@ -207,8 +214,9 @@ func (p *Provider) classify(err error, att *attempt) *Error {
 	return e
 }
 
-// bodySnippet returns the start of an error body on one line.
-func bodySnippet(body []byte) string { return retry.Snippet(body, maxMessage) }
+// bodySnippet returns the start of an error body on one line, with secret
+// redacted before it is cut.
+func bodySnippet(body []byte, secret string) string { return retry.Snippet(body, maxMessage, secret) }
 
 // codeString renders the "code" of an error object, a string or a number.
 // go-openai decodes "code": null as the number 0, so 0 means no code.

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -33,6 +34,11 @@ const (
 	DefaultEnvModel = "gpt-4o-mini"
 	// MaxRetryAfter caps the wait a Retry-After header can ask for.
 	MaxRetryAfter = 60 * time.Second
+	// DefaultTimeout bounds each attempt when [WithTimeout] is not given.
+	DefaultTimeout = 10 * time.Minute
+	// DefaultIdleTimeout bounds the wait for each byte of a response when
+	// [WithIdleTimeout] is not given.
+	DefaultIdleTimeout = 2 * time.Minute
 )
 
 // ErrConfig is wrapped by the errors [New] and [FromEnv] return for an
@@ -52,11 +58,15 @@ type options struct {
 	backoffMax  time.Duration
 	temperature *float32
 	logger      *zap.Logger
+	timeout     time.Duration
+	idleTimeout time.Duration
 }
 
 // WithBaseURL sets the API base URL, up to and including the version path,
-// for example "http://localhost:8080/v1". The default is OpenAI's
-// "https://api.openai.com/v1".
+// for example "http://localhost:8080/v1". A URL without a path gets "/v1"
+// ("http://localhost:8080" is the same as "http://localhost:8080/v1");
+// one with another path, for example "https://host/openai/v2", is used as
+// it is. The default is OpenAI's "https://api.openai.com/v1".
 func WithBaseURL(url string) Option { return func(o *options) { o.baseURL = url } }
 
 // WithAPIKey sets the key sent as a bearer token. Without a key no
@@ -96,6 +106,22 @@ func WithTemperature(t float32) Option { return func(o *options) { o.temperature
 // everything.
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.logger = l } }
 
+// WithTimeout bounds each attempt of a request, from sending it to the last
+// byte of the response (a long stream included). An attempt that takes
+// longer fails with a retryable [*Error] that names the limit (it wraps a
+// timeout error: errors.As finds a net.Error whose Timeout is true). 0
+// means no limit; negative is a configuration error. The default is
+// [DefaultTimeout].
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithIdleTimeout bounds the wait for each byte of a response: an attempt
+// whose server sends nothing (no response headers, or no byte of the body
+// or stream) for d fails with a retryable [*Error] that names the limit. A
+// server that accepts the connection and never answers is found after d. 0
+// means no limit; negative is a configuration error. The default is
+// [DefaultIdleTimeout].
+func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idleTimeout = d } }
+
 // Provider is a [provider.Provider] for an OpenAI-compatible Chat Completions
 // endpoint. It is safe for concurrent use.
 type Provider struct {
@@ -107,6 +133,7 @@ type Provider struct {
 	backoffMax  time.Duration
 	temperature *float32
 	log         *zap.Logger
+	limits      retry.Limits
 
 	// sleep waits d or until ctx is done; tests replace it.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -118,7 +145,7 @@ var _ provider.Provider = (*Provider)(nil)
 
 // apply returns the defaults with opts applied.
 func apply(opts []Option) options {
-	return internaloptions.Apply(options{maxRetries: DefaultMaxRetries, backoffBase: DefaultBackoffBase, backoffMax: DefaultBackoffMax}, opts)
+	return internaloptions.Apply(options{maxRetries: DefaultMaxRetries, backoffBase: DefaultBackoffBase, backoffMax: DefaultBackoffMax, timeout: DefaultTimeout, idleTimeout: DefaultIdleTimeout}, opts)
 }
 
 // checkBaseURL reports a base URL that is not an absolute http or https URL
@@ -129,6 +156,19 @@ func checkBaseURL(raw string) error {
 		return fmt.Errorf("%w: base URL %q is not an http:// or https:// URL", ErrConfig, raw)
 	}
 	return nil
+}
+
+// normalizeBaseURL adds the "/v1" path to a base URL that has no path
+// ("http://localhost:8080" and "http://localhost:8080/v1" are the same
+// server), so that both forms work, as they do for provider/anthropic. A
+// URL with a path is used as it is.
+func normalizeBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || strings.Trim(u.Path, "/") != "" {
+		return raw
+	}
+	u.Path = "/v1"
+	return u.String()
 }
 
 // New returns a provider configured by opts. It returns an error wrapping
@@ -151,13 +191,19 @@ func New(opts ...Option) (*Provider, error) {
 		return nil, fmt.Errorf("%w: backoff base %v must be positive and max %v at least base", ErrConfig, o.backoffBase, o.backoffMax)
 	case o.temperature != nil && *o.temperature < 0:
 		return nil, fmt.Errorf("%w: temperature %v is negative", ErrConfig, *o.temperature)
+	case o.timeout < 0:
+		return nil, fmt.Errorf("%w: timeout %v is negative (0 means no limit)", ErrConfig, o.timeout)
+	case o.idleTimeout < 0:
+		return nil, fmt.Errorf("%w: idle timeout %v is negative (0 means no limit)", ErrConfig, o.idleTimeout)
+	case o.apiKey != "" && strings.TrimSpace(o.apiKey) == "":
+		return nil, fmt.Errorf("%w: the API key is blank (only white space)", ErrConfig)
 	}
 
 	cfg := goopenai.DefaultConfig(o.apiKey)
 	if o.baseURL != "" {
-		cfg.BaseURL = o.baseURL
+		cfg.BaseURL = normalizeBaseURL(o.baseURL)
 	}
-	cfg.HTTPClient = wrapClient(o.httpClient)
+	cfg.HTTPClient = wrapClient(o.httpClient, o.apiKey)
 
 	log := o.logger
 	if log == nil {
@@ -171,9 +217,13 @@ func New(opts ...Option) (*Provider, error) {
 		backoffBase: o.backoffBase,
 		backoffMax:  o.backoffMax,
 		temperature: o.temperature,
-		log:         log.With(zap.String("provider", "openai"), zap.String("model", o.model)),
-		sleep:       sleepCtx,
-		jitter:      randomJitter,
+		limits: retry.Limits{
+			Request: o.timeout, RequestName: "openai request timeout (WithTimeout)",
+			Idle: o.idleTimeout, IdleName: "openai idle timeout (WithIdleTimeout)",
+		},
+		log:    log.With(zap.String("provider", "openai"), zap.String("model", o.model)),
+		sleep:  sleepCtx,
+		jitter: randomJitter,
 	}, nil
 }
 
@@ -196,6 +246,9 @@ func FromEnv(opts ...Option) (*Provider, error) {
 		env = append(env, WithBaseURL(v))
 	}
 	if v := os.Getenv("OPENAI_API_KEY"); v != "" {
+		if strings.TrimSpace(v) == "" {
+			return nil, fmt.Errorf("%w: OPENAI_API_KEY is blank (only white space): set the key, or unset the variable", ErrConfig)
+		}
 		env = append(env, WithAPIKey(v))
 	}
 	if o := apply(append(env, opts...)); o.apiKey == "" && o.baseURL == "" {
@@ -233,7 +286,8 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 	var resp *provider.Response
 	err = p.policy().Run(ctx, func(ctx context.Context, retries int) (bool, retry.Verdict) {
 		att := &attempt{}
-		actx := context.WithValue(ctx, attemptKey{}, att)
+		actx, watch := retry.Start(context.WithValue(ctx, attemptKey{}, att), p.limits)
+		defer watch.Stop()
 		var (
 			delivered bool
 			err       error
@@ -247,6 +301,9 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 			return true, retry.Verdict{}
 		}
 		e := p.classify(err, att)
+		if te := watch.Err(); te != nil && ctx.Err() == nil {
+			e = &Error{Err: te, Retryable: true}
+		}
 		e.Retries = retries
 		v := retry.Verdict{Err: e, Retryable: e.Retryable, Delivered: delivered, RetryAfter: -1}
 		if d, ok := att.retryAfter(); ok {

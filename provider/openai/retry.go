@@ -93,8 +93,9 @@ func (t *captureTransport) CloseIdleConnections() {
 }
 
 // wrapClient returns a shallow copy of c (or a new client) whose transport
-// is wrapped by captureTransport.
-func wrapClient(c *http.Client) *http.Client {
+// is wrapped by captureTransport, over retry.Transport (the time limits of
+// an attempt, and success bodies that are not the API's).
+func wrapClient(c *http.Client, apiKey string) *http.Client {
 	var hc http.Client
 	if c != nil {
 		hc = *c
@@ -103,7 +104,7 @@ func wrapClient(c *http.Client) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	hc.Transport = &captureTransport{base: base}
+	hc.Transport = &captureTransport{base: &retry.Transport{Base: base, Secret: apiKey, Limit: maxMessage}}
 	return &hc
 }
 

@@ -16,6 +16,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/sessionkit/sessionkit/internal/retry"
 )
 
 func unsetenv(key string) error { return os.Unsetenv(key) }
@@ -152,9 +154,9 @@ func TestCodeString(t *testing.T) {
 }
 
 func TestBodySnippet(t *testing.T) {
-	assert.Equal(t, "a b c", bodySnippet([]byte(" a\n b\t\tc ")))
+	assert.Equal(t, "a b c", bodySnippet([]byte(" a\n b\t\tc "), ""))
 	long := strings.Repeat("é", 300) // two bytes a rune
-	s := bodySnippet([]byte(long))
+	s := bodySnippet([]byte(long), "")
 	assert.True(t, strings.HasSuffix(s, "…"))
 	assert.LessOrEqual(t, len(s), maxMessage+len("…"))
 	assert.True(t, strings.HasPrefix(long, strings.TrimSuffix(s, "…")), "cut on a rune boundary")
@@ -180,19 +182,21 @@ func TestWrapClient(t *testing.T) {
 	var closed bool
 	base := closeCounter{closed: &closed}
 	orig := &http.Client{Transport: base, Timeout: time.Second}
-	hc := wrapClient(orig)
+	hc := wrapClient(orig, testKey)
 	assert.NotSame(t, orig, hc)
 	assert.Equal(t, time.Second, hc.Timeout)
 	assert.Equal(t, base, orig.Transport, "the original client is untouched")
 	ct, ok := hc.Transport.(*captureTransport)
 	require.True(t, ok)
-	assert.Equal(t, base, ct.base)
+	rt, ok := ct.base.(*retry.Transport)
+	require.True(t, ok, "the time limits' transport is under the capture")
+	assert.Equal(t, base, rt.Base)
 	hc.CloseIdleConnections()
 	assert.True(t, closed)
 
-	def := wrapClient(nil)
+	def := wrapClient(nil, "")
 	require.IsType(t, &captureTransport{}, def.Transport)
-	assert.Equal(t, http.DefaultTransport, def.Transport.(*captureTransport).base)
+	assert.Equal(t, http.DefaultTransport, def.Transport.(*captureTransport).base.(*retry.Transport).Base)
 }
 
 type closeCounter struct{ closed *bool }

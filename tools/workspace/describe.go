@@ -62,7 +62,9 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 		}
 		diff := func(oldText, newText string) {
 			if !failed && !declined {
-				d.Content = []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: abs(in.Path), OldText: oldText, NewText: newText}}}
+				// Partial: the texts of the arguments are not known to be
+				// the whole file (the running tool shows the whole files).
+				d.Content = []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: abs(in.Path), OldText: oldText, NewText: newText, Partial: true}}}
 			}
 		}
 		switch call.Name {

@@ -4,14 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
 
 // Editor is the ACP client of a session as the tools use it;
@@ -52,16 +49,22 @@ type allowed map[string]bool
 
 // permit asks the user to allow the call of tool that ctx runs, unless
 // nothing asks (no editor, AllowAll) or the user allowed the tool always.
-// For an edit, path, oldText and newText make the diff the user sees. It
+// For an edit, path (as the client knows it), oldText and newText make
+// the diff the user sees. It
 // returns the result of a declined call ("" when allowed), or why it could
 // not ask: the turn was cancelled, or the client cancelled the request.
 func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
 	if t.o.Editor == nil || t.o.AllowAll || t.allowed[tool] {
 		return "", nil
 	}
+	return t.ask(ctx, tool, title, kind, path, oldText, newText)
+}
+
+// ask is permit's request, made whatever was allowed before.
+func (t tools) ask(ctx context.Context, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
 	call := acp.ToolCallUpdate{Title: acp.Value(title), Kind: acp.Value(kind)}
 	if path != "" {
-		shown := t.w.shown(path)
+		shown := path
 		call.Locations = acp.Value([]acp.ToolCallLocation{{Path: shown}})
 		call.Content = acp.Value([]acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}})
 	}
@@ -74,8 +77,11 @@ func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind
 		return "", err
 	}
 	switch id, _ := outcome.Selected(); {
+	case outcome.Outcome == "cancelled" && ctx.Err() != nil:
+		return "", errors.New("the permission request was cancelled with the turn; nothing was changed")
 	case outcome.Outcome == "cancelled":
-		return "", errors.New("the permission request was cancelled (the turn was cancelled); nothing was changed")
+		// The client cancelled the request but not the turn, which goes on.
+		return "", errors.New("the permission request was cancelled by the client without an answer, so this call was not made; nothing was changed (the turn goes on)")
 	case id == OptionAllow:
 		return "", nil
 	case id == OptionAllowAlways:
@@ -85,43 +91,38 @@ func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind
 	return Declined + title + " was not allowed; nothing was changed.", nil
 }
 
-// read returns the text of the file at p (resolved; asked for as name):
-// through the editor when it reads files (it sees unsaved changes),
-// otherwise from the disk.
-func (t tools) read(ctx context.Context, p, name string) (string, error) {
-	if ed := t.o.Editor; ed != nil && ed.CanReadFiles() {
-		return ed.ReadTextFile(ctx, t.w.shown(p), 0, 0)
+// showDiff shows the editor what a write did to the file at l: a
+// tool_call_update of the running call whose diff has the whole texts
+// before and after, so that it (and, on ACP v2, its patch) is of the file
+// and not of the edit's fragments. Like the permission request's diff it
+// is in-progress detail: the call's final report is made from history.
+// Without an editor nothing is sent; a failure to send changes nothing.
+func (t tools) showDiff(ctx context.Context, l loc, oldText, newText string) {
+	if t.o.Editor == nil {
+		return
 	}
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return "", err
-	}
-	if !utf8.Valid(data) {
-		return "", fmt.Errorf("%s is not a text file", name)
-	}
-	return string(data), nil
+	shown := l.shown()
+	_ = t.o.Editor.UpdateToolCall(ctx, acp.ToolCallUpdate{
+		Locations: acp.Value([]acp.ToolCallLocation{{Path: shown}}),
+		Content:   acp.Value([]acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}}),
+	})
 }
 
-// write writes content to the file at p (resolved): through the editor
-// when it writes files, otherwise to the disk with perm. Missing parent
-// directories are made first.
-func (t tools) write(ctx context.Context, p, content string, perm fs.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	if ed := t.o.Editor; ed != nil && ed.CanWriteFiles() {
-		return ed.WriteTextFile(ctx, t.w.shown(p), content)
-	}
-	return os.WriteFile(p, []byte(content), perm)
-}
-
-// runInTerminal runs command in a terminal of the editor, shown live in
-// the tool call. On a timeout the command is killed; on a cancelled turn
-// too; the terminal is always released.
-func (t tools) runInTerminal(ctx context.Context, command string, timeout time.Duration) (string, error) {
+// runInTerminal runs the prepared command in a terminal of the editor,
+// shown live in the tool call: the sandbox helper of this executable with
+// the clean environment (see package sandbox; where there is no helper, the
+// shell itself). On a timeout or a cancelled turn the command is killed and
+// the call fails with the output it printed until then; the terminal is
+// always released.
+func (t tools) runInTerminal(ctx context.Context, cmd *sandbox.Command, timeout time.Duration) (string, error) {
 	ed := t.o.Editor
+	env := make([]acp.EnvVariable, 0, len(cmd.Env))
+	for _, kv := range cmd.Env {
+		name, value, _ := strings.Cut(kv, "=")
+		env = append(env, acp.EnvVariable{Name: name, Value: value})
+	}
 	id, err := ed.CreateTerminal(ctx, acp.CreateTerminalRequest{
-		Command: "sh", Args: []string{"-c", command}, Cwd: t.w.given, OutputByteLimit: t.o.MaxOutput,
+		Command: cmd.Path, Args: cmd.Args, Env: env, Cwd: t.w.given, OutputByteLimit: t.o.MaxOutput,
 	})
 	if err != nil {
 		return "", err
@@ -135,23 +136,29 @@ func (t tools) runInTerminal(ctx context.Context, command string, timeout time.D
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	exit, err := ed.WaitForTerminalExit(wctx, id)
-	status := ""
+	var stopped *stoppedError
 	switch {
 	case err == nil:
-		status = exitText(exit)
 	case ctx.Err() != nil: // the turn was cancelled
 		_ = ed.KillTerminal(ctx, id)
-		return "", ctx.Err()
+		stopped = &stoppedError{why: "the turn was cancelled, so the command was killed", cause: ctx.Err()}
 	case wctx.Err() != nil:
 		if err := ed.KillTerminal(ctx, id); err != nil {
 			return "", fmt.Errorf("the command timed out and cannot be killed: %w", err)
 		}
-		status = fmt.Sprintf("killed after the %v timeout", timeout)
+		stopped = &stoppedError{why: fmt.Sprintf("killed after the %v timeout", timeout), cause: wctx.Err()}
 	default:
 		return "", err
 	}
-	out, err := ed.TerminalOutput(ctx, id)
+	// The output is asked for even after a cancel (what it printed is
+	// part of the failed call), for a short while.
+	octx, ocancel := context.WithTimeout(context.WithoutCancel(ctx), terminalOutputWait)
+	defer ocancel()
+	out, err := ed.TerminalOutput(octx, id)
 	if err != nil {
+		if stopped != nil {
+			return "", stopped
+		}
 		return "", err
 	}
 	text := out.Output
@@ -163,8 +170,15 @@ func (t tools) runInTerminal(ctx context.Context, command string, timeout time.D
 	if out.Truncated {
 		text = fmt.Sprintf("[output cut: only the last %d bytes shown]\n", len(text)) + text
 	}
-	return status + "\n" + text, nil
+	if stopped != nil {
+		stopped.output = text
+		return "", stopped
+	}
+	return exitText(exit) + "\n" + text, nil
 }
+
+// terminalOutputWait bounds the wait for a stopped command's output.
+const terminalOutputWait = 5 * time.Second
 
 // exitText says how a terminal's command ended.
 func exitText(s *acp.TerminalExitStatus) string {

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/tools/workspace"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
 // fakeEditor is an ACP client with fs and terminals: files are its
@@ -251,8 +251,12 @@ func TestEditorTerminal(t *testing.T) {
 		out, err := f.run(t, "run_command", map[string]any{"command": "make test"})
 		require.NoError(t, err)
 		assert.Equal(t, "exit status 3\n[output cut: only the last 100 bytes shown]\n"+strings.Repeat("y", 96)+"tail", out)
-		assert.Equal(t, []string{"session/request_permission", "terminal/create -c make test", "tool_call_update",
-			"terminal/wait_for_exit", "terminal/output", "terminal/release"}, ed.methods())
+		methods := ed.methods()
+		require.Len(t, methods, 6)
+		assert.True(t, strings.HasSuffix(methods[1], " -- sh -c make test"), "the helper runs sh -c: %s", methods[1])
+		methods[1] = "terminal/create"
+		assert.Equal(t, []string{"session/request_permission", "terminal/create", "tool_call_update",
+			"terminal/wait_for_exit", "terminal/output", "terminal/release"}, methods)
 	})
 	t.Run("timeout", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -260,8 +264,9 @@ func TestEditorTerminal(t *testing.T) {
 			ed.output = "partial"
 			f := editorFixture(t, ed, workspace.Options{CommandTimeout: time.Minute})
 			out, err := f.run(t, "run_command", map[string]any{"command": "sleep 1000"})
-			require.NoError(t, err)
-			assert.Equal(t, "killed after the 1m0s timeout\npartial", out)
+			require.Error(t, err, "a command killed at its timeout fails; output %q", out)
+			assert.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Equal(t, "killed after the 1m0s timeout; its output until then:\npartial", err.Error())
 			assert.True(t, ed.killed)
 			assert.True(t, ed.released)
 		})
@@ -302,7 +307,7 @@ func TestDescribe(t *testing.T) {
 	edit := call("edit_file", `{"path":"pkg/b.go","old_text":"x := 1","new_text":"x := 2"}`)
 	shown := d(edit, nil)
 	assert.Equal(t, acp.ToolKindEdit, shown.Kind)
-	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/pkg/b.go", OldText: "x := 1", NewText: "x := 2"}}}, shown.Content)
+	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/pkg/b.go", OldText: "x := 1", NewText: "x := 2", Partial: true}}}, shown.Content, "fragments: partial")
 	done := d(edit, &history.Message{Text: "edited pkg/b.go at line 12"})
 	assert.Equal(t, shown.Content, done.Content)
 	assert.Equal(t, []acp.ToolCallLocation{{Path: "/w/pkg/b.go", Line: line(12)}}, done.Locations)
@@ -314,7 +319,7 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, acp.ToolCallFailed, declined.Status)
 
 	write := d(call("write_file", `{"path":"/w/new.txt","content":"hi\n"}`), nil)
-	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/new.txt", NewText: "hi\n"}}}, write.Content, "oldText null")
+	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/new.txt", NewText: "hi\n", Partial: true}}}, write.Content, "oldText null; partial: the file may have existed")
 
 	run := d(call("run_command", `{"command":"go test ./..."}`), nil)
 	assert.Equal(t, acp.ToolKindExecute, run.Kind)

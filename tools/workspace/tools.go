@@ -1,24 +1,19 @@
 package workspace
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
 
 // Options bound what the tools return and run.
@@ -28,6 +23,10 @@ type Options struct {
 	// MaxEntries bounds list_files entries and search matches; 0 =
 	// DefaultMaxEntries.
 	MaxEntries int
+	// MaxFileSize bounds the files write_file replaces and edit_file
+	// edits, in bytes: they hold such a file whole and show it in the
+	// permission request; 0 = DefaultMaxFileSize.
+	MaxFileSize int
 	// CommandTimeout is run_command's timeout when the call names none;
 	// 0 = DefaultCommandTimeout. A call may ask for at most MaxCommandTimeout.
 	CommandTimeout time.Duration
@@ -39,12 +38,21 @@ type Options struct {
 	Editor Editor
 	// AllowAll skips the permission requests.
 	AllowAll bool
+	// Sandbox is how run_command runs commands (package sandbox): its
+	// mode, whether they may use the network, and the environment
+	// variables added to the allow-list. The session's directories are
+	// always writable (and added to Sandbox.Writable). The zero value
+	// confines commands where Landlock is available (the program must call
+	// sandbox.Main first) and runs them unconfined, saying so in the
+	// permission request, elsewhere.
+	Sandbox sandbox.Policy
 }
 
 // Defaults of Options.
 const (
 	DefaultMaxOutput      = 64 << 10
 	DefaultMaxEntries     = 500
+	DefaultMaxFileSize    = 4 << 20
 	DefaultCommandTimeout = 60 * time.Second
 	MaxCommandTimeout     = 10 * time.Minute
 )
@@ -55,6 +63,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxEntries <= 0 {
 		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
 	}
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = DefaultCommandTimeout
@@ -148,235 +159,6 @@ func runePrefix(s string, n int) string {
 	return s[:n]
 }
 
-func (t tools) readFile(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Path      string `json:"path"`
-		StartLine int    `json:"start_line"`
-		EndLine   int    `json:"end_line"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
-	p, err := t.w.Resolve(in.Path)
-	if err != nil {
-		return "", err
-	}
-	text, err := t.read(ctx, p, in.Path)
-	if err != nil {
-		return "", err
-	}
-	if in.StartLine > 0 || in.EndLine > 0 {
-		lines := strings.SplitAfter(text, "\n")
-		start, end := max(in.StartLine, 1), in.EndLine
-		if end == 0 || end > len(lines) {
-			end = len(lines)
-		}
-		if start > end {
-			return "", fmt.Errorf("%s has %d lines; lines %d..%d do not exist", in.Path, len(lines), start, end)
-		}
-		text = strings.Join(lines[start-1:end], "")
-	}
-	return bound(text, t.o.MaxOutput), nil
-}
-
-func (t tools) writeFile(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
-	p, err := t.w.Resolve(in.Path)
-	if err != nil {
-		return "", err
-	}
-	old, existed := "", false
-	switch st, err := os.Stat(p); {
-	case err == nil && st.IsDir():
-		return "", fmt.Errorf("%s is a directory", in.Path)
-	case err == nil:
-		if old, err = t.read(ctx, p, in.Path); err != nil {
-			return "", err
-		}
-		existed = true
-	case t.o.Editor != nil && t.o.Editor.CanReadFiles():
-		// Not on the disk; maybe a buffer of the editor's not saved yet.
-		if text, err := t.o.Editor.ReadTextFile(ctx, t.w.shown(p), 0, 0); err == nil {
-			old, existed = text, true
-		} else if ctx.Err() != nil {
-			return "", ctx.Err()
-		}
-	}
-	if declined, err := t.permit(ctx, "write_file", "Write "+t.w.rel(p), acp.ToolKindEdit, p, old, in.Content); declined != "" || err != nil {
-		return declined, err
-	}
-	if err := t.write(ctx, p, in.Content, 0o644); err != nil {
-		return "", err
-	}
-	if existed {
-		return fmt.Sprintf("wrote %s (%d bytes; replaced the previous %d bytes)", t.w.rel(p), len(in.Content), len(old)), nil
-	}
-	return fmt.Sprintf("wrote %s (%d bytes)", t.w.rel(p), len(in.Content)), nil
-}
-
-func (t tools) editFile(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Path    string `json:"path"`
-		OldText string `json:"old_text"`
-		NewText string `json:"new_text"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
-	if in.OldText == "" {
-		return "", errors.New("old_text is empty")
-	}
-	p, err := t.w.Resolve(in.Path)
-	if err != nil {
-		return "", err
-	}
-	data, err := t.read(ctx, p, in.Path)
-	if err != nil {
-		return "", err
-	}
-	switch n := strings.Count(data, in.OldText); n {
-	case 0:
-		return "", fmt.Errorf("old_text does not occur in %s; nothing was changed", in.Path)
-	case 1:
-	default:
-		return "", fmt.Errorf("old_text occurs %d times in %s; give more context so it occurs once; nothing was changed", n, in.Path)
-	}
-	out := strings.Replace(data, in.OldText, in.NewText, 1)
-	line := 1 + strings.Count(data[:strings.Index(data, in.OldText)], "\n")
-	if declined, err := t.permit(ctx, "edit_file", "Edit "+t.w.rel(p), acp.ToolKindEdit, p, data, out); declined != "" || err != nil {
-		return declined, err
-	}
-	st, err := os.Stat(p)
-	if err != nil {
-		return "", err
-	}
-	if err := t.write(ctx, p, out, st.Mode().Perm()); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("edited %s at line %d", t.w.rel(p), line), nil
-}
-
-func (t tools) listFiles(_ context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Path string `json:"path"`
-	}
-	if len(raw) > 0 {
-		if err := args(raw, &in); err != nil {
-			return "", err
-		}
-	}
-	if in.Path == "" {
-		in.Path = "."
-	}
-	p, err := t.w.Resolve(in.Path)
-	if err != nil {
-		return "", err
-	}
-	entries, err := os.ReadDir(p)
-	if err != nil {
-		return "", err
-	}
-	var b strings.Builder
-	for i, e := range entries {
-		if i == t.o.MaxEntries {
-			fmt.Fprintf(&b, "[listing cut: %d of %d entries shown]\n", i, len(entries))
-			break
-		}
-		name := e.Name()
-		if e.IsDir() {
-			name += "/"
-		}
-		b.WriteString(name + "\n")
-	}
-	return bound(b.String(), t.o.MaxOutput), nil
-}
-
-func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
-		Regex   bool   `json:"regex"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
-	if in.Pattern == "" {
-		return "", errors.New("pattern is empty")
-	}
-	match := func(line string) bool { return strings.Contains(line, in.Pattern) }
-	if in.Regex {
-		re, err := regexp.Compile(in.Pattern)
-		if err != nil {
-			return "", fmt.Errorf("pattern is not a valid regular expression: %v", err)
-		}
-		match = re.MatchString
-	}
-	if in.Path == "" {
-		in.Path = "."
-	}
-	root, err := t.w.Resolve(in.Path)
-	if err != nil {
-		return "", err
-	}
-	var (
-		b       strings.Builder
-		matches int
-		cut     = errors.New("enough")
-	)
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // unreadable: skipped
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if d.IsDir() {
-			if p != root && (d.Name() == ".git" || d.Name() == "node_modules") {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !d.Type().IsRegular() {
-			return nil // links are not followed out of the workspace
-		}
-		f, err := os.Open(p)
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for n := 1; sc.Scan(); n++ {
-			line := sc.Text()
-			if !utf8.ValidString(line) {
-				return nil // not a text file
-			}
-			if match(line) {
-				if matches == t.o.MaxEntries {
-					fmt.Fprintf(&b, "[search cut after %d matches]\n", matches)
-					return cut
-				}
-				matches++
-				fmt.Fprintf(&b, "%s:%d: %s\n", t.w.rel(p), n, line)
-			}
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, cut) {
-		return "", err
-	}
-	if matches == 0 {
-		return "no matches", nil
-	}
-	return bound(b.String(), t.o.MaxOutput), nil
-}
-
 func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, error) {
 	var in struct {
 		Command        string `json:"command"`
@@ -392,46 +174,59 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 	if in.TimeoutSeconds > 0 {
 		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, MaxCommandTimeout)
 	}
-	if declined, err := t.permit(ctx, "run_command", "Run "+in.Command, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
+	policy := t.o.Sandbox
+	policy.Writable = append(slices.Clone(t.w.roots), policy.Writable...)
+	cmd, err := policy.Prepare(in.Command, t.w.cwd) // refused here under --sandbox=required, before anyone is asked
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = cmd.Close() }()
+	title := "Run " + in.Command
+	if w := policy.Warning(); w != "" {
+		title += " [" + w + "]"
+	}
+	if declined, err := t.permit(ctx, "run_command", title, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
 		return declined, err
 	}
 	if t.o.Editor != nil && t.o.Editor.CanRunTerminals() {
-		return t.runInTerminal(ctx, in.Command, timeout)
+		return t.runInTerminal(ctx, cmd, timeout)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", in.Command)
-	cmd.Dir = t.w.cwd
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) } // the whole group
-	cmd.WaitDelay = time.Second
 	out := &limitedWriter{n: t.o.MaxOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Run()
-	status := "exit status 0"
-	var ee *exec.ExitError
+	code, err := cmd.Run(rctx, out)
 	switch {
-	case ctx.Err() != nil && errors.Is(context.Cause(ctx), context.DeadlineExceeded):
-		status = fmt.Sprintf("killed after the %v timeout", timeout)
+	case err == nil:
+		return fmt.Sprintf("exit status %d\n", code) + out.text(), nil
 	case ctx.Err() != nil:
-		return "", ctx.Err()
-	case errors.As(err, &ee):
-		status = fmt.Sprintf("exit status %d", ee.ExitCode())
-	case err != nil:
-		return "", err
+		return "", &stoppedError{why: "the turn was cancelled, so the command was stopped", output: out.text(), cause: ctx.Err()}
+	case errors.Is(err, context.DeadlineExceeded):
+		return "", &stoppedError{why: fmt.Sprintf("killed after the %v timeout", timeout), output: out.text(), cause: err}
 	}
-	text := out.buf.String()
-	if out.total > len(text) {
-		text = strings.ToValidUTF8(text, "") // the cut may end inside a rune
-		text += fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(text), out.total)
-	}
-	return status + "\n" + text, nil
+	return "", err
 }
+
+// stoppedError is the result of a command stopped before it ended (a
+// timeout, a cancelled turn): the tool call fails, and its text keeps what
+// the command printed until then.
+type stoppedError struct {
+	why    string
+	output string
+	cause  error
+}
+
+func (e *stoppedError) Error() string {
+	if e.output == "" {
+		return e.why + "; it printed nothing"
+	}
+	return e.why + "; its output until then:\n" + e.output
+}
+
+func (e *stoppedError) Unwrap() error { return e.cause }
 
 // limitedWriter keeps the first n bytes written to it, counts the rest and
 // discards it (so a chatty command cannot fill memory). The command's
-// stdout and stderr are this one writer, so os/exec calls Write from one
-// goroutine at a time.
+// stdout and stderr are one pipe, copied to this writer by one goroutine.
 type limitedWriter struct {
 	buf   bytes.Buffer
 	n     int
@@ -444,4 +239,14 @@ func (l *limitedWriter) Write(p []byte) (int, error) {
 		l.buf.Write(p[:keep])
 	}
 	return len(p), nil
+}
+
+// text is the output kept, saying when it was cut.
+func (l *limitedWriter) text() string {
+	text := l.buf.String()
+	if l.total > len(text) {
+		text = strings.ToValidUTF8(text, "") // the cut may end inside a rune
+		text += fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(text), l.total)
+	}
+	return text
 }

@@ -5,20 +5,23 @@
 // own range. The stores keep the SQL that reads the rows and the messages.
 package segments
 
-import "github.com/sessionkit/sessionkit/history"
+import (
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
+)
 
 // Builder collects the segments of one session in the order the store reads
 // them (commit order).
 type Builder struct {
 	out      []history.Segment
 	standing []int // indexes into out, in archive order
-	spans    []history.SegmentSpan
+	spans    []storekit.SegmentSpan
 	undone   []int
-	all      []history.SegmentSpan
+	all      []storekit.SegmentSpan
 }
 
 // Add appends the segment g, which spans sp and was undone or not.
-func (b *Builder) Add(g history.Segment, sp history.SegmentSpan, undone bool) {
+func (b *Builder) Add(g history.Segment, sp storekit.SegmentSpan, undone bool) {
 	if undone {
 		b.undone = append(b.undone, len(b.out))
 	} else {
@@ -31,10 +34,10 @@ func (b *Builder) Add(g history.Segment, sp history.SegmentSpan, undone bool) {
 
 // Finish returns the segments with their messages (nil when there are
 // none). archived reads the positions and messages before the watermark,
-// which [history.AssignSegments] shares among the standing segments (its
+// which [storekit.AssignSegments] shares among the standing segments (its
 // error is returned through wrap, which adds the store's prefix); inRange
 // reads the messages of an undone segment's span.
-func (b *Builder) Finish(archived func() ([]int64, []history.Message, error), wrap func(error) error, inRange func(history.SegmentSpan) ([]history.Message, error)) ([]history.Segment, error) {
+func (b *Builder) Finish(archived func() ([]int64, []history.Message, error), wrap func(error) error, inRange func(storekit.SegmentSpan) ([]history.Message, error)) ([]history.Segment, error) {
 	// The standing segments are contiguous and end at the watermark, in
 	// the order they were committed.
 	segs := make([]history.Segment, len(b.standing))
@@ -45,7 +48,7 @@ func (b *Builder) Finish(archived func() ([]int64, []history.Message, error), wr
 	if err != nil {
 		return nil, err
 	}
-	if err := history.AssignSegments(segs, b.spans, positions, msgs); err != nil {
+	if err := storekit.AssignSegments(segs, b.spans, positions, msgs); err != nil {
 		return nil, wrap(err)
 	}
 	for k, i := range b.standing {

@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // ListQuery is the statement of one ListSessions page, and its limit (the
@@ -14,7 +15,7 @@ import (
 // The page goes through the (updated_at, id) index, or the (cwd,
 // updated_at, id) index with a Cwd.
 func ListQuery(opts history.ListOptions, title string, arg func(v any) string, text func(string) any) (q string, limit int, err error) {
-	limit, after, err := history.ParseList(opts)
+	limit, after, err := storekit.ParseList(opts)
 	if err != nil {
 		return "", 0, err
 	}

@@ -13,7 +13,7 @@
 //     text in SQLite), scan targets and constraint errors (ON CONFLICT DO
 //     NOTHING against SQLite's constraint codes) differ statement by
 //     statement; what lies between the statements is shared already
-//     (history's Check functions, CommittedSegment, MergeEntries,
+//     (storekit's Check functions and MergeEntries, CommittedSegment,
 //     segments.Builder, Query, Found, ListQuery). Sharing the sequences would
 //     need a callback per statement. What stands twice are their
 //     signatures, the order of the shared calls and Go's error returns.
@@ -26,6 +26,10 @@
 //     committer against a transaction and its row locks).
 //   - The options of Open (WithLeaseTTL, WithHolder): exported functions of
 //     each package's own Option type, one line each.
+//   - Search and the indexing in Append (search.go): the index differs
+//     (an FTS5 table against a tsvector column), and so does each
+//     statement; the steps between them are internal/textsearch's (Request,
+//     ToolName, DocOf, Gather, Prune, Place, Page).
 //   - PostgreSQL's exported write methods and their fenced twins (setConfig
 //     and so on) have one shape; the fenced store of a lease calls the twin.
 package sqlstore

@@ -1,0 +1,71 @@
+package acp
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// recallDisplay is how a call of the session's built-in recall tool
+// (session.Config.Recall) is shown, live and on replay alike (it reads the
+// call's arguments only): a search, titled Recall "<query>", or a read of
+// the message it names, titled Recall message <ID>.
+func recallDisplay(c history.ToolCall) ToolCallDisplay {
+	var in struct {
+		Query     string `json:"query"`
+		MessageID string `json:"message_id"`
+	}
+	_ = json.Unmarshal(c.Arguments, &in) // bad arguments: shown as a search without them
+	if in.MessageID != "" && in.Query == "" {
+		return ToolCallDisplay{Kind: ToolKindRead, Title: "Recall message " + in.MessageID}
+	}
+	return ToolCallDisplay{Kind: ToolKindSearch, Title: fmt.Sprintf("Recall %q", in.Query)}
+}
+
+// fidelityMeta is a Segment's fidelity as _meta.sessionkit.fidelity of the
+// completed compaction_update carries it.
+func fidelityMeta(f history.Fidelity) map[string]any {
+	m := map[string]any{"facts": f.Facts, "kept": f.Kept}
+	if len(f.Missing) > 0 {
+		m["missing"] = f.Missing
+	}
+	return m
+}
+
+// fidelityOf reads the fidelity a sessionkit agent puts in a completed
+// compaction entity's _meta; zero for other agents.
+func fidelityOf(meta map[string]any) history.Fidelity {
+	m, _ := meta[MetaKey].(map[string]any)
+	f, _ := m["fidelity"].(map[string]any)
+	num := func(k string) int { n, _ := f[k].(float64); return int(n) }
+	out := history.Fidelity{Facts: num("facts"), Kept: num("kept")}
+	if missing, ok := f["missing"].([]any); ok {
+		for _, x := range missing[:min(len(missing), history.MaxFidelityMissing)] {
+			if s, ok := x.(string); ok {
+				out.Missing = append(out.Missing, s)
+			}
+		}
+	}
+	return out
+}
+
+// withMeta returns meta with key set to value under _meta.sessionkit, the
+// other keys of both kept.
+func withMeta(meta Optional[map[string]any], key string, value any) Optional[map[string]any] {
+	out := map[string]any{}
+	ours := map[string]any{}
+	if m, ok := meta.Get(); ok {
+		for k, v := range m {
+			out[k] = v
+		}
+		if mine, ok := m[MetaKey].(map[string]any); ok {
+			for k, v := range mine {
+				ours[k] = v
+			}
+		}
+	}
+	ours[key] = value
+	out[MetaKey] = ours
+	return Value(out)
+}

@@ -1,0 +1,281 @@
+package compact
+
+import (
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// FactKind is the kind of a [Fact].
+type FactKind string
+
+// Kinds of facts, in the order [Facts] looks for them in a text.
+const (
+	FactURL         FactKind = "url"         // an http or https URL
+	FactPath        FactKind = "path"        // a file path: with a directory, or a name with a common extension
+	FactIdentifier  FactKind = "identifier"  // an identifier in a code span (`ParseConfig`, `pkg.Func()`)
+	FactQuantity    FactKind = "quantity"    // a number with a unit (30s, 512 MB, 99.9%)
+	FactError       FactKind = "error"       // a line that reports an error (error:, panic:, FAIL, exception)
+	FactCommand     FactKind = "command"     // a command that was run (a tool call's command argument, a "$ " line)
+	FactInstruction FactKind = "instruction" // a sentence of the user's with always, never, don't, do not or must
+)
+
+// Fact is one thing a summary should keep, as [Facts] found it.
+type Fact struct {
+	Kind FactKind
+	// Text is the fact as it appears in the messages (an error line or an
+	// instruction as one line, at most maxFactText bytes).
+	Text string
+}
+
+// maxFactText bounds the Text of an error line or an instruction.
+const maxFactText = 200
+
+var (
+	factURL     = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`)
+	factSpan    = regexp.MustCompile("`([^`\n]{1,120})`")
+	factIdent   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$`)
+	factPath    = regexp.MustCompile(`(?:^|[\s(\["'` + "`" + `=:])((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]|(?:[\w-][\w.-]*)?[\w-]\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock|proto|env))\b`)
+	factNumber  = regexp.MustCompile(`(?i)(?:^|[^\w.])(\d+(?:[.,]\d+)?)(\s?)(ms|µs|us|ns|seconds?|secs?|s|minutes?|mins?|hours?|h|days?|kib|mib|gib|tib|kb|mb|gb|tb|bytes?|%|px|tokens?|lines?|files?|requests?|rps|qps|mhz|ghz|x|times|retries|workers|connections|threads|cores)(?:$|[^\w])`)
+	factErrLine = regexp.MustCompile(`(?i)(?:\w*error:|\bpanic:|\bfatal:|^FAIL\b|--- FAIL|\bexception\b|\btraceback\b|: undefined:|: cannot )`)
+	factRule    = regexp.MustCompile(`(?i)\b(?:always|never|don't|dont|do not|must|mustn't|must not)\b`)
+)
+
+// Facts extracts, deterministically, the facts a summary of msgs should
+// keep, each once (the first time it occurs, compared without case), in
+// the order they occur:
+//
+//   - from user and assistant text: URLs, file paths, identifiers in code
+//     spans, numbers with units, error lines, commands on "$ " lines;
+//   - from the user's text also the explicit instructions: each sentence
+//     with always, never, don't, do not or must;
+//   - from tool calls: the paths (arguments named path, file, dir, ...)
+//     and the commands (arguments named command or cmd) they ran;
+//   - from tool results: error lines and URLs only (a file's contents or a
+//     listing are what the archive keeps, not facts to carry).
+func Facts(msgs []history.Message) []Fact {
+	var f factSet
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Role {
+		case history.RoleTool:
+			f.urls(m.Text)
+			f.errors(m.Text)
+		default:
+			f.text(m.Text, m.Role == history.RoleUser)
+			for _, c := range m.ToolCalls {
+				f.call(c)
+			}
+		}
+	}
+	return f.out
+}
+
+type factSet struct {
+	seen map[string]bool
+	out  []Fact
+}
+
+func (f *factSet) add(k FactKind, text string) {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return
+	}
+	if len(text) > maxFactText {
+		text = cutRunes(text, maxFactText)
+	}
+	key := string(k) + "\x00" + strings.ToLower(text)
+	if f.seen[key] {
+		return
+	}
+	if f.seen == nil {
+		f.seen = map[string]bool{}
+	}
+	f.seen[key] = true
+	f.out = append(f.out, Fact{Kind: k, Text: text})
+}
+
+// text extracts the facts of a user's (user set) or assistant's text.
+func (f *factSet) text(s string, user bool) {
+	rest := f.urls(s)
+	for _, m := range factSpan.FindAllStringSubmatch(rest, -1) {
+		span := strings.TrimSpace(m[1])
+		if factIdent.MatchString(span) {
+			f.add(FactIdentifier, span)
+		}
+	}
+	for _, m := range factPath.FindAllStringSubmatch(rest, -1) {
+		if p := strings.TrimRight(m[1], "."); pathLike(p) {
+			f.add(FactPath, p)
+		}
+	}
+	for _, m := range factNumber.FindAllStringSubmatch(rest, -1) {
+		f.add(FactQuantity, m[1]+m[2]+m[3])
+	}
+	f.errors(s)
+	for line := range strings.SplitSeq(s, "\n") {
+		if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "$ "); ok {
+			f.add(FactCommand, cmd)
+		}
+	}
+	if user {
+		for _, sent := range splitSentences(s) {
+			if factRule.MatchString(sent) {
+				f.add(FactInstruction, sent)
+			}
+		}
+	}
+}
+
+// urls adds the URLs of s and returns s without them.
+func (f *factSet) urls(s string) string {
+	for _, u := range factURL.FindAllString(s, -1) {
+		f.add(FactURL, strings.TrimRight(u, ".,;:!?"))
+	}
+	return factURL.ReplaceAllString(s, " ")
+}
+
+// errors adds the lines of s that report an error.
+func (f *factSet) errors(s string) {
+	for line := range strings.SplitSeq(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line != "" && factErrLine.MatchString(line) && len(contentWords(line)) > 0 {
+			f.add(FactError, line)
+		}
+	}
+}
+
+// call adds the paths and the command of a tool call.
+func (f *factSet) call(c history.ToolCall) {
+	var args map[string]any
+	if json.Unmarshal(c.Arguments, &args) != nil {
+		return
+	}
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys) // a map's order is not deterministic
+	for _, k := range keys {
+		v, ok := args[k].(string)
+		if !ok {
+			continue
+		}
+		switch n := strings.ToLower(k); {
+		case n == "command" || n == "cmd":
+			f.add(FactCommand, v)
+		case n == "path" || n == "file" || n == "filename" || n == "file_path" || n == "dir" || n == "directory":
+			f.add(FactPath, v)
+		}
+	}
+}
+
+// pathLike tells a path from words joined by a slash ("and/or"): it has
+// an extension, starts at a root (/, ./, ../, ~/) or has two slashes, and
+// is not a number (1.5, 3/4).
+func pathLike(p string) bool {
+	if strings.IndexFunc(p, func(r rune) bool { return !unicode.IsDigit(r) && r != '.' && r != '/' }) < 0 {
+		return false
+	}
+	last := p[strings.LastIndexByte(p, '/')+1:]
+	return strings.Contains(last, ".") || strings.HasPrefix(p, "/") || strings.HasPrefix(p, ".") ||
+		strings.HasPrefix(p, "~/") || strings.Count(p, "/") >= 2
+}
+
+// splitSentences cuts s into its sentences and lines.
+func splitSentences(s string) []string {
+	var out []string
+	for line := range strings.SplitSeq(s, "\n") {
+		start := 0
+		for i := 0; i < len(line); i++ {
+			if c := line[i]; (c == '.' || c == '!' || c == '?' || c == ';') && (i+1 == len(line) || line[i+1] == ' ') {
+				out = append(out, strings.TrimSpace(line[start:i+1]))
+				start = i + 1
+			}
+		}
+		if t := strings.TrimSpace(line[start:]); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// In reports whether the fact occurs in text (a summary): its text, without
+// case, for every kind but error lines and instructions, which a summary
+// words its own way: for those, at least three quarters of their content
+// words (words of four letters or more); a number with a unit is found with
+// or without a space between them.
+func (f Fact) In(text string) bool {
+	lower := strings.ToLower(text)
+	switch f.Kind {
+	case FactError, FactInstruction:
+		words := contentWords(f.Text)
+		if len(words) == 0 {
+			return strings.Contains(lower, strings.ToLower(f.Text))
+		}
+		have := map[string]bool{}
+		for _, w := range contentWords(text) {
+			have[w] = true
+		}
+		n := 0
+		for _, w := range words {
+			if have[w] {
+				n++
+			}
+		}
+		return 4*n >= 3*len(words)
+	case FactQuantity:
+		// 30s, 30 s: with or without the space.
+		bare := strings.ToLower(strings.ReplaceAll(f.Text, " ", ""))
+		num := strings.TrimRightFunc(bare, func(r rune) bool { return !unicode.IsDigit(r) })
+		return strings.Contains(lower, bare) || strings.Contains(lower, num+" "+bare[len(num):])
+	}
+	return strings.Contains(lower, strings.ToLower(f.Text))
+}
+
+// contentWords are the distinct lower-case words of s of four letters or
+// more, in order.
+func contentWords(s string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '_'
+	}) {
+		if len(w) >= 4 && !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Fidelity measures how many of the facts of prefix (see [Facts]) occur in
+// summary (see [Fact.In]): the figure every committed Segment records.
+// Missing lists the first lost ones, at most history.MaxFidelityMissing,
+// each as "kind: text".
+func Fidelity(prefix []history.Message, summary string) history.Fidelity {
+	facts := Facts(prefix)
+	fid := history.Fidelity{Facts: len(facts)}
+	for _, f := range facts {
+		if f.In(summary) {
+			fid.Kept++
+		} else if len(fid.Missing) < history.MaxFidelityMissing {
+			fid.Missing = append(fid.Missing, string(f.Kind)+": "+f.Text)
+		}
+	}
+	return fid
+}
+
+// cutRunes cuts s to at most n bytes on a rune boundary.
+func cutRunes(s string, n int) string {
+	for n > 0 && n < len(s) && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

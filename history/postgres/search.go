@@ -1,0 +1,184 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
+	"github.com/sessionkit/sessionkit/internal/textsearch"
+)
+
+// Search (docs/storage.md, "Search"). Every message row holds its words as
+// a tsvector (column search, 'english' configuration, GIN index) and the
+// name of the tool a tool result answers (tool_name), both written by the
+// INSERT of the Append that stores the message. A commit or an undo writes
+// nothing to them: which Segment holds a message follows from its position
+// and the standing Segments' spans, read when searching.
+//
+// Search asks, for each content word of the query, for the newest of the
+// session's messages whose tsvector matches the word (plainto_tsquery: any
+// text is a valid query), at most maxCandidates in all, reads them and
+// ranks them with internal/textsearch, as the other stores rank theirs (a
+// word held by more messages than its share has its message count
+// estimated, textsearch.Estimate).
+
+// maxCandidates bounds the messages one search reads and ranks.
+const maxCandidates = 512
+
+var _ history.Searcher = (*Store)(nil)
+
+// indexText is s as PostgreSQL text takes it: invalid UTF-8 and NUL bytes
+// become spaces (a query word is letters and digits already; this is the
+// guard).
+func indexText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, " "), "\x00", " ")
+}
+
+// searchDocs returns, for msgs about to be appended after the state st,
+// the tool each answers (textsearch.ToolName) and the text to_tsvector
+// indexes: the words of the message as internal/textsearch splits them
+// (Joined), so that PostgreSQL's parser finds the same words (on its own it
+// keeps "ledger.go" or a path as one token).
+func (s *Store) searchDocs(ctx context.Context, tx pgx.Tx, id string, st *state, msgs []history.Message) (tools [][]byte, docs []string, err error) {
+	tools, docs = make([][]byte, len(msgs)), make([]string, len(msgs))
+	before := func(fn func(m *history.Message) bool) {
+		if err != nil {
+			return
+		}
+		var older []history.Message
+		_, older, err = s.messages(ctx, tx, "append", `WHERE session_id = $1 AND pos < $2 ORDER BY pos DESC LIMIT $3`, bin(id), st.nextPos, textsearch.ToolLookback)
+		for i := range older {
+			if !fn(&older[i]) {
+				return
+			}
+		}
+	}
+	for i := range msgs {
+		tool := textsearch.ToolName(msgs, i, before)
+		if err != nil {
+			return nil, nil, err
+		}
+		doc := textsearch.DocOf(&msgs[i], tool)
+		tools[i], docs[i] = bin(tool), textsearch.Joined(doc.Text+"\n"+doc.Tool)
+	}
+	return tools, docs, nil
+}
+
+// Search implements [history.Searcher]; see the comment at the top of
+// search.go for how.
+func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (history.SearchPage, error) {
+	const op = "search"
+	q, offset, limit, err := textsearch.Request(sq)
+	if err != nil {
+		return history.SearchPage{}, err
+	}
+	var page history.SearchPage
+	err = s.read(ctx, op, func(tx pgx.Tx) error {
+		var activeFrom, count int64
+		err := tx.QueryRow(ctx, `SELECT active_from, message_count FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom, &count)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
+		}
+		if len(q.Terms) == 0 {
+			page = history.SearchPage{Hits: []history.SearchHit{}}
+			return nil
+		}
+		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, 0, func(word string, limit int) ([]int64, error) {
+			var keys []int64
+			err := s.each(ctx, tx, op, `
+				SELECT seq FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2)
+				ORDER BY seq DESC LIMIT $3`, []any{bin(id), indexText(word), limit}, func(rows pgx.Rows) error {
+				var seq int64
+				if err := rows.Scan(&seq); err != nil {
+					return err
+				}
+				keys = append(keys, seq)
+				return nil
+			})
+			return keys, err
+		})
+		if err != nil {
+			return err
+		}
+		seqs := textsearch.Prune(lists, offset+limit+1)
+		var cands []textsearch.Candidate
+		if len(seqs) > 0 {
+			err = s.each(ctx, tx, op, `SELECT `+messageColumns+`, tool_name FROM messages WHERE session_id = $1 AND seq = ANY($2)`,
+				[]any{bin(id), seqs}, func(rows pgx.Rows) error {
+					var (
+						c    textsearch.Candidate
+						tool []byte
+						err  error
+					)
+					c.Position, c.Message, err = scanMessage(rows, &tool)
+					if err != nil {
+						return err
+					}
+					c.ToolName = string(tool)
+					cands = append(cands, c)
+					return nil
+				})
+			if err != nil {
+				return err
+			}
+		}
+		var (
+			spans []storekit.SegmentSpan
+			ids   []string
+		)
+		err = s.each(ctx, tx, op, `
+			SELECT segment_id, from_pos, to_pos FROM compactions
+			WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
+			var (
+				g  []byte
+				sp storekit.SegmentSpan
+			)
+			if err := rows.Scan(&g, &sp.From, &sp.To); err != nil {
+				return err
+			}
+			spans, ids = append(spans, sp), append(ids, string(g))
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		textsearch.Place(cands, activeFrom, spans, ids)
+		page = textsearch.Page(q, offset, limit, cands, st)
+		return nil
+	})
+	if err != nil {
+		return history.SearchPage{}, err
+	}
+	return page, nil
+}
+
+// encodeMissing is the fidelity_missing column: NULL for none.
+func encodeMissing(missing []string) [][]byte {
+	if len(missing) == 0 {
+		return nil
+	}
+	out := make([][]byte, len(missing))
+	for i, m := range missing {
+		out[i] = bin(m)
+	}
+	return out
+}
+
+// decodeMissing is the inverse of encodeMissing.
+func decodeMissing(col [][]byte) []string {
+	if len(col) == 0 {
+		return nil
+	}
+	out := make([]string, len(col))
+	for i, b := range col {
+		out[i] = string(b)
+	}
+	return out
+}

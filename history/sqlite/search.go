@@ -1,0 +1,215 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
+	"github.com/sessionkit/sessionkit/internal/textsearch"
+)
+
+// Search (docs/storage.md, "Search"). Every message has one row in the FTS5
+// table message_fts (porter tokenizer), inserted by the Append that stores
+// the message, in its transaction: its rowid is the session's number
+// (sessions.num) times 2^32 plus the message's seq, so that a session's
+// rows are one rowid range, which FTS5 searches without visiting other
+// sessions' rows. A commit or an undo writes nothing to the index: which
+// Segment holds a message follows from its position and the standing
+// Segments' spans, read when searching.
+//
+// Search asks the index, for each content word of the query, for the
+// newest messages holding it (at most maxCandidates in all), reads those
+// messages and ranks them with internal/textsearch, as memstore ranks its
+// own. A word held by more messages than its share has its message count
+// (bm25's document frequency) estimated from how far back its share
+// reaches (textsearch.Estimate), which costs no scan of its matches. A message that holds a word held by fewer messages than its share
+// of maxCandidates is always a candidate; only a message whose every
+// matching word is that common and that is older than the newest
+// maxCandidates holding it can be missed.
+
+// maxCandidates bounds the messages one search reads and ranks.
+const maxCandidates = 512
+
+// rowidOf is the message_fts rowid of message seq of session num.
+func rowidOf(num, seq int64) int64 { return num<<32 | seq }
+
+// index adds msgs, just inserted from seq st.messageCount on, to the
+// search index.
+func (s *Store) index(ctx context.Context, tx *sql.Tx, id string, st *state, msgs []history.Message) error {
+	if s.noIndex {
+		return nil
+	}
+	stmt := tx.StmtContext(ctx, s.c.stmts.indexMessage)
+	var lookErr error
+	before := func(fn func(m *history.Message) bool) {
+		// calls answered by the first messages: read the ones before them
+		lookErr = s.each(ctx, tx, "append", `SELECT body FROM messages WHERE session_id = ? AND pos < ? ORDER BY pos DESC LIMIT ?`,
+			[]any{id, st.nextPos, textsearch.ToolLookback}, func(rows *sql.Rows) error {
+				m, err := decodeMessage(rows, nil)
+				if err != nil {
+					return err
+				}
+				if !fn(&m) {
+					return errStop
+				}
+				return nil
+			})
+		if errors.Is(lookErr, errStop) {
+			lookErr = nil
+		}
+	}
+	for i := range msgs {
+		doc := textsearch.DocOf(&msgs[i], textsearch.ToolName(msgs, i, before))
+		if lookErr != nil {
+			return lookErr
+		}
+		m := &msgs[i]
+		_, err := stmt.ExecContext(ctx, rowidOf(st.num, st.messageCount+int64(i)), doc.Text, doc.Tool, m.ID, string(m.Role), st.nextPos+int64(i))
+		if err != nil {
+			return s.fail(ctx, "append", err)
+		}
+	}
+	return nil
+}
+
+// errStop ends a look-back early.
+var errStop = errors.New("look-back done")
+
+// ftsPhrase is word as one FTS5 phrase: a double-quoted string, any quote
+// doubled, so that no text is FTS5 syntax.
+func ftsPhrase(word string) string { return `"` + strings.ReplaceAll(word, `"`, `""`) + `"` }
+
+// Search implements [history.Searcher]; see the comment at the top of
+// search.go for how.
+func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (history.SearchPage, error) {
+	const op = "search"
+	q, offset, limit, err := textsearch.Request(sq)
+	if err != nil {
+		return history.SearchPage{}, err
+	}
+	var page history.SearchPage
+	err = s.read(ctx, op, func(tx *sql.Tx) error {
+		var num, activeFrom, count int64
+		err := tx.QueryRowContext(ctx, `SELECT num, active_from, message_count FROM sessions WHERE id = ?`, id).Scan(&num, &activeFrom, &count)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
+		}
+		if len(q.Terms) == 0 {
+			page = history.SearchPage{Hits: []history.SearchHit{}}
+			return nil
+		}
+		lo, hi := rowidOf(num, 0), rowidOf(num, 1<<32-1)
+		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, lo, func(word string, limit int) ([]int64, error) {
+			var keys []int64
+			err := s.each(ctx, tx, op, `SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
+				[]any{ftsPhrase(word), lo, hi, limit}, func(rows *sql.Rows) error {
+					var r int64
+					if err := rows.Scan(&r); err != nil {
+						return err
+					}
+					keys = append(keys, r)
+					return nil
+				})
+			return keys, err
+		})
+		if err != nil {
+			return err
+		}
+		rowids := textsearch.Prune(lists, offset+limit+1)
+		cands, err := s.candidates(ctx, tx, rowids)
+		if err != nil {
+			return err
+		}
+		spans, ids, err := s.standing(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		textsearch.Place(cands, activeFrom, spans, ids)
+		page = textsearch.Page(q, offset, limit, cands, st)
+		return nil
+	})
+	if err != nil {
+		return history.SearchPage{}, err
+	}
+	return page, nil
+}
+
+// candidates reads what the index holds of the messages of the given
+// message_fts rowids: each one's searchable text (as its Text, tool calls
+// included), ID, role, position and tool name.
+func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64) ([]textsearch.Candidate, error) {
+	if len(rowids) == 0 {
+		return nil, nil
+	}
+	list, err := json.Marshal(rowids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]textsearch.Candidate, 0, len(rowids))
+	err = s.each(ctx, tx, "search", `
+		SELECT f.text, f.tool, f.id, f.role, f.pos FROM json_each(?) AS j
+		JOIN message_fts AS f ON f.rowid = j.value`,
+		[]any{string(list)}, func(rows *sql.Rows) error {
+			var c textsearch.Candidate
+			if err := rows.Scan(&c.Message.Text, &c.ToolName, &c.Message.ID, &c.Message.Role, &c.Position); err != nil {
+				return err
+			}
+			out = append(out, c)
+			return nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// standing reads the spans and IDs of the session's standing Segments, in
+// archive order.
+func (s *Store) standing(ctx context.Context, tx *sql.Tx, id string) ([]storekit.SegmentSpan, []string, error) {
+	var (
+		spans []storekit.SegmentSpan
+		ids   []string
+	)
+	err := s.each(ctx, tx, "search", `
+		SELECT segment_id, from_pos, to_pos FROM compactions
+		WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos`, []any{id}, func(rows *sql.Rows) error {
+		var (
+			g  string
+			sp storekit.SegmentSpan
+		)
+		if err := rows.Scan(&g, &sp.From, &sp.To); err != nil {
+			return err
+		}
+		spans, ids = append(spans, sp), append(ids, g)
+		return nil
+	})
+	return spans, ids, err
+}
+
+// encodeMissing is the fidelity_missing column of missing facts.
+func encodeMissing(missing []string) (sql.NullString, error) {
+	if len(missing) == 0 {
+		return sql.NullString{}, nil
+	}
+	b, err := json.Marshal(missing)
+	if err != nil {
+		return sql.NullString{}, err
+	}
+	return sql.NullString{String: string(b), Valid: true}, nil
+}
+
+// decodeMissing is the inverse of encodeMissing.
+func decodeMissing(col sql.NullString) ([]string, error) {
+	if !col.Valid {
+		return nil, nil
+	}
+	var out []string
+	if err := json.Unmarshal([]byte(col.String), &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

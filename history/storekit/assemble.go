@@ -1,0 +1,81 @@
+package storekit
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// SegmentSpan is the range of timeline positions a [history.Segment]'s
+// archived messages occupy, both ends included.
+type SegmentSpan struct {
+	From, To int64
+}
+
+// AssignSegments hands the archived messages to their segments: msgs are
+// the session's archived messages, oldest first, and positions[i] is the
+// timeline position of msgs[i]; segs are the segments in archive order and
+// spans[k] is the span of segs[k]. Each segment's Messages becomes the
+// subslice of msgs (capacity clipped, so appending to it never overwrites
+// the next segment's messages) that lies in its span.
+//
+// A message that falls in no span is an integrity error: the returned error
+// names it (its position, or how many messages are left over at the end),
+// and the caller wraps it with its own prefix. Messages of segments before
+// the error may already be assigned.
+func AssignSegments(segs []history.Segment, spans []SegmentSpan, positions []int64, msgs []history.Message) error {
+	i := 0
+	for k, sp := range spans {
+		j := i
+		for j < len(msgs) && positions[j] <= sp.To {
+			j++
+		}
+		if i < len(msgs) && positions[i] < sp.From {
+			return fmt.Errorf("message at position %d belongs to no segment", positions[i])
+		}
+		segs[k].Messages = msgs[i:j:j]
+		i = j
+	}
+	if i != len(msgs) {
+		return fmt.Errorf("%d archived messages belong to no segment", len(msgs)-i)
+	}
+	return nil
+}
+
+// MergeEntries merges a session's messages, compaction records and
+// uncompaction records into its timeline, as [history.Store.Timeline]
+// returns it: msgs and positions (positions[i] is the position of msgs[i]),
+// recs and undos are each in position order, and activeFrom is the
+// session's watermark, the position of its first Active message: a message
+// before it is Archived. The entries point into msgs, recs and undos, which
+// the caller must not reuse.
+func MergeEntries(positions []int64, msgs []history.Message, recs []history.CompactionRecord, undos []history.UncompactionRecord, activeFrom int64) []history.Entry {
+	out := make([]history.Entry, 0, len(msgs)+len(recs)+len(undos))
+	mi, ci, ui := 0, 0, 0
+	const none = int64(math.MaxInt64)
+	for mi < len(msgs) || ci < len(recs) || ui < len(undos) {
+		mp, cp, up := none, none, none
+		if mi < len(msgs) {
+			mp = positions[mi]
+		}
+		if ci < len(recs) {
+			cp = recs[ci].Position
+		}
+		if ui < len(undos) {
+			up = undos[ui].Position
+		}
+		switch {
+		case mp <= cp && mp <= up:
+			out = append(out, history.Entry{Position: mp, Archived: mp < activeFrom, Message: &msgs[mi]})
+			mi++
+		case cp <= up:
+			out = append(out, history.Entry{Position: cp, Compaction: &recs[ci]})
+			ci++
+		default:
+			out = append(out, history.Entry{Position: up, Uncompaction: &undos[ui]})
+			ui++
+		}
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package storekit
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// The checks return errors wrapping [history.ErrInvalid]; a store returns
+// them as they are, before it writes anything.
+
+// CheckUncompaction validates u, passed to [history.Uncompacter.Uncompact].
+func CheckUncompaction(u *history.Uncompaction) error {
+	if u.ID == "" {
+		return fmt.Errorf("%w: uncompaction has no ID", history.ErrInvalid)
+	}
+	return nil
+}
+
+// CheckCommit validates c against the number of Active messages; stores call
+// it inside the commit transaction.
+func CheckCommit(c *history.Commit, active int) error {
+	switch {
+	case c.CompactID == "" || c.SegmentID == "":
+		return fmt.Errorf("%w: commit needs a compaction ID and a segment ID", history.ErrInvalid)
+	case c.Archive < 1 || c.Archive > active:
+		return fmt.Errorf("%w: commit archives %d messages of %d active", history.ErrInvalid, c.Archive, active)
+	case strings.TrimSpace(c.Summary) == "":
+		return fmt.Errorf("%w: commit has an empty summary", history.ErrInvalid)
+	case c.Fidelity.Facts < 0 || c.Fidelity.Kept < 0 || c.Fidelity.Kept > c.Fidelity.Facts:
+		return fmt.Errorf("%w: commit fidelity keeps %d of %d facts", history.ErrInvalid, c.Fidelity.Kept, c.Fidelity.Facts)
+	case len(c.Fidelity.Missing) > history.MaxFidelityMissing:
+		return fmt.Errorf("%w: commit fidelity lists %d missing facts, at most %d", history.ErrInvalid, len(c.Fidelity.Missing), history.MaxFidelityMissing)
+	}
+	return nil
+}
+
+// CheckBegin validates a compaction record passed to BeginCompaction.
+func CheckBegin(rec *history.CompactionRecord) error {
+	switch {
+	case rec.CompactID == "":
+		return fmt.Errorf("%w: compaction has no ID", history.ErrInvalid)
+	case rec.Status != history.StatusInProgress && rec.Status != history.StatusNothingToCompact:
+		return fmt.Errorf("%w: compaction %s cannot begin as %q", history.ErrInvalid, rec.CompactID, rec.Status)
+	case !history.ValidTrigger(rec.Trigger):
+		return fmt.Errorf("%w: compaction %s has unknown trigger %q", history.ErrInvalid, rec.CompactID, rec.Trigger)
+	}
+	return nil
+}
+
+// CheckFinish validates the status passed to FinishCompaction.
+func CheckFinish(status history.CompactionStatus) error {
+	if status != history.StatusFailed && status != history.StatusCancelled {
+		return fmt.Errorf("%w: a compaction cannot finish as %q without a commit", history.ErrInvalid, status)
+	}
+	return nil
+}
+
+// CheckMessages validates messages passed to Append.
+func CheckMessages(msgs []history.Message) error {
+	if len(msgs) == 0 {
+		return fmt.Errorf("%w: nothing to append", history.ErrInvalid)
+	}
+	for i := range msgs {
+		if err := msgs[i].Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckConfig validates a configuration blob: nil or valid JSON.
+func CheckConfig(config json.RawMessage) error {
+	if config != nil && !json.Valid(config) {
+		return fmt.Errorf("%w: configuration is not JSON", history.ErrInvalid)
+	}
+	return nil
+}
+
+// CheckEventBatch validates b against the Through the session recorded
+// before; stores call it inside the write transaction.
+func CheckEventBatch(b *history.EventBatch, through uint64) error {
+	last := through
+	for i := range b.Events {
+		e := &b.Events[i]
+		switch {
+		case e.Seq <= last:
+			return fmt.Errorf("%w: event sequence number %d is not above %d", history.ErrInvalid, e.Seq, last)
+		case e.Kind == "":
+			return fmt.Errorf("%w: event %d has no kind", history.ErrInvalid, e.Seq)
+		}
+		last = e.Seq
+	}
+	switch {
+	case b.Through < last:
+		return fmt.Errorf("%w: batch through %d is below sequence number %d", history.ErrInvalid, b.Through, last)
+	case b.Through > history.MaxSeq:
+		return fmt.Errorf("%w: sequence number %d is above history.MaxSeq", history.ErrInvalid, b.Through)
+	}
+	return nil
+}

@@ -1,0 +1,680 @@
+// Package textsearch is the text side of message search shared by the
+// stores (history/memstore, history/sqlite, history/postgres) and anything
+// else that ranks text the way they do: the words of a text, the stop words
+// a query drops, the Porter stem ([Stem]), the ranking of candidate
+// messages (how many of the query's words each holds, then bm25), the
+// «marked» snippet and the opaque page cursor.
+//
+// A query is a question, not an expression: [ParseQuery] keeps its
+// distinct content words (stop words dropped, stemmed) and nothing else, so
+// any text is a valid query. The stores find candidate messages through
+// their own index (FTS5, a tsvector, a word map) and then rank them here,
+// so all three rank alike.
+package textsearch
+
+import (
+	"encoding/base64"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
+)
+
+// MaxTerms bounds the distinct words of a query that count; the rest of a
+// longer query is ignored.
+const MaxTerms = 32
+
+// MaxWordBytes is the longest word that is indexed or searched; longer
+// runs of letters (encoded data, hashes) are cut to it.
+const MaxWordBytes = 64
+
+// Words calls fn with every word of s in order, lowercased: a word is a run
+// of letters and digits (as SQLite's unicode61 tokenizer splits text), cut
+// to MaxWordBytes. Invalid UTF-8 and NUL bytes separate words. Words stops
+// when fn returns false.
+func Words(s string, fn func(w string) bool) {
+	scan(s, func(w string) bool { return fn(lower(w)) })
+}
+
+// wordByte tells the ASCII bytes that are part of a word.
+var wordByte = func() (t [utf8.RuneSelf]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+	}
+	return t
+}()
+
+// scan is Words without the lowercasing.
+func scan(s string, fn func(w string) bool) {
+	start := -1
+	for i := 0; i < len(s); {
+		c := s[i]
+		in, n := false, 1
+		if c < utf8.RuneSelf {
+			in = wordByte[c]
+		} else {
+			var r rune
+			r, n = utf8.DecodeRuneInString(s[i:])
+			in = r != utf8.RuneError && (unicode.IsLetter(r) || unicode.IsDigit(r) || start >= 0 && unicode.Is(unicode.Mn, r))
+		}
+		switch {
+		case in && start < 0:
+			start = i
+		case !in && start >= 0:
+			if !fn(cut(s[start:i])) {
+				return
+			}
+			start = -1
+		}
+		i += n
+	}
+	if start >= 0 {
+		fn(cut(s[start:]))
+	}
+}
+
+// cut shortens w to at most MaxWordBytes, at a rune boundary.
+func cut(w string) string {
+	if len(w) <= MaxWordBytes {
+		return w
+	}
+	w = w[:MaxWordBytes]
+	for !utf8.ValidString(w) {
+		w = w[:len(w)-1]
+	}
+	return w
+}
+
+// Joined is the words of s (see [Words]) joined by spaces: text an index
+// with a tokenizer of its own (PostgreSQL's, which keeps "ledger.go" or a
+// path as one token) splits into the same words.
+func Joined(s string) string {
+	var b strings.Builder
+	Words(s, func(w string) bool {
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+		return true
+	})
+	return b.String()
+}
+
+// lower lowercases w, without allocating when it is lowercase ASCII.
+func lower(w string) string {
+	for i := 0; i < len(w); i++ {
+		if c := w[i]; c >= utf8.RuneSelf || 'A' <= c && c <= 'Z' {
+			return strings.ToLower(w)
+		}
+	}
+	return w
+}
+
+// Term is the form a word is matched in: its Porter stem.
+func Term(word string) string { return Stem(word) }
+
+// Query is a parsed search query.
+type Query struct {
+	// Terms are the distinct stems of the query's content words, in the
+	// order they first occur, at most MaxTerms.
+	Terms []string
+	// Words[i] is the word Terms[i] came from (its first occurrence), for
+	// an index that stems on its own side.
+	Words []string
+}
+
+// ParseQuery returns the content words of text: every word of [Words] that
+// is not a stop word, stemmed, each stem once. It never fails; a text with
+// no content word gives a Query without Terms.
+func ParseQuery(text string) Query {
+	var q Query
+	Words(text, func(w string) bool {
+		if stopWords[w] {
+			return true
+		}
+		t := Term(w)
+		if !slices.Contains(q.Terms, t) {
+			q.Terms = append(q.Terms, t)
+			q.Words = append(q.Words, w)
+		}
+		return len(q.Terms) < MaxTerms
+	})
+	return q
+}
+
+// Key is a short fingerprint of the query's terms, which a Cursor carries
+// so that a cursor of another query is refused.
+func (q Query) Key() uint32 {
+	h := fnv.New32a()
+	for _, t := range q.Terms {
+		h.Write([]byte(t))
+		h.Write([]byte{0})
+	}
+	return h.Sum32()
+}
+
+// Doc is the searchable text of one message: its Text, the names and
+// arguments of its tool calls, and the name of the tool it answers.
+type Doc struct {
+	Text string // Text, then each tool call as "name arguments" on a line
+	Tool string // the tool a tool message answers; "" otherwise
+}
+
+// Stats is what the bm25 part of a score needs about the searched
+// session's messages.
+type Stats struct {
+	N  int   // messages in the session
+	DF []int // DF[i]: messages holding Terms[i]
+}
+
+// Estimate is the DF of a word whose newest found matches lie within the
+// newest span of a session's n messages: found/span of them hold it there,
+// and as many of the rest are taken to.
+func Estimate(found, span, n int) int {
+	if span <= 0 || found >= span {
+		return max(found, n)
+	}
+	return max(found, int(float64(found)*float64(n)/float64(span)))
+}
+
+// TermHits are the messages an index found for one term of a query,
+// newest first, by keys that grow with the message's age order (a seq, a
+// rowid): all of them (Complete), or the newest ones only, every message
+// newer than the last key holding the term being among them.
+type TermHits struct {
+	Keys     []int64
+	Complete bool
+}
+
+// Gather asks an index for the candidates of q in a session of n messages,
+// at most total in all: keys(word, limit) returns the keys of the newest
+// messages holding word, newest first, at most limit; first is the key of
+// the session's first message. Each term gets an equal share of total (at
+// least 32); a term with more matches than its share keeps the newest of
+// them, and its DF is estimated from how far back they reach ([Estimate]).
+func Gather(q Query, n, total int, first int64, keys func(word string, limit int) ([]int64, error)) ([]TermHits, Stats, error) {
+	per := max(32, total/max(1, len(q.Terms)))
+	st := Stats{N: n, DF: make([]int, len(q.Terms))}
+	lists := make([]TermHits, len(q.Terms))
+	for i, w := range q.Words {
+		k, err := keys(w, per+1)
+		if err != nil {
+			return nil, Stats{}, err
+		}
+		lists[i] = TermHits{Keys: k, Complete: len(k) <= per}
+		st.DF[i] = len(k)
+		if !lists[i].Complete {
+			lists[i].Keys = k[:per]
+			st.DF[i] = Estimate(per, n-int(k[per-1]-first), n)
+		}
+	}
+	return lists, st, nil
+}
+
+// Prune returns the keys of the messages among lists that can be among the
+// need best by Cover (see [Rank]); the others are left out without being
+// read. A message's Cover is at least the number of lists that hold it; it
+// can be more only by the terms whose list is not Complete and whose last
+// key is newer than the message. With fewer than need messages, all are
+// kept.
+func Prune(lists []TermHits, need int) []int64 {
+	lb := map[int64]int{}
+	var keys []int64
+	for _, l := range lists {
+		for _, k := range l.Keys {
+			if lb[k] == 0 {
+				keys = append(keys, k)
+			}
+			lb[k]++
+		}
+	}
+	if len(keys) <= need {
+		return keys
+	}
+	counts := make([]int, 0, len(keys))
+	for _, k := range keys {
+		counts = append(counts, lb[k])
+	}
+	slices.Sort(counts)
+	floor := counts[len(counts)-need] // the need-th largest lower bound
+	out := keys[:0]
+	for _, k := range keys {
+		ub := lb[k]
+		for _, l := range lists {
+			if !l.Complete && len(l.Keys) > 0 && k < l.Keys[len(l.Keys)-1] {
+				ub++
+			}
+		}
+		if ub >= floor {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Ranked is a candidate with its score.
+type Ranked struct {
+	Index int // the candidate's index in the slice given to Rank
+	// Cover is how many of the query's terms the message holds.
+	Cover int
+	// Score is Cover plus the message's bm25 mapped into [0, 1): every
+	// message that holds more of the query's words scores higher.
+	Score float64
+}
+
+// AvgWords is the message length, in words, bm25 weighs lengths against.
+const AvgWords = 80
+
+// The bm25 parameters (the usual ones, those of FTS5's bm25).
+const (
+	bm25K1 = 1.2
+	bm25B  = 0.75
+)
+
+// Rank scores docs against q and returns those that hold at least one of
+// its terms, best first: by Cover, then bm25, then the later candidate
+// (order[i] larger) first. Document lengths are counted in words and
+// weighed against AvgWords, a fixed length, so that a message's score does
+// not depend on which other messages were candidates.
+func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
+	if len(q.Terms) == 0 {
+		return nil
+	}
+	m := newMatcher(q.Terms)
+	type counted struct {
+		tf  []int
+		len int
+	}
+	cs := make([]counted, len(docs))
+	for d := range docs {
+		tf := make([]int, len(q.Terms))
+		n := 0
+		count := func(w string) bool {
+			n++
+			if i := m.match(w); i >= 0 {
+				tf[i]++
+			}
+			return true
+		}
+		scan(docs[d].Text, count)
+		scan(docs[d].Tool, count)
+		cs[d] = counted{tf, n}
+	}
+	avg := float64(AvgWords)
+	idf := make([]float64, len(q.Terms))
+	for i := range q.Terms {
+		df := 1
+		if i < len(st.DF) {
+			df = max(st.DF[i], 1)
+		}
+		n := max(st.N, df)
+		idf[i] = math.Log(1 + (float64(n-df)+0.5)/(float64(df)+0.5))
+	}
+	var out []Ranked
+	for d, c := range cs {
+		cover, bm := 0, 0.0
+		for i, f := range c.tf {
+			if f == 0 {
+				continue
+			}
+			cover++
+			tf := float64(f)
+			bm += idf[i] * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(c.len)/avg))
+		}
+		if cover > 0 {
+			out = append(out, Ranked{Index: d, Cover: cover, Score: float64(cover) + bm/(1+bm)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Ranked) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		case order[a.Index] > order[b.Index]:
+			return -1
+		case order[a.Index] < order[b.Index]:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// matcher tells which term a word stems to without stemming most words: a
+// Porter stem is the word with its end rewritten, and all of the stem but
+// its last letter is a prefix of the word (the rewrites keep the letters
+// before the suffix, and change at most the last one of those: "y" to
+// "i", "biliti" to "ble"). A word whose start no term's prefix matches
+// cannot stem to a term.
+type matcher struct {
+	idx   map[string]int
+	first [256][]int // terms by their first byte
+	pre   []string   // pre[i]: Terms[i] without its last letter (one letter at least)
+}
+
+func newMatcher(terms []string) *matcher {
+	m := &matcher{idx: make(map[string]int, len(terms)), pre: make([]string, len(terms))}
+	for i, t := range terms {
+		m.idx[t] = i
+		m.pre[i] = t[:max(1, len(t)-1)]
+		m.first[t[0]] = append(m.first[t[0]], i)
+	}
+	return m
+}
+
+// match returns the index of the term w, a word of scan (any case),
+// stems to, or -1. It lowercases and stems only a word that starts like a
+// term.
+func (m *matcher) match(w string) int {
+	c := w[0]
+	if c >= utf8.RuneSelf {
+		w = lower(w)
+		c = w[0]
+	} else if 'A' <= c && c <= 'Z' {
+		c += 'a' - 'A'
+	}
+	for _, i := range m.first[c] {
+		if prefixFold(w, m.pre[i]) {
+			if j, ok := m.idx[Term(lower(w))]; ok {
+				return j
+			}
+			return -1
+		}
+	}
+	return -1
+}
+
+// prefixFold reports whether w starts with p, a lowercase string, ASCII
+// letters compared without case.
+func prefixFold(w, p string) bool {
+	if len(w) < len(p) {
+		return false
+	}
+	for i := 0; i < len(p); i++ {
+		c := w[i]
+		if c >= utf8.RuneSelf || p[i] >= utf8.RuneSelf {
+			return strings.HasPrefix(lower(w), p)
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != p[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Snippet lengths, in runes.
+const (
+	snippetBefore = 60
+	snippetLen    = 240
+)
+
+// Snippet returns an excerpt of text around its first word that matches a
+// term of q, with every matching word in it marked «word», "…" where it is
+// cut. With no matching word it is the start of text. White space runs
+// become one space.
+func Snippet(q Query, text string) string {
+	text = strings.Join(strings.Fields(strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", " "), "\uFFFD")), " ")
+	m := newMatcher(q.Terms)
+	// word spans in bytes
+	type span struct{ from, to int }
+	var spans []span
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			i += n
+			continue
+		}
+		j := i
+		for j < len(text) {
+			r, n := utf8.DecodeRuneInString(text[j:])
+			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r) {
+				break
+			}
+			j += n
+		}
+		w := text[i:j]
+		if len(w) > MaxWordBytes {
+			w = w[:MaxWordBytes]
+		}
+		if len(q.Terms) > 0 && m.match(w) >= 0 {
+			spans = append(spans, span{i, j})
+		}
+		i = j
+	}
+	start := 0
+	if len(spans) > 0 {
+		start = spans[0].from
+		for k := 0; k < snippetBefore && start > 0; k++ {
+			_, n := utf8.DecodeLastRuneInString(text[:start])
+			start -= n
+		}
+		if start > 0 { // begin at a word boundary
+			if sp := strings.IndexByte(text[start:spans[0].from], ' '); sp >= 0 {
+				start += sp + 1
+			}
+		}
+	}
+	end := start
+	for k := 0; k < snippetLen && end < len(text); k++ {
+		_, n := utf8.DecodeRuneInString(text[end:])
+		end += n
+	}
+	for _, s := range spans { // a marked word is never cut
+		if s.from < end && s.to > end {
+			end = s.to
+		}
+	}
+	var b strings.Builder
+	if start > 0 {
+		b.WriteString("…")
+	}
+	at := start
+	for _, s := range spans {
+		if s.from < start || s.from >= end {
+			continue
+		}
+		to := s.to
+		b.WriteString(text[at:s.from])
+		b.WriteString("«")
+		b.WriteString(text[s.from:to])
+		b.WriteString("»")
+		at = to
+	}
+	b.WriteString(text[at:end])
+	if end < len(text) {
+		b.WriteString("…")
+	}
+	return b.String()
+}
+
+// Cursor is the opaque SearchPage.Next of the page after offset hits of
+// query q.
+func Cursor(q Query, offset int) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("s1." + strconv.FormatUint(uint64(q.Key()), 16) + "." + strconv.Itoa(offset)))
+}
+
+// ParseCursor returns the offset a Cursor of q holds: 0 for "", an error
+// for anything Cursor did not make for the same query's words. The error
+// does not wrap history.ErrInvalid; the caller wraps it.
+func ParseCursor(q Query, cursor string) (int, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return 0, fmt.Errorf("malformed search cursor %q", cursor)
+	}
+	parts := strings.Split(string(b), ".")
+	if len(parts) != 3 || parts[0] != "s1" {
+		return 0, fmt.Errorf("malformed search cursor %q", cursor)
+	}
+	key, err := strconv.ParseUint(parts[1], 16, 32)
+	if err != nil {
+		return 0, fmt.Errorf("malformed search cursor %q", cursor)
+	}
+	if uint32(key) != q.Key() {
+		return 0, fmt.Errorf("search cursor %q belongs to another query", cursor)
+	}
+	off, err := strconv.Atoi(parts[2])
+	if err != nil || off < 1 {
+		return 0, fmt.Errorf("malformed search cursor %q", cursor)
+	}
+	return off, nil
+}
+
+// DocOf is the searchable text of m, which answers the tool named tool
+// ("" for none).
+func DocOf(m *history.Message, tool string) Doc {
+	if len(m.ToolCalls) == 0 {
+		return Doc{Text: m.Text, Tool: tool}
+	}
+	var b strings.Builder
+	b.WriteString(m.Text)
+	for _, c := range m.ToolCalls {
+		b.WriteByte('\n')
+		b.WriteString(c.Name)
+		b.WriteByte(' ')
+		b.Write(c.Arguments)
+	}
+	return Doc{Text: b.String(), Tool: tool}
+}
+
+// ToolName returns the name of the call a tool message at index i of msgs
+// answers: the call with its ToolCallID in the nearest assistant message
+// before it, looking back at most ToolLookback messages; "" when none is
+// found (or msgs[i] is no tool message). before, if not nil, is asked for
+// calls that msgs does not reach back to: it reads older messages, newest
+// first, and reports false when there are none.
+func ToolName(msgs []history.Message, i int, before func(fn func(m *history.Message) bool)) string {
+	m := &msgs[i]
+	if m.Role != history.RoleTool {
+		return ""
+	}
+	name, looked := "", 0
+	find := func(a *history.Message) bool {
+		looked++
+		if a.Role == history.RoleAssistant {
+			for _, c := range a.ToolCalls {
+				if c.ID == m.ToolCallID {
+					name = c.Name
+					return false
+				}
+			}
+		}
+		return looked < ToolLookback
+	}
+	for j := i - 1; j >= 0; j-- {
+		if !find(&msgs[j]) {
+			return name
+		}
+	}
+	if before != nil {
+		before(find)
+	}
+	return name
+}
+
+// ToolLookback is how many messages before a tool message [ToolName]
+// searches for the call it answers.
+const ToolLookback = 256
+
+// Request checks a search query's Limit and Cursor and parses its text:
+// it returns the query, the offset of the requested page and its limit,
+// or an error wrapping history.ErrInvalid.
+func Request(sq history.SearchQuery) (q Query, offset, limit int, err error) {
+	switch {
+	case sq.Limit < 0:
+		return q, 0, 0, fmt.Errorf("%w: search limit %d is negative", history.ErrInvalid, sq.Limit)
+	case sq.Limit == 0:
+		limit = history.DefaultSearchLimit
+	default:
+		limit = min(sq.Limit, history.MaxSearchLimit)
+	}
+	q = ParseQuery(sq.Text)
+	if offset, err = ParseCursor(q, sq.Cursor); err != nil {
+		return q, 0, 0, fmt.Errorf("%w: %v", history.ErrInvalid, err)
+	}
+	return q, offset, limit, nil
+}
+
+// Candidate is a message a store's index found for a query.
+type Candidate struct {
+	Message   history.Message
+	Position  int64
+	SegmentID string // "" while Active
+	ToolName  string
+}
+
+// Page ranks the candidates (see [Rank]) and returns the page of limit
+// hits from offset on.
+func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.SearchPage {
+	docs := make([]Doc, len(cands))
+	order := make([]int64, len(cands))
+	for i := range cands {
+		docs[i] = DocOf(&cands[i].Message, cands[i].ToolName)
+		order[i] = cands[i].Position
+	}
+	ranked := Rank(q, docs, order, st)
+	page := history.SearchPage{Hits: []history.SearchHit{}}
+	if offset >= len(ranked) {
+		return page
+	}
+	end := min(len(ranked), offset+limit)
+	for _, r := range ranked[offset:end] {
+		c := &cands[r.Index]
+		page.Hits = append(page.Hits, history.SearchHit{
+			MessageID: c.Message.ID,
+			SegmentID: c.SegmentID,
+			Position:  c.Position,
+			Role:      c.Message.Role,
+			ToolName:  c.ToolName,
+			Snippet:   Snippet(q, docs[r.Index].Text),
+			Score:     r.Score,
+		})
+	}
+	if end < len(ranked) {
+		page.Next = Cursor(q, end)
+	}
+	return page
+}
+
+// Place sets the SegmentID of each candidate from its position (see
+// [SegmentAt]).
+func Place(cands []Candidate, activeFrom int64, spans []storekit.SegmentSpan, ids []string) {
+	for i := range cands {
+		cands[i].SegmentID = SegmentAt(cands[i].Position, activeFrom, spans, ids)
+	}
+}
+
+// SegmentAt finds the Segment that archives the message at pos: spans are
+// the standing Segments' spans and ids their IDs; a message at or after
+// activeFrom is Active ("").
+func SegmentAt(pos, activeFrom int64, spans []storekit.SegmentSpan, ids []string) string {
+	if pos >= activeFrom {
+		return ""
+	}
+	i, ok := slices.BinarySearchFunc(spans, pos, func(sp storekit.SegmentSpan, p int64) int {
+		switch {
+		case sp.To < p:
+			return -1
+		case sp.From > p:
+			return 1
+		}
+		return 0
+	})
+	if !ok {
+		return ""
+	}
+	return ids[i]
+}

@@ -1,0 +1,442 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/sessionkit/sessionkit/compact"
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/provider"
+)
+
+// ErrCannotSearch is the error of Search (and of the recall tool) on a
+// session whose store does not implement history.Searcher.
+var ErrCannotSearch = errors.New("session: the store cannot search messages (it implements no history.Searcher)")
+
+// ErrUnknownMessage is wrapped by the error of Messages for a message ID the
+// session does not hold, archived or active.
+var ErrUnknownMessage = errors.New("session: no such message in the session")
+
+// SearchRequest is one search of a session's messages ([Session.Search]).
+type SearchRequest struct {
+	// Query is what to find, typically a question ("why did we drop
+	// cobra"); it is never parsed as an expression. It must not be blank.
+	Query string
+	// Limit is the most hits; 0 = history.DefaultSearchLimit; above
+	// history.MaxSearchLimit it is history.MaxSearchLimit.
+	Limit int
+}
+
+// SearchHit is one message a search found: the store's hit and where the
+// message sits.
+type SearchHit struct {
+	history.SearchHit
+	// Compaction is the number of the compaction whose Segment archived
+	// the message (1 = the session's first Segment, in the order of
+	// Session.Segments), 0 for a message in Active.
+	Compaction int
+}
+
+// MessagesRequest asks for the messages around one ([Session.Messages]).
+type MessagesRequest struct {
+	// Around is the ID of a message of the session, archived or active.
+	Around string
+	// Before and After are how many messages before and after it to read
+	// as well (fewer at the ends of the history); not negative.
+	Before, After int
+}
+
+// Search searches the session's messages, archived and active, with the
+// store's history.Searcher: the best hits first, each with the compaction
+// that archived it. Like Segments it reads the store in the caller's
+// goroutine (a search never holds the session up); it also works after
+// Close while the store is open. Errors: ErrInvalid for a blank query or a
+// negative limit, ErrCannotSearch for a store that cannot search, ctx's
+// error, or the store's.
+func (s *Session) Search(ctx context.Context, req SearchRequest) ([]SearchHit, error) {
+	switch {
+	case strings.TrimSpace(req.Query) == "":
+		return nil, invalid("search query is empty")
+	case req.Limit < 0:
+		return nil, invalid("search limit %d is negative", req.Limit)
+	case s.search == nil:
+		return nil, ErrCannotSearch
+	}
+	page, err := s.search.Search(ctx, s.id, history.SearchQuery{Text: req.Query, Limit: min(req.Limit, history.MaxSearchLimit)})
+	if err != nil {
+		return nil, fmt.Errorf("session: search: %w", err)
+	}
+	hits := make([]SearchHit, len(page.Hits))
+	var segs []string
+	for i, h := range page.Hits {
+		hits[i].SearchHit = h
+		if h.SegmentID != "" {
+			segs = append(segs, h.SegmentID)
+		}
+	}
+	if len(segs) == 0 {
+		return hits, nil
+	}
+	nums, err := s.segmentNumbers(ctx, segs)
+	if err != nil {
+		return nil, err
+	}
+	for i := range hits {
+		hits[i].Compaction = nums[hits[i].SegmentID]
+	}
+	return hits, nil
+}
+
+// segmentNumbers returns the numbers of Segments ids: from the loop's cache,
+// or, when one is not in it, from the store (every Segment a search found
+// is there), which then fills the cache. A Segment's number never changes:
+// Segments are only ever added at the end, and an undone one stays.
+func (s *Session) segmentNumbers(ctx context.Context, ids []string) (map[string]int, error) {
+	nums := make(map[string]int, len(ids))
+	missing := false
+	err := s.read(ctx, func(l *loop) {
+		for _, id := range ids {
+			n, ok := l.segNo[id]
+			nums[id] = n
+			missing = missing || !ok
+		}
+	})
+	if err != nil && !errors.Is(err, ErrClosed) {
+		return nil, err
+	}
+	if !missing && err == nil {
+		return nums, nil
+	}
+	all, err := s.store.Segments(ctx, s.id)
+	if err != nil {
+		return nil, fmt.Errorf("session: search: read the archive: %w", err)
+	}
+	fresh := make(map[string]int, len(all))
+	for i := range all {
+		fresh[all[i].ID] = i + 1
+	}
+	_ = s.read(ctx, func(l *loop) {
+		if len(fresh) > len(l.segNo) {
+			l.segNo = fresh
+		}
+	}) // a closed session keeps no cache
+	for _, id := range ids {
+		nums[id] = fresh[id]
+	}
+	return nums, nil
+}
+
+// Messages reads messages of the session verbatim, archived or active: the
+// message req.Around and up to req.Before before and req.After after it, in
+// timeline order (as a search hit's MessageID names it, or a pruned tool
+// result's line). It reads the store's timeline in the caller's goroutine.
+// Errors: ErrInvalid for an empty Around or a negative bound, an error
+// wrapping ErrInvalid and ErrUnknownMessage for an ID the session does not
+// hold, ctx's error, or the store's.
+func (s *Session) Messages(ctx context.Context, req MessagesRequest) ([]history.Message, error) {
+	msgs, _, err := s.messagesAround(ctx, req)
+	return msgs, err
+}
+
+// messagesAround is Messages, also returning the names of the tools the
+// messages' tool results answer (by call ID), which a window that starts
+// after the call does not show.
+func (s *Session) messagesAround(ctx context.Context, req MessagesRequest) ([]history.Message, map[string]string, error) {
+	switch {
+	case req.Around == "":
+		return nil, nil, invalid("Messages needs a message ID (Around)")
+	case req.Before < 0 || req.After < 0:
+		return nil, nil, invalid("Messages: Before (%d) and After (%d) must not be negative", req.Before, req.After)
+	}
+	tl, err := s.store.Timeline(ctx, s.id)
+	if err != nil {
+		return nil, nil, fmt.Errorf("session: read messages: %w", err)
+	}
+	msgs := make([]history.Message, 0, len(tl))
+	names := map[string]string{}
+	at := -1
+	for _, e := range tl {
+		if e.Message == nil {
+			continue
+		}
+		if e.Message.ID == req.Around {
+			at = len(msgs)
+		}
+		for _, c := range e.Message.ToolCalls {
+			names[c.ID] = c.Name
+		}
+		msgs = append(msgs, *e.Message)
+	}
+	if at < 0 {
+		return nil, nil, fmt.Errorf("%w: %w: %q", ErrInvalid, ErrUnknownMessage, req.Around)
+	}
+	from := max(0, at-req.Before)
+	to := at + 1 + min(req.After, len(msgs)-at-1)
+	return slices.Clone(msgs[from:to]), names, nil
+}
+
+// searcherOf is the Searcher of a session's store: the one it writes
+// through (a lease's), or else the one it was configured with, whose reads
+// are the same.
+func searcherOf(stores ...history.Store) history.Searcher {
+	for _, st := range stores {
+		if sr, ok := st.(history.Searcher); ok {
+			return sr
+		}
+	}
+	return nil
+}
+
+// The recall tool's bounds.
+const (
+	recallHits = 5 // hits a query returns
+)
+
+// recallSpec is how the model is told about the recall tool.
+var recallSpec = provider.ToolSpec{
+	Name: RecallTool,
+	Description: "Searches this conversation's earlier messages, including those a compaction archived and the summary replaced, " +
+		`and reads them back verbatim. {"query": "a question or keywords"} returns the best matching messages with their IDs; ` +
+		`{"message_id": "ID", "before": 2, "after": 2} returns that message and its neighbours word for word.`,
+	Parameters: json.RawMessage(`{"type":"object","properties":{` +
+		`"query":{"type":"string","description":"what to find, e.g. a question"},` +
+		`"message_id":{"type":"string","description":"the ID of a message to read"},` +
+		`"before":{"type":"integer","minimum":0,"description":"messages before message_id to read too"},` +
+		`"after":{"type":"integer","minimum":0,"description":"messages after message_id to read too"}}}`),
+}
+
+// recallArgs are the recall tool's arguments.
+type recallArgs struct {
+	Query     string `json:"query"`
+	MessageID string `json:"message_id"`
+	Before    int    `json:"before"`
+	After     int    `json:"after"`
+}
+
+// recallTool is the built-in tool of Config.Recall: it runs on the
+// session's tool goroutine and reads the store through Search and
+// Messages, as any caller does. Its searches leave out the messages of
+// exclude (the turn's own: the question and the calls asking it, which the
+// model has in view).
+func (s *Session) recallTool(limit int, exclude map[string]bool) Tool {
+	return Tool{
+		Name:        recallSpec.Name,
+		Description: recallSpec.Description,
+		Parameters:  recallSpec.Parameters,
+		Run: func(ctx context.Context, raw json.RawMessage) (string, error) {
+			var a recallArgs
+			if err := json.Unmarshal(raw, &a); err != nil {
+				return "", fmt.Errorf("arguments: %w", err)
+			}
+			a.Query = strings.TrimSpace(a.Query)
+			switch {
+			case a.Query != "" && a.MessageID != "":
+				return "", errors.New(`give either "query" or "message_id", not both`)
+			case a.MessageID != "":
+				msgs, names, err := s.messagesAround(ctx, MessagesRequest{Around: a.MessageID, Before: a.Before, After: a.After})
+				if err != nil {
+					return "", err
+				}
+				return bound(recallMessages(a.MessageID, msgs, names), limit), nil
+			case a.Query != "":
+				hits, err := s.Search(ctx, SearchRequest{Query: a.Query, Limit: recallHits + len(exclude)})
+				if err != nil {
+					return "", err
+				}
+				hits = slices.DeleteFunc(hits, func(h SearchHit) bool { return exclude[h.MessageID] })
+				return bound(recallHitsText(a.Query, hits[:min(len(hits), recallHits)]), limit), nil
+			}
+			return "", errors.New(`give "query" (what to find) or "message_id" (what to read)`)
+		},
+	}
+}
+
+// recallHitsText is the recall tool's answer to a query.
+func recallHitsText(query string, hits []SearchHit) string {
+	if len(hits) == 0 {
+		return fmt.Sprintf("No earlier message matches %q.", query)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s match %q, best first (read one in full with {\"message_id\": ID, \"before\": 2, \"after\": 2}):\n", plural(len(hits), "message"), query)
+	for _, h := range hits {
+		who := string(h.Role)
+		if h.ToolName != "" {
+			who = "tool " + h.ToolName
+		}
+		where := "in the active history"
+		if h.SegmentID != "" {
+			where = fmt.Sprintf("archived by compaction %d", h.Compaction)
+		}
+		fmt.Fprintf(&b, "- message %s [%s], %s: %s\n", h.MessageID, who, where, strings.Join(strings.Fields(h.Snippet), " "))
+	}
+	return b.String()
+}
+
+// recallMessages is the recall tool's answer to a read: each message with
+// its ID and role, verbatim.
+func recallMessages(around string, msgs []history.Message, names map[string]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s around message %s, verbatim:\n", plural(len(msgs), "message"), around)
+	for _, m := range msgs {
+		switch m.Role {
+		case history.RoleTool:
+			name := names[m.ToolCallID]
+			if name == "" {
+				name = "a tool"
+			}
+			fmt.Fprintf(&b, "\n[message %s, result of %s]\n%s\n", m.ID, name, m.Text)
+		default:
+			fmt.Fprintf(&b, "\n[message %s, %s]\n%s\n", m.ID, m.Role, m.Text)
+			for _, c := range m.ToolCalls {
+				fmt.Fprintf(&b, "(called %s %s)\n", c.Name, c.Arguments)
+			}
+		}
+	}
+	return b.String()
+}
+
+// bound cuts a tool's text to limit bytes, saying so.
+func bound(text string, limit int) string {
+	if len(text) <= limit {
+		return text
+	}
+	cut := limit
+	for cut > 0 && text[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return text[:cut] + fmt.Sprintf("\n… cut at %d of %d bytes (MaxToolOutput): read fewer messages", cut, len(text))
+}
+
+// recallLimit is the bound of the recall tool's output.
+func (l *loop) recallLimit() int {
+	if l.maxTool > 0 {
+		return l.maxTool
+	}
+	return compact.DefaultMaxToolOutput
+}
+
+// requestTools are the tools a turn request offers: Config.Tools, and
+// recall when it is on.
+func (l *loop) requestTools() []provider.ToolSpec {
+	if !l.set.Recall {
+		return l.specs
+	}
+	return append(slices.Clip(l.specs), recallSpec)
+}
+
+// runnable are the tools a turn may run now.
+func (l *loop) runnable() map[string]Tool {
+	if !l.set.Recall {
+		return l.tools
+	}
+	m := make(map[string]Tool, len(l.tools)+1)
+	for k, v := range l.tools {
+		m[k] = v
+	}
+	exclude := map[string]bool{}
+	if l.turn != nil {
+		for _, msg := range l.turn.messages {
+			exclude[msg.ID] = true
+		}
+	}
+	m[RecallTool] = l.s.recallTool(l.recallLimit(), exclude)
+	return m
+}
+
+// requestSummary is the retained summary as a turn request carries it:
+// with Recall on, followed by a line that says how many earlier messages
+// are archived and searchable.
+func (l *loop) requestSummary() string {
+	if !l.set.Recall || l.archived == 0 || l.summary == "" {
+		return l.summary
+	}
+	return l.summary + "\n\n" + archiveNote(l.archived)
+}
+
+// archiveNote is the line after the retained summary in a turn request of a
+// session with Config.Recall: n earlier messages are archived and
+// searchable with the recall tool.
+func archiveNote(n int64) string {
+	noun := "messages are"
+	if n == 1 {
+		noun = "message is"
+	}
+	// Short: it is in every request (the tool's description says how).
+	return fmt.Sprintf("(%d earlier %s archived and searchable with %s.)", n, noun, RecallTool)
+}
+
+// requestMessages are Active as a turn request carries it: with
+// Config.PruneToolResults, old long tool results replaced (see
+// [PruneConfig]); Active itself is never changed.
+func (l *loop) requestMessages() []history.Message {
+	msgs := l.shareActive(len(l.active))
+	if l.prune.KeepRecent <= 0 {
+		return msgs
+	}
+	return prune(msgs, l.prune, l.set.Recall)
+}
+
+// prune returns msgs as a turn request carries them with p (see
+// [PruneConfig]): msgs itself when nothing is pruned, else a copy in which
+// each pruned tool result's text is one line naming the tool, the size and
+// the message ID (and, with recall, how to read it back).
+func prune(msgs []history.Message, p PruneConfig, recall bool) []history.Message {
+	k := p.KeepRecent
+	if k <= 0 {
+		return msgs
+	}
+	var results []int
+	for i := range msgs {
+		if msgs[i].Role == history.RoleTool {
+			results = append(results, i)
+		}
+	}
+	// The oldest results, a multiple of k of them, leaving at least k.
+	n := 0
+	if len(results) >= 2*k {
+		n = (len(results) - k) / k * k
+	}
+	if n == 0 {
+		return msgs
+	}
+	names := map[string]string{}
+	var out []history.Message
+	next := 0
+	for i := range msgs {
+		for _, c := range msgs[i].ToolCalls {
+			names[c.ID] = c.Name
+		}
+		if next >= n || i != results[next] {
+			continue
+		}
+		next++
+		m := &msgs[i]
+		if len(m.Text) <= p.MinBytes {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		out[i].Text = prunedLine(names[m.ToolCallID], m, recall)
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+// prunedLine is what a turn request carries for a pruned tool result m.
+func prunedLine(tool string, m *history.Message, recall bool) string {
+	if tool == "" {
+		tool = "a tool"
+	}
+	line := fmt.Sprintf("[pruned from this request: the result of %s, %d bytes, message %s", tool, len(m.Text), m.ID)
+	if recall {
+		return line + fmt.Sprintf(`; {"message_id": %q} with the %s tool reads it back]`, m.ID, RecallTool)
+	}
+	return line + "]"
+}

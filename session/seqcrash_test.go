@@ -1,0 +1,234 @@
+package session_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/provider/offline"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// The environment of a numbering child (TestSeqChild).
+const (
+	seqEnvDB   = "SESSIONKIT_SEQ_CHILD_DB"
+	seqEnvMode = "SESSIONKIT_SEQ_CHILD_MODE" // new, open, or stuck
+	seqSession = "numbered"
+)
+
+// stuckLog is a store whose event log writes of events never return, as a
+// store that hangs (or a process killed before its first batch lands):
+// only batches without events (the reservation of an open) get through.
+type stuckLog struct{ history.Store }
+
+func (s stuckLog) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
+	if len(b.Events) > 0 {
+		select {} // until the process is killed
+	}
+	return s.Store.(history.EventLog).LogEvents(ctx, id, b)
+}
+
+func (s stuckLog) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
+	return s.Store.(history.EventLog).Events(ctx, id, after, limit)
+}
+
+// stuckLeaser is a SQLite store whose leases write through a stuckLog.
+type stuckLeaser struct{ *sqlite.Store }
+
+func (s stuckLeaser) Acquire(ctx context.Context, id string) (history.Lease, error) {
+	l, err := s.Store.Acquire(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return stuckLease{l}, nil
+}
+
+type stuckLease struct{ history.Lease }
+
+func (l stuckLease) Store() history.Store { return stuckLog{l.Lease.Store()} }
+
+// TestSeqChild is a process of TestSeq_NeverReusedAcrossKilledProcesses; it
+// does nothing unless started by it. It opens the session (creates it in
+// mode new), holds two turns and prints "seq N" for every event it is given,
+// then "turns done". In mode stuck its event log never takes a batch of
+// events and it waits to be killed; otherwise it closes and exits.
+func TestSeqChild(t *testing.T) {
+	path, mode := os.Getenv(seqEnvDB), os.Getenv(seqEnvMode)
+	if path == "" {
+		t.Skip("runs only as a child process of TestSeq_NeverReusedAcrossKilledProcesses")
+	}
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "seq child: "+format+"\n", args...)
+		os.Exit(2)
+	}
+	time.AfterFunc(time.Minute, func() { fail("not done or killed in time") })
+	st, err := sqlite.Open(path)
+	if err != nil {
+		fail("open store: %v", err)
+	}
+	ctx := context.Background()
+	cfg := session.Config{ID: seqSession, Provider: offline.New(offline.WithDeltaSize(3)), Store: st}
+	var s *session.Session
+	switch mode {
+	case "new":
+		s, err = session.New(ctx, cfg)
+	case "stuck":
+		cfg.Store = stuckLeaser{st}
+		s, err = session.Open(ctx, cfg)
+	default:
+		s, err = session.Open(ctx, cfg)
+	}
+	if err != nil {
+		fail("open session: %v", err)
+	}
+	sub, err := s.Subscribe(ctx, session.SubscribeOptions{Buffer: 10000})
+	if err != nil {
+		fail("subscribe: %v", err)
+	}
+	for i := range 2 {
+		h, err := s.Prompt(ctx, session.PromptRequest{Text: fmt.Sprintf("%s note %d: the build uses tabs.", mode, i)})
+		if err != nil {
+			fail("prompt: %v", err)
+		}
+		if _, err := h.Wait(ctx); err != nil {
+			fail("wait: %v", err)
+		}
+	}
+	// Every event of the two turns is in the subscription by now, the
+	// last one a TurnFinished.
+	for finished := 0; finished < 2; {
+		ev := <-sub.Events()
+		fmt.Printf("seq %d\n", ev.Seq)
+		if te, ok := ev.Payload.(*session.TurnEvent); ok && te.Phase == session.TurnFinished {
+			finished++
+		}
+	}
+	fmt.Println("turns done")
+	if mode == "stuck" {
+		select {} // killed here, its events never logged
+	}
+	sub.Close()
+	if err := errors.Join(s.Close(), st.Close()); err != nil {
+		fail("close: %v", err)
+	}
+	os.Exit(0)
+}
+
+// TestSeq_NeverReusedAcrossKilledProcesses (§6.1): five processes in turn
+// serve one session on one SQLite file; the second and the fourth are
+// killed (SIGKILL) before the first batch of their event log lands. No
+// sequence number is given twice, and every process numbers above all
+// numbers of the processes before it, also of those that logged nothing.
+func TestSeq_NeverReusedAcrossKilledProcesses(t *testing.T) {
+	if os.Getenv(seqEnvDB) != "" {
+		t.Skip("in the child process")
+	}
+	path := filepath.Join(t.TempDir(), "seq.db")
+	given := map[uint64]int{} // number → the process that gave it
+	var highest uint64
+	for proc, mode := range []string{"new", "stuck", "open", "stuck", "open"} {
+		seqs := runSeqChild(t, path, mode)
+		require.NotEmpty(t, seqs, "process %d (%s)", proc, mode)
+		for i, n := range seqs {
+			if other, dup := given[n]; dup {
+				t.Errorf("number %d given by process %d and again by process %d (%s)", n, other, proc, mode)
+			}
+			given[n] = proc
+			if i == 0 {
+				assert.Greater(t, n, highest, "process %d (%s) numbers above every number given before", proc, mode)
+			} else {
+				assert.Greater(t, n, seqs[i-1], "process %d numbers in order", proc)
+			}
+		}
+		t.Logf("process %d (%s): %d numbers, %d to %d", proc, mode, len(seqs), seqs[0], seqs[len(seqs)-1])
+		highest = max(highest, seqs[len(seqs)-1])
+		if mode == "stuck" {
+			// Killed before its first batch: none of its numbers are logged.
+			st, err := sqlite.Open(path)
+			require.NoError(t, err)
+			logged, err := st.Events(t.Context(), seqSession, seqs[0]-1, 0)
+			require.NoError(t, err)
+			require.NoError(t, st.Close())
+			assert.Empty(t, logged, "process %d logged nothing before it was killed", proc)
+		}
+	}
+}
+
+// runSeqChild runs one TestSeqChild in mode on path and returns the numbers
+// it printed; a stuck child is killed with SIGKILL once it printed them.
+func runSeqChild(t *testing.T, path, mode string) []uint64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSeqChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), seqEnvDB+"="+path, seqEnvMode+"="+mode)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	var seqs []uint64
+	done := false
+	sc := bufio.NewScanner(out)
+	for !done && sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "turns done":
+			done = true
+		case strings.HasPrefix(line, "seq "):
+			n, err := strconv.ParseUint(strings.TrimPrefix(line, "seq "), 10, 64)
+			require.NoError(t, err, line)
+			seqs = append(seqs, n)
+		}
+	}
+	if mode == "stuck" {
+		require.NoError(t, cmd.Process.Kill()) // SIGKILL
+	}
+	werr := cmd.Wait() // reaped: its lease's holder is gone
+	require.True(t, done, "%s child: %v: %s", mode, werr, stderr.String())
+	var exit *exec.ExitError
+	if mode == "stuck" {
+		require.True(t, errors.As(werr, &exit) && !exit.Exited(), "the stuck child was killed: %v: %s", werr, stderr.String())
+	} else {
+		require.NoError(t, werr, stderr.String())
+	}
+	return seqs
+}
+
+// TestSeq_RefusedNearMaxSeq (§6.1): a session whose recorded numbers are so
+// close to history.MaxSeq that a process could run out of them is not
+// opened; the error says why.
+func TestSeq_RefusedNearMaxSeq(t *testing.T) {
+	store := memstore.New()
+	ctx := context.Background()
+	_, err := store.Create(ctx, history.NewSession{ID: "s"})
+	require.NoError(t, err)
+	require.NoError(t, store.LogEvents(ctx, "s", history.EventBatch{Through: math.MaxInt64 - 1<<32}))
+	_, err = session.Open(ctx, session.Config{ID: "s", Provider: offline.New(), Store: store})
+	require.ErrorIs(t, err, session.ErrSeqExhausted)
+	assert.Contains(t, err.Error(), "history.MaxSeq")
+	snap, err := store.Load(ctx, "s")
+	require.NoError(t, err)
+	assert.EqualValues(t, math.MaxInt64-1<<32, snap.LastSeq, "nothing recorded")
+
+	// Further below, it opens and numbers above its reservation.
+	_, err = store.Create(ctx, history.NewSession{ID: "t"})
+	require.NoError(t, err)
+	require.NoError(t, store.LogEvents(ctx, "t", history.EventBatch{Through: math.MaxInt64 - 2<<32}))
+	s, err := session.Open(ctx, session.Config{ID: "t", Provider: offline.New(), Store: store})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+}

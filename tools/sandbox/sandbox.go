@@ -1,0 +1,434 @@
+// Package sandbox runs the shell commands of a coding agent confined: on
+// Linux under Landlock, with the whole file system readable but writable
+// only in the session's directories and a private temporary directory, TCP
+// connect and bind denied unless the policy allows network, and always with
+// a clean environment and a process tree that ends with the command.
+//
+// The agent process itself is never restricted: a command runs in a helper,
+// the agent's own executable started again in helper mode. The program
+// therefore calls [Main] first thing in main (and a test binary in
+// TestMain):
+//
+//	func main() {
+//		sandbox.Main() // returns at once unless this process is the helper
+//		...
+//	}
+//
+// The helper has two stages. The supervisor (unrestricted) keeps only the
+// allowed environment variables, becomes the child subreaper of everything
+// the command starts, and starts the second stage, which applies the
+// Landlock ruleset to itself and then execs the shell. When the shell ends
+// (success, failure, or the supervisor is told to stop on a timeout or
+// cancel) the supervisor kills every process the command left behind,
+// including those that left its process group, and exits with the shell's
+// status. With Landlock ABI 6 or later the command cannot signal the
+// supervisor, which lies outside its domain.
+//
+// # Modes
+//
+// [Off] runs commands without Landlock (still with the clean environment
+// and the process-tree cleanup); [Auto] confines them when the kernel can
+// and otherwise runs them unconfined, saying so ([Policy.Warning]);
+// [Required] refuses to run a command it cannot confine.
+//
+// # Environment
+//
+// A command sees PATH, HOME, LANG, LC_*, TERM, USER and SHELL from the
+// agent's environment, TMPDIR set to its private temporary directory
+// (XDG_CACHE_HOME below it, so that build caches work), and the names added
+// with [Policy.Env]. A name that can hold a credential is never passed,
+// whatever the policy adds: see [EnvName].
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Mode says what to do with commands where Landlock is missing.
+type Mode string
+
+// The modes (the agent's --sandbox flag).
+const (
+	// Off runs commands without Landlock.
+	Off Mode = "off"
+	// Auto confines commands where the kernel can and runs them
+	// unconfined, with a warning, elsewhere. The zero Mode is Auto.
+	Auto Mode = "auto"
+	// Required refuses to run a command it cannot confine.
+	Required Mode = "required"
+)
+
+// ParseMode returns the Mode named s: off, auto or required.
+func ParseMode(s string) (Mode, error) {
+	switch m := Mode(s); m {
+	case Off, Auto, Required:
+		return m, nil
+	}
+	return "", fmt.Errorf("unknown sandbox mode %q (want off, auto or required)", s)
+}
+
+// Status says whether this process can confine commands.
+type Status struct {
+	// Available is true when commands can run under Landlock: the kernel
+	// has it enabled and the program called [Main].
+	Available bool
+	// ABI is the kernel's Landlock ABI version (0: none). TCP rules need
+	// ABI 4 or later, signal scoping ABI 6.
+	ABI int
+	// Reason says why Landlock cannot be used, when it cannot.
+	Reason string
+}
+
+// String describes s in one line.
+func (s Status) String() string {
+	if s.Available {
+		return fmt.Sprintf("Landlock ABI %d", s.ABI)
+	}
+	return "sandbox unavailable: " + s.Reason
+}
+
+// hooked is set by Main: the helper can be started from this executable.
+var hooked bool
+
+// The first argument of the helper's two stages.
+const (
+	superviseArg = "__sessionkit_sandbox_supervise"
+	confineArg   = "__sessionkit_sandbox_confine"
+)
+
+// Main runs the helper when this process was started as one, and never
+// returns then; otherwise it returns at once. Call it first in main, before
+// anything else runs: a program that does not call it gets no sandbox
+// ([Available] says so).
+func Main() {
+	hooked = true
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case superviseArg:
+		os.Exit(supervise(os.Args[2:]))
+	case confineArg:
+		os.Exit(confine(os.Args[2:]))
+	}
+}
+
+// Available reports whether commands can run under Landlock here.
+func Available() Status {
+	s := kernelStatus()
+	if s.Available && !hooked {
+		s.Available = false
+		s.Reason = "the program does not call sandbox.Main first in main, so it cannot start the sandbox helper"
+	}
+	return s
+}
+
+// Policy is how commands run.
+type Policy struct {
+	// Mode is off, auto or required; "" is Auto.
+	Mode Mode
+	// Writable are the directories a command may change (the session's
+	// directories); the command's private temporary directory is added.
+	Writable []string
+	// Network allows TCP connect and bind. Off (the default) denies them.
+	Network bool
+	// Env are the names of environment variables passed to commands
+	// besides the allow-list; names [EnvName] refuses are never passed.
+	Env []string
+}
+
+// mode is p.Mode with the default.
+func (p Policy) mode() Mode {
+	if p.Mode == "" {
+		return Auto
+	}
+	return p.Mode
+}
+
+// Warning returns what a command does not get under p, in one sentence for
+// the user (at startup and in every command's permission request), or ""
+// when commands run confined as the policy says.
+func (p Policy) Warning() string {
+	s := Available()
+	switch {
+	case p.mode() == Off:
+		return "the sandbox is off (--sandbox=off): the command runs with the agent's rights"
+	case !s.Available:
+		return "not sandboxed (" + s.Reason + "): the command runs with the agent's rights"
+	case !p.Network && s.ABI < 4:
+		return fmt.Sprintf("network not confined: Landlock ABI %d cannot restrict TCP (ABI 4, Linux 6.7, can)", s.ABI)
+	}
+	return ""
+}
+
+// check returns why p cannot run a command: under Required, anything
+// [Policy.Warning] reports.
+func (p Policy) check() error {
+	if p.mode() == Required {
+		if w := p.Warning(); w != "" {
+			return errors.New("sandbox required (--sandbox=required) but " + w + "; the command was not run")
+		}
+	}
+	return nil
+}
+
+// Command is a shell command prepared to run under a policy: the program
+// and arguments to start (the helper, or the shell where there is none),
+// its environment and directory. Run runs it here; an ACP client's
+// terminal can run Path with Args, Env and Dir too. Close removes its
+// private temporary directory.
+type Command struct {
+	Path string
+	Args []string // without the program name
+	Env  []string // NAME=value
+	Dir  string
+	// Confined says whether the command runs under Landlock.
+	Confined bool
+	// TempDir is the command's private temporary directory (its TMPDIR).
+	TempDir string
+}
+
+// Prepare returns the command that runs the shell command line under p in
+// dir, with a private temporary directory made for it. Under [Required]
+// it fails when the command cannot be confined.
+func (p Policy) Prepare(line, dir string) (*Command, error) {
+	if err := p.check(); err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "sessionkit-cmd-")
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: private temporary directory: %w", err)
+	}
+	c := &Command{Dir: dir, TempDir: tmp, Env: environ(os.Environ(), p.Env, tmp)}
+	exe, err := os.Executable()
+	if !helperSupported || !hooked || err != nil {
+		// No helper: the shell runs directly (Run still ends its
+		// process group).
+		c.Path, c.Args = "sh", []string{"-c", line}
+		return c, nil
+	}
+	c.Confined = p.mode() != Off && Available().Available
+	args := []string{superviseArg}
+	if c.Confined {
+		args = append(args, "--landlock")
+	}
+	if p.Network || (c.Confined && Available().ABI < 4) {
+		// Below ABI 4 Landlock cannot deny TCP: under Auto the command
+		// runs with the network (Warning says so); Required refused it.
+		args = append(args, "--net")
+	}
+	for _, d := range append(slices.Clone(p.Writable), tmp) {
+		args = append(args, "--rw", d)
+	}
+	args = append(args, "--tmp", tmp)
+	for _, n := range p.Env {
+		if EnvName(n) == nil {
+			args = append(args, "--env", n)
+		}
+	}
+	c.Path, c.Args = exe, append(args, "--", "sh", "-c", line)
+	return c, nil
+}
+
+// Close removes the command's private temporary directory.
+func (c *Command) Close() error { return os.RemoveAll(c.TempDir) }
+
+// stopGrace is how long a command told to stop (SIGTERM to its group) may
+// take before it is killed.
+const stopGrace = 2 * time.Second
+
+// drainWait bounds the wait for the end of the output once the command has
+// ended: a process that escaped the cleanup and holds the pipe open is not
+// waited for.
+const drainWait = time.Second
+
+// Run runs c here in its own process group, writing its stdout and stderr
+// to out (from one goroutine), and returns its exit status (128+n for a
+// signal n, as sh reports it). When ctx ends first the command is told to
+// stop (SIGTERM to its group; SIGKILL after a grace period) and Run returns
+// the cause of ctx with the status. Either way every process the command
+// started has ended when Run returns (on Linux, through the helper; where
+// there is none, its process group), and out has all the output that was
+// written.
+func (c *Command) Run(ctx context.Context, out io.Writer) (int, error) {
+	if ctx.Err() != nil {
+		return -1, context.Cause(ctx) // nothing started
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return -1, err
+	}
+	defer r.Close()
+	cmd := exec.Command(c.Path, c.Args...)
+	cmd.Dir, cmd.Env = c.Dir, c.Env
+	cmd.Stdout, cmd.Stderr = w, w // a file: the child writes it directly, os/exec copies nothing
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
+		return -1, err
+	}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, r)
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	pgid := cmd.Process.Pid
+	var cause error
+	select {
+	case err = <-waited:
+	case <-ctx.Done():
+		cause = context.Cause(ctx)
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		t := time.NewTimer(stopGrace)
+		select {
+		case err = <-waited:
+		case <-t.C:
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			err = <-waited
+		}
+		t.Stop()
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL) // what is left of the group (where there is no helper)
+	_ = r.SetReadDeadline(time.Now().Add(drainWait))
+	<-copied
+	code := -1
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		code = 0
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+	case cause == nil:
+		return -1, err
+	}
+	return code, cause
+}
+
+// The environment a command gets.
+var (
+	allowedEnv = []string{"PATH", "HOME", "LANG", "TERM", "USER", "SHELL"}
+	// Names with these prefixes or containing these words (upper case)
+	// are never passed.
+	deniedPrefixes = []string{"OPENAI_", "ANTHROPIC_", "SESSIONKIT_"}
+	deniedWords    = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL"}
+	envNameRE      = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// EnvName returns why the environment variable name may not be added to a
+// command's environment, or nil. Provider and agent variables (OPENAI_*,
+// ANTHROPIC_*, SESSIONKIT_*) and any name containing KEY, TOKEN, SECRET,
+// PASSWORD, PASSWD or CREDENTIAL (in any case) are never passed: a command
+// is run on the model's word and its output goes back to the model, so it
+// gets no credential. TMPDIR is the command's own.
+func EnvName(name string) error {
+	if !envNameRE.MatchString(name) {
+		return fmt.Errorf("%q is not an environment variable name", name)
+	}
+	u := strings.ToUpper(name)
+	for _, p := range deniedPrefixes {
+		if strings.HasPrefix(u, p) {
+			return fmt.Errorf("%s is never passed to commands (provider and agent variables (%s*) stay with the agent)", name, strings.Join(deniedPrefixes, "*, "))
+		}
+	}
+	for _, w := range deniedWords {
+		if strings.Contains(u, w) {
+			return fmt.Errorf("%s is never passed to commands (a name containing %s may hold a credential)", name, w)
+		}
+	}
+	if u == "TMPDIR" || u == "XDG_CACHE_HOME" {
+		return fmt.Errorf("%s is set by the sandbox to the command's private temporary directory", name)
+	}
+	return nil
+}
+
+// environ returns the environment of a command from env (NAME=value):
+// the allow-list, LC_*, the added names that EnvName accepts, and TMPDIR
+// and XDG_CACHE_HOME in the private directory tmp.
+func environ(env, added []string, tmp string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || EnvName(name) != nil {
+			continue
+		}
+		if slices.Contains(allowedEnv, name) || strings.HasPrefix(name, "LC_") || slices.Contains(added, name) {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "TMPDIR="+tmp, "XDG_CACHE_HOME="+tmp+"/.cache")
+}
+
+// helperArgs is the policy of the helper, from its command line.
+type helperArgs struct {
+	landlock bool
+	network  bool
+	writable []string
+	tmp      string
+	env      []string
+	argv     []string // the command
+}
+
+func parseHelperArgs(args []string) (helperArgs, error) {
+	var h helperArgs
+	for i := 0; i < len(args); i++ {
+		value := func() (string, error) {
+			if i+1 >= len(args) {
+				return "", fmt.Errorf("%s needs a value", args[i])
+			}
+			i++
+			return args[i], nil
+		}
+		var err error
+		var v string
+		switch args[i] {
+		case "--landlock":
+			h.landlock = true
+		case "--net":
+			h.network = true
+		case "--rw":
+			v, err = value()
+			h.writable = append(h.writable, v)
+		case "--tmp":
+			h.tmp, err = value()
+		case "--env":
+			v, err = value()
+			h.env = append(h.env, v)
+		case "--":
+			h.argv = args[i+1:]
+			if len(h.argv) == 0 {
+				return h, errors.New("no command after --")
+			}
+			return h, nil
+		default:
+			return h, fmt.Errorf("unknown argument %q", args[i])
+		}
+		if err != nil {
+			return h, err
+		}
+	}
+	return h, errors.New("no command (-- PROGRAM ARGS...)")
+}
+
+// helperFail reports an error of the helper on its stderr (the command's
+// output) and returns the exit status 126 (as sh for a command it cannot
+// run).
+func helperFail(err error) int {
+	fmt.Fprintln(os.Stderr, "sandbox:", err, "(the command was not run)")
+	return 126
+}
