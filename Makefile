@@ -5,7 +5,7 @@ GO       ?= go
 PKGS     ?= ./...
 FUZZTIME ?= 10000x
 
-.PHONY: run test bench-peer fmt-check vet unit interop interop-deps webtest webtest-deps fuzz-short fuzz bench soak build
+.PHONY: run test bench-peer bench-fidelity fmt-check vet unit interop interop-deps webtest webtest-deps fuzz-short fuzz bench soak build
 
 run:
 	@echo "make run: building and running examples/quickstart (a first build compiles the SQLite driver and takes a minute)" >&2
@@ -73,6 +73,12 @@ bench:
 
 bench-peer:
 	bench/peer/run.sh
+
+# The fidelity benchmark of compaction (docs/compaction.md): 30 seeded
+# synthetic sessions compacted 1, 2 and 3 times; a column for the offline
+# summarizer and one for the model the environment selects, if any.
+bench-fidelity:
+	$(GO) run ./bench/fidelity
 
 # The long suites: 1,000 SIGKILLs of a store writer, 1,000 of the ACP agent,
 # and 1,000 concurrent sessions on one SQLite file (figures printed with -v).
