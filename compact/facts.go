@@ -36,14 +36,50 @@ type Fact struct {
 const maxFactText = 200
 
 var (
-	factURL     = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`)
-	factSpan    = regexp.MustCompile("`([^`\n]{1,120})`")
-	factIdent   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$`)
-	factPath    = regexp.MustCompile(`(?:^|[\s(\["'` + "`" + `=:])((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]|(?:[\w-][\w.-]*)?[\w-]\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock|proto|env))\b`)
-	factNumber  = regexp.MustCompile(`(?i)(?:^|[^\w.])(\d+(?:[.,]\d+)?)(\s?)(ms|µs|us|ns|seconds?|secs?|s|minutes?|mins?|hours?|h|days?|kib|mib|gib|tib|kb|mb|gb|tb|bytes?|%|px|tokens?|lines?|files?|requests?|rps|qps|mhz|ghz|x|times|retries|workers|connections|threads|cores)(?:$|[^\w])`)
+	factURL   = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`)
+	factSpan  = regexp.MustCompile("`([^`\n]{1,120})`")
+	factIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$`)
+	// factPath is matched against one token (see pathDelims) from its
+	// start: a path begins at the start of a text or after a delimiter.
+	factPath    = regexp.MustCompile(`^((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]|(?:[\w-][\w.-]*)?[\w-]\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock|proto|env))\b`)
 	factErrLine = regexp.MustCompile(`(?i)(?:\w*error:|\bpanic:|\bfatal:|^FAIL\b|--- FAIL|\bexception\b|\btraceback\b|: undefined:|: cannot )`)
 	factRule    = regexp.MustCompile(`(?i)\b(?:always|never|don't|dont|do not|must|mustn't|must not)\b`)
 )
+
+// The cheap checks that let Facts skip a regular expression on a text
+// that cannot match it: Facts runs on every compaction's whole prefix, so
+// it looks at each byte a small number of times (every text is scanned
+// for these words first, and only the lines, tokens or windows that can
+// hold a fact meet a regular expression).
+var (
+	errMarkers  = []string{"error:", "panic:", "fatal:", "fail", "exception", "traceback", ": undefined:", ": cannot "}
+	ruleMarkers = []string{"always", "never", "don't", "dont", "do not", "must"}
+)
+
+// pathDelims are the characters a path may follow (factPath's left
+// context): white space, ( [ " ' ` = and :.
+const pathDelims = " \t\n\r\f([\"'`=:"
+
+// factUnits are the units a number with a unit ends in (without case).
+var factUnits = map[string]bool{}
+
+func init() {
+	for _, u := range strings.Fields(`ms µs us ns s sec secs second seconds min mins minute minutes h hour hours
+		day days kib mib gib tib kb mb gb tb byte bytes % px token tokens line lines file files
+		request requests rps qps mhz ghz x times retries workers connections threads cores`) {
+		factUnits[u] = true
+	}
+}
+
+// containsAny reports whether s holds one of words.
+func containsAny(s string, words []string) bool {
+	for _, w := range words {
+		if strings.Contains(s, w) {
+			return true
+		}
+	}
+	return false
+}
 
 // Facts extracts, deterministically, the facts a summary of msgs should
 // keep, each once (the first time it occurs, compared without case), in
@@ -102,27 +138,25 @@ func (f *factSet) add(k FactKind, text string) {
 // text extracts the facts of a user's (user set) or assistant's text.
 func (f *factSet) text(s string, user bool) {
 	rest := f.urls(s)
-	for _, m := range factSpan.FindAllStringSubmatch(rest, -1) {
-		span := strings.TrimSpace(m[1])
-		if factIdent.MatchString(span) {
-			f.add(FactIdentifier, span)
+	if strings.IndexByte(rest, '`') >= 0 {
+		for _, m := range factSpan.FindAllStringSubmatch(rest, -1) {
+			span := strings.TrimSpace(m[1])
+			if factIdent.MatchString(span) {
+				f.add(FactIdentifier, span)
+			}
 		}
 	}
-	for _, m := range factPath.FindAllStringSubmatch(rest, -1) {
-		if p := strings.TrimRight(m[1], "."); pathLike(p) {
-			f.add(FactPath, p)
-		}
-	}
-	for _, m := range factNumber.FindAllStringSubmatch(rest, -1) {
-		f.add(FactQuantity, m[1]+m[2]+m[3])
-	}
+	f.paths(rest)
+	f.numbers(rest)
 	f.errors(s)
-	for line := range strings.SplitSeq(s, "\n") {
-		if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "$ "); ok {
-			f.add(FactCommand, cmd)
+	if strings.Contains(s, "$ ") {
+		for line := range strings.SplitSeq(s, "\n") {
+			if cmd, ok := strings.CutPrefix(strings.TrimSpace(line), "$ "); ok {
+				f.add(FactCommand, cmd)
+			}
 		}
 	}
-	if user {
+	if user && containsAny(strings.ToLower(s), ruleMarkers) {
 		for _, sent := range splitSentences(s) {
 			if factRule.MatchString(sent) {
 				f.add(FactInstruction, sent)
@@ -131,8 +165,93 @@ func (f *factSet) text(s string, user bool) {
 	}
 }
 
+// paths adds the file paths of s: each token (s cut at pathDelims) that
+// holds a slash or a dot is matched against factPath from its start.
+func (f *factSet) paths(s string) {
+	for i := 0; i < len(s); {
+		for i < len(s) && isPathDelim[s[i]] {
+			i++
+		}
+		start, mark := i, false
+		for ; i < len(s) && !isPathDelim[s[i]]; i++ {
+			mark = mark || s[i] == '/' || s[i] == '.'
+		}
+		if !mark {
+			continue
+		}
+		if m := factPath.FindStringSubmatch(s[start:i]); m != nil {
+			if p := strings.TrimRight(m[1], "."); pathLike(p) {
+				f.add(FactPath, p)
+			}
+		}
+	}
+}
+
+// isPathDelim holds the bytes of pathDelims (all of them ASCII).
+var isPathDelim = func() (t [256]bool) {
+	for i := range len(pathDelims) {
+		t[pathDelims[i]] = true
+	}
+	return t
+}()
+
+// numbers adds the numbers with a unit of s: a number (digits, maybe a
+// fraction after . or ,) that follows the start of s or a character that
+// is neither a word character nor a dot, then at most one white-space
+// character, then a unit of factUnits that ends where the word does. It
+// reads each byte a bounded number of times (no regular expression).
+func (f *factSet) numbers(s string) {
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			continue
+		}
+		start := i
+		for i < len(s) && isDigit(s[i]) {
+			i++
+		}
+		if start > 0 && (isWordByte(s[start-1]) || s[start-1] == '.') {
+			continue
+		}
+		if i+1 < len(s) && (s[i] == '.' || s[i] == ',') && isDigit(s[i+1]) {
+			for i++; i < len(s) && isDigit(s[i]); i++ {
+			}
+		}
+		num, j := s[start:i], i
+		sp := ""
+		if j < len(s) && strings.IndexByte(" \t\n\r\f", s[j]) >= 0 {
+			sp, j = s[j:j+1], j+1
+		}
+		k := j
+		switch {
+		case k < len(s) && s[k] == '%':
+			k++
+		case strings.HasPrefix(s[k:], "µ"):
+			k += len("µ")
+			fallthrough
+		default:
+			for k < len(s) && ('a' <= s[k]|0x20 && s[k]|0x20 <= 'z') {
+				k++
+			}
+		}
+		if k == j || k < len(s) && isWordByte(s[k]) || !factUnits[strings.ToLower(s[j:k])] {
+			i-- // the loop's i++ goes on after the number
+			continue
+		}
+		f.add(FactQuantity, num+sp+s[j:k])
+		i = k - 1
+	}
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+func isWordByte(c byte) bool {
+	return isDigit(c) || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '_'
+}
+
 // urls adds the URLs of s and returns s without them.
 func (f *factSet) urls(s string) string {
+	if !strings.Contains(s, "http") {
+		return s
+	}
 	for _, u := range factURL.FindAllString(s, -1) {
 		f.add(FactURL, strings.TrimRight(u, ".,;:!?"))
 	}
@@ -141,6 +260,9 @@ func (f *factSet) urls(s string) string {
 
 // errors adds the lines of s that report an error.
 func (f *factSet) errors(s string) {
+	if !containsAny(strings.ToLower(s), errMarkers) {
+		return
+	}
 	for line := range strings.SplitSeq(s, "\n") {
 		line = strings.TrimSpace(line)
 		if line != "" && factErrLine.MatchString(line) && len(contentWords(line)) > 0 {
@@ -210,20 +332,41 @@ func splitSentences(s string) []string {
 // words (words of four letters or more); a number with a unit is found with
 // or without a space between them.
 func (f Fact) In(text string) bool {
-	lower := strings.ToLower(text)
+	return f.in(newSummaryText(text))
+}
+
+// summaryText is a summary as Fact.in reads it: lower-cased, and its
+// content words (made on first use; [Fidelity] reads them once for all
+// facts).
+type summaryText struct {
+	text, lower string
+	words       map[string]bool
+}
+
+func newSummaryText(text string) *summaryText {
+	return &summaryText{text: text, lower: strings.ToLower(text)}
+}
+
+func (t *summaryText) has(w string) bool {
+	if t.words == nil {
+		t.words = map[string]bool{}
+		for _, w := range contentWords(t.text) {
+			t.words[w] = true
+		}
+	}
+	return t.words[w]
+}
+
+func (f Fact) in(t *summaryText) bool {
 	switch f.Kind {
 	case FactError, FactInstruction:
 		words := contentWords(f.Text)
 		if len(words) == 0 {
-			return strings.Contains(lower, strings.ToLower(f.Text))
-		}
-		have := map[string]bool{}
-		for _, w := range contentWords(text) {
-			have[w] = true
+			return strings.Contains(t.lower, strings.ToLower(f.Text))
 		}
 		n := 0
 		for _, w := range words {
-			if have[w] {
+			if t.has(w) {
 				n++
 			}
 		}
@@ -232,9 +375,9 @@ func (f Fact) In(text string) bool {
 		// 30s, 30 s: with or without the space.
 		bare := strings.ToLower(strings.ReplaceAll(f.Text, " ", ""))
 		num := strings.TrimRightFunc(bare, func(r rune) bool { return !unicode.IsDigit(r) })
-		return strings.Contains(lower, bare) || strings.Contains(lower, num+" "+bare[len(num):])
+		return strings.Contains(t.lower, bare) || strings.Contains(t.lower, num+" "+bare[len(num):])
 	}
-	return strings.Contains(lower, strings.ToLower(f.Text))
+	return strings.Contains(t.lower, strings.ToLower(f.Text))
 }
 
 // contentWords are the distinct lower-case words of s of four letters or
@@ -260,8 +403,9 @@ func contentWords(s string) []string {
 func Fidelity(prefix []history.Message, summary string) history.Fidelity {
 	facts := Facts(prefix)
 	fid := history.Fidelity{Facts: len(facts)}
+	t := newSummaryText(summary)
 	for _, f := range facts {
-		if f.In(summary) {
+		if f.in(t) {
 			fid.Kept++
 		} else if len(fid.Missing) < history.MaxFidelityMissing {
 			fid.Missing = append(fid.Missing, string(f.Kind)+": "+f.Text)

@@ -155,3 +155,22 @@ func TestFacts_Properties(t *testing.T) {
 		require.Equal(t, head, append([]compact.Fact(nil), facts[:len(head)]...), "first occurrence order")
 	}
 }
+
+// BenchmarkFidelity is the fidelity figure of one compaction's prefix of
+// 5,000 messages of ordinary prose with paths, numbers and code spans:
+// Facts and Fidelity run in every compaction's commit, so their cost is
+// part of the compaction's own (BenchmarkCompactionOverhead in session).
+func BenchmarkFidelity(b *testing.B) {
+	msgs := make([]history.Message, 5000)
+	for i := range msgs {
+		msgs[i] = history.Message{ID: fmt.Sprint(i), Role: history.RoleUser,
+			Text: fmt.Sprintf("Message %d: read internal/ledger/round%d.go and set `maxConns` to %d connections; the build took %d.5s, see https://example.com/run/%d. Never push to main.", i, i%7, i%50, i%9, i)}
+		if i%2 == 1 {
+			msgs[i].Role = history.RoleAssistant
+		}
+	}
+	summary := "Kept: internal/ledger/round1.go, maxConns, 25 connections."
+	for b.Loop() {
+		compact.Fidelity(msgs, summary)
+	}
+}
