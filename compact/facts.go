@@ -401,7 +401,12 @@ func contentWords(s string) []string {
 // Missing lists the first lost ones, at most history.MaxFidelityMissing,
 // each as "kind: text".
 func Fidelity(prefix []history.Message, summary string) history.Fidelity {
-	facts := Facts(prefix)
+	return FidelityOf(Facts(prefix), summary)
+}
+
+// FidelityOf is [Fidelity] for the facts of a prefix extracted before (a
+// session extracts them while the summary call runs).
+func FidelityOf(facts []Fact, summary string) history.Fidelity {
 	fid := history.Fidelity{Facts: len(facts)}
 	t := newSummaryText(summary)
 	for _, f := range facts {

@@ -118,6 +118,7 @@ type compaction struct {
 	hookErr  error            // the hook vetoed the compaction (or panicked)
 	supplied string           // the summary the hook supplied
 	sum      *compact.Summary // the summary, once made
+	facts    []compact.Fact   // the prefix's facts, extracted beside the summary call
 }
 
 // newCompaction makes compaction c the running one, with what its phases
@@ -183,10 +184,16 @@ func (l *loop) beginCompaction(k *compaction) {
 func (l *loop) summarize(k *compaction) {
 	c, w, v, run := k.c, l.writer(), l.version, *k
 	l.submit(func(post progress) func(*loop) {
+		// The prefix's facts (for the Segment's fidelity) are extracted
+		// beside the summary call, from the prefix the compaction holds
+		// read only, and always waited for before the job ends.
+		factsc := make(chan []compact.Fact, 1)
+		go func() { factsc <- compact.Facts(run.in.Prefix) }()
 		sum, info, err := run.summary(post)
+		facts := <-factsc
 		if err == nil {
 			return func(l *loop) {
-				k.sum, k.info = sum, info
+				k.sum, k.info, k.facts = sum, info, facts
 				// §4.6: the canonical commit. From here on it is never torn.
 				l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural(k.archive, "message") + ".", CompactID: c.id})
 				l.publish(l.compactionEvent(c, PhaseCommitting))
@@ -284,9 +291,9 @@ func (l *loop) commitCompaction(k *compaction) {
 		ContextBefore:   k.before,
 		ContextAfter:    after,
 	}
-	w, v, rec, archived, prefix := l.writer(), l.version, k.rec, l.archived, k.in.Prefix
+	w, v, rec, archived, facts := l.writer(), l.version, k.rec, l.archived, k.facts
 	l.submit(func(progress) func(*loop) {
-		commit.Fidelity = compact.Fidelity(prefix, sum.Text)
+		commit.Fidelity = compact.FidelityOf(facts, sum.Text)
 		commit.At = time.Now()
 		rec.FinishedAt = commit.At
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
