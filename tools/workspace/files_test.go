@@ -463,7 +463,7 @@ func TestEditorReadsARange(t *testing.T) {
 func TestAdditionalDirectories(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
-	root, other := filepath.Join(base, "project"), filepath.Join(base, "shared")
+	root, other := filepath.Join(base, "project"), filepath.Join(base, "extra")
 	require.NoError(t, os.Mkdir(root, 0o755))
 	require.NoError(t, os.Mkdir(other, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(other, "a.txt"), []byte("shared text\n"), 0o644))
@@ -475,12 +475,12 @@ func TestAdditionalDirectories(t *testing.T) {
 	for _, tool := range ws.Tools(workspace.Options{}) {
 		f.tools[tool.Name] = tool
 	}
-	for _, p := range []string{"../shared/a.txt", filepath.Join(other, "a.txt")} {
+	for _, p := range []string{"../extra/a.txt", filepath.Join(other, "a.txt")} {
 		out, err := f.run(t, "read_file", map[string]any{"path": p})
 		require.NoError(t, err, p)
 		assert.Equal(t, "shared text\n", out)
 	}
-	out, err := f.run(t, "write_file", map[string]any{"path": "../shared/new/b.txt", "content": "b"})
+	out, err := f.run(t, "write_file", map[string]any{"path": "../extra/new/b.txt", "content": "b"})
 	require.NoError(t, err)
 	assert.Equal(t, "wrote "+filepath.Join(other, "new", "b.txt")+" (1 bytes)", out)
 	out, err = f.run(t, "search", map[string]any{"pattern": "shared", "path": other})
