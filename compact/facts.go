@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
 )
@@ -421,10 +422,9 @@ func FidelityOf(facts []Fact, summary string) history.Fidelity {
 
 // cutRunes cuts s to at most n bytes on a rune boundary.
 func cutRunes(s string, n int) string {
-	for n > 0 && n < len(s) && !utf8RuneStart(s[n]) {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
 		n--
 	}
 	return s[:n]
 }
 
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
