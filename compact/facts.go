@@ -427,4 +427,3 @@ func cutRunes(s string, n int) string {
 	}
 	return s[:n]
 }
-
