@@ -329,9 +329,12 @@ func TestRecall_ToolNameTaken(t *testing.T) {
 }
 
 func TestRecall_StoreWithoutSearchRefused(t *testing.T) {
-	_, err := session.New(ctxT(t), session.Config{Provider: providertest.New(), Recall: true, Store: plainStore{memstore.New()}})
+	plain := memstore.New()
+	_, err := session.New(ctxT(t), session.Config{ID: "refused", Provider: providertest.New(), Recall: true, Store: plainStore{plain}})
 	assert.ErrorIs(t, err, session.ErrInvalid)
 	assert.ErrorContains(t, err, "Config.Recall needs a store that can search")
+	_, err = plain.Load(ctxT(t), "refused")
+	assert.ErrorIs(t, err, history.ErrNotFound, "a refused New writes nothing")
 
 	s := newSession(t, providertest.New(), session.Config{Store: plainStore{memstore.New()}})
 	on := true

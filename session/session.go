@@ -177,6 +177,21 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		}
 	}()
 
+	// Recall is checked before anything is written: with the settings
+	// given, and again with the ones a stored session resumes with.
+	search := searcherOf(store, cfg.Store)
+	checkRecall := func(set settings) error {
+		if _, mine := tools[RecallTool]; mine && set.Recall {
+			return invalid("tool %q is the built-in tool of Config.Recall: rename it or turn Recall off", RecallTool)
+		}
+		if set.Recall && search == nil {
+			return invalid("Config.Recall needs a store that can search (history.Searcher); %T cannot", cfg.Store)
+		}
+		return nil
+	}
+	if err := checkRecall(set); err != nil {
+		return nil, err
+	}
 	snap, created, err := open(ctx, store, id, set, cfg, create)
 	if err != nil {
 		return nil, err
@@ -184,6 +199,9 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	version := snap.Version
 	if !created {
 		if version, set, err = resume(ctx, store, snap, set, cfg, log); err != nil {
+			return nil, err
+		}
+		if err := checkRecall(set); err != nil {
 			return nil, err
 		}
 	}
@@ -217,13 +235,6 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	maxQueue := cfg.MaxQueue
 	if maxQueue == 0 {
 		maxQueue = DefaultMaxQueue
-	}
-	if _, mine := tools[RecallTool]; mine && set.Recall {
-		return nil, invalid("tool %q is the built-in tool of Config.Recall: rename it or turn Recall off", RecallTool)
-	}
-	search := searcherOf(store, cfg.Store)
-	if set.Recall && search == nil {
-		return nil, invalid("Config.Recall needs a store that can search (history.Searcher); %T cannot", cfg.Store)
 	}
 
 	s := &Session{
