@@ -61,18 +61,20 @@ func denyNetSockets() error {
 		/* 13 */ f(ld, 0, 0, arg0), // the domain
 		/* 14 */ f(jeq, 0, 4, unix.AF_UNIX), // no: 19
 		/* 15 */ f(txa, 0, 0, 0),
-		/* 16 */ f(jeq, 10, 0, unix.SOCK_STREAM), // deny (27)
-		/* 17 */ f(jeq, 9, 0, unix.SOCK_SEQPACKET), // deny (27)
+		/* 16 */ f(jeq, 9, 0, unix.SOCK_STREAM), // deny (26)
+		/* 17 */ f(jeq, 8, 0, unix.SOCK_SEQPACKET), // deny (26)
 		/* 18 */ f(ret, 0, 0, allow),
 		/* 19 */ f(jeq, 1, 0, unix.AF_INET), // 21
-		/* 20 */ f(jeq, 0, 5, unix.AF_INET6), // neither: allow (26)
+		/* 20 */ f(jeq, 0, 6, unix.AF_INET6), // neither: allow (27)
+		// AF_INET, AF_INET6: only TCP, which Landlock's rules govern
+		// (an allow-list: UDP, raw, SCTP, Multipath TCP are refused).
 		/* 21 */ f(txa, 0, 0, 0),
-		/* 22 */ f(jeq, 4, 0, unix.SOCK_DGRAM), // deny (27)
-		/* 23 */ f(jeq, 3, 0, unix.SOCK_RAW), // deny (27)
-		/* 24 */ f(ld, 0, 0, arg2), // the protocol
-		/* 25 */ f(jeq, 1, 0, unix.IPPROTO_MPTCP), // deny (27)
-		/* 26 */ f(ret, 0, 0, allow),
-		/* 27 */ f(ret, 0, 0, deny),
+		/* 22 */ f(jeq, 0, 3, unix.SOCK_STREAM), // not a stream: deny (26)
+		/* 23 */ f(ld, 0, 0, arg2), // the protocol
+		/* 24 */ f(jeq, 2, 0, 0), // the default, TCP: allow (27)
+		/* 25 */ f(jeq, 1, 0, unix.IPPROTO_TCP), // allow (27)
+		/* 26 */ f(ret, 0, 0, deny),
+		/* 27 */ f(ret, 0, 0, allow),
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	tid, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))
