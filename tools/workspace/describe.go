@@ -81,7 +81,7 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 		case "search":
 			d.Kind, d.Title, d.Locations = acp.ToolKindSearch, fmt.Sprintf("Search for %q in %s", in.Pattern, or(in.Path, ".")), here(0)
 		case "run_command":
-			d.Kind, d.Title = acp.ToolKindExecute, "Run "+in.Command
+			d.Kind, d.Title = acp.ToolKindExecute, "Run "+shownCommand(in.Command)
 		default:
 			return acp.ToolCallDisplay{}
 		}

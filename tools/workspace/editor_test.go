@@ -16,6 +16,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/tools/sandbox"
 	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
@@ -328,4 +329,23 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, acp.ToolKindSearch, d(call("list_files", `{}`), nil).Kind)
 	assert.Zero(t, d(call("echo", `{"text":"x"}`), nil), "other tools keep the defaults")
 	assert.Equal(t, acp.ToolKindRead, d(call("read_file", `not json`), nil).Kind, "bad arguments are shown without them")
+}
+
+// TestUnconfinedCommandSaysSoWhenAsking: a command that will run without
+// the sandbox says so first in its permission request's title, and the
+// command line the model wrote is shown so that nothing in it (a newline,
+// padding, a formatting character) hides the rest or the warning.
+func TestUnconfinedCommandSaysSoWhenAsking(t *testing.T) {
+	ed := newEditor()
+	exit := 0
+	ed.exit = &exit
+	f := editorFixture(t, ed, workspace.Options{Sandbox: sandbox.Policy{Mode: sandbox.Off}})
+	_, err := f.run(t, "run_command", map[string]any{"command": "true\n\u202erm -rf ~" + strings.Repeat(" ", 400)})
+	require.NoError(t, err)
+	require.Len(t, ed.asked, 1)
+	title, _ := ed.asked[0].Title.Get()
+	assert.True(t, strings.HasPrefix(title, "[the sandbox is off (--sandbox=off)"), title)
+	assert.Contains(t, title, `Run "true\n\u202erm -rf ~`)
+	assert.NotContains(t, title, "\n")
+	assert.Contains(t, title, "(416 bytes)")
 }

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/acp"
@@ -159,6 +161,24 @@ func runePrefix(s string, n int) string {
 	return s[:n]
 }
 
+// maxShownCommand bounds a command line in a title.
+const maxShownCommand = 300
+
+// shownCommand is a command line as a title shows it: as it is when it is
+// one short line of printable text, otherwise quoted (a newline, a control
+// or formatting character cannot hide what follows) and cut with its
+// length said. The model writes the command, so nothing in it may make the
+// title lie.
+func shownCommand(c string) string {
+	if len(c) <= maxShownCommand && !strings.ContainsFunc(c, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' || unicode.Is(unicode.Cf, r) }) {
+		return c
+	}
+	if len(c) > maxShownCommand {
+		return strconv.Quote(runePrefix(c, maxShownCommand)) + fmt.Sprintf("… (%d bytes)", len(c))
+	}
+	return strconv.Quote(c)
+}
+
 func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, error) {
 	var in struct {
 		Command        string `json:"command"`
@@ -181,9 +201,9 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 		return "", err
 	}
 	defer func() { _ = cmd.Close() }()
-	title := "Run " + in.Command
+	title := "Run " + shownCommand(in.Command)
 	if w := policy.Warning(); w != "" {
-		title += " [" + w + "]"
+		title = "[" + w + "] " + title // first, where no command can push it out of view
 	}
 	if declined, err := t.permit(ctx, "run_command", title, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
 		return declined, err
