@@ -307,7 +307,6 @@ func (l *loop) commitCompaction(k *compaction) {
 				return
 			}
 			seg.Messages = k.in.Prefix // the store does not read them back (O(1) commit)
-			seg.Fidelity = commit.Fidelity
 			l.version = nv
 			l.active = slices.Clone(l.active[k.archive:])
 			l.summary = seg.Summary

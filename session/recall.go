@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
@@ -205,8 +206,8 @@ var recallSpec = provider.ToolSpec{
 	Parameters: json.RawMessage(`{"type":"object","properties":{` +
 		`"query":{"type":"string","description":"what to find, e.g. a question"},` +
 		`"message_id":{"type":"string","description":"the ID of a message to read"},` +
-		`"before":{"type":"integer","minimum":0,"description":"messages before message_id to read too"},` +
-		`"after":{"type":"integer","minimum":0,"description":"messages after message_id to read too"}}}`),
+		`"before":{"type":"integer","minimum":0,"maximum":10,"description":"messages before message_id to read too"},` +
+		`"after":{"type":"integer","minimum":0,"maximum":10,"description":"messages after message_id to read too"}}}`),
 }
 
 // recallArgs are the recall tool's arguments.
@@ -237,7 +238,10 @@ func (s *Session) recallTool(limit int, exclude map[string]bool) Tool {
 			case a.Query != "" && a.MessageID != "":
 				return "", errors.New(`give either "query" or "message_id", not both`)
 			case a.MessageID != "":
-				msgs, names, err := s.messagesAround(ctx, MessagesRequest{Around: a.MessageID, Before: a.Before, After: a.After})
+				// The model's window is clamped, so that the message it asked
+				// for is never cut off the end of the bounded output.
+				before, after := min(a.Before, maxRecallWindow), min(a.After, maxRecallWindow)
+				msgs, names, err := s.messagesAround(ctx, MessagesRequest{Around: a.MessageID, Before: before, After: after})
 				if err != nil {
 					return "", err
 				}
@@ -299,16 +303,24 @@ func recallMessages(around string, msgs []history.Message, names map[string]stri
 	return b.String()
 }
 
-// bound cuts a tool's text to limit bytes, saying so.
+// maxRecallWindow bounds the messages a recall read takes on each side
+// of the one it names (the schema says so too).
+const maxRecallWindow = 10
+
+// bound cuts a tool's text to at most limit bytes, the note that says so
+// included.
 func bound(text string, limit int) string {
 	if len(text) <= limit {
 		return text
 	}
-	cut := limit
-	for cut > 0 && text[cut]&0xC0 == 0x80 {
+	note := func(cut int) string {
+		return fmt.Sprintf("\n… cut at %d of %d bytes (MaxToolOutput): read fewer messages", cut, len(text))
+	}
+	cut := max(0, limit-len(note(limit))) // the note of any cut ≤ limit is no longer
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}
-	return text[:cut] + fmt.Sprintf("\n… cut at %d of %d bytes (MaxToolOutput): read fewer messages", cut, len(text))
+	return text[:cut] + note(cut)
 }
 
 // recallLimit is the bound of the recall tool's output.

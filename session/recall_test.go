@@ -380,6 +380,7 @@ func TestRecall_OutputBoundedByMaxToolOutput(t *testing.T) {
 	res = wait(t, mustPrompt(t, s, "read it"))
 	require.NoError(t, res.Err)
 	out := toolResults(res.Messages)[0]
+	assert.LessOrEqual(t, len(out), 300, "the note included")
 	head, tail, cut := strings.Cut(out, "\n… cut at ")
 	require.True(t, cut, out)
 	assert.LessOrEqual(t, len(head), 300)
