@@ -139,12 +139,13 @@ type server struct {
 	opening     int // sessions being opened: slots taken, not yet in sessions
 }
 
-// surface returns the connection's surface, set by initialize.
-func (s *server) surface() surface {
+// surface returns the connection's surface, set by initialize, for a
+// session whose working directory is cwd.
+func (s *server) surface(cwd string) surface {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.version == ProtocolVersion2 {
-		return v2Surface{srv: s}
+		return v2Surface{srv: s, cwd: cwd}
 	}
 	return v1Surface{s}
 }
@@ -210,18 +211,18 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return s.loadSession(ctx, req)
 	case MethodSessionResume:
 		return s.resumeSession(ctx, req)
-	case MethodSessionPrompt:
-		return s.prompt(ctx, req)
-	case MethodSessionCancel:
-		return nil, s.cancel(req, func(a *agentSession) { a.sess.Interrupt() })
 	}
 	return s.handleShared(ctx, req)
 }
 
 // handleShared dispatches the methods whose handling is the same in v1 and
-// v2.
+// v2 (the owner answers each as its version says).
 func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
+	case MethodSessionPrompt:
+		return s.prompt(ctx, req)
+	case MethodSessionCancel:
+		return nil, s.cancel(req)
 	case MethodSessionClose:
 		return s.closeSession(ctx, req)
 	case MethodSessionList:
@@ -234,8 +235,9 @@ func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, e
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
 }
 
-// cancel handles a session/cancel: it runs cancel on the session it names.
-func (s *server) cancel(req *jsonrpc.Request, cancel func(a *agentSession)) error {
+// cancel handles a session/cancel: the session it names is cancelled as its
+// version says (agentSession.cancel).
+func (s *server) cancel(req *jsonrpc.Request) error {
 	var p CancelNotification
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return err
@@ -244,7 +246,7 @@ func (s *server) cancel(req *jsonrpc.Request, cancel func(a *agentSession)) erro
 	if err != nil {
 		return err
 	}
-	cancel(a)
+	a.cancel()
 	return nil
 }
 

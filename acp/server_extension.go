@@ -23,10 +23,9 @@ func (s *server) uncompact(ctx context.Context, req *jsonrpc.Request) (any, erro
 
 // startCommand handles an extension command of a session
 // (_sessionkit/compact, _sessionkit/uncompact): it decodes req's params into
-// params, whose session ID is then *sessionID, and starts the command on the
-// session's owner, so that the answer, accepted(the command's ID), precedes
-// every update of the command and the owner knows its result is to be
-// reported.
+// params, whose session ID is then *sessionID, and hands the command to the
+// session's owner (agentSession.startCommand), which starts it and answers
+// accepted(the command's ID).
 func (s *server) startCommand(ctx context.Context, req *jsonrpc.Request, params any, sessionID *string, start func(*session.Session) (string, error), accepted func(id string) any) (any, error) {
 	if err := jsonrpc.UnmarshalParams(req.Params, params); err != nil {
 		return nil, err
@@ -35,16 +34,7 @@ func (s *server) startCommand(ctx context.Context, req *jsonrpc.Request, params 
 	if err != nil {
 		return nil, err
 	}
-	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() {
-		id, err := start(a.sess)
-		if err != nil {
-			a.respond(resp, nil, sessionError(err))
-			return
-		}
-		a.extension[id] = true
-		a.respond(resp, accepted(id), nil)
-	})
+	return a.startCommand(ctx, jsonrpc.Defer(ctx), start, accepted)
 }
 
 // handleID is the ID of the command h a session call started, or its error.

@@ -79,10 +79,9 @@ func mcpCount(raw json.RawMessage) int {
 	return len(list)
 }
 
-// open starts a session.Session for id ("" = new) and registers its ACP
-// session; start starts the ACP session (replaying the timeline first when
-// replay is set) and queues first before anything else.
-func (s *server) open(ctx context.Context, id string, at place, replay bool, first func(a *agentSession)) error {
+// open starts a session.Session for id ("" = new) and its ACP session,
+// whose owner answers o before anything else, and registers it.
+func (s *server) open(ctx context.Context, id string, at place, o opening) error {
 	if err := s.reserve(id); err != nil {
 		return err
 	}
@@ -135,15 +134,9 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
-	a := newAgentSession(s, sess)
-	a.describe = describe
-	a.cwd = cwd
-	if v, ok := a.surf.(v2Surface); ok {
-		v.cwd = cwd
-		a.surf = v
-	}
+	a := newAgentSession(s, sess, s.surface(cwd), cwd, describe)
 	client.a.Store(a)
-	if err := a.start(replay, func() { first(a) }); err != nil {
+	if err := a.start(o); err != nil {
 		_ = sess.Close()
 		return fmt.Errorf("open session: %w", err)
 	}
@@ -164,24 +157,6 @@ func (s *server) forget(a *agentSession) {
 	}
 }
 
-// opened is what an ACP session queues first once it is open: the response
-// that opened it, then the commands it offers.
-func opened(resp *jsonrpc.Responder, result any) func(a *agentSession) {
-	return func(a *agentSession) {
-		a.respond(resp, result, nil)
-		a.advertise()
-	}
-}
-
-// replayed is opened after a v2 replay: the session's current state goes
-// before the response.
-func replayed(resp *jsonrpc.Responder, result any) func(a *agentSession) {
-	return func(a *agentSession) {
-		a.currentState()
-		opened(resp, result)(a)
-	}
-}
-
 func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	var p NewSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
@@ -196,49 +171,33 @@ func (s *server) create(ctx context.Context, at place, result func(id string) an
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
 	resp := jsonrpc.Defer(ctx)
-	err := s.open(ctx, "", at, false, func(a *agentSession) { opened(resp, result(a.id))(a) })
-	if err != nil {
+	if err := s.open(ctx, "", at, opening{resp: resp, result: result}); err != nil {
 		return nil, resp.Respond(nil, err)
 	}
 	return nil, nil
 }
 
 // attach handles session/load (replay) and session/resume (no replay): a
-// session open on this connection is attached on its owner goroutine, one
-// that is not is opened from the store.
+// session open on this connection is attached by its owner, one that is not
+// is opened from the store.
 func (s *server) attach(ctx context.Context, id string, at place, replay bool, result any) (any, error) {
-	first := opened
-	if replay && s.v2() {
-		first = replayed
-	}
 	if id == "" {
 		return nil, invalidParams(`field "sessionId": must not be empty`)
 	}
 	if at.cwd == "" {
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
+	o := opening{resp: jsonrpc.Defer(ctx), result: func(string) any { return result }, replay: replay}
 	s.mu.Lock()
 	a, open := s.sessions[id]
 	s.mu.Unlock()
-	if !open {
-		resp := jsonrpc.Defer(ctx)
-		if err := s.open(ctx, id, at, replay, first(resp, result)); err != nil {
-			return nil, resp.Respond(nil, err)
-		}
-		return nil, nil
+	if open {
+		return a.attach(ctx, o)
 	}
-	// Open here, maybe busy: the owner replays the timeline as the session
-	// stands at the cut, and the live updates continue exactly after it.
-	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() {
-		if replay {
-			if err := a.resubscribe(0, true); err != nil {
-				a.respond(resp, nil, err)
-				return
-			}
-		}
-		first(resp, result)(a)
-	})
+	if err := s.open(ctx, id, at, o); err != nil {
+		return nil, o.resp.Respond(nil, err)
+	}
+	return nil, nil
 }
 
 func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -271,14 +230,5 @@ func (s *server) closeSession(ctx context.Context, req *jsonrpc.Request) (any, e
 		return nil, err
 	}
 	s.forget(a)
-	resp := jsonrpc.Defer(ctx)
-	if !a.do(ctx, func() {
-		a.closing = resp
-		a.sess.Interrupt()
-		_ = a.sess.Close() // the loop never waits for this goroutine
-	}) {
-		<-a.done // closed already, or closing: it was closed when this returns
-		return nil, resp.Respond(CloseSessionResponse{}, nil)
-	}
-	return nil, nil
+	return a.close(ctx, jsonrpc.Defer(ctx))
 }

@@ -30,6 +30,9 @@ type surface interface {
 	// receipts reports whether a prompt is answered at its insertion (v2)
 	// rather than at the end of its turn (v1).
 	receipts() bool
+	// states reports whether the session's state goes out as state_update
+	// (v2), which a replay ends with.
+	states() bool
 }
 
 // v1Surface is ACP v1.
@@ -82,6 +85,8 @@ func shownAs(c history.ToolCall, d ToolCallDisplay) (string, ToolKind) {
 }
 
 func (v1Surface) receipts() bool { return false }
+
+func (v1Surface) states() bool { return false }
 
 // v2Surface is ACP v2: every message chunk has its messageId, user messages
 // are upserted whole (live too: the echo of the prompt), the first
@@ -146,6 +151,8 @@ func (v v2Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate {
 }
 
 func (v2Surface) receipts() bool { return true }
+
+func (v2Surface) states() bool { return true }
 
 // The /compact command as advertised.
 const (
