@@ -130,37 +130,35 @@ type server struct {
 	store history.Store
 	conn  *jsonrpc.Conn
 
-	mu          sync.Mutex
-	initialized bool
-	version     ProtocolVersion // negotiated by initialize
-	compaction  bool            // the client advertised session.compaction (§7.2)
-	clientCaps  ClientCapabilities
-	sessions    map[string]*agentSession
-	opening     int // sessions being opened: slots taken, not yet in sessions
+	// negotiated is what the first initialize decided. The handlers own
+	// it: the connection runs them one at a time (OrderRequests, and no
+	// handler detaches), each after the previous one returned, so no lock
+	// guards it. Only initialize writes it, once; each ACP session takes a
+	// copy when it opens (its surface and its ToolClient), so nothing an
+	// open session sees changes afterwards.
+	negotiated negotiated
+
+	// The connection's registry of sessions, which the sessions' owners
+	// change too (forget) and Serve closes.
+	mu       sync.Mutex
+	sessions map[string]*agentSession
+	opening  int // sessions being opened: slots taken, not yet in sessions
 }
 
-// surface returns the connection's surface, set by initialize, for a
-// session whose working directory is cwd.
-func (s *server) surface(cwd string) surface {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.version == ProtocolVersion2 {
-		return v2Surface{srv: s, cwd: cwd}
+// negotiated is a connection's state as its initialize decided it.
+type negotiated struct {
+	version    ProtocolVersion    // 0 until an initialize succeeded
+	compaction bool               // v1: the client advertised session.compaction (§7.2)
+	clientCaps ClientCapabilities // v1: what the client advertised
+}
+
+// surface is the surface of a session of a connection in state n, whose
+// working directory is cwd.
+func (n negotiated) surface(cwd string) surface {
+	if n.version == ProtocolVersion2 {
+		return v2Surface{cwd: cwd}
 	}
-	return v1Surface{s}
-}
-
-// v2 reports whether the connection speaks ACP v2.
-func (s *server) v2() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.version == ProtocolVersion2
-}
-
-func (s *server) capable() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.compaction
+	return v1Surface{compaction: n.compaction}
 }
 
 func (s *server) closeSessions() {
@@ -189,13 +187,10 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 	if req.Method == MethodInitialize {
 		return s.initialize(req)
 	}
-	s.mu.Lock()
-	ready := s.initialized
-	s.mu.Unlock()
-	if !ready {
+	switch s.negotiated.version {
+	case 0:
 		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "%s before initialize: send initialize first", req.Method)
-	}
-	if s.v2() {
+	case ProtocolVersion2:
 		return s.handleV2(ctx, req)
 	}
 	switch req.Method {

@@ -9,16 +9,22 @@ import (
 
 // initialize negotiates the connection's version (see
 // ServerOptions.V1Only) and answers with that version's surface.
+//
+// The first initialize that succeeds decides the connection's state
+// (s.negotiated) for good. A later one is checked as the first was and
+// answered as the first was answered, but changes nothing: not the version,
+// not the client's capabilities, neither for the sessions open nor for
+// those opened later (docs/acp.md, "One initialize per connection"). A v1
+// connection answers any later request with v1 (the v1 rule); a v2
+// connection refuses a request for v1 with InvalidRequest.
 func (s *server) initialize(req *jsonrpc.Request) (any, error) {
 	if s.opts.V1Only {
 		return s.initializeV1(req)
 	}
-	s.mu.Lock()
-	was := s.version
-	s.mu.Unlock()
+	was := s.negotiated.version
 	if was == ProtocolVersion1 {
 		// Initialized with v1 already: a repeated initialize keeps the
-		// v1 rule, and the connection's version.
+		// v1 rule, and the connection's state.
 		return s.initializeV1(req)
 	}
 	var rv requestedVersion
@@ -63,10 +69,9 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil && requested == ProtocolVersion2 {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.initialized = true
-	s.version = ProtocolVersion2
-	s.mu.Unlock()
+	if s.negotiated.version == 0 { // the first initialize decides (see initialize)
+		s.negotiated = negotiated{version: ProtocolVersion2}
+	}
 	info := s.info()
 	return InitializeResponseV2{
 		ProtocolVersion: ProtocolVersion2,
@@ -90,12 +95,9 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.initialized = true
-	s.version = ProtocolVersion1
-	s.compaction = p.ClientCapabilities.SupportsCompaction()
-	s.clientCaps = p.ClientCapabilities
-	s.mu.Unlock()
+	if s.negotiated.version == 0 { // the first initialize decides (see initialize)
+		s.negotiated = negotiated{version: ProtocolVersion1, compaction: p.ClientCapabilities.SupportsCompaction(), clientCaps: p.ClientCapabilities}
+	}
 	info := s.info()
 	return InitializeResponse{
 		ProtocolVersion: 1,

@@ -103,9 +103,8 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 		// connect to.
 		s.log.Warn("mcpServers are not supported by this agent: the session runs without them", zap.Int("mcpServers", at.mcpServers), zap.String("cwd", cwd))
 	}
-	s.mu.Lock()
-	client := &ToolClient{srv: s, caps: s.clientCaps, v2: s.version == ProtocolVersion2}
-	s.mu.Unlock()
+	conn := s.negotiated // this session's copy
+	client := &ToolClient{caps: conn.clientCaps, v2: conn.version == ProtocolVersion2}
 	var describe func(history.ToolCall, *history.Message) ToolCallDisplay
 	if s.opts.SessionTools != nil {
 		set, err := s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), Client: client})
@@ -134,7 +133,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
-	a := newAgentSession(s, sess, s.surface(cwd), cwd, describe)
+	a := newAgentSession(s, sess, conn.surface(cwd), cwd, describe)
 	client.a.Store(a)
 	if err := a.start(o); err != nil {
 		_ = sess.Close()

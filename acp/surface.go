@@ -35,10 +35,11 @@ type surface interface {
 	states() bool
 }
 
-// v1Surface is ACP v1.
-type v1Surface struct{ srv *server }
+// v1Surface is ACP v1; compaction is the connection's compaction
+// capability as the session found it when it opened.
+type v1Surface struct{ compaction bool }
 
-func (v v1Surface) capable() bool { return v.srv.capable() }
+func (v v1Surface) capable() bool { return v.compaction }
 
 func (v1Surface) commands() SessionUpdate {
 	return &AvailableCommandsUpdate{AvailableCommands: []AvailableCommand{{
@@ -94,7 +95,6 @@ func (v1Surface) states() bool { return false }
 // v2Surface is the v2 protocol surface; cwd, the session's working
 // directory, names the files of diff patches (set by the session's open).
 type v2Surface struct {
-	srv *server
 	cwd string
 }
 

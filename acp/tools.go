@@ -79,7 +79,6 @@ var ErrNoClient = errors.New("acp: no client to ask")
 // An ACP v2 client has no fs or terminal methods: there only
 // RequestPermission and UpdateToolCall reach it.
 type ToolClient struct {
-	srv  *server
 	caps ClientCapabilities
 	v2   bool
 	a    atomic.Pointer[agentSession] // set when the session is open
