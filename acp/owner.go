@@ -769,9 +769,11 @@ func fallbackText(status CompactionStatus, errText string, archived int) string 
 
 // usageAfter queues the usage after a compaction (§7.7). A failed or
 // cancelled one left the context as it was: the last figure again. After a
-// completed one no provider has reported usage yet, so the figure is an
-// estimate (4 characters a token) of the retained summary and Active, and
-// _meta says so; it only informs the user and never triggers anything.
+// completed one no provider has reported usage yet, so the figure is the
+// session's own estimate, which the finished event carries
+// (CompactResult.ContextAfter: the system prompt, the new summary and the
+// Active messages left), and _meta says it is one; it only informs the user
+// and never triggers anything.
 func (a *agentSession) usageAfter(res *session.CompactResult) {
 	if !res.Compacted {
 		if a.used > 0 {
@@ -779,22 +781,6 @@ func (a *agentSession) usageAfter(res *session.CompactResult) {
 		}
 		return
 	}
-	ctx := context.Background()
-	active, err := a.sess.Active(ctx)
-	if err != nil {
-		return
-	}
-	summary, err := a.sess.Summary(ctx)
-	if err != nil {
-		return
-	}
-	chars := len(summary)
-	for _, m := range active {
-		chars += len(m.Text)
-		for _, c := range m.ToolCalls {
-			chars += len(c.Arguments) + len(c.Name)
-		}
-	}
-	a.used = uint64((chars + 3) / 4)
+	a.used = uint64(max(res.ContextAfter, 0))
 	a.enqueue(&UsageUpdate{Used: a.used, Size: a.srv.contextWindow(), Meta: map[string]any{MetaKey: map[string]any{"estimate": true}}})
 }
