@@ -18,9 +18,6 @@ import (
 	"github.com/sessionkit/sessionkit/session"
 )
 
-// Version is the version sessionkit reports as agentInfo.version.
-const Version = "0.1.0"
-
 // DefaultMaxSessions is the ServerOptions.MaxSessions of a zero value: the
 // most sessions open at once on one connection.
 const DefaultMaxSessions = 256
