@@ -38,22 +38,7 @@ var ownerTypes = []string{"agentSession", "waitingPrompt", "outItem"}
 // (type-checked, so that a.x means a field of an agentSession and nothing
 // that happens to share its name).
 func TestOwnerAloneChangesItsState(t *testing.T) {
-	fset := token.NewFileSet()
-	names, err := filepath.Glob("*.go")
-	require.NoError(t, err)
-	var files []*ast.File
-	for _, n := range names {
-		if strings.HasSuffix(n, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, n, nil, parser.ParseComments)
-		require.NoError(t, err)
-		files = append(files, f)
-	}
-	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportData(t))}
-	info := &types.Info{Selections: map[*ast.SelectorExpr]*types.Selection{}, Types: map[ast.Expr]types.TypeAndValue{}}
-	pkg, err := conf.Check("github.com/sessionkit/sessionkit/acp", fset, files, info)
-	require.NoError(t, err)
+	fset, files, pkg, info := checkPackage(t)
 
 	owner := map[*types.Named]bool{}
 	for _, name := range ownerTypes {
@@ -159,6 +144,86 @@ func TestOwnerAloneChangesItsState(t *testing.T) {
 	}
 	if len(bad) > 0 {
 		t.Errorf("outside the owner's files (acp/owner*.go):\n%s", strings.Join(bad, "\n"))
+	}
+}
+
+// checkPackage parses and type-checks the package's code (no tests).
+func checkPackage(t *testing.T) (*token.FileSet, []*ast.File, *types.Package, *types.Info) {
+	t.Helper()
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	var files []*ast.File
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, n, nil, parser.ParseComments)
+		require.NoError(t, err)
+		files = append(files, f)
+	}
+	conf := types.Config{Importer: importer.ForCompiler(fset, "gc", exportData(t))}
+	info := &types.Info{
+		Selections: map[*ast.SelectorExpr]*types.Selection{},
+		Types:      map[ast.Expr]types.TypeAndValue{},
+		Uses:       map[*ast.Ident]types.Object{},
+	}
+	pkg, err := conf.Check("github.com/sessionkit/sessionkit/acp", fset, files, info)
+	require.NoError(t, err)
+	return fset, files, pkg, info
+}
+
+// The connection's negotiated state needs no lock because the handlers own
+// it (docs/acp.md, "One initialize per connection"): the connection runs
+// them one at a time, which holds while no handler detaches, so the package
+// never calls jsonrpc.Detach; initialize (acp/server_init.go) alone writes
+// server.negotiated, and only the handlers' files (acp/server*.go) read it,
+// never an owner, a surface or a tool, which copy what they need at open.
+func TestHandlersAloneHoldTheNegotiatedState(t *testing.T) {
+	fset, files, pkg, info := checkPackage(t)
+	srv := pkg.Scope().Lookup("server").Type().(*types.Named)
+	var bad []string
+	for _, f := range files {
+		file := filepath.Base(fset.Position(f.Pos()).Filename)
+		written := map[*ast.SelectorExpr]bool{}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if as, ok := n.(*ast.AssignStmt); ok {
+				for _, l := range as.Lhs {
+					for {
+						if sel, ok := l.(*ast.SelectorExpr); ok {
+							written[sel] = true
+							l = sel.X
+							continue
+						}
+						break
+					}
+				}
+			}
+			return true
+		})
+		ast.Inspect(f, func(n ast.Node) bool {
+			x, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if fn, ok := info.Uses[x.Sel].(*types.Func); ok && fn.Pkg() != nil && fn.Pkg().Path() == "github.com/sessionkit/sessionkit/internal/jsonrpc" && fn.Name() == "Detach" {
+				bad = append(bad, fset.Position(x.Pos()).String()+": calls jsonrpc.Detach: handlers would no longer run one at a time")
+			}
+			sel := info.Selections[x]
+			if sel == nil || sel.Kind() != types.FieldVal || named(sel.Recv()) != srv || sel.Obj().Name() != "negotiated" {
+				return true
+			}
+			switch {
+			case written[x] && file != "server_init.go":
+				bad = append(bad, fset.Position(x.Pos()).String()+": writes server.negotiated outside initialize")
+			case !strings.HasPrefix(file, "server"):
+				bad = append(bad, fset.Position(x.Pos()).String()+": reads server.negotiated outside the handlers")
+			}
+			return true
+		})
+	}
+	if len(bad) > 0 {
+		t.Errorf("the connection's negotiated state:\n%s", strings.Join(bad, "\n"))
 	}
 }
 
