@@ -88,6 +88,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListInvalid", testListInvalid},
 		{"EventLog", testEventLog},
 		{"EventLogInvalid", testEventLogInvalid},
+		{"SeqReserve", testSeqReserve},
 		{"SearchRanking", testSearchRanking},
 		{"SearchToolResults", testSearchToolResults},
 		{"SearchArchived", testSearchArchived},

@@ -54,6 +54,7 @@ func RunLeaser(t *testing.T, h LeaseHarness) {
 		{"UnfencedStoreRefusedOnLeasedSession", testUnfencedStoreRefusedOnLeasedSession},
 		{"TokensIncrease", testTokensIncrease},
 		{"Malformed", testLeaseMalformed},
+		{"AcquireReserving", testAcquireReserving},
 		{"ReadLease", testReadLease},
 	}
 	for _, tt := range tests {
