@@ -45,11 +45,17 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 			return err
 		}
 		if len(b.Events) > 0 {
-			rows := make([][]any, len(b.Events))
+			// One statement, not COPY: a holder frozen halfway through a
+			// COPY would leave the server waiting for its data, which no
+			// idle_in_transaction_session_timeout ends (see open).
+			seqs, ats := make([]int64, len(b.Events)), make([]int64, len(b.Events))
+			kinds, data := make([]string, len(b.Events)), make([][]byte, len(b.Events))
 			for i, e := range b.Events {
-				rows[i] = []any{key, int64(e.Seq), e.Time.UnixNano(), e.Kind, sqlstore.NotNull(e.Data)}
+				seqs[i], ats[i], kinds[i], data[i] = int64(e.Seq), e.Time.UnixNano(), e.Kind, sqlstore.NotNull(e.Data)
 			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"session_id", "seq", "at", "kind", "data"}, pgx.CopyFromRows(rows)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO events (session_id, seq, at, kind, data)
+				SELECT $1, e.seq, e.at, e.kind, e.data FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bytea[]) AS e (seq, at, kind, data)`,
+				key, seqs, ats, kinds, data); err != nil {
 				return s.fail(ctx, op, err)
 			}
 		}

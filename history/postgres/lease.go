@@ -58,7 +58,7 @@ func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lea
 	// The lease cannot expire before the TTL has passed from here: the
 	// database's now() is read later.
 	start := time.Now()
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, res, s.fail(ctx, op, err)
 	}
@@ -68,11 +68,16 @@ func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lea
 		token   int64
 		expires time.Time
 	)
-	// ON CONFLICT DO UPDATE locks the existing row even when its WHERE is
-	// false, so the holder read below is the one that refused us.
+	// A live lease is refused without taking its row's lock (the NOT
+	// EXISTS reads the last committed row): its holder may be stopped
+	// inside a write that holds the lock, until the server ends that
+	// transaction (idleInTx). A lease that has expired, or none, is taken
+	// through ON CONFLICT DO UPDATE, which locks the row and checks the
+	// expiry again on its latest version.
 	err = tx.QueryRow(ctx, `
 		INSERT INTO leases AS l (session_id, holder, token, expires_at)
-		VALUES ($1, $2, 1, now() + $3::float8 * interval '1 second')
+		SELECT $1, $2, 1, now() + $3::float8 * interval '1 second'
+		WHERE NOT EXISTS (SELECT 1 FROM leases WHERE session_id = $1 AND expires_at > now())
 		ON CONFLICT (session_id) DO UPDATE
 			SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
 			WHERE l.expires_at <= now()
