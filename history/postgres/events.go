@@ -47,7 +47,7 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 		if len(b.Events) > 0 {
 			// One statement, not COPY: a holder frozen halfway through a
 			// COPY would leave the server waiting for its data, which no
-			// idle_in_transaction_session_timeout ends (see open).
+			// idle_in_transaction_session_timeout ends (see idleInTx).
 			seqs, ats := make([]int64, len(b.Events)), make([]int64, len(b.Events))
 			kinds, data := make([]string, len(b.Events)), make([][]byte, len(b.Events))
 			for i, e := range b.Events {
