@@ -16,7 +16,9 @@
 // that each see one committed state while compactions commit, the
 // timeline order that replay relies on, search (history.Searcher: ranking,
 // stemming, paging, tool results, archived and Active messages, isolation
-// between sessions, any query text) and the fidelity a Segment keeps.
+// between sessions, any query text), the fidelity a Segment keeps and
+// deletion (history.Deleter: every part of a session goes, nothing of
+// another).
 package historytest
 
 import (
@@ -97,6 +99,8 @@ func Run(t *testing.T, h Harness) {
 		{"SearchInvalid", testSearchInvalid},
 		{"SearchSameAsMemstore", testSearchSameAsMemstore},
 		{"SegmentFidelity", testSegmentFidelity},
+		{"Delete", testDelete},
+		{"DeleteMissing", testDeleteMissing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })
@@ -842,6 +846,8 @@ func entryKeys(tl []history.Entry) []string {
 			out[i] = e.Message.ID + " archived"
 		case e.Message != nil:
 			out[i] = e.Message.ID
+		case e.Uncompaction != nil:
+			out[i] = fmt.Sprintf("uncompaction %s %s %d", e.Uncompaction.ID, e.Uncompaction.SegmentID, e.Uncompaction.Restored)
 		default:
 			c := e.Compaction
 			out[i] = strings.TrimSpace(fmt.Sprintf("compaction %s %s %s%s", c.CompactID, c.Status, c.Summary, c.Error))

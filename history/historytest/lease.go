@@ -40,7 +40,8 @@ const shortTTL = 300 * time.Millisecond
 
 // RunLeaser runs the conformance suite of [history.Leaser]: racing
 // acquires, fencing, expiry and takeover, release, the store's own writes
-// on a leased session, tokens, and malformed calls; and, for stores that
+// on a leased session, tokens, malformed calls, Delete of a leased session
+// (history.Deleter); and, for stores that
 // implement [history.LeaseReader], leases read without being taken.
 func RunLeaser(t *testing.T, h LeaseHarness) {
 	tests := []struct {
@@ -55,6 +56,7 @@ func RunLeaser(t *testing.T, h LeaseHarness) {
 		{"TokensIncrease", testTokensIncrease},
 		{"Malformed", testLeaseMalformed},
 		{"ReadLease", testReadLease},
+		{"DeleteLeased", testDeleteLeased},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })
