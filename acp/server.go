@@ -326,6 +326,8 @@ func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, e
 		return s.closeSession(ctx, req)
 	case MethodSessionList:
 		return s.listSessions(ctx, req)
+	case MethodSessionDelete:
+		return s.deleteSession(ctx, req) // delete.go
 	case MethodCompact:
 		return s.compact(ctx, req)
 	case MethodUncompact:
@@ -407,7 +409,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 		ProtocolVersion: ProtocolVersion2,
 		Info:            info,
 		Capabilities: AgentCapabilitiesV2{
-			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
+			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}, Delete: s.deleteCapability()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
@@ -473,11 +475,12 @@ func (s *server) session(id string) (*agentSession, error) {
 }
 
 // sessionCapabilities are the v1 session methods this agent answers:
-// session/list only when its store can list sessions; additionalDirectories
+// session/list only when its store can list sessions, session/delete only
+// when it can delete them; additionalDirectories
 // when sessions have tools of their own (ServerOptions.SessionTools), which
 // are given those directories.
 func (s *server) sessionCapabilities() SessionCapabilities {
-	caps := SessionCapabilities{Resume: &Capability{}, Close: &Capability{}}
+	caps := SessionCapabilities{Resume: &Capability{}, Close: &Capability{}, Delete: s.deleteCapability()}
 	if _, ok := s.store.(history.Lister); ok {
 		caps.List = &Capability{}
 	}
