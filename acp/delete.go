@@ -94,11 +94,6 @@ func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, 
 // which names that process.
 func (c *Client) DeleteSession(ctx context.Context, id string) error {
 	err := c.call(ctx, MethodSessionDelete, DeleteSessionRequest{SessionID: id}, nil)
-	c.mu.Lock()
-	rs := c.sessions[id]
-	c.mu.Unlock()
-	if rs != nil {
-		rs.Close()
-	}
+	c.closeRemote(id)
 	return err
 }

@@ -38,6 +38,45 @@ func listed(t *testing.T, c *hostileClient) []string {
 	return ids
 }
 
+// v1InitParams initialize a v1 connection without client capabilities.
+const v1InitParams = `{"protocolVersion":1,"clientCapabilities":{}}`
+
+// deleteCapability initializes c with params and returns the delete
+// capability the agent advertised: v1 sessionCapabilities.delete, v2
+// session.delete; nil when absent.
+func deleteCapability(t *testing.T, c *hostileClient, params string) any {
+	t.Helper()
+	m := c.call("initialize", params)
+	require.Nil(t, m.Error)
+	var r struct {
+		V1 struct {
+			Session map[string]any `json:"sessionCapabilities"`
+		} `json:"agentCapabilities"`
+		V2 struct {
+			Session map[string]any `json:"session"`
+		} `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &r))
+	if r.V2.Session != nil {
+		return r.V2.Session["delete"]
+	}
+	return r.V1.Session["delete"]
+}
+
+// longPrompt sends a prompt on sid whose model call never returns (until
+// the test ends), waits until the call is made and returns the request's
+// ID.
+func longPrompt(t *testing.T, c *hostileClient, fake *providertest.Fake, sid string) json.RawMessage {
+	t.Helper()
+	gate := make(chan struct{})
+	t.Cleanup(func() { close(gate) })
+	fake.QueueTurn(providertest.Reply{Text: "never", Gate: gate})
+	calls := len(fake.Requests())
+	prompt := c.request("session/prompt", promptParams(sid, "a long one"))
+	require.NoError(t, fake.WaitCalls(t.Context(), calls+1))
+	return prompt
+}
+
 // deleteParams are the params of session/delete for sid.
 func deleteParams(sid string) string { return `{"sessionId":"` + sid + `"}` }
 
@@ -53,26 +92,13 @@ func TestServe_SessionDelete(t *testing.T) {
 	t.Cleanup(func() { _ = store.Close() })
 	fake := hostileFake()
 	c := hostileServe(t, fake, store, acp.ServerOptions{})
-	m := c.call("initialize", `{"protocolVersion":1,"clientCapabilities":{}}`)
-	require.Nil(t, m.Error)
-	var init struct {
-		AgentCapabilities struct {
-			SessionCapabilities map[string]any `json:"sessionCapabilities"`
-		} `json:"agentCapabilities"`
-	}
-	require.NoError(t, json.Unmarshal(m.Result, &init))
-	assert.Equal(t, map[string]any{}, init.AgentCapabilities.SessionCapabilities["delete"])
+	assert.Equal(t, map[string]any{}, deleteCapability(t, c, v1InitParams))
 
 	keep := c.newSession()
 	c.works(keep)
 	sid := c.newSession()
 	c.works(sid)
-	gate := make(chan struct{})
-	defer close(gate)
-	fake.QueueTurn(providertest.Reply{Text: "never", Gate: gate})
-	calls := len(fake.Requests())
-	prompt := c.request("session/prompt", promptParams(sid, "a long one"))
-	require.NoError(t, fake.WaitCalls(t.Context(), calls+1))
+	prompt := longPrompt(t, c, fake, sid)
 
 	deleted := c.response(c.request("session/delete", deleteParams(sid)))
 	require.Nil(t, deleted.Error, "session/delete")
@@ -146,15 +172,7 @@ func TestServe_SessionDeleteServedElsewhere(t *testing.T) {
 func TestServe_SessionDeleteV2(t *testing.T) {
 	store := memstore.New()
 	c := hostileServe(t, hostileFake(), store, acp.ServerOptions{})
-	m := c.call("initialize", v2InitParams)
-	require.Nil(t, m.Error)
-	var init struct {
-		Capabilities struct {
-			Session map[string]any `json:"session"`
-		} `json:"capabilities"`
-	}
-	require.NoError(t, json.Unmarshal(m.Result, &init))
-	assert.Equal(t, map[string]any{}, init.Capabilities.Session["delete"])
+	assert.Equal(t, map[string]any{}, deleteCapability(t, c, v2InitParams))
 
 	r := c.call("session/new", `{"cwd":"/project","mcpServers":[]}`)
 	require.Nil(t, r.Error)
@@ -191,11 +209,9 @@ type noDeleteStore struct{ history.Store }
 // A store that cannot delete: session/delete is not advertised and is an
 // unknown method.
 func TestServe_SessionDeleteNotAdvertised(t *testing.T) {
-	for _, v := range []string{`{"protocolVersion":1,"clientCapabilities":{}}`, v2InitParams} {
+	for _, v := range []string{v1InitParams, v2InitParams} {
 		c := hostileServe(t, hostileFake(), noDeleteStore{memstore.New()}, acp.ServerOptions{})
-		m := c.call("initialize", v)
-		require.Nil(t, m.Error)
-		assert.NotContains(t, string(m.Result), `"delete"`, v)
+		assert.Nil(t, deleteCapability(t, c, v), v)
 		sid := c.newSession()
 		wantError(t, c.call("session/delete", deleteParams(sid)), jsonrpc.MethodNotFound, v)
 		c.close()
@@ -225,12 +241,7 @@ func TestServe_SessionDeleteAfterItsUpdates(t *testing.T) {
 	c := hostileServe(t, fake, store, acp.ServerOptions{})
 	c.initialize()
 	sid := c.newSession()
-	gate := make(chan struct{})
-	defer close(gate)
-	fake.QueueTurn(providertest.Reply{Text: "never", Gate: gate})
-	calls := len(fake.Requests())
-	prompt := c.request("session/prompt", promptParams(sid, "a long one"))
-	require.NoError(t, fake.WaitCalls(t.Context(), calls+1))
+	prompt := longPrompt(t, c, fake, sid)
 
 	// The client's reader, idle, is reading a line already: the answer to
 	// an unknown method is that line, and the reader then reads nothing
