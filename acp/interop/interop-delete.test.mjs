@@ -9,6 +9,8 @@
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { isDeepStrictEqual } from "node:util";
 
 import { acp, buildAgent, cleanupBuild, schema as z1, startAgent, tempStore, totals } from "./harness.mjs";
@@ -183,6 +185,22 @@ test("del2. v2: session/delete then session/list through the SDK's v2 client", a
     throw err;
   } finally {
     await a.stop();
+  }
+});
+
+test("delete golden files: the wire types of session/delete (acp/testdata) parse unchanged with the SDK's v1 and v2 validators", async () => {
+  const { z2 } = await import("./harness-v2.mjs");
+  const dir = join(import.meta.dirname, "..", "testdata");
+  for (const [file, v1, v2] of [
+    ["delete_session_request.json", z1.zDeleteSessionRequest, z2.zDeleteSessionRequest],
+    ["delete_session_response.json", z1.zDeleteSessionResponse, z2.zDeleteSessionResponse],
+  ]) {
+    const value = JSON.parse(readFileSync(join(dir, file), "utf8"));
+    for (const [version, zs] of [["v1", v1], ["v2", v2]]) {
+      const r = zs.safeParse(value);
+      assert.ok(r.success, `${file} (${version}): ${r.error?.message}`);
+      assert.deepEqual(r.data, value, `${file} (${version}): the SDK reads what sessionkit wrote`);
+    }
   }
 });
 
