@@ -43,9 +43,9 @@ func (s *server) deleteCapability() *Capability {
 // deleteSession handles session/delete on both versions. A session open on
 // this connection is closed first, as session/close closes it (forgotten
 // at once, its turn cancelled, its session.Session closed, which ends its
-// tools' work and releases its lease); once its owner and writer have
-// ended, every update it had is on the wire, and the store deletes it
-// (history.Deleter). The request holds the connection's dispatch until
+// tools' work and releases its lease; agentSession.end); once its owner
+// and writer have ended, every update it had is on the wire, and the store
+// deletes it (history.Deleter). The request holds the connection's dispatch until
 // then (ServerOptions' ordered requests), so a request after it sees the
 // session gone. A session that another process serves is refused, naming
 // it (servedElsewhere), and nothing is deleted; an unknown one is the
@@ -67,11 +67,7 @@ func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	s.mu.Unlock()
 	if open {
 		s.forget(a)
-		a.do(context.Background(), func() { // false: it is closing already, by itself or a session/close
-			a.sess.Interrupt()
-			_ = a.sess.Close() // the loop never waits for the owner
-		})
-		<-a.done
+		a.end()
 	}
 	err := d.Delete(ctx, p.SessionID)
 	var leased *history.LeaseError
