@@ -387,13 +387,18 @@ func (c *Client) attach(ctx context.Context, method, id string, params any) (*Re
 // is closed too, its Handles finishing with session.ErrClosed.
 func (c *Client) CloseSession(ctx context.Context, id string) error {
 	err := c.call(ctx, MethodSessionClose, CloseSessionRequest{SessionID: id}, nil)
+	c.closeRemote(id)
+	return err
+}
+
+// closeRemote closes the RemoteSession for id on this Client, if any.
+func (c *Client) closeRemote(id string) {
 	c.mu.Lock()
 	rs := c.sessions[id]
 	c.mu.Unlock()
 	if rs != nil {
 		rs.Close()
 	}
-	return err
 }
 
 // ListSessions lists the agent's sessions (session/list; advertised under

@@ -101,6 +101,18 @@ func (a *agentSession) close(ctx context.Context, resp *jsonrpc.Responder) (any,
 	return nil, nil
 }
 
+// end handles the close of session/delete (delete.go): the session is
+// interrupted and closed as close does it, and end returns once the owner
+// and the writer have ended, so that every update of what the close
+// finished is on the wire. The handler forgot the session already.
+func (a *agentSession) end() {
+	a.do(context.Background(), func() { // false: closed already, or closing
+		a.sess.Interrupt()
+		_ = a.sess.Close() // the loop never waits for this goroutine
+	})
+	<-a.done
+}
+
 // cancel handles session/cancel. On v1 the session is interrupted; on v2
 // the owner also removes the prompts not yet inserted and answers them
 // RequestCancelled (cancelHeld).

@@ -219,6 +219,8 @@ func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, e
 		return s.closeSession(ctx, req)
 	case MethodSessionList:
 		return s.listSessions(ctx, req)
+	case MethodSessionDelete:
+		return s.deleteSession(ctx, req) // delete.go
 	case MethodCompact:
 		return s.compact(ctx, req)
 	case MethodUncompact:

@@ -77,7 +77,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 		ProtocolVersion: ProtocolVersion2,
 		Info:            info,
 		Capabilities: AgentCapabilitiesV2{
-			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
+			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}, Delete: s.deleteCapability()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
@@ -112,11 +112,12 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 }
 
 // sessionCapabilities are the v1 session methods this agent answers:
-// session/list only when its store can list sessions; additionalDirectories
+// session/list only when its store can list sessions, session/delete only
+// when it can delete them; additionalDirectories
 // when sessions have tools of their own (ServerOptions.SessionTools), which
 // are given those directories.
 func (s *server) sessionCapabilities() SessionCapabilities {
-	caps := SessionCapabilities{Resume: &Capability{}, Close: &Capability{}}
+	caps := SessionCapabilities{Resume: &Capability{}, Close: &Capability{}, Delete: s.deleteCapability()}
 	if _, ok := s.store.(history.Lister); ok {
 		caps.List = &Capability{}
 	}

@@ -129,6 +129,8 @@ func goldenCases() []goldenCase {
 			CurrentModeID: "code", AvailableModes: []SessionMode{{ID: "code", Name: "Code"}, {ID: "ask", Name: "Ask", Description: "No edits"}}}}},
 		{"load_session_request", &LoadSessionRequest{SessionID: "sess_1", Cwd: "/w", McpServers: []McpServer{}}},
 		{"load_session_response", &LoadSessionResponse{}},
+		{"delete_session_request", &DeleteSessionRequest{SessionID: "sess_1"}},
+		{"delete_session_response", &DeleteSessionResponse{}},
 		{"prompt_request", &PromptRequest{SessionID: "sess_1", Prompt: []ContentBlock{
 			TextBlock("/compact keep the API decisions"),
 			{ResourceLink: &ResourceLink{Name: "API.md", URI: "file:///w/API.md"}},

@@ -63,6 +63,7 @@ type AgentCapabilitiesV2 struct {
 // each non-nil marker (sent as {}) advertises one.
 type SessionCapabilitiesV2 struct {
 	Prompt *PromptCapabilitiesV2 `json:"prompt,omitzero" acp:"lenient"`
+	Delete *Capability           `json:"delete,omitzero" acp:"lenient"` // session/delete
 	Meta   map[string]any        `json:"_meta,omitzero" acp:"lenient"`
 }
 

@@ -16,7 +16,7 @@
 // sessions), history/sqlite (the embedded default: one SQLite file, which
 // several processes on one machine may share) and history/postgres (one
 // PostgreSQL database shared by several agent processes). All implement
-// [Lister] and [Uncompacter]; the SQLite and PostgreSQL stores also
+// [Lister], [Uncompacter] and [Deleter]; the SQLite and PostgreSQL stores also
 // implement [Leaser], and [LeaseReader] for programs that only read
 // (cmd/sessionkit). All pass the conformance suites in history/historytest.
 // A store of your own builds on history/storekit, the package for people

@@ -38,6 +38,7 @@ const RESULTS = {
   "session/resume": z2.zResumeSessionResponse,
   "session/list": z2.zListSessionsResponse,
   "session/close": z2.zCloseSessionResponse,
+  "session/delete": z2.zDeleteSessionResponse,
 };
 
 const KNOWN = {

@@ -10,15 +10,16 @@
 //	sessionkit [--store PATH|URL] export ID    # JSON, with or without --json
 //	sessionkit [--store PATH|URL] search ID QUERY [--limit N] [--json]
 //	sessionkit [--store PATH|URL] serve [--addr 127.0.0.1:7777] [--token T]
+//	sessionkit [--store PATH|URL] delete ID [--yes]
 //	sessionkit --version
 //
 // --store is a SQLite file path or a postgres:// URL; the default is the
 // acp-agent's default store ($XDG_DATA_HOME/sessionkit/sessions.db, else
 // ~/.local/share/sessionkit/sessions.db). Flags may also follow the command.
 //
-// # Read only
+// # Read only, except delete
 //
-// sessionkit only reads. It opens a SQLite file with sqlite.OpenReadOnly
+// Every command but delete only reads. It opens a SQLite file with sqlite.OpenReadOnly
 // and a PostgreSQL database with postgres.OpenReadOnly: it never creates a
 // file, never migrates a schema and never takes a session's lease, so it
 // can look into a session while an agent serves it; it then says so, on
@@ -31,11 +32,22 @@
 // and cannot be created beside it is read as immutable, and stderr says
 // that changes still in its -wal file are not seen.
 //
+// delete is the one command that writes (delete.go). It reads the session
+// first, as the others do, and refuses one that an agent serves, naming
+// the agent; it asks for confirmation on the terminal unless --yes is
+// given, and without a terminal refuses to run without --yes. Then it
+// opens the store as the agent does (sqlite.Open, postgres.Open: an older
+// schema is migrated) and deletes the session with everything stored of
+// it (history.Deleter), in one transaction that checks again that no lease
+// covers it.
+//
 // # Exit status
 //
-// 0 on success, 1 when the store cannot be read or a session is not found,
-// 2 for a bad command line (unknown command or flag, missing or extra
-// arguments).
+// 0 on success, 1 when the store cannot be read or a session is not found
+// (and for delete: the session is served by an agent, or the answer to the
+// question was not yes), 2 for a bad command line (unknown command or flag,
+// missing or extra arguments, delete without --yes and without a
+// terminal).
 package main
 
 import (
@@ -56,7 +68,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	status := cli(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	status := cli(ctx, os.Args[1:], console{in: os.Stdin, tty: isTerminal(os.Stdin.Fd())}, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(status)
 }
@@ -81,6 +93,8 @@ commands:
   search ID QUERY  the session's messages, archived or active, that hold words
                 of QUERY, best first (--limit N hits, default 10)
   serve         a web inspector of the store (--addr HOST:PORT, --token T)
+  delete ID     delete a session and everything stored of it, after asking
+                (--yes: without asking); the one command that writes
 
 flags:
   --store PATH|URL  SQLite file or postgres:// URL (default: the acp-agent's store)
@@ -88,9 +102,16 @@ flags:
   --version         print the version and exit
 `
 
+// console is where delete asks its question: standard input, and whether
+// it is a terminal.
+type console struct {
+	in  io.Reader // nil: no input
+	tty bool
+}
+
 // cli runs one command line and returns the exit status.
-func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := dispatch(ctx, args, stdout, stderr)
+func cli(ctx context.Context, args []string, in console, stdout, stderr io.Writer) int {
+	err := dispatch(ctx, args, in, stdout, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		fmt.Fprint(stdout, usage)
 	}
@@ -141,7 +162,7 @@ var commands = map[string]command{
 }
 
 // dispatch parses the command line and runs its command.
-func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func dispatch(ctx context.Context, args []string, in console, stdout, stderr io.Writer) error {
 	o := options{}
 	global := newFlagSet("sessionkit")
 	global.StringVar(&o.store, "store", defaultStore(), "")
@@ -155,7 +176,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	if global.NArg() == 0 {
-		return usagef("no command: give one of sessions, show, segments, timeline, export, search, serve (see -h)")
+		return usagef("no command: give one of %s (see -h)", commandNames)
 	}
 	name, rest := global.Arg(0), global.Args()[1:]
 	if name == "help" {
@@ -164,24 +185,19 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if name == "serve" { // a server, not a report: flags of its own (serve.go)
 		return runServe(ctx, rest, o.store, stdout, stderr)
 	}
+	if name == "delete" { // the one command that writes (delete.go)
+		return runDelete(ctx, rest, o.store, in, stdout, stderr)
+	}
 	cmd, ok := commands[name]
 	if !ok {
-		return usagef("unknown command %q: give one of sessions, show, segments, timeline, export, search, serve (see -h)", name)
+		return usagef("unknown command %q: give one of %s (see -h)", name, commandNames)
 	}
 	fs := newFlagSet(name)
 	fs.StringVar(&o.store, "store", o.store, "")
 	cmd.flags(fs, &o)
-	// Flags may come before and after the ID.
-	var positional []string
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return flagError(err)
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		positional = append(positional, fs.Arg(0))
-		rest = fs.Args()[1:]
+	positional, err := parseInterleaved(fs, rest)
+	if err != nil {
+		return err
 	}
 	if cmd.takesQuery {
 		if len(positional) < 2 {
@@ -209,6 +225,25 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer r.close()
 	return cmd.run(ctx, r, id, &o, stdout, stderr)
+}
+
+// commandNames lists the commands for the usage errors.
+const commandNames = "sessions, show, segments, timeline, export, search, serve, delete"
+
+// parseInterleaved parses args with fs, flags before and after the
+// positional arguments, and returns those in order.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, flagError(err)
+		}
+		if fs.NArg() == 0 {
+			return positional, nil
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
 
 // version is what --version prints: the release, and the commit it was

@@ -32,7 +32,7 @@ type result struct {
 func sk(t *testing.T, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	status := cli(t.Context(), args, &out, &errOut)
+	status := cli(t.Context(), args, console{}, &out, &errOut)
 	return result{status, out.String(), errOut.String()}
 }
 

@@ -41,7 +41,7 @@ func TestCLIChild(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(3)
 	}
-	os.Exit(cli(context.Background(), args, os.Stdout, os.Stderr))
+	os.Exit(cli(context.Background(), args, console{in: os.Stdin, tty: isTerminal(os.Stdin.Fd())}, os.Stdout, os.Stderr))
 }
 
 // cliUser is how TestReadOnlyStores runs the CLI: as a user who cannot
@@ -49,6 +49,8 @@ func TestCLIChild(t *testing.T) {
 type cliUser struct {
 	bin  string              // a copy of the test binary the user can run
 	cred *syscall.Credential // nil: this user (not root, so the modes bind it)
+	// stdin is the process's standard input; nil: /dev/null
+	stdin *os.File
 }
 
 // run runs sessionkit args as the user.
@@ -59,6 +61,9 @@ func (u cliUser) run(t *testing.T, args ...string) result {
 	cmd := exec.Command(u.bin, "-test.run=^TestCLIChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), cliEnvArgs+"="+string(spec), "HOME=/nonexistent", "XDG_DATA_HOME=")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: u.cred}
+	if u.stdin != nil {
+		cmd.Stdin = u.stdin
+	}
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err = cmd.Run()

@@ -91,7 +91,11 @@ type storeError struct {
 }
 
 func (e *storeError) Error() string {
-	return "--store " + postgres.Redact(e.spec) + ": " + strings.TrimPrefix(e.err.Error(), "sqlite: open read-only "+e.spec+": ")
+	msg := e.err.Error()
+	for _, p := range []string{"sqlite: open read-only " + e.spec + ": ", "sqlite: open " + e.spec + ": "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return "--store " + postgres.Redact(e.spec) + ": " + msg
 }
 
 func (e *storeError) Unwrap() error { return e.err }

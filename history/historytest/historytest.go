@@ -16,9 +16,10 @@
 // that each see one committed state while compactions commit, the
 // timeline order that replay relies on, search (history.Searcher: ranking,
 // stemming, paging, tool results, archived and Active messages, isolation
-// between sessions, any query text), the fidelity a Segment keeps, and the
+// between sessions, any query text), the fidelity a Segment keeps, the
 // event log with its reservations of sequence numbers (history.EventLog,
-// history.SeqReserver).
+// history.SeqReserver) and deletion (history.Deleter: every part of a
+// session goes, nothing of another).
 package historytest
 
 import (
@@ -100,6 +101,8 @@ func Run(t *testing.T, h Harness) {
 		{"SearchInvalid", testSearchInvalid},
 		{"SearchSameAsMemstore", testSearchSameAsMemstore},
 		{"SegmentFidelity", testSegmentFidelity},
+		{"Delete", testDelete},
+		{"DeleteMissing", testDeleteMissing},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })
@@ -845,6 +848,8 @@ func entryKeys(tl []history.Entry) []string {
 			out[i] = e.Message.ID + " archived"
 		case e.Message != nil:
 			out[i] = e.Message.ID
+		case e.Uncompaction != nil:
+			out[i] = fmt.Sprintf("uncompaction %s %s %d", e.Uncompaction.ID, e.Uncompaction.SegmentID, e.Uncompaction.Restored)
 		default:
 			c := e.Compaction
 			out[i] = strings.TrimSpace(fmt.Sprintf("compaction %s %s %s%s", c.CompactID, c.Status, c.Summary, c.Error))

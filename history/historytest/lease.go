@@ -40,10 +40,11 @@ const shortTTL = 300 * time.Millisecond
 
 // RunLeaser runs the conformance suite of [history.Leaser]: racing
 // acquires, fencing, expiry and takeover, release, the store's own writes
-// on a leased session, tokens, and malformed calls; and, for stores that
-// implement [history.LeaseReader], leases read without being taken, and for
-// those that implement [history.ReservingLeaser], sequence numbers reserved
-// in the transaction that takes the lease.
+// on a leased session, tokens, malformed calls, Delete of a leased session
+// (history.Deleter); and, for stores that implement [history.LeaseReader],
+// leases read without being taken, and for those that implement
+// [history.ReservingLeaser], sequence numbers reserved in the transaction
+// that takes the lease.
 func RunLeaser(t *testing.T, h LeaseHarness) {
 	tests := []struct {
 		name string
@@ -58,6 +59,7 @@ func RunLeaser(t *testing.T, h LeaseHarness) {
 		{"Malformed", testLeaseMalformed},
 		{"AcquireReserving", testAcquireReserving},
 		{"ReadLease", testReadLease},
+		{"DeleteLeased", testDeleteLeased},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

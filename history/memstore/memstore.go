@@ -105,6 +105,7 @@ var (
 	_ history.EventLog    = (*Store)(nil)
 	_ history.SeqReserver = (*Store)(nil)
 	_ history.Searcher    = (*Store)(nil)
+	_ history.Deleter     = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -231,6 +232,18 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 		}
 	}
 	return snap
+}
+
+// Delete implements [history.Deleter]: the session, with its messages,
+// Segments, records, events and word index, leaves the map under s.mu.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.get(ctx, id); err != nil {
+		return err
+	}
+	delete(s.sessions, id)
+	return nil
 }
 
 // Load implements [history.Store].

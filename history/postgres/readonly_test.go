@@ -44,6 +44,7 @@ func TestOpenReadOnly(t *testing.T) {
 	require.ErrorContains(t, err, "read-only transaction")
 	_, err = r.Acquire(ctx, "s")
 	require.ErrorContains(t, err, "read-only transaction")
+	require.ErrorContains(t, r.Delete(ctx, "s"), "read-only transaction")
 	again, err := w.Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, got.Version, again.Version, "nothing written")

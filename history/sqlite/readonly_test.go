@@ -62,6 +62,9 @@ func TestOpenReadOnly_WritesNothing(t *testing.T) {
 		_, err = r.Acquire(ctx, "s")
 		assert.ErrorIs(t, err, ErrReadOnly)
 		assert.ErrorIs(t, r.LogEvents(ctx, "s", history.EventBatch{Through: 20}), ErrReadOnly)
+		assert.ErrorIs(t, r.Delete(ctx, "s"), ErrReadOnly)
+		_, err = r.Load(ctx, "s")
+		require.NoError(t, err, "a refused Delete deletes nothing")
 		require.NoError(t, r.Close())
 		assert.Equal(t, before, readFile(t, path), "the file's bytes are unchanged")
 	}

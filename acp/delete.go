@@ -1,0 +1,95 @@
+package acp
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+)
+
+// MethodSessionDelete is session/delete (v1 and v2; advertised under
+// sessionCapabilities.delete in v1 and session.delete in v2).
+const MethodSessionDelete = "session/delete"
+
+// DeleteSessionRequest is the params of session/delete, the same in v1 and
+// v2.
+type DeleteSessionRequest struct {
+	SessionID string         `json:"sessionId" acp:"required"`
+	Meta      map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// DeleteSessionResponse is the result of session/delete, the same in v1
+// and v2.
+type DeleteSessionResponse struct {
+	Meta map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *DeleteSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *DeleteSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+
+// deleteCapability is the delete capability of both versions: {} when the
+// store can delete sessions (history.Deleter), absent otherwise.
+func (s *server) deleteCapability() *Capability {
+	if _, ok := s.store.(history.Deleter); ok {
+		return &Capability{}
+	}
+	return nil
+}
+
+// deleteSession handles session/delete on both versions. A session open on
+// this connection is closed first, as session/close closes it (forgotten
+// at once, its turn cancelled, its session.Session closed, which ends its
+// tools' work and releases its lease; agentSession.end); once its owner
+// and writer have ended, every update it had is on the wire, and the store
+// deletes it (history.Deleter). The request holds the connection's dispatch until
+// then (ServerOptions' ordered requests), so a request after it sees the
+// session gone. A session that another process serves is refused, naming
+// it (servedElsewhere), and nothing is deleted; an unknown one is the
+// unknown-session error.
+func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p DeleteSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	d, ok := s.store.(history.Deleter)
+	if !ok {
+		return nil, jsonrpc.MethodNotFoundError(req.Method)
+	}
+	if p.SessionID == "" {
+		return nil, invalidParams(`field "sessionId": must not be empty`)
+	}
+	s.mu.Lock()
+	a, open := s.sessions[p.SessionID]
+	s.mu.Unlock()
+	if open {
+		s.forget(a)
+		a.end()
+	}
+	err := d.Delete(ctx, p.SessionID)
+	var leased *history.LeaseError
+	switch {
+	case errors.As(err, &leased):
+		return nil, servedElsewhere(leased)
+	case errors.Is(err, history.ErrNotFound):
+		return nil, unknownSession(p.SessionID, "no such session is stored")
+	case err != nil:
+		return nil, err
+	}
+	return DeleteSessionResponse{}, nil
+}
+
+// DeleteSession deletes a session on the agent with everything it stores
+// of it (session/delete; advertised under sessionCapabilities.delete): the
+// agent closes it first if it serves it. A RemoteSession for it on this
+// Client is closed too, its Handles finishing with session.ErrClosed. A
+// session another agent process serves is refused with the agent's error,
+// which names that process.
+func (c *Client) DeleteSession(ctx context.Context, id string) error {
+	err := c.call(ctx, MethodSessionDelete, DeleteSessionRequest{SessionID: id}, nil)
+	c.closeRemote(id)
+	return err
+}

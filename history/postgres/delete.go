@@ -1,0 +1,70 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+var (
+	_ history.Deleter = (*Store)(nil)
+	_ history.Deleter = (*fencedStore)(nil)
+)
+
+// Delete implements [history.Deleter]: in one transaction, after the
+// lease check of every write, it removes the session's messages (and so
+// its search index, their search column), compactions (Segments and undos
+// are their rows), events and sessions row. The leases row stays: tokens
+// only grow.
+func (s *Store) Delete(ctx context.Context, id string) error {
+	return s.delete(ctx, id, nil)
+}
+
+// Delete implements [history.Deleter] for the lease's session.
+func (f *fencedStore) Delete(ctx context.Context, id string) error {
+	if err := f.mine(id); err != nil {
+		return err
+	}
+	return f.l.s.delete(ctx, id, f.l)
+}
+
+// delete is Delete, fenced by l when l is not nil. The lock order is that
+// of swap: a fenced delete locks the lease row (checkToken) and then the
+// sessions row; an unfenced one locks the sessions row and then reads the
+// lease, so that an Acquire committed before it is seen, and one still in
+// flight waits for the sessions row and then finds no session.
+func (s *Store) delete(ctx context.Context, id string, l *lease) error {
+	const op = "delete"
+	key := bin(id)
+	return s.inTx(ctx, op, l, func(tx pgx.Tx) error {
+		if l != nil {
+			if err := l.check(ctx, op, tx.QueryRow(ctx, checkToken, key)); err != nil {
+				return err
+			}
+		}
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&one)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
+		}
+		if l == nil {
+			if err := s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, key)); err != nil {
+				return err
+			}
+		}
+		// The children first: their foreign keys name the sessions row.
+		for _, q := range []string{
+			`DELETE FROM messages WHERE session_id = $1`,
+			`DELETE FROM compactions WHERE session_id = $1`,
+			`DELETE FROM events WHERE session_id = $1`,
+			`DELETE FROM sessions WHERE id = $1`,
+		} {
+			if _, err := tx.Exec(ctx, q, key); err != nil {
+				return s.fail(ctx, op, err)
+			}
+		}
+		return nil
+	})
+}
