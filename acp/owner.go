@@ -73,6 +73,8 @@ type agentSession struct {
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
 	cwd        string                      // the session's working directory as the client named it; set before start
 	running    bool                        // v2: the last state_update sent is running
+	tools      toolState                   // of the Toolset (mcp.go)
+	cfg        sessionChoice               // mode and model (modes.go)
 }
 
 // waitingPrompt is a session/prompt (or a /compact prompt) waiting for its
@@ -214,6 +216,9 @@ func (a *agentSession) catchUp() {
 func (a *agentSession) run(wdone chan struct{}) {
 	defer func() {
 		<-wdone
+		if a.tools.close != nil {
+			a.tools.close() // the session ended: so do its tools (MCP servers)
+		}
 		close(a.done)
 	}()
 	defer close(a.out)

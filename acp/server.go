@@ -108,6 +108,20 @@ type ServerOptions struct {
 	// router does: 1 for a request for 1, 2 for a request for 2 or more,
 	// and the UnsupportedProtocolVersion error below 1.
 	V1Only bool
+	// Modes, when set, are the session modes the agent offers, the first
+	// a new session's: v1's modes (session/set_mode, current_mode_update)
+	// and, on both versions, the config option "mode" (category mode).
+	// This package gives them no meaning: the agent's tools read the
+	// current one (ToolClient.Mode) at every call.
+	Modes []SessionMode
+	// Models, when set, are the models a session may use, the first a new
+	// session's: the config option "model" (category model).
+	Models []Model
+	// McpHTTP advertises HTTP MCP servers (v1 mcpCapabilities.http, v2
+	// session.mcp.http): without it, a request naming one is refused with
+	// invalid params. Stdio servers are always taken (v1: "All Agents MUST
+	// support this transport"), and handed to SessionTools.
+	McpHTTP bool
 }
 
 // Serve runs an ACP agent over r and w (stdio in practice) until r ends or
@@ -314,6 +328,8 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return s.prompt(ctx, req)
 	case MethodSessionCancel:
 		return nil, s.cancel(req, func(a *agentSession) { a.sess.Interrupt() })
+	case MethodSetMode:
+		return s.setMode(ctx, req)
 	}
 	return s.handleShared(ctx, req)
 }
@@ -330,6 +346,8 @@ func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, e
 		return s.compact(ctx, req)
 	case MethodUncompact:
 		return s.uncompact(ctx, req)
+	case MethodSetConfigOption:
+		return s.setConfigOption(ctx, req)
 	}
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
 }
@@ -407,7 +425,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 		ProtocolVersion: ProtocolVersion2,
 		Info:            info,
 		Capabilities: AgentCapabilitiesV2{
-			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
+			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}, Mcp: s.mcpV2()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
@@ -437,6 +455,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
+			McpCapabilities:     McpCapabilities{HTTP: s.opts.McpHTTP},
 			SessionCapabilities: s.sessionCapabilities(),
 			Meta:                extensionMeta(),
 		},
@@ -516,19 +535,12 @@ func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, e
 	return resp, nil
 }
 
-// place is where the client opens a session: its directories, and how
-// many MCP servers it asked for.
+// place is where the client opens a session: its directories, and the
+// MCP servers it asked for.
 type place struct {
-	cwd        string
-	dirs       []string
-	mcpServers int
-}
-
-// mcpCount is how many MCP servers a v2 request's raw mcpServers lists.
-func mcpCount(raw json.RawMessage) int {
-	var list []json.RawMessage
-	_ = json.Unmarshal(raw, &list)
-	return len(list)
+	cwd  string
+	dirs []string
+	mcp  []McpServer
 }
 
 // open starts a session.Session for id ("" = new) and registers its ACP
@@ -551,23 +563,31 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
-	if at.mcpServers > 0 {
-		// Never silently: the client asked for servers this agent does not
-		// connect to.
-		s.log.Warn("mcpServers are not supported by this agent: the session runs without them", zap.Int("mcpServers", at.mcpServers), zap.String("cwd", cwd))
+	if err := s.checkMcp(at.mcp); err != nil {
+		return err
+	}
+	if len(at.mcp) > 0 && s.opts.SessionTools == nil {
+		// Never silently: the client asked for servers nothing here starts.
+		s.log.Warn(mcpNote(at.mcp), zap.String("cwd", cwd))
 	}
 	s.mu.Lock()
 	client := &ToolClient{srv: s, caps: s.clientCaps, v2: s.version == ProtocolVersion2}
 	s.mu.Unlock()
-	var describe func(history.ToolCall, *history.Message) ToolCallDisplay
+	var set Toolset
 	if s.opts.SessionTools != nil {
-		set, err := s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), Client: client})
+		var err error
+		set, err = s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), McpServers: slices.Clone(at.mcp), Client: client})
 		if err != nil {
 			return invalidParams(`field "cwd": %v`, err)
 		}
 		cfg.Tools = append(slices.Clip(cfg.Tools), set.Tools...)
-		describe = set.Describe
 	}
+	started := false
+	defer func() {
+		if !started && set.Close != nil {
+			set.Close() // the session did not open: its tools end here
+		}
+	}()
 	var (
 		sess *session.Session
 		err  error
@@ -588,17 +608,24 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 		return fmt.Errorf("open session: %w", err)
 	}
 	a := newAgentSession(s, sess)
-	a.describe = describe
+	a.describe = set.Describe
+	a.tools.close = set.Close
 	a.cwd = cwd
 	if v, ok := a.surf.(v2Surface); ok {
 		v.cwd = cwd
 		a.surf = v
 	}
 	client.a.Store(a)
-	if err := a.start(replay, func() { first(a) }); err != nil {
+	if err := a.start(replay, func() {
+		first(a)
+		for _, n := range set.Notices {
+			a.tell(n)
+		}
+	}); err != nil {
 		_ = sess.Close()
 		return fmt.Errorf("open session: %w", err)
 	}
+	started = true // the owner ends the tools when the session ends
 	s.mu.Lock()
 	s.sessions[sess.ID()] = a
 	s.opening--
@@ -620,7 +647,7 @@ func (s *server) forget(a *agentSession) {
 // that opened it, then the commands it offers.
 func opened(resp *jsonrpc.Responder, result any) func(a *agentSession) {
 	return func(a *agentSession) {
-		a.respond(resp, result, nil)
+		a.respond(resp, a.srv.withChoice(result, a.choice()), nil)
 		a.advertise()
 	}
 }
@@ -639,7 +666,7 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, func(id string) any { return NewSessionResponse{SessionID: id} })
+	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, func(id string) any { return NewSessionResponse{SessionID: id} })
 }
 
 // create opens a new session at at; its response is result(its ID).
@@ -698,7 +725,7 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, true, LoadSessionResponse{})
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, true, LoadSessionResponse{})
 }
 
 func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -706,7 +733,7 @@ func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, false, ResumeSessionResponse{})
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, false, ResumeSessionResponse{})
 }
 
 // closeSession handles session/close: the session is forgotten at once (a

@@ -38,8 +38,14 @@ type Options struct {
 	// run_command ask the user's permission first (unless AllowAll). Nil:
 	// everything runs locally and nothing asks.
 	Editor Editor
-	// AllowAll skips the permission requests.
+	// AllowAll skips the permission requests (a mode that refuses a
+	// call still refuses it).
 	AllowAll bool
+	// Mode, when set, returns the session's current mode (ModeAsk,
+	// ModeReadOnly, ModeAutoEdit, ModeFullAuto), read at every call: it
+	// decides which calls ask, which run at once and which are refused,
+	// and whether commands get the network. Nil (or "") means ModeAsk.
+	Mode func() string
 	// Sandbox is how run_command runs commands (package sandbox): its
 	// mode, whether they may use the network, and the environment
 	// variables added to the allow-list. The session's directories are
@@ -195,6 +201,7 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, MaxCommandTimeout)
 	}
 	policy := t.o.Sandbox
+	policy.Network = t.o.network()
 	policy.Writable = append(slices.Clone(t.w.roots), policy.Writable...)
 	cmd, err := policy.Prepare(in.Command, t.w.cwd) // refused here under --sandbox=required, before anyone is asked
 	if err != nil {
@@ -205,7 +212,7 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 	if w := policy.Warning(); w != "" {
 		title = "[" + w + "] " + title // first, where no command can push it out of view
 	}
-	if declined, err := t.permit(ctx, "run_command", title, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
+	if declined, err := t.permit(ctx, actCommand, "run_command", title, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
 		return declined, err
 	}
 	if t.o.Editor != nil && t.o.Editor.CanRunTerminals() {

@@ -1,0 +1,256 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync/atomic"
+
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+)
+
+// Model is one model a session may use ([ServerOptions.Models]): ID is what
+// the provider is asked for (provider.Request.Model), Name what the user
+// sees ("" = ID).
+type Model struct {
+	ID          string
+	Name        string
+	Description string
+}
+
+// The IDs of the config options this package offers.
+const (
+	// ConfigMode is the config option of the session's mode (category
+	// "mode"), offered with ServerOptions.Modes.
+	ConfigMode = "mode"
+	// ConfigModel is the config option of the session's model (category
+	// "model"), offered with ServerOptions.Models.
+	ConfigModel = "model"
+)
+
+// choice is a session's mode and model, as the client sees them.
+type choice struct {
+	mode, model string
+}
+
+// defaultChoice is a new session's: the first mode and model listed.
+func (s *server) defaultChoice() choice {
+	var c choice
+	if len(s.opts.Modes) > 0 {
+		c.mode = s.opts.Modes[0].ID
+	}
+	if len(s.opts.Models) > 0 {
+		c.model = s.opts.Models[0].ID
+	}
+	return c
+}
+
+// modeState is the v1 modes of a response (nil without modes).
+func (s *server) modeState(c choice) *SessionModeState {
+	if len(s.opts.Modes) == 0 {
+		return nil
+	}
+	return &SessionModeState{CurrentModeID: c.mode, AvailableModes: slices.Clone(s.opts.Modes)}
+}
+
+// configOptions are the v1 config options with c's values (nil: none).
+func (s *server) configOptions(c choice) []SessionConfigOption {
+	var out []SessionConfigOption
+	if len(s.opts.Modes) > 0 {
+		o := SessionConfigOption{ID: ConfigMode, Name: "Mode", Category: CategoryMode, CurrentValue: c.mode}
+		for _, m := range s.opts.Modes {
+			o.Options = append(o.Options, SessionConfigSelectOption{Value: m.ID, Name: m.Name, Description: m.Description})
+		}
+		out = append(out, o)
+	}
+	if len(s.opts.Models) > 0 {
+		o := SessionConfigOption{ID: ConfigModel, Name: "Model", Category: CategoryModel, CurrentValue: c.model}
+		for _, m := range s.opts.Models {
+			name := m.Name
+			if name == "" {
+				name = m.ID
+			}
+			o.Options = append(o.Options, SessionConfigSelectOption{Value: m.ID, Name: name, Description: m.Description})
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+// configOptionsV2 are configOptions on a v2 connection.
+func (s *server) configOptionsV2(c choice) []SessionConfigOptionV2 {
+	return convertAll(s.configOptions(c), func(o SessionConfigOption) SessionConfigOptionV2 { return SessionConfigOptionV2(o) })
+}
+
+// withChoice fills the modes and config options of a response that opens
+// a session (result), as the session stands (c).
+func (s *server) withChoice(result any, c choice) any {
+	switch r := result.(type) {
+	case NewSessionResponse:
+		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
+		return r
+	case LoadSessionResponse:
+		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
+		return r
+	case ResumeSessionResponse:
+		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
+		return r
+	case NewSessionResponseV2:
+		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
+		return r
+	case ResumeSessionResponseV2:
+		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
+		return r
+	}
+	return result
+}
+
+// validChoice reports whether value is one of the values of config
+// option id.
+func (s *server) validChoice(id, value string) bool {
+	switch id {
+	case ConfigMode:
+		return slices.ContainsFunc(s.opts.Modes, func(m SessionMode) bool { return m.ID == value })
+	case ConfigModel:
+		return slices.ContainsFunc(s.opts.Models, func(m Model) bool { return m.ID == value })
+	}
+	return false
+}
+
+// setMode handles the v1 session/set_mode.
+func (s *server) setMode(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p SetSessionModeRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	if !s.validChoice(ConfigMode, p.ModeID) {
+		return nil, invalidParams("field \"modeId\": %q is not a mode of this agent (%s)", p.ModeID, s.choices(ConfigMode))
+	}
+	resp := jsonrpc.Defer(ctx)
+	return a.admit(ctx, resp, func() {
+		a.choose(ConfigMode, p.ModeID, func(err error) {
+			a.respond(resp, SetSessionModeResponse{}, err)
+		})
+	})
+}
+
+// setConfigOption handles session/set_config_option of either version.
+func (s *server) setConfigOption(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p SetConfigOptionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	v2 := s.v2()
+	switch {
+	case v2 && p.Type != "id":
+		return nil, invalidParams("field \"type\": a value of type %q is not supported (the options of this agent take value IDs, type \"id\")", p.Type)
+	case !v2 && p.Type != "":
+		return nil, invalidParams("field \"type\": a value of type %q is not supported (the options of this agent take value IDs)", p.Type)
+	case p.ConfigID != ConfigMode && p.ConfigID != ConfigModel || s.choices(p.ConfigID) == "":
+		return nil, invalidParams("field \"configId\": %q is not a config option of this agent", p.ConfigID)
+	}
+	var value string
+	if err := json.Unmarshal(p.Value, &value); err != nil {
+		return nil, invalidParams("field \"value\": must be a value ID (a string)")
+	}
+	if !s.validChoice(p.ConfigID, value) {
+		return nil, invalidParams("field \"value\": %q is not a value of %q (%s)", value, p.ConfigID, s.choices(p.ConfigID))
+	}
+	resp := jsonrpc.Defer(ctx)
+	return a.admit(ctx, resp, func() {
+		a.choose(p.ConfigID, value, func(err error) {
+			if err != nil {
+				a.respond(resp, nil, err)
+				return
+			}
+			c := a.choice()
+			if v2 {
+				a.respond(resp, SetConfigOptionResponseV2{ConfigOptions: s.configOptionsV2(c)}, nil)
+			} else {
+				a.respond(resp, SetConfigOptionResponse{ConfigOptions: s.configOptions(c)}, nil)
+			}
+		})
+	})
+}
+
+// choices lists the values of config option id, for an error message.
+func (s *server) choices(id string) string {
+	var ids []string
+	switch id {
+	case ConfigMode:
+		for _, m := range s.opts.Modes {
+			ids = append(ids, m.ID)
+		}
+	case ConfigModel:
+		for _, m := range s.opts.Models {
+			ids = append(ids, m.ID)
+		}
+	}
+	out := ""
+	for i, v := range ids {
+		if i > 0 {
+			out += ", "
+		}
+		out += v
+	}
+	return out
+}
+
+// chosen queues what tells the client that the session's mode or model is
+// now c: v1's current_mode_update when the mode changed, and the
+// config_option_update of both versions.
+func (a *agentSession) chosen(was, c choice) {
+	if was == c {
+		return
+	}
+	if was.mode != c.mode {
+		if _, v1 := a.surf.(v1Surface); v1 && len(a.srv.opts.Modes) > 0 {
+			a.enqueue(&CurrentModeUpdate{CurrentModeID: c.mode})
+		}
+	}
+	if _, v1 := a.surf.(v1Surface); v1 {
+		a.enqueue(&ConfigOptionUpdate{ConfigOptions: a.srv.configOptions(c)})
+	} else {
+		a.enqueue(&ConfigOptionUpdateV2{ConfigOptions: a.srv.configOptionsV2(c)})
+	}
+}
+
+// sessionChoice holds an ACP session's mode and model: the owner sets
+// them, the session's tools read them (ToolClient.Mode) from their own
+// goroutine.
+type sessionChoice struct {
+	cur atomic.Pointer[choice]
+}
+
+// choice is the session's mode and model now.
+func (a *agentSession) choice() choice {
+	if c := a.cfg.cur.Load(); c != nil {
+		return *c
+	}
+	return a.srv.defaultChoice()
+}
+
+// choose sets config option id (ConfigMode, ConfigModel) to value, a value
+// it takes, on the owner goroutine, then queues what tells the client and
+// calls done (on the owner) with nil, or why the session refused it.
+func (a *agentSession) choose(id, value string, done func(error)) {
+	was := a.choice()
+	c := was
+	switch id {
+	case ConfigMode:
+		c.mode = value
+	case ConfigModel:
+		c.model = value
+	}
+	a.cfg.cur.Store(&c)
+	a.chosen(was, c)
+	done(nil)
+}
