@@ -118,6 +118,18 @@ func refused(tool, mode string, a action) error {
 	return fmt.Errorf("%s is not allowed in %s mode (no %s); nothing was done. The user can switch the session's mode to %s", tool, mode, a, strings.Join([]string{ModeAsk, ModeAutoEdit, ModeFullAuto}, ", "))
 }
 
+// gate refuses a call of tool, which does a, before it reads or prepares
+// anything when the mode refuses a; permit decides again when the call
+// is about to change something (the mode may have changed meanwhile).
+func (t tools) gate(a action, tool string, run func(context.Context, json.RawMessage) (string, error)) func(context.Context, json.RawMessage) (string, error) {
+	return func(ctx context.Context, raw json.RawMessage) (string, error) {
+		if v, mode := t.o.verdict(a); v == refuse {
+			return "", refused(tool, mode, a)
+		}
+		return run(ctx, raw)
+	}
+}
+
 // network reports whether commands get the network: in full-auto mode, or
 // when the operator's policy gives it always (Sandbox.Network).
 func (o Options) network() bool {

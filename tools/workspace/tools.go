@@ -92,10 +92,10 @@ func (w *Workspace) Tools(o Options) []session.Tool {
 			Run:        t.readFile},
 		{Name: "write_file", Description: "Create or replace a file of the workspace with the given content (parent directories are created).",
 			Parameters: schema(`"path":{"type":"string"},"content":{"type":"string"}`, "path", "content"),
-			Run:        t.writeFile},
+			Run:        t.gate(actEdit, "write_file", t.writeFile)},
 		{Name: "edit_file", Description: "Replace the one occurrence of old_text in a file with new_text; fails when old_text is absent or occurs more than once.",
 			Parameters: schema(`"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}`, "path", "old_text", "new_text"),
-			Run:        t.editFile},
+			Run:        t.gate(actEdit, "edit_file", t.editFile)},
 		{Name: "list_files", Description: "List a directory of the workspace (default: the working directory); directories end in /.",
 			Parameters: schema(`"path":{"type":"string"}`),
 			Run:        t.listFiles},
@@ -104,7 +104,7 @@ func (w *Workspace) Tools(o Options) []session.Tool {
 			Run:        t.search},
 		{Name: "run_command", Description: "Run a shell command line in the working directory; answers its exit status and output.",
 			Parameters: schema(`"command":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1}`, "command"),
-			Run:        t.runCommand},
+			Run:        t.gate(actCommand, "run_command", t.runCommand)},
 	}
 }
 
