@@ -81,6 +81,16 @@ func (s *server) checkMcp(servers []McpServer) error {
 	return nil
 }
 
+// endTools ends the session's tools, once: when the session has ended,
+// before the response to a session/close (its MCP servers are gone when
+// the client hears it is closed), or as the owner exits.
+func (a *agentSession) endTools() {
+	if f := a.tools.close; f != nil {
+		a.tools.close = nil
+		f()
+	}
+}
+
 // toolState is what an ACP session holds of its Toolset, owned by its
 // owner goroutine (close runs once the owner has exited).
 type toolState struct {
@@ -106,10 +116,13 @@ func (c *ToolClient) Tell(ctx context.Context, text string) error {
 	if a == nil {
 		return ErrNoClient
 	}
+	open := false
 	if !a.do(ctx, func() {
 		a.catchUp()
-		a.tell(text)
-	}) {
+		if open = a.sub != nil; open { // nil: the session has ended
+			a.tell(text)
+		}
+	}) || !open {
 		return closedErr(ctx)
 	}
 	return nil

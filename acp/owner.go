@@ -216,9 +216,7 @@ func (a *agentSession) catchUp() {
 func (a *agentSession) run(wdone chan struct{}) {
 	defer func() {
 		<-wdone
-		if a.tools.close != nil {
-			a.tools.close() // the session ended: so do its tools (MCP servers)
-		}
+		a.endTools() // the session ended: so do its tools (MCP servers)
 		close(a.done)
 	}()
 	defer close(a.out)
@@ -316,6 +314,7 @@ func (a *agentSession) ended() {
 	for id, p := range a.prompts {
 		a.respondPrompt(id, p, nil)
 	}
+	a.endTools()
 	if a.closing != nil {
 		a.respond(a.closing, CloseSessionResponse{}, nil)
 		a.closing = nil
