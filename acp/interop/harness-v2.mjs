@@ -38,6 +38,7 @@ const RESULTS = {
   "session/resume": z2.zResumeSessionResponse,
   "session/list": z2.zListSessionsResponse,
   "session/close": z2.zCloseSessionResponse,
+  "session/set_config_option": z2.zSetSessionConfigOptionResponse,
 };
 
 const KNOWN = {
