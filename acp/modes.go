@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"sync/atomic"
 
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/session"
 )
 
 // Model is one model a session may use ([ServerOptions.Models]): ID is what
@@ -61,7 +61,7 @@ func (s *server) configOptions(c choice) []SessionConfigOption {
 		for _, m := range s.opts.Modes {
 			o.Options = append(o.Options, SessionConfigSelectOption{Value: m.ID, Name: m.Name, Description: m.Description})
 		}
-		out = append(out, o)
+		out = append(out, withCurrent(o))
 	}
 	if len(s.opts.Models) > 0 {
 		o := SessionConfigOption{ID: ConfigModel, Name: "Model", Category: CategoryModel, CurrentValue: c.model}
@@ -72,9 +72,20 @@ func (s *server) configOptions(c choice) []SessionConfigOption {
 			}
 			o.Options = append(o.Options, SessionConfigSelectOption{Value: m.ID, Name: name, Description: m.Description})
 		}
-		out = append(out, o)
+		out = append(out, withCurrent(o))
 	}
 	return out
+}
+
+// withCurrent adds the current value to o's values when it is not one of
+// them (a session stored with a model this agent no longer lists): the
+// schema wants the current value among the options, and the session
+// goes on using it until the user picks another.
+func withCurrent(o SessionConfigOption) SessionConfigOption {
+	if o.CurrentValue != "" && !slices.ContainsFunc(o.Options, func(v SessionConfigSelectOption) bool { return v.Value == o.CurrentValue }) {
+		o.Options = append(o.Options, SessionConfigSelectOption{Value: o.CurrentValue, Name: o.CurrentValue, Description: "kept from before; no longer offered"})
+	}
+	return o
 }
 
 // configOptionsV2 are configOptions on a v2 connection.
@@ -223,34 +234,62 @@ func (a *agentSession) chosen(was, c choice) {
 	}
 }
 
-// sessionChoice holds an ACP session's mode and model: the owner sets
-// them, the session's tools read them (ToolClient.Mode) from their own
-// goroutine.
-type sessionChoice struct {
-	cur atomic.Pointer[choice]
-}
-
-// choice is the session's mode and model now.
+// choice is the session's mode and model now: its settings
+// (session.Settings, stored and kept on reopen), or the first mode and
+// model offered where it has none.
 func (a *agentSession) choice() choice {
-	if c := a.cfg.cur.Load(); c != nil {
-		return *c
+	set := a.sess.Settings()
+	c := a.srv.defaultChoice()
+	if set.Mode != "" {
+		c.mode = set.Mode
 	}
-	return a.srv.defaultChoice()
+	if set.Model != "" {
+		c.model = set.Model
+	}
+	return c
 }
 
 // choose sets config option id (ConfigMode, ConfigModel) to value, a value
-// it takes, on the owner goroutine, then queues what tells the client and
-// calls done (on the owner) with nil, or why the session refused it.
+// it takes, with session.Configure: it runs on the owner goroutine, and
+// once the session has taken the change (at once when idle, at the next
+// step checkpoint of a running turn) queues what tells the client and
+// calls done, on the owner, with nil or why the session refused it.
 func (a *agentSession) choose(id, value string, done func(error)) {
 	was := a.choice()
-	c := was
+	var req session.ConfigureRequest
 	switch id {
 	case ConfigMode:
-		c.mode = value
+		req.Mode = &value
 	case ConfigModel:
-		c.model = value
+		req.Model = &value
 	}
-	a.cfg.cur.Store(&c)
-	a.chosen(was, c)
-	done(nil)
+	h, err := a.sess.Configure(context.Background(), req)
+	if err != nil {
+		done(sessionError(err))
+		return
+	}
+	go func() {
+		<-h.Finished() // every accepted command finishes, also on Close
+		a.post(func() {
+			var err error
+			if r := h.Result(); r != nil && r.Err != nil {
+				err = sessionError(r.Err)
+			}
+			a.chosen(was, a.choice())
+			done(err)
+		})
+	}()
+}
+
+// defaultSettings gives a session opened here the first mode and model
+// offered, where its Config names none: a new session starts with them,
+// and a stored one keeps what Configure set (session.New's reopen rule).
+func (s *server) defaultSettings(cfg *session.Config) {
+	c := s.defaultChoice()
+	if cfg.Mode == "" {
+		cfg.Mode = c.mode
+	}
+	if cfg.Model == "" {
+		cfg.Model = c.model
+	}
 }

@@ -257,3 +257,33 @@ func TestMcp_CloseAndNotices(t *testing.T) {
 	assert.Equal(t, 1, closed["/a"], "once")
 	mu.Unlock()
 }
+
+// The mode and model are session settings: a model change is the model of
+// the next provider request, and a session opened again, in another
+// process on the same store, keeps its mode and model.
+func TestModes_StoredAndSentToTheProvider(t *testing.T) {
+	store := memstore.New()
+	fake := providertest.New()
+	c := serve(t, fake, store, modeOptions(nil))
+	c.initialize(`{}`)
+	sid := c.newSession()
+	fake.QueueTurn(providertest.Reply{Text: "one"}, providertest.Reply{Text: "two"})
+	assert.Equal(t, "end_turn", c.prompt(sid, "first"))
+	reqs := fake.Requests()
+	assert.Equal(t, "small", reqs[len(reqs)-1].Model, "the first model offered")
+	c.mustCall("session/set_config_option", map[string]any{"sessionId": sid, "configId": "model", "value": "large"}, nil)
+	c.mustCall("session/set_mode", map[string]any{"sessionId": sid, "modeId": "bold"}, nil)
+	assert.Equal(t, "end_turn", c.prompt(sid, "second"))
+	reqs = fake.Requests()
+	assert.Equal(t, "large", reqs[len(reqs)-1].Model, "the next request asks for the model chosen")
+	c.mustCall("session/close", map[string]any{"sessionId": sid}, nil)
+
+	got := make(chan acp.ToolSession, 1)
+	again := serve(t, fake, store, modeOptions(got))
+	again.initialize(`{}`)
+	var load map[string]json.RawMessage
+	again.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, &load)
+	assert.JSONEq(t, jsonf(wantOptionsV1, "bold", "large"), string(load["configOptions"]))
+	assert.Contains(t, string(load["modes"]), `"currentModeId":"bold"`)
+	assert.Equal(t, "bold", (<-got).Client.Mode(), "the tools read the stored mode")
+}

@@ -74,7 +74,6 @@ type agentSession struct {
 	cwd        string                      // the session's working directory as the client named it; set before start
 	running    bool                        // v2: the last state_update sent is running
 	tools      toolState                   // of the Toolset (mcp.go)
-	cfg        sessionChoice               // mode and model (modes.go)
 }
 
 // waitingPrompt is a session/prompt (or a /compact prompt) waiting for its

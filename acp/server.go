@@ -563,6 +563,7 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
+	s.defaultSettings(&cfg)
 	if err := s.checkMcp(at.mcp); err != nil {
 		return err
 	}
