@@ -57,9 +57,9 @@ function enumProblem(kind, value) {
 const idKey = (id) => JSON.stringify(id);
 
 export class V2Agent {
-  /** Starts an agent process (--store path, extra args). */
-  static async start({ store, args = [] }) {
-    const child = spawn(buildAgent(), ["--store", store, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  /** Starts an agent process (--store path, extra args, variables added to its environment). */
+  static async start({ store, args = [], env }) {
+    const child = spawn(buildAgent(), ["--store", store, ...args], { stdio: ["pipe", "pipe", "pipe"], env: env ? { ...process.env, ...env } : undefined });
     v2totals.processes++;
     const a = new V2Agent(child);
     await new Promise((resolve, reject) => {

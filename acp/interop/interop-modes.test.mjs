@@ -10,6 +10,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
+import { createServer } from "node:http";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -248,6 +249,101 @@ test("x3. v2: an MCP server named with its type, its tool called after a v2 perm
     p.cleanup();
   }
   assert.match(a.stderr, /demo MCP server ready/, "the server's stderr is in the log");
+});
+
+/** A local OpenAI-compatible server that streams "reply N" and records the model each request asks for. */
+async function modelServer() {
+  const models = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (d) => (body += d));
+    req.on("end", () => {
+      models.push(JSON.parse(body).model);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = (delta, finish) => ({ id: `c${models.length}`, object: "chat.completion.chunk", created: 0, model: "m", choices: [{ index: 0, delta, finish_reason: finish }] });
+      res.write(`data: ${JSON.stringify(chunk({ role: "assistant", content: `reply ${models.length}` }, null))}\n\n`);
+      res.write(`data: ${JSON.stringify({ ...chunk({}, "stop"), usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } })}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  return { server, models, env: { OPENAI_BASE_URL: `http://127.0.0.1:${server.address().port}/v1`, OPENAI_API_KEY: "test-key", SESSIONKIT_PROVIDER: "openai" } };
+}
+
+test("x4. v1: the model picker lists --models; a model change is the model of the next provider request", async (t) => {
+  const m = await modelServer();
+  const store = tempStore();
+  const proc = await startAgent({ store: store.path, args: ["--models", "m-small,m-large"], env: m.env });
+  try {
+    await proc.initialize({});
+    const res = await proc.request(acp.methods.agent.session.new, { cwd: tmpdir(), mcpServers: [] });
+    const raw = rawResult(proc, "session/new", schema.zNewSessionResponse);
+    const model = raw.configOptions.find((o) => o.id === "model");
+    assert.deepEqual(model.options.map((o) => o.value), ["m-small", "m-large"]);
+    assert.equal(model.currentValue, "m-small");
+    await proc.prompt(res.sessionId, "hello");
+    assert.deepEqual(m.models, ["m-small"]);
+    const set = await proc.request("session/set_config_option", { sessionId: res.sessionId, configId: "model", value: "m-large" });
+    rawResult(proc, "session/set_config_option", schema.zSetSessionConfigOptionResponse);
+    assert.equal(set.configOptions.find((o) => o.id === "model").currentValue, "m-large");
+    await proc.prompt(res.sessionId, "again");
+    assert.deepEqual(m.models, ["m-small", "m-large"], "the next request asks for the model chosen");
+    const exit = await proc.stop();
+    assert.deepEqual(exit, { code: 0, signal: null });
+    assert.deepEqual(proc.wireUpdates().filter((l) => !l.valid).map((l) => l.raw), []);
+  } catch (err) {
+    t.diagnostic(`wire transcript:\n${proc.transcript()}\n--- stderr ---\n${proc.stderr()}`);
+    await proc.stop({ kill: true });
+    throw err;
+  } finally {
+    m.server.close();
+    store.cleanup();
+  }
+});
+
+test("x5. v2: a model change through the SDK's setConfigOption is the model of the next provider request; resumed in a fresh agent, the session keeps it", async (t) => {
+  const m = await modelServer();
+  const store = tempStore();
+  const client = () =>
+    acp2
+      .client({ name: "sessionkit-interop-models-v2" })
+      .onRequest(acp2.methods.client.session.requestPermission, () => ({ outcome: { outcome: "cancelled" } }))
+      .onNotification(acp2.methods.client.session.update, () => {});
+  let sid;
+  try {
+    const a = await V2Agent.start({ store: store.path, args: ["--models", "m-small,m-large"], env: m.env });
+    try {
+      await client().connectWith(a.sdkStream(), async (ctx) => {
+        await ctx.request(acp2.methods.agent.initialize, V2_INIT);
+        await ctx.buildSession(tmpdir()).withSession(async (s) => {
+          sid = s.sessionId;
+          await s.prompt("hello");
+          for (;;) if ((await s.nextUpdate()).kind === "stop") break;
+          const set = await s.setConfigOption({ configId: "model", type: "id", value: "m-large" });
+          assert.equal(set.configOptions.find((o) => o.configId === "model").currentValue, "m-large");
+          await s.prompt("again");
+          for (;;) if ((await s.nextUpdate()).kind === "stop") break;
+        });
+      });
+    } finally {
+      await a.stop();
+    }
+    assert.deepEqual(m.models, ["m-small", "m-large"], "the next request asks for the model chosen");
+    const b = await V2Agent.start({ store: store.path, args: ["--models", "m-small,m-large"], env: m.env });
+    try {
+      await b.request("initialize", V2_INIT);
+      const resumed = await b.request("session/resume", { sessionId: sid, cwd: tmpdir() });
+      assert.equal(resumed.msg.result.configOptions.find((o) => o.configId === "model").currentValue, "m-large", "kept on resume");
+    } finally {
+      await b.stop();
+    }
+  } catch (err) {
+    t.diagnostic(String(err));
+    throw err;
+  } finally {
+    m.server.close();
+    store.cleanup();
+  }
 });
 
 test("x totals: no invalid line on either version, nothing the SDK dropped", () => {
