@@ -346,6 +346,23 @@ test("x5. v2: a model change through the SDK's setConfigOption is the model of t
   }
 });
 
+test("x golden files: the v1 wire shapes of modes and config options parse with the SDK's v1 validators, unchanged", () => {
+  const dir = join(repoRoot, "acp", "testdata");
+  for (const [file, z] of [
+    ["new_session_response_config", schema.zNewSessionResponse],
+    ["config_option_update", schema.zSessionUpdate],
+    ["set_session_mode_request", schema.zSetSessionModeRequest],
+    ["set_session_mode_response", schema.zSetSessionModeResponse],
+    ["set_config_option_request", schema.zSetSessionConfigOptionRequest],
+    ["set_config_option_response", schema.zSetSessionConfigOptionResponse],
+  ]) {
+    const value = JSON.parse(readFileSync(join(dir, `${file}.json`), "utf8"));
+    const r = z.safeParse(value);
+    assert.ok(r.success, `${file}: ${r.error?.message}`);
+    assert.deepEqual(r.data, value, `${file}: the SDK reads what sessionkit wrote`);
+  }
+});
+
 test("x totals: no invalid line on either version, nothing the SDK dropped", () => {
   assert.deepEqual(totals.invalid, [], "v1 updates");
   assert.deepEqual(v2totals.invalid, [], "v2 lines");
