@@ -147,6 +147,15 @@ func TestModes_V2(t *testing.T) {
 	assert.Equal(t, []string{"config_option_update"}, kinds(updates(t, c.take())), "no current_mode_update on v2")
 }
 
+// serveMcp serves modeOptions with McpHTTP; the channel gets each
+// session's ToolSession.
+func serveMcp(t *testing.T) (chan acp.ToolSession, *client) {
+	got := make(chan acp.ToolSession, 4)
+	opts := modeOptions(got)
+	opts.McpHTTP = true
+	return got, serve(t, providertest.New(), memstore.New(), opts)
+}
+
 // The MCP servers a client names reach the session's tools: v1 stdio and,
 // with McpHTTP (advertised then), http; sse, or http without McpHTTP, is
 // refused with invalid params. v2 servers carry their type; a transport
@@ -159,10 +168,7 @@ func TestMcp_ServersReachTheTools(t *testing.T) {
 	wantHTTP := acp.McpServer{Type: "http", Name: "issues", URL: "https://issues.example/mcp", Headers: []acp.HTTPHeader{{Name: "Authorization", Value: "Bearer t"}}}
 
 	t.Run("v1", func(t *testing.T) {
-		got := make(chan acp.ToolSession, 4)
-		opts := modeOptions(got)
-		opts.McpHTTP = true
-		c := serve(t, providertest.New(), memstore.New(), opts)
+		got, c := serveMcp(t)
 		var init struct {
 			AgentCapabilities struct {
 				McpCapabilities map[string]any `json:"mcpCapabilities"`
@@ -180,10 +186,7 @@ func TestMcp_ServersReachTheTools(t *testing.T) {
 		assert.Equal(t, jsonrpc.InvalidParams, rpcCode(t, plain.call("session/new", map[string]any{"cwd": "/project", "mcpServers": []any{httpServer}}, nil)), "http is not advertised")
 	})
 	t.Run("v2", func(t *testing.T) {
-		got := make(chan acp.ToolSession, 4)
-		opts := modeOptions(got)
-		opts.McpHTTP = true
-		c := serve(t, providertest.New(), memstore.New(), opts)
+		got, c := serveMcp(t)
 		var init struct {
 			Capabilities struct {
 				Session struct {

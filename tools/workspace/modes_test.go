@@ -4,11 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -157,20 +155,7 @@ func TestModesAndHardLinks(t *testing.T) {
 // gives it always): auto-edit runs the same command without it.
 func TestModesNetwork(t *testing.T) {
 	requireLandlock(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	})
-	defer wg.Wait()
-	defer ln.Close()
+	ln := tcpSink(t)
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	dial := map[string]any{"command": fmt.Sprintf("%s %s tcp4 %s", exe, dialArg, ln.Addr())}
