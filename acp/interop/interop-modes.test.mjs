@@ -140,6 +140,14 @@ test("x1. v1: an MCP stdio server's tool called after permission, shown naming s
       const pic = proc.wireUpdates(sid).findLast((l) => upd(l).status === "completed");
       assert.match(JSON.stringify(upd(pic).content), /here it is/);
       assert.match(JSON.stringify(upd(pic).content), /\[image image\/png, 4 bytes\]/);
+      // A server that dies: the call fails, the user is told which and why,
+      // and the session goes on.
+      await proc.prompt(sid, "call mcp__demo__quit");
+      await proc.waitFor(() => /MCP server stopped/.test(agentText(proc, sid)), "the notice about the server that died");
+      assert.match(agentText(proc, sid), /An MCP server stopped, and its tools fail from now on: mcp server "demo".*quitting on request/);
+      const quit = proc.wireUpdates(sid).findLast((l) => upd(l).status === "failed");
+      assert.match(JSON.stringify(upd(quit).content), /demo/);
+      assert.equal((await proc.prompt(sid, "still there?")).response.stopReason, "end_turn", "the session goes on");
       await proc.request(acp.methods.agent.session.close, { sessionId: sid });
       assert.match(proc.stderr(), /demo MCP server ready/, "the server's stderr is in the log");
       assert.match(proc.stderr(), /DEMO_TOKEN is not set/, "the failed server's stderr is in the log");

@@ -3,7 +3,7 @@
 // tool greet answers "Hello, <name>!", and its tool picture answers a
 // text and an image (which the agent names, as it names all content that
 // is not text). It says on stderr that it started, which the agent's log
-// shows. With --crash it writes a reason to stderr and exits 1 at once, as
+// shows. Its tool quit ends the process, as a server that dies does. With --crash it writes a reason to stderr and exits 1 at once, as
 // a server that cannot start does.
 package main
 
@@ -34,6 +34,11 @@ func main() {
 			&mcp.TextContent{Text: "here it is"},
 			&mcp.ImageContent{MIMEType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}},
 		}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "quit", Description: "Ends the server (to show a server that dies)."}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		fmt.Fprintln(os.Stderr, "demo MCP server: quitting on request")
+		os.Exit(3)
+		return nil, nil, nil
 	})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
