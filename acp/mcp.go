@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 )
 
 // MCP servers a client names when it opens a session (session/new,
@@ -81,48 +80,13 @@ func (s *server) checkMcp(servers []McpServer) error {
 	return nil
 }
 
-// endTools ends the session's tools, once: when the session has ended,
-// before the response to a session/close (its MCP servers are gone when
-// the client hears it is closed), or as the owner exits.
-func (a *agentSession) endTools() {
-	if f := a.tools.close; f != nil {
-		a.tools.close = nil
-		f()
-	}
-}
-
-// toolState is what an ACP session holds of its Toolset, owned by its
-// owner goroutine (close runs once the owner has exited).
-type toolState struct {
-	close func() // Toolset.Close
-	told  int    // messages told the user (Tell), for their IDs
-}
-
-// tell queues text for the user about the session itself (not from the
-// model): agent text of a message of its own. This is the one place that
-// decides how the agent tells the user such things (a notice, where the
-// client takes notices, once this package sends them).
-func (a *agentSession) tell(text string) {
-	a.tools.told++
-	a.note("tell_"+strconv.Itoa(a.tools.told), text)
-}
-
 // Tell shows the user text from the agent about the session (not from the
 // model), such as an MCP server that failed: agent text in a message of its
 // own. It returns once the text is queued, after every update queued
 // before; ErrNoClient when the session is closed.
 func (c *ToolClient) Tell(ctx context.Context, text string) error {
 	a := c.a.Load()
-	if a == nil {
-		return ErrNoClient
-	}
-	open := false
-	if !a.do(ctx, func() {
-		a.catchUp()
-		if open = a.sub != nil; open { // nil: the session has ended
-			a.tell(text)
-		}
-	}) || !open {
+	if a == nil || !a.tellUser(ctx, text) {
 		return closedErr(ctx)
 	}
 	return nil
@@ -136,7 +100,7 @@ func (c *ToolClient) Mode() string {
 	if a == nil {
 		return ""
 	}
-	return a.choice().mode
+	return a.mode()
 }
 
 // mcpNote is the log's word for MCP servers a session was given without

@@ -141,12 +141,7 @@ func (s *server) setMode(ctx context.Context, req *jsonrpc.Request) (any, error)
 	if !s.validChoice(ConfigMode, p.ModeID) {
 		return nil, invalidParams("field \"modeId\": %q is not a mode of this agent (%s)", p.ModeID, s.choices(ConfigMode))
 	}
-	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() {
-		a.choose(ConfigMode, p.ModeID, func(err error) {
-			a.respond(resp, SetSessionModeResponse{}, err)
-		})
-	})
+	return a.configure(ctx, jsonrpc.Defer(ctx), ConfigMode, p.ModeID, func(choice) any { return SetSessionModeResponse{} })
 }
 
 // setConfigOption handles session/set_config_option of either version.
@@ -159,7 +154,7 @@ func (s *server) setConfigOption(ctx context.Context, req *jsonrpc.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	v2 := s.v2()
+	v2 := s.negotiated.version == ProtocolVersion2
 	switch {
 	case v2 && p.Type != "id":
 		return nil, invalidParams("field \"type\": a value of type %q is not supported (the options of this agent take value IDs, type \"id\")", p.Type)
@@ -175,20 +170,11 @@ func (s *server) setConfigOption(ctx context.Context, req *jsonrpc.Request) (any
 	if !s.validChoice(p.ConfigID, value) {
 		return nil, invalidParams("field \"value\": %q is not a value of %q (%s)", value, p.ConfigID, s.choices(p.ConfigID))
 	}
-	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() {
-		a.choose(p.ConfigID, value, func(err error) {
-			if err != nil {
-				a.respond(resp, nil, err)
-				return
-			}
-			c := a.choice()
-			if v2 {
-				a.respond(resp, SetConfigOptionResponseV2{ConfigOptions: s.configOptionsV2(c)}, nil)
-			} else {
-				a.respond(resp, SetConfigOptionResponse{ConfigOptions: s.configOptions(c)}, nil)
-			}
-		})
+	return a.configure(ctx, jsonrpc.Defer(ctx), p.ConfigID, value, func(c choice) any {
+		if v2 {
+			return SetConfigOptionResponseV2{ConfigOptions: s.configOptionsV2(c)}
+		}
+		return SetConfigOptionResponse{ConfigOptions: s.configOptions(c)}
 	})
 }
 
@@ -213,72 +199,6 @@ func (s *server) choices(id string) string {
 		out += v
 	}
 	return out
-}
-
-// chosen queues what tells the client that the session's mode or model is
-// now c: v1's current_mode_update when the mode changed, and the
-// config_option_update of both versions.
-func (a *agentSession) chosen(was, c choice) {
-	if was == c {
-		return
-	}
-	if was.mode != c.mode {
-		if _, v1 := a.surf.(v1Surface); v1 && len(a.srv.opts.Modes) > 0 {
-			a.enqueue(&CurrentModeUpdate{CurrentModeID: c.mode})
-		}
-	}
-	if _, v1 := a.surf.(v1Surface); v1 {
-		a.enqueue(&ConfigOptionUpdate{ConfigOptions: a.srv.configOptions(c)})
-	} else {
-		a.enqueue(&ConfigOptionUpdateV2{ConfigOptions: a.srv.configOptionsV2(c)})
-	}
-}
-
-// choice is the session's mode and model now: its settings
-// (session.Settings, stored and kept on reopen), or the first mode and
-// model offered where it has none.
-func (a *agentSession) choice() choice {
-	set := a.sess.Settings()
-	c := a.srv.defaultChoice()
-	if set.Mode != "" {
-		c.mode = set.Mode
-	}
-	if set.Model != "" {
-		c.model = set.Model
-	}
-	return c
-}
-
-// choose sets config option id (ConfigMode, ConfigModel) to value, a value
-// it takes, with session.Configure: it runs on the owner goroutine, and
-// once the session has taken the change (at once when idle, at the next
-// step checkpoint of a running turn) queues what tells the client and
-// calls done, on the owner, with nil or why the session refused it.
-func (a *agentSession) choose(id, value string, done func(error)) {
-	was := a.choice()
-	var req session.ConfigureRequest
-	switch id {
-	case ConfigMode:
-		req.Mode = &value
-	case ConfigModel:
-		req.Model = &value
-	}
-	h, err := a.sess.Configure(context.Background(), req)
-	if err != nil {
-		done(sessionError(err))
-		return
-	}
-	go func() {
-		<-h.Finished() // every accepted command finishes, also on Close
-		a.post(func() {
-			var err error
-			if r := h.Result(); r != nil && r.Err != nil {
-				err = sessionError(r.Err)
-			}
-			a.chosen(was, a.choice())
-			done(err)
-		})
-	}()
 }
 
 // defaultSettings gives a session opened here the first mode and model
