@@ -57,9 +57,9 @@ function permissive(asked) {
 }
 
 /** Runs fn with a v1 agent process; always stopped; every update valid. */
-async function withAgent(t, { client, args = [] }, fn) {
+async function withAgent(t, { client, args = [], env = {} }, fn) {
   const store = tempStore();
-  const proc = await startAgent({ store: store.path, args, client });
+  const proc = await startAgent({ store: store.path, args, client, env });
   try {
     await fn(proc);
     const exit = await proc.stop();
@@ -98,7 +98,7 @@ test("x1. v1: an MCP stdio server's tool called after permission, shown naming s
   const asked = [];
   const p = project();
   try {
-    await withAgent(t, { client: permissive(asked) }, async (proc) => {
+    await withAgent(t, { client: permissive(asked), env: { SESSIONKIT_INTEROP_SECRET_TOKEN: "do-not-leak", SESSIONKIT_INTEROP_PLAIN: "x" } }, async (proc) => {
       const init = await proc.initialize({});
       assert.equal(init.agentCapabilities.mcpCapabilities.http, true, "http MCP servers advertised");
       const res = await proc.request(acp.methods.agent.session.new, {
@@ -140,6 +140,14 @@ test("x1. v1: an MCP stdio server's tool called after permission, shown naming s
       const pic = proc.wireUpdates(sid).findLast((l) => upd(l).status === "completed");
       assert.match(JSON.stringify(upd(pic).content), /here it is/);
       assert.match(JSON.stringify(upd(pic).content), /\[image image\/png, 4 bytes\]/);
+      // The server's environment: the sandbox's allow-list and what the
+      // editor gave it, none of the agent's other variables.
+      await proc.prompt(sid, "call mcp__demo__env");
+      await proc.settle();
+      const env = JSON.stringify(upd(proc.wireUpdates(sid).findLast((l) => upd(l).status === "completed")).content);
+      assert.match(env, /env: .*\bPATH\b/);
+      assert.match(env, /\bDEMO_LEVEL\b/, "the editor's env for the server");
+      assert.doesNotMatch(env, /SESSIONKIT_INTEROP_SECRET_TOKEN|SESSIONKIT_INTEROP_PLAIN/, "not the agent's own variables");
       // A server that dies: the call fails, the user is told which and why,
       // and the session goes on.
       await proc.prompt(sid, "call mcp__demo__quit");
