@@ -290,3 +290,46 @@ func TestModes_StoredAndSentToTheProvider(t *testing.T) {
 	assert.Contains(t, string(load["modes"]), `"currentModeId":"bold"`)
 	assert.Equal(t, "bold", (<-got).Client.Mode(), "the tools read the stored mode")
 }
+
+// A mode change during a turn is taken at the turn's next step checkpoint
+// (session.Configure): the turn's reply comes first, then the mode's
+// updates, and set_mode is answered after them.
+func TestModes_ChangeDuringATurn(t *testing.T) {
+	fake := providertest.New()
+	got := make(chan acp.ToolSession, 1)
+	c := serve(t, fake, memstore.New(), modeOptions(got))
+	c.initialize(`{}`)
+	sid := c.newSession()
+	ts := <-got
+	c.take()
+	release := make(chan struct{})
+	fake.QueueTurn(providertest.Reply{Text: "the reply", Gate: release})
+	turn := make(chan string, 1)
+	go func() { turn <- c.prompt(sid, "go") }()
+	require.NoError(t, fake.WaitCalls(t.Context(), 1))
+	set := make(chan error, 1)
+	require.NoError(t, c.conn.Send(t.Context(), "session/set_mode", map[string]any{"sessionId": sid, "modeId": "bold"}, func(_ json.RawMessage, err error) { set <- err }))
+	// The connection runs handlers one at a time, in order: once a later
+	// request is answered, set_mode's handler has queued the change.
+	c.mustCall("session/list", map[string]any{}, nil)
+	assert.Equal(t, "careful", ts.Client.Mode(), "not taken while the step runs")
+	close(release)
+	assert.Equal(t, "end_turn", <-turn)
+	require.NoError(t, <-set)
+	assert.Equal(t, "bold", ts.Client.Mode())
+	c.waitFor("config_option_update")
+	ks := kinds(updates(t, c.take()))
+	reply := slicesIndex(ks, "agent_message_chunk")
+	mode := slicesIndex(ks, "current_mode_update")
+	require.GreaterOrEqual(t, reply, 0, "%v", ks)
+	assert.Greater(t, mode, reply, "the mode changes after the step that was running: %v", ks)
+}
+
+func slicesIndex(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
