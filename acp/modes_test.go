@@ -217,7 +217,7 @@ func TestMcp_ServersReachTheTools(t *testing.T) {
 func TestMcp_CloseAndNotices(t *testing.T) {
 	var mu sync.Mutex
 	closed := map[string]int{}
-	clients := make(chan *acp.ToolClient, 2)
+	clients := make(chan *acp.ToolClient, 3)
 	opts := acp.ServerOptions{SessionTools: func(ts acp.ToolSession) (acp.Toolset, error) {
 		clients <- ts.Client
 		name := ts.Cwd
@@ -247,6 +247,12 @@ func TestMcp_CloseAndNotices(t *testing.T) {
 	c.mustCall("session/close", map[string]any{"sessionId": a.SessionID}, nil)
 	mu.Lock()
 	assert.Equal(t, map[string]int{"/a": 1}, closed, "closed with its session, before the response")
+	mu.Unlock()
+	// A session that does not open ends its tools at once.
+	assert.Equal(t, jsonrpc.ResourceNotFound, rpcCode(t, c.call("session/load", map[string]any{"sessionId": "nope", "cwd": "/c", "mcpServers": []any{}}, nil)))
+	<-clients
+	mu.Lock()
+	assert.Equal(t, 1, closed["/c"], "the tools of a session that did not open")
 	mu.Unlock()
 	assert.ErrorIs(t, ca.Tell(t.Context(), "late"), acp.ErrNoClient)
 	_ = c.conn.Close()
