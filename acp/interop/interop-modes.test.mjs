@@ -232,6 +232,7 @@ test("x3. v2: an MCP server named with its type, its tool called after a v2 perm
       await ctx
         .buildSession(p.dir)
         .withMcpServer({ type: "stdio", name: "demo", command: mcpServer, args: [], env: [] })
+        .withMcpServer({ type: "stdio", name: "broken", command: mcpServer, args: ["--crash"] })
         .withSession(async (s) => {
           const opts = s.newSessionResponse.configOptions;
           assert.deepEqual(opts.map((o) => [o.configId, o.category, o.currentValue]), [["mode", "mode", "ask"], ["model", "model", "offline"]]);
@@ -243,6 +244,10 @@ test("x3. v2: an MCP server named with its type, its tool called after a v2 perm
           assert.equal(asked[0].subject.type, "tool_call");
           assert.ok(turn.updates.some((u) => u.sessionUpdate === "tool_call_update" && u.title === "MCP demo: greet"), "shown naming server and tool");
           assert.match(JSON.stringify(turn.updates), /Hello, Grace!/);
+          const told = a.updates().filter((u) => u.sessionUpdate === "agent_message_chunk" && /broken/.test(u.content.text));
+          assert.equal(told.length, 1, "the failed server told the user once, in a message of its own");
+          assert.match(told[0].content.text, /DEMO_TOKEN is not set/);
+          assert.match(told[0].messageId, /^note_/);
 
           await s.prompt('replace "March" with "April" in notes.txt');
           await untilIdle(s);
