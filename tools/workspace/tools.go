@@ -47,7 +47,8 @@ type Options struct {
 	// and whether commands get the network. Nil (or "") means ModeAsk.
 	Mode func() string
 	// Sandbox is how run_command runs commands (package sandbox): its
-	// mode, whether they may use the network, and the environment
+	// mode, whether they may use the network (Network: in every mode;
+	// otherwise only in ModeFullAuto), and the environment
 	// variables added to the allow-list. The session's directories are
 	// always writable (and added to Sandbox.Writable). The zero value
 	// confines commands where Landlock is available (the program must call
