@@ -17,7 +17,7 @@
 // # Modes
 //
 // [Options.Mode] reads the session's mode at every call: [ModeAsk] (the
-// default) asks before every change, command and call of a [Guard]ed tool
+// default) asks before every change, command and call of a tool made with [Guard]
 // (an MCP server's); [ModeReadOnly] runs the reading tools only and
 // refuses the rest before it reads or asks anything; [ModeAutoEdit] edits
 // without asking and asks for commands and guarded tools; [ModeFullAuto]
