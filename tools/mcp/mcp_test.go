@@ -115,6 +115,14 @@ func TestToolsOverStdioAndHTTP(t *testing.T) {
 	}
 
 	for _, server := range []string{"local", "remote"} {
+		o, ok := set.Origin("mcp__" + server + "__echo")
+		require.True(t, ok)
+		assert.Equal(t, mcp.Origin{Server: server, Tool: "echo"}, o, "where a tool comes from")
+	}
+	_, ok := set.Origin("mcp__local__nope")
+	assert.False(t, ok)
+
+	for _, server := range []string{"local", "remote"} {
 		echo := tool(t, set, "mcp__"+server+"__echo")
 		assert.JSONEq(t, string(echoSchema), string(echo.Parameters))
 		assert.Equal(t, "Say the text back.", echo.Description)
@@ -359,6 +367,10 @@ func TestHostileServer(t *testing.T) {
 		assert.True(t, strings.HasPrefix(tl.Description, "ok[2Jevil"), "%q", tl.Description[:20])
 		assert.True(t, strings.HasSuffix(tl.Description, "…"))
 		assert.True(t, utf8.ValidString(tl.Description))
+		o, ok := set.Origin(tl.Name)
+		require.True(t, ok, tl.Name)
+		assert.Equal(t, "bad.server name", o.Server)
+		assert.False(t, strings.ContainsFunc(o.Tool, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }), "the tool's own name, cleaned of control characters: %q", o.Tool)
 	}
 	got := names(set)
 	require.Len(t, got, 6, got)
