@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -370,7 +371,7 @@ func TestHostileServer(t *testing.T) {
 		o, ok := set.Origin(tl.Name)
 		require.True(t, ok, tl.Name)
 		assert.Equal(t, "bad.server name", o.Server)
-		assert.False(t, strings.ContainsFunc(o.Tool, func(r rune) bool { return r < ' ' && r != '\t' || r == 0x7f }), "the tool's own name, cleaned of control characters: %q", o.Tool)
+		assert.False(t, strings.ContainsFunc(o.Tool, func(r rune) bool { return r < ' ' || r == 0x7f || unicode.Is(unicode.Cf, r) }), "the tool's own name, cleaned of control and bidi characters: %q", o.Tool)
 	}
 	got := names(set)
 	require.Len(t, got, 6, got)
