@@ -74,6 +74,7 @@ type agentSession struct {
 	title      string                      // the title last reported (session_info_update)
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
 	running    bool                        // v2: the last state_update sent is running
+	tools      toolState                   // of the Toolset (mcp.go)
 }
 
 // outItem is one message the writer sends for the session: a session/update
@@ -97,14 +98,16 @@ type outItem struct {
 }
 
 // newAgentSession is the ACP session of sess on srv's connection, speaking
-// surf, for a client that named cwd; describe is Toolset.Describe (nil: the
-// defaults). Its goroutines run from start on.
-func newAgentSession(srv *server, sess *session.Session, surf surface, cwd string, describe func(history.ToolCall, *history.Message) ToolCallDisplay) *agentSession {
+// surf, for a client that named cwd, with the session's Toolset (its
+// Describe, nil for the defaults; its Close and Notices). Its goroutines
+// run from start on.
+func newAgentSession(srv *server, sess *session.Session, surf surface, cwd string, set Toolset) *agentSession {
 	return &agentSession{
 		srv:       srv,
 		surf:      surf,
 		cwd:       cwd,
-		describe:  describe,
+		describe:  set.Describe,
+		tools:     toolState{close: set.Close, notices: set.Notices},
 		sess:      sess,
 		id:        sess.ID(),
 		log:       srv.log.With(zap.String("session", sess.ID())),
@@ -131,8 +134,9 @@ func (a *agentSession) opened(o opening) error {
 			a.currentState()
 		}
 	}
-	a.respond(o.resp, o.result(a.id), nil)
+	a.respond(o.resp, a.srv.withChoice(o.result(a.id), a.choice()), nil)
 	a.advertise()
+	a.tellNotices()
 	return nil
 }
 
@@ -198,6 +202,7 @@ func (a *agentSession) catchUp() {
 func (a *agentSession) run(wdone chan struct{}, begin func() error, started chan<- error) {
 	defer func() {
 		<-wdone
+		a.endTools() // the session ended: so do its tools (MCP servers)
 		close(a.done)
 	}()
 	defer close(a.out)
@@ -303,6 +308,7 @@ func (a *agentSession) ended() {
 	for id, p := range a.prompts {
 		a.respondPrompt(id, p, nil)
 	}
+	a.endTools()
 	if a.closing != nil {
 		a.respond(a.closing, CloseSessionResponse{}, nil)
 		a.closing = nil

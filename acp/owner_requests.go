@@ -161,3 +161,38 @@ func (a *agentSession) updateToolCall(ctx context.Context, u *ToolCallUpdate) bo
 		a.enqueue(a.surf.toolUpdate(u))
 	})
 }
+
+// configure sets the session's config option id (ConfigMode, ConfigModel)
+// to value, a value it takes, through session.Configure, and answers resp
+// once the session has taken it: answer(the mode and model then), or the
+// error why not.
+func (a *agentSession) configure(ctx context.Context, resp *jsonrpc.Responder, id, value string, answer func(choice) any) (any, error) {
+	return a.admit(ctx, resp, func() {
+		a.choose(id, value, func(err error) {
+			if err != nil {
+				a.respond(resp, nil, err)
+				return
+			}
+			a.respond(resp, answer(a.choice()), nil)
+		})
+	})
+}
+
+// tellUser queues text for the user about the session (ToolClient.Tell)
+// after every update queued before; false when the session has ended or
+// ctx ended first.
+func (a *agentSession) tellUser(ctx context.Context, text string) bool {
+	told := false
+	a.do(ctx, func() {
+		a.catchUp()
+		if told = a.sub != nil; told { // nil: the session has ended
+			a.tell(text)
+		}
+	})
+	return told
+}
+
+// mode is the session's current mode. It reads the session's published
+// settings (session.Settings), which any goroutine may, and changes
+// nothing.
+func (a *agentSession) mode() string { return a.choice().mode }

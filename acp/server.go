@@ -71,6 +71,22 @@ type ServerOptions struct {
 	// router does: 1 for a request for 1, 2 for a request for 2 or more,
 	// and the UnsupportedProtocolVersion error below 1.
 	V1Only bool
+	// Modes, when set, are the session modes the agent offers, the first
+	// a new session's: v1's modes (session/set_mode, current_mode_update)
+	// and, on both versions, the config option "mode" (category mode).
+	// This package gives them no meaning: the agent's tools read the
+	// current one (ToolClient.Mode) at every call. They are session
+	// settings (session.Config.Mode, changed with session.Configure).
+	Modes []SessionMode
+	// Models, when set, are the models a session may use, the first a new
+	// session's: the config option "model" (category model), the
+	// session's session.Config.Model.
+	Models []Model
+	// McpHTTP advertises HTTP MCP servers (v1 mcpCapabilities.http, v2
+	// session.mcp.http): without it, a request naming one is refused with
+	// invalid params. Stdio servers are always taken (v1: "All Agents MUST
+	// support this transport"), and handed to SessionTools.
+	McpHTTP bool
 }
 
 // Serve runs an ACP agent over r and w (stdio in practice) until r ends or
@@ -203,6 +219,8 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 		return s.loadSession(ctx, req)
 	case MethodSessionResume:
 		return s.resumeSession(ctx, req)
+	case MethodSetMode:
+		return s.setMode(ctx, req)
 	}
 	return s.handleShared(ctx, req)
 }
@@ -225,6 +243,8 @@ func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, e
 		return s.compact(ctx, req)
 	case MethodUncompact:
 		return s.uncompact(ctx, req)
+	case MethodSetConfigOption:
+		return s.setConfigOption(ctx, req)
 	}
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
 }

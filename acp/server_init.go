@@ -77,7 +77,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 		ProtocolVersion: ProtocolVersion2,
 		Info:            info,
 		Capabilities: AgentCapabilitiesV2{
-			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}, Delete: s.deleteCapability()},
+			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}, Delete: s.deleteCapability(), Mcp: s.mcpV2()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
@@ -104,6 +104,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
 			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
+			McpCapabilities:     McpCapabilities{HTTP: s.opts.McpHTTP},
 			SessionCapabilities: s.sessionCapabilities(),
 			Meta:                extensionMeta(),
 		},

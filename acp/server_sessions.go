@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -64,19 +63,12 @@ func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, e
 	return resp, nil
 }
 
-// place is where the client opens a session: its directories, and how
-// many MCP servers it asked for.
+// place is where the client opens a session: its directories, and the
+// MCP servers it asked for.
 type place struct {
-	cwd        string
-	dirs       []string
-	mcpServers int
-}
-
-// mcpCount is how many MCP servers a v2 request's raw mcpServers lists.
-func mcpCount(raw json.RawMessage) int {
-	var list []json.RawMessage
-	_ = json.Unmarshal(raw, &list)
-	return len(list)
+	cwd  string
+	dirs []string
+	mcp  []McpServer
 }
 
 // open starts a session.Session for id ("" = new) and its ACP session,
@@ -98,22 +90,31 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	if cfg.Logger == nil {
 		cfg.Logger = s.log
 	}
-	if at.mcpServers > 0 {
-		// Never silently: the client asked for servers this agent does not
-		// connect to.
-		s.log.Warn("mcpServers are not supported by this agent: the session runs without them", zap.Int("mcpServers", at.mcpServers), zap.String("cwd", cwd))
+	s.defaultSettings(&cfg)
+	if err := s.checkMcp(at.mcp); err != nil {
+		return err
+	}
+	if len(at.mcp) > 0 && s.opts.SessionTools == nil {
+		// Never silently: the client asked for servers nothing here starts.
+		s.log.Warn(mcpNote(at.mcp), zap.String("cwd", cwd))
 	}
 	conn := s.negotiated // this session's copy
 	client := &ToolClient{caps: conn.clientCaps, v2: conn.version == ProtocolVersion2}
-	var describe func(history.ToolCall, *history.Message) ToolCallDisplay
+	var set Toolset
 	if s.opts.SessionTools != nil {
-		set, err := s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), Client: client})
+		var err error
+		set, err = s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), McpServers: slices.Clone(at.mcp), Client: client})
 		if err != nil {
 			return invalidParams(`field "cwd": %v`, err)
 		}
 		cfg.Tools = append(slices.Clip(cfg.Tools), set.Tools...)
-		describe = set.Describe
 	}
+	owned := false // by the ACP session's owner, which ends the tools with it
+	defer func() {
+		if !owned && set.Close != nil {
+			set.Close() // the session did not open: its tools end here
+		}
+	}()
 	var (
 		sess *session.Session
 		err  error
@@ -133,7 +134,8 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
-	a := newAgentSession(s, sess, conn.surface(cwd), cwd, describe)
+	a := newAgentSession(s, sess, conn.surface(cwd), cwd, set)
+	owned = true
 	client.a.Store(a)
 	if err := a.start(o); err != nil {
 		_ = sess.Close()
@@ -161,7 +163,7 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, func(id string) any { return NewSessionResponse{SessionID: id} })
+	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, func(id string) any { return NewSessionResponse{SessionID: id} })
 }
 
 // create opens a new session at at; its response is result(its ID).
@@ -204,7 +206,7 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, true, LoadSessionResponse{})
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, true, LoadSessionResponse{})
 }
 
 func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -212,7 +214,7 @@ func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, false, ResumeSessionResponse{})
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, false, ResumeSessionResponse{})
 }
 
 // closeSession handles session/close: the session is forgotten at once (a

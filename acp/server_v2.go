@@ -27,7 +27,11 @@ func (s *server) newSessionV2(ctx context.Context, req *jsonrpc.Request) (any, e
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, mcpCount(p.McpServers)}, func(id string) any { return NewSessionResponseV2{SessionID: id} })
+	servers, err := mcpServersV2(p.McpServers)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, servers}, func(id string) any { return NewSessionResponseV2{SessionID: id} })
 }
 
 // resumeSessionV2 handles session/resume: with replayFrom {"type":"start"}
@@ -42,5 +46,9 @@ func (s *server) resumeSessionV2(ctx context.Context, req *jsonrpc.Request) (any
 	if replay && p.ReplayFrom.Type != ReplayFromStart {
 		return nil, invalidParams(`field "replayFrom": replay from %q is not supported (only "start")`, p.ReplayFrom.Type)
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, mcpCount(p.McpServers)}, replay, ResumeSessionResponseV2{})
+	servers, err := mcpServersV2(p.McpServers)
+	if err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, servers}, replay, ResumeSessionResponseV2{})
 }

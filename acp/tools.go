@@ -22,6 +22,13 @@ type ToolSession struct {
 	// AdditionalDirectories are the other directories the client named
 	// (additionalDirectories), which the tools may also use.
 	AdditionalDirectories []string
+	// McpServers are the MCP servers the client named, for the session's
+	// tools: stdio servers (Type ""), and http servers where the agent
+	// advertises them (ServerOptions.McpHTTP). Starting them is the
+	// agent's (examples/acp-agent uses tools/mcp); one that fails should
+	// not fail the session, but be told to the user (Toolset.Notices,
+	// ToolClient.Tell).
+	McpServers []McpServer
 	// Client makes the requests of the session's tools to the client.
 	Client *ToolClient
 }
@@ -43,6 +50,14 @@ type Toolset struct {
 	// and kind is shown as a search titled Recall "<query>", or a read of
 	// the message it names.
 	Describe func(call history.ToolCall, result *history.Message) ToolCallDisplay
+	// Close, when set, ends what the tools hold (MCP servers, say): it is
+	// called once when the session ends (session/close, the connection's
+	// end, the agent's exit), or at once when the session does not open.
+	Close func()
+	// Notices are told the user once the session is open, after the
+	// response that opens it (a server that failed to start, say; see
+	// ToolClient.Tell).
+	Notices []string
 }
 
 // ToolCallDisplay is how a tool call is shown (see [Toolset.Describe]). A

@@ -229,12 +229,12 @@ type NewSessionRequest struct {
 	Meta                  map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 
-// NewSessionResponse is the result of session/new. (The schema's
-// configOptions are not modelled: sessionkit offers none.)
+// NewSessionResponse is the result of session/new.
 type NewSessionResponse struct {
-	SessionID string            `json:"sessionId" acp:"required"`
-	Modes     *SessionModeState `json:"modes,omitzero" acp:"lenient"`
-	Meta      map[string]any    `json:"_meta,omitzero" acp:"lenient"`
+	SessionID     string                `json:"sessionId" acp:"required"`
+	Modes         *SessionModeState     `json:"modes,omitzero" acp:"lenient"`
+	ConfigOptions []SessionConfigOption `json:"configOptions,omitzero" acp:"lenient,skipinvalid"`
+	Meta          map[string]any        `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // LoadSessionRequest is the params of session/load.
@@ -249,8 +249,9 @@ type LoadSessionRequest struct {
 // LoadSessionResponse is the result of session/load, sent after the whole
 // history has been replayed as session/update notifications.
 type LoadSessionResponse struct {
-	Modes *SessionModeState `json:"modes,omitzero" acp:"lenient"`
-	Meta  map[string]any    `json:"_meta,omitzero" acp:"lenient"`
+	Modes         *SessionModeState     `json:"modes,omitzero" acp:"lenient"`
+	ConfigOptions []SessionConfigOption `json:"configOptions,omitzero" acp:"lenient,skipinvalid"`
+	Meta          map[string]any        `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // ResumeSessionRequest is the params of session/resume: re-attach to a
@@ -265,8 +266,9 @@ type ResumeSessionRequest struct {
 
 // ResumeSessionResponse is the result of session/resume.
 type ResumeSessionResponse struct {
-	Modes *SessionModeState `json:"modes,omitzero" acp:"lenient"`
-	Meta  map[string]any    `json:"_meta,omitzero" acp:"lenient"`
+	Modes         *SessionModeState     `json:"modes,omitzero" acp:"lenient"`
+	ConfigOptions []SessionConfigOption `json:"configOptions,omitzero" acp:"lenient,skipinvalid"`
+	Meta          map[string]any        `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // CloseSessionRequest is the params of session/close.

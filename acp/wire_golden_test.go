@@ -31,6 +31,21 @@ var goldenBack = map[string]any{
 
 func ptr[T any](v T) *T { return &v }
 
+// goldenOptions are the config options of the golden files: a mode and a
+// model selector.
+func goldenOptions() []SessionConfigOption {
+	return []SessionConfigOption{
+		{ID: "mode", Name: "Mode", Category: CategoryMode, CurrentValue: "ask", Options: []SessionConfigSelectOption{
+			{Value: "ask", Name: "Ask", Description: "Ask before every change"}, {Value: "read-only", Name: "Read only"}}},
+		{ID: "model", Name: "Model", Category: CategoryModel, CurrentValue: "small", Options: []SessionConfigSelectOption{
+			{Value: "small", Name: "small"}, {Value: "large", Name: "Large"}}},
+	}
+}
+
+func goldenOptionsV2() []SessionConfigOptionV2 {
+	return convertAll(goldenOptions(), func(o SessionConfigOption) SessionConfigOptionV2 { return SessionConfigOptionV2(o) })
+}
+
 func goldenCases() []goldenCase {
 	retained := []ContentBlock{TextBlock("## Retained context\n\nThe user is updating the ACP schema...")}
 	meta := map[string]any{"vendor.example/tokensBefore": float64(120000), "vendor.example/manual": true}
@@ -127,6 +142,14 @@ func goldenCases() []goldenCase {
 		{"new_session_response", &NewSessionResponse{SessionID: "sess_1"}},
 		{"new_session_response_modes", &NewSessionResponse{SessionID: "sess_1", Modes: &SessionModeState{
 			CurrentModeID: "code", AvailableModes: []SessionMode{{ID: "code", Name: "Code"}, {ID: "ask", Name: "Ask", Description: "No edits"}}}}},
+		{"new_session_response_config", &NewSessionResponse{SessionID: "sess_1",
+			Modes:         &SessionModeState{CurrentModeID: "ask", AvailableModes: []SessionMode{{ID: "ask", Name: "Ask"}, {ID: "read-only", Name: "Read only"}}},
+			ConfigOptions: goldenOptions()}},
+		{"config_option_update", &ConfigOptionUpdate{ConfigOptions: goldenOptions()}},
+		{"set_session_mode_request", &SetSessionModeRequest{SessionID: "sess_1", ModeID: "read-only"}},
+		{"set_session_mode_response", &SetSessionModeResponse{}},
+		{"set_config_option_request", &SetConfigOptionRequest{SessionID: "sess_1", ConfigID: "model", Value: json.RawMessage(`"large"`)}},
+		{"set_config_option_response", &SetConfigOptionResponse{ConfigOptions: goldenOptions()}},
 		{"load_session_request", &LoadSessionRequest{SessionID: "sess_1", Cwd: "/w", McpServers: []McpServer{}}},
 		{"load_session_response", &LoadSessionResponse{}},
 		{"delete_session_request", &DeleteSessionRequest{SessionID: "sess_1"}},
@@ -151,6 +174,10 @@ func goldenCases() []goldenCase {
 		{"v2_unsupported_protocol_version", &UnsupportedProtocolVersionData{Requested: 0, Supported: []ProtocolVersion{1, 2}}},
 		{"v2_new_session_request", &NewSessionRequestV2{Cwd: "/w"}},
 		{"v2_new_session_response", &NewSessionResponseV2{SessionID: "sess_1"}},
+		{"v2_new_session_response_config", &NewSessionResponseV2{SessionID: "sess_1", ConfigOptions: goldenOptionsV2()}},
+		{"v2_config_option_update", &ConfigOptionUpdateV2{ConfigOptions: goldenOptionsV2()}},
+		{"v2_set_config_option_request", &SetConfigOptionRequest{SessionID: "sess_1", ConfigID: "mode", Type: "id", Value: json.RawMessage(`"auto-edit"`)}},
+		{"v2_set_config_option_response", &SetConfigOptionResponseV2{ConfigOptions: goldenOptionsV2()}},
 		{"v2_resume_session_request", &ResumeSessionRequestV2{SessionID: "sess_1", Cwd: "/w", ReplayFrom: &ReplayFrom{Type: ReplayFromStart}}},
 		{"v2_resume_session_request_no_replay", &ResumeSessionRequestV2{SessionID: "sess_1", Cwd: "/w"}},
 		{"v2_resume_session_response", &ResumeSessionResponseV2{}},

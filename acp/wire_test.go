@@ -212,7 +212,7 @@ func TestDecodeSessionUpdateUnknownKinds(t *testing.T) {
 		{`{"sessionUpdate":"notice","severity":"info","message":"m"}`, "notice", `{"sessionUpdate":"notice","severity":"info","message":"m"}`},
 		{`{ "sessionUpdate" : "future_kind", "x" : [1, 2] }`, "future_kind", `{"sessionUpdate":"future_kind","x":[1,2]}`},
 		{`{"sessionUpdate":"Compaction_Update","compactionId":"c"}`, "Compaction_Update", `{"sessionUpdate":"Compaction_Update","compactionId":"c"}`},
-		{`{"sessionUpdate":"config_option_update","configOptions":"<b>"}`, "config_option_update", `{"sessionUpdate":"config_option_update","configOptions":"\u003cb\u003e"}`},
+		{`{"sessionUpdate":"plan_update","entries":"<b>"}`, "plan_update", `{"sessionUpdate":"plan_update","entries":"\u003cb\u003e"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {

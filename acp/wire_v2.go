@@ -64,7 +64,16 @@ type AgentCapabilitiesV2 struct {
 type SessionCapabilitiesV2 struct {
 	Prompt *PromptCapabilitiesV2 `json:"prompt,omitzero" acp:"lenient"`
 	Delete *Capability           `json:"delete,omitzero" acp:"lenient"` // session/delete
+	Mcp    *McpCapabilitiesV2    `json:"mcp,omitzero" acp:"lenient"`
 	Meta   map[string]any        `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// McpCapabilitiesV2 say which MCP transports a v2 agent takes; each
+// non-nil marker (sent as {}) advertises one.
+type McpCapabilitiesV2 struct {
+	Stdio *Capability    `json:"stdio,omitzero" acp:"lenient"`
+	HTTP  *Capability    `json:"http,omitzero" acp:"lenient"`
+	Meta  map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // PromptCapabilitiesV2 say which content a v2 prompt may carry beyond text
@@ -84,7 +93,8 @@ type UnsupportedProtocolVersionData struct {
 }
 
 // NewSessionRequestV2 is the params of a v2 session/new: mcpServers is
-// optional, and kept raw (sessionkit connects to no MCP server).
+// optional, and kept raw until the server decodes it (a transport it does
+// not take is refused there).
 type NewSessionRequestV2 struct {
 	Cwd                   string          `json:"cwd" acp:"required"`
 	AdditionalDirectories []string        `json:"additionalDirectories,omitzero" acp:"nulldefault"`
@@ -95,8 +105,9 @@ type NewSessionRequestV2 struct {
 // NewSessionResponseV2 is the result of a v2 session/new. The session
 // starts idle.
 type NewSessionResponseV2 struct {
-	SessionID string         `json:"sessionId" acp:"required"`
-	Meta      map[string]any `json:"_meta,omitzero" acp:"lenient"`
+	SessionID     string                  `json:"sessionId" acp:"required"`
+	ConfigOptions []SessionConfigOptionV2 `json:"configOptions,omitzero" acp:"skipinvalid"`
+	Meta          map[string]any          `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // ResumeSessionRequestV2 is the params of a v2 session/resume. ReplayFrom
@@ -125,7 +136,8 @@ type ReplayFrom struct {
 // ResumeSessionResponseV2 is the result of a v2 session/resume, sent after
 // the replay (if any) and the current state_update.
 type ResumeSessionResponseV2 struct {
-	Meta map[string]any `json:"_meta,omitzero" acp:"lenient"`
+	ConfigOptions []SessionConfigOptionV2 `json:"configOptions,omitzero" acp:"skipinvalid"`
+	Meta          map[string]any          `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // PromptResponseV2 is the result of a v2 session/prompt: the receipt of the
@@ -275,6 +287,8 @@ func newSessionUpdateV2(kind string) SessionUpdate {
 		return new(AgentThoughtChunkV2)
 	case UpdateAvailableCommands:
 		return new(AvailableCommandsUpdateV2)
+	case UpdateConfigOption:
+		return new(ConfigOptionUpdateV2)
 	case UpdateToolCallUpdate, UpdateUsage, UpdateSessionInfo, UpdateCompaction, UpdateCompactionSummaryChunk:
 		return newSessionUpdate(kind) // the variants v1 shares
 	}

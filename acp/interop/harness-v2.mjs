@@ -39,6 +39,7 @@ const RESULTS = {
   "session/list": z2.zListSessionsResponse,
   "session/close": z2.zCloseSessionResponse,
   "session/delete": z2.zDeleteSessionResponse,
+  "session/set_config_option": z2.zSetSessionConfigOptionResponse,
 };
 
 const KNOWN = {
@@ -57,9 +58,9 @@ function enumProblem(kind, value) {
 const idKey = (id) => JSON.stringify(id);
 
 export class V2Agent {
-  /** Starts an agent process (--store path, extra args). */
-  static async start({ store, args = [] }) {
-    const child = spawn(buildAgent(), ["--store", store, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  /** Starts an agent process (--store path, extra args, variables added to its environment). */
+  static async start({ store, args = [], env }) {
+    const child = spawn(buildAgent(), ["--store", store, ...args], { stdio: ["pipe", "pipe", "pipe"], env: env ? { ...process.env, ...env } : undefined });
     v2totals.processes++;
     const a = new V2Agent(child);
     await new Promise((resolve, reject) => {

@@ -90,7 +90,7 @@ test("v2 a. negotiation: 0, 1, 2, 3, 99, no info, id null, a JSON array", async 
     const two = await a.request("initialize", V2_INIT);
     assert.equal(two.msg.result?.protocolVersion, 2, two.raw);
     assert.equal(two.msg.result.info.name, "sessionkit");
-    assert.deepEqual(two.msg.result.capabilities.session, { prompt: { embeddedContext: {} }, delete: {} });
+    assert.deepEqual(two.msg.result.capabilities.session, { prompt: { embeddedContext: {} }, delete: {}, mcp: { stdio: {}, http: {} } });
     assert.equal(two.msg.result.capabilities.loadSession, undefined);
     const mark2 = a.lines.length;
     await a.writeLine(JSON.stringify([{ jsonrpc: "2.0", id: 50, method: "session/list", params: {} }]));
@@ -177,7 +177,9 @@ test("v2 b. a conversation through the SDK's v2 client: prompts, /compact, an au
         await ctx.request(acp2.methods.agent.initialize, V2_INIT);
         const mark = a.lines.length;
         const res = await ctx.request(acp2.methods.agent.session.resume, { sessionId: sid, cwd: CWD, replayFrom: { type: "start" } });
-        assert.deepEqual(res, {});
+        const { configOptions, ...rest } = res;
+        assert.deepEqual(rest, {});
+        assert.deepEqual(configOptions.map((o) => [o.configId, o.currentValue]), [["mode", "ask"], ["model", "offline"]], "the session's mode and model");
         const req = a.lines.find((l) => l.seq > mark && l.msg?.method === "session/resume");
         const resp = await a.waitFor(() => a.incomingLines().find((l) => l.msg?.id === req.msg.id && !l.msg.method), "the resume response");
         const replay = a.updates(req.seq, resp.seq);
@@ -319,6 +321,9 @@ test("v2 golden files: every v2 wire type sessionkit writes or reads parses with
       v2_unsupported_protocol_version: z2.zUnsupportedProtocolVersionErrorData,
       v2_new_session_request: z2.zNewSessionRequest,
       v2_new_session_response: z2.zNewSessionResponse,
+      v2_new_session_response_config: z2.zNewSessionResponse,
+      v2_set_config_option_request: z2.zSetSessionConfigOptionRequest,
+      v2_set_config_option_response: z2.zSetSessionConfigOptionResponse,
       v2_resume_session_request: z2.zResumeSessionRequest,
       v2_resume_session_request_no_replay: z2.zResumeSessionRequest,
       v2_resume_session_response: z2.zResumeSessionResponse,

@@ -17,15 +17,24 @@
 // Each session gets the workspace tools (read_file, write_file, edit_file,
 // list_files, search, run_command) confined to the directories the editor
 // named; files and commands go through the editor when it offers fs and
-// terminals, and write_file, edit_file and run_command ask the user's
-// permission first unless --allow-all. Commands run in a sandbox: on Linux
+// terminals. A session has a mode the editor shows and switches (v1 modes,
+// and the "mode" config option of v1 and v2): read-only (reading tools and
+// recall only), ask (the default: the user's permission before every
+// change, command and MCP tool call), auto-edit (edits without asking;
+// commands and MCP calls ask) and full-auto (nothing asks; the default
+// under --allow-all). The "model" config option offers the models of
+// --models a,b,c (default: the provider's configured model alone). The
+// MCP servers the editor names (stdio, and http) are started for the
+// session and end with it; one that fails is told to the user and the
+// session goes on. Commands run in a sandbox: on Linux
 // under Landlock, writing only in the session's directories, without
-// network unless --command-network, with a clean environment (plus the
+// network outside full-auto mode unless --command-network, with a clean environment (plus the
 // names of --command-env; provider and credential variables never), every
 // process they started ended with them; --sandbox=off|auto|required says
 // what to do where Landlock is missing (auto: run unconfined and say so;
-// required: refuse commands). See docs/security.md. MCP servers a session
-// asks for are not connected (a log line says so).
+// required: refuse commands). See docs/security.md. MCP servers get the
+// same clean environment (plus what the editor sets for them), their
+// stderr goes to the log.
 // At most --max-sessions sessions (256) are open at once on the
 // connection; one more is refused until one closes.
 //
@@ -64,6 +73,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -80,6 +90,7 @@ import (
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/provider/openai"
 	"github.com/sessionkit/sessionkit/session"
+	"github.com/sessionkit/sessionkit/tools/mcp"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 	"github.com/sessionkit/sessionkit/tools/workspace"
 )
@@ -118,6 +129,7 @@ type config struct {
 	idleTimeout   time.Duration
 	waitLog       time.Duration
 	version       bool
+	models        []string // --models: the models a session may choose
 }
 
 // parseFlags parses and checks the command line. Every error is an
@@ -136,7 +148,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.StringVar(&c.system, "system", "You are a careful coding agent.", "system prompt of new sessions")
 	flags.DurationVar(&c.summaryDelay, "summary-delay", 0, "make every summary call wait this long first (for demos and tests of cancellation)")
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
-	flags.BoolVar(&c.allowAll, "allow-all", false, "never ask the user's permission before write_file, edit_file and run_command (for scripts)")
+	flags.BoolVar(&c.allowAll, "allow-all", false, "start sessions in full-auto mode, where nothing asks the user's permission (for scripts; the editor may switch the mode)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
 	flags.BoolVar(&c.recall, "recall", true, "give the model the recall tool, which searches and reads the archived conversation (-recall=false turns it off)")
 	c.sandbox.Mode = sandbox.Auto
@@ -155,13 +167,26 @@ func parseFlags(args []string) (*config, error) {
 		}
 		return nil
 	})
-	flags.BoolVar(&c.sandbox.Network, "command-network", false, "let sandboxed commands connect and bind TCP ports (denied by default)")
+	flags.BoolVar(&c.sandbox.Network, "command-network", false, "let sandboxed commands connect and bind TCP ports in every mode (by default only in full-auto mode)")
 	flags.IntVar(&c.maxSessions, "max-sessions", acp.DefaultMaxSessions, "the most sessions open at once on the connection: a session/new, session/load or session/resume past it is refused")
 	flags.StringVar(&c.provider, "provider", "", "model provider: offline, openai or anthropic (default: $SESSIONKIT_PROVIDER, else chosen from the provider variables)")
 	flags.DurationVar(&c.reqTimeout, "request-timeout", openai.DefaultTimeout, "longest a model call's attempt may take, first byte to last (then it fails, retryable)")
 	flags.DurationVar(&c.idleTimeout, "idle-timeout", openai.DefaultIdleTimeout, "longest a model call may go without a byte from the server (then it fails, retryable)")
 	flags.DurationVar(&c.waitLog, "wait-log-interval", 30*time.Second, "log a line this often while a model call is waiting (0 = never)")
 	flags.BoolVar(&c.version, "version", false, "print the version and exit")
+	flags.Func("models", "the models a session may use, a comma `list` (the editor's model picker; the first is a new session's; default: the provider's configured model alone)", func(s string) error {
+		for m := range strings.SplitSeq(s, ",") {
+			m = strings.TrimSpace(m)
+			switch {
+			case m == "":
+				return errors.New("an empty model name")
+			case slices.Contains(c.models, m):
+				return fmt.Errorf("model %q is listed twice", m)
+			}
+			c.models = append(c.models, m)
+		}
+		return nil
+	})
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			flags.SetOutput(os.Stderr)
@@ -234,6 +259,7 @@ func run(args []string) error {
 	if c.deltaSize > 0 && name == fromenv.Offline {
 		prov = logWaits(offline.New(offline.WithDeltaSize(c.deltaSize)), log, c.waitLog)
 	}
+	offered := models(c.models, prov) // before slowSummary, which does not describe the model
 	if c.summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
 	}
@@ -260,7 +286,10 @@ func run(args []string) error {
 			Logger:            log,
 			Recall:            c.recall,
 		},
-		SessionTools:  workspaceTools(workspace.Options{AllowAll: c.allowAll, Sandbox: c.sandbox}),
+		SessionTools:  sessionTools(workspace.Options{Sandbox: c.sandbox}, mcp.Options{}, log),
+		Modes:         modes(c.allowAll),
+		Models:        offered,
+		McpHTTP:       true,
 		OmitSummaries: c.omit,
 		V1Only:        c.v1Only,
 		ContextWindow: c.contextWindow,
@@ -269,28 +298,30 @@ func run(args []string) error {
 	})
 }
 
-// workspaceTools gives each session the workspace tools (read_file,
-// write_file, edit_file, list_files, search, run_command) confined to its
-// working directory and additional directories, working through the
-// editor when it offers files and terminals, and asking the user's
-// permission before every change and command unless o.AllowAll; commands
-// run in the sandbox o.Sandbox describes. A cwd (or additional directory)
-// that cannot be a session's here (not an absolute, existing directory;
-// /, the home directory) refuses the session/new, session/load or
-// session/resume with -32602 naming it: a session without its tools would
-// answer as if it had them.
-func workspaceTools(o workspace.Options) func(acp.ToolSession) (acp.Toolset, error) {
-	return func(ts acp.ToolSession) (acp.Toolset, error) {
-		set := acp.Toolset{Describe: workspace.Describe(ts.Cwd)}
-		ws, err := workspace.New(ts.Cwd, ts.AdditionalDirectories...)
-		if err != nil {
-			return acp.Toolset{}, err
-		}
-		o := o
-		o.Editor = ts.Client
-		set.Tools = ws.Tools(o)
-		return set, nil
+// modes are the session modes (workspace.Modes): the first is a new
+// session's, ask, or full-auto under --allow-all.
+func modes(allowAll bool) []acp.SessionMode {
+	all := workspace.Modes()
+	if allowAll {
+		i := slices.IndexFunc(all, func(m acp.SessionMode) bool { return m.ID == workspace.ModeFullAuto })
+		all[0], all[i] = all[i], all[0]
 	}
+	return all
+}
+
+// models are the models a session may choose: --models, or the provider's
+// configured model alone (none when it names none).
+func models(list []string, p provider.Provider) []acp.Model {
+	if len(list) == 0 {
+		if d, ok := p.(provider.Describer); ok && d.Info().Model != "" {
+			list = []string{d.Info().Model}
+		}
+	}
+	out := make([]acp.Model, 0, len(list))
+	for _, m := range list {
+		out = append(out, acp.Model{ID: m})
+	}
+	return out
 }
 
 // logSandbox says at startup how run_command runs commands: confined, or

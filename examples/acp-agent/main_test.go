@@ -12,6 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/provider/offline"
+	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
 // TestStoreIsOwnerOnly starts the agent binary with a store in a directory
@@ -121,4 +125,23 @@ func TestRecallFlag(t *testing.T) {
 	assert.False(t, c.recall)
 	_, err = parseFlags([]string{"-recall=maybe"})
 	assert.ErrorContains(t, err, "-recall")
+}
+
+// TestModelsAndModes: --models lists the model picker's values, the first
+// a new session's; without it the provider's configured model alone; an
+// empty or repeated name is a usage error naming the flag. --allow-all
+// makes full-auto the first mode (a new session's).
+func TestModelsAndModes(t *testing.T) {
+	c, err := parseFlags([]string{"--models", "a, b,c"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "c"}, c.models)
+	assert.Equal(t, []acp.Model{{ID: "a"}, {ID: "b"}, {ID: "c"}}, models(c.models, offline.New()))
+	assert.Equal(t, []acp.Model{{ID: "offline"}}, models(nil, offline.New()), "the provider's model alone")
+	for _, bad := range [][]string{{"--models", "a,,b"}, {"--models", "a,a"}, {"--models", ""}} {
+		_, err := parseFlags(bad)
+		assert.ErrorContains(t, err, "-models", "%v", bad)
+	}
+	assert.Equal(t, workspace.ModeAsk, modes(false)[0].ID)
+	assert.Equal(t, workspace.ModeFullAuto, modes(true)[0].ID)
+	assert.Len(t, modes(true), 4)
 }

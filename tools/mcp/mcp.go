@@ -179,7 +179,22 @@ type Status struct {
 type Set struct {
 	servers []*server
 	tools   []session.Tool
+	origin  map[string]Origin // by tool name
 	close   sync.Once
+}
+
+// Origin is where a tool of a Set comes from: its server's Name and the
+// tool's own name on that server.
+type Origin struct {
+	Server string
+	Tool   string
+}
+
+// Origin returns where the tool named name comes from; ok is false when
+// no tool of the Set has that name.
+func (s *Set) Origin(name string) (o Origin, ok bool) {
+	o, ok = s.origin[name]
+	return o, ok
 }
 
 // Connect is Options{}.Connect.
@@ -220,8 +235,10 @@ func (o Options) Connect(ctx context.Context, servers []Server) (*Set, error) {
 		}
 	}
 	names := toolNames(listed)
+	set.origin = make(map[string]Origin, len(listed))
 	for i, lt := range listed {
 		s := set.servers[lt.server]
+		set.origin[names[i]] = Origin{Server: s.cfg.Name, Tool: clean(lt.tool.Name, s.o.MaxDescription)}
 		s.names = append(s.names, names[i])
 		set.tools = append(set.tools, s.tool(names[i], lt.tool))
 	}

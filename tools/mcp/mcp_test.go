@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -113,6 +114,14 @@ func TestToolsOverStdioAndHTTP(t *testing.T) {
 		assert.Nil(t, st.Err)
 		assert.Len(t, st.Tools, len(want))
 	}
+
+	for _, server := range []string{"local", "remote"} {
+		o, ok := set.Origin("mcp__" + server + "__echo")
+		require.True(t, ok)
+		assert.Equal(t, mcp.Origin{Server: server, Tool: "echo"}, o, "where a tool comes from")
+	}
+	_, ok := set.Origin("mcp__local__nope")
+	assert.False(t, ok)
 
 	for _, server := range []string{"local", "remote"} {
 		echo := tool(t, set, "mcp__"+server+"__echo")
@@ -359,6 +368,10 @@ func TestHostileServer(t *testing.T) {
 		assert.True(t, strings.HasPrefix(tl.Description, "ok[2Jevil"), "%q", tl.Description[:20])
 		assert.True(t, strings.HasSuffix(tl.Description, "…"))
 		assert.True(t, utf8.ValidString(tl.Description))
+		o, ok := set.Origin(tl.Name)
+		require.True(t, ok, tl.Name)
+		assert.Equal(t, "bad.server name", o.Server)
+		assert.False(t, strings.ContainsFunc(o.Tool, func(r rune) bool { return r < ' ' || r == 0x7f || unicode.Is(unicode.Cf, r) }), "the tool's own name, cleaned of control and bidi characters: %q", o.Tool)
 	}
 	got := names(set)
 	require.Len(t, got, 6, got)

@@ -361,17 +361,27 @@ func EnvName(name string) error {
 // the allow-list, LC_*, the added names that EnvName accepts, and TMPDIR
 // and XDG_CACHE_HOME in the private directory tmp.
 func environ(env, added []string, tmp string) []string {
+	out := Policy{Env: added}.Environ(env)
+	return append(out, "TMPDIR="+tmp, "XDG_CACHE_HOME="+tmp+"/.cache")
+}
+
+// Environ returns the variables of env (NAME=value entries) a command
+// gets under p: the allow-list, LC_* and the names of p.Env, each only if
+// [EnvName] accepts it (never a credential). A program that starts other
+// programs outside the sandbox, such as MCP servers, gives them this so
+// that they see no more of its environment than a command does.
+func (p Policy) Environ(env []string) []string {
 	var out []string
 	for _, kv := range env {
 		name, _, ok := strings.Cut(kv, "=")
 		if !ok || EnvName(name) != nil {
 			continue
 		}
-		if slices.Contains(allowedEnv, name) || strings.HasPrefix(name, "LC_") || slices.Contains(added, name) {
+		if slices.Contains(allowedEnv, name) || strings.HasPrefix(name, "LC_") || slices.Contains(p.Env, name) {
 			out = append(out, kv)
 		}
 	}
-	return append(out, "TMPDIR="+tmp, "XDG_CACHE_HOME="+tmp+"/.cache")
+	return out
 }
 
 // helperArgs is the policy of the helper, from its command line.

@@ -47,14 +47,18 @@ const Declined = "The user declined: "
 // one owner and needs no lock.
 type allowed map[string]bool
 
-// permit asks the user to allow the call of tool that ctx runs, unless
-// nothing asks (no editor, AllowAll) or the user allowed the tool always.
+// permit decides a call of tool that ctx runs, which does a, by the
+// session's mode (see decide): refused with an error saying so, run, or
+// run after the user's permission unless the user allowed the tool always.
 // For an edit, path (as the client knows it), oldText and newText make
-// the diff the user sees. It
-// returns the result of a declined call ("" when allowed), or why it could
-// not ask: the turn was cancelled, or the client cancelled the request.
-func (t tools) permit(ctx context.Context, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
-	if t.o.Editor == nil || t.o.AllowAll || t.allowed[tool] {
+// the diff the user sees. It returns the result of a declined call (""
+// when allowed), or why the call is not made: the mode refuses it, the
+// turn was cancelled, or the client cancelled the request.
+func (t tools) permit(ctx context.Context, a action, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
+	switch v, mode := t.o.verdict(a); {
+	case v == refuse:
+		return "", refused(tool, mode, a)
+	case v == allow || t.allowed[tool]:
 		return "", nil
 	}
 	return t.ask(ctx, tool, title, kind, path, oldText, newText)

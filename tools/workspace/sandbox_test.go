@@ -124,20 +124,7 @@ func TestSandboxReadsOutsideButCannotOverwrite(t *testing.T) {
 // all are allowed when the policy allows network.
 func TestSandboxNetwork(t *testing.T) {
 	requireLandlock(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	})
-	defer wg.Wait()
-	defer ln.Close()
+	ln := tcpSink(t)
 	exe, err := os.Executable()
 	require.NoError(t, err)
 	dial := func(network string) map[string]any {
@@ -174,6 +161,29 @@ func TestSandboxNetwork(t *testing.T) {
 	out, err = on.run(t, "run_command", unixDial)
 	require.NoError(t, err)
 	assert.Equal(t, "exit status 0\nconnected\n", out, "unix")
+}
+
+// tcpSink is a local TCP listener that accepts and closes every
+// connection, until the test ends.
+func tcpSink(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	})
+	t.Cleanup(func() {
+		ln.Close()
+		wg.Wait()
+	})
+	return ln
 }
 
 // alive reports whether the process pid still runs.

@@ -38,10 +38,17 @@ type Options struct {
 	// run_command ask the user's permission first (unless AllowAll). Nil:
 	// everything runs locally and nothing asks.
 	Editor Editor
-	// AllowAll skips the permission requests.
+	// AllowAll skips the permission requests (a mode that refuses a
+	// call still refuses it).
 	AllowAll bool
+	// Mode, when set, returns the session's current mode (ModeAsk,
+	// ModeReadOnly, ModeAutoEdit, ModeFullAuto), read at every call: it
+	// decides which calls ask, which run at once and which are refused,
+	// and whether commands get the network. Nil (or "") means ModeAsk.
+	Mode func() string
 	// Sandbox is how run_command runs commands (package sandbox): its
-	// mode, whether they may use the network, and the environment
+	// mode, whether they may use the network (Network: in every mode;
+	// otherwise only in ModeFullAuto), and the environment
 	// variables added to the allow-list. The session's directories are
 	// always writable (and added to Sandbox.Writable). The zero value
 	// confines commands where Landlock is available (the program must call
@@ -86,10 +93,10 @@ func (w *Workspace) Tools(o Options) []session.Tool {
 			Run:        t.readFile},
 		{Name: "write_file", Description: "Create or replace a file of the workspace with the given content (parent directories are created).",
 			Parameters: schema(`"path":{"type":"string"},"content":{"type":"string"}`, "path", "content"),
-			Run:        t.writeFile},
+			Run:        t.gate(actEdit, "write_file", t.writeFile)},
 		{Name: "edit_file", Description: "Replace the one occurrence of old_text in a file with new_text; fails when old_text is absent or occurs more than once.",
 			Parameters: schema(`"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}`, "path", "old_text", "new_text"),
-			Run:        t.editFile},
+			Run:        t.gate(actEdit, "edit_file", t.editFile)},
 		{Name: "list_files", Description: "List a directory of the workspace (default: the working directory); directories end in /.",
 			Parameters: schema(`"path":{"type":"string"}`),
 			Run:        t.listFiles},
@@ -98,7 +105,7 @@ func (w *Workspace) Tools(o Options) []session.Tool {
 			Run:        t.search},
 		{Name: "run_command", Description: "Run a shell command line in the working directory; answers its exit status and output.",
 			Parameters: schema(`"command":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1}`, "command"),
-			Run:        t.runCommand},
+			Run:        t.gate(actCommand, "run_command", t.runCommand)},
 	}
 }
 
@@ -195,6 +202,7 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 		timeout = min(time.Duration(in.TimeoutSeconds)*time.Second, MaxCommandTimeout)
 	}
 	policy := t.o.Sandbox
+	policy.Network = t.o.network()
 	policy.Writable = append(slices.Clone(t.w.roots), policy.Writable...)
 	cmd, err := policy.Prepare(in.Command, t.w.cwd) // refused here under --sandbox=required, before anyone is asked
 	if err != nil {
@@ -205,7 +213,7 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 	if w := policy.Warning(); w != "" {
 		title = "[" + w + "] " + title // first, where no command can push it out of view
 	}
-	if declined, err := t.permit(ctx, "run_command", title, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
+	if declined, err := t.permit(ctx, actCommand, "run_command", title, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
 		return declined, err
 	}
 	if t.o.Editor != nil && t.o.Editor.CanRunTerminals() {

@@ -14,6 +14,16 @@
 // change and command asks the user's permission first. [Describe] says how
 // the calls are shown to the client, live and on replay.
 //
+// # Modes
+//
+// [Options.Mode] reads the session's mode at every call: [ModeAsk] (the
+// default) asks before every change, command and call of a tool made with [Guard]
+// (an MCP server's); [ModeReadOnly] runs the reading tools only and
+// refuses the rest before it reads or asks anything; [ModeAutoEdit] edits
+// without asking and asks for commands and guarded tools; [ModeFullAuto]
+// asks for nothing, and gives commands the network. [Modes] lists them
+// for an ACP agent (acp.ServerOptions.Modes).
+//
 // # Confinement
 //
 // New refuses the root of the file system and the user's home directory
