@@ -82,6 +82,8 @@ func Run(t *testing.T, h Harness) {
 		{"CancelledContext", testCancelledContext},
 		{"CommitRecordsControls", testCommitRecordsControls},
 		{"Uncompact", testUncompact},
+		{"ConfigRecords", testConfigRecords},
+		{"ConfigRecordsInvalid", testConfigRecordsInvalid},
 		{"ListOrder", testListOrder},
 		{"ListPages", testListPages},
 		{"ListCwd", testListCwd},
