@@ -374,10 +374,12 @@ func (l *loop) shareActive(n int) []history.Message {
 // appended applies messages that the worker committed at version v.
 func (l *loop) appended(v uint64, msgs ...history.Message) {
 	l.version = v
+	titled := false
 	if l.title == "" && len(l.active) == 0 && l.archived == 0 {
 		// The store titles an untitled session after its first message.
 		l.title = history.DefaultTitle(msgs[0].Text)
 		l.publishSettings()
+		titled = l.title != ""
 	}
 	l.active = append(l.active, msgs...)
 	for i := range msgs {
@@ -390,6 +392,9 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 		}
 		l.publish(&MessageEvent{Message: msgs[i], TurnID: l.turnID(), Position: l.nextPos})
 		l.nextPos++
+		if i == 0 && titled {
+			l.publish(titleEvent(*l.s.settings.Load(), l.turnID()))
+		}
 	}
 }
 
@@ -455,9 +460,19 @@ func (l *loop) startConfigure(c *command) {
 		c.finishConf(ConfigureResult{Err: err})
 		return
 	}
-	w, v := l.writer(), l.version
+	// A change of a value is recorded in the timeline; one that only
+	// repeats the values (it may still add to Configured) is not.
+	changed := changedSettings(&l.set, &next)
+	var data json.RawMessage
+	if len(changed) > 0 {
+		if data, err = json.Marshal(settingsRecord{Before: l.set, After: next, Title: l.title, Changed: changed}); err != nil {
+			c.finishConf(ConfigureResult{Err: fmt.Errorf("session: encode the settings record: %w", err)})
+			return
+		}
+	}
+	w, v, pos := l.writer(), l.version, l.nextPos
 	l.submit(func(progress) func(*loop) {
-		nv, snap, err := w.setConfig(v, blob)
+		nv, recorded, snap, err := w.recordConfig(v, blob, data, pos)
 		return func(l *loop) {
 			if err != nil {
 				l.resync(snap)
@@ -470,6 +485,14 @@ func (l *loop) startConfigure(c *command) {
 				l.sumProv = c.configure.SummaryProvider
 			}
 			l.publishSettings()
+			if len(changed) > 0 {
+				at := NoPosition
+				if recorded {
+					at = pos
+					l.nextPos++
+				}
+				l.publish(&SettingsEvent{Settings: *l.s.settings.Load(), Changed: changed, TurnID: l.turnID(), Position: at})
+			}
 			if r := c.configure; r.AutoCompactTokens != nil || r.ContextWindow != nil || r.AutoCompactRatio != nil {
 				l.resumeAuto("the threshold was configured")
 			}
@@ -553,6 +576,29 @@ func (l *loop) shutdown() {
 	}
 	l.flushLog(true)
 	l.feed.CloseAll(l.s.closedErr())
+}
+
+// settingsRecord is what the timeline records of a settings change
+// (history.ConfigRecord.Data): the settings before and after it, the title
+// then, and the names of the settings that changed. Replay rebuilds each
+// SettingsEvent from it.
+type settingsRecord struct {
+	Before  settings `json:"before"`
+	After   settings `json:"after"`
+	Title   string   `json:"title,omitempty"`
+	Changed []string `json:"changed"`
+}
+
+// changedSettings names the settings whose values differ between a and b,
+// in the order of settingFields.
+func changedSettings(a, b *settings) []string {
+	var out []string
+	for _, f := range settingFields {
+		if f.value(a) != f.value(b) {
+			out = append(out, f.name())
+		}
+	}
+	return out
 }
 
 func marshalSettings(set settings) ([]byte, error) {
