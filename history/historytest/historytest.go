@@ -16,9 +16,10 @@
 // that each see one committed state while compactions commit, the
 // timeline order that replay relies on, search (history.Searcher: ranking,
 // stemming, paging, tool results, archived and Active messages, isolation
-// between sessions, any query text), the fidelity a Segment keeps, and the
-// event log with its reservations of sequence numbers (history.EventLog,
-// history.SeqReserver).
+// between sessions, any query text), the fidelity a Segment keeps,
+// configuration changes recorded in the timeline (history.ConfigRecorder),
+// and the event log with its reservations of sequence numbers
+// (history.EventLog, history.SeqReserver).
 package historytest
 
 import (
