@@ -191,13 +191,42 @@ type CompactionRecord struct {
 }
 
 // Entry is one item of the replayable timeline: exactly one of Message,
-// Compaction and Uncompaction is set.
+// Compaction, Uncompaction and Config is set.
 type Entry struct {
 	Position     int64
 	Archived     bool // the message belongs to a Segment
 	Message      *Message
 	Compaction   *CompactionRecord
 	Uncompaction *UncompactionRecord
+	Config       *ConfigRecord
+}
+
+// ConfigRecorder is implemented by stores that record a session's
+// configuration changes in its timeline, so that a replay shows each change
+// where it happened. The stores of sessionkit (memstore, sqlite, postgres)
+// all do.
+type ConfigRecorder interface {
+	// RecordConfig replaces the session's configuration with c.Config, as
+	// SetConfig does, and in the same transaction records a [ConfigRecord]
+	// of c at the next timeline position. It returns the record. c.Data
+	// must be JSON (ErrInvalid otherwise).
+	RecordConfig(ctx context.Context, id string, version uint64, c ConfigChange) (uint64, *ConfigRecord, error)
+}
+
+// ConfigChange is one change of a session's configuration (see
+// [ConfigRecorder]).
+type ConfigChange struct {
+	Config json.RawMessage // the configuration from now on, as SetConfig takes it; nil means none
+	Data   json.RawMessage // what the timeline records of the change: JSON, opaque to the store
+	At     time.Time
+}
+
+// ConfigRecord is one configuration change at its timeline position (see
+// [ConfigRecorder]).
+type ConfigRecord struct {
+	Data     json.RawMessage // ConfigChange.Data
+	At       time.Time
+	Position int64
 }
 
 // UncompactionRecord is one undone compaction at its timeline position
@@ -233,10 +262,11 @@ type Snapshot struct {
 	Active     []Message
 	// Archived is the number of messages archived in Segments.
 	Archived int64
-	// NextPosition is the timeline position the next message or compaction
-	// record will take: positions start at 0 and every appended message and
-	// every BeginCompaction takes the next one, so the entries of
-	// [Store.Timeline] are exactly the positions below it.
+	// NextPosition is the timeline position the next message or record
+	// will take: positions start at 0 and every appended message, every
+	// BeginCompaction, every Uncompact and every RecordConfig takes the
+	// next one, so the entries of [Store.Timeline] are exactly the
+	// positions below it.
 	NextPosition int64
 	// Interrupted lists compactions that were in progress in the store; they
 	// stay so until [Store.Recover] records them as failed.
@@ -324,7 +354,9 @@ type Store interface {
 	Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error)
 	// Segments returns the session's archive, oldest first, with messages.
 	Segments(ctx context.Context, id string) ([]Segment, error)
-	// Timeline returns every message and compaction record in timeline order.
+	// Timeline returns every message and record (compactions, and the
+	// uncompactions and configuration changes of stores that record them)
+	// in timeline order.
 	Timeline(ctx context.Context, id string) ([]Entry, error)
 }
 

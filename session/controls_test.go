@@ -283,6 +283,7 @@ func TestBeforeCompact_CancelWhileInHook(t *testing.T) {
 func TestTokenAccounting(t *testing.T) {
 	fake := providertest.New()
 	s := newSession(t, fake, session.Config{SystemPrompt: "be brief"})
+	rec := record(t, s)
 	converse(t, s, fake, 2) // the last turn reported 20 in, 5 out
 	fake.QueueSummary(providertest.Reply{Text: "the summary", Usage: provider.Usage{InputTokens: 70, OutputTokens: 9}})
 	res := wait(t, mustCompact(t, s, ""))
@@ -293,6 +294,20 @@ func TestTokenAccounting(t *testing.T) {
 	require.NoError(t, err)
 	want := compact.EstimateTokens("be brief", 0) + compact.EstimateTokens("the summary", 0) + compact.EstimateMessages(active, 0)
 	assert.Equal(t, want, res.ContextAfter)
+	// The finished event carries the same figures: a client shows the
+	// context after from it, with no estimate of its own.
+	evs := rec.until(t, func(evs []session.Event) bool {
+		return len(phases(evs, res.CompactID)) > 0 && phases(evs, res.CompactID)[len(phases(evs, res.CompactID))-1] == session.PhaseFinished
+	})
+	var finished *session.CompactionEvent
+	for _, ev := range evs {
+		if c, ok := ev.Payload.(*session.CompactionEvent); ok && c.Phase == session.PhaseFinished {
+			finished = c
+		}
+	}
+	require.NotNil(t, finished)
+	assert.Equal(t, want, finished.Result.ContextAfter)
+	assert.Equal(t, 25, finished.Result.ContextBefore)
 	g := storedSegments(t, s)
 	require.Len(t, g, 1)
 	assert.Equal(t, 25, g[0].ContextBefore)

@@ -34,6 +34,7 @@ const (
 	logTurn        = "turn"
 	logAutoCompact = "auto_compact"
 	logUncompact   = "uncompact"
+	logSettings    = "settings"
 )
 
 // loggedMessage is a *MessageEvent in the log: the message itself is in the
@@ -154,6 +155,8 @@ func encodeEvent(ev Event) (history.LoggedEvent, error) {
 		kind, v = logAutoCompact, p
 	case *UncompactEvent:
 		kind, v = logUncompact, p
+	case *SettingsEvent:
+		kind, v = logSettings, p
 	default:
 		return history.LoggedEvent{}, fmt.Errorf("session: event %T is not logged", ev.Payload)
 	}
@@ -261,6 +264,8 @@ func (d *decoder) decode(le history.LoggedEvent) (Payload, error) {
 		return unmarshalPayload[AutoCompactEvent](le.Data)
 	case logUncompact:
 		return unmarshalPayload[UncompactEvent](le.Data)
+	case logSettings:
+		return unmarshalPayload[SettingsEvent](le.Data)
 	}
 	return nil, fmt.Errorf("unknown kind %q", le.Kind)
 }

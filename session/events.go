@@ -18,7 +18,7 @@ type Event struct {
 
 // Payload is one of the event types of this package: *MessageEvent,
 // *DeltaEvent, *ActionEvent, *CompactionEvent, *UsageEvent, *TurnEvent,
-// *AutoCompactEvent, *UncompactEvent. The set is sealed.
+// *AutoCompactEvent, *UncompactEvent, *SettingsEvent. The set is sealed.
 type Payload interface {
 	// Durable reports whether the event can be replayed with
 	// SubscribeOptions.After; deltas are live only.
@@ -135,6 +135,32 @@ type TurnEvent struct {
 	Result *TurnResult // TurnFinished only
 }
 
+// SettingsEvent reports a change of the session's settings: a Configure
+// that changed the value of a setting (one that only repeats the values
+// there are publishes none), or the title an untitled session takes from
+// its first message. It is durable: the event log keeps it, and
+// [Session.Replay] shows each change at its place with the settings as they
+// were then.
+type SettingsEvent struct {
+	// Settings are the effective settings after the change, as
+	// [Session.Settings] returned them from then on.
+	Settings Settings
+	// Changed names the settings whose values changed, by their field
+	// names in Settings ("Model", "Mode", "SystemPrompt", ..., "Title"), in
+	// the order of Settings' fields.
+	Changed []string
+	// TurnID is the turn a Configure was applied in, "" when the session
+	// was idle (and in a Replay). A title change carries the turn of the
+	// message that titled the session.
+	TurnID string
+	// Position is the timeline position of the change's record (a
+	// Configure's, with a store that records them: history.ConfigRecorder,
+	// as the stores of sessionkit do); NoPosition otherwise. A title change
+	// has no record of its own: it comes right after the MessageEvent of
+	// the message that titled the session, live and in a Replay.
+	Position int64
+}
+
 func (*MessageEvent) payload()    {}
 func (*DeltaEvent) payload()      {}
 func (*ActionEvent) payload()     {}
@@ -159,6 +185,11 @@ func (*UsageEvent) Durable() bool { return true }
 
 // Durable implements Payload.
 func (*TurnEvent) Durable() bool { return true }
+
+func (*SettingsEvent) payload() {}
+
+// Durable implements Payload.
+func (*SettingsEvent) Durable() bool { return true }
 
 // SubscribeOptions says where a subscription starts.
 type SubscribeOptions struct {

@@ -112,15 +112,18 @@ func ExampleSession_Subscribe() {
 			fmt.Println(ev.Seq, "delta")
 		case *session.UsageEvent:
 			fmt.Println(ev.Seq, "usage", p.ContextTokens)
+		case *session.SettingsEvent:
+			fmt.Println(ev.Seq, "settings", p.Changed, p.Settings.Title)
 		}
 	}
 	fmt.Println(sub.Err())
 	// Output:
 	// 1 turn started
 	// 2 message user
-	// 3 delta
-	// 4 message assistant
-	// 5 usage 20
-	// 6 turn finished
+	// 3 settings [Title] Hello.
+	// 4 delta
+	// 5 message assistant
+	// 6 usage 20
+	// 7 turn finished
 	// session: closed
 }

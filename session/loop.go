@@ -35,8 +35,9 @@ type command struct {
 	pos       int64           // compactions: the timeline position of its record, NoPosition until stored
 	through   string          // manual compactions: CompactRequest.Through
 	configure ConfigureRequest
-	// verdict, when set, receives the loop's admission decision: nil when
-	// the command was queued, else why not (Compact with Through).
+	// verdict receives the loop's admission decision (admit makes it): nil
+	// when the command was queued, else why not (ErrQueueFull, a Compact
+	// whose Through is not in Active).
 	verdict chan error
 
 	finishTurn  func(TurnResult)
@@ -122,6 +123,9 @@ type loop struct {
 	feed     *feed
 	elog     eventLog // the event log (docs/design.md §6.1)
 	q        queue.Queue[*command]
+	// queued is how many commands in q count against maxQueue
+	// (command.counted); only enqueue, take, remove and drain change it.
+	queued, maxQueue int
 
 	turn    *turn
 	running *command // the compaction in the worker
@@ -230,30 +234,38 @@ func (l *loop) release() {
 	}
 }
 
-// accept puts an admitted command into the queue, or refuses it (a Compact
-// whose Through is not in Active) through its verdict.
+// accept puts an admitted command into the queue, or refuses it (the queue
+// is full; a Compact whose Through is not in Active) through its verdict.
 func (l *loop) accept(c *command) {
-	if c.verdict != nil {
-		if err := l.admissible(c); err != nil {
-			l.s.pending.Add(-1)
-			c.verdict <- err
-			return
-		}
-		c.verdict <- nil
+	err := l.admissible(c)
+	c.verdict <- err
+	if err != nil {
+		return
+	}
+	l.enqueue(c)
+	if c.kind == kindCompact {
+		l.publish(l.compactionEvent(c, PhaseQueued))
+	}
+}
+
+// enqueue puts c at the back of its kind's queue.
+func (l *loop) enqueue(c *command) {
+	if c.counted() {
+		l.queued++
 	}
 	if c.kind == kindPrompt {
 		l.q.Push(queue.Prompt, c.id, c)
 		return
 	}
 	l.q.Push(queue.Checkpoint, c.id, c)
-	if c.kind == kindCompact {
-		l.publish(l.compactionEvent(c, PhaseQueued))
-	}
 }
 
-// admissible checks what only the loop can: a Through names a message in
-// Active.
+// admissible checks what only the loop can: there is room in the queue
+// (Config.MaxQueue), and a Through names a message in Active.
 func (l *loop) admissible(c *command) error {
+	if c.counted() && l.queued >= l.maxQueue {
+		return fmt.Errorf("%w: %d commands are waiting", ErrQueueFull, l.queued)
+	}
 	if c.kind == kindCompact && c.through != "" {
 		if !slices.ContainsFunc(l.active, func(m history.Message) bool { return m.ID == c.through }) {
 			return invalid("message %q is not in Active", c.through)
@@ -270,7 +282,7 @@ func (c *command) counted() bool { return c.kind != kindCompact || c.trigger == 
 func (l *loop) take(idle bool) (*command, bool) {
 	c, ok := l.q.Next(idle)
 	if ok && c.counted() {
-		l.s.pending.Add(-1)
+		l.queued--
 	}
 	return c, ok
 }
@@ -279,9 +291,15 @@ func (l *loop) take(idle bool) (*command, bool) {
 func (l *loop) remove(id string) (*command, bool) {
 	c, ok := l.q.Remove(id)
 	if ok && c.counted() {
-		l.s.pending.Add(-1)
+		l.queued--
 	}
 	return c, ok
+}
+
+// drain empties the queue and returns what it held, in queue order.
+func (l *loop) drain() []*command {
+	l.queued = 0
+	return l.q.Drain()
 }
 
 // advance starts the next piece of work, if any, while the worker is free.
@@ -356,10 +374,12 @@ func (l *loop) shareActive(n int) []history.Message {
 // appended applies messages that the worker committed at version v.
 func (l *loop) appended(v uint64, msgs ...history.Message) {
 	l.version = v
+	titled := false
 	if l.title == "" && len(l.active) == 0 && l.archived == 0 {
 		// The store titles an untitled session after its first message.
 		l.title = history.DefaultTitle(msgs[0].Text)
 		l.publishSettings()
+		titled = l.title != ""
 	}
 	l.active = append(l.active, msgs...)
 	for i := range msgs {
@@ -372,6 +392,9 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 		}
 		l.publish(&MessageEvent{Message: msgs[i], TurnID: l.turnID(), Position: l.nextPos})
 		l.nextPos++
+		if i == 0 && titled {
+			l.publish(titleEvent(*l.s.settings.Load(), l.turnID()))
+		}
 	}
 }
 
@@ -437,9 +460,19 @@ func (l *loop) startConfigure(c *command) {
 		c.finishConf(ConfigureResult{Err: err})
 		return
 	}
-	w, v := l.writer(), l.version
+	// A change of a value is recorded in the timeline; one that only
+	// repeats the values (it may still add to Configured) is not.
+	changed := changedSettings(&l.set, &next)
+	var data json.RawMessage
+	if len(changed) > 0 {
+		if data, err = json.Marshal(settingsRecord{Before: l.set, After: next, Title: l.title, Changed: changed}); err != nil {
+			c.finishConf(ConfigureResult{Err: fmt.Errorf("session: encode the settings record: %w", err)})
+			return
+		}
+	}
+	w, v, pos := l.writer(), l.version, l.nextPos
 	l.submit(func(progress) func(*loop) {
-		nv, snap, err := w.setConfig(v, blob)
+		nv, recorded, snap, err := w.recordConfig(v, blob, data, pos)
 		return func(l *loop) {
 			if err != nil {
 				l.resync(snap)
@@ -452,6 +485,14 @@ func (l *loop) startConfigure(c *command) {
 				l.sumProv = c.configure.SummaryProvider
 			}
 			l.publishSettings()
+			if len(changed) > 0 {
+				at := NoPosition
+				if recorded {
+					at = pos
+					l.nextPos++
+				}
+				l.publish(&SettingsEvent{Settings: *l.s.settings.Load(), Changed: changed, TurnID: l.turnID(), Position: at})
+			}
 			if r := c.configure; r.AutoCompactTokens != nil || r.ContextWindow != nil || r.AutoCompactRatio != nil {
 				l.resumeAuto("the threshold was configured")
 			}
@@ -483,19 +524,12 @@ func (l *loop) interrupt() {
 	if l.running != nil {
 		l.cancelJ(ErrCancelled)
 	}
-	for _, c := range l.q.Drain() {
+	for _, c := range l.drain() {
 		if c.kind == kindCompact {
-			if c.counted() {
-				l.s.pending.Add(-1)
-			}
 			l.abandon(c, ErrCancelled)
 			continue
 		}
-		k := queue.Checkpoint
-		if c.kind == kindPrompt {
-			k = queue.Prompt
-		}
-		l.q.Push(k, c.id, c)
+		l.enqueue(c)
 	}
 }
 
@@ -517,10 +551,7 @@ func (l *loop) abandon(c *command, err error) {
 
 func (l *loop) beginClose() {
 	l.closing = true
-	for _, c := range l.q.Drain() {
-		if c.counted() {
-			l.s.pending.Add(-1)
-		}
+	for _, c := range l.drain() {
 		l.abandon(c, l.s.closedErr())
 	}
 	if l.turn != nil {
@@ -545,6 +576,29 @@ func (l *loop) shutdown() {
 	}
 	l.flushLog(true)
 	l.feed.CloseAll(l.s.closedErr())
+}
+
+// settingsRecord is what the timeline records of a settings change
+// (history.ConfigRecord.Data): the settings before and after it, the title
+// then, and the names of the settings that changed. Replay rebuilds each
+// SettingsEvent from it.
+type settingsRecord struct {
+	Before  settings `json:"before"`
+	After   settings `json:"after"`
+	Title   string   `json:"title,omitempty"`
+	Changed []string `json:"changed"`
+}
+
+// changedSettings names the settings whose values differ between a and b,
+// in the order of settingFields.
+func changedSettings(a, b *settings) []string {
+	var out []string
+	for _, f := range settingFields {
+		if f.value(a) != f.value(b) {
+			out = append(out, f.name())
+		}
+	}
+	return out
 }
 
 func marshalSettings(set settings) ([]byte, error) {

@@ -2,6 +2,10 @@ package session
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -25,8 +29,12 @@ type Replay struct {
 	// Events are the replayed timeline, oldest first: one *MessageEvent per
 	// stored message, one *CompactionEvent in PhaseFinished per finished
 	// compaction (its Result rebuilt from the store's record: the Segment
-	// carries the summary, not the archived messages) and one
-	// *UncompactEvent per undone compaction, each with its Position; then, for a compaction running at the cut, its PhaseStarted
+	// carries the summary, not the archived messages), one
+	// *UncompactEvent per undone compaction and one *SettingsEvent per
+	// recorded settings change (Configure), each with its Position, and the
+	// *SettingsEvent of the title an untitled session took from its first
+	// message right after that message (see [SettingsEvent]); then, for a
+	// compaction running at the cut, its PhaseStarted
 	// event and one PhaseDelta holding the summary streamed so far; then, for
 	// an assistant message being streamed at the cut, one *DeltaEvent holding
 	// its text so far (of both, at most the first MiB: the committed message
@@ -66,6 +74,9 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		summary  string
 		draftID  string
 		draftTxt string
+		cur      settings // the settings at the cut
+		title    string
+		cwd      string
 	)
 	err := s.read(ctx, func(l *loop) {
 		rep.Sub, subErr = subscribe(ctx, l.feed, SubscribeOptions{Buffer: opts.Buffer}, s.unsubscribe)
@@ -88,6 +99,7 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		if l.turn != nil && l.draft.id != "" {
 			draftID, draftTxt = l.draft.id, l.draft.text.String()
 		}
+		cur, title, cwd = l.set, l.title, l.cwd
 	})
 	if err == nil {
 		err = subErr
@@ -96,17 +108,39 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		return nil, err
 	}
 	tl, err := s.store.Timeline(ctx, s.id)
+	if err == nil {
+		tl = tl[:sort.Search(len(tl), func(i int) bool { return tl[i].Position >= rep.Next })]
+	}
+	var titling *SettingsEvent
+	if err == nil {
+		titling, err = titledBy(tl, cur, title, cwd)
+	}
 	if err != nil {
 		rep.Sub.Close()
 		return nil, err
 	}
+	first := true // the next message is the session's first
 	for _, e := range tl {
-		if e.Position < opts.From || e.Position >= rep.Next {
+		isFirst := first && e.Message != nil
+		if e.Message != nil {
+			first = false
+		}
+		if e.Position < opts.From {
 			continue
 		}
 		switch {
 		case e.Message != nil:
 			rep.Events = append(rep.Events, Event{Time: e.Message.CreatedAt, Payload: &MessageEvent{Message: *e.Message, Position: e.Position}})
+			if isFirst && titling != nil {
+				rep.Events = append(rep.Events, Event{Time: e.Message.CreatedAt, Payload: titling})
+			}
+		case e.Config != nil:
+			ev, err := replayedSettings(e.Config, cwd)
+			if err != nil {
+				rep.Sub.Close()
+				return nil, err
+			}
+			rep.Events = append(rep.Events, Event{Time: e.Config.At, Payload: ev})
 		case e.Uncompaction != nil:
 			u := e.Uncompaction
 			rep.Events = append(rep.Events, Event{Time: u.At, Payload: &UncompactEvent{
@@ -171,4 +205,63 @@ func replayedCompaction(c *history.CompactionRecord) *CompactionEvent {
 		}
 	}
 	return &CompactionEvent{CompactID: c.CompactID, Trigger: c.Trigger, Phase: PhaseFinished, Result: res, Position: c.Position}
+}
+
+// titleEvent is the SettingsEvent of the title a session took from its
+// first message, set being the settings from then on.
+func titleEvent(set Settings, turnID string) *SettingsEvent {
+	return &SettingsEvent{Settings: set, Changed: []string{"Title"}, TurnID: turnID, Position: NoPosition}
+}
+
+// replayedSettings rebuilds the SettingsEvent of a stored settings record;
+// cwd is the session's (it never changes).
+func replayedSettings(rec *history.ConfigRecord, cwd string) (*SettingsEvent, error) {
+	var r settingsRecord
+	if err := json.Unmarshal(rec.Data, &r); err != nil {
+		return nil, fmt.Errorf("session: the settings record at position %d: %w", rec.Position, err)
+	}
+	return &SettingsEvent{Settings: r.After.public(r.Title, cwd), Changed: r.Changed, Position: rec.Position}, nil
+}
+
+// titledBy returns the SettingsEvent of the title the session took from
+// its first message, to replay right after that message, or nil when it
+// has none: the session has no title, was titled at creation (a settings
+// record before the first message names a title), or its title is not the
+// default one of its first message. A session titled at creation exactly
+// as its first message would have titled it, and changed no setting before
+// that message, is reported as titled by it. The settings the event
+// carries are the ones then: those after the last record before the
+// message, else those before the first record after it, else cur (the
+// settings at the cut; no Configure changed a value since).
+func titledBy(tl []history.Entry, cur settings, title, cwd string) (*SettingsEvent, error) {
+	if title == "" {
+		return nil, nil
+	}
+	at := slices.IndexFunc(tl, func(e history.Entry) bool { return e.Message != nil })
+	if at < 0 || history.DefaultTitle(tl[at].Message.Text) != title {
+		return nil, nil
+	}
+	set, found := cur, false
+	for i := at - 1; i >= 0 && !found; i-- {
+		if c := tl[i].Config; c != nil {
+			var r settingsRecord
+			if err := json.Unmarshal(c.Data, &r); err != nil {
+				return nil, fmt.Errorf("session: the settings record at position %d: %w", c.Position, err)
+			}
+			if r.Title != "" {
+				return nil, nil // titled at creation
+			}
+			set, found = r.After, true
+		}
+	}
+	for i := at + 1; i < len(tl) && !found; i++ {
+		if c := tl[i].Config; c != nil {
+			var r settingsRecord
+			if err := json.Unmarshal(c.Data, &r); err != nil {
+				return nil, fmt.Errorf("session: the settings record at position %d: %w", c.Position, err)
+			}
+			set, found = r.Before, true
+		}
+	}
+	return titleEvent(set.public(title, cwd), ""), nil
 }

@@ -42,8 +42,6 @@ type Session struct {
 	closing chan struct{}    // closed by Close
 	done    chan struct{}    // closed when the loop and the worker have exited
 	once    sync.Once
-	pending atomic.Int64 // queued commands, for the MaxQueue check
-	max     int64
 	// settings is the loop's last published Settings (Session.Settings).
 	settings atomic.Pointer[Settings]
 	// leaseLost is set before the loop closes a session whose lease was lost,
@@ -261,7 +259,6 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		ctl:     make(chan func(*loop)),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
-		max:     int64(maxQueue),
 		search:  search,
 	}
 	l := &loop{
@@ -282,6 +279,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		feed:     newFeed(cfg.EventHistory, start, elog),
 		elog:     elog,
 		maxTool:  cfg.MaxToolOutput,
+		maxQueue: maxQueue,
 		prune:    cfg.PruneToolResults,
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
@@ -412,33 +410,22 @@ func (l *loop) publishSettings() {
 	l.s.settings.Store(&set)
 }
 
-// admit queues c. The ctx of the call governs admission only.
+// admit queues c. The loop decides, as it accepts c, whether it is queued
+// (the queue's bound, a Compact's Through) and answers on c.verdict. The
+// ctx of the call governs admission only.
 func (s *Session) admit(ctx context.Context, c *command) error {
 	select {
 	case <-s.closing:
 		return s.closedErr()
 	default:
 	}
-	for {
-		n := s.pending.Load()
-		if n >= s.max {
-			return fmt.Errorf("%w: %d commands are waiting", ErrQueueFull, n)
-		}
-		if s.pending.CompareAndSwap(n, n+1) {
-			break
-		}
-	}
+	c.verdict = make(chan error, 1)
 	select {
 	case s.inbox <- c:
-		if c.verdict != nil {
-			return <-c.verdict // the loop answers as it accepts c
-		}
-		return nil
+		return <-c.verdict // the loop answers as it accepts c, at once
 	case <-s.closing:
-		s.pending.Add(-1)
 		return s.closedErr()
 	case <-ctx.Done():
-		s.pending.Add(-1)
 		return ctx.Err()
 	}
 }
@@ -517,9 +504,6 @@ func (s *Session) Configure(ctx context.Context, req ConfigureRequest) (*Handle[
 // message (see [CompactRequest]); ErrInvalid when it is not in Active.
 func (s *Session) Compact(ctx context.Context, req CompactRequest) (*Handle[CompactResult], error) {
 	c := &command{id: newID(), kind: kindCompact, text: req.Instructions, trigger: TriggerManual, pos: NoPosition, through: req.Through}
-	if req.Through != "" {
-		c.verdict = make(chan error, 1)
-	}
 	return enqueue(ctx, s, c, &c.finishComp)
 }
 

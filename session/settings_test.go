@@ -102,3 +102,153 @@ func TestSettings_ModelAndMode(t *testing.T) {
 		})
 	}
 }
+
+// settingsEvents returns the SettingsEvents of evs, and the index in evs
+// of each.
+func settingsEvents(evs []session.Event) ([]*session.SettingsEvent, []int) {
+	var out []*session.SettingsEvent
+	var at []int
+	for i, ev := range evs {
+		if p, ok := ev.Payload.(*session.SettingsEvent); ok {
+			out = append(out, p)
+			at = append(at, i)
+		}
+	}
+	return out, at
+}
+
+// TestSettingsEvent: a Configure that changes a value publishes a
+// SettingsEvent with the settings after it and the names changed; one that
+// repeats the values publishes none; the title an untitled session takes
+// from its first message is one too, right after that message's event.
+// Each is durable: a later process replays them from the event log
+// (Subscribe) and from the stored timeline (Replay), at their positions,
+// with the values as they were then, on every store.
+func TestSettingsEvent(t *testing.T) {
+	for name, newStore := range allStores(t) {
+		t.Run(name, func(t *testing.T) {
+			store, reopen := newStore(t)
+			fake := providertest.New()
+			cfg := session.Config{ID: "e", Store: store, Cwd: "/src", Model: "model-a", Mode: "ask"}
+			s := newSession(t, fake, cfg)
+			rec := record(t, s)
+			configure := func(s *session.Session, req session.ConfigureRequest) {
+				t.Helper()
+				h, err := s.Configure(ctxT(t), req)
+				require.NoError(t, err)
+				require.NoError(t, wait(t, h).Err)
+			}
+			model, mode := "model-b", "full-auto"
+			configure(s, session.ConfigureRequest{Model: &model, Mode: &mode})
+			configure(s, session.ConfigureRequest{Model: &model}) // the same value: no event
+			fake.QueueTurn(providertest.Reply{Text: "done"})
+			require.NoError(t, wait(t, mustPrompt(t, s, "Fix the build\nplease")).Err)
+			ro := "read-only"
+			configure(s, session.ConfigureRequest{Mode: &ro})
+
+			evs := rec.until(t, func(evs []session.Event) bool { got, _ := settingsEvents(evs); return len(got) == 3 })
+			live, at := settingsEvents(evs)
+			require.Len(t, live, 3)
+			assert.Equal(t, []string{"Model", "Mode"}, live[0].Changed)
+			assert.Equal(t, "model-b", live[0].Settings.Model)
+			assert.Equal(t, "full-auto", live[0].Settings.Mode)
+			assert.Empty(t, live[0].Settings.Title)
+			assert.Equal(t, "/src", live[0].Settings.Cwd)
+			assert.Equal(t, int64(0), live[0].Position, "recorded before any message")
+
+			assert.Equal(t, []string{"Title"}, live[1].Changed)
+			assert.Equal(t, "Fix the build", live[1].Settings.Title)
+			assert.Equal(t, "full-auto", live[1].Settings.Mode)
+			assert.Equal(t, session.NoPosition, live[1].Position)
+			require.Positive(t, at[1])
+			msg, ok := evs[at[1]-1].Payload.(*session.MessageEvent)
+			require.True(t, ok, "the title follows the message that made it, got %T", evs[at[1]-1].Payload)
+			assert.Equal(t, "Fix the build\nplease", msg.Message.Text)
+			assert.Equal(t, msg.TurnID, live[1].TurnID)
+
+			assert.Equal(t, []string{"Mode"}, live[2].Changed)
+			assert.Equal(t, "read-only", live[2].Settings.Mode)
+			assert.Equal(t, "Fix the build", live[2].Settings.Title)
+			assert.Equal(t, int64(3), live[2].Position, "after the record and the two messages")
+			assert.Equal(t, s.Settings(), live[2].Settings)
+			firstSeq := evs[at[0]].Seq
+			require.NoError(t, s.Close())
+
+			// Another process: the event log replays them.
+			cfg.Store = reopen()
+			s2 := newSession(t, fake, cfg)
+			sub, err := s2.Subscribe(ctxT(t), session.SubscribeOptions{After: firstSeq})
+			require.NoError(t, err)
+			defer sub.Close()
+			var logged []*session.SettingsEvent
+			limit := ctxT(t)
+			for len(logged) < 2 {
+				select {
+				case ev := <-sub.Events():
+					if p, ok := ev.Payload.(*session.SettingsEvent); ok {
+						logged = append(logged, p)
+					}
+				case <-limit.Done():
+					t.Fatalf("the log replayed %d settings events", len(logged))
+				}
+			}
+			assert.Equal(t, live[1:], logged)
+
+			// And the stored timeline, at their places.
+			rep, err := s2.Replay(ctxT(t), session.ReplayOptions{})
+			require.NoError(t, err)
+			defer rep.Sub.Close()
+			var kinds []string
+			var replayed []*session.SettingsEvent
+			for _, ev := range rep.Events {
+				switch p := ev.Payload.(type) {
+				case *session.MessageEvent:
+					kinds = append(kinds, string(p.Message.Role))
+				case *session.SettingsEvent:
+					kinds = append(kinds, "settings")
+					replayed = append(replayed, p)
+				}
+			}
+			assert.Equal(t, []string{"settings", "user", "settings", "assistant", "settings"}, kinds)
+			require.Len(t, replayed, 3)
+			for i := range live {
+				want := *live[i]
+				want.TurnID = ""
+				assert.Equal(t, &want, replayed[i], "settings event %d as it was then", i)
+			}
+
+			// From a position on: only what is at or after it.
+			rep2, err := s2.Replay(ctxT(t), session.ReplayOptions{From: 1})
+			require.NoError(t, err)
+			defer rep2.Sub.Close()
+			got, _ := settingsEvents(rep2.Events)
+			require.Len(t, got, 2)
+			assert.Equal(t, []string{"Title"}, got[0].Changed)
+		})
+	}
+}
+
+// TestSettingsEvent_TitledAtCreation: a session given a Title publishes
+// no title event, live or replayed.
+func TestSettingsEvent_TitledAtCreation(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{Title: "Given"})
+	rec := record(t, s)
+	fake.QueueTurn(providertest.Reply{Text: "ok"})
+	require.NoError(t, wait(t, mustPrompt(t, s, "hello")).Err)
+	mode := "ask"
+	h, err := s.Configure(ctxT(t), session.ConfigureRequest{Mode: &mode})
+	require.NoError(t, err)
+	require.NoError(t, wait(t, h).Err)
+	evs := rec.until(t, func(evs []session.Event) bool { got, _ := settingsEvents(evs); return len(got) > 0 })
+	got, _ := settingsEvents(evs)
+	require.Len(t, got, 1)
+	assert.Equal(t, []string{"Mode"}, got[0].Changed)
+	assert.Equal(t, "Given", got[0].Settings.Title)
+	rep, err := s.Replay(ctxT(t), session.ReplayOptions{})
+	require.NoError(t, err)
+	defer rep.Sub.Close()
+	replayed, _ := settingsEvents(rep.Events)
+	require.Len(t, replayed, 1)
+	assert.Equal(t, []string{"Mode"}, replayed[0].Changed)
+}

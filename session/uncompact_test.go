@@ -184,6 +184,8 @@ func TestUncompact_Replay(t *testing.T) {
 			assert.Equal(t, res.Segment.ID, p.SegmentID)
 			assert.Equal(t, res.CompactID, p.CompactID)
 			assert.Equal(t, 2, p.Restored)
+		case *session.SettingsEvent:
+			continue // the title, right after the first message: no position of its own
 		}
 		assert.Greater(t, pos, last, "in position order")
 		last = pos

@@ -70,6 +70,28 @@ func (w writer) setConfig(v uint64, blob json.RawMessage) (uint64, *history.Snap
 	return 0, snap, err
 }
 
+// recordConfig stores the settings blob and, with a store that records
+// configuration changes (history.ConfigRecorder), the record of the change
+// (data) at position pos, the session's next one; recorded reports which.
+// A write that fails is counted as landed when the store holds blob and
+// the position was taken.
+func (w writer) recordConfig(v uint64, blob, data json.RawMessage, pos int64) (nv uint64, recorded bool, snap *history.Snapshot, err error) {
+	r, ok := w.store.(history.ConfigRecorder)
+	if !ok || data == nil {
+		nv, snap, err = w.setConfig(v, blob)
+		return nv, false, snap, err
+	}
+	nv, _, err = r.RecordConfig(storeCtx, w.id, v, history.ConfigChange{Config: blob, Data: data, At: time.Now()})
+	if err == nil {
+		return nv, true, nil, nil
+	}
+	snap = w.reload()
+	if snap != nil && string(snap.Config) == string(blob) && snap.NextPosition == pos+1 {
+		return snap.Version, true, nil, nil
+	}
+	return 0, false, snap, err
+}
+
 // begin records the start of compaction rec (in progress).
 func (w writer) begin(v uint64, rec history.CompactionRecord) (uint64, *history.Snapshot, error) {
 	nv, err := w.store.BeginCompaction(storeCtx, w.id, v, rec)

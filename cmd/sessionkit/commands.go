@@ -230,6 +230,14 @@ func runTimeline(ctx context.Context, r *reader, id string, o *options, stdout, 
 			printMessage(stdout, m, "")
 			continue
 		}
+		if u := e.Uncompaction; u != nil {
+			fmt.Fprintf(stdout, "%5d %-8s uncompaction %s of %s: %d messages restored\n", e.Position, "", u.ID, u.CompactID, u.Restored)
+			continue
+		}
+		if cf := e.Config; cf != nil {
+			fmt.Fprintf(stdout, "%5d %-8s settings %s\n", e.Position, "", oneLine(string(cf.Data), 100))
+			continue
+		}
 		c := e.Compaction
 		line := fmt.Sprintf("%5d %-8s compaction %-9s %-6s %s", e.Position, "", string(c.Status), c.Trigger, c.CompactID)
 		switch {

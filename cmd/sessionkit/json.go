@@ -115,6 +115,14 @@ type entryJSON struct {
 	Message      *messageJSON      `json:"message,omitempty"`
 	Compaction   *compactionJSON   `json:"compaction,omitempty"`
 	Uncompaction *uncompactionJSON `json:"uncompaction,omitempty"`
+	Config       *configJSON       `json:"config,omitempty"`
+}
+
+// configJSON is a recorded settings change: what the session recorded of
+// it (for a session of this module, a session.SettingsEvent's values).
+type configJSON struct {
+	Data json.RawMessage `json:"data"`
+	At   time.Time       `json:"at"`
 }
 
 type leaseJSON struct {
@@ -202,6 +210,9 @@ func toEntry(e *history.Entry) entryJSON {
 	}
 	if u := e.Uncompaction; u != nil {
 		out.Uncompaction = &uncompactionJSON{ID: u.ID, SegmentID: u.SegmentID, CompactID: u.CompactID, Restored: u.Restored, At: u.At}
+	}
+	if c := e.Config; c != nil {
+		out.Config = &configJSON{Data: c.Data, At: c.At}
 	}
 	return out
 }

@@ -341,10 +341,12 @@ func TestMessagesNameFlagsAsHelp(t *testing.T) {
 	}
 }
 
-// undoMigrations5to7 take a store file of schema version 7 back to version
-// 4: what migrations 7 (fidelity), 6 (the search index) and 5 (the event
-// log) added is dropped, so the file is what an older sessionkit wrote.
+// undoMigrations5to7 take a store file of the current schema version back
+// to version 4: what the configs migration (recorded settings changes), 7
+// (fidelity), 6 (the search index) and 5 (the event log) added is dropped,
+// so the file is what an older sessionkit wrote.
 var undoMigrations5to7 = []string{
+	`DROP TABLE configs`,
 	`ALTER TABLE compactions DROP COLUMN fidelity_facts`,
 	`ALTER TABLE compactions DROP COLUMN fidelity_kept`,
 	`ALTER TABLE compactions DROP COLUMN fidelity_missing`,

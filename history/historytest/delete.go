@@ -46,6 +46,10 @@ func fullSession(t *testing.T, s history.Store, id string) uint64 {
 	require.NoError(t, err)
 	v, err = s.FinishCompaction(ctx, id, v, "c3", history.StatusFailed, "provider down", t0.Add(2*time.Hour))
 	require.NoError(t, err)
+	if rec, ok := s.(history.ConfigRecorder); ok {
+		v, _, err = rec.RecordConfig(ctx, id, v, history.ConfigChange{Config: json.RawMessage(`{"model":"m2-` + id + `"}`), Data: json.RawMessage(`{"changed":["Model"]}`), At: t0.Add(3 * time.Hour)})
+		require.NoError(t, err)
+	}
 	require.NoError(t, eventLog(t, s).LogEvents(ctx, id, history.EventBatch{
 		Events:  []history.LoggedEvent{loggedEvent(1, "message"), loggedEvent(2, "compaction")},
 		Through: 5,

@@ -16,10 +16,11 @@
 // that each see one committed state while compactions commit, the
 // timeline order that replay relies on, search (history.Searcher: ranking,
 // stemming, paging, tool results, archived and Active messages, isolation
-// between sessions, any query text), the fidelity a Segment keeps, the
-// event log with its reservations of sequence numbers (history.EventLog,
-// history.SeqReserver) and deletion (history.Deleter: every part of a
-// session goes, nothing of another).
+// between sessions, any query text), the fidelity a Segment keeps,
+// configuration changes recorded in the timeline (history.ConfigRecorder),
+// the event log with its reservations of sequence numbers
+// (history.EventLog, history.SeqReserver) and deletion (history.Deleter:
+// every part of a session goes, nothing of another).
 package historytest
 
 import (
@@ -85,6 +86,8 @@ func Run(t *testing.T, h Harness) {
 		{"CancelledContext", testCancelledContext},
 		{"CommitRecordsControls", testCommitRecordsControls},
 		{"Uncompact", testUncompact},
+		{"ConfigRecords", testConfigRecords},
+		{"ConfigRecordsInvalid", testConfigRecordsInvalid},
 		{"ListOrder", testListOrder},
 		{"ListPages", testListPages},
 		{"ListCwd", testListCwd},
@@ -850,6 +853,8 @@ func entryKeys(tl []history.Entry) []string {
 			out[i] = e.Message.ID
 		case e.Uncompaction != nil:
 			out[i] = fmt.Sprintf("uncompaction %s %s %d", e.Uncompaction.ID, e.Uncompaction.SegmentID, e.Uncompaction.Restored)
+		case e.Config != nil:
+			out[i] = fmt.Sprintf("config %s", e.Config.Data)
 		default:
 			c := e.Compaction
 			out[i] = strings.TrimSpace(fmt.Sprintf("compaction %s %s %s%s", c.CompactID, c.Status, c.Summary, c.Error))

@@ -41,6 +41,7 @@ type session struct {
 	compactions []history.CompactionRecord
 	segments    []segment
 	undos       []history.UncompactionRecord
+	configs     []history.ConfigRecord
 	nextPos     int64
 	title, cwd  string
 	created     time.Time
@@ -99,13 +100,14 @@ type segment struct {
 }
 
 var (
-	_ history.Store       = (*Store)(nil)
-	_ history.Lister      = (*Store)(nil)
-	_ history.Uncompacter = (*Store)(nil)
-	_ history.EventLog    = (*Store)(nil)
-	_ history.SeqReserver = (*Store)(nil)
-	_ history.Searcher    = (*Store)(nil)
-	_ history.Deleter     = (*Store)(nil)
+	_ history.Store          = (*Store)(nil)
+	_ history.Lister         = (*Store)(nil)
+	_ history.Uncompacter    = (*Store)(nil)
+	_ history.ConfigRecorder = (*Store)(nil)
+	_ history.EventLog       = (*Store)(nil)
+	_ history.SeqReserver    = (*Store)(nil)
+	_ history.Searcher       = (*Store)(nil)
+	_ history.Deleter        = (*Store)(nil)
 )
 
 // New returns an empty store.
@@ -281,6 +283,25 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 		ss.config = slices.Clone(config)
 		return nil
 	})
+}
+
+// RecordConfig implements [history.ConfigRecorder].
+func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
+	if err := storekit.CheckConfigChange(&c); err != nil {
+		return 0, nil, err
+	}
+	var rec *history.ConfigRecord
+	v, err := s.update(ctx, id, version, func(ss *session) error {
+		ss.config = slices.Clone(c.Config)
+		rec = &history.ConfigRecord{Data: slices.Clone(c.Data), At: c.At, Position: ss.nextPos}
+		ss.nextPos++
+		ss.configs = append(ss.configs, *rec)
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, rec, nil
 }
 
 func (ss *session) compaction(compactID string) int {
@@ -465,6 +486,12 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		}
 		out = storekit.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
 			slices.Clone(ss.compactions), slices.Clone(ss.undos), activeFrom)
+		configs := make([]history.ConfigRecord, len(ss.configs))
+		for i, r := range ss.configs {
+			r.Data = slices.Clone(r.Data)
+			configs[i] = r
+		}
+		out = storekit.MergeConfigs(out, configs)
 		return nil
 	})
 	return out, err

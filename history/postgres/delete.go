@@ -59,6 +59,7 @@ func (s *Store) delete(ctx context.Context, id string, l *lease) error {
 			`DELETE FROM messages WHERE session_id = $1`,
 			`DELETE FROM compactions WHERE session_id = $1`,
 			`DELETE FROM events WHERE session_id = $1`,
+			`DELETE FROM configs WHERE session_id = $1`,
 			`DELETE FROM sessions WHERE id = $1`,
 		} {
 			if _, err := tx.Exec(ctx, q, key); err != nil {

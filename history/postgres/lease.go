@@ -226,11 +226,12 @@ func (l *lease) renewOnce(ctx context.Context) (bool, error) {
 type fencedStore struct{ l *lease }
 
 var (
-	_ history.Store       = (*fencedStore)(nil)
-	_ history.Uncompacter = (*fencedStore)(nil)
-	_ history.EventLog    = (*fencedStore)(nil)
-	_ history.SeqReserver = (*fencedStore)(nil)
-	_ history.Searcher    = (*fencedStore)(nil)
+	_ history.Store          = (*fencedStore)(nil)
+	_ history.Uncompacter    = (*fencedStore)(nil)
+	_ history.ConfigRecorder = (*fencedStore)(nil)
+	_ history.EventLog       = (*fencedStore)(nil)
+	_ history.SeqReserver    = (*fencedStore)(nil)
+	_ history.Searcher       = (*fencedStore)(nil)
 )
 
 // Search implements [history.Searcher]: a read, the store's.
@@ -273,6 +274,14 @@ func (f *fencedStore) SetConfig(ctx context.Context, id string, version uint64, 
 		return 0, err
 	}
 	return f.l.s.setConfig(ctx, id, version, config, f.l)
+}
+
+// RecordConfig implements [history.ConfigRecorder].
+func (f *fencedStore) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
+	if err := f.mine(id); err != nil {
+		return 0, nil, err
+	}
+	return f.l.s.recordConfig(ctx, id, version, c, f.l)
 }
 
 // BeginCompaction implements [history.Store].

@@ -40,10 +40,11 @@ type Store struct {
 }
 
 var (
-	_ history.Store       = (*Store)(nil)
-	_ history.Uncompacter = (*Store)(nil)
-	_ history.Leaser      = (*Store)(nil)
-	_ history.Lister      = (*Store)(nil)
+	_ history.Store          = (*Store)(nil)
+	_ history.Uncompacter    = (*Store)(nil)
+	_ history.ConfigRecorder = (*Store)(nil)
+	_ history.Leaser         = (*Store)(nil)
+	_ history.Lister         = (*Store)(nil)
 )
 
 // Option configures [Open].

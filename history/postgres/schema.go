@@ -147,7 +147,21 @@ ALTER TABLE compactions
 	ADD COLUMN fidelity_kept    bigint NOT NULL DEFAULT 0,
 	ADD COLUMN fidelity_missing bytea[]; -- NULL means none
 `,
+	// 8 once merged after content's 7 (renumbering moves this line only).
+	migrationConfigs,
 }
+
+// migrationConfigs records configuration changes at their timeline
+// positions (history.ConfigRecorder): data is the change's opaque JSON.
+const migrationConfigs = `
+CREATE TABLE configs (
+	session_id bytea  NOT NULL REFERENCES sessions (id),
+	pos        bigint NOT NULL, -- timeline position
+	at         bigint,          -- unix nanoseconds; NULL means zero
+	data       bytea  NOT NULL,
+	PRIMARY KEY (session_id, pos)
+);
+`
 
 // migrationSearch is migration 5. The words are split as
 // internal/textsearch.Words splits them (at ASCII punctuation, white space

@@ -437,6 +437,61 @@ func (s *Store) setConfig(ctx context.Context, id string, version uint64, config
 	})
 }
 
+// RecordConfig implements [history.ConfigRecorder].
+func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
+	return s.recordConfig(ctx, id, version, c, nil)
+}
+
+// recordConfig is RecordConfig, fenced by l when l is not nil: the
+// configuration and the record of its change in one write transaction; the
+// record takes the next timeline position.
+func (s *Store) recordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange, l *lease) (uint64, *history.ConfigRecord, error) {
+	const op = "record config"
+	if err := storekit.CheckConfigChange(&c); err != nil {
+		return 0, nil, err
+	}
+	at, err := encodeTime(c.At)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rec *history.ConfigRecord
+	v, err := s.write(ctx, op, id, version, l, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET config = $2 WHERE id = $1`, bin(id), nullable(c.Config)); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO configs (session_id, pos, at, data) VALUES ($1, $2, $3, $4)`, bin(id), st.nextPos, at, []byte(c.Data)); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		rec = &history.ConfigRecord{Data: slices.Clone(c.Data), At: decodeTime(at), Position: st.nextPos}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, rec, nil
+}
+
+// configs reads a session's configuration records in timeline order.
+func (s *Store) configs(ctx context.Context, tx pgx.Tx, op, id string) ([]history.ConfigRecord, error) {
+	var out []history.ConfigRecord
+	err := s.each(ctx, tx, op, `SELECT pos, at, data FROM configs WHERE session_id = $1 ORDER BY pos`, []any{bin(id)}, func(rows pgx.Rows) error {
+		var (
+			r  history.ConfigRecord
+			at *int64
+		)
+		if err := rows.Scan(&r.Position, &at, &r.Data); err != nil {
+			return err
+		}
+		r.At = decodeTime(at)
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BeginCompaction implements [history.Store]. The record takes the next
 // timeline position.
 func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
@@ -803,7 +858,11 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = storekit.MergeEntries(positions, msgs, recs, undos, activeFrom)
+		configs, err := s.configs(ctx, tx, op, id)
+		if err != nil {
+			return err
+		}
+		out = storekit.MergeConfigs(storekit.MergeEntries(positions, msgs, recs, undos, activeFrom), configs)
 		return nil
 	})
 	if err != nil {

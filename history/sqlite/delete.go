@@ -31,6 +31,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			{`DELETE FROM messages WHERE session_id = ?`, []any{id}},
 			{`DELETE FROM compactions WHERE session_id = ?`, []any{id}},
 			{`DELETE FROM events WHERE session_id = ?`, []any{id}},
+			{`DELETE FROM configs WHERE session_id = ?`, []any{id}},
 			{`DELETE FROM sessions WHERE id = ?`, []any{id}},
 		}
 		for _, st := range steps {

@@ -140,7 +140,21 @@ ALTER TABLE compactions ADD COLUMN fidelity_facts INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN fidelity_kept  INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 `,
+	// 9 once merged after content's 8 (renumbering moves this line only).
+	migrationConfigs,
 }
+
+// migrationConfigs records configuration changes at their timeline
+// positions (history.ConfigRecorder): data is the change's opaque JSON.
+const migrationConfigs = `
+CREATE TABLE configs (
+	session_id TEXT    NOT NULL REFERENCES sessions (id),
+	pos        INTEGER NOT NULL, -- timeline position
+	at         INTEGER,          -- unix nanoseconds; NULL means zero
+	data       BLOB    NOT NULL,
+	PRIMARY KEY (session_id, pos)
+) WITHOUT ROWID;
+`
 
 // migrationSearch is migration 6. It numbers the sessions, creates the
 // FTS5 table and indexes every stored message as Append does

@@ -347,6 +347,56 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 	})
 }
 
+// RecordConfig implements [history.ConfigRecorder]: the configuration and
+// the record of its change in one write transaction; the record takes the
+// next timeline position.
+func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
+	const op = "record config"
+	if err := storekit.CheckConfigChange(&c); err != nil {
+		return 0, nil, err
+	}
+	at, err := encodeTime(c.At)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rec *history.ConfigRecord
+	v, err := s.write(ctx, op, id, version, 1, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET config = ? WHERE id = ?`, nullBytes(c.Config), id); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO configs (session_id, pos, at, data) VALUES (?, ?, ?, ?)`, id, st.nextPos, at, []byte(c.Data)); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		rec = &history.ConfigRecord{Data: slices.Clone(c.Data), At: decodeTime(at), Position: st.nextPos}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, rec, nil
+}
+
+// configs reads a session's configuration records in timeline order.
+func (s *Store) configs(ctx context.Context, tx *sql.Tx, id string) ([]history.ConfigRecord, error) {
+	var out []history.ConfigRecord
+	err := s.each(ctx, tx, "timeline", `SELECT pos, at, data FROM configs WHERE session_id = ? ORDER BY pos`, []any{id}, func(rows *sql.Rows) error {
+		var (
+			r  history.ConfigRecord
+			at sql.NullInt64
+		)
+		if err := rows.Scan(&r.Position, &at, &r.Data); err != nil {
+			return err
+		}
+		r.At = decodeTime(at)
+		out = append(out, r)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BeginCompaction implements [history.Store]. The record takes the next
 // timeline position.
 func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
@@ -698,7 +748,11 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 		if err != nil {
 			return err
 		}
-		out = storekit.MergeEntries(positions, msgs, recs, undos, activeFrom)
+		configs, err := s.configs(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		out = storekit.MergeConfigs(storekit.MergeEntries(positions, msgs, recs, undos, activeFrom), configs)
 		return nil
 	})
 	if err != nil {

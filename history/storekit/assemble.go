@@ -79,3 +79,26 @@ func MergeEntries(positions []int64, msgs []history.Message, recs []history.Comp
 	}
 	return out
 }
+
+// MergeConfigs merges a session's configuration records (history.Entry
+// Config), in position order, into entries, its timeline without them as
+// [MergeEntries] returns it. The entries point into recs, which the caller
+// must not reuse.
+func MergeConfigs(entries []history.Entry, recs []history.ConfigRecord) []history.Entry {
+	if len(recs) == 0 {
+		return entries
+	}
+	out := make([]history.Entry, 0, len(entries)+len(recs))
+	ri := 0
+	for _, e := range entries {
+		for ri < len(recs) && recs[ri].Position < e.Position {
+			out = append(out, history.Entry{Position: recs[ri].Position, Config: &recs[ri]})
+			ri++
+		}
+		out = append(out, e)
+	}
+	for ; ri < len(recs); ri++ {
+		out = append(out, history.Entry{Position: recs[ri].Position, Config: &recs[ri]})
+	}
+	return out
+}

@@ -59,3 +59,17 @@ func TestMergeEntries(t *testing.T) {
 	assert.Same(t, &all[0], tl[0].Message, "entries point into the caller's slices")
 	assert.Empty(t, storekit.MergeEntries(nil, nil, nil, nil, 0))
 }
+
+func TestMergeConfigs(t *testing.T) {
+	all := msgs("a", "b")
+	entries := storekit.MergeEntries([]int64{1, 3}, all, nil, nil, 0)
+	recs := []history.ConfigRecord{{Position: 0}, {Position: 2}, {Position: 4}}
+	out := storekit.MergeConfigs(entries, recs)
+	require.Len(t, out, 5)
+	for i, e := range out {
+		assert.Equal(t, int64(i), e.Position)
+		assert.Equal(t, i%2 == 0, e.Config != nil, "entry %d", i)
+	}
+	assert.Same(t, &recs[1], out[2].Config)
+	assert.Equal(t, entries, storekit.MergeConfigs(entries, nil))
+}

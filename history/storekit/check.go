@@ -79,6 +79,18 @@ func CheckConfig(config json.RawMessage) error {
 	return nil
 }
 
+// CheckConfigChange validates a change for history.ConfigRecorder: its
+// Config nil or JSON, its Data JSON.
+func CheckConfigChange(c *history.ConfigChange) error {
+	if err := CheckConfig(c.Config); err != nil {
+		return err
+	}
+	if !json.Valid(c.Data) {
+		return fmt.Errorf("%w: the configuration change's data is not JSON", history.ErrInvalid)
+	}
+	return nil
+}
+
 // CheckEventBatch validates b against the Through the session recorded
 // before; stores call it inside the write transaction.
 func CheckEventBatch(b *history.EventBatch, through uint64) error {
