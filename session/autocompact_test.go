@@ -74,7 +74,9 @@ func TestAuto_3_3_SuspendedAfterThreeFailures(t *testing.T) {
 		require.NoError(t, wait(t, mustPrompt(t, s, "p")).Err)
 		assert.Equal(t, min(i+1, 3), fake.Calls(provider.PurposeSummary), "turn %d", i+1)
 	}
-	evs := autoEvents(rec.all())
+	// The handle finishes before the recorder's goroutine has read every
+	// event the turn published: wait for the suspension's.
+	evs := autoEvents(rec.until(t, func(evs []session.Event) bool { return len(autoEvents(evs)) > 0 }))
 	require.Len(t, evs, 1)
 	assert.True(t, evs[0].Suspended)
 	assert.Equal(t, 3, evs[0].Failures)
