@@ -65,6 +65,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"CreateLoad", testCreateLoad},
 		{"MessageFidelity", testMessageFidelity},
+		{"Attachments", testAttachments},
 		{"InvalidWrites", testInvalidWrites},
 		{"VersionConflict", testVersionConflict},
 		{"Config", testConfig},

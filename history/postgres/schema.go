@@ -147,6 +147,9 @@ ALTER TABLE compactions
 	ADD COLUMN fidelity_kept    bigint NOT NULL DEFAULT 0,
 	ADD COLUMN fidelity_missing bytea[]; -- NULL means none
 `,
+	// 7: a user message's attachments (history.Attachment), a JSON array
+	// (history/internal/sqlstore.Attachments); NULL means none.
+	`ALTER TABLE messages ADD COLUMN attachments bytea;`,
 }
 
 // migrationSearch is migration 5. The words are split as

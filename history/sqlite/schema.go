@@ -140,6 +140,12 @@ ALTER TABLE compactions ADD COLUMN fidelity_facts INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN fidelity_kept  INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 `,
+	// 8: a user message's attachments (history.Attachment) in its body,
+	// under the marker 'a' (encode.go). No row changes: the version is
+	// what makes a sessionkit that does not know the marker leave the
+	// file alone (ErrNewerSchema) instead of reading bodies it would find
+	// malformed.
+	`SELECT 1;`,
 }
 
 // migrationSearch is migration 6. It numbers the sessions, creates the
