@@ -165,6 +165,40 @@ func (m *Message) Validate() error {
 	return nil
 }
 
+// Part is one piece of a message in the order the model reads it: a run of
+// its Text, or one of its Attachments (see [Message.Parts]).
+type Part struct {
+	Text       string      // a run of Text, when Attachment is nil
+	Attachment *Attachment // points into the message's Attachments
+}
+
+// Parts returns m's text and attachments in order: the runs of Text between
+// the places of the attachments, each attachment where it stands. Empty
+// runs are left out, so a message without attachments is one part (none
+// when its text is empty too). m must be valid (see [ValidAttachments]).
+func (m *Message) Parts() []Part {
+	if len(m.Attachments) == 0 {
+		if m.Text == "" {
+			return nil
+		}
+		return []Part{{Text: m.Text}}
+	}
+	out := make([]Part, 0, 2*len(m.Attachments)+1)
+	from := 0
+	for i := range m.Attachments {
+		a := &m.Attachments[i]
+		if a.At > from {
+			out = append(out, Part{Text: m.Text[from:a.At]})
+			from = a.At
+		}
+		out = append(out, Part{Attachment: a})
+	}
+	if from < len(m.Text) {
+		out = append(out, Part{Text: m.Text[from:]})
+	}
+	return out
+}
+
 // ValidAttachments reports the first problem of attachments as those of a
 // message with text: a kind without its required fields, a place outside
 // text or before the one of the attachment before it, or more than

@@ -91,6 +91,7 @@ func Run(t *testing.T, h Harness) {
 		{"EventLogInvalid", testEventLogInvalid},
 		{"SearchRanking", testSearchRanking},
 		{"SearchToolResults", testSearchToolResults},
+		{"SearchAttachments", testSearchAttachments},
 		{"SearchArchived", testSearchArchived},
 		{"SearchSessions", testSearchSessions},
 		{"SearchPages", testSearchPages},
