@@ -25,11 +25,15 @@ func TakesImage(p Provider, mimeType string) bool {
 	return ok && t.TakesImage(mimeType)
 }
 
-// TakesImages reports whether p takes images of some type: whether it is
-// an [ImageTaker].
+// TakesImages reports whether p takes images of one of the common types:
+// PNG, JPEG, GIF or WebP.
 func TakesImages(p Provider) bool {
-	_, ok := p.(ImageTaker)
-	return ok
+	for _, t := range [...]string{"image/png", "image/jpeg", "image/gif", "image/webp"} {
+		if TakesImage(p, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // ContentPart is one piece of a user message as a provider sends it: text,
