@@ -72,6 +72,7 @@ type agentSession struct {
 	title      string                      // the title last reported (session_info_update)
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
 	cwd        string                      // the session's working directory as the client named it; set before start
+	reader     promptReader                // what the session's prompts are read with; set before start
 	running    bool                        // v2: the last state_update sent is running
 }
 
@@ -520,7 +521,7 @@ func unsent(text string, sent int) string {
 func (a *agentSession) message(m history.Message, turnID string, replayed bool) {
 	switch m.Role {
 	case history.RoleUser:
-		if u := a.surf.userMessage(m, replayed); u != nil {
+		for _, u := range a.surf.userMessage(m, replayed) {
 			a.enqueue(u)
 		}
 		if w := a.prompts[turnID]; w != nil && !replayed && a.surf.receipts() && !w.inserted {

@@ -407,10 +407,20 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 		ProtocolVersion: ProtocolVersion2,
 		Info:            info,
 		Capabilities: AgentCapabilitiesV2{
-			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
+			Session: &SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
+}
+
+// promptCapabilitiesV2 are the prompt capabilities of v2: embedded
+// context always, images when the provider takes them (as v1's).
+func (s *server) promptCapabilitiesV2() *PromptCapabilitiesV2 {
+	c := &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}
+	if provider.TakesImages(s.opts.Session.Provider) {
+		c.Image = &Capability{}
+	}
+	return c
 }
 
 // extensionMeta is the capabilities' _meta on both versions: the extension
@@ -436,7 +446,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 		ProtocolVersion: 1,
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
-			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities:  PromptCapabilities{Image: provider.TakesImages(s.opts.Session.Provider), EmbeddedContext: true},
 			SessionCapabilities: s.sessionCapabilities(),
 			Meta:                extensionMeta(),
 		},
@@ -560,6 +570,7 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	client := &ToolClient{srv: s, caps: s.clientCaps, v2: s.version == ProtocolVersion2}
 	s.mu.Unlock()
 	var describe func(history.ToolCall, *history.Message) ToolCallDisplay
+	reader := promptReader{prov: cfg.Provider, dirs: append([]string{cwd}, at.dirs...)}
 	if s.opts.SessionTools != nil {
 		set, err := s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), Client: client})
 		if err != nil {
@@ -567,6 +578,7 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 		}
 		cfg.Tools = append(slices.Clip(cfg.Tools), set.Tools...)
 		describe = set.Describe
+		reader.readTool = set.ReadFile
 	}
 	var (
 		sess *session.Session
@@ -590,6 +602,7 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 	a := newAgentSession(s, sess)
 	a.describe = describe
 	a.cwd = cwd
+	a.reader = reader
 	if v, ok := a.surf.(v2Surface); ok {
 		v.cwd = cwd
 		a.surf = v
@@ -735,29 +748,6 @@ func (s *server) closeSession(ctx context.Context, req *jsonrpc.Request) (any, e
 	return nil, nil
 }
 
-// promptText joins the prompt's content into the text of a user message.
-func promptText(blocks []ContentBlock) (string, error) {
-	var parts []string
-	for i, b := range blocks {
-		switch {
-		case b.Text != nil:
-			parts = append(parts, b.Text.Text)
-		case b.ResourceLink != nil:
-			parts = append(parts, fmt.Sprintf("[%s](%s)", b.ResourceLink.Name, b.ResourceLink.URI))
-		case b.Resource != nil && b.Resource.Resource.Text != nil:
-			r := b.Resource.Resource
-			parts = append(parts, fmt.Sprintf("<resource uri=%q>\n%s\n</resource>", r.URI, *r.Text))
-		default:
-			return "", invalidParams("field \"prompt\": item %d: content of type %q is not supported by this agent", i, b.Type())
-		}
-	}
-	text := strings.Join(parts, "\n")
-	if strings.TrimSpace(text) == "" {
-		return "", invalidParams(`field "prompt": the prompt has no text`)
-	}
-	return text, nil
-}
-
 // slashCommand recognizes "/name [input]".
 func slashCommand(text, name string) (input string, ok bool) {
 	t := strings.TrimSpace(text)
@@ -774,10 +764,10 @@ func slashCommand(text, name string) (input string, ok bool) {
 // $/cancel_request cancels that command only and is answered
 // RequestCancelled after its updates.
 func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, text string) {
+	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, in session.PromptRequest) {
 		w := &waitingPrompt{resp: resp}
 		var id string
-		if cid, _, cancelled, ok := slashPrompt(ctx, a, resp, text, w); ok {
+		if cid, _, cancelled, ok := slashPrompt(ctx, a, resp, in, w); ok {
 			if cid == "" {
 				return // refused; the error response is queued
 			}
@@ -789,7 +779,7 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 				return PromptResponse{StopReason: StopEndTurn}, nil
 			}
 		} else {
-			h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
+			h, err := a.sess.Prompt(ctx, in)
 			if err != nil {
 				a.respond(resp, nil, sessionError(err))
 				return
@@ -812,11 +802,16 @@ func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) 
 }
 
 // slashPrompt admits a /compact or /uncompact prompt, of either version, on
-// a's session. ok is false when text is no such command. Otherwise id is the
+// a's session. ok is false when in is no such command (a prompt with
+// attachments never is). Otherwise id is the
 // command's ID ("" when the session refused it: the error response is then
 // queued), name the command's, w's kind and cancel are set, and cancelled
 // tells from the event that ends the command whether it ended cancelled.
-func slashPrompt(ctx context.Context, a *agentSession, resp *jsonrpc.Responder, text string, w *waitingPrompt) (id, name string, cancelled func(session.Payload) bool, ok bool) {
+func slashPrompt(ctx context.Context, a *agentSession, resp *jsonrpc.Responder, in session.PromptRequest, w *waitingPrompt) (id, name string, cancelled func(session.Payload) bool, ok bool) {
+	if len(in.Attachments) > 0 {
+		return "", "", nil, false
+	}
+	text := in.Text
 	if _, ok := slashCommand(text, UncompactCommand); ok {
 		h, err := a.sess.Uncompact(ctx, session.UncompactRequest{})
 		if err != nil {
@@ -844,8 +839,8 @@ func slashPrompt(ctx context.Context, a *agentSession, resp *jsonrpc.Responder, 
 
 // admitPrompt decodes and checks a session/prompt (of either version) and
 // runs admit on the session's owner goroutine with the request's deferred
-// Responder and the prompt's text.
-func (s *server) admitPrompt(ctx context.Context, req *jsonrpc.Request, admit func(a *agentSession, resp *jsonrpc.Responder, text string)) (any, error) {
+// Responder and the prompt's user message (promptReader.content).
+func (s *server) admitPrompt(ctx context.Context, req *jsonrpc.Request, admit func(a *agentSession, resp *jsonrpc.Responder, in session.PromptRequest)) (any, error) {
 	var p PromptRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
@@ -854,12 +849,12 @@ func (s *server) admitPrompt(ctx context.Context, req *jsonrpc.Request, admit fu
 	if err != nil {
 		return nil, err
 	}
-	text, err := promptText(p.Prompt)
+	in, err := a.reader.content(p.Prompt)
 	if err != nil {
 		return nil, err
 	}
 	resp := jsonrpc.Defer(ctx)
-	return a.admit(ctx, resp, func() { admit(a, resp, text) })
+	return a.admit(ctx, resp, func() { admit(a, resp, in) })
 }
 
 // compactResult is the result of a compaction command: the one the event

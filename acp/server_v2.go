@@ -57,10 +57,10 @@ func (s *server) resumeSessionV2(ctx context.Context, req *jsonrpc.Request) (any
 // ends with the idle state_update. A /compact prompt is inserted at once,
 // as a user message of its own, and ends when its compaction does.
 func (s *server) promptV2(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, text string) {
+	return s.admitPrompt(ctx, req, func(a *agentSession, resp *jsonrpc.Responder, in session.PromptRequest) {
 		w := &waitingPrompt{resp: resp}
 		var id string
-		if cid, name, cancelled, ok := slashPrompt(ctx, a, resp, text, w); ok {
+		if cid, name, cancelled, ok := slashPrompt(ctx, a, resp, in, w); ok {
 			if cid == "" {
 				return // refused; the error response is queued
 			}
@@ -73,11 +73,13 @@ func (s *server) promptV2(ctx context.Context, req *jsonrpc.Request) (any, error
 			w.stop = func() bool { return false }
 			a.prompts[cid] = w
 			msgID := name + "_" + cid
-			a.enqueue(a.surf.userMessage(history.Message{ID: msgID, Role: history.RoleUser, Text: text}, false))
+			for _, u := range a.surf.userMessage(history.Message{ID: msgID, Role: history.RoleUser, Text: in.Text}, false) {
+				a.enqueue(u)
+			}
 			a.insert(w, msgID)
 			return
 		}
-		h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
+		h, err := a.sess.Prompt(ctx, in)
 		if err != nil {
 			a.respond(resp, nil, sessionError(err))
 			return

@@ -43,6 +43,11 @@ type Toolset struct {
 	// and kind is shown as a search titled Recall "<query>", or a read of
 	// the message it names.
 	Describe func(call history.ToolCall, result *history.Message) ToolCallDisplay
+	// ReadFile, when set, names the tool of Tools that reads a file of
+	// the session's directories by its path ({"path": ...}): a prompt's
+	// resource_link to a file:// URI inside them tells the model to read
+	// it with this tool (history.Attachment.Note).
+	ReadFile string
 }
 
 // ToolCallDisplay is how a tool call is shown (see [Toolset.Describe]). A
