@@ -281,7 +281,7 @@ func run(args []string) error {
 // answer as if it had them.
 func workspaceTools(o workspace.Options) func(acp.ToolSession) (acp.Toolset, error) {
 	return func(ts acp.ToolSession) (acp.Toolset, error) {
-		set := acp.Toolset{Describe: workspace.Describe(ts.Cwd)}
+		set := acp.Toolset{Describe: workspace.Describe(ts.Cwd), ReadFile: "read_file"}
 		ws, err := workspace.New(ts.Cwd, ts.AdditionalDirectories...)
 		if err != nil {
 			return acp.Toolset{}, err
