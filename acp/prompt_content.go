@@ -144,3 +144,24 @@ func messageBlocks(m *history.Message) []ContentBlock {
 	}
 	return out
 }
+
+// WireAttachment is a history.Attachment on the wire (in the messages of a
+// WireSegment); Data is base64, as encoding/json writes bytes.
+type WireAttachment struct {
+	Kind     string `json:"kind"`
+	At       int    `json:"at,omitzero"`
+	Name     string `json:"name,omitzero"`
+	URI      string `json:"uri,omitzero"`
+	MimeType string `json:"mimeType,omitzero"`
+	Text     string `json:"text,omitzero"`
+	Data     []byte `json:"data,omitzero"`
+	Note     string `json:"note,omitzero"`
+}
+
+func wireAttachment(a history.Attachment) WireAttachment {
+	return WireAttachment{Kind: string(a.Kind), At: a.At, Name: a.Name, URI: a.URI, MimeType: a.MIMEType, Text: a.Text, Data: a.Data, Note: a.Note}
+}
+
+func (w WireAttachment) attachment() history.Attachment {
+	return history.Attachment{Kind: history.AttachmentKind(w.Kind), At: w.At, Name: w.Name, URI: w.URI, MIMEType: w.MimeType, Text: w.Text, Data: w.Data, Note: w.Note}
+}

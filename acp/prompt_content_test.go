@@ -100,10 +100,10 @@ func TestServe_PromptContentRefused(t *testing.T) {
 	sid2 := c2.newSession()
 	big := base64.StdEncoding.EncodeToString(make([]byte, history.MaxAttachmentData+1))
 	for why, block := range map[string]map[string]any{
-		"not base64":         {"type": "image", "mimeType": "image/png", "data": "not base64!"},
+		"not base64":          {"type": "image", "mimeType": "image/png", "data": "not base64!"},
 		"of type \"image/x\"": {"type": "image", "mimeType": "image/x", "data": "AAAA"},
-		"more than the":      {"type": "image", "mimeType": "image/png", "data": big},
-		"blob contents":      {"type": "resource", "resource": map[string]any{"uri": "file:///a", "blob": "AAAA"}},
+		"more than the":       {"type": "image", "mimeType": "image/png", "data": big},
+		"blob contents":       {"type": "resource", "resource": map[string]any{"uri": "file:///a", "blob": "AAAA"}},
 	} {
 		err := c2.call("session/prompt", map[string]any{"sessionId": sid2, "prompt": []any{map[string]any{"type": "text", "text": "hi"}, block}}, nil)
 		requireInvalid(t, err, why)
@@ -121,4 +121,3 @@ func requireInvalid(t *testing.T, err error, contains string) {
 	assert.Equal(t, jsonrpc.InvalidParams, rpc.Code, rpc.Message)
 	assert.True(t, strings.Contains(rpc.Message, contains), "%q does not say %q", rpc.Message, contains)
 }
-
