@@ -1,9 +1,11 @@
 package acp_test
 
 import (
+	"context"
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -105,7 +107,11 @@ func TestServe_PromptContentRefused(t *testing.T) {
 		"more than the":       {"type": "image", "mimeType": "image/png", "data": big},
 		"blob contents":       {"type": "resource", "resource": map[string]any{"uri": "file:///a", "blob": "AAAA"}},
 	} {
-		err := c2.call("session/prompt", map[string]any{"sessionId": sid2, "prompt": []any{map[string]any{"type": "text", "text": "hi"}, block}}, nil)
+		// A minute: the image above the bound is a 7 MB line, slow to
+		// encode and decode under the race detector.
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		err := c2.conn.Call(ctx, "session/prompt", map[string]any{"sessionId": sid2, "prompt": []any{map[string]any{"type": "text", "text": "hi"}, block}}, nil)
+		cancel()
 		requireInvalid(t, err, why)
 	}
 	assert.Empty(t, fake.Requests())
