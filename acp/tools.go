@@ -84,7 +84,6 @@ var ErrNoClient = errors.New("acp: no client to ask")
 // An ACP v2 client has no fs or terminal methods: there only
 // RequestPermission and UpdateToolCall reach it.
 type ToolClient struct {
-	srv  *server
 	caps ClientCapabilities
 	v2   bool
 	a    atomic.Pointer[agentSession] // set when the session is open
@@ -224,10 +223,7 @@ func (c *ToolClient) UpdateToolCall(ctx context.Context, u ToolCallUpdate) error
 	if a == nil {
 		return ErrNoClient
 	}
-	if !a.do(ctx, func() {
-		a.catchUp()
-		a.enqueue(a.surf.toolUpdate(&u))
-	}) {
+	if !a.updateToolCall(ctx, &u) {
 		return closedErr(ctx)
 	}
 	return nil
@@ -270,17 +266,11 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 		return ErrNoClient
 	}
 	got := make(chan answer, 1) // the dispatcher never waits for the call
-	queue := func() {
-		a.catchUp()
-		a.queue = append(a.queue, &outItem{method: method, params: params, then: func(raw json.RawMessage, err error) {
-			got <- answer{raw, err}
-		}})
-	}
 	admitCtx := ctx
 	if always {
 		admitCtx = context.WithoutCancel(ctx)
 	}
-	if !a.do(admitCtx, queue) {
+	if !a.request(admitCtx, method, params, func(raw json.RawMessage, err error) { got <- answer{raw, err} }) {
 		return closedErr(ctx)
 	}
 	select {

@@ -1,0 +1,26 @@
+package acp
+
+import (
+	"context"
+
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+)
+
+// prompt handles session/prompt of either version: it decodes and checks
+// the prompt (promptReader.content), and hands it with its deferred Responder to the session's
+// owner, which admits it and answers (agentSession.prompt).
+func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p PromptRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	in, err := a.reader.content(p.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	return a.prompt(ctx, jsonrpc.Defer(ctx), in)
+}
