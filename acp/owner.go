@@ -101,13 +101,15 @@ type outItem struct {
 
 // newAgentSession is the ACP session of sess on srv's connection, speaking
 // surf, for a client that named cwd; describe is Toolset.Describe (nil: the
-// defaults). Its goroutines run from start on.
-func newAgentSession(srv *server, sess *session.Session, surf surface, cwd string, describe func(history.ToolCall, *history.Message) ToolCallDisplay) *agentSession {
+// defaults), reader what its prompts are read with. Its goroutines run from
+// start on.
+func newAgentSession(srv *server, sess *session.Session, surf surface, cwd string, describe func(history.ToolCall, *history.Message) ToolCallDisplay, reader promptReader) *agentSession {
 	return &agentSession{
 		srv:       srv,
 		surf:      surf,
 		cwd:       cwd,
 		describe:  describe,
+		reader:    reader,
 		sess:      sess,
 		id:        sess.ID(),
 		log:       srv.log.With(zap.String("session", sess.ID())),

@@ -135,8 +135,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
-	a := newAgentSession(s, sess, conn.surface(cwd), cwd, describe)
-	a.reader = reader
+	a := newAgentSession(s, sess, conn.surface(cwd), cwd, describe, reader)
 	client.a.Store(a)
 	if err := a.start(o); err != nil {
 		_ = sess.Close()
