@@ -77,7 +77,9 @@ func (w *waitLogger) Info() provider.Info {
 
 // TakesImage is the wrapped provider's (provider.ImageTaker), so that the
 // agent advertises images for a provider that takes them.
-func (w *waitLogger) TakesImage(mimeType string) bool { return provider.TakesImage(w.Provider, mimeType) }
+func (w *waitLogger) TakesImage(mimeType string) bool {
+	return provider.TakesImage(w.Provider, mimeType)
+}
 
 // defaultStore returns the default SQLite path, under the user's data
 // directory: $XDG_DATA_HOME/sessionkit/sessions.db, else
