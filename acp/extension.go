@@ -126,6 +126,8 @@ type WireMessage struct {
 	ToolCallID string         `json:"toolCallId,omitzero"`
 	Steer      bool           `json:"steer,omitzero"`
 	CreatedAt  time.Time      `json:"createdAt"`
+	// Attachments are a user message's (history.Attachment).
+	Attachments []WireAttachment `json:"attachments,omitzero"`
 }
 
 // WireToolCall is a history.ToolCall on the wire.
@@ -157,14 +159,16 @@ func wireResult(r *session.CompactResult) WireResult {
 func wireMessage(m history.Message) WireMessage {
 	return WireMessage{
 		ID: m.ID, Role: string(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt,
-		ToolCalls: nilIfEmpty(convertAll(m.ToolCalls, func(c history.ToolCall) WireToolCall { return WireToolCall(c) })),
+		ToolCalls:   nilIfEmpty(convertAll(m.ToolCalls, func(c history.ToolCall) WireToolCall { return WireToolCall(c) })),
+		Attachments: nilIfEmpty(convertAll(m.Attachments, wireAttachment)),
 	}
 }
 
 func (m WireMessage) message() history.Message {
 	return history.Message{
 		ID: m.ID, Role: history.Role(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt,
-		ToolCalls: nilIfEmpty(convertAll(m.ToolCalls, func(c WireToolCall) history.ToolCall { return history.ToolCall(c) })),
+		ToolCalls:   nilIfEmpty(convertAll(m.ToolCalls, func(c WireToolCall) history.ToolCall { return history.ToolCall(c) })),
+		Attachments: nilIfEmpty(convertAll(m.Attachments, WireAttachment.attachment)),
 	}
 }
 

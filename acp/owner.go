@@ -57,6 +57,9 @@ type agentSession struct {
 	out      chan []*outItem // to the writer: everything queued, whenever it is free
 	done     chan struct{}   // closed when both goroutines have exited
 	cwd      string          // the session's working directory as the client named it
+	// reader reads the session's prompts (the request handlers call it);
+	// set before start, never changed.
+	reader promptReader
 
 	// Owned by run.
 	sub        *session.Subscription
@@ -99,15 +102,16 @@ type outItem struct {
 
 // newAgentSession is the ACP session of sess on srv's connection, speaking
 // surf, for a client that named cwd, with the session's Toolset (its
-// Describe, nil for the defaults; its Close and Notices). Its goroutines
-// run from start on.
-func newAgentSession(srv *server, sess *session.Session, surf surface, cwd string, set Toolset) *agentSession {
+// Describe, nil for the defaults; its Close and Notices); reader is what its
+// prompts are read with. Its goroutines run from start on.
+func newAgentSession(srv *server, sess *session.Session, surf surface, cwd string, set Toolset, reader promptReader) *agentSession {
 	return &agentSession{
 		srv:       srv,
 		surf:      surf,
 		cwd:       cwd,
 		describe:  set.Describe,
 		tools:     toolState{close: set.Close, notices: set.Notices},
+		reader:    reader,
 		sess:      sess,
 		id:        sess.ID(),
 		log:       srv.log.With(zap.String("session", sess.ID())),
@@ -518,7 +522,7 @@ func unsent(text string, sent int) string {
 func (a *agentSession) message(m history.Message, turnID string, replayed bool) {
 	switch m.Role {
 	case history.RoleUser:
-		if u := a.surf.userMessage(m, replayed); u != nil {
+		for _, u := range a.surf.userMessage(m, replayed) {
 			a.enqueue(u)
 		}
 		if w := a.prompts[turnID]; w != nil && !replayed && a.surf.receipts() && !w.inserted {

@@ -31,10 +31,10 @@ type waitingPrompt struct {
 }
 
 // admitPromptV1 admits a v1 prompt; on the owner.
-func (a *agentSession) admitPromptV1(ctx context.Context, resp *jsonrpc.Responder, text string) {
+func (a *agentSession) admitPromptV1(ctx context.Context, resp *jsonrpc.Responder, in session.PromptRequest) {
 	w := &waitingPrompt{resp: resp}
 	var id string
-	if cid, _, cancelled, ok := a.slashPrompt(ctx, resp, text, w); ok {
+	if cid, _, cancelled, ok := a.slashPrompt(ctx, resp, in, w); ok {
 		if cid == "" {
 			return // refused; the error response is queued
 		}
@@ -46,7 +46,7 @@ func (a *agentSession) admitPromptV1(ctx context.Context, resp *jsonrpc.Responde
 			return PromptResponse{StopReason: StopEndTurn}, nil
 		}
 	} else {
-		h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
+		h, err := a.sess.Prompt(ctx, in)
 		if err != nil {
 			a.respond(resp, nil, sessionError(err))
 			return
@@ -68,10 +68,10 @@ func (a *agentSession) admitPromptV1(ctx context.Context, resp *jsonrpc.Responde
 }
 
 // admitPromptV2 admits a v2 prompt; on the owner.
-func (a *agentSession) admitPromptV2(ctx context.Context, resp *jsonrpc.Responder, text string) {
+func (a *agentSession) admitPromptV2(ctx context.Context, resp *jsonrpc.Responder, in session.PromptRequest) {
 	w := &waitingPrompt{resp: resp}
 	var id string
-	if cid, name, cancelled, ok := a.slashPrompt(ctx, resp, text, w); ok {
+	if cid, name, cancelled, ok := a.slashPrompt(ctx, resp, in, w); ok {
 		if cid == "" {
 			return // refused; the error response is queued
 		}
@@ -84,11 +84,13 @@ func (a *agentSession) admitPromptV2(ctx context.Context, resp *jsonrpc.Responde
 		w.stop = func() bool { return false }
 		a.prompts[cid] = w
 		msgID := name + "_" + cid
-		a.enqueue(a.surf.userMessage(history.Message{ID: msgID, Role: history.RoleUser, Text: text}, false))
+		for _, u := range a.surf.userMessage(history.Message{ID: msgID, Role: history.RoleUser, Text: in.Text}, false) {
+			a.enqueue(u)
+		}
 		a.insert(w, msgID)
 		return
 	}
-	h, err := a.sess.Prompt(ctx, session.PromptRequest{Text: text})
+	h, err := a.sess.Prompt(ctx, in)
 	if err != nil {
 		a.respond(resp, nil, sessionError(err))
 		return
@@ -110,11 +112,16 @@ func (a *agentSession) admitPromptV2(ctx context.Context, resp *jsonrpc.Responde
 }
 
 // slashPrompt admits a /compact or /uncompact prompt, of either version, to
-// the session. ok is false when text is no such command. Otherwise id is the
+// the session. ok is false when in is no such command (a prompt with
+// attachments never is). Otherwise id is the
 // command's ID ("" when the session refused it: the error response is then
 // queued), name the command's, w's kind and cancel are set, and cancelled
 // tells from the event that ends the command whether it ended cancelled.
-func (a *agentSession) slashPrompt(ctx context.Context, resp *jsonrpc.Responder, text string, w *waitingPrompt) (id, name string, cancelled func(session.Payload) bool, ok bool) {
+func (a *agentSession) slashPrompt(ctx context.Context, resp *jsonrpc.Responder, in session.PromptRequest, w *waitingPrompt) (id, name string, cancelled func(session.Payload) bool, ok bool) {
+	if len(in.Attachments) > 0 {
+		return "", "", nil, false
+	}
+	text := in.Text
 	if _, ok := slashCommand(text, UncompactCommand); ok {
 		h, err := a.sess.Uncompact(ctx, session.UncompactRequest{})
 		if err != nil {

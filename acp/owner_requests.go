@@ -64,12 +64,12 @@ func (a *agentSession) start(o opening) error {
 // echoes the message, reports the session running, then answers), and its
 // turn ends with the idle state_update; a /compact prompt is inserted at
 // once, as a user message of its own, and ends when its compaction does.
-func (a *agentSession) prompt(ctx context.Context, resp *jsonrpc.Responder, text string) (any, error) {
+func (a *agentSession) prompt(ctx context.Context, resp *jsonrpc.Responder, in session.PromptRequest) (any, error) {
 	return a.admit(ctx, resp, func() {
 		if a.surf.receipts() {
-			a.admitPromptV2(ctx, resp, text)
+			a.admitPromptV2(ctx, resp, in)
 		} else {
-			a.admitPromptV1(ctx, resp, text)
+			a.admitPromptV1(ctx, resp, in)
 		}
 	})
 }

@@ -210,11 +210,16 @@ func stopTimer(t *time.Timer) {
 // error instead of a receipt finishes it with that error). TurnResult.Messages
 // are assembled from the turn's updates (the prompt, assistant text by
 // messageId, tool calls and results); TurnResult.Usage is not known over
-// ACP and stays zero. Handle.Cancel sends session/cancel. Errors:
+// ACP and stays zero. The prompt's attachments are sent as the content
+// blocks they stand for (a link's Note is not sent). Handle.Cancel sends
+// session/cancel. Errors:
 // session.ErrInvalid, session.ErrClosed, or an error wrapping ErrConnection.
 func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (*session.Handle[session.TurnResult], error) {
-	if strings.TrimSpace(req.Text) == "" {
+	if strings.TrimSpace(req.Text) == "" && len(req.Attachments) == 0 {
 		return nil, fmt.Errorf("%w: prompt text is empty", session.ErrInvalid)
+	}
+	if err := history.ValidAttachments(req.Text, req.Attachments); err != nil {
+		return nil, fmt.Errorf("%w: prompt: %w", session.ErrInvalid, err)
 	}
 	id := newHandleID()
 	h, finish := newHandle[session.TurnResult](r, id)
@@ -224,8 +229,9 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 			err = r.closed
 			return
 		}
-		t := &remoteTurn{id: id, finish: finish, messages: []history.Message{{ID: id, Role: history.RoleUser, Text: req.Text, CreatedAt: time.Now()}}}
-		params := PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(req.Text)}}
+		user := history.Message{ID: id, Role: history.RoleUser, Text: req.Text, Attachments: req.Attachments, CreatedAt: time.Now()}
+		t := &remoteTurn{id: id, finish: finish, messages: []history.Message{user}}
+		params := PromptRequest{SessionID: r.id, Prompt: messageBlocks(&user)}
 		err = r.c.conn.Send(ctx, MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
 			r.post(func() { r.answered(t, raw, err) })
 		})

@@ -19,6 +19,7 @@ import (
 	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/offline"
+	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/session/agenttest"
 )
@@ -383,4 +384,36 @@ func TestRemote_AgentErrorsAreRPCErrors(t *testing.T) {
 	assert.Equal(t, -32002, re.Code)
 	assert.Equal(t, "unknown session", re.Message)
 	assert.JSONEq(t, `{"sessionId":"nope"}`, string(re.Data))
+}
+
+// A RemoteSession's prompt sends its attachments as the content blocks they
+// stand for, on v1 and v2: the agent's provider gets them back as they were
+// (without the note, which is the agent's own).
+func TestRemote_PromptAttachments(t *testing.T) {
+	for _, v := range versions {
+		t.Run(v.name, func(t *testing.T) {
+			fake := providertest.New()
+			fake.SetImageTypes("image/png")
+			fake.QueueTurn(providertest.Reply{Text: "ok"})
+			pa := startPipeAgentWith(t, fake, memstore.New(), acp.ServerOptions{}, v.opts)
+			rs, err := pa.client.NewSession(context.Background(), "/w")
+			require.NoError(t, err)
+			defer rs.Close()
+			atts := []history.Attachment{
+				{Kind: history.AttachLink, At: 4, Name: "a.go", URI: "file:///w/a.go", Text: "desc", Note: "not sent"},
+				{Kind: history.AttachResource, At: 4, URI: "file:///w/b.md", Text: "notes"},
+				{Kind: history.AttachImage, At: 4, MIMEType: "image/png", Data: []byte{0x89, 1, 2}},
+			}
+			h, err := rs.Prompt(context.Background(), session.PromptRequest{Text: "see  end", Attachments: atts})
+			require.NoError(t, err)
+			require.NoError(t, wait(t, h).Err)
+			reqs := fake.Requests()
+			require.Len(t, reqs, 1)
+			atts[0].Note = ""
+			assert.Equal(t, "see  end", reqs[0].Messages[0].Text)
+			assert.Equal(t, atts, reqs[0].Messages[0].Attachments)
+			_, err = rs.Prompt(context.Background(), session.PromptRequest{Attachments: []history.Attachment{{Kind: history.AttachLink, Name: "x"}}})
+			assert.ErrorIs(t, err, session.ErrInvalid, "a link without a URI is refused before it is sent")
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/provider"
 )
 
 // initialize negotiates the connection's version (see
@@ -77,7 +78,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 		ProtocolVersion: ProtocolVersion2,
 		Info:            info,
 		Capabilities: AgentCapabilitiesV2{
-			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}, Delete: s.deleteCapability(), Mcp: s.mcpV2()},
+			Session: &SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: s.deleteCapability(), Mcp: s.mcpV2()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
@@ -103,7 +104,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 		ProtocolVersion: 1,
 		AgentCapabilities: AgentCapabilities{
 			LoadSession:         true,
-			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
+			PromptCapabilities:  PromptCapabilities{Image: provider.TakesImages(s.opts.Session.Provider), EmbeddedContext: true},
 			McpCapabilities:     McpCapabilities{HTTP: s.opts.McpHTTP},
 			SessionCapabilities: s.sessionCapabilities(),
 			Meta:                extensionMeta(),
@@ -126,4 +127,14 @@ func (s *server) sessionCapabilities() SessionCapabilities {
 		caps.AdditionalDirectories = &Capability{}
 	}
 	return caps
+}
+
+// promptCapabilitiesV2 are the prompt capabilities of v2: embedded
+// context always, images when the provider takes them (as v1's).
+func (s *server) promptCapabilitiesV2() *PromptCapabilitiesV2 {
+	c := &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}
+	if provider.TakesImages(s.opts.Session.Provider) {
+		c.Image = &Capability{}
+	}
+	return c
 }

@@ -101,6 +101,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	conn := s.negotiated // this session's copy
 	client := &ToolClient{caps: conn.clientCaps, v2: conn.version == ProtocolVersion2}
 	var set Toolset
+	reader := promptReader{prov: cfg.Provider, dirs: append([]string{cwd}, at.dirs...)}
 	if s.opts.SessionTools != nil {
 		var err error
 		set, err = s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), McpServers: slices.Clone(at.mcp), Client: client})
@@ -108,6 +109,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 			return invalidParams(`field "cwd": %v`, err)
 		}
 		cfg.Tools = append(slices.Clip(cfg.Tools), set.Tools...)
+		reader.readTool = set.ReadFile
 	}
 	owned := false // by the ACP session's owner, which ends the tools with it
 	defer func() {
@@ -134,7 +136,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
-	a := newAgentSession(s, sess, conn.surface(cwd), cwd, set)
+	a := newAgentSession(s, sess, conn.surface(cwd), cwd, set, reader)
 	owned = true
 	client.a.Store(a)
 	if err := a.start(o); err != nil {

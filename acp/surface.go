@@ -20,9 +20,9 @@ type surface interface {
 	// noteID is the message ID of agent text about a compaction (v1 sends
 	// it without one).
 	noteID(compactID string) string
-	// userMessage is a replayed user message, or, when live, its echo (nil:
-	// none).
-	userMessage(m history.Message, replayed bool) SessionUpdate
+	// userMessage is the updates of a replayed user message, or, when
+	// live, of its echo (none: nil).
+	userMessage(m history.Message, replayed bool) []SessionUpdate
 	// toolCall is the update that creates a tool call, shown as d says.
 	toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
 	// toolUpdate is the update that patches a tool call with u.
@@ -58,11 +58,17 @@ func (v1Surface) agentChunk(id string) func(string) SessionUpdate {
 
 func (v1Surface) noteID(string) string { return "" }
 
-func (v1Surface) userMessage(m history.Message, replayed bool) SessionUpdate {
+// userMessage replays m as one user_message_chunk per content block.
+func (v1Surface) userMessage(m history.Message, replayed bool) []SessionUpdate {
 	if !replayed {
 		return nil // the client's own prompt
 	}
-	return &UserMessageChunk{Content: TextBlock(m.Text), MessageID: m.ID}
+	blocks := messageBlocks(&m)
+	out := make([]SessionUpdate, len(blocks))
+	for i, b := range blocks {
+		out[i] = &UserMessageChunk{Content: b, MessageID: m.ID}
+	}
+	return out
 }
 
 func (v1Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {
@@ -117,8 +123,8 @@ func (v2Surface) agentChunk(id string) func(string) SessionUpdate {
 
 func (v2Surface) noteID(compactID string) string { return "note_" + compactID }
 
-func (v2Surface) userMessage(m history.Message, _ bool) SessionUpdate {
-	return &UserMessage{MessageID: m.ID, Content: Value([]ContentBlock{TextBlock(m.Text)})}
+func (v2Surface) userMessage(m history.Message, _ bool) []SessionUpdate {
+	return []SessionUpdate{&UserMessage{MessageID: m.ID, Content: Value(messageBlocks(&m))}}
 }
 
 func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {

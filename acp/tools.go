@@ -58,6 +58,11 @@ type Toolset struct {
 	// response that opens it (a server that failed to start, say; see
 	// ToolClient.Tell).
 	Notices []string
+	// ReadFile, when set, names the tool of Tools that reads a file of
+	// the session's directories by its path ({"path": ...}): a prompt's
+	// resource_link to a file:// URI inside them tells the model to read
+	// it with this tool (history.Attachment.Note).
+	ReadFile string
 }
 
 // ToolCallDisplay is how a tool call is shown (see [Toolset.Describe]). A

@@ -76,6 +76,54 @@ type Message struct {
 	ToolCallID string     // tool only: the call this message answers
 	Steer      bool       // user message that arrived as a steer
 	CreatedAt  time.Time
+	// Attachments are what a user message carries besides its text: links
+	// to resources, embedded resources and images, in the order the user
+	// gave them, each at its place in Text (user only; nil for none).
+	Attachments []Attachment
+}
+
+// AttachmentKind is what an [Attachment] is.
+type AttachmentKind string
+
+// The kinds of attachments.
+const (
+	// AttachLink is a reference to a resource the model does not see the
+	// contents of (ACP's resource_link): Name and URI are required; Text
+	// is its description and MIMEType its type, both optional.
+	AttachLink AttachmentKind = "link"
+	// AttachResource is a resource embedded with its text (ACP's
+	// "resource" with text contents): URI is required, Text is the
+	// contents, MIMEType optional.
+	AttachResource AttachmentKind = "resource"
+	// AttachImage is an image: Data holds its bytes (not base64) and
+	// MIMEType its type (required); Name and URI are optional.
+	AttachImage AttachmentKind = "image"
+)
+
+// MaxAttachmentData is the most bytes of image data one message carries
+// (the sum of its attachments' Data), so that a message stays storable and
+// within what the providers take (Anthropic's limit for one image is 5 MB).
+const MaxAttachmentData = 5 << 20
+
+// Attachment is one item of a user message besides its text (see
+// [AttachmentKind] for which fields each kind uses; the others are empty).
+// At is where it stands in the message: a byte offset into Text, from 0
+// (before the text) to len(Text) (after it), never decreasing along a
+// message's Attachments. A provider shows the model the text and the
+// attachments in that order.
+type Attachment struct {
+	Kind     AttachmentKind
+	At       int
+	Name     string
+	URI      string
+	MIMEType string
+	Text     string
+	Data     []byte
+	// Note is what the agent, not the user, tells the model about the
+	// attachment: for a link to a file it can read, how to read it. It is
+	// shown to the model after the attachment, never to the user as part
+	// of what they sent.
+	Note string
 }
 
 // Counted reports whether m counts towards the compaction algorithm's n: user
@@ -100,6 +148,11 @@ func (m *Message) Validate() error {
 		return fmt.Errorf("%w: message %s: only tool messages answer a tool call", ErrInvalid, m.ID)
 	case m.Steer && m.Role != RoleUser:
 		return fmt.Errorf("%w: message %s: only user messages can be steers", ErrInvalid, m.ID)
+	case m.Role != RoleUser && len(m.Attachments) > 0:
+		return fmt.Errorf("%w: message %s: only user messages carry attachments", ErrInvalid, m.ID)
+	}
+	if err := ValidAttachments(m.Text, m.Attachments); err != nil {
+		return fmt.Errorf("%w: message %s: %w", ErrInvalid, m.ID, err)
 	}
 	for _, c := range m.ToolCalls {
 		if c.ID == "" || c.Name == "" {
@@ -111,6 +164,85 @@ func (m *Message) Validate() error {
 	}
 	return nil
 }
+
+// Part is one piece of a message in the order the model reads it: a run of
+// its Text, or one of its Attachments (see [Message.Parts]).
+type Part struct {
+	Text       string      // a run of Text, when Attachment is nil
+	Attachment *Attachment // points into the message's Attachments
+}
+
+// Parts returns m's text and attachments in order: the runs of Text between
+// the places of the attachments, each attachment where it stands. Empty
+// runs are left out, so a message without attachments is one part (none
+// when its text is empty too). m must be valid (see [ValidAttachments]).
+func (m *Message) Parts() []Part {
+	if len(m.Attachments) == 0 {
+		if m.Text == "" {
+			return nil
+		}
+		return []Part{{Text: m.Text}}
+	}
+	out := make([]Part, 0, 2*len(m.Attachments)+1)
+	from := 0
+	for i := range m.Attachments {
+		a := &m.Attachments[i]
+		if a.At > from {
+			out = append(out, Part{Text: m.Text[from:a.At]})
+			from = a.At
+		}
+		out = append(out, Part{Attachment: a})
+	}
+	if from < len(m.Text) {
+		out = append(out, Part{Text: m.Text[from:]})
+	}
+	return out
+}
+
+// ValidAttachments reports the first problem of attachments as those of a
+// message with text: a kind without its required fields, a place outside
+// text or before the one of the attachment before it, or more than
+// [MaxAttachmentData] bytes of image data in all. The error does not wrap
+// ErrInvalid (Validate wraps it); sessions check a prompt's attachments
+// with it before they queue anything.
+func ValidAttachments(text string, attachments []Attachment) error {
+	at, data := 0, 0
+	for i := range attachments {
+		a := &attachments[i]
+		switch a.Kind {
+		case AttachLink:
+			if a.Name == "" || a.URI == "" {
+				return fmt.Errorf("attachment %d: a link needs a name and a URI", i)
+			}
+		case AttachResource:
+			if a.URI == "" {
+				return fmt.Errorf("attachment %d: a resource needs a URI", i)
+			}
+		case AttachImage:
+			if a.MIMEType == "" || len(a.Data) == 0 {
+				return fmt.Errorf("attachment %d: an image needs a MIME type and data", i)
+			}
+		default:
+			return fmt.Errorf("attachment %d has unknown kind %q", i, a.Kind)
+		}
+		if a.Kind != AttachImage && len(a.Data) > 0 {
+			return fmt.Errorf("attachment %d: only an image has data", i)
+		}
+		if a.At < at || a.At > len(text) {
+			return fmt.Errorf("attachment %d stands at %d, outside %d..%d", i, a.At, at, len(text))
+		}
+		at = a.At
+		data += len(a.Data)
+	}
+	if data > MaxAttachmentData {
+		return fmt.Errorf("%w: the images hold %d bytes, more than the %d a message may carry", ErrTooLarge, data, MaxAttachmentData)
+	}
+	return nil
+}
+
+// ErrTooLarge is wrapped by the error of attachments whose images hold
+// more than [MaxAttachmentData] bytes.
+var ErrTooLarge = errors.New("history: attachments too large")
 
 // Segment is one archived span of history: the messages a compaction removed
 // from Active, kept verbatim, and the summary produced from them.

@@ -17,6 +17,11 @@
 // its model therefore summarizes correctly without knowing about compaction
 // (see the example).
 //
+// A user message may carry attachments (history.Attachment): a provider
+// sends links and resources as text where they stand ([Content],
+// [AttachmentText]) and images only when its model reads them; it says so
+// by implementing [ImageTaker], and a session refuses images otherwise.
+//
 //	resp, err := p.Complete(ctx, &provider.Request{
 //		Purpose:  provider.PurposeTurn,
 //		System:   "You are terse.",

@@ -28,13 +28,15 @@ const (
 // command is one accepted input. Exactly one finish function is set, by
 // kind: it finishes the command's Handle.
 type command struct {
-	id        string
-	kind      kind
-	text      string          // prompt or steer text; compaction instructions
-	trigger   history.Trigger // compactions
-	pos       int64           // compactions: the timeline position of its record, NoPosition until stored
-	through   string          // manual compactions: CompactRequest.Through
-	configure ConfigureRequest
+	id   string
+	kind kind
+	text string // prompt or steer text; compaction instructions
+	// attachments are a prompt's or steer's (the session's own copy).
+	attachments []history.Attachment
+	trigger     history.Trigger // compactions
+	pos         int64           // compactions: the timeline position of its record, NoPosition until stored
+	through     string          // manual compactions: CompactRequest.Through
+	configure   ConfigureRequest
 	// verdict receives the loop's admission decision (admit makes it): nil
 	// when the command was queued, else why not (ErrQueueFull, a Compact
 	// whose Through is not in Active).
@@ -431,7 +433,7 @@ func (l *loop) commit(msgs []history.Message, then func(l *loop, err error)) {
 func (l *loop) writer() writer { return writer{store: l.store, id: l.s.id} }
 
 func (l *loop) startSteer(c *command) {
-	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Steer: true, CreatedAt: time.Now()}
+	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Attachments: c.attachments, Steer: true, CreatedAt: time.Now()}
 	l.commit([]history.Message{msg}, func(l *loop, err error) {
 		if err != nil {
 			c.finishSteer(SteerResult{Err: fmt.Errorf("session: store steer: %w", err)})

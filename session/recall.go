@@ -281,7 +281,8 @@ func recallHitsText(query string, hits []SearchHit) string {
 }
 
 // recallMessages is the recall tool's answer to a read: each message with
-// its ID and role, verbatim.
+// its ID and role, verbatim (a user message's attachments as the model
+// first read them, images named).
 func recallMessages(around string, msgs []history.Message, names map[string]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s around message %s, verbatim:\n", plural(len(msgs), "message"), around)
@@ -294,7 +295,9 @@ func recallMessages(around string, msgs []history.Message, names map[string]stri
 			}
 			fmt.Fprintf(&b, "\n[message %s, result of %s]\n%s\n", m.ID, name, m.Text)
 		default:
-			fmt.Fprintf(&b, "\n[message %s, %s]\n%s\n", m.ID, m.Role, m.Text)
+			// A user message's attachments read as text where they stand
+			// (an image named, not sent again).
+			fmt.Fprintf(&b, "\n[message %s, %s]\n%s\n", m.ID, m.Role, provider.Content(&m, false)[0].Text)
 			for _, c := range m.ToolCalls {
 				fmt.Fprintf(&b, "(called %s %s)\n", c.Name, c.Arguments)
 			}

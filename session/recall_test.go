@@ -580,3 +580,24 @@ func TestRecall_OfflineProviderAnswersFromTheArchive(t *testing.T) {
 		})
 	}
 }
+
+// A read of a user message gives its attachments as text where they stand,
+// an image named without its bytes.
+func TestRecall_ReadOfAUserMessageShowsItsAttachments(t *testing.T) {
+	fake := providertest.New()
+	fake.SetImageTypes("image/png")
+	s := newSession(t, fake, session.Config{Recall: true, Store: newSearchStore()})
+	fake.QueueTurn(providertest.Reply{Text: "ok"})
+	h, err := s.Prompt(context.Background(), session.PromptRequest{Text: "see", Attachments: []history.Attachment{
+		{Kind: history.AttachLink, At: 3, Name: "a.go", URI: "file:///w/a.go"},
+		{Kind: history.AttachImage, At: 3, Name: "x.png", MIMEType: "image/png", Data: []byte("PNGBYTES")},
+	}})
+	require.NoError(t, err)
+	res := wait(t, h)
+	require.NoError(t, res.Err)
+	user := res.Messages[0]
+	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{call("r1", session.RecallTool, fmt.Sprintf(`{"message_id":%q}`, user.ID))}}, providertest.Reply{Text: "ok"})
+	res = wait(t, mustPrompt(t, s, "read it"))
+	require.NoError(t, res.Err)
+	assert.Equal(t, fmt.Sprintf("1 message around message %s, verbatim:\n\n[message %s, user]\nsee\n[a.go](file:///w/a.go)\n[image: x.png, image/png]\n\n", user.ID, user.ID), toolResults(res.Messages)[0])
+}

@@ -50,6 +50,9 @@ type Session struct {
 	// search is the store's history.Searcher, nil when it has none. It is
 	// set before the loop starts and never changes.
 	search history.Searcher
+	// prov is Config.Provider, which a prompt's images are checked
+	// against; set before the loop starts, never changed.
+	prov provider.Provider
 }
 
 // closedErr is the error of a call on a closed session.
@@ -260,6 +263,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 		search:  search,
+		prov:    cfg.Provider,
 	}
 	l := &loop{
 		s:        s,
@@ -454,13 +458,15 @@ func (s *Session) cancel(id string) {
 // checkpoint command is waiting; otherwise it waits its turn in queue order.
 // The Handle finishes when the turn has ended and the checkpoint commands
 // queued during it (including an automatic compaction it triggered) have
-// run. Errors: ErrInvalid (empty text), ErrClosed, ErrQueueFull, or ctx's
+// run. Errors: ErrInvalid (empty text and no attachments, attachments that
+// break a rule of history.ValidAttachments, also wrapping
+// history.ErrTooLarge, or an image the provider does not take), ErrClosed, ErrQueueFull, or ctx's
 // error; nothing is queued then.
 func (s *Session) Prompt(ctx context.Context, req PromptRequest) (*Handle[TurnResult], error) {
-	if err := validText("prompt", req.Text); err != nil {
+	if err := validInput("prompt", req.Text, req.Attachments, s.prov); err != nil {
 		return nil, err
 	}
-	c := &command{id: newID(), kind: kindPrompt, text: req.Text}
+	c := &command{id: newID(), kind: kindPrompt, text: req.Text, attachments: cloneAttachments(req.Attachments)}
 	return enqueue(ctx, s, c, &c.finishTurn)
 }
 
@@ -469,10 +475,10 @@ func (s *Session) Prompt(ctx context.Context, req PromptRequest) (*Handle[TurnRe
 // request sees it. On an idle session it is appended at once without
 // starting a turn (docs/design.md §2.3). Errors as for Prompt.
 func (s *Session) Steer(ctx context.Context, req SteerRequest) (*Handle[SteerResult], error) {
-	if err := validText("steer", req.Text); err != nil {
+	if err := validInput("steer", req.Text, req.Attachments, s.prov); err != nil {
 		return nil, err
 	}
-	c := &command{id: newID(), kind: kindSteer, text: req.Text}
+	c := &command{id: newID(), kind: kindSteer, text: req.Text, attachments: cloneAttachments(req.Attachments)}
 	return enqueue(ctx, s, c, &c.finishSteer)
 }
 

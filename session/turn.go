@@ -28,7 +28,7 @@ func (l *loop) startTurn(c *command) {
 	l.turn = &turn{cmd: c, ctx: ctx, cancel: cancel, phase: phaseStep}
 	l.autoBlocked = false // §3.3: the back-off of the last turn ends with it
 	l.publish(&TurnEvent{TurnID: c.id, Phase: TurnStarted})
-	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, CreatedAt: time.Now()}
+	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Attachments: c.attachments, CreatedAt: time.Now()}
 	l.commit([]history.Message{msg}, func(l *loop, err error) {
 		if err != nil {
 			l.endWith(fmt.Errorf("session: store prompt: %w", err))

@@ -389,12 +389,22 @@ func (s *settings) validate() error {
 	return nil
 }
 
-// PromptRequest starts a turn.
-type PromptRequest struct{ Text string }
+// PromptRequest starts a turn. Its user message has Text and Attachments
+// (links, resources and images, each at its place in Text: see
+// history.Attachment); Text may be empty when there are attachments. The
+// session keeps a copy of the attachments.
+type PromptRequest struct {
+	Text        string
+	Attachments []history.Attachment
+}
 
 // SteerRequest adds user input to the active turn at its next step
-// checkpoint, or to the history at once when the session is idle.
-type SteerRequest struct{ Text string }
+// checkpoint, or to the history at once when the session is idle. Text and
+// Attachments are as in [PromptRequest].
+type SteerRequest struct {
+	Text        string
+	Attachments []history.Attachment
+}
 
 // CompactRequest asks for a manual compaction.
 type CompactRequest struct {
@@ -550,4 +560,38 @@ func validText(what, text string) error {
 		return invalid("%s text is empty", what)
 	}
 	return nil
+}
+
+// validInput checks the user message of a prompt or steer: text, unless
+// there are attachments; attachments as history.ValidAttachments wants
+// them (an error that also wraps history.ErrTooLarge for images above
+// history.MaxAttachmentData); images only of a type prov takes.
+func validInput(what, text string, attachments []history.Attachment, prov provider.Provider) error {
+	if len(attachments) == 0 {
+		return validText(what, text)
+	}
+	if err := history.ValidAttachments(text, attachments); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalid, what, err)
+	}
+	for i := range attachments {
+		if a := &attachments[i]; a.Kind == history.AttachImage && !provider.TakesImage(prov, a.MIMEType) {
+			if !provider.TakesImages(prov) {
+				return invalid("%s: attachment %d is an image, and the provider %s takes no images", what, i, provider.Describe(prov).Name)
+			}
+			return invalid("%s: attachment %d is an image of type %q, which the provider %s does not take", what, i, a.MIMEType, provider.Describe(prov).Name)
+		}
+	}
+	return nil
+}
+
+// cloneAttachments is a copy of a, image data included (nil for none).
+func cloneAttachments(a []history.Attachment) []history.Attachment {
+	if len(a) == 0 {
+		return nil
+	}
+	out := slices.Clone(a)
+	for i := range out {
+		out[i].Data = slices.Clone(out[i].Data)
+	}
+	return out
 }

@@ -11,7 +11,7 @@ import { isDeepStrictEqual } from "node:util";
 
 import * as acp2 from "@agentclientprotocol/sdk/experimental/v2";
 
-import { buildAgent } from "./harness.mjs";
+import { agentEnv, buildAgent } from "./harness.mjs";
 
 export { acp2 };
 
@@ -58,9 +58,9 @@ function enumProblem(kind, value) {
 const idKey = (id) => JSON.stringify(id);
 
 export class V2Agent {
-  /** Starts an agent process (--store path, extra args, variables added to its environment). */
-  static async start({ store, args = [], env }) {
-    const child = spawn(buildAgent(), ["--store", store, ...args], { stdio: ["pipe", "pipe", "pipe"], env: env ? { ...process.env, ...env } : undefined });
+  /** Starts an agent process (--store path, extra args; env as harness.mjs's agentEnv makes it). */
+  static async start({ store, args = [], env = {} }) {
+    const child = spawn(buildAgent(), ["--store", store, ...args], { stdio: ["pipe", "pipe", "pipe"], env: agentEnv(env) });
     v2totals.processes++;
     const a = new V2Agent(child);
     await new Promise((resolve, reject) => {

@@ -115,7 +115,7 @@ export function tempStore() {
 // Offline provider unless a test says otherwise: no OPENAI_* or ANTHROPIC_*
 // variable of the caller reaches the agent, so it never touches the
 // network; extra (a test's own local model server) is added.
-function agentEnv(extra = {}) {
+export function agentEnv(extra = {}) {
   const env = { ...process.env };
   for (const k of Object.keys(env)) {
     if (k.startsWith("OPENAI_") || k.startsWith("ANTHROPIC_") || k === "SESSIONKIT_MODEL") delete env[k];

@@ -285,6 +285,9 @@ func printMessage(w io.Writer, m *history.Message, prefix string) {
 	for _, c := range m.ToolCalls {
 		fmt.Fprintf(&b, " → %s(%s)", c.Name, c.Arguments)
 	}
+	for i := range m.Attachments {
+		fmt.Fprintf(&b, " %s", attachmentLabel(&m.Attachments[i]))
+	}
 	fmt.Fprintf(w, "%s%-9s %s\n", prefix, roleLabel(m), oneLine(b.String(), 110))
 }
 
@@ -313,6 +316,27 @@ func printMessageVerbatim(w io.Writer, m *history.Message, prefix string) {
 	for _, c := range m.ToolCalls {
 		fmt.Fprintf(w, "%s   → %s %s %s\n", prefix, c.ID, c.Name, c.Arguments)
 	}
+	for i := range m.Attachments {
+		a := &m.Attachments[i]
+		fmt.Fprintf(w, "%s   + at %d %s\n", prefix, a.At, attachmentLabel(a))
+		if a.Kind == history.AttachResource && a.Text != "" {
+			fmt.Fprintln(w, indent(a.Text, prefix+"     "))
+		}
+	}
+}
+
+// attachmentLabel names an attachment on one line: "[link: name, uri]",
+// "[resource: uri]" or "[image: mime, N bytes]".
+func attachmentLabel(a *history.Attachment) string {
+	switch a.Kind {
+	case history.AttachLink:
+		return fmt.Sprintf("[link: %s, %s]", a.Name, a.URI)
+	case history.AttachResource:
+		return fmt.Sprintf("[resource: %s]", a.URI)
+	case history.AttachImage:
+		return fmt.Sprintf("[image: %s, %d bytes]", a.MIMEType, len(a.Data))
+	}
+	return fmt.Sprintf("[%s]", a.Kind)
 }
 
 // oneLine makes s one line, runs of white space one space, cut to n runes

@@ -63,6 +63,20 @@ type messageJSON struct {
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	Steer      bool           `json:"steer,omitempty"`
 	CreatedAt  time.Time      `json:"created_at,omitzero"`
+	// Attachments are a user message's (history.Attachment); an image's
+	// data is base64.
+	Attachments []attachmentJSON `json:"attachments,omitempty"`
+}
+
+type attachmentJSON struct {
+	Kind     history.AttachmentKind `json:"kind"`
+	At       int                    `json:"at"`
+	Name     text                   `json:"name,omitempty"`
+	URI      text                   `json:"uri,omitempty"`
+	MIMEType text                   `json:"mime_type,omitempty"`
+	Text     text                   `json:"text,omitempty"`
+	Data     []byte                 `json:"data,omitempty"`
+	Note     text                   `json:"note,omitempty"`
 }
 
 type segmentJSON struct {
@@ -169,6 +183,10 @@ func toMessage(m *history.Message) messageJSON {
 	out := messageJSON{ID: m.ID, Role: m.Role, Text: text(m.Text), ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt}
 	for _, c := range m.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, toolCallJSON{ID: c.ID, Name: c.Name, Arguments: text(c.Arguments)})
+	}
+	for _, a := range m.Attachments {
+		out.Attachments = append(out.Attachments, attachmentJSON{Kind: a.Kind, At: a.At, Name: text(a.Name), URI: text(a.URI),
+			MIMEType: text(a.MIMEType), Text: text(a.Text), Data: a.Data, Note: text(a.Note)})
 	}
 	return out
 }

@@ -73,10 +73,19 @@ func converse(t *testing.T, store history.Store, title string, keep bool) (strin
 		require.NoError(t, err)
 		require.NoError(t, res.Err)
 	}
-	h, err := s.Compact(ctx, session.CompactRequest{Instructions: "keep the flag decisions"})
+	// A prompt with attachments, which show and export keep.
+	h, err := s.Prompt(ctx, session.PromptRequest{Text: "Compare  with the notes", Attachments: []history.Attachment{
+		{Kind: history.AttachLink, At: 8, Name: "flags.go", URI: "file:///src/falcon/flags.go", Note: "read it with read_file"},
+		{Kind: history.AttachResource, At: 23, URI: "file:///src/falcon/NOTES.md", MIMEType: "text/markdown", Text: "no cobra"},
+	}})
 	require.NoError(t, err)
-	<-h.Finished()
-	require.True(t, h.Result().Compacted, h.Result().Error)
+	if res, err := h.Wait(ctx); assert.NoError(t, err) {
+		require.NoError(t, res.Err)
+	}
+	h2, err := s.Compact(ctx, session.CompactRequest{Instructions: "keep the flag decisions"})
+	require.NoError(t, err)
+	<-h2.Finished()
+	require.True(t, h2.Result().Compacted, h2.Result().Error)
 	id := s.ID()
 	if !keep {
 		require.NoError(t, s.Close())
@@ -440,6 +449,10 @@ func fromMessage(m *messageJSON) history.Message {
 			tc.Arguments = json.RawMessage(c.Arguments)
 		}
 		out.ToolCalls = append(out.ToolCalls, tc)
+	}
+	for _, a := range m.Attachments {
+		out.Attachments = append(out.Attachments, history.Attachment{Kind: a.Kind, At: a.At, Name: string(a.Name), URI: string(a.URI),
+			MIMEType: string(a.MIMEType), Text: string(a.Text), Data: a.Data, Note: string(a.Note)})
 	}
 	return out
 }

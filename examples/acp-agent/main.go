@@ -463,6 +463,11 @@ type slowSummary struct {
 	delay time.Duration
 }
 
+// TakesImage is the wrapped provider's (provider.ImageTaker).
+func (p slowSummary) TakesImage(mimeType string) bool {
+	return provider.TakesImage(p.Provider, mimeType)
+}
+
 func (p slowSummary) Complete(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
 	if req.Purpose == provider.PurposeSummary {
 		t := time.NewTimer(p.delay)

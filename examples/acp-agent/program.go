@@ -75,6 +75,12 @@ func (w *waitLogger) Info() provider.Info {
 	return provider.Info{}
 }
 
+// TakesImage is the wrapped provider's (provider.ImageTaker), so that the
+// agent advertises images for a provider that takes them.
+func (w *waitLogger) TakesImage(mimeType string) bool {
+	return provider.TakesImage(w.Provider, mimeType)
+}
+
 // defaultStore returns the default SQLite path, under the user's data
 // directory: $XDG_DATA_HOME/sessionkit/sessions.db, else
 // ~/.local/share/sessionkit/sessions.db ("sessionkit.db" when there is no

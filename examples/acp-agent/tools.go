@@ -45,7 +45,7 @@ func sessionTools(o workspace.Options, mo mcp.Options, log *zap.Logger) func(acp
 		o.Editor = ts.Client
 		o.Mode = ts.Client.Mode
 		describe := workspace.Describe(ts.Cwd)
-		set := acp.Toolset{Tools: ws.Tools(o), Describe: describe, Close: func() { _ = ws.Close() }}
+		set := acp.Toolset{Tools: ws.Tools(o), Describe: describe, ReadFile: "read_file", Close: func() { _ = ws.Close() }}
 		if len(ts.McpServers) == 0 {
 			return set, nil
 		}

@@ -69,6 +69,7 @@ func Run(t *testing.T, h Harness) {
 	}{
 		{"CreateLoad", testCreateLoad},
 		{"MessageFidelity", testMessageFidelity},
+		{"Attachments", testAttachments},
 		{"InvalidWrites", testInvalidWrites},
 		{"VersionConflict", testVersionConflict},
 		{"Config", testConfig},
@@ -97,6 +98,7 @@ func Run(t *testing.T, h Harness) {
 		{"SeqReserve", testSeqReserve},
 		{"SearchRanking", testSearchRanking},
 		{"SearchToolResults", testSearchToolResults},
+		{"SearchAttachments", testSearchAttachments},
 		{"SearchArchived", testSearchArchived},
 		{"SearchSessions", testSearchSessions},
 		{"SearchPages", testSearchPages},

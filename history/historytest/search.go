@@ -152,6 +152,26 @@ func testSearchToolResults(t *testing.T, h Harness) {
 	assert.Contains(t, hitIDs(search(t, s, "s", "deploy.yaml", 0).Hits), "a1", "and by their arguments")
 }
 
+// testSearchAttachments: a user message is found by the words of its
+// attachments (a link's name, URI and description, a resource's URI and
+// contents, an image's name) but never by an image's bytes.
+func testSearchAttachments(t *testing.T, h Harness) {
+	s := h.New(t)
+	v := create(t, s, "s")
+	u := text("u0", 0, "compare these")
+	u.Attachments = []history.Attachment{
+		{Kind: history.AttachLink, At: len(u.Text), Name: "ledger.go", URI: "file:///w/ledger.go", Text: "the bookkeeping"},
+		{Kind: history.AttachResource, At: len(u.Text), URI: "file:///w/notes.md", Text: "rounding is done by the treasurer"},
+		{Kind: history.AttachImage, At: len(u.Text), Name: "chart.png", MIMEType: "image/png", Data: []byte("zebra giraffe")},
+	}
+	appendMsgs(t, s, "s", v, []history.Message{u, text("a1", 1, "ok")})
+	s = h.reopen(t, s)
+	for _, q := range []string{"bookkeeping", "treasurer", "notes.md", "ledger", "chart"} {
+		assert.Equal(t, []string{"u0"}, hitIDs(search(t, s, "s", q, 0).Hits), q)
+	}
+	assert.Empty(t, search(t, s, "s", "zebra", 0).Hits, "an image's bytes are not indexed")
+}
+
 // testSearchArchived: archived messages are found with the Segment that
 // archived them; a message still Active has none; once an Uncompact undid
 // the Segment its messages are Active again, and a new compaction archives

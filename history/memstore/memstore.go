@@ -504,6 +504,10 @@ func cloneMessages(msgs []history.Message) []history.Message {
 		for j := range m.ToolCalls {
 			m.ToolCalls[j].Arguments = slices.Clone(m.ToolCalls[j].Arguments)
 		}
+		m.Attachments = slices.Clone(m.Attachments)
+		for j := range m.Attachments {
+			m.Attachments[j].Data = slices.Clone(m.Attachments[j].Data)
+		}
 		out[i] = m
 	}
 	return out

@@ -147,7 +147,10 @@ ALTER TABLE compactions
 	ADD COLUMN fidelity_kept    bigint NOT NULL DEFAULT 0,
 	ADD COLUMN fidelity_missing bytea[]; -- NULL means none
 `,
-	// 8 once merged after content's 7 (renumbering moves this line only).
+	// 7: a user message's attachments (history.Attachment), a JSON array
+	// (history/internal/sqlstore.Attachments); NULL means none.
+	`ALTER TABLE messages ADD COLUMN attachments bytea;`,
+	// 8: configuration changes in the timeline (history.ConfigRecorder).
 	migrationConfigs,
 }
 

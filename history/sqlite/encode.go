@@ -42,21 +42,28 @@ type messageRow struct {
 // fields' bytes:
 //
 //	steer      '0' or '1'
-//	tool calls 'n' (none: nil) or 'j' (a JSON array follows)
+//	tool calls 'n' (none: nil), 'j' (the JSON is the tool calls' array) or
+//	           'a' (the JSON is the attachments' array, sqlstore.Attachments;
+//	           a user message's, which has no tool calls)
 //	created    'n' (the zero time) or 't'
 //	created_at 16 hex digits, unix nanoseconds as a two's complement uint64
-//	lengths    10 decimal digits each: id, role, tool_call_id, tool calls JSON
-//	bytes      id, role, tool_call_id, tool calls JSON, then the text to the end
+//	lengths    10 decimal digits each: id, role, tool_call_id, JSON
+//	bytes      id, role, tool_call_id, JSON, then the text to the end
 //
+// Marker 'a' came with schema version 8, so that a sessionkit that does not
+// know it refuses the file (ErrNewerSchema) rather than find its bodies
+// malformed.
 // Migration 3 builds the same value in SQL from the columns of version 2
 // (TestBodyMatchesMigration checks that both agree), and titleColumn reads
 // the text of a session's first message out of it.
 const bodyHeader = 3 + 16 + 4*10
 
 // encodeBody is the body column of a message with those fields.
-func encodeBody(id, role, toolCallID, text string, toolCalls sql.NullString, steer bool, createdAt sql.NullInt64) []byte {
+// kind is the marker of the JSON ('j' or 'a'; ignored when toolCalls is not
+// valid).
+func encodeBody(id, role, toolCallID, text string, toolCalls sql.NullString, kind byte, steer bool, createdAt sql.NullInt64) []byte {
 	b := make([]byte, 0, bodyHeader+len(id)+len(role)+len(toolCallID)+len(toolCalls.String)+len(text))
-	b = append(b, mark(steer, '1', '0'), mark(toolCalls.Valid, 'j', 'n'), mark(createdAt.Valid, 't', 'n'))
+	b = append(b, mark(steer, '1', '0'), mark(toolCalls.Valid, kind, 'n'), mark(createdAt.Valid, 't', 'n'))
 	b = appendHex(b, uint64(createdAt.Int64))
 	for _, n := range []int{len(id), len(role), len(toolCallID), len(toolCalls.String)} {
 		b = appendDec(b, uint64(n))
@@ -129,11 +136,12 @@ func parseDec[T ~string | ~[]byte](b T) (uint64, bool) {
 // errBody reports a body column that is not in the form of encodeBody.
 var errBody = errors.New("malformed message body")
 
-// decodeBody sets the fields of m from body, and returns the tool calls'
-// JSON (nil or "" for none). A body read as a string (Load's, see
-// activeColumns) is not copied: the text fields are substrings of it.
+// decodeBody sets the fields of m from body, attachments included, and
+// returns the tool calls' JSON (nil or "" for none). A body read as a
+// string (Load's, see activeColumns) is not copied: the text fields are
+// substrings of it.
 func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, err error) {
-	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' || body[2] != 'n' && body[2] != 't' {
+	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' && body[1] != 'a' || body[2] != 'n' && body[2] != 't' {
 		return toolCalls, errBody
 	}
 	created, ok := parseHex(body[3:19])
@@ -163,8 +171,13 @@ func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, e
 	m.Role, f = history.Role(f[:n[1]]), f[n[1]:]
 	m.ToolCallID, f = f[:n[2]], f[n[2]:]
 	m.Text = f[n[3]:]
-	if body[1] == 'j' {
+	switch body[1] {
+	case 'j':
 		return calls, nil
+	case 'a':
+		if m.Attachments, err = sqlstore.FromAttachments([]byte(calls)); err != nil {
+			return toolCalls, fmt.Errorf("message %s: attachments: %w", m.ID, err)
+		}
 	}
 	return toolCalls, nil
 }
@@ -210,7 +223,17 @@ func encodeMessage(m *history.Message) (messageRow, error) {
 		}
 		toolCalls = sql.NullString{String: string(b), Valid: true}
 	}
-	return messageRow{body: encodeBody(m.ID, string(m.Role), m.ToolCallID, m.Text, toolCalls, m.Steer, createdAt)}, nil
+	kind := byte('j')
+	if m.Attachments != nil {
+		// Validate let only a user message, which has no tool calls, carry
+		// attachments: they take the JSON's place.
+		b, err := sqlstore.Attachments(m.Attachments)
+		if err != nil {
+			return messageRow{}, fmt.Errorf("%w: message %s attachments: %v", history.ErrInvalid, m.ID, err)
+		}
+		toolCalls, kind = sql.NullString{String: string(b), Valid: b != nil}, 'a'
+	}
+	return messageRow{body: encodeBody(m.ID, string(m.Role), m.ToolCallID, m.Text, toolCalls, kind, m.Steer, createdAt)}, nil
 }
 
 // encodeMessages converts msgs, already validated, to columns.

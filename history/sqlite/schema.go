@@ -140,7 +140,13 @@ ALTER TABLE compactions ADD COLUMN fidelity_facts INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN fidelity_kept  INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 `,
-	// 9 once merged after content's 8 (renumbering moves this line only).
+	// 8: a user message's attachments (history.Attachment) in its body,
+	// under the marker 'a' (encode.go). No row changes: the version is
+	// what makes a sessionkit that does not know the marker leave the
+	// file alone (ErrNewerSchema) instead of reading bodies it would find
+	// malformed.
+	`SELECT 1;`,
+	// 9: configuration changes in the timeline (history.ConfigRecorder).
 	migrationConfigs,
 }
 

@@ -535,8 +535,13 @@ func ParseCursor(q Query, cursor string) (int, error) {
 
 // DocOf is the searchable text of m, which answers the tool named tool
 // ("" for none).
+//
+// A message's text comes first; then its tool calls as "name arguments"
+// lines, and its attachments as lines of their name, URI and text (the
+// description of a link, the contents of a resource); an image's bytes
+// are never indexed.
 func DocOf(m *history.Message, tool string) Doc {
-	if len(m.ToolCalls) == 0 {
+	if len(m.ToolCalls) == 0 && len(m.Attachments) == 0 {
 		return Doc{Text: m.Text, Tool: tool}
 	}
 	var b strings.Builder
@@ -546,6 +551,15 @@ func DocOf(m *history.Message, tool string) Doc {
 		b.WriteString(c.Name)
 		b.WriteByte(' ')
 		b.Write(c.Arguments)
+	}
+	for i := range m.Attachments {
+		a := &m.Attachments[i]
+		for _, f := range [...]string{a.Name, a.URI, a.Text} {
+			if f != "" {
+				b.WriteByte('\n')
+				b.WriteString(f)
+			}
+		}
 	}
 	return Doc{Text: b.String(), Tool: tool}
 }

@@ -474,7 +474,7 @@ func FromMessages(msgs []history.Message, maxToolOutput int) []Entry {
 		m := &msgs[i]
 		switch m.Role {
 		case history.RoleUser:
-			out = append(out, Entry{Kind: User, Steer: m.Steer, Text: m.Text})
+			out = append(out, Entry{Kind: User, Steer: m.Steer, Text: userText(m, maxToolOutput)})
 		case history.RoleAssistant:
 			if len(m.ToolCalls) == 0 || strings.TrimSpace(m.Text) != "" {
 				out = append(out, Entry{Kind: Assistant, Text: m.Text})
@@ -499,6 +499,61 @@ func FromMessages(msgs []history.Message, maxToolOutput int) []Entry {
 		}
 	}
 	return out
+}
+
+// userText is the text of a user message's entry: its text with each
+// attachment named on a line of its own where it stands, "[link: name,
+// uri]", "[resource: uri]" followed by the resource's text (cut to
+// maxToolOutput like a tool's output), or "[image: name, mime type]"; an
+// image's bytes are left out.
+func userText(m *history.Message, maxToolOutput int) string {
+	if len(m.Attachments) == 0 {
+		return m.Text
+	}
+	var b strings.Builder
+	line := func() {
+		if b.Len() > 0 && !strings.HasSuffix(b.String(), "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	for _, p := range m.Parts() {
+		a := p.Attachment
+		if a == nil {
+			line()
+			b.WriteString(p.Text)
+			continue
+		}
+		line()
+		switch a.Kind {
+		case history.AttachLink:
+			fmt.Fprintf(&b, "[link: %s, %s]", oneLine(a.Name), oneLine(a.URI))
+		case history.AttachResource:
+			fmt.Fprintf(&b, "[resource: %s]", oneLine(a.URI))
+			if t := strings.TrimSpace(a.Text); t != "" {
+				b.WriteString("\n" + truncate(t, maxToolOutput))
+			}
+		case history.AttachImage:
+			name := a.Name
+			if name == "" {
+				name = a.URI
+			}
+			if name == "" {
+				fmt.Fprintf(&b, "[image: %s]", oneLine(a.MIMEType))
+			} else {
+				fmt.Fprintf(&b, "[image: %s, %s]", oneLine(name), oneLine(a.MIMEType))
+			}
+		default:
+			fmt.Fprintf(&b, "[%s]", oneLine(string(a.Kind)))
+		}
+		b.WriteByte('\n')
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// oneLine is s with its line breaks made spaces and "]" made ")", so that a
+// name stays inside the brackets of its line.
+func oneLine(s string) string {
+	return strings.NewReplacer("\r\n", " ", "\n", " ", "\r", " ", "]", ")").Replace(strings.TrimSpace(s))
 }
 
 // truncate cuts s to at most max bytes on a rune boundary and says how much

@@ -305,3 +305,25 @@ func BenchmarkRender(b *testing.B) {
 		_ = Render(d)
 	}
 }
+
+// TestFromMessagesAttachments: a user message's attachments are named where
+// they stand, a resource with its text cut like a tool's output, an image
+// without its bytes; the rendered transcript reads back with them.
+func TestFromMessagesAttachments(t *testing.T) {
+	text := "compare  with this"
+	m := history.Message{ID: "1", Role: history.RoleUser, Text: text, Attachments: []history.Attachment{
+		{Kind: history.AttachLink, At: 8, Name: "main.go", URI: "file:///w/main.go", Text: "entry point", Note: "read it"},
+		{Kind: history.AttachResource, At: len(text), URI: "file:///w/notes.md", Text: "first line\nsecond line"},
+		{Kind: history.AttachImage, At: len(text), Name: "shot]\n.png", MIMEType: "image/png", Data: []byte("PNGDATA")},
+		{Kind: history.AttachImage, At: len(text), URI: "file:///w/b.jpg", MIMEType: "image/jpeg", Data: []byte("JPEGDATA")},
+		{Kind: history.AttachImage, At: len(text), MIMEType: "image/gif", Data: []byte("GIFDATA")},
+	}}
+	want := "compare \n[link: main.go, file:///w/main.go]\n with this\n[resource: file:///w/notes.md]\nfirst line… [truncated 12 chars]\n" +
+		"[image: shot) .png, image/png]\n[image: file:///w/b.jpg, image/jpeg]\n[image: image/gif]"
+	entries := FromMessages([]history.Message{m}, 10)
+	require.Len(t, entries, 1)
+	assert.Equal(t, Entry{Kind: User, Text: want}, entries[0])
+	rendered := Render(Document{Entries: entries})
+	assert.NotContains(t, rendered, "DATA", "no image bytes")
+	assert.Equal(t, []Entry{{Kind: User, Text: want}}, Parse(rendered).Entries)
+}

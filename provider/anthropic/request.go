@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,6 +107,8 @@ func lastBlockCache(m *sdk.MessageParam) *sdk.CacheControlEphemeralParam {
 		return &b.OfText.CacheControl
 	case b.OfToolUse != nil:
 		return &b.OfToolUse.CacheControl
+	case b.OfImage != nil:
+		return &b.OfImage.CacheControl
 	default:
 		return &b.OfToolResult.CacheControl
 	}
@@ -148,7 +151,7 @@ func wireMessages(in []history.Message) ([]sdk.MessageParam, error) {
 		m := &in[i]
 		switch m.Role {
 		case history.RoleUser:
-			push(true, sdk.NewTextBlock(nonEmpty(m.Text)))
+			push(true, userBlocks(m)...)
 		case history.RoleAssistant:
 			var blocks []sdk.ContentBlockParamUnion
 			if m.Text != "" || len(m.ToolCalls) == 0 {
@@ -177,6 +180,32 @@ func wireMessages(in []history.Message) ([]sdk.MessageParam, error) {
 	}
 	return out, nil
 }
+
+// userBlocks are the content blocks of user message m: its text with its
+// links and resources as text (provider.Content), its images as base64
+// image blocks.
+func userBlocks(m *history.Message) []sdk.ContentBlockParamUnion {
+	parts := provider.Content(m, true)
+	blocks := make([]sdk.ContentBlockParamUnion, 0, len(parts))
+	for _, p := range parts {
+		if p.Image != nil {
+			blocks = append(blocks, sdk.NewImageBlockBase64(p.Image.MIMEType, base64.StdEncoding.EncodeToString(p.Image.Data)))
+			continue
+		}
+		if p.Text == "" && len(parts) > 1 {
+			continue
+		}
+		blocks = append(blocks, sdk.NewTextBlock(nonEmpty(p.Text)))
+	}
+	return blocks
+}
+
+// imageTypes are the image MIME types the Messages API takes.
+var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
+// TakesImage implements [provider.ImageTaker]: the Messages API takes
+// JPEG, PNG, GIF and WebP images.
+func (p *Provider) TakesImage(mimeType string) bool { return imageTypes[mimeType] }
 
 // mergeUser appends blocks to a user message's content, keeping its
 // tool_result blocks first.

@@ -203,3 +203,47 @@ func TestFirstMessageIsTheUser(t *testing.T) {
 	assert.Equal(t, "assistant", r.Messages[1].Role)
 	assert.Equal(t, "user", r.Messages[2].Role)
 }
+
+// attachedPrompt is a user message with a link, an embedded resource and an
+// image, the link in the middle of the text, then an assistant reply.
+func attachedPrompt() *provider.Request {
+	text := "compare  with the notes"
+	return &provider.Request{Purpose: provider.PurposeTurn, Messages: []history.Message{{
+		ID: "u1", Role: history.RoleUser, Text: text, Attachments: []history.Attachment{
+			{Kind: history.AttachLink, At: 8, Name: "main.go", URI: "file:///w/main.go", MIMEType: "text/x-go",
+				Note: `It is a file of the workspace: read it with read_file (path "/w/main.go").`},
+			{Kind: history.AttachResource, At: len(text), URI: "file:///w/notes.md", Text: "# Notes\nuse tabs"},
+			{Kind: history.AttachImage, At: len(text), Name: "shot.png", MIMEType: "image/png", Data: []byte("\x89PNG\r\n\x1a\nimage bytes")},
+		},
+	}}}
+}
+
+// TestAttachments: the request body carries a user message's links and
+// resources as text where they stand and its image as a base64 image
+// block, which the server (checking image blocks as the API does) takes;
+// a message of an image alone has no text block; the last block, an
+// image, takes the cache breakpoint.
+func TestAttachments(t *testing.T) {
+	r := sent(t, attachedPrompt()).Request
+	require.Len(t, r.Messages, 1)
+	assert.Equal(t, at.Content{
+		{Type: "text", Text: "compare \n[main.go](file:///w/main.go) (text/x-go)\n" +
+			`It is a file of the workspace: read it with read_file (path "/w/main.go").` + "\n with the notes\n" +
+			"<resource uri=\"file:///w/notes.md\">\n# Notes\nuse tabs\n</resource>\n"},
+		{Type: "image", Source: &at.ImageSource{Type: "base64", MediaType: "image/png", Data: "iVBORw0KGgppbWFnZSBieXRlcw=="}},
+	}, stripCache(r.Messages[0].Content))
+	assert.Equal(t, []string{"messages[0].content[1]"}, r.Breakpoints(), "the image block takes the message's breakpoint")
+
+	only := &provider.Request{Purpose: provider.PurposeTurn, Messages: []history.Message{{ID: "u1", Role: history.RoleUser,
+		Attachments: []history.Attachment{{Kind: history.AttachImage, MIMEType: "image/webp", Data: []byte{1, 2, 3}}}}}}
+	r = sent(t, only).Request
+	assert.Equal(t, at.Content{{Type: "image", Source: &at.ImageSource{Type: "base64", MediaType: "image/webp", Data: "AQID"}}},
+		stripCache(r.Messages[0].Content), "no empty text block beside an image")
+
+	p, err := New(WithAPIKey(testKey), WithModel("claude-test"))
+	require.NoError(t, err)
+	assert.True(t, provider.TakesImages(p))
+	for mime, ok := range map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true, "image/tiff": false, "text/plain": false} {
+		assert.Equal(t, ok, provider.TakesImage(p, mime), mime)
+	}
+}

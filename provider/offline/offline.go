@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 
@@ -97,6 +98,7 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("offline: %w", err)
 	}
+	req = textOnly(req)
 	var msg history.Message
 	switch req.Purpose {
 	case provider.PurposeTurn, "":
@@ -115,6 +117,27 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 		}
 	}
 	return &provider.Response{Message: msg, Usage: usage(req, &msg)}, nil
+}
+
+// textOnly is req with the attachments of its user messages made text
+// where they stand (provider.Content, images named): the offline model
+// reads text only, so it takes no images (it is no provider.ImageTaker). A
+// request without attachments is returned as it is; otherwise the copy is
+// new (req is shared with the session).
+func textOnly(req *provider.Request) *provider.Request {
+	i := slices.IndexFunc(req.Messages, func(m history.Message) bool { return len(m.Attachments) > 0 })
+	if i < 0 {
+		return req
+	}
+	r := *req
+	r.Messages = slices.Clone(req.Messages)
+	for ; i < len(r.Messages); i++ {
+		m := &r.Messages[i]
+		if len(m.Attachments) > 0 {
+			m.Text, m.Attachments = provider.Content(m, false)[0].Text, nil
+		}
+	}
+	return &r
 }
 
 // CountTokens estimates the number of tokens of s: one token per four

@@ -230,3 +230,21 @@ func TestTurnIntents(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, resp.Message.ToolCalls)
 }
+
+// TestAttachmentsAreText: the offline model takes no images; it reads a
+// user message's attachments as text where they stand, without changing
+// the request it was given.
+func TestAttachmentsAreText(t *testing.T) {
+	p := New()
+	assert.False(t, provider.TakesImages(p))
+	msgs := []history.Message{{ID: "u1", Role: history.RoleUser, Text: "see", Attachments: []history.Attachment{
+		{Kind: history.AttachLink, At: 3, Name: "a.go", URI: "file:///w/a.go"},
+		{Kind: history.AttachImage, At: 3, Name: "x.png", MIMEType: "image/png", Data: []byte{1}},
+	}}}
+	req := &provider.Request{Purpose: provider.PurposeTurn, Messages: msgs}
+	resp, err := p.Complete(t.Context(), req, nil)
+	require.NoError(t, err)
+	assert.Contains(t, resp.Message.Text, "see [a.go](file:///w/a.go) [image: x.png, image/png]")
+	assert.Len(t, req.Messages[0].Attachments, 2, "the request is not changed")
+	assert.Equal(t, "see", req.Messages[0].Text)
+}

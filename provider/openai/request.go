@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,7 +94,20 @@ const emptyContent = "(empty)"
 func wireMessage(m *history.Message) (goopenai.ChatCompletionMessage, error) {
 	switch m.Role {
 	case history.RoleUser:
-		return goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: m.Text}, nil
+		parts := provider.Content(m, true)
+		if len(parts) == 1 && parts[0].Image == nil {
+			return goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser, Content: parts[0].Text}, nil
+		}
+		out := goopenai.ChatCompletionMessage{Role: goopenai.ChatMessageRoleUser}
+		for _, p := range parts {
+			if p.Image == nil {
+				out.MultiContent = append(out.MultiContent, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeText, Text: p.Text})
+				continue
+			}
+			url := "data:" + p.Image.MIMEType + ";base64," + base64.StdEncoding.EncodeToString(p.Image.Data)
+			out.MultiContent = append(out.MultiContent, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeImageURL, ImageURL: &goopenai.ChatMessageImageURL{URL: url}})
+		}
+		return out, nil
 	case history.RoleAssistant:
 		text := m.Text
 		if text == "" && len(m.ToolCalls) == 0 {
@@ -122,6 +136,14 @@ func wireMessage(m *history.Message) (goopenai.ChatCompletionMessage, error) {
 		return goopenai.ChatCompletionMessage{}, fmt.Errorf("message %q has unknown role %q", m.ID, m.Role)
 	}
 }
+
+// imageTypes are the image MIME types Chat Completions takes.
+var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
+
+// TakesImage implements [provider.ImageTaker]: Chat Completions takes
+// JPEG, PNG, GIF and WebP images (as data URLs). The model behind the
+// endpoint must be one that reads images; the request fails otherwise.
+func (p *Provider) TakesImage(mimeType string) bool { return imageTypes[mimeType] }
 
 // toolCallParts is a tool call being assembled (or read whole).
 type toolCallParts struct {

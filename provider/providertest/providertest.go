@@ -97,6 +97,24 @@ type Fake struct {
 	next     int           // the first request Next has not returned
 	changed  chan struct{} // closed and replaced when a request arrives
 	info     provider.Info
+	images   []string // the image MIME types it takes
+}
+
+// SetImageTypes sets the image MIME types the fake says it takes
+// (provider.ImageTaker); by default none, like a model that reads text
+// only.
+func (f *Fake) SetImageTypes(mimeTypes ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.images = slices.Clone(mimeTypes)
+}
+
+// TakesImage implements provider.ImageTaker with the types of
+// SetImageTypes.
+func (f *Fake) TakesImage(mimeType string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Contains(f.images, mimeType)
 }
 
 // SetInfo sets what Info returns (by default name "providertest", no
@@ -361,6 +379,12 @@ func cloneRequest(req *provider.Request) provider.Request {
 		c.Messages = make([]history.Message, len(req.Messages))
 		for i, m := range req.Messages {
 			m.ToolCalls = cloneToolCalls(m.ToolCalls)
+			if m.Attachments != nil {
+				m.Attachments = slices.Clone(m.Attachments)
+				for j := range m.Attachments {
+					m.Attachments[j].Data = slices.Clone(m.Attachments[j].Data)
+				}
+			}
 			c.Messages[i] = m
 		}
 	}

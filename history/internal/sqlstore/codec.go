@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -78,4 +79,86 @@ func NotNull(data []byte) []byte {
 		return []byte{}
 	}
 	return data
+}
+
+// attachmentJSON is the stored form of a [history.Attachment], one item of
+// a JSON array. A text field that is not UTF-8 goes to its _base64 twin
+// (encoding/json would replace the invalid bytes), so every field
+// round-trips exactly; data is base64, as encoding/json writes bytes.
+type attachmentJSON struct {
+	Kind       string `json:"kind"`
+	At         int    `json:"at,omitempty"`
+	Name       string `json:"name,omitempty"`
+	NameBase64 []byte `json:"name_base64,omitempty"`
+	URI        string `json:"uri,omitempty"`
+	URIBase64  []byte `json:"uri_base64,omitempty"`
+	MIME       string `json:"mime,omitempty"`
+	MIMEBase64 []byte `json:"mime_base64,omitempty"`
+	Text       string `json:"text,omitempty"`
+	TextBase64 []byte `json:"text_base64,omitempty"`
+	Note       string `json:"note,omitempty"`
+	NoteBase64 []byte `json:"note_base64,omitempty"`
+	Data       []byte `json:"data,omitempty"`
+}
+
+// exact splits s between a string field and its base64 twin.
+func exact(s string) (string, []byte) {
+	if utf8.ValidString(s) {
+		return s, nil
+	}
+	return "", []byte(s)
+}
+
+// unexact is the inverse of exact.
+func unexact(s string, b []byte) string {
+	if b != nil {
+		return string(b)
+	}
+	return s
+}
+
+// Attachments returns the stored form of a message's attachments, already
+// validated: a JSON array, or nil for none. The image bytes are in it once,
+// as base64.
+func Attachments(in []history.Attachment) ([]byte, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]attachmentJSON, len(in))
+	for i, a := range in {
+		o := &out[i]
+		o.Kind, o.At, o.Data = string(a.Kind), a.At, a.Data
+		o.Name, o.NameBase64 = exact(a.Name)
+		o.URI, o.URIBase64 = exact(a.URI)
+		o.MIME, o.MIMEBase64 = exact(a.MIMEType)
+		o.Text, o.TextBase64 = exact(a.Text)
+		o.Note, o.NoteBase64 = exact(a.Note)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(out); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// FromAttachments is the inverse of Attachments (nil for nil).
+func FromAttachments(b []byte) ([]history.Attachment, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var in []attachmentJSON
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	out := make([]history.Attachment, len(in))
+	for i, a := range in {
+		out[i] = history.Attachment{
+			Kind: history.AttachmentKind(a.Kind), At: a.At, Data: a.Data,
+			Name: unexact(a.Name, a.NameBase64), URI: unexact(a.URI, a.URIBase64), MIMEType: unexact(a.MIME, a.MIMEBase64),
+			Text: unexact(a.Text, a.TextBase64), Note: unexact(a.Note, a.NoteBase64),
+		}
+	}
+	return out, nil
 }

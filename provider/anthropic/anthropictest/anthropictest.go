@@ -16,6 +16,7 @@ package anthropictest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -234,10 +235,12 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*[]Block)(c))
 }
 
-// Block is a content block of a request: text, tool_use or tool_result.
+// Block is a content block of a request: text, image, tool_use or
+// tool_result.
 type Block struct {
 	Type         string          `json:"type"`
 	Text         string          `json:"text,omitempty"`
+	Source       *ImageSource    `json:"source,omitempty"`      // image
 	ID           string          `json:"id,omitempty"`          // tool_use
 	Name         string          `json:"name,omitempty"`        // tool_use
 	Input        json.RawMessage `json:"input,omitempty"`       // tool_use
@@ -246,6 +249,38 @@ type Block struct {
 	IsError      bool            `json:"is_error,omitempty"`    // tool_result
 	CacheControl *CacheControl   `json:"cache_control,omitempty"`
 }
+
+// ImageSource is the source of an image block: base64 data of a media
+// type.
+type ImageSource struct {
+	Type      string `json:"type"` // "base64"
+	MediaType string `json:"media_type"`
+	Data      string `json:"data"`
+}
+
+// imageError is what the API says of a bad image block of req, or "".
+func imageError(req *Request) string {
+	for i, m := range req.Messages {
+		for j, b := range m.Content {
+			if b.Type != "image" {
+				continue
+			}
+			src := b.Source
+			switch {
+			case src == nil || src.Type != "base64":
+				return fmt.Sprintf("messages.%d.content.%d.image.source: Input tag is not base64", i, j)
+			case !imageTypes[src.MediaType]:
+				return fmt.Sprintf("messages.%d.content.%d.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'", i, j)
+			}
+			if _, err := base64.StdEncoding.DecodeString(src.Data); err != nil || src.Data == "" {
+				return fmt.Sprintf("messages.%d.content.%d.image.source.base64: invalid base64 data", i, j)
+			}
+		}
+	}
+	return ""
+}
+
+var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
 
 // Tool is a tool definition of a [Request].
 type Tool struct {
@@ -363,6 +398,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	req, err := DecodeRequest(raw)
 	if err != nil || req.Model == "" || req.MaxTokens <= 0 || len(req.Messages) == 0 {
 		HTTPError(http.StatusBadRequest, "invalid_request_error", "not a Messages request")(w, r)
+		return
+	}
+	if msg := imageError(req); msg != "" {
+		HTTPError(http.StatusBadRequest, "invalid_request_error", msg)(w, r)
 		return
 	}
 	rec := &Received{Header: r.Header.Clone(), Raw: raw, Request: req}
