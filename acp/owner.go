@@ -140,6 +140,12 @@ func (a *agentSession) opened(o opening) error {
 	}
 	a.respond(o.resp, a.srv.withChoice(o.result(a.id), a.choice()), nil)
 	a.advertise()
+	if o.replay || o.created {
+		// A title the session had from the start (Config.Title) was never
+		// a change, so no event reports it: a client that starts from
+		// nothing learns it here, unless the replay reported it.
+		a.titled(a.sess.Settings().Title, time.Time{})
+	}
 	a.tellNotices()
 	return nil
 }
@@ -498,6 +504,14 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 		a.compaction(p, replayed)
 	case *session.UncompactEvent:
 		a.uncompacted(p, replayed)
+	case *session.SettingsEvent:
+		if replayed && p.Position != session.NoPosition && p.Position <= a.lastPos {
+			return // replayed after falling behind: the client has it
+		}
+		if p.Position != session.NoPosition {
+			a.lastPos = max(a.lastPos, p.Position)
+		}
+		a.titled(p.Settings.Title, ev.Time)
 	case *session.TurnEvent:
 		if p.Phase == session.TurnFinished {
 			if w := a.prompts[p.TurnID]; w != nil && !w.compact && !w.uncompact {
@@ -528,11 +542,6 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 		if w := a.prompts[turnID]; w != nil && !replayed && a.surf.receipts() && !w.inserted {
 			a.insert(w, m.ID)
 		}
-		// The session is titled after its first message (or its Config).
-		if t := a.sess.Settings().Title; t != "" && t != a.title {
-			a.title = t
-			a.enqueue(&SessionInfoUpdate{Title: Value(t), UpdatedAt: Value(m.CreatedAt.UTC().Format(time.RFC3339Nano))})
-		}
 	case history.RoleAssistant:
 		sent := 0
 		if m.ID == a.draft {
@@ -552,6 +561,23 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 		}
 		a.enqueue(a.surf.toolUpdate(toolResult(c, m, a.display(c, &m))))
 	}
+}
+
+// titled reports the session's title t (session_info_update) unless it is
+// the one reported last: from the SettingsEvent of each change, live and on
+// replay (the title an untitled session takes from its first message comes
+// right after that message), so a replay shows each title as it was. at is
+// when it changed; zero leaves updatedAt out.
+func (a *agentSession) titled(t string, at time.Time) {
+	if t == "" || t == a.title {
+		return
+	}
+	a.title = t
+	u := &SessionInfoUpdate{Title: Value(t)}
+	if !at.IsZero() {
+		u.UpdatedAt = Value(at.UTC().Format(time.RFC3339Nano))
+	}
+	a.enqueue(u)
 }
 
 // display is how tool call c (with its result, when given) is shown: as

@@ -18,7 +18,8 @@ import (
 
 // opening is how an ACP session answers the request that opened or
 // attached it (session/new, session/load, session/resume): optionally the
-// whole timeline first, then the response, then the commands it offers.
+// whole timeline first, then the response, then the commands it offers,
+// and to a client that starts from nothing a title no event reported.
 type opening struct {
 	resp   *jsonrpc.Responder
 	result func(sessionID string) any
@@ -26,6 +27,8 @@ type opening struct {
 	// a v2 session/resume with replayFrom); on v2 the session's current
 	// state_update follows it.
 	replay bool
+	// created: a new session (session/new).
+	created bool
 }
 
 // start starts the owner and the writer. The owner's first act is to

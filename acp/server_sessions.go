@@ -174,7 +174,7 @@ func (s *server) create(ctx context.Context, at place, result func(id string) an
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
 	resp := jsonrpc.Defer(ctx)
-	if err := s.open(ctx, "", at, opening{resp: resp, result: result}); err != nil {
+	if err := s.open(ctx, "", at, opening{resp: resp, result: result, created: true}); err != nil {
 		return nil, resp.Respond(nil, err)
 	}
 	return nil, nil
