@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -72,22 +71,6 @@ type toolCallJSON struct {
 	ArgumentsBase64 []byte  `json:"arguments_base64,omitempty"`
 }
 
-// exact splits s between the string and base64 fields of toolCallJSON.
-func exact(s string) (string, []byte) {
-	if utf8.ValidString(s) {
-		return s, nil
-	}
-	return "", []byte(s)
-}
-
-// unexact is the inverse of exact.
-func unexact(s string, b []byte) string {
-	if b != nil {
-		return string(b)
-	}
-	return s
-}
-
 // encodeToolCalls returns the column value of a message's tool calls: NULL
 // for nil, a JSON array otherwise (empty for an empty non-nil list).
 func encodeToolCalls(calls []history.ToolCall) ([]byte, error) {
@@ -96,8 +79,8 @@ func encodeToolCalls(calls []history.ToolCall) ([]byte, error) {
 	}
 	out := make([]toolCallJSON, len(calls))
 	for i, c := range calls {
-		out[i].ID, out[i].IDBase64 = exact(c.ID)
-		out[i].Name, out[i].NameBase64 = exact(c.Name)
+		out[i].ID, out[i].IDBase64 = sqlstore.Exact(c.ID)
+		out[i].Name, out[i].NameBase64 = sqlstore.Exact(c.Name)
 		out[i].Arguments, out[i].ArgumentsBase64 = sqlstore.Arguments(c.Arguments)
 	}
 	var buf bytes.Buffer
@@ -120,7 +103,7 @@ func decodeToolCalls(b []byte) ([]history.ToolCall, error) {
 	}
 	out := make([]history.ToolCall, len(calls))
 	for i, c := range calls {
-		out[i] = history.ToolCall{ID: unexact(c.ID, c.IDBase64), Name: unexact(c.Name, c.NameBase64), Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
+		out[i] = history.ToolCall{ID: sqlstore.Unexact(c.ID, c.IDBase64), Name: sqlstore.Unexact(c.Name, c.NameBase64), Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
 	}
 	return out, nil
 }

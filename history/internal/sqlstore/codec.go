@@ -101,16 +101,17 @@ type attachmentJSON struct {
 	Data       []byte `json:"data,omitempty"`
 }
 
-// exact splits s between a string field and its base64 twin.
-func exact(s string) (string, []byte) {
+// Exact splits s between a string field and its base64 twin: s itself
+// when it is valid UTF-8 (JSON keeps it exactly), else its bytes.
+func Exact(s string) (string, []byte) {
 	if utf8.ValidString(s) {
 		return s, nil
 	}
 	return "", []byte(s)
 }
 
-// unexact is the inverse of exact.
-func unexact(s string, b []byte) string {
+// Unexact is the inverse of Exact.
+func Unexact(s string, b []byte) string {
 	if b != nil {
 		return string(b)
 	}
@@ -128,11 +129,11 @@ func Attachments(in []history.Attachment) ([]byte, error) {
 	for i, a := range in {
 		o := &out[i]
 		o.Kind, o.At, o.Data = string(a.Kind), a.At, a.Data
-		o.Name, o.NameBase64 = exact(a.Name)
-		o.URI, o.URIBase64 = exact(a.URI)
-		o.MIME, o.MIMEBase64 = exact(a.MIMEType)
-		o.Text, o.TextBase64 = exact(a.Text)
-		o.Note, o.NoteBase64 = exact(a.Note)
+		o.Name, o.NameBase64 = Exact(a.Name)
+		o.URI, o.URIBase64 = Exact(a.URI)
+		o.MIME, o.MIMEBase64 = Exact(a.MIMEType)
+		o.Text, o.TextBase64 = Exact(a.Text)
+		o.Note, o.NoteBase64 = Exact(a.Note)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -156,8 +157,8 @@ func FromAttachments(b []byte) ([]history.Attachment, error) {
 	for i, a := range in {
 		out[i] = history.Attachment{
 			Kind: history.AttachmentKind(a.Kind), At: a.At, Data: a.Data,
-			Name: unexact(a.Name, a.NameBase64), URI: unexact(a.URI, a.URIBase64), MIMEType: unexact(a.MIME, a.MIMEBase64),
-			Text: unexact(a.Text, a.TextBase64), Note: unexact(a.Note, a.NoteBase64),
+			Name: Unexact(a.Name, a.NameBase64), URI: Unexact(a.URI, a.URIBase64), MIMEType: Unexact(a.MIME, a.MIMEBase64),
+			Text: Unexact(a.Text, a.TextBase64), Note: Unexact(a.Note, a.NoteBase64),
 		}
 	}
 	return out, nil
