@@ -108,6 +108,9 @@ type outItem struct {
 	// A request to the client: then gets its answer, on the connection's
 	// dispatcher.
 	then func(result json.RawMessage, err error)
+	id   json.RawMessage // the request's ID once written (the writer's own)
+	// cancel abandons a request queued before (cancelRequest).
+	cancel *cancelRequest
 
 	resp   *jsonrpc.Responder // a response
 	result any
@@ -270,9 +273,11 @@ func (a *agentSession) writeItem(ctx context.Context, it *outItem) {
 	case it.then != nil:
 		// Written here, in order; the answer reaches the waiting tool
 		// through then, never through this goroutine.
-		if err = a.srv.conn.Send(ctx, it.method, it.params, it.then); err != nil {
+		if it.id, err = a.srv.conn.SendID(ctx, it.method, it.params, it.then); err != nil {
 			it.then(nil, err)
 		}
+	case it.cancel != nil:
+		err = a.writeCancel(ctx, it.cancel)
 	case it.method != "":
 		err = a.srv.conn.Notify(ctx, it.method, it.params)
 	default:
@@ -469,6 +474,7 @@ func uncompactText(p *session.UncompactEvent) string {
 // forward turns one session event into queued updates. replayed events come
 // from Session.Replay: the store's timeline and the state at the cut.
 func (a *agentSession) forward(ev session.Event, replayed bool) {
+	defer a.notices(ev.Payload, replayed) // after the updates of the event itself
 	switch p := ev.Payload.(type) {
 	case *session.DeltaEvent:
 		if p.MessageID != a.draft {
@@ -570,7 +576,9 @@ func (a *agentSession) display(c history.ToolCall, result *history.Message) Tool
 // shows it.
 func toolResult(c history.ToolCall, m history.Message, d ToolCallDisplay) *ToolCallUpdate {
 	status := d.Status
-	if status == "" {
+	if strings.HasPrefix(m.Text, session.ToolCallCancelledText) {
+		status = ToolCallCancelled // v1 sends it as failed
+	} else if status == "" {
 		status = ToolCallCompleted
 		if strings.HasPrefix(m.Text, "error:") {
 			status = ToolCallFailed

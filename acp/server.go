@@ -595,7 +595,7 @@ func (s *server) open(ctx context.Context, id string, at place, replay bool, fir
 		a.surf = v
 	}
 	client.a.Store(a)
-	if err := a.start(replay, func() { first(a) }); err != nil {
+	if err := a.start(replay, func() { first(a); a.sendEarlyNotices(client) }); err != nil {
 		_ = sess.Close()
 		return fmt.Errorf("open session: %w", err)
 	}

@@ -24,6 +24,8 @@ func (s *server) handleV2(ctx context.Context, req *jsonrpc.Request) (any, error
 		return s.promptV2(ctx, req)
 	case MethodSessionCancel:
 		return nil, s.cancel(req, func(a *agentSession) { a.post(a.cancelHeld) })
+	case MethodToolCallCancel:
+		return s.cancelToolCall(ctx, req)
 	}
 	return s.handleShared(ctx, req)
 }

@@ -67,7 +67,7 @@ func (v1Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {
 		Locations: d.Locations, Content: d.Content}
 }
 
-func (v1Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate { return u }
+func (v1Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate { return v1ToolUpdate(u) }
 
 // shownAs is the title and kind of tool call c shown as d says.
 func shownAs(c history.ToolCall, d ToolCallDisplay) (string, ToolKind) {
@@ -125,6 +125,8 @@ func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
 		Kind:       Value(kind),
 		Status:     Value(ToolCallInProgress),
 		RawInput:   c.Arguments,
+		// Every call may be cancelled until it ends (tool_call/cancel).
+		Capabilities: cancellable(),
 	}
 	if len(d.Locations) > 0 {
 		u.Locations = Value(d.Locations)
@@ -137,12 +139,12 @@ func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
 
 // toolUpdate converts the content v2 shapes differently (a diff).
 func (v v2Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate {
+	c := *u
+	v2Controls(&c)
 	if content, ok := u.Content.Get(); ok {
-		c := *u
 		c.Content = Value(v2Content(content, v.cwd))
-		return &c
 	}
-	return u
+	return &c
 }
 
 func (v2Surface) receipts() bool { return true }

@@ -83,6 +83,8 @@ type ToolClient struct {
 	caps ClientCapabilities
 	v2   bool
 	a    atomic.Pointer[agentSession] // set when the session is open
+	// early holds the notices given before the session was open (Notice).
+	early earlyNotices
 }
 
 // CanReadFiles reports whether the client offers fs/read_text_file.
@@ -265,11 +267,12 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 		return ErrNoClient
 	}
 	got := make(chan answer, 1) // the dispatcher never waits for the call
+	req := &outItem{method: method, params: params, then: func(raw json.RawMessage, err error) {
+		got <- answer{raw, err}
+	}}
 	queue := func() {
 		a.catchUp()
-		a.queue = append(a.queue, &outItem{method: method, params: params, then: func(raw json.RawMessage, err error) {
-			got <- answer{raw, err}
-		}})
+		a.queue = append(a.queue, req)
 	}
 	admitCtx := ctx
 	if always {
@@ -288,6 +291,10 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 		}
 		return nil
 	case <-ctx.Done():
+		if c.v2 && !always {
+			// v2: tell the client the request is no longer waited for.
+			a.post(func() { a.queue = append(a.queue, &outItem{cancel: &cancelRequest{of: req}}) })
+		}
 		return ctx.Err()
 	}
 }

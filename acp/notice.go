@@ -1,0 +1,234 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// UpdateNotice is the "sessionUpdate" discriminator of [Notice].
+const UpdateNotice = "notice"
+
+// NoticeSeverity is the presentation hint of a [Notice]: info, warning or
+// error (an open set in the schema; custom values begin with "_").
+type NoticeSeverity string
+
+// The notice severities.
+const (
+	NoticeInfo    NoticeSeverity = "info"
+	NoticeWarning NoticeSeverity = "warning"
+	NoticeError   NoticeSeverity = "error"
+)
+
+// Notice is the notice session update (ACP v1 and v2): fire-and-forget
+// information for the user that is not part of the session's history. The
+// agent sends it on v1 only to a client that advertised
+// clientCapabilities.session.notices (an object), and on v2 always (v2
+// needs no capability); a v1 client without the capability is sent the
+// same information as agent text, "Title: Description". Notices are live
+// only: a session/load (or a v2 replay) never repeats them.
+type Notice struct {
+	Severity NoticeSeverity `json:"severity" acp:"required"`
+	// Title is required and must not be empty: plain text that stands
+	// alone.
+	Title string `json:"title" acp:"required"`
+	// Description is optional plain-text detail or guidance; "" is absent.
+	Description string         `json:"description,omitzero" acp:"lenient"`
+	Meta        map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+var _ SessionUpdate = (*Notice)(nil)
+
+// SessionUpdateKind returns "notice".
+func (*Notice) SessionUpdateKind() string { return UpdateNotice }
+func (*Notice) isSessionUpdate()          {}
+
+// MarshalJSON encodes n with "sessionUpdate":"notice".
+func (n Notice) MarshalJSON() ([]byte, error) {
+	if err := n.Validate(); err != nil {
+		return nil, err
+	}
+	type plain Notice
+	return marshalVariant("sessionUpdate", UpdateNotice, plain(n))
+}
+
+// UnmarshalJSON decodes n; a "sessionUpdate" member, if present, must
+// match. Errors wrap [ErrMalformed].
+func (n *Notice) UnmarshalJSON(data []byte) error {
+	type plain Notice
+	if err := decodeVariant(data, (*plain)(n), "sessionUpdate", UpdateNotice); err != nil {
+		return err
+	}
+	if err := n.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return nil
+}
+
+// Validate checks what the schema requires of a notice: a severity and a
+// title that is not empty.
+func (n *Notice) Validate() error {
+	switch {
+	case n.Severity == "":
+		return errors.New("acp: a notice needs a severity")
+	case n.Title == "":
+		return errors.New("acp: a notice needs a title")
+	}
+	return nil
+}
+
+// SupportsNotices reports whether the client advertised
+// clientCapabilities.session.notices as a JSON object, the only form that
+// allows notice updates on ACP v1. Absent, null and anything but an object
+// mean no support, as for [ClientCapabilities.SupportsCompaction].
+func (c ClientCapabilities) SupportsNotices() bool {
+	if jsonKind(c.Session) != "object" {
+		return false
+	}
+	var session map[string]json.RawMessage
+	if json.Unmarshal(c.Session, &session) != nil {
+		return false
+	}
+	return jsonKind(session["notices"]) == "object"
+}
+
+// Notice tells the user of the session something that is not part of its
+// history, e.g. that an MCP server of the session failed to start or died:
+// a notice update where the client takes notices (v2; v1 with
+// clientCapabilities.session.notices), agent text otherwise. It is queued
+// after every update the session queued before it and returns once queued.
+// A notice given while the session is being opened (from
+// [ServerOptions.SessionTools], say) is sent right after the response that
+// opens it. Errors: an invalid notice (no severity or no title),
+// [ErrNoClient] when the session is closed, or ctx's error.
+func (c *ToolClient) Notice(ctx context.Context, n Notice) error {
+	if err := n.Validate(); err != nil {
+		return err
+	}
+	c.early.mu.Lock()
+	if !c.early.sent {
+		c.early.notices = append(c.early.notices, n)
+		c.early.mu.Unlock()
+		return nil
+	}
+	c.early.mu.Unlock()
+	a := c.a.Load()
+	if a == nil {
+		return ErrNoClient
+	}
+	if !a.do(ctx, func() {
+		a.catchUp()
+		a.notice(n)
+	}) {
+		return closedErr(ctx)
+	}
+	return nil
+}
+
+// earlyNotices holds the notices given before the session was open; the
+// owner takes them once, right after the response that opens the session
+// (the lock only hands them over: the owner decides where they go).
+type earlyNotices struct {
+	mu      sync.Mutex
+	sent    bool
+	notices []Notice
+}
+
+// sendEarlyNotices queues, on the owner goroutine, the notices c was given
+// before the session was open; later ones are queued as they come.
+func (a *agentSession) sendEarlyNotices(c *ToolClient) {
+	c.early.mu.Lock()
+	early := c.early.notices
+	c.early.notices, c.early.sent = nil, true
+	c.early.mu.Unlock()
+	for _, n := range early {
+		a.notice(n)
+	}
+}
+
+// takesNotices reports whether notice updates go out: always on v2, on v1
+// when the client advertised session.notices.
+func (a *agentSession) takesNotices() bool {
+	if _, v2 := a.surf.(v2Surface); v2 {
+		return true
+	}
+	a.srv.mu.Lock()
+	defer a.srv.mu.Unlock()
+	return a.srv.clientCaps.SupportsNotices()
+}
+
+// notice queues n: the notice update, or its text as agent text.
+func (a *agentSession) notice(n Notice) {
+	if a.takesNotices() {
+		a.enqueue(&n)
+		return
+	}
+	text := n.Title
+	if n.Description != "" {
+		text += ": " + n.Description
+	}
+	a.note("", text+"\n\n")
+}
+
+// notices turns the session events the user is told of as notices into
+// notices: automatic compaction suspended and resumed, a provider's retry,
+// a context overflow that a compaction recovered from. Live only (replayed
+// is false): notices are not session history.
+func (a *agentSession) notices(p session.Payload, replayed bool) {
+	if replayed {
+		return
+	}
+	switch p := p.(type) {
+	case *session.AutoCompactEvent:
+		if p.Suspended {
+			a.notice(Notice{
+				Severity:    NoticeWarning,
+				Title:       "Automatic compaction suspended",
+				Description: fmt.Sprintf("%d automatic compactions in a row failed (the last: %s). The conversation is not compacted automatically until a compaction succeeds; /compact tries again.", p.Failures, p.Error),
+			})
+		} else {
+			a.notice(Notice{Severity: NoticeInfo, Title: "Automatic compaction resumed", Description: "A compaction succeeded: the conversation is compacted automatically again when it grows."})
+		}
+	case *session.RetryEvent:
+		title := "The model provider failed: retrying"
+		if p.RateLimited {
+			title = "Rate limited by the model provider: retrying"
+		}
+		a.notice(Notice{
+			Severity:    NoticeWarning,
+			Title:       fmt.Sprintf("%s in %s", title, p.Wait.Round(time.Second/10)),
+			Description: fmt.Sprintf("Retry %d of %d after: %s", p.Retry, p.MaxRetries, firstLine(p.Error)),
+		})
+	case *session.CompactionEvent:
+		if p.Trigger == session.TriggerOverflow && p.Phase == session.PhaseFinished && p.Result != nil && p.Result.Compacted {
+			a.notice(Notice{
+				Severity:    NoticeInfo,
+				Title:       "Context overflow recovered by compaction",
+				Description: fmt.Sprintf("The request was longer than the model's context: %d earlier messages were summarized and the request is sent again.", archivedCount(p.Result)),
+			})
+		}
+	}
+}
+
+// archivedCount is how many messages compaction r archived.
+func archivedCount(r *session.CompactResult) int {
+	if r.Segment == nil {
+		return 0
+	}
+	return len(r.Segment.Messages)
+}
+
+// firstLine is the first line of s, at most 300 runes.
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if r := []rune(s); len(r) > 300 {
+		s = string(r[:300]) + "…"
+	}
+	return s
+}
