@@ -210,10 +210,18 @@ func (a *agentSession) notices(p session.Payload, replayed bool) {
 			a.notice(Notice{
 				Severity:    NoticeInfo,
 				Title:       "Context overflow recovered by compaction",
-				Description: fmt.Sprintf("The request was longer than the model's context: %d earlier messages were summarized and the request is sent again.", archivedCount(p.Result)),
+				Description: "The request was longer than the model's context: " + summarized(archivedCount(p.Result)) + " and the request is sent again.",
 			})
 		}
 	}
+}
+
+// summarized says that n earlier messages were summarized.
+func summarized(n int) string {
+	if n == 1 {
+		return "1 earlier message was summarized"
+	}
+	return fmt.Sprintf("%d earlier messages were summarized", n)
 }
 
 // archivedCount is how many messages compaction r archived.
