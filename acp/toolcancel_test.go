@@ -167,4 +167,3 @@ func mustJSON(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return raw
 }
-
