@@ -51,7 +51,10 @@ type ToolSpec struct {
 
 // Request is one model request.
 type Request struct {
-	Purpose   Purpose
+	Purpose Purpose
+	// Model is the model to ask; "" means the provider's configured model.
+	// A provider that serves one model only may ignore it.
+	Model     string
 	System    string            // system prompt (turns) or summarizer instructions (summary)
 	Summary   string            // retained summary, "" when none (turns only)
 	Messages  []history.Message // Active (turns) or the rendered prefix as one user message (summary)

@@ -10,20 +10,20 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/pgtest"
 	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
 
-func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
-}
+// TestMain stops the PostgreSQL server the tests of all three stores start
+// (allStores) and checks for leaked goroutines.
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 const waitLimit = 10 * time.Second
 

@@ -78,7 +78,8 @@ func newID() string {
 // # Settings on reopen
 //
 // A resumed session takes each setting (SystemPrompt, AutoCompactTokens,
-// CompactInstructions, ContextWindow, AutoCompactRatio, MaxSteps) from cfg,
+// CompactInstructions, ContextWindow, AutoCompactRatio, MaxSteps,
+// CompactOnOverflow, Recall, Model, Mode) from cfg,
 // except the settings that Configure changed at run time: those keep their
 // stored values (see [Settings].Configured). So a new system prompt in the
 // application's code takes effect, and a change made by the editor survives
@@ -119,6 +120,8 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		MaxSteps:            cfg.MaxSteps,
 		CompactOnOverflow:   cfg.CompactOnOverflow,
 		Recall:              cfg.Recall,
+		Model:               cfg.Model,
+		Mode:                cfg.Mode,
 	}
 	if err := set.validate(); err != nil {
 		return nil, err

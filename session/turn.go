@@ -60,6 +60,7 @@ func (l *loop) step() {
 	t.steps++
 	req := &provider.Request{
 		Purpose:  provider.PurposeTurn,
+		Model:    l.set.Model,
 		System:   l.set.SystemPrompt,
 		Summary:  l.requestSummary(),
 		Messages: l.requestMessages(),

@@ -162,6 +162,19 @@ type Config struct {
 	// summary instructions tell the summarizer so. Configure can change
 	// it. A tool of Config.Tools cannot be named recall then.
 	Recall bool
+	// Model is the model the provider is asked for in every turn request
+	// (provider.Request.Model); "" = the provider's configured model.
+	// Summaries are made with their provider's configured model
+	// (SummaryProvider or Provider), which the Segment records. Configure
+	// can change it, from the next model request on; the session checks
+	// nothing about it (the provider refuses a model it does not serve).
+	Model string
+	// Mode is an opaque label of what the agent lets the model do, for
+	// example the ACP modes "read-only", "ask", "auto-edit" and
+	// "full-auto": the session stores it and reports it (Settings, the
+	// SettingsEvent), and gives it no meaning of its own. Configure can
+	// change it.
+	Mode string
 	// PruneToolResults replaces old, long tool results in every turn
 	// request (never in the store, never in a summary's input) by one line
 	// naming the tool, the size and the message ID; zero = off (see
@@ -224,6 +237,8 @@ type settings struct {
 	MaxSteps            int      `json:"max_steps,omitempty"`
 	CompactOnOverflow   bool     `json:"compact_on_overflow,omitempty"`
 	Recall              bool     `json:"recall,omitempty"`
+	Model               string   `json:"model,omitempty"`
+	Mode                string   `json:"mode,omitempty"`
 	Configured          []string `json:"configured,omitempty"`
 }
 
@@ -267,6 +282,8 @@ var settingFields = []setting{
 	field[int]{"MaxSteps", func(s *settings) *int { return &s.MaxSteps }, func(r *ConfigureRequest) *int { return r.MaxSteps }},
 	field[bool]{"CompactOnOverflow", func(s *settings) *bool { return &s.CompactOnOverflow }, func(r *ConfigureRequest) *bool { return r.CompactOnOverflow }},
 	field[bool]{"Recall", func(s *settings) *bool { return &s.Recall }, func(r *ConfigureRequest) *bool { return r.Recall }},
+	field[string]{"Model", func(s *settings) *string { return &s.Model }, func(r *ConfigureRequest) *string { return r.Model }},
+	field[string]{"Mode", func(s *settings) *string { return &s.Mode }, func(r *ConfigureRequest) *string { return r.Mode }},
 }
 
 // settingNamed returns the stored setting called name, nil for a name that
@@ -313,6 +330,8 @@ type Settings struct {
 	MaxSteps            int // 0 = DefaultMaxSteps
 	CompactOnOverflow   bool
 	Recall              bool
+	Model               string // the model turn requests ask for; "" = the provider's configured model
+	Mode                string // the agent's label (Config.Mode)
 	// Configured names the settings above (by field name) that Configure
 	// set. They keep their values when the session is opened again; the
 	// others take the values of the Config it is opened with (see [New]).
@@ -337,6 +356,8 @@ func (s *settings) public(title, cwd string) Settings {
 		MaxSteps:            s.MaxSteps,
 		CompactOnOverflow:   s.CompactOnOverflow,
 		Recall:              s.Recall,
+		Model:               s.Model,
+		Mode:                s.Mode,
 		Configured:          slices.Clone(s.Configured),
 		Title:               title,
 		Cwd:                 cwd,
@@ -413,6 +434,11 @@ type ConfigureRequest struct {
 	CompactOnOverflow *bool
 	// Recall replaces Config.Recall.
 	Recall *bool
+	// Model replaces Config.Model ("" = the provider's configured model)
+	// from the next model request on.
+	Model *string
+	// Mode replaces Config.Mode.
+	Mode *string
 	// SummaryProvider, when not nil, replaces Config.SummaryProvider. It
 	// is not stored with the session (a provider is code, not data): a
 	// session opened again uses its Config's.

@@ -35,6 +35,9 @@ func (p *Provider) buildParams(req *provider.Request) (sdk.MessageNewParams, err
 		Model:     p.o.model,
 		MaxTokens: int64(p.o.maxTokens),
 	}
+	if req.Model != "" {
+		params.Model = sdk.Model(req.Model)
+	}
 	if req.MaxTokens > 0 {
 		params.MaxTokens = int64(req.MaxTokens)
 	}

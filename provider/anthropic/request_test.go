@@ -153,6 +153,15 @@ func TestMaxTokens(t *testing.T) {
 	assert.Equal(t, 77, sent(t, req, WithMaxTokens(1000)).Request.MaxTokens, "the request's own")
 }
 
+// TestRequestModel: a request that names a model asks for it; one that
+// names none asks for the configured model (WithModel).
+func TestRequestModel(t *testing.T) {
+	req := userRequest("hi")
+	assert.Equal(t, "claude-test", sent(t, req).Request.Model, "the configured model")
+	req.Model = "claude-picked"
+	assert.Equal(t, "claude-picked", sent(t, req).Request.Model, "the request's own")
+}
+
 func TestInvalidRequestIsNotSent(t *testing.T) {
 	tests := map[string]*provider.Request{
 		"no messages":    {Purpose: provider.PurposeSummary, System: "Summarize."},

@@ -384,6 +384,28 @@ func TestRequestBody(t *testing.T) {
 			},
 		},
 		{
+			name: "the request's model wins over the configured one",
+			req:  &provider.Request{Purpose: provider.PurposeTurn, Model: "gpt-picked", Messages: userRequest("x").Messages},
+			check: func(t *testing.T, body map[string]any, _ []byte, _ http.Header) {
+				assert.Equal(t, "gpt-picked", body["model"])
+			},
+		},
+		{
+			name: "a reasoning model named by the request gets max_completion_tokens",
+			req:  &provider.Request{Purpose: provider.PurposeTurn, Model: "o3-mini", Messages: userRequest("x").Messages, MaxTokens: 64},
+			check: func(t *testing.T, body map[string]any, _ []byte, _ http.Header) {
+				assert.Equal(t, "o3-mini", body["model"])
+				assert.EqualValues(t, 64, body["max_completion_tokens"])
+				assert.NotContains(t, body, "max_tokens")
+			},
+		},
+		{
+			name: "no request model, the configured one", req: userRequest("x"),
+			check: func(t *testing.T, body map[string]any, _ []byte, _ http.Header) {
+				assert.Equal(t, "test-model", body["model"])
+			},
+		},
+		{
 			name: "no API key, no Authorization header", req: userRequest("x"), opts: []Option{WithAPIKey("")},
 			check: func(t *testing.T, _ map[string]any, _ []byte, hdr http.Header) {
 				assert.Empty(t, hdr.Get("Authorization"))

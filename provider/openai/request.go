@@ -41,6 +41,9 @@ func (p *Provider) buildRequest(req *provider.Request) (goopenai.ChatCompletionR
 	}
 
 	creq := goopenai.ChatCompletionRequest{Model: p.model, Messages: msgs}
+	if req.Model != "" {
+		creq.Model = req.Model
+	}
 	if req.Purpose != provider.PurposeSummary {
 		for _, t := range req.Tools {
 			params := t.Parameters
