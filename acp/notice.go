@@ -186,14 +186,14 @@ func (a *agentSession) notices(p session.Payload, replayed bool) {
 	}
 	switch p := p.(type) {
 	case *session.AutoCompactEvent:
-		if p.Suspended {
-			a.notice(Notice{
-				Severity:    NoticeWarning,
-				Title:       "Automatic compaction suspended",
-				Description: fmt.Sprintf("%d automatic compactions in a row failed (the last: %s). The conversation is not compacted automatically until a compaction succeeds; /compact tries again.", p.Failures, p.Error),
-			})
+		// The session reports the suspension (or resumption) just before
+		// the end of the compaction that caused it: the notice follows that
+		// end.
+		n := autoCompactNotice(p)
+		if len(a.open) > 0 {
+			a.held = append(a.held, n)
 		} else {
-			a.notice(Notice{Severity: NoticeInfo, Title: "Automatic compaction resumed", Description: "A compaction succeeded: the conversation is compacted automatically again when it grows."})
+			a.notice(n)
 		}
 	case *session.RetryEvent:
 		title := "The model provider failed: retrying"
@@ -206,6 +206,9 @@ func (a *agentSession) notices(p session.Payload, replayed bool) {
 			Description: fmt.Sprintf("Retry %d of %d after: %s", p.Retry, p.MaxRetries, firstLine(p.Error)),
 		})
 	case *session.CompactionEvent:
+		if p.Phase == session.PhaseFinished {
+			a.sendHeld() // if its end was not reported
+		}
 		if p.Trigger == session.TriggerOverflow && p.Phase == session.PhaseFinished && p.Result != nil && p.Result.Compacted {
 			a.notice(Notice{
 				Severity:    NoticeInfo,
@@ -230,6 +233,28 @@ func archivedCount(r *session.CompactResult) int {
 		return 0
 	}
 	return len(r.Segment.Messages)
+}
+
+// sendHeld queues the notices held for the end of a compaction: right
+// after its terminal update (and before the response of a /compact).
+func (a *agentSession) sendHeld() {
+	for _, n := range a.held {
+		a.notice(n)
+	}
+	a.held = nil
+}
+
+// autoCompactNotice tells the user that automatic compaction was
+// suspended or resumed.
+func autoCompactNotice(p *session.AutoCompactEvent) Notice {
+	if p.Suspended {
+		return Notice{
+			Severity:    NoticeWarning,
+			Title:       "Automatic compaction suspended",
+			Description: fmt.Sprintf("%d automatic compactions in a row failed (the last: %s). The conversation is not compacted automatically until a compaction succeeds; /compact tries again.", p.Failures, p.Error),
+		}
+	}
+	return Notice{Severity: NoticeInfo, Title: "Automatic compaction resumed", Description: "A compaction succeeded: the conversation is compacted automatically again when it grows."}
 }
 
 // firstLine is the first line of s, at most 300 runes.

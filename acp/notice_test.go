@@ -125,10 +125,22 @@ func TestNotice_AutoCompactionSuspendedAndResumed(t *testing.T) {
 				assert.Contains(t, got[0].Description, "3 automatic compactions in a row failed")
 				assert.Contains(t, got[0].Description, "the summary model is down")
 				assert.NotContains(t, agentText(c, start), "Automatic compaction suspended", "not also as text")
+				var failedAt, noticeAt int
+				for _, n := range c.notesSince(start) {
+					switch {
+					case strings.Contains(n.text, "Compaction failed") || (n.kind == "compaction_update" && strings.Contains(string(n.update), `"failed"`)):
+						failedAt = n.seq
+					case n.kind == "notice":
+						noticeAt = n.seq
+					}
+				}
+				assert.Less(t, failedAt, noticeAt, "after the end of the compaction that caused it")
 			} else {
 				assert.Empty(t, noticesSince(t, c, start), "no notice without the capability")
 				assert.Contains(t, agentText(c, start), suspended)
 				assert.Contains(t, agentText(c, start), "the summary model is down")
+				text := agentText(c, start)
+				assert.Less(t, strings.LastIndex(text, "Compaction failed"), strings.Index(text, suspended), "after the end of the compaction that caused it")
 			}
 
 			// A manual compaction succeeds: resumed.

@@ -73,6 +73,7 @@ type agentSession struct {
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
 	cwd        string                      // the session's working directory as the client named it; set before start
 	running    bool                        // v2: the last state_update sent is running
+	held       []Notice                    // notices waiting for the compaction that caused them to end (notice.go)
 }
 
 // waitingPrompt is a session/prompt (or a /compact prompt) waiting for its
@@ -666,6 +667,7 @@ func (a *agentSession) finished(p *session.CompactionEvent, replayed, capable bo
 	default:
 		delete(a.open, p.CompactID)
 		a.terminal(p.CompactID, res, capable)
+		a.sendHeld()
 		if !replayed {
 			a.usageAfter(res)
 		}

@@ -38,6 +38,7 @@ const RESULTS = {
   "session/resume": z2.zResumeSessionResponse,
   "session/list": z2.zListSessionsResponse,
   "session/close": z2.zCloseSessionResponse,
+  "tool_call/cancel": z2.zCancelToolCallResponse,
 };
 
 const KNOWN = {
@@ -57,8 +58,8 @@ const idKey = (id) => JSON.stringify(id);
 
 export class V2Agent {
   /** Starts an agent process (--store path, extra args). */
-  static async start({ store, args = [] }) {
-    const child = spawn(buildAgent(), ["--store", store, ...args], { stdio: ["pipe", "pipe", "pipe"] });
+  static async start({ store, args = [], env }) {
+    const child = spawn(buildAgent(), ["--store", store, ...args], { stdio: ["pipe", "pipe", "pipe"], env: env && { ...process.env, ...env } });
     v2totals.processes++;
     const a = new V2Agent(child);
     await new Promise((resolve, reject) => {
@@ -169,6 +170,12 @@ export class V2Agent {
       const r = z2.zRequestPermissionRequest.safeParse(msg.params);
       if (!r.success) return bad(`session/request_permission: ${r.error.message}`);
       if (!isDeepStrictEqual(r.data, msg.params)) return bad(`session/request_permission: the SDK reads ${JSON.stringify(r.data)}`);
+      return;
+    }
+    if (msg.method === "$/cancel_request") {
+      const r = z2.zCancelRequestNotification.safeParse(msg.params);
+      if (!r.success) return bad(`$/cancel_request: ${r.error.message}`);
+      if (!isDeepStrictEqual(r.data, msg.params)) return bad(`$/cancel_request: the SDK reads ${JSON.stringify(r.data)}`);
       return;
     }
     if (msg.method) {
