@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -122,10 +121,7 @@ func (c *ToolClient) Notice(ctx context.Context, n Notice) error {
 	if a == nil {
 		return ErrNoClient
 	}
-	if !a.do(ctx, func() {
-		a.catchUp()
-		a.notice(n)
-	}) {
+	if !a.notice(ctx, n) {
 		return closedErr(ctx)
 	}
 	return nil
@@ -138,85 +134,6 @@ type earlyNotices struct {
 	mu      sync.Mutex
 	sent    bool
 	notices []Notice
-}
-
-// sendEarlyNotices queues, on the owner goroutine, the notices c was given
-// before the session was open; later ones are queued as they come.
-func (a *agentSession) sendEarlyNotices(c *ToolClient) {
-	c.early.mu.Lock()
-	early := c.early.notices
-	c.early.notices, c.early.sent = nil, true
-	c.early.mu.Unlock()
-	for _, n := range early {
-		a.notice(n)
-	}
-}
-
-// takesNotices reports whether notice updates go out: always on v2, on v1
-// when the client advertised session.notices.
-func (a *agentSession) takesNotices() bool {
-	if _, v2 := a.surf.(v2Surface); v2 {
-		return true
-	}
-	a.srv.mu.Lock()
-	defer a.srv.mu.Unlock()
-	return a.srv.clientCaps.SupportsNotices()
-}
-
-// notice queues n: the notice update, or its text as agent text.
-func (a *agentSession) notice(n Notice) {
-	if a.takesNotices() {
-		a.enqueue(&n)
-		return
-	}
-	text := n.Title
-	if n.Description != "" {
-		text += ": " + n.Description
-	}
-	a.note("", text+"\n\n")
-}
-
-// notices turns the session events the user is told of as notices into
-// notices: automatic compaction suspended and resumed, a provider's retry,
-// a context overflow that a compaction recovered from. Live only (replayed
-// is false): notices are not session history.
-func (a *agentSession) notices(p session.Payload, replayed bool) {
-	if replayed {
-		return
-	}
-	switch p := p.(type) {
-	case *session.AutoCompactEvent:
-		// The session reports the suspension (or resumption) just before
-		// the end of the compaction that caused it: the notice follows that
-		// end.
-		n := autoCompactNotice(p)
-		if len(a.open) > 0 {
-			a.held = append(a.held, n)
-		} else {
-			a.notice(n)
-		}
-	case *session.RetryEvent:
-		title := "The model provider failed: retrying"
-		if p.RateLimited {
-			title = "Rate limited by the model provider: retrying"
-		}
-		a.notice(Notice{
-			Severity:    NoticeWarning,
-			Title:       fmt.Sprintf("%s in %s", title, p.Wait.Round(time.Second/10)),
-			Description: fmt.Sprintf("Retry %d of %d after: %s", p.Retry, p.MaxRetries, firstLine(p.Error)),
-		})
-	case *session.CompactionEvent:
-		if p.Phase == session.PhaseFinished {
-			a.sendHeld() // if its end was not reported
-		}
-		if p.Trigger == session.TriggerOverflow && p.Phase == session.PhaseFinished && p.Result != nil && p.Result.Compacted {
-			a.notice(Notice{
-				Severity:    NoticeInfo,
-				Title:       "Context overflow recovered by compaction",
-				Description: "The request was longer than the model's context: " + summarized(archivedCount(p.Result)) + " and the request is sent again.",
-			})
-		}
-	}
 }
 
 // summarized says that n earlier messages were summarized.
@@ -233,15 +150,6 @@ func archivedCount(r *session.CompactResult) int {
 		return 0
 	}
 	return len(r.Segment.Messages)
-}
-
-// sendHeld queues the notices held for the end of a compaction: right
-// after its terminal update (and before the response of a /compact).
-func (a *agentSession) sendHeld() {
-	for _, n := range a.held {
-		a.notice(n)
-	}
-	a.held = nil
 }
 
 // autoCompactNotice tells the user that automatic compaction was

@@ -44,6 +44,7 @@ var subscriptionBuffer = 1 << 14
 // compaction) are merged in the queue, so a lagging client loses nothing
 // and what it is sent stays bounded by what happened.
 type agentSession struct {
+	// Set when it is built (newAgentSession); read-only since.
 	srv  *server
 	surf surface // the connection's protocol version
 	sess *session.Session
@@ -55,6 +56,7 @@ type agentSession struct {
 	describe func(call history.ToolCall, result *history.Message) ToolCallDisplay
 	out      chan []*outItem // to the writer: everything queued, whenever it is free
 	done     chan struct{}   // closed when both goroutines have exited
+	cwd      string          // the session's working directory as the client named it
 
 	// Owned by run.
 	sub        *session.Subscription
@@ -71,28 +73,8 @@ type agentSession struct {
 	queuedText int                         // bytes of text in queue
 	title      string                      // the title last reported (session_info_update)
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
-	cwd        string                      // the session's working directory as the client named it; set before start
 	running    bool                        // v2: the last state_update sent is running
 	held       []Notice                    // notices waiting for the compaction that caused them to end (notice.go)
-}
-
-// waitingPrompt is a session/prompt (or a /compact prompt) waiting for its
-// command to finish.
-type waitingPrompt struct {
-	resp      *jsonrpc.Responder
-	compact   bool // a /compact prompt: answered when the compaction finishes
-	uncompact bool // an /uncompact prompt: answered when the undo finishes
-	cancelled bool // a $/cancel_request arrived: answered with RequestCancelled
-	cancel    func()
-	stop      func() bool // stops the context.AfterFunc watching the request
-	// answer builds the response from the command's result: the one the
-	// event that ended it carries (ev), or else the Handle's, which is set
-	// once the command finished before a cut or the session closed.
-	answer func(ev session.Payload) (any, error)
-	// v2: the prompt was answered with its receipt ({messageId}); its end
-	// is the idle state_update, whose stop reason end gives.
-	inserted bool
-	end      func(ev session.Payload) (StopReason, *ErrorObject)
 }
 
 // outItem is one message the writer sends for the session: a session/update
@@ -118,10 +100,15 @@ type outItem struct {
 	err    error
 }
 
-func newAgentSession(srv *server, sess *session.Session) *agentSession {
+// newAgentSession is the ACP session of sess on srv's connection, speaking
+// surf, for a client that named cwd; describe is Toolset.Describe (nil: the
+// defaults). Its goroutines run from start on.
+func newAgentSession(srv *server, sess *session.Session, surf surface, cwd string, describe func(history.ToolCall, *history.Message) ToolCallDisplay) *agentSession {
 	return &agentSession{
 		srv:       srv,
-		surf:      srv.surface(),
+		surf:      surf,
+		cwd:       cwd,
+		describe:  describe,
 		sess:      sess,
 		id:        sess.ID(),
 		log:       srv.log.With(zap.String("session", sess.ID())),
@@ -136,25 +123,23 @@ func newAgentSession(srv *server, sess *session.Session) *agentSession {
 	}
 }
 
-// start starts the owner and the writer. With replay, the session's whole
-// timeline is queued first (session/load); first runs on the owner before
-// any event (it queues the response that opens the session).
-func (a *agentSession) start(replay bool, first func()) error {
-	var err error
-	if replay {
-		err = a.resubscribe(0, true)
-	} else {
-		a.sub, err = a.sess.Subscribe(context.Background(), session.SubscribeOptions{Buffer: subscriptionBuffer})
+// opened queues, on the owner, how the session answers o: with o.replay the
+// whole timeline (and on v2 the session's current state_update), then the
+// response, then the commands the session offers.
+func (a *agentSession) opened(o opening) error {
+	if o.replay {
+		if err := a.resubscribe(0, true); err != nil {
+			return err
+		}
+		if a.surf.states() {
+			a.currentState()
+		}
 	}
-	if err != nil {
-		return err
+	a.respond(o.resp, o.result(a.id), nil)
+	a.advertise()
+	if o.client != nil {
+		a.sendEarlyNotices(o.client)
 	}
-	if first != nil {
-		first()
-	}
-	wdone := make(chan struct{})
-	go a.write(wdone)
-	go a.run(wdone)
 	return nil
 }
 
@@ -215,7 +200,9 @@ func (a *agentSession) catchUp() {
 	}
 }
 
-func (a *agentSession) run(wdone chan struct{}) {
+// run is the owner goroutine. It runs begin first and sends started its
+// error; an error ends it.
+func (a *agentSession) run(wdone chan struct{}, begin func() error, started chan<- error) {
 	defer func() {
 		<-wdone
 		close(a.done)
@@ -224,6 +211,14 @@ func (a *agentSession) run(wdone chan struct{}) {
 	// A session that closed by itself (it lost its lease on a shared store)
 	// is no longer served here: session/load opens it anew.
 	defer a.srv.forget(a)
+	if err := begin(); err != nil {
+		if a.sub != nil {
+			a.sub.Close()
+		}
+		started <- err
+		return
+	}
+	started <- nil
 	for {
 		var (
 			out    chan []*outItem
@@ -787,9 +782,11 @@ func fallbackText(status CompactionStatus, errText string, archived int) string 
 
 // usageAfter queues the usage after a compaction (§7.7). A failed or
 // cancelled one left the context as it was: the last figure again. After a
-// completed one no provider has reported usage yet, so the figure is an
-// estimate (4 characters a token) of the retained summary and Active, and
-// _meta says so; it only informs the user and never triggers anything.
+// completed one no provider has reported usage yet, so the figure is the
+// session's own estimate, which the finished event carries
+// (CompactResult.ContextAfter: the system prompt, the new summary and the
+// Active messages left), and _meta says it is one; it only informs the user
+// and never triggers anything.
 func (a *agentSession) usageAfter(res *session.CompactResult) {
 	if !res.Compacted {
 		if a.used > 0 {
@@ -797,119 +794,6 @@ func (a *agentSession) usageAfter(res *session.CompactResult) {
 		}
 		return
 	}
-	ctx := context.Background()
-	active, err := a.sess.Active(ctx)
-	if err != nil {
-		return
-	}
-	summary, err := a.sess.Summary(ctx)
-	if err != nil {
-		return
-	}
-	chars := len(summary)
-	for _, m := range active {
-		chars += len(m.Text)
-		for _, c := range m.ToolCalls {
-			chars += len(c.Arguments) + len(c.Name)
-		}
-	}
-	a.used = uint64((chars + 3) / 4)
+	a.used = uint64(max(res.ContextAfter, 0))
 	a.enqueue(&UsageUpdate{Used: a.used, Size: a.srv.contextWindow(), Meta: map[string]any{MetaKey: map[string]any{"estimate": true}}})
-}
-
-// respondPrompt queues the response of a waiting prompt and forgets it.
-// ev is the event that ended its command, nil when there is none.
-func (a *agentSession) respondPrompt(id string, w *waitingPrompt, ev session.Payload) {
-	delete(a.prompts, id)
-	w.stop()
-	if w.inserted {
-		a.settle(w.end(ev))
-		return
-	}
-	if w.end != nil { // v2, never inserted: no receipt to give
-		stop, e := w.end(ev)
-		if stop == StopError && !w.cancelled {
-			a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.InternalError, "%s", e.Message))
-			return
-		}
-		w.cancelled = true
-	}
-	if w.cancelled {
-		a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.RequestCancelled, "request cancelled"))
-		return
-	}
-	result, err := w.answer(ev)
-	a.respond(w.resp, result, err)
-}
-
-// insert answers the v2 prompt w with its receipt: its user message
-// messageID is in the session (and was echoed), and the session runs.
-func (a *agentSession) insert(w *waitingPrompt, messageID string) {
-	if !a.running {
-		a.running = true
-		a.enqueue(&StateUpdate{State: StateRunning})
-	}
-	a.respond(w.resp, PromptResponseV2{MessageID: messageID}, nil)
-	w.inserted = true
-	w.stop() // the request is answered: its end no longer cancels the prompt
-	w.stop = func() bool { return false }
-}
-
-// settle reports the end of an inserted v2 prompt: the session is idle,
-// unless another inserted prompt still runs.
-func (a *agentSession) settle(stop StopReason, e *ErrorObject) {
-	for _, w := range a.prompts {
-		if w.inserted {
-			return
-		}
-	}
-	if a.running {
-		a.running = false
-		a.enqueue(&StateUpdate{State: StateIdle, StopReason: stop, Error: e})
-	}
-}
-
-// currentState queues the v2 session's state as it stands (after a
-// replay): running while an inserted prompt waits, idle otherwise.
-func (a *agentSession) currentState() {
-	a.running = false
-	for _, w := range a.prompts {
-		if w.inserted {
-			a.running = true
-		}
-	}
-	if a.running {
-		a.enqueue(&StateUpdate{State: StateRunning})
-	} else {
-		a.enqueue(&StateUpdate{State: StateIdle})
-	}
-}
-
-// cancelHeld handles a v2 session/cancel: the prompts not yet inserted are
-// removed and answered RequestCancelled, and the session is interrupted.
-func (a *agentSession) cancelHeld() {
-	for id, w := range a.prompts {
-		if w.end != nil && !w.inserted {
-			delete(a.prompts, id)
-			w.stop()
-			w.cancel()
-			a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.RequestCancelled, "request cancelled: the session was cancelled"))
-		}
-	}
-	a.sess.Interrupt()
-}
-
-// turnEnd is the v2 stop reason of a finished turn.
-func turnEnd(res *session.TurnResult) (StopReason, *ErrorObject) {
-	switch {
-	case res == nil:
-		return StopError, &ErrorObject{Code: jsonrpc.InternalError, Message: "the turn has no result"}
-	case res.Err == nil:
-		return StopEndTurn, nil
-	case errors.Is(res.Err, session.ErrCancelled), errors.Is(res.Err, session.ErrClosed):
-		return StopCancelled, nil
-	case errors.Is(res.Err, session.ErrTooManySteps):
-		return StopMaxTurnRequests, nil
-	}
-	return StopError, &ErrorObject{Code: jsonrpc.InternalError, Message: fmt.Sprintf("the turn failed: %v", res.Err)}
 }

@@ -30,12 +30,22 @@ type surface interface {
 	// receipts reports whether a prompt is answered at its insertion (v2)
 	// rather than at the end of its turn (v1).
 	receipts() bool
+	// states reports whether the session's state goes out as state_update
+	// (v2), which a replay ends with.
+	states() bool
+	// takesNotices reports whether notice updates go out (v1: the client's
+	// session.notices capability; v2: always).
+	takesNotices() bool
 }
 
-// v1Surface is ACP v1.
-type v1Surface struct{ srv *server }
+// v1Surface is ACP v1; compaction and notices are the connection's
+// capabilities as the session found them when it opened.
+type v1Surface struct {
+	compaction bool
+	notices    bool // session.notices (an object)
+}
 
-func (v v1Surface) capable() bool { return v.srv.capable() }
+func (v v1Surface) capable() bool { return v.compaction }
 
 func (v1Surface) commands() SessionUpdate {
 	return &AvailableCommandsUpdate{AvailableCommands: []AvailableCommand{{
@@ -83,13 +93,16 @@ func shownAs(c history.ToolCall, d ToolCallDisplay) (string, ToolKind) {
 
 func (v1Surface) receipts() bool { return false }
 
+func (v1Surface) states() bool { return false }
+
+func (v v1Surface) takesNotices() bool { return v.notices }
+
 // v2Surface is ACP v2: every message chunk has its messageId, user messages
 // are upserted whole (live too: the echo of the prompt), the first
 // tool_call_update creates a tool call, commands carry their types.
 // v2Surface is the v2 protocol surface; cwd, the session's working
 // directory, names the files of diff patches (set by the session's open).
 type v2Surface struct {
-	srv *server
 	cwd string
 }
 
@@ -148,6 +161,10 @@ func (v v2Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate {
 }
 
 func (v2Surface) receipts() bool { return true }
+
+func (v2Surface) states() bool { return true }
+
+func (v2Surface) takesNotices() bool { return true }
 
 // The /compact command as advertised.
 const (

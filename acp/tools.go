@@ -79,7 +79,6 @@ var ErrNoClient = errors.New("acp: no client to ask")
 // An ACP v2 client has no fs or terminal methods: there only
 // RequestPermission and UpdateToolCall reach it.
 type ToolClient struct {
-	srv  *server
 	caps ClientCapabilities
 	v2   bool
 	a    atomic.Pointer[agentSession] // set when the session is open
@@ -221,10 +220,7 @@ func (c *ToolClient) UpdateToolCall(ctx context.Context, u ToolCallUpdate) error
 	if a == nil {
 		return ErrNoClient
 	}
-	if !a.do(ctx, func() {
-		a.catchUp()
-		a.enqueue(a.surf.toolUpdate(&u))
-	}) {
+	if !a.updateToolCall(ctx, &u) {
 		return closedErr(ctx)
 	}
 	return nil
@@ -267,18 +263,12 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 		return ErrNoClient
 	}
 	got := make(chan answer, 1) // the dispatcher never waits for the call
-	req := &outItem{method: method, params: params, then: func(raw json.RawMessage, err error) {
-		got <- answer{raw, err}
-	}}
-	queue := func() {
-		a.catchUp()
-		a.queue = append(a.queue, req)
-	}
 	admitCtx := ctx
 	if always {
 		admitCtx = context.WithoutCancel(ctx)
 	}
-	if !a.do(admitCtx, queue) {
+	abandon, ok := a.requestCancellable(admitCtx, method, params, func(raw json.RawMessage, err error) { got <- answer{raw, err} })
+	if !ok {
 		return closedErr(ctx)
 	}
 	select {
@@ -292,8 +282,8 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 		return nil
 	case <-ctx.Done():
 		if c.v2 && !always {
-			// v2: tell the client the request is no longer waited for.
-			a.post(func() { a.queue = append(a.queue, &outItem{cancel: &cancelRequest{of: req}}) })
+			// v2: the client is told the request is no longer waited for.
+			abandon()
 		}
 		return ctx.Err()
 	}

@@ -1,0 +1,68 @@
+package acp
+
+import (
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// unknownSession is the ResourceNotFound error for a session ID, with
+// data {sessionId} as the official SDK sends it.
+func unknownSession(id, hint string) error {
+	e := jsonrpc.NewError(jsonrpc.ResourceNotFound, "unknown session %q: %s", id, hint)
+	e.Data, _ = json.Marshal(map[string]string{"sessionId": id})
+	return e
+}
+
+// servedElsewhere is the error for a session that another agent process
+// serves from the shared store: an internal error (ACP has no code for it)
+// whose data names the session, the holder and when its lease expires
+// unless renewed.
+func servedElsewhere(le *history.LeaseError) error {
+	e := jsonrpc.NewError(jsonrpc.InternalError, "session %q is served by another agent process (%s); try again when it closes the session, or after its lease expires", le.Session, le.Holder)
+	e.Data, _ = json.Marshal(map[string]any{
+		"sessionId": le.Session,
+		MetaKey:     map[string]any{"leasedBy": le.Holder, "leaseExpires": le.Expires.UTC().Format(time.RFC3339Nano)},
+	})
+	return e
+}
+
+// TooManySessions is the ErrorCode of the error that refuses a session/new,
+// session/load or session/resume when the connection has
+// ServerOptions.MaxSessions sessions open: an internal error (ACP has no
+// code for it, and reserves the server-error range for its own) whose
+// message says so and whose data is {"sessionkit": {"maxSessions": N}} (and
+// the sessionId asked for, if any). Closing a session with session/close
+// frees its slot.
+const TooManySessions = jsonrpc.InternalError
+
+// tooManySessions is the error of a session id ("" = new) that would be
+// one past the limit of max.
+func tooManySessions(id string, max int) error {
+	e := jsonrpc.NewError(TooManySessions, "too many sessions on this connection: this agent serves at most %d at once on one connection; close one with session/close first", max)
+	data := map[string]any{MetaKey: map[string]any{"maxSessions": max}}
+	if id != "" {
+		data["sessionId"] = id
+	}
+	e.Data, _ = json.Marshal(data)
+	return e
+}
+
+func invalidParams(format string, args ...any) error {
+	return jsonrpc.NewError(jsonrpc.InvalidParams, "invalid params: "+format, args...)
+}
+
+// sessionError maps an admission error of a session to a JSON-RPC error.
+func sessionError(err error) error {
+	switch {
+	case errors.Is(err, session.ErrInvalid):
+		return invalidParams("%v", err)
+	case errors.Is(err, session.ErrQueueFull):
+		return jsonrpc.NewError(jsonrpc.InternalError, "%v", err)
+	}
+	return err
+}

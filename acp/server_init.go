@@ -1,0 +1,127 @@
+package acp
+
+import (
+	"encoding/json"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+)
+
+// initialize negotiates the connection's version (see
+// ServerOptions.V1Only) and answers with that version's surface.
+//
+// The first initialize that succeeds decides the connection's state
+// (s.negotiated) for good. A later one is checked as the first was and
+// answered as the first was answered, but changes nothing: not the version,
+// not the client's capabilities, neither for the sessions open nor for
+// those opened later (docs/acp.md, "One initialize per connection"). A v1
+// connection answers any later request with v1 (the v1 rule); a v2
+// connection refuses a request for v1 with InvalidRequest.
+func (s *server) initialize(req *jsonrpc.Request) (any, error) {
+	if s.opts.V1Only {
+		return s.initializeV1(req)
+	}
+	was := s.negotiated.version
+	if was == ProtocolVersion1 {
+		// Initialized with v1 already: a repeated initialize keeps the
+		// v1 rule, and the connection's state.
+		return s.initializeV1(req)
+	}
+	var rv requestedVersion
+	if err := jsonrpc.UnmarshalParams(req.Params, &rv); err != nil {
+		return nil, err
+	}
+	selected := ProtocolVersion1
+	switch {
+	case was == ProtocolVersion2 && rv.ProtocolVersion < ProtocolVersion2:
+		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "initialize: this connection speaks protocol version 2 already")
+	case rv.ProtocolVersion < ProtocolVersion1:
+		e := jsonrpc.NewError(UnsupportedProtocolVersion, "unsupported protocol version %d: this agent supports 1 and 2", rv.ProtocolVersion)
+		e.Data, _ = json.Marshal(UnsupportedProtocolVersionData{Requested: rv.ProtocolVersion, Supported: []ProtocolVersion{ProtocolVersion1, ProtocolVersion2}})
+		return nil, e
+	case rv.ProtocolVersion >= ProtocolVersion2:
+		selected = ProtocolVersion2
+	}
+	if selected == ProtocolVersion1 {
+		return s.initializeV1(req)
+	}
+	return s.initializeV2(req, rv.ProtocolVersion)
+}
+
+// info is the agent's Implementation.
+func (s *server) info() Implementation {
+	info := s.opts.AgentInfo
+	if info.Name == "" {
+		info = Implementation{Name: "sessionkit", Title: "sessionkit", Version: Version}
+	}
+	return info
+}
+
+// initializeV2 answers a request for version 2 or later with v2. A request
+// for exactly 2 must parse (info is required); for a later version, params
+// that do not parse are dropped, as the official SDK's router does. v2
+// request IDs must not be null.
+func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (any, error) {
+	if string(req.ID) == "null" {
+		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "ACP v2 request IDs must be strings or integers")
+	}
+	var p InitializeRequestV2
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil && requested == ProtocolVersion2 {
+		return nil, err
+	}
+	if s.negotiated.version == 0 { // the first initialize decides (see initialize)
+		s.negotiated = negotiated{version: ProtocolVersion2}
+	}
+	info := s.info()
+	return InitializeResponseV2{
+		ProtocolVersion: ProtocolVersion2,
+		Info:            info,
+		Capabilities: AgentCapabilitiesV2{
+			Session: &SessionCapabilitiesV2{Prompt: &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}},
+			Meta:    extensionMeta(),
+		},
+	}, nil
+}
+
+// extensionMeta is the capabilities' _meta on both versions: the extension
+// methods this agent answers (acp.Dial looks here).
+func extensionMeta() map[string]any {
+	return map[string]any{MetaKey: map[string]any{"compact": MethodCompact, "uncompact": MethodUncompact}}
+}
+
+// initializeV1 answers initialize with v1.
+func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
+	var p InitializeRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	if s.negotiated.version == 0 { // the first initialize decides (see initialize)
+		s.negotiated = negotiated{version: ProtocolVersion1, compaction: p.ClientCapabilities.SupportsCompaction(), clientCaps: p.ClientCapabilities}
+	}
+	info := s.info()
+	return InitializeResponse{
+		ProtocolVersion: 1,
+		AgentCapabilities: AgentCapabilities{
+			LoadSession:         true,
+			PromptCapabilities:  PromptCapabilities{EmbeddedContext: true},
+			SessionCapabilities: s.sessionCapabilities(),
+			Meta:                extensionMeta(),
+		},
+		AgentInfo: &info,
+	}, nil
+}
+
+// sessionCapabilities are the v1 session methods this agent answers:
+// session/list only when its store can list sessions; additionalDirectories
+// when sessions have tools of their own (ServerOptions.SessionTools), which
+// are given those directories.
+func (s *server) sessionCapabilities() SessionCapabilities {
+	caps := SessionCapabilities{Resume: &Capability{}, Close: &Capability{}}
+	if _, ok := s.store.(history.Lister); ok {
+		caps.List = &Capability{}
+	}
+	if s.opts.SessionTools != nil {
+		caps.AdditionalDirectories = &Capability{}
+	}
+	return caps
+}

@@ -1,0 +1,234 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// reserve takes a slot for a session to be opened (id; "" for a new one),
+// or refuses it when the connection is full. The slot is the session's once
+// open registers it; release gives back one that was not.
+func (s *server) reserve(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sessions)+s.opening >= s.opts.MaxSessions {
+		return tooManySessions(id, s.opts.MaxSessions)
+	}
+	s.opening++
+	return nil
+}
+
+// release gives back a slot reserve took for a session that did not open.
+func (s *server) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.opening--
+}
+
+// listSessions handles session/list: one page of the store's listing,
+// newest first, optionally of one cwd.
+func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p ListSessionsRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	lister, ok := s.store.(history.Lister)
+	if !ok {
+		return nil, jsonrpc.MethodNotFoundError(req.Method)
+	}
+	page, err := lister.ListSessions(ctx, history.ListOptions{Cwd: p.Cwd, Cursor: p.Cursor})
+	if errors.Is(err, history.ErrInvalid) {
+		return nil, invalidParams("%v", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	resp := ListSessionsResponse{Sessions: make([]SessionInfo, 0, len(page.Sessions)), NextCursor: page.Next}
+	for _, si := range page.Sessions {
+		info := SessionInfo{SessionID: si.ID, Cwd: si.Cwd, Title: si.Title}
+		if !si.UpdatedAt.IsZero() {
+			info.UpdatedAt = si.UpdatedAt.UTC().Format(time.RFC3339Nano)
+		}
+		resp.Sessions = append(resp.Sessions, info)
+	}
+	return resp, nil
+}
+
+// place is where the client opens a session: its directories, and how
+// many MCP servers it asked for.
+type place struct {
+	cwd        string
+	dirs       []string
+	mcpServers int
+}
+
+// mcpCount is how many MCP servers a v2 request's raw mcpServers lists.
+func mcpCount(raw json.RawMessage) int {
+	var list []json.RawMessage
+	_ = json.Unmarshal(raw, &list)
+	return len(list)
+}
+
+// open starts a session.Session for id ("" = new) and its ACP session,
+// whose owner answers o before anything else, and registers it.
+func (s *server) open(ctx context.Context, id string, at place, o opening) error {
+	if err := s.reserve(id); err != nil {
+		return err
+	}
+	registered := false
+	defer func() {
+		if !registered {
+			s.release()
+		}
+	}()
+	cwd := at.cwd
+	cfg := s.opts.Session
+	cfg.ID = id
+	cfg.Store = s.store
+	if cfg.Logger == nil {
+		cfg.Logger = s.log
+	}
+	if at.mcpServers > 0 {
+		// Never silently: the client asked for servers this agent does not
+		// connect to.
+		s.log.Warn("mcpServers are not supported by this agent: the session runs without them", zap.Int("mcpServers", at.mcpServers), zap.String("cwd", cwd))
+	}
+	conn := s.negotiated // this session's copy
+	client := &ToolClient{caps: conn.clientCaps, v2: conn.version == ProtocolVersion2}
+	var describe func(history.ToolCall, *history.Message) ToolCallDisplay
+	if s.opts.SessionTools != nil {
+		set, err := s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), Client: client})
+		if err != nil {
+			return invalidParams(`field "cwd": %v`, err)
+		}
+		cfg.Tools = append(slices.Clip(cfg.Tools), set.Tools...)
+		describe = set.Describe
+	}
+	var (
+		sess *session.Session
+		err  error
+	)
+	if id == "" {
+		cfg.Cwd = cwd
+		sess, err = session.New(ctx, cfg)
+	} else {
+		sess, err = session.Open(ctx, cfg) // an existing session only
+	}
+	var leased *history.LeaseError
+	switch {
+	case errors.As(err, &leased):
+		return servedElsewhere(leased)
+	case errors.Is(err, history.ErrNotFound):
+		return unknownSession(id, "no such session is stored")
+	case err != nil:
+		return fmt.Errorf("open session: %w", err)
+	}
+	a := newAgentSession(s, sess, conn.surface(cwd), cwd, describe)
+	client.a.Store(a)
+	o.client = client
+	if err := a.start(o); err != nil {
+		_ = sess.Close()
+		return fmt.Errorf("open session: %w", err)
+	}
+	s.mu.Lock()
+	s.sessions[sess.ID()] = a
+	s.opening--
+	registered = true
+	s.mu.Unlock()
+	return nil
+}
+
+// forget unregisters a, unless another session took its place.
+func (s *server) forget(a *agentSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[a.id] == a {
+		delete(s.sessions, a.id)
+	}
+}
+
+func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p NewSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, func(id string) any { return NewSessionResponse{SessionID: id} })
+}
+
+// create opens a new session at at; its response is result(its ID).
+func (s *server) create(ctx context.Context, at place, result func(id string) any) (any, error) {
+	if at.cwd == "" {
+		return nil, invalidParams(`field "cwd": must not be empty`)
+	}
+	resp := jsonrpc.Defer(ctx)
+	if err := s.open(ctx, "", at, opening{resp: resp, result: result}); err != nil {
+		return nil, resp.Respond(nil, err)
+	}
+	return nil, nil
+}
+
+// attach handles session/load (replay) and session/resume (no replay): a
+// session open on this connection is attached by its owner, one that is not
+// is opened from the store.
+func (s *server) attach(ctx context.Context, id string, at place, replay bool, result any) (any, error) {
+	if id == "" {
+		return nil, invalidParams(`field "sessionId": must not be empty`)
+	}
+	if at.cwd == "" {
+		return nil, invalidParams(`field "cwd": must not be empty`)
+	}
+	o := opening{resp: jsonrpc.Defer(ctx), result: func(string) any { return result }, replay: replay}
+	s.mu.Lock()
+	a, open := s.sessions[id]
+	s.mu.Unlock()
+	if open {
+		return a.attach(ctx, o)
+	}
+	if err := s.open(ctx, id, at, o); err != nil {
+		return nil, o.resp.Respond(nil, err)
+	}
+	return nil, nil
+}
+
+func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p LoadSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, true, LoadSessionResponse{})
+}
+
+func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p ResumeSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, len(p.McpServers)}, false, ResumeSessionResponse{})
+}
+
+// closeSession handles session/close: the session is forgotten at once (a
+// later request for it gets the unknown-session error), then closed as
+// session/cancel and Session.Close do it; the response follows every update
+// of what the close finished.
+func (s *server) closeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
+	var p CloseSessionRequest
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
+		return nil, err
+	}
+	a, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	s.forget(a)
+	return a.close(ctx, jsonrpc.Defer(ctx))
+}
