@@ -2,7 +2,6 @@ package acp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -86,16 +85,7 @@ func (n *Notice) Validate() error {
 // clientCapabilities.session.notices as a JSON object, the only form that
 // allows notice updates on ACP v1. Absent, null and anything but an object
 // mean no support, as for [ClientCapabilities.SupportsCompaction].
-func (c ClientCapabilities) SupportsNotices() bool {
-	if jsonKind(c.Session) != "object" {
-		return false
-	}
-	var session map[string]json.RawMessage
-	if json.Unmarshal(c.Session, &session) != nil {
-		return false
-	}
-	return jsonKind(session["notices"]) == "object"
-}
+func (c ClientCapabilities) SupportsNotices() bool { return c.sessionObject("notices") }
 
 // Notice tells the user of the session something that is not part of its
 // history, e.g. that an MCP server of the session failed to start or died:
