@@ -47,12 +47,12 @@ func (n *SessionNotification) UnmarshalJSON(data []byte) error { return decodeOb
 // *UserMessageChunk, *AgentMessageChunk, *AgentThoughtChunk, *ToolCall,
 // *ToolCallUpdate, *Plan, *AvailableCommandsUpdate, *CurrentModeUpdate,
 // *UsageUpdate, *CompactionUpdate, *CompactionSummaryChunk,
-// *SessionInfoUpdate and *UnknownSessionUpdate. Each encodes with its
-// discriminator.
+// *SessionInfoUpdate, *Notice and *UnknownSessionUpdate. Each encodes with
+// its discriminator.
 //
-// The v1 schema also has config_option_update and notice, which sessionkit
-// neither sends nor interprets: they decode as *UnknownSessionUpdate like
-// any future kind.
+// The v1 schema also has config_option_update, which sessionkit neither
+// sends nor interprets: it decodes as *UnknownSessionUpdate like any future
+// kind.
 type SessionUpdate interface {
 	// SessionUpdateKind returns the "sessionUpdate" discriminator.
 	SessionUpdateKind() string
@@ -110,6 +110,8 @@ func newSessionUpdate(kind string) SessionUpdate {
 		return new(CompactionSummaryChunk)
 	case UpdateSessionInfo:
 		return new(SessionInfoUpdate)
+	case UpdateNotice:
+		return new(Notice)
 	}
 	return nil
 }

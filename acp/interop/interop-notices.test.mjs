@@ -17,7 +17,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { buildAgent, cleanupBuild, startAgent, tempStore, totals } from "./harness.mjs";
+import { buildAgent, cleanupBuild, schema, startAgent, tempStore, totals } from "./harness.mjs";
 import { acp2, V2Agent, V2_INIT, v2totals, z2 } from "./harness-v2.mjs";
 
 before(() => buildAgent());
@@ -286,6 +286,13 @@ test("n5. v2 tool_call/cancel of a command waiting for permission: the request i
 });
 
 // ---------------------------------------------------------------------------
+
+test("n golden: the v1 notice golden file parses unchanged with the SDK's v1 validator", () => {
+  const value = JSON.parse(readFileSync(join(import.meta.dirname, "..", "testdata", "notice.json"), "utf8"));
+  const r = schema.zSessionUpdate.safeParse(value);
+  assert.ok(r.success, r.error?.message);
+  assert.deepEqual({ ...r.data }, value);
+});
 
 test("n totals: every v1 update line valid with the SDK's zod schema; every v2 line valid v2; the SDK dropped nothing", () => {
   assert.deepEqual(totals.invalid, [], "invalid v1 session/update lines");
