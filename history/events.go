@@ -49,3 +49,48 @@ type EventLog interface {
 // MaxSeq is the highest sequence number a store keeps (the SQL stores keep
 // them in signed 64-bit columns).
 const MaxSeq = math.MaxInt64
+
+// SeqReserver is implemented by event logs that reserve a session's
+// sequence numbers in one step (memstore, sqlite and postgres do), so that
+// a process opening a session can record where its numbering starts
+// without writing a batch (docs/session.md, "Sequence numbers over a
+// session's whole life"). The reservation is a write of the event log: not
+// versioned, fenced by a lease like [EventLog.LogEvents].
+type SeqReserver interface {
+	// ReserveSeqs raises session id's recorded Through by gap, in one
+	// transaction, and returns the Through before and after
+	// ([SeqReservation]). The raise needs room above it: when the recorded
+	// Through is above MaxSeq - 2*gap (no room for the gap and another gap
+	// of numbers above it) nothing is written and the reservation's Start is
+	// 0. gap must lie in 1..MaxSeq/2 (ErrInvalid otherwise); a session that
+	// does not exist is ErrNotFound.
+	ReserveSeqs(ctx context.Context, id string, gap uint64) (SeqReservation, error)
+}
+
+// SeqReservation is the outcome of a reservation of sequence numbers
+// ([SeqReserver], [ReservingLeaser]).
+type SeqReservation struct {
+	// Found reports that the session exists. ReservingLeaser.AcquireReserving
+	// reserves nothing for a session that does not exist yet.
+	Found bool
+	// Last is the Through the session recorded before the reservation.
+	Last uint64
+	// Start is the Through recorded by the reservation, Last plus the gap;
+	// 0 when nothing was reserved (no session, or no room below MaxSeq).
+	Start uint64
+}
+
+// ReservingLeaser is implemented by leasers that can reserve a session's
+// sequence numbers in the transaction that takes its lease
+// (history/sqlite, history/postgres), so that opening a session writes once.
+type ReservingLeaser interface {
+	Leaser
+	// AcquireReserving is [Leaser.Acquire] and, in the same transaction
+	// and only when it takes the lease, [SeqReserver.ReserveSeqs] of the
+	// session when it exists. A session that does not exist yet gets its
+	// lease and a reservation whose Found is false; one without room for
+	// the gap gets its lease and a reservation whose Start is 0 (the caller
+	// releases the lease if it does not serve the session then). A gap
+	// outside 1..MaxSeq/2 is ErrInvalid, and nothing is taken.
+	AcquireReserving(ctx context.Context, id string, gap uint64) (Lease, SeqReservation, error)
+}

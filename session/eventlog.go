@@ -335,13 +335,16 @@ type eventLog struct {
 // opened from snap (created when this open made it): at 0 for a new
 // session, seqGap above the last recorded number for one opened again.
 // Before it gives out any number, a session opened again records that
-// start in the log (an empty batch whose Through is the start), so a
-// process that logs nothing (its log writes fail, or it is killed before
-// its first batch) still moves the next process past every number it
-// could have given: the next one starts seqGap above this one's start.
-// A session whose next start would leave less than seqGap numbers below
-// history.MaxSeq is refused with ErrSeqExhausted.
-func startNumbering(ctx context.Context, store history.Store, snap *history.Snapshot, created bool) (eventLog, uint64, error) {
+// start in the store, so a process that logs nothing (its log writes fail,
+// or it is killed before its first batch) still moves the next process past
+// every number it could have given: the next one starts seqGap above this
+// one's start. The record is the reservation made with the lease (reserved,
+// from history.ReservingLeaser.AcquireReserving) when there is one for this
+// snapshot, otherwise a reservation of its own (history.SeqReserver), or an
+// empty batch whose Through is the start for an event log that reserves
+// nothing. A session whose next start would leave less than seqGap numbers
+// below history.MaxSeq is refused with ErrSeqExhausted.
+func startNumbering(ctx context.Context, store history.Store, snap *history.Snapshot, created bool, reserved *history.SeqReservation) (eventLog, uint64, error) {
 	el, ok := store.(history.EventLog)
 	if !ok {
 		return eventLog{}, 0, nil
@@ -350,9 +353,31 @@ func startNumbering(ctx context.Context, store history.Store, snap *history.Snap
 	if created {
 		return elog, 0, nil
 	}
+	exhausted := func(last uint64) error {
+		return fmt.Errorf("%w: session %q has recorded sequence number %d; a process needs %d numbers above its start, and history.MaxSeq is %d",
+			ErrSeqExhausted, snap.ID, last, uint64(seqGap), uint64(history.MaxSeq))
+	}
+	// The lease's reservation serves when the Load under that lease saw
+	// it (no write between them: the lease fences every other writer).
+	if r := reserved; r != nil && r.Found && r.Start == 0 && r.Last == snap.LastSeq {
+		return eventLog{}, 0, exhausted(r.Last)
+	}
+	if r := reserved; r != nil && r.Found && r.Start != 0 && r.Start == snap.LastSeq {
+		return elog, r.Start, nil
+	}
+	if rs, ok := store.(history.SeqReserver); ok {
+		r, err := rs.ReserveSeqs(ctx, snap.ID, seqGap)
+		switch {
+		case err != nil:
+			return eventLog{}, 0, fmt.Errorf("session: record where the sequence numbers of %q start: %w", snap.ID, err)
+		case r.Start == 0:
+			return eventLog{}, 0, exhausted(r.Last)
+		}
+		elog.logged = r.Start
+		return elog, r.Start, nil
+	}
 	if snap.LastSeq > history.MaxSeq-2*seqGap {
-		return eventLog{}, 0, fmt.Errorf("%w: session %q has recorded sequence number %d; a process needs %d numbers above its start, and history.MaxSeq is %d",
-			ErrSeqExhausted, snap.ID, snap.LastSeq, uint64(seqGap), uint64(history.MaxSeq))
+		return eventLog{}, 0, exhausted(snap.LastSeq)
 	}
 	start := snap.LastSeq + seqGap
 	if err := el.LogEvents(ctx, snap.ID, history.EventBatch{Through: start}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -282,4 +283,86 @@ func TestSeq_UnloggedEventsStayRetained(t *testing.T) {
 	require.NoError(t, err)
 	equalEvents(t, durableAfter(evs, evs[0].Seq), buffered(sub), "while the log lags")
 	sub.Close()
+}
+
+// reserveCounter is a SQLite store that records the reservations made
+// with its leases and counts the writes of the leases' stores that record
+// a start of numbering by themselves (ReserveSeqs, empty LogEvents batches).
+type reserveCounter struct {
+	*sqlite.Store
+	made     []history.SeqReservation
+	separate atomic.Int64
+}
+
+func (c *reserveCounter) AcquireReserving(ctx context.Context, id string, gap uint64) (history.Lease, history.SeqReservation, error) {
+	l, r, err := c.Store.AcquireReserving(ctx, id, gap)
+	if err != nil {
+		return nil, r, err
+	}
+	c.made = append(c.made, r)
+	return countedLease{l, c}, r, nil
+}
+
+type countedLease struct {
+	history.Lease
+	c *reserveCounter
+}
+
+func (l countedLease) Store() history.Store { return countedLog{l.Lease.Store(), l.c} }
+
+type countedLog struct {
+	history.Store
+	c *reserveCounter
+}
+
+func (s countedLog) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
+	if len(b.Events) == 0 {
+		s.c.separate.Add(1)
+	}
+	return s.Store.(history.EventLog).LogEvents(ctx, id, b)
+}
+
+func (s countedLog) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
+	return s.Store.(history.EventLog).Events(ctx, id, after, limit)
+}
+
+func (s countedLog) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
+	s.c.separate.Add(1)
+	return s.Store.(history.SeqReserver).ReserveSeqs(ctx, id, gap)
+}
+
+// TestSeq_ReservedWithTheLease: on a store that reserves with its lease
+// (SQLite), reopening a session records where its numbers start in the
+// lease's transaction, 2^32 above the last recorded number, and writes no
+// reservation of its own; its numbers lie above it.
+func TestSeq_ReservedWithTheLease(t *testing.T) {
+	st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	c := &reserveCounter{Store: st}
+	ctx := context.Background()
+	cfg := session.Config{Provider: offline.New(), Store: c}
+	s, err := session.New(ctx, cfg)
+	require.NoError(t, err)
+	require.NoError(t, wait(t, mustPrompt(t, s, "one")).Err)
+	require.NoError(t, s.Close())
+	require.Equal(t, []history.SeqReservation{{}}, c.made, "a new session: nothing reserved")
+	snap, err := st.Load(ctx, s.ID())
+	require.NoError(t, err)
+	last := snap.LastSeq
+
+	cfg.ID = s.ID()
+	c.separate.Store(0)
+	s, err = session.Open(ctx, cfg)
+	require.NoError(t, err)
+	assert.Zero(t, c.separate.Load(), "Open wrote no reservation of its own")
+	require.Len(t, c.made, 2)
+	assert.Equal(t, history.SeqReservation{Found: true, Last: last, Start: last + 1<<32}, c.made[1])
+	sub, err := s.Subscribe(ctx, session.SubscribeOptions{})
+	require.NoError(t, err)
+	require.NoError(t, wait(t, mustPrompt(t, s, "two")).Err)
+	ev := <-sub.Events()
+	assert.Greater(t, ev.Seq, last+1<<32, "numbered above the reservation")
+	sub.Close()
+	require.NoError(t, s.Close())
 }

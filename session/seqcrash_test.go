@@ -58,6 +58,16 @@ func (s stuckLeaser) Acquire(ctx context.Context, id string) (history.Lease, err
 	return stuckLease{l}, nil
 }
 
+// AcquireReserving is the store's, with the lease's writes through a
+// stuckLog too (the reservation made with the lease gets through).
+func (s stuckLeaser) AcquireReserving(ctx context.Context, id string, gap uint64) (history.Lease, history.SeqReservation, error) {
+	l, r, err := s.Store.AcquireReserving(ctx, id, gap)
+	if err != nil {
+		return nil, r, err
+	}
+	return stuckLease{l}, r, nil
+}
+
 type stuckLease struct{ history.Lease }
 
 func (l stuckLease) Store() history.Store { return stuckLog{l.Lease.Store()} }
@@ -212,23 +222,50 @@ func runSeqChild(t *testing.T, path, mode string) []uint64 {
 // close to history.MaxSeq that a process could run out of them is not
 // opened; the error says why.
 func TestSeq_RefusedNearMaxSeq(t *testing.T) {
-	store := memstore.New()
-	ctx := context.Background()
-	_, err := store.Create(ctx, history.NewSession{ID: "s"})
-	require.NoError(t, err)
-	require.NoError(t, store.LogEvents(ctx, "s", history.EventBatch{Through: math.MaxInt64 - 1<<32}))
-	_, err = session.Open(ctx, session.Config{ID: "s", Provider: offline.New(), Store: store})
-	require.ErrorIs(t, err, session.ErrSeqExhausted)
-	assert.Contains(t, err.Error(), "history.MaxSeq")
-	snap, err := store.Load(ctx, "s")
-	require.NoError(t, err)
-	assert.EqualValues(t, math.MaxInt64-1<<32, snap.LastSeq, "nothing recorded")
+	for _, tt := range []struct {
+		name string
+		open func(t *testing.T) history.Store
+	}{
+		{"memstore", func(t *testing.T) history.Store { return memstore.New() }}, // history.SeqReserver
+		{"sqlite", func(t *testing.T) history.Store { // the reservation made with the lease
+			st, err := sqlite.Open(filepath.Join(t.TempDir(), "s.db"))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			store := tt.open(t)
+			el := store.(history.EventLog)
+			ctx := context.Background()
+			_, err := store.Create(ctx, history.NewSession{ID: "s"})
+			require.NoError(t, err)
+			require.NoError(t, el.LogEvents(ctx, "s", history.EventBatch{Through: math.MaxInt64 - 1<<32}))
+			for range 2 { // a refused open takes nothing along: the second is refused alike
+				_, err = session.Open(ctx, session.Config{ID: "s", Provider: offline.New(), Store: store})
+				require.ErrorIs(t, err, session.ErrSeqExhausted)
+				assert.Contains(t, err.Error(), "history.MaxSeq")
+			}
+			snap, err := store.Load(ctx, "s")
+			require.NoError(t, err)
+			assert.EqualValues(t, math.MaxInt64-1<<32, snap.LastSeq, "nothing recorded")
 
-	// Further below, it opens and numbers above its reservation.
-	_, err = store.Create(ctx, history.NewSession{ID: "t"})
-	require.NoError(t, err)
-	require.NoError(t, store.LogEvents(ctx, "t", history.EventBatch{Through: math.MaxInt64 - 2<<32}))
-	s, err := session.Open(ctx, session.Config{ID: "t", Provider: offline.New(), Store: store})
-	require.NoError(t, err)
-	require.NoError(t, s.Close())
+			// Further below, it opens and numbers above its reservation.
+			_, err = store.Create(ctx, history.NewSession{ID: "t"})
+			require.NoError(t, err)
+			require.NoError(t, el.LogEvents(ctx, "t", history.EventBatch{Through: math.MaxInt64 - 2<<32}))
+			s, err := session.Open(ctx, session.Config{ID: "t", Provider: offline.New(), Store: store})
+			require.NoError(t, err)
+			sub, err := s.Subscribe(ctx, session.SubscribeOptions{})
+			require.NoError(t, err)
+			require.NoError(t, wait(t, mustPrompt(t, s, "hello")).Err)
+			ev := <-sub.Events()
+			assert.Greater(t, ev.Seq, uint64(math.MaxInt64-1<<32), "numbered above the reservation")
+			sub.Close()
+			require.NoError(t, s.Close())
+			snap, err = store.Load(ctx, "t")
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, snap.LastSeq, uint64(math.MaxInt64-1<<32))
+		})
+	}
 }

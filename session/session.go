@@ -165,10 +165,24 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	// On a shared store the lease comes first: what follows reads the
 	// session and recovers its interrupted compactions, which is only right
 	// once no other process serves it.
-	var lease history.Lease
+	var (
+		lease    history.Lease
+		reserved *history.SeqReservation // made with the lease, when the store can
+	)
 	if leaser, ok := store.(history.Leaser); ok {
+		take := leaser.Acquire
+		rl, reserving := store.(history.ReservingLeaser)
+		if _, logs := store.(history.EventLog); logs && reserving {
+			// The sequence-number reservation of an existing session rides
+			// in the lease's transaction: one write instead of two.
+			take = func(ctx context.Context, id string) (history.Lease, error) {
+				l, r, err := rl.AcquireReserving(ctx, id, seqGap)
+				reserved = &r
+				return l, err
+			}
+		}
 		var err error
-		if lease, err = acquire(ctx, leaser, id, cfg.WaitForLease); err != nil {
+		if lease, err = acquire(ctx, take, id, cfg.WaitForLease); err != nil {
 			return nil, err
 		}
 		store = lease.Store()
@@ -196,6 +210,11 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		return nil, err
 	}
 	snap, created, err := open(ctx, store, id, set, cfg, create)
+	if err != nil {
+		return nil, err
+	}
+	// Before anything else is written: a session out of numbers is refused.
+	elog, start, err := startNumbering(ctx, store, snap, created, reserved)
 	if err != nil {
 		return nil, err
 	}
@@ -228,11 +247,6 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		version = v
 		active = append(active, msgs...)
 		nextPos += int64(len(msgs))
-	}
-
-	elog, start, err := startNumbering(ctx, store, snap, created)
-	if err != nil {
-		return nil, err
 	}
 
 	maxQueue := cfg.MaxQueue
@@ -282,12 +296,12 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	return s, nil
 }
 
-// acquire takes the lease of session id; with wait it retries while
-// another holder has it, until ctx ends.
-func acquire(ctx context.Context, leaser history.Leaser, id string, wait bool) (history.Lease, error) {
+// acquire takes the lease of session id with take; with wait it retries
+// while another holder has it, until ctx ends.
+func acquire(ctx context.Context, take func(context.Context, string) (history.Lease, error), id string, wait bool) (history.Lease, error) {
 	delay := 50 * time.Millisecond
 	for {
-		lease, err := leaser.Acquire(ctx, id)
+		lease, err := take(ctx, id)
 		if err == nil {
 			return lease, nil
 		}

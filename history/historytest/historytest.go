@@ -16,7 +16,9 @@
 // that each see one committed state while compactions commit, the
 // timeline order that replay relies on, search (history.Searcher: ranking,
 // stemming, paging, tool results, archived and Active messages, isolation
-// between sessions, any query text) and the fidelity a Segment keeps.
+// between sessions, any query text), the fidelity a Segment keeps, and the
+// event log with its reservations of sequence numbers (history.EventLog,
+// history.SeqReserver).
 package historytest
 
 import (
@@ -88,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListInvalid", testListInvalid},
 		{"EventLog", testEventLog},
 		{"EventLogInvalid", testEventLogInvalid},
+		{"SeqReserve", testSeqReserve},
 		{"SearchRanking", testSearchRanking},
 		{"SearchToolResults", testSearchToolResults},
 		{"SearchArchived", testSearchArchived},

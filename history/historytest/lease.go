@@ -41,7 +41,9 @@ const shortTTL = 300 * time.Millisecond
 // RunLeaser runs the conformance suite of [history.Leaser]: racing
 // acquires, fencing, expiry and takeover, release, the store's own writes
 // on a leased session, tokens, and malformed calls; and, for stores that
-// implement [history.LeaseReader], leases read without being taken.
+// implement [history.LeaseReader], leases read without being taken, and for
+// those that implement [history.ReservingLeaser], sequence numbers reserved
+// in the transaction that takes the lease.
 func RunLeaser(t *testing.T, h LeaseHarness) {
 	tests := []struct {
 		name string
@@ -54,6 +56,7 @@ func RunLeaser(t *testing.T, h LeaseHarness) {
 		{"UnfencedStoreRefusedOnLeasedSession", testUnfencedStoreRefusedOnLeasedSession},
 		{"TokensIncrease", testTokensIncrease},
 		{"Malformed", testLeaseMalformed},
+		{"AcquireReserving", testAcquireReserving},
 		{"ReadLease", testReadLease},
 	}
 	for _, tt := range tests {

@@ -103,6 +103,7 @@ var (
 	_ history.Lister      = (*Store)(nil)
 	_ history.Uncompacter = (*Store)(nil)
 	_ history.EventLog    = (*Store)(nil)
+	_ history.SeqReserver = (*Store)(nil)
 	_ history.Searcher    = (*Store)(nil)
 )
 
@@ -511,6 +512,26 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 		ss.lastSeq = b.Through
 		return nil
 	})
+}
+
+// ReserveSeqs implements [history.SeqReserver].
+func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
+	if err := storekit.CheckSeqGap(gap); err != nil {
+		return history.SeqReservation{}, err
+	}
+	var r history.SeqReservation
+	err := s.view(ctx, id, func(ss *session) error {
+		r = history.SeqReservation{Found: true, Last: ss.lastSeq}
+		if storekit.SeqRoom(ss.lastSeq, gap) {
+			ss.lastSeq += gap
+			r.Start = ss.lastSeq
+		}
+		return nil
+	})
+	if err != nil {
+		return history.SeqReservation{}, err
+	}
+	return r, nil
 }
 
 // Events implements [history.EventLog].

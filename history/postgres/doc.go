@@ -71,7 +71,10 @@
 // [history.ErrFenced] unless it still carries their token and is live, so a
 // holder that lost its lease (it stopped renewing, the database was
 // unreachable, another process took over after the expiry) cannot write
-// after its successor. The Store's own writes (without a lease) fail with a
+// after its successor. Every write transaction sets
+// idle_in_transaction_session_timeout to 2/3 of the TTL, so a process
+// stopped inside one (SIGSTOP) holds its row locks no longer than its lease
+// lives, and Acquire refuses a live lease without waiting for its row lock. The Store's own writes (without a lease) fail with a
 // *[history.LeaseError] on a session that someone holds, and work as usual
 // on the others.
 package postgres

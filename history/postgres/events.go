@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -44,11 +45,17 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 			return err
 		}
 		if len(b.Events) > 0 {
-			rows := make([][]any, len(b.Events))
+			// One statement, not COPY: a holder frozen halfway through a
+			// COPY would leave the server waiting for its data, which no
+			// idle_in_transaction_session_timeout ends (see idleInTx).
+			seqs, ats := make([]int64, len(b.Events)), make([]int64, len(b.Events))
+			kinds, data := make([]string, len(b.Events)), make([][]byte, len(b.Events))
 			for i, e := range b.Events {
-				rows[i] = []any{key, int64(e.Seq), e.Time.UnixNano(), e.Kind, sqlstore.NotNull(e.Data)}
+				seqs[i], ats[i], kinds[i], data[i] = int64(e.Seq), e.Time.UnixNano(), e.Kind, sqlstore.NotNull(e.Data)
 			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"session_id", "seq", "at", "kind", "data"}, pgx.CopyFromRows(rows)); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO events (session_id, seq, at, kind, data)
+				SELECT $1, e.seq, e.at, e.kind, e.data FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bytea[]) AS e (seq, at, kind, data)`,
+				key, seqs, ats, kinds, data); err != nil {
 				return s.fail(ctx, op, err)
 			}
 		}
@@ -57,6 +64,71 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 		}
 		return nil
 	})
+}
+
+var _ history.SeqReserver = (*Store)(nil)
+
+// ReserveSeqs implements [history.SeqReserver]: one transaction with the
+// lease check of every write and without the version compare-and-swap,
+// like LogEvents.
+func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
+	return s.reserve(ctx, id, gap, nil)
+}
+
+// reserve is ReserveSeqs, fenced by l when l is not nil.
+func (s *Store) reserve(ctx context.Context, id string, gap uint64, l *lease) (history.SeqReservation, error) {
+	const op = "reserve sequence numbers"
+	if err := storekit.CheckSeqGap(gap); err != nil {
+		return history.SeqReservation{}, err
+	}
+	key := bin(id)
+	var r history.SeqReservation
+	err := s.inTx(ctx, op, l, func(tx pgx.Tx) error {
+		var err error
+		if l != nil {
+			err = l.check(ctx, op, tx.QueryRow(ctx, checkToken, key))
+		} else {
+			err = s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, key))
+		}
+		if err != nil {
+			return err
+		}
+		if r, err = s.reserveSeqs(ctx, tx, op, key, gap); err == nil && !r.Found {
+			err = s.found(ctx, op, id, pgx.ErrNoRows)
+		}
+		return err
+	})
+	if err != nil {
+		return history.SeqReservation{}, err
+	}
+	return r, nil
+}
+
+// reserveSeqs raises the recorded Through of the session keyed key by gap
+// inside a write transaction (ReserveSeqs, AcquireReserving) when there is
+// room; a missing session is a reservation whose Found is false. The
+// common case is one statement, whose row lock waits for the session's
+// writes in flight.
+func (s *Store) reserveSeqs(ctx context.Context, tx pgx.Tx, op string, key []byte, gap uint64) (history.SeqReservation, error) {
+	var start int64
+	err := tx.QueryRow(ctx, `UPDATE sessions SET last_seq = last_seq + $2 WHERE id = $1 AND last_seq <= $3 RETURNING last_seq`,
+		key, int64(gap), int64(history.MaxSeq-2*gap)).Scan(&start)
+	if err == nil {
+		return history.SeqReservation{Found: true, Last: uint64(start) - gap, Start: uint64(start)}, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return history.SeqReservation{}, s.fail(ctx, op, err)
+	}
+	// No session, or no room.
+	var last int64
+	err = tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1`, key).Scan(&last)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return history.SeqReservation{}, nil
+	case err != nil:
+		return history.SeqReservation{}, s.fail(ctx, op, err)
+	}
+	return history.SeqReservation{Found: true, Last: uint64(last)}, nil
 }
 
 // Events implements [history.EventLog].

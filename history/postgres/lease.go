@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/leasing"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // Acquire implements [history.Leaser]: it takes the lease of session id,
@@ -27,19 +28,39 @@ import (
 // for unfenced writes of the session that are in flight, so a Load through
 // the lease sees them.
 func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
+	l, _, err := s.acquire(ctx, id, 0)
+	return l, err
+}
+
+var _ history.ReservingLeaser = (*Store)(nil)
+
+// AcquireReserving implements [history.ReservingLeaser]: Acquire, and in
+// its transaction (after the lease row was taken, so only a taker reserves)
+// the reservation of [Store.ReserveSeqs], whose row lock also waits for the
+// unfenced writes in flight.
+func (s *Store) AcquireReserving(ctx context.Context, id string, gap uint64) (history.Lease, history.SeqReservation, error) {
+	if err := storekit.CheckSeqGap(gap); err != nil {
+		return nil, history.SeqReservation{}, err
+	}
+	return s.acquire(ctx, id, gap)
+}
+
+// acquire is Acquire, and AcquireReserving when gap is not 0.
+func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lease, history.SeqReservation, error) {
 	const op = "acquire"
+	var res history.SeqReservation
 	if err := leasing.CheckSession(id); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	if err := s.admit(ctx); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	// The lease cannot expire before the TTL has passed from here: the
 	// database's now() is read later.
 	start := time.Now()
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, res, s.fail(ctx, op, err)
 	}
 	defer rollback(ctx, tx)
 	key := bin(id)
@@ -47,11 +68,16 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 		token   int64
 		expires time.Time
 	)
-	// ON CONFLICT DO UPDATE locks the existing row even when its WHERE is
-	// false, so the holder read below is the one that refused us.
+	// A live lease is refused without taking its row's lock (the NOT
+	// EXISTS reads the last committed row): its holder may be stopped
+	// inside a write that holds the lock, until the server ends that
+	// transaction (idleInTx). A lease that has expired, or none, is taken
+	// through ON CONFLICT DO UPDATE, which locks the row and checks the
+	// expiry again on its latest version.
 	err = tx.QueryRow(ctx, `
 		INSERT INTO leases AS l (session_id, holder, token, expires_at)
-		VALUES ($1, $2, 1, now() + $3::float8 * interval '1 second')
+		SELECT $1, $2, 1, now() + $3::float8 * interval '1 second'
+		WHERE NOT EXISTS (SELECT 1 FROM leases WHERE session_id = $1 AND expires_at > now())
 		ON CONFLICT (session_id) DO UPDATE
 			SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
 			WHERE l.expires_at <= now()
@@ -59,20 +85,29 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	if errors.Is(err, pgx.ErrNoRows) {
 		var holder string
 		if err := tx.QueryRow(ctx, `SELECT holder, expires_at FROM leases WHERE session_id = $1`, key).Scan(&holder, &expires); err != nil {
-			return nil, s.fail(ctx, op, err)
+			return nil, res, s.fail(ctx, op, err)
 		}
-		return nil, fmt.Errorf("postgres: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: expires.UTC()})
+		return nil, res, fmt.Errorf("postgres: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: expires.UTC()})
 	}
 	if err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, res, s.fail(ctx, op, err)
 	}
 	// An unfenced write that changed the session before it could see this
-	// lease holds the sessions row until it ends; wait for it.
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR SHARE`, key); err != nil {
-		return nil, s.fail(ctx, op, err)
+	// lease holds the sessions row until it ends; wait for it (the
+	// reservation's UPDATE waits as well).
+	if gap == 0 {
+		_, err = tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR SHARE`, key)
+		if err != nil {
+			err = s.fail(ctx, op, err)
+		}
+	} else {
+		res, err = s.reserveSeqs(ctx, tx, op, key, gap)
+	}
+	if err != nil {
+		return nil, history.SeqReservation{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return nil, s.fail(ctx, op, err)
+		return nil, history.SeqReservation{}, s.fail(ctx, op, err)
 	}
 	l := &lease{s: s, State: leasing.New("postgres", id, uint64(token))}
 	l.fenced = &fencedStore{l: l}
@@ -81,10 +116,10 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 		rctx, cancel := context.WithTimeout(context.Background(), closeReleaseTimeout)
 		defer cancel()
 		_ = l.releaseRow(rctx)
-		return nil, history.ErrClosed
+		return nil, history.SeqReservation{}, history.ErrClosed
 	}
 	go l.Renew(s.ttl, start.Add(s.ttl), l.renewOnce)
-	return l, nil
+	return l, res, nil
 }
 
 // lease is a [history.Lease] of a [Store]. Its State provides Session,
@@ -194,6 +229,7 @@ var (
 	_ history.Store       = (*fencedStore)(nil)
 	_ history.Uncompacter = (*fencedStore)(nil)
 	_ history.EventLog    = (*fencedStore)(nil)
+	_ history.SeqReserver = (*fencedStore)(nil)
 	_ history.Searcher    = (*fencedStore)(nil)
 )
 
@@ -295,6 +331,14 @@ func (f *fencedStore) LogEvents(ctx context.Context, id string, b history.EventB
 		return err
 	}
 	return f.l.s.logEvents(ctx, id, b, f.l)
+}
+
+// ReserveSeqs implements [history.SeqReserver].
+func (f *fencedStore) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
+	if err := f.mine(id); err != nil {
+		return history.SeqReservation{}, err
+	}
+	return f.l.s.reserve(ctx, id, gap, f.l)
 }
 
 // Events implements [history.EventLog].

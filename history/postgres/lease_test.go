@@ -196,6 +196,71 @@ func TestFencedWriteSerializesWithAcquire(t *testing.T) {
 	require.NoError(t, lb.Release(ctx))
 }
 
+// TestStoppedHolderDoesNotBlockTakeover: a holder that stops inside a
+// write transaction, as a process stopped by SIGSTOP does (its connection
+// stays open; its event log write holds the lease row FOR SHARE and the
+// session row FOR UPDATE), keeps no one waiting: while its lease is live
+// another store is refused at once, and once the lease has expired it
+// takes the session over (the server ended the stopped transaction by
+// then), its reservation made in the lease's transaction; the stopped
+// write fails and never lands.
+func TestStoppedHolderDoesNotBlockTakeover(t *testing.T) {
+	t.Parallel()
+	url := pgtest.Database(t)
+	const ttl = time.Second
+	a := openStore(t, url, WithLeaseTTL(ttl), WithHolder("a"))
+	b := openStore(t, url, WithLeaseTTL(ttl), WithHolder("b"))
+	ctx := context.Background()
+	la := acquire(t, a, "s")
+	_, err := la.Store().Create(ctx, history.NewSession{ID: "s"})
+	require.NoError(t, err)
+	stopped, resume := make(chan struct{}), make(chan struct{})
+	a.beforeCommit = func(op string) {
+		if op == "log events" {
+			close(stopped)
+			<-resume
+		}
+	}
+	logged := make(chan error, 1)
+	go func() {
+		logged <- la.Store().(history.EventLog).LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{{Seq: 1, Kind: "turn"}}, Through: 3})
+	}()
+	<-stopped
+	la.stopRenewals() // a stopped process renews nothing
+	stoppedAt := time.Now()
+	defer close(resume)
+
+	bounded, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	_, _, err = b.AcquireReserving(bounded, "s", 1<<32)
+	historytest.LeaseError(t, err, "s", "a")
+	assert.Less(t, time.Since(t0), ttl/4, "refused at once, not after the stopped write")
+
+	var (
+		lb  history.Lease
+		res history.SeqReservation
+	)
+	poll.Until(t, 10*time.Second, func() bool {
+		lb, res, err = b.AcquireReserving(bounded, "s", 1<<32)
+		return err == nil
+	}, "b takes the session over")
+	took := time.Since(stoppedAt)
+	t.Logf("b took the session over %v after a stopped (TTL %v)", took.Round(time.Millisecond), ttl)
+	assert.Less(t, took, ttl+ttl/2, "taken over about when the lease expired")
+	assert.Equal(t, history.SeqReservation{Found: true, Start: 1 << 32}, res, "the stopped write had not landed")
+	evs, err := b.Events(ctx, "s", 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, evs)
+	require.NoError(t, lb.Release(ctx))
+
+	resume <- struct{}{}
+	require.Error(t, <-logged, "the stopped write failed")
+	evs, err = b.Events(ctx, "s", 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, evs, "and never landed")
+}
+
 // TestAcquireWaitsForUnfencedWrite: an unfenced write in flight (past its
 // compare-and-swap, before it could see a lease) holds the sessions row;
 // Acquire waits for it, so the new holder's Load sees the write.

@@ -29,6 +29,12 @@ type Store struct {
 	ttl    time.Duration
 	holder string
 	st     *sqlstore.State
+	// beginWrite begins every write transaction (see idleInTx).
+	beginWrite string
+	// beforeCommit, when set, runs in every write transaction of inTx
+	// before it commits, with the write's op (a test hook: a holder that
+	// stops there).
+	beforeCommit func(op string)
 
 	leases leasing.Registry[*lease] // live leases of this store, released by Close
 }
@@ -47,6 +53,16 @@ type options struct {
 	ttl      time.Duration
 	holder   string
 	maxConns int32
+	// migrations are the schema's migrations (tests open a database at an
+	// older or a later schema with withMigrations; the package's list is
+	// never assigned, so stores opened at once all migrate to one version).
+	migrations []string
+}
+
+// withMigrations makes Open migrate with m instead of the package's
+// migrations (a test hook).
+func withMigrations(m []string) Option {
+	return func(o *options) { o.migrations = m }
 }
 
 // DefaultLeaseTTL is how long a lease lives without being renewed unless
@@ -76,6 +92,24 @@ func WithMaxConns(n int32) Option {
 	return func(o *options) { o.maxConns = n }
 }
 
+// idleInTx is how long a write transaction of the store may wait for its
+// client (idle_in_transaction_session_timeout, set in each write
+// transaction: beginWrite) for a lease TTL: two thirds of it, the longest a
+// holder that renews every third of the TTL can go without renewing before
+// its lease expires. A process that stops (SIGSTOP, a stalled machine)
+// inside a write transaction holds the row locks of its session and lease,
+// which would keep a taker waiting for as long as it stays stopped; the
+// server ends that transaction (and its connection) by the time the lease
+// expires, and the write fails. Reads hold no row locks and are not
+// bounded.
+func idleInTx(ttl time.Duration) time.Duration { return max(2*ttl/3, time.Millisecond) }
+
+// beginWrite is the statement that begins a write transaction of a store
+// whose lease TTL is ttl.
+func beginWrite(ttl time.Duration) string {
+	return fmt.Sprintf("BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d", idleInTx(ttl).Milliseconds())
+}
+
 // defaultConnectTimeout bounds connection attempts when the URL sets no
 // connect_timeout, so that an unreachable server fails Open instead of
 // hanging on the operating system's TCP timeout.
@@ -97,7 +131,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 
 // open is Open, and OpenReadOnly with readOnly set.
 func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store, error) {
-	o := options{ttl: DefaultLeaseTTL}
+	o := options{ttl: DefaultLeaseTTL, migrations: migrations}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -143,13 +177,13 @@ func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store
 	if readOnly {
 		err = checkReadable(ctx, pool)
 	} else {
-		err = migrate(ctx, pool)
+		err = migrate(ctx, pool, o.migrations)
 	}
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", where(cfg), err)
 	}
-	return &Store{pool: pool, url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false)}, nil
+	return &Store{pool: pool, url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false), beginWrite: beginWrite(o.ttl)}, nil
 }
 
 // connectError is a failed connection: one line of text (the causes of

@@ -203,13 +203,13 @@ DROP FUNCTION pg_temp.sk_text(bytea);
 // serializes migrations of one database across processes.
 const migrationLock int64 = 0x5e55_1014_6b17_0001
 
-// migrate brings the schema of the database up to len(migrations), one
-// transaction per migration. Each transaction first takes the advisory lock
+// migrate brings the schema of the database up to len(m), one
+// transaction per migration of m (the package's migrations but in tests). Each transaction first takes the advisory lock
 // and re-reads the version, so two processes opening a new database at once
 // do not both migrate.
-func migrate(ctx context.Context, pool *pgxpool.Pool) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, m []string) error {
 	s := sqlstore.Schema{
-		Migrations: migrations,
+		Migrations: m,
 		SetVersion: `INSERT INTO schema_version (version) VALUES ($1)`,
 		Newer: func(version, known int) error {
 			return fmt.Errorf("%w: database schema version %d, known up to %d", ErrNewerSchema, version, known)

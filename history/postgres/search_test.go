@@ -49,10 +49,7 @@ func TestSearchMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
-	saved := migrations
-	migrations = saved[:4]
-	old, err := Open(ctx, url)
-	migrations = saved
+	old, err := Open(ctx, url, withMigrations(migrations[:4]))
 	require.NoError(t, err)
 	b, err := encodeMessages(searchMessages)
 	require.NoError(t, err)

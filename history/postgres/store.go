@@ -114,7 +114,7 @@ func (s *Store) inTx(ctx context.Context, op string, l *lease, fn func(tx pgx.Tx
 	if err := l.usable(op); err != nil {
 		return err
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return s.fail(ctx, op, err)
 	}
@@ -122,10 +122,18 @@ func (s *Store) inTx(ctx context.Context, op string, l *lease, fn func(tx pgx.Tx
 	if err := fn(tx); err != nil {
 		return err
 	}
+	if s.beforeCommit != nil {
+		s.beforeCommit(op)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.fail(ctx, op, err)
 	}
 	return nil
+}
+
+// begin begins a write transaction (READ COMMITTED, bounded by idleInTx).
+func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
+	return s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginWrite})
 }
 
 // swap sends, in one round trip, the statements every write starts with:
@@ -247,7 +255,7 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	if err := l.usable(op); err != nil {
 		return nil, err
 	}
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, s.fail(ctx, op, err)
 	}

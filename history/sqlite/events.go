@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
 	"fmt"
 	"time"
 
@@ -62,6 +63,57 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 		}
 		return nil
 	})
+}
+
+var _ history.SeqReserver = (*Store)(nil)
+
+// ReserveSeqs implements [history.SeqReserver]: one write of the
+// committer, with the lease check of every write and without the version
+// compare-and-swap, like LogEvents.
+func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
+	const op = "reserve sequence numbers"
+	if err := storekit.CheckSeqGap(gap); err != nil {
+		return history.SeqReservation{}, err
+	}
+	var r history.SeqReservation
+	err := s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
+		var err error
+		r, err = s.reserveSeqs(ctx, tx, op, id, gap)
+		if err == nil && !r.Found {
+			err = s.found(ctx, op, id, sql.ErrNoRows)
+		}
+		return err
+	})
+	if err != nil {
+		return history.SeqReservation{}, err
+	}
+	return r, nil
+}
+
+// reserveSeqs raises the recorded Through of session id by gap inside a
+// write transaction (ReserveSeqs, AcquireReserving) when there is room; a
+// missing session is a reservation whose Found is false. The common case is
+// one statement.
+func (s *Store) reserveSeqs(ctx context.Context, tx *sql.Tx, op, id string, gap uint64) (history.SeqReservation, error) {
+	var start seqColumn
+	err := tx.QueryRowContext(ctx, `UPDATE sessions SET last_seq = last_seq + ? WHERE id = ? AND last_seq <= ? RETURNING last_seq`,
+		seqColumn(gap), id, seqColumn(history.MaxSeq-2*gap)).Scan(&start)
+	if err == nil {
+		return history.SeqReservation{Found: true, Last: uint64(start) - gap, Start: uint64(start)}, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return history.SeqReservation{}, s.fail(ctx, op, err)
+	}
+	// No session, or no room.
+	var last seqColumn
+	err = tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return history.SeqReservation{}, nil
+	case err != nil:
+		return history.SeqReservation{}, s.fail(ctx, op, err)
+	}
+	return history.SeqReservation{Found: true, Last: uint64(last)}, nil
 }
 
 // Events implements [history.EventLog].

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/leasing"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // Acquire implements [history.Leaser] with the rules of the PostgreSQL
@@ -24,12 +25,31 @@ import (
 // checked from here (another host, another boot, another container's PID
 // namespace) keeps its lease until it expires.
 func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
+	l, _, err := s.acquire(ctx, id, 0)
+	return l, err
+}
+
+var _ history.ReservingLeaser = (*Store)(nil)
+
+// AcquireReserving implements [history.ReservingLeaser]: Acquire, and in
+// its transaction (after the lease row was taken, so only a taker reserves)
+// the reservation of [Store.ReserveSeqs].
+func (s *Store) AcquireReserving(ctx context.Context, id string, gap uint64) (history.Lease, history.SeqReservation, error) {
+	if err := storekit.CheckSeqGap(gap); err != nil {
+		return nil, history.SeqReservation{}, err
+	}
+	return s.acquire(ctx, id, gap)
+}
+
+// acquire is Acquire, and AcquireReserving when gap is not 0.
+func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lease, history.SeqReservation, error) {
 	const op = "acquire"
+	var res history.SeqReservation
 	if err := leasing.CheckSession(id); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	if err := s.admit(ctx); err != nil {
-		return nil, err
+		return nil, res, err
 	}
 	start := time.Now()
 	var token int64
@@ -47,28 +67,33 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 			RETURNING token`, id, s.holder, s.host, s.pid, now+s.ttl.Nanoseconds(), now).Scan(&token)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			token, err = s.takeOverGone(ctx, tx, op, id, now)
-			return err
+			if token, err = s.takeOverGone(ctx, tx, op, id, now); err != nil {
+				return err
+			}
 		case err != nil:
 			return s.fail(ctx, op, err)
 		}
-		return nil
+		if gap == 0 {
+			return nil
+		}
+		res, err = s.reserveSeqs(ctx, tx, op, id, gap)
+		return err
 	})
 	var te *txError
 	switch {
 	case errors.As(err, &te):
-		return nil, s.fail(ctx, op, te.err)
+		return nil, history.SeqReservation{}, s.fail(ctx, op, te.err)
 	case err != nil:
-		return nil, err
+		return nil, history.SeqReservation{}, err
 	}
 	l := &lease{State: leasing.New("sqlite", id, uint64(token)), s: s.db}
 	if s.st.Closed() || !s.leases.Add(l) {
 		l.Stop()
 		_ = l.release(context.Background())
-		return nil, history.ErrClosed
+		return nil, history.SeqReservation{}, history.ErrClosed
 	}
 	go l.Renew(s.ttl, start.Add(s.ttl), l.renewOnce)
-	return l, nil
+	return l, res, nil
 }
 
 // takeOverGone takes over the live lease of session id if its holder is a

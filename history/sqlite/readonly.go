@@ -199,7 +199,7 @@ func migratedCopy(r *sql.DB) (*sql.DB, error) {
 		}
 	}
 	if err == nil {
-		err = migrate(mem)
+		err = migrate(mem, migrations)
 	}
 	if err == nil {
 		_, err = mem.ExecContext(ctx, `PRAGMA query_only = 1`)

@@ -228,16 +228,16 @@ const bodyFromColumns = `CAST(
 	AS BLOB) || CAST(id AS BLOB) || CAST(role AS BLOB) || CAST(tool_call_id AS BLOB)
 	|| CAST(COALESCE(tool_calls, '') AS BLOB) || CAST(text AS BLOB)`
 
-// migrate brings the schema of the database behind w up to
-// len(migrations), one transaction per migration. Two processes opening a
+// migrate brings the schema of the database behind w up to len(m), one
+// transaction per migration of m (the package's migrations but in tests). Two processes opening a
 // file at once serialize on the write lock and re-read the version.
-func migrate(w *sql.DB) error {
+func migrate(w *sql.DB, m []string) error {
 	ctx := context.Background()
 	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("schema: %w", err)
 	}
 	s := sqlstore.Schema{
-		Migrations: migrations,
+		Migrations: m,
 		SetVersion: `INSERT INTO schema_version (version) VALUES (?)`,
 		Newer: func(version, known int) error {
 			return fmt.Errorf("%w: file schema version %d, known up to %d", ErrNewerSchema, version, known)

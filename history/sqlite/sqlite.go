@@ -69,11 +69,21 @@ type options struct {
 	ttl         time.Duration
 	holder      string
 	immutable   bool // OpenReadOnly only
+	// migrations are the schema's migrations (tests open a file at an
+	// older or a later schema with withMigrations; the package's list is
+	// never assigned, so stores opened at once all migrate to one version).
+	migrations []string
+}
+
+// withMigrations makes Open migrate with m instead of the package's
+// migrations (a test hook).
+func withMigrations(m []string) Option {
+	return func(o *options) { o.migrations = m }
 }
 
 // defaultOptions are the options of Open and OpenReadOnly before theirs.
 func defaultOptions() options {
-	return options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL}
+	return options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL, migrations: migrations}
 }
 
 // DefaultLeaseTTL is how long a lease lives without being renewed unless
@@ -157,7 +167,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
-	if err := migrate(w); err != nil {
+	if err := migrate(w, o.migrations); err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), w.Close())
 	}
 

@@ -178,10 +178,9 @@ func TestMigrationForward(t *testing.T) {
 	require.NoError(t, s.Close())
 
 	saved := migrations
-	t.Cleanup(func() { migrations = saved })
-	migrations = append(cloneStrings(saved), `CREATE TABLE extra (n INTEGER); INSERT INTO extra VALUES (1);`)
+	later := append(cloneStrings(saved), `CREATE TABLE extra (n INTEGER); INSERT INTO extra VALUES (1);`)
 	for range 2 {
-		s, err = Open(path)
+		s, err = Open(path, withMigrations(later))
 		require.NoError(t, err)
 		_, err = s.Load(ctx, "a")
 		require.NoError(t, err)
@@ -193,8 +192,7 @@ func TestMigrationForward(t *testing.T) {
 	assert.Equal(t, len(saved)+1, readSchemaVersion(t, path))
 
 	// A failing migration leaves the file at the previous version.
-	migrations = append(migrations, `CREATE TABLE extra (n INTEGER)`)
-	_, err = Open(path)
+	_, err = Open(path, withMigrations(append(later, `CREATE TABLE extra (n INTEGER)`)))
 	require.Error(t, err)
 	assert.Equal(t, len(saved)+1, readSchemaVersion(t, path))
 }
@@ -334,10 +332,7 @@ func TestQueryPlans(t *testing.T) {
 // version, as an older release left it, and opens it; the caller closes it.
 func openAtVersion(t *testing.T, path string, version int) *Store {
 	t.Helper()
-	saved := migrations
-	migrations = saved[:version]
-	s, err := Open(path)
-	migrations = saved
+	s, err := Open(path, withMigrations(migrations[:version]))
 	require.NoError(t, err)
 	return s
 }

@@ -101,3 +101,17 @@ func CheckEventBatch(b *history.EventBatch, through uint64) error {
 	}
 	return nil
 }
+
+// CheckSeqGap validates the gap of a reservation of sequence numbers
+// (history.SeqReserver): 1..history.MaxSeq/2.
+func CheckSeqGap(gap uint64) error {
+	if gap == 0 || gap > history.MaxSeq/2 {
+		return fmt.Errorf("%w: a reservation of %d sequence numbers (1 to history.MaxSeq/2)", history.ErrInvalid, gap)
+	}
+	return nil
+}
+
+// SeqRoom reports whether a session whose recorded Through is last has room
+// for a reservation of gap numbers: the raise and another gap above it stay
+// within history.MaxSeq. gap has passed CheckSeqGap.
+func SeqRoom(last, gap uint64) bool { return last <= history.MaxSeq-2*gap }
