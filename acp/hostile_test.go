@@ -61,6 +61,8 @@ type hostileNote struct {
 	kind   string          // sessionUpdate
 	text   string          // content text, first 64 bytes
 	update json.RawMessage // the whole update (the v2 tests look at it)
+	id     json.RawMessage // a request's ID (a request of the agent's)
+	params json.RawMessage // the params, when short
 }
 
 // hostileClient writes raw lines to an agent and reads its output. Its
@@ -171,7 +173,10 @@ func (c *hostileClient) record(line []byte) {
 			} `json:"update"`
 		}
 		_ = json.Unmarshal(hostileParams(line), &p)
-		n = hostileNote{method: m.Method, sid: p.SessionID, kind: p.Update.Kind, text: p.Update.Content.Text}
+		n = hostileNote{method: m.Method, sid: p.SessionID, kind: p.Update.Kind, text: p.Update.Content.Text, id: m.ID}
+		if raw := hostileParams(line); len(raw) < 4096 {
+			n.params = raw
+		}
 		var u struct {
 			Update json.RawMessage `json:"update"`
 		}

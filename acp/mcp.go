@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 )
@@ -76,18 +75,6 @@ func (s *server) checkMcp(servers []McpServer) error {
 		case m.Type == "http" && !s.opts.McpHTTP:
 			return invalidParams(`field "mcpServers": item %d (%q): http MCP servers are not supported by this agent (it does not advertise them)`, i, m.Name)
 		}
-	}
-	return nil
-}
-
-// Tell shows the user text from the agent about the session (not from the
-// model), such as an MCP server that failed: agent text in a message of its
-// own. It returns once the text is queued, after every update queued
-// before; ErrNoClient when the session is closed.
-func (c *ToolClient) Tell(ctx context.Context, text string) error {
-	a := c.a.Load()
-	if a == nil || !a.tellUser(ctx, text) {
-		return closedErr(ctx)
 	}
 	return nil
 }

@@ -213,7 +213,9 @@ func TestMcp_ServersReachTheTools(t *testing.T) {
 
 // Toolset.Close ends the session's tools once when the session ends:
 // session/close, and the end of the connection; Notices are told the user
-// after the response that opens the session, and Tell later.
+// after the response that opens the session (ToolClient.Notice while it
+// opens), and later; a v1 client without session.notices gets them as
+// agent text.
 func TestMcp_CloseAndNotices(t *testing.T) {
 	var mu sync.Mutex
 	closed := map[string]int{}
@@ -221,9 +223,11 @@ func TestMcp_CloseAndNotices(t *testing.T) {
 	opts := acp.ServerOptions{SessionTools: func(ts acp.ToolSession) (acp.Toolset, error) {
 		clients <- ts.Client
 		name := ts.Cwd
+		if err := ts.Client.Notice(t.Context(), acp.Notice{Severity: acp.NoticeError, Title: "An MCP server is not available", Description: name}); err != nil {
+			return acp.Toolset{}, err
+		}
 		return acp.Toolset{
-			Close:   func() { mu.Lock(); closed[name]++; mu.Unlock() },
-			Notices: []string{"An MCP server is not available: " + name},
+			Close: func() { mu.Lock(); closed[name]++; mu.Unlock() },
 		}, nil
 	}}
 	c := serve(t, providertest.New(), memstore.New(), opts)
@@ -233,7 +237,7 @@ func TestMcp_CloseAndNotices(t *testing.T) {
 	ca := <-clients
 	c.mustCall("session/new", map[string]any{"cwd": "/b", "mcpServers": []any{}}, &b)
 	<-clients
-	require.NoError(t, ca.Tell(t.Context(), "An MCP server stopped: x"))
+	require.NoError(t, ca.Notice(t.Context(), acp.Notice{Severity: acp.NoticeError, Title: "An MCP server stopped", Description: "x"}))
 	var seen []string
 	require.True(t, poll.Within(10*time.Second, func() bool {
 		for _, u := range updates(t, c.take()) {
@@ -254,7 +258,7 @@ func TestMcp_CloseAndNotices(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, 1, closed["/c"], "the tools of a session that did not open")
 	mu.Unlock()
-	assert.ErrorIs(t, ca.Tell(t.Context(), "late"), acp.ErrNoClient)
+	assert.ErrorIs(t, ca.Notice(t.Context(), acp.Notice{Severity: acp.NoticeError, Title: "late"}), acp.ErrNoClient)
 	_ = c.conn.Close()
 	<-c.conn.Done()
 	require.True(t, poll.Within(10*time.Second, func() bool {

@@ -78,6 +78,7 @@ type agentSession struct {
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
 	running    bool                        // v2: the last state_update sent is running
 	tools      toolState                   // of the Toolset (mcp.go)
+	held       []Notice                    // notices waiting for the compaction that caused them to end (notice.go)
 }
 
 // outItem is one message the writer sends for the session: a session/update
@@ -94,6 +95,9 @@ type outItem struct {
 	// A request to the client: then gets its answer, on the connection's
 	// dispatcher.
 	then func(result json.RawMessage, err error)
+	id   json.RawMessage // the request's ID once written (the writer's own)
+	// cancel abandons a request queued before (cancelRequest).
+	cancel *cancelRequest
 
 	resp   *jsonrpc.Responder // a response
 	result any
@@ -110,7 +114,7 @@ func newAgentSession(srv *server, sess *session.Session, surf surface, cwd strin
 		surf:      surf,
 		cwd:       cwd,
 		describe:  set.Describe,
-		tools:     toolState{close: set.Close, notices: set.Notices},
+		tools:     toolState{close: set.Close},
 		reader:    reader,
 		sess:      sess,
 		id:        sess.ID(),
@@ -146,7 +150,9 @@ func (a *agentSession) opened(o opening) error {
 		// nothing learns it here, unless the replay reported it.
 		a.titled(a.sess.Settings().Title, time.Time{})
 	}
-	a.tellNotices()
+	if o.client != nil {
+		a.sendEarlyNotices(o.client)
+	}
 	return nil
 }
 
@@ -277,9 +283,11 @@ func (a *agentSession) writeItem(ctx context.Context, it *outItem) {
 	case it.then != nil:
 		// Written here, in order; the answer reaches the waiting tool
 		// through then, never through this goroutine.
-		if err = a.srv.conn.Send(ctx, it.method, it.params, it.then); err != nil {
+		if it.id, err = a.srv.conn.SendID(ctx, it.method, it.params, it.then); err != nil {
 			it.then(nil, err)
 		}
+	case it.cancel != nil:
+		err = a.writeCancel(ctx, it.cancel)
 	case it.method != "":
 		err = a.srv.conn.Notify(ctx, it.method, it.params)
 	default:
@@ -477,6 +485,7 @@ func uncompactText(p *session.UncompactEvent) string {
 // forward turns one session event into queued updates. replayed events come
 // from Session.Replay: the store's timeline and the state at the cut.
 func (a *agentSession) forward(ev session.Event, replayed bool) {
+	defer a.notices(ev.Payload, replayed) // after the updates of the event itself
 	switch p := ev.Payload.(type) {
 	case *session.DeltaEvent:
 		if p.MessageID != a.draft {
@@ -598,7 +607,9 @@ func (a *agentSession) display(c history.ToolCall, result *history.Message) Tool
 // shows it.
 func toolResult(c history.ToolCall, m history.Message, d ToolCallDisplay) *ToolCallUpdate {
 	status := d.Status
-	if status == "" {
+	if strings.HasPrefix(m.Text, session.ToolCallCancelledText) {
+		status = ToolCallCancelled // v1 sends it as failed
+	} else if status == "" {
 		status = ToolCallCompleted
 		if strings.HasPrefix(m.Text, "error:") {
 			status = ToolCallFailed
@@ -686,6 +697,7 @@ func (a *agentSession) finished(p *session.CompactionEvent, replayed, capable bo
 	default:
 		delete(a.open, p.CompactID)
 		a.terminal(p.CompactID, res, capable)
+		a.sendHeld()
 		if !replayed {
 			a.usageAfter(res)
 		}

@@ -29,6 +29,9 @@ type opening struct {
 	replay bool
 	// created: a new session (session/new).
 	created bool
+	// client, when set, is the session's ToolClient: the notices its tools
+	// gave while the session was being opened follow the response.
+	client *ToolClient
 }
 
 // start starts the owner and the writer. The owner's first act is to
@@ -156,6 +159,34 @@ func (a *agentSession) request(ctx context.Context, method string, params any, t
 	})
 }
 
+// requestCancellable is request for a request the tool may stop waiting
+// for: abandon, called once the tool has stopped waiting, queues after the
+// request a $/cancel_request for it (the writer sends it if the request was
+// written and is still unanswered: owner_toolcancel.go).
+func (a *agentSession) requestCancellable(ctx context.Context, method string, params any, then func(result json.RawMessage, err error)) (abandon func(), ok bool) {
+	it := &outItem{method: method, params: params, then: then}
+	ok = a.do(ctx, func() {
+		a.catchUp()
+		a.queue = append(a.queue, it)
+	})
+	return func() { a.post(func() { a.queue = append(a.queue, &outItem{cancel: &cancelRequest{of: it}}) }) }, ok
+}
+
+// notice queues a tool's notice (ToolClient.Notice), after every update
+// queued before it; false as for request.
+func (a *agentSession) notice(ctx context.Context, n Notice) bool {
+	return a.do(ctx, func() {
+		a.catchUp()
+		a.sendNotice(n)
+	})
+}
+
+// cancelToolCall handles tool_call/cancel (v2): the session cancels the
+// call, whose end the owner then forwards like any other.
+func (a *agentSession) cancelToolCall(ctx context.Context, callID string) error {
+	return a.sess.CancelToolCall(ctx, callID)
+}
+
 // updateToolCall queues a tool's tool_call_update, after every update
 // queued before it; false as for request.
 func (a *agentSession) updateToolCall(ctx context.Context, u *ToolCallUpdate) bool {
@@ -179,20 +210,6 @@ func (a *agentSession) configure(ctx context.Context, resp *jsonrpc.Responder, i
 			a.respond(resp, answer(a.choice()), nil)
 		})
 	})
-}
-
-// tellUser queues text for the user about the session (ToolClient.Tell)
-// after every update queued before; false when the session has ended or
-// ctx ended first.
-func (a *agentSession) tellUser(ctx context.Context, text string) bool {
-	told := false
-	a.do(ctx, func() {
-		a.catchUp()
-		if told = a.sub != nil; told { // nil: the session has ended
-			a.tell(text)
-		}
-	})
-	return told
 }
 
 // mode is the session's current mode. It reads the session's published

@@ -171,7 +171,7 @@ func (n negotiated) surface(cwd string) surface {
 	if n.version == ProtocolVersion2 {
 		return v2Surface{cwd: cwd}
 	}
-	return v1Surface{compaction: n.compaction}
+	return v1Surface{compaction: n.compaction, notices: n.clientCaps.SupportsNotices()}
 }
 
 func (s *server) closeSessions() {

@@ -139,6 +139,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	a := newAgentSession(s, sess, conn.surface(cwd), cwd, set, reader)
 	owned = true
 	client.a.Store(a)
+	o.client = client
 	if err := a.start(o); err != nil {
 		_ = sess.Close()
 		return fmt.Errorf("open session: %w", err)

@@ -18,6 +18,8 @@ func (s *server) handleV2(ctx context.Context, req *jsonrpc.Request) (any, error
 		return s.newSessionV2(ctx, req)
 	case MethodSessionResume:
 		return s.resumeSessionV2(ctx, req)
+	case MethodToolCallCancel:
+		return s.cancelToolCall(ctx, req)
 	}
 	return s.handleShared(ctx, req)
 }

@@ -33,11 +33,17 @@ type surface interface {
 	// states reports whether the session's state goes out as state_update
 	// (v2), which a replay ends with.
 	states() bool
+	// takesNotices reports whether notice updates go out (v1: the client's
+	// session.notices capability; v2: always).
+	takesNotices() bool
 }
 
-// v1Surface is ACP v1; compaction is the connection's compaction
-// capability as the session found it when it opened.
-type v1Surface struct{ compaction bool }
+// v1Surface is ACP v1; compaction and notices are the connection's
+// capabilities as the session found them when it opened.
+type v1Surface struct {
+	compaction bool
+	notices    bool // session.notices (an object)
+}
 
 func (v v1Surface) capable() bool { return v.compaction }
 
@@ -77,7 +83,7 @@ func (v1Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {
 		Locations: d.Locations, Content: d.Content}
 }
 
-func (v1Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate { return u }
+func (v1Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate { return v1ToolUpdate(u) }
 
 // shownAs is the title and kind of tool call c shown as d says.
 func shownAs(c history.ToolCall, d ToolCallDisplay) (string, ToolKind) {
@@ -94,6 +100,8 @@ func shownAs(c history.ToolCall, d ToolCallDisplay) (string, ToolKind) {
 func (v1Surface) receipts() bool { return false }
 
 func (v1Surface) states() bool { return false }
+
+func (v v1Surface) takesNotices() bool { return v.notices }
 
 // v2Surface is ACP v2: every message chunk has its messageId, user messages
 // are upserted whole (live too: the echo of the prompt), the first
@@ -136,6 +144,8 @@ func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
 		Kind:       Value(kind),
 		Status:     Value(ToolCallInProgress),
 		RawInput:   c.Arguments,
+		// Every call may be cancelled until it ends (tool_call/cancel).
+		Capabilities: cancellable(),
 	}
 	if len(d.Locations) > 0 {
 		u.Locations = Value(d.Locations)
@@ -148,17 +158,19 @@ func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
 
 // toolUpdate converts the content v2 shapes differently (a diff).
 func (v v2Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate {
+	c := *u
+	v2Controls(&c)
 	if content, ok := u.Content.Get(); ok {
-		c := *u
 		c.Content = Value(v2Content(content, v.cwd))
-		return &c
 	}
-	return u
+	return &c
 }
 
 func (v2Surface) receipts() bool { return true }
 
 func (v2Surface) states() bool { return true }
+
+func (v2Surface) takesNotices() bool { return true }
 
 // The /compact command as advertised.
 const (

@@ -26,8 +26,9 @@ type ToolSession struct {
 	// tools: stdio servers (Type ""), and http servers where the agent
 	// advertises them (ServerOptions.McpHTTP). Starting them is the
 	// agent's (examples/acp-agent uses tools/mcp); one that fails should
-	// not fail the session, but be told to the user (Toolset.Notices,
-	// ToolClient.Tell).
+	// not fail the session, but be told to the user (ToolClient.Notice,
+	// which holds what it is given while the session opens until the
+	// response that opens it has been sent).
 	McpServers []McpServer
 	// Client makes the requests of the session's tools to the client.
 	Client *ToolClient
@@ -54,10 +55,6 @@ type Toolset struct {
 	// called once when the session ends (session/close, the connection's
 	// end, the agent's exit), or at once when the session does not open.
 	Close func()
-	// Notices are told the user once the session is open, after the
-	// response that opens it (a server that failed to start, say; see
-	// ToolClient.Tell).
-	Notices []string
 	// ReadFile, when set, names the tool of Tools that reads a file of
 	// the session's directories by its path ({"path": ...}): a prompt's
 	// resource_link to a file:// URI inside them tells the model to read
@@ -68,7 +65,10 @@ type Toolset struct {
 // ToolCallDisplay is how a tool call is shown (see [Toolset.Describe]). A
 // zero field keeps the default: the tool's name as the title, kind
 // "other", no locations, no content besides the result's text, and status
-// failed for a result that begins with "error:", completed otherwise.
+// failed for a result that begins with "error:", completed otherwise. A
+// result that begins with session.ToolCallCancelledText (the call was
+// cancelled, v2 tool_call/cancel) is cancelled whatever Status says (v1,
+// which has no such status: failed).
 type ToolCallDisplay struct {
 	Title     string
 	Kind      ToolKind
@@ -102,6 +102,8 @@ type ToolClient struct {
 	caps ClientCapabilities
 	v2   bool
 	a    atomic.Pointer[agentSession] // set when the session is open
+	// early holds the notices given before the session was open (Notice).
+	early earlyNotices
 }
 
 // CanReadFiles reports whether the client offers fs/read_text_file.
@@ -285,7 +287,8 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 	if always {
 		admitCtx = context.WithoutCancel(ctx)
 	}
-	if !a.request(admitCtx, method, params, func(raw json.RawMessage, err error) { got <- answer{raw, err} }) {
+	abandon, ok := a.requestCancellable(admitCtx, method, params, func(raw json.RawMessage, err error) { got <- answer{raw, err} })
+	if !ok {
 		return closedErr(ctx)
 	}
 	select {
@@ -298,6 +301,10 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 		}
 		return nil
 	case <-ctx.Done():
+		if c.v2 && !always {
+			// v2: the client is told the request is no longer waited for.
+			abandon()
+		}
 		return ctx.Err()
 	}
 }

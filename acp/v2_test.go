@@ -234,8 +234,10 @@ func TestV2_ToolCalls(t *testing.T) {
 		}
 	}
 	require.Len(t, tools, 2)
-	assert.JSONEq(t, `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","kind":"other","status":"in_progress","title":"echo","name":"echo","rawInput":{"x":1}}`, tools[0])
+	assert.JSONEq(t, `{"sessionUpdate":"tool_call_update","toolCallId":"call_1","kind":"other","status":"in_progress","title":"echo","name":"echo","rawInput":{"x":1},"capabilities":{"cancel":{}}}`, tools[0],
+		"a running call may be cancelled (tool_call/cancel)")
 	assert.Contains(t, tools[1], `"status":"completed"`)
+	assert.Contains(t, tools[1], `"capabilities":null`, "a final call can no longer be cancelled")
 }
 
 // session/cancel on v2: the running turn ends idle cancelled, a held

@@ -80,7 +80,11 @@ type ClientCapabilities struct {
 // allows compaction_update and compaction_summary_chunk. An absent or null
 // session, an absent compaction, and a compaction that is null, true, a
 // number, a string or an array all mean no support (docs/design.md §7.2).
-func (c ClientCapabilities) SupportsCompaction() bool {
+func (c ClientCapabilities) SupportsCompaction() bool { return c.sessionObject("compaction") }
+
+// sessionObject reports whether clientCapabilities.session has member key
+// as a JSON object (anything else, null included, is not support).
+func (c ClientCapabilities) sessionObject(key string) bool {
 	if jsonKind(c.Session) != "object" {
 		return false
 	}
@@ -88,7 +92,7 @@ func (c ClientCapabilities) SupportsCompaction() bool {
 	if json.Unmarshal(c.Session, &session) != nil {
 		return false
 	}
-	return jsonKind(session["compaction"]) == "object"
+	return jsonKind(session[key]) == "object"
 }
 
 // SetSession stores s as the raw session capabilities.

@@ -40,7 +40,7 @@ func ExampleCompactionUpdate() {
 func ExampleDecodeSessionUpdate() {
 	for _, in := range []string{
 		`{"sessionUpdate":"compaction_summary_chunk","compactionId":"cmp_1","content":{"type":"text","text":"## Retained"}}`,
-		`{"sessionUpdate":"notice","message":"Refactor"}`,
+		`{"sessionUpdate":"_vendor_banner","message":"Refactor"}`,
 		`{"sessionUpdate":"compaction_update","status":"completed"}`,
 	} {
 		u, err := acp.DecodeSessionUpdate([]byte(in))
@@ -55,7 +55,7 @@ func ExampleDecodeSessionUpdate() {
 	}
 	// Output:
 	// chunk for cmp_1: ## Retained
-	// unknown notice {"sessionUpdate":"notice","message":"Refactor"}
+	// unknown _vendor_banner {"sessionUpdate":"_vendor_banner","message":"Refactor"}
 	// error: session update "compaction_update": missing required field "compactionId"
 }
 

@@ -71,6 +71,7 @@ func goldenCases() []goldenCase {
 			Update: &AgentMessageChunk{Content: TextBlock("hi")}, Meta: map[string]any{"trace": "t1"}}},
 
 		// The other session updates.
+		{"notice", &Notice{Severity: NoticeInfo, Title: "Context overflow recovered by compaction"}},
 		{"user_message_chunk", &UserMessageChunk{Content: TextBlock("What does this repo do?")}},
 		{"agent_message_chunk", &AgentMessageChunk{Content: TextBlock("It is a Go SDK."), MessageID: "msg_7"}},
 		{"agent_thought_chunk", &AgentThoughtChunk{Content: TextBlock("Reading the README first.")}},
@@ -97,8 +98,8 @@ func goldenCases() []goldenCase {
 		{"current_mode_update", &CurrentModeUpdate{CurrentModeID: "code"}},
 		{"usage_update", &UsageUpdate{Used: 53000, Size: 200000}},
 		{"usage_update_cost", &UsageUpdate{Used: 12000, Size: 200000, Cost: &Cost{Amount: 0.42, Currency: "USD"}}},
-		{"unknown_session_update", &UnknownSessionUpdate{Kind: "notice",
-			Raw: json.RawMessage(`{"sessionUpdate":"notice","severity":"info","message":"hello"}`)}},
+		{"unknown_session_update", &UnknownSessionUpdate{Kind: "_vendor_banner",
+			Raw: json.RawMessage(`{"sessionUpdate":"_vendor_banner","severity":"info","message":"hello"}`)}},
 
 		// Content blocks.
 		{"content_text", &ContentBlock{Text: &TextContent{Text: "hello", Annotations: &Annotations{
@@ -194,6 +195,12 @@ func goldenCases() []goldenCase {
 		{"v2_state_update_idle_current", &StateUpdate{State: StateIdle}},
 		{"v2_tool_call_update_create", &ToolCallUpdate{ToolCallID: "call_1", Title: Value("echo"), Kind: Value(ToolKindOther),
 			Status: Value(ToolCallInProgress), RawInput: json.RawMessage(`{"x":1}`)}},
+		{"v2_tool_call_update_cancellable", &ToolCallUpdate{ToolCallID: "call_1", Title: Value("run_command"), Kind: Value(ToolKindExecute),
+			Status: Value(ToolCallInProgress), Capabilities: Value(ToolCallCapabilities{Cancel: &Capability{}})}},
+		{"v2_tool_call_update_cancelled", &ToolCallUpdate{ToolCallID: "call_1", Status: Value(ToolCallCancelled),
+			Capabilities: Null[ToolCallCapabilities]()}},
+		{"v2_cancel_tool_call_request", &CancelToolCallRequest{SessionID: "sess_1", ToolCallID: "call_1"}},
+		{"v2_notice", &Notice{Severity: NoticeWarning, Title: "Automatic compaction suspended", Description: "3 automatic compactions in a row failed."}},
 		{"v2_available_commands_update", &AvailableCommandsUpdateV2{AvailableCommands: []CommandV2{
 			{Name: "compact", Description: "Summarize the conversation to free context", Input: &TextCommandInput{Hint: "optional instructions"}},
 			{Name: "help", Description: "Show help"},

@@ -209,7 +209,7 @@ func TestDecodeSessionUpdateMalformed(t *testing.T) {
 
 func TestDecodeSessionUpdateUnknownKinds(t *testing.T) {
 	tests := []struct{ in, kind, raw string }{
-		{`{"sessionUpdate":"notice","severity":"info","message":"m"}`, "notice", `{"sessionUpdate":"notice","severity":"info","message":"m"}`},
+		{`{"sessionUpdate":"_vendor_banner","severity":"info","message":"m"}`, "_vendor_banner", `{"sessionUpdate":"_vendor_banner","severity":"info","message":"m"}`},
 		{`{ "sessionUpdate" : "future_kind", "x" : [1, 2] }`, "future_kind", `{"sessionUpdate":"future_kind","x":[1,2]}`},
 		{`{"sessionUpdate":"Compaction_Update","compactionId":"c"}`, "Compaction_Update", `{"sessionUpdate":"Compaction_Update","compactionId":"c"}`},
 		{`{"sessionUpdate":"plan_update","entries":"<b>"}`, "plan_update", `{"sessionUpdate":"plan_update","entries":"\u003cb\u003e"}`},

@@ -47,12 +47,10 @@ func (n *SessionNotification) UnmarshalJSON(data []byte) error { return decodeOb
 // *UserMessageChunk, *AgentMessageChunk, *AgentThoughtChunk, *ToolCall,
 // *ToolCallUpdate, *Plan, *AvailableCommandsUpdate, *CurrentModeUpdate,
 // *UsageUpdate, *CompactionUpdate, *CompactionSummaryChunk,
-// *SessionInfoUpdate, *ConfigOptionUpdate and *UnknownSessionUpdate. Each encodes with its
-// discriminator.
+// *SessionInfoUpdate, *ConfigOptionUpdate, *Notice and *UnknownSessionUpdate.
+// Each encodes with its discriminator.
 //
-// *ConfigOptionUpdate is v1's config_option_update. The v1 schema also has
-// notice, which this package does not interpret: it decodes as
-// *UnknownSessionUpdate like any future kind.
+// *ConfigOptionUpdate is v1's config_option_update.
 type SessionUpdate interface {
 	// SessionUpdateKind returns the "sessionUpdate" discriminator.
 	SessionUpdateKind() string
@@ -112,6 +110,8 @@ func newSessionUpdate(kind string) SessionUpdate {
 		return new(SessionInfoUpdate)
 	case UpdateConfigOption:
 		return new(ConfigOptionUpdate)
+	case UpdateNotice:
+		return new(Notice)
 	}
 	return nil
 }
@@ -179,7 +179,11 @@ type ToolCallUpdate struct {
 	Locations  Optional[[]ToolCallLocation] `json:"locations,omitzero" acp:"lenient,skipinvalid"`
 	RawInput   json.RawMessage              `json:"rawInput,omitzero"`
 	RawOutput  json.RawMessage              `json:"rawOutput,omitzero"`
-	Meta       map[string]any               `json:"_meta,omitzero" acp:"lenient"`
+	// Capabilities (ACP v2 only) are the controls the client may use on
+	// the call now, such as tool_call/cancel: omitted leaves them, null
+	// clears them.
+	Capabilities Optional[ToolCallCapabilities] `json:"capabilities,omitzero" acp:"lenient"`
+	Meta         map[string]any                 `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // ToolKind is the category of a tool (a closed set in the schema).
@@ -214,11 +218,14 @@ const (
 	ToolCallInProgress ToolCallStatus = "in_progress"
 	ToolCallCompleted  ToolCallStatus = "completed"
 	ToolCallFailed     ToolCallStatus = "failed"
+	// ToolCallCancelled is ACP v2's status of a call cancelled before it
+	// completed (v1 has none: sessionkit sends failed there).
+	ToolCallCancelled ToolCallStatus = "cancelled"
 )
 
 // UnmarshalJSON accepts only the schema's tool call statuses.
 func (s *ToolCallStatus) UnmarshalJSON(data []byte) error {
-	return decodeEnum(data, s, "tool call status", ToolCallPending, ToolCallInProgress, ToolCallCompleted, ToolCallFailed)
+	return decodeEnum(data, s, "tool call status", ToolCallPending, ToolCallInProgress, ToolCallCompleted, ToolCallFailed, ToolCallCancelled)
 }
 
 // ToolCallContent is the ToolCallContent union, discriminated by "type":

@@ -266,7 +266,7 @@ func (n *SessionNotificationV2) UnmarshalJSON(data []byte) error {
 // discriminator: the v2 variants (user_message, state_update, chunks with a
 // messageId, v2 commands) and the variants v1 shares (tool_call_update,
 // usage_update, session_info_update, compaction_update,
-// compaction_summary_chunk). Any other kind, v1's tool_call included, gives
+// compaction_summary_chunk, notice). Any other kind, v1's tool_call included, gives
 // an *UnknownSessionUpdate. Errors are those of [DecodeSessionUpdate].
 func DecodeSessionUpdateV2(data []byte) (SessionUpdate, error) {
 	return decodeSessionUpdate(data, newSessionUpdateV2)
@@ -289,7 +289,7 @@ func newSessionUpdateV2(kind string) SessionUpdate {
 		return new(AvailableCommandsUpdateV2)
 	case UpdateConfigOption:
 		return new(ConfigOptionUpdateV2)
-	case UpdateToolCallUpdate, UpdateUsage, UpdateSessionInfo, UpdateCompaction, UpdateCompactionSummaryChunk:
+	case UpdateToolCallUpdate, UpdateUsage, UpdateSessionInfo, UpdateCompaction, UpdateCompactionSummaryChunk, UpdateNotice:
 		return newSessionUpdate(kind) // the variants v1 shares
 	}
 	return nil

@@ -73,7 +73,10 @@ func (l *loop) step() {
 	l.draft.id = msgID
 	l.draft.text.Reset()
 	l.submit(func(post progress) func(*loop) {
-		resp, err := prov.Complete(ctx, req, func(text string) {
+		rctx := provider.WithRetryReports(ctx, func(r provider.Retry) {
+			post(func(l *loop) { l.publish(retryEvent(turnID, r)) })
+		})
+		resp, err := prov.Complete(rctx, req, func(text string) {
 			if text != "" {
 				post(func(l *loop) {
 					keepDraft(&l.draft.text, text)
@@ -160,14 +163,30 @@ func (l *loop) runTools() {
 	t := l.turn
 	calls := unanswered(l.active)
 	w, v, ctx, tools, log := l.writer(), l.version, t.ctx, l.runnable(), l.log
+	// Each call runs on a context of its own, made here on the loop so
+	// that CancelToolCall finds it before the worker starts the call.
+	ctxs := make([]context.Context, len(calls))
+	cancels := make([]context.CancelCauseFunc, len(calls))
+	t.toolCancels = make(map[string]context.CancelCauseFunc, len(calls))
+	for i, tc := range calls {
+		ctxs[i], cancels[i] = context.WithCancelCause(ctx)
+		t.toolCancels[tc.ID] = cancels[i]
+	}
 	l.submit(func(post progress) func(*loop) {
-		for _, tc := range calls {
+		for i, tc := range calls {
 			var text string
-			if ctx.Err() != nil {
+			switch {
+			case ctx.Err() != nil:
 				text = notRun([]history.ToolCall{tc}, "the turn was cancelled")[0].Text
-			} else {
-				text = runTool(ctx, log, tools, tc)
+			case ctxs[i].Err() != nil:
+				text = ToolCallCancelledText + ": " + tc.Name + " did not run"
+			default:
+				text = runTool(ctxs[i], log, tools, tc)
+				if ctx.Err() == nil && errors.Is(context.Cause(ctxs[i]), errToolCallCancelled) {
+					text = cancelledResult(tc.Name, text)
+				}
 			}
+			cancels[i](nil) // release the context; the call is over
 			msg := history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: text, CreatedAt: time.Now()}
 			nv, snap, err := w.append(v, []history.Message{msg})
 			if err != nil {
@@ -230,4 +249,81 @@ func (l *loop) finishTurn(t *turn) {
 	res := TurnResult{Messages: t.messages, Usage: t.usage, Err: t.err}
 	l.publish(&TurnEvent{TurnID: t.cmd.id, Phase: TurnFinished, Result: &res})
 	t.cmd.finishTurn(res)
+}
+
+// ErrNoToolCall is returned by [Session.CancelToolCall] when no call of
+// that ID is running or waiting to run in the active turn: it is unknown,
+// or it has its result already.
+var ErrNoToolCall = errors.New("session: no such tool call is running")
+
+// ToolCallCancelledText begins the result of a tool call cancelled with
+// [Session.CancelToolCall]; the tool's own output, if it gave any, follows.
+// It is an error result (it begins with "error:"), and how a client tells a
+// cancelled call from a failed one in durable history.
+const ToolCallCancelledText = "error: the user cancelled this tool call"
+
+// errToolCallCancelled is the cause of a tool call's context that
+// CancelToolCall ended.
+var errToolCallCancelled = errors.New("session: the tool call was cancelled")
+
+// CancelToolCall cancels one tool call of the active turn, by its ID (the
+// ID of its history.ToolCall, [ToolCallID] in the tool), as an editor's stop
+// button on one call asks (ACP v2 tool_call/cancel): the context the tool
+// runs on ends, with a cause that wraps [ErrCancelled], or the call does
+// not start if it was waiting for an earlier call of its message. Its
+// result, committed as usual, begins with [ToolCallCancelledText], and the
+// turn goes on: the model reads the result at the next step. A tool that
+// finishes before it notices keeps its own result. CancelToolCall returns
+// once the cancellation is made, not when the tool has stopped. Errors:
+// [ErrNoToolCall] when no such call is running or waiting to run,
+// [ErrClosed], or ctx's error.
+func (s *Session) CancelToolCall(ctx context.Context, callID string) error {
+	var err error
+	if e := s.read(ctx, func(l *loop) { err = l.cancelToolCall(callID) }); e != nil {
+		return e
+	}
+	return err
+}
+
+func (l *loop) cancelToolCall(id string) error {
+	t := l.turn
+	if t == nil || t.toolCancels[id] == nil || !slices.ContainsFunc(unanswered(l.active), func(c history.ToolCall) bool { return c.ID == id }) {
+		return fmt.Errorf("%w: %q", ErrNoToolCall, id)
+	}
+	t.toolCancels[id](fmt.Errorf("%w (%w)", errToolCallCancelled, ErrCancelled))
+	return nil
+}
+
+// cancelledResult is the result of a call cancelled while it ran: what the
+// tool returned after the note that the user cancelled it.
+func cancelledResult(name, out string) string {
+	if out == "" {
+		return ToolCallCancelledText + ": " + name + " was stopped"
+	}
+	return ToolCallCancelledText + ": " + name + " was stopped; what it returned:\n" + out
+}
+
+// RetryEvent reports that the provider failed a request of a turn and
+// retries it (provider.ReportRetry): the answer is delayed by Wait. Live
+// only.
+type RetryEvent struct {
+	TurnID      string
+	Retry       int           // 1 for the first retry
+	MaxRetries  int           // the retries the provider allows in all
+	Wait        time.Duration // before the retry
+	RateLimited bool          // the server refused the request for its rate or load
+	Error       string        // the failure retried
+}
+
+func (*RetryEvent) payload() {}
+
+// Durable implements Payload.
+func (*RetryEvent) Durable() bool { return false }
+
+func retryEvent(turnID string, r provider.Retry) *RetryEvent {
+	ev := &RetryEvent{TurnID: turnID, Retry: r.Retry, MaxRetries: r.MaxRetries, Wait: r.Wait, RateLimited: r.RateLimited}
+	if r.Err != nil {
+		ev.Error = r.Err.Error()
+	}
+	return ev
 }

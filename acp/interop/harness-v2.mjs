@@ -40,6 +40,7 @@ const RESULTS = {
   "session/close": z2.zCloseSessionResponse,
   "session/delete": z2.zDeleteSessionResponse,
   "session/set_config_option": z2.zSetSessionConfigOptionResponse,
+  "tool_call/cancel": z2.zCancelToolCallResponse,
 };
 
 const KNOWN = {
@@ -171,6 +172,12 @@ export class V2Agent {
       const r = z2.zRequestPermissionRequest.safeParse(msg.params);
       if (!r.success) return bad(`session/request_permission: ${r.error.message}`);
       if (!isDeepStrictEqual(r.data, msg.params)) return bad(`session/request_permission: the SDK reads ${JSON.stringify(r.data)}`);
+      return;
+    }
+    if (msg.method === "$/cancel_request") {
+      const r = z2.zCancelRequestNotification.safeParse(msg.params);
+      if (!r.success) return bad(`$/cancel_request: ${r.error.message}`);
+      if (!isDeepStrictEqual(r.data, msg.params)) return bad(`$/cancel_request: the SDK reads ${JSON.stringify(r.data)}`);
       return;
     }
     if (msg.method) {

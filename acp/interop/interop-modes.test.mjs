@@ -244,10 +244,14 @@ test("x3. v2: an MCP server named with its type, its tool called after a v2 perm
           assert.equal(asked[0].subject.type, "tool_call");
           assert.ok(turn.updates.some((u) => u.sessionUpdate === "tool_call_update" && u.title === "MCP demo: greet"), "shown naming server and tool");
           assert.match(JSON.stringify(turn.updates), /Hello, Grace!/);
-          const told = a.updates().filter((u) => u.sessionUpdate === "agent_message_chunk" && /broken/.test(u.content.text));
-          assert.equal(told.length, 1, "the failed server told the user once, in a message of its own");
-          assert.match(told[0].content.text, /DEMO_TOKEN is not set/);
-          assert.match(told[0].messageId, /^note_/);
+          // v2 takes notices without a capability: the failed server is one
+          // notice, and no agent text.
+          const told = a.updates().filter((u) => u.sessionUpdate === "notice" && /broken/.test(u.description ?? ""));
+          assert.equal(told.length, 1, "the failed server told the user once, as a notice");
+          assert.equal(told[0].severity, "error");
+          assert.equal(told[0].title, "An MCP server is not available");
+          assert.match(told[0].description, /DEMO_TOKEN is not set/);
+          assert.equal(a.updates().filter((u) => u.sessionUpdate === "agent_message_chunk" && /broken/.test(u.content?.text ?? "")).length, 0, "not also as agent text");
 
           await s.prompt('replace "March" with "April" in notes.txt');
           await untilIdle(s);

@@ -329,6 +329,7 @@ test("v2 golden files: every v2 wire type sessionkit writes or reads parses with
       v2_resume_session_response: z2.zResumeSessionResponse,
       v2_prompt_response: z2.zPromptResponse,
       v2_session_notification: z2.zUpdateSessionNotification,
+      v2_cancel_tool_call_request: z2.zCancelToolCallRequest,
     })[name] ?? z2.zSessionUpdate;
   const files = readdirSync(dir).filter((f) => f.startsWith("v2_") && f.endsWith(".json"));
   assert.ok(files.length >= 20, `v2 golden files: ${files.length}`);

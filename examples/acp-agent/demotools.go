@@ -6,7 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"time"
 
+	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -37,4 +40,38 @@ func init() {
 			},
 		},
 	}
+}
+
+// The faults a demotools build injects when its environment asks, so that
+// the interop suites can make the provider fail the way a real one does:
+//
+//   - SESSIONKIT_DEMO_SUMMARY_FAILS=1: every summary request fails (so
+//     automatic compaction fails, and is suspended after three failures);
+//   - SESSIONKIT_DEMO_RATE_LIMITED=1: every turn request first reports a
+//     rate-limited retry (provider.ReportRetry), as provider/openai and
+//     provider/anthropic do before they wait, then is answered.
+func init() {
+	failSummaries := os.Getenv("SESSIONKIT_DEMO_SUMMARY_FAILS") == "1"
+	rateLimited := os.Getenv("SESSIONKIT_DEMO_RATE_LIMITED") == "1"
+	if !failSummaries && !rateLimited {
+		return
+	}
+	demoProvider = func(p provider.Provider) provider.Provider {
+		return faultyProvider{Provider: p, failSummaries: failSummaries, rateLimited: rateLimited}
+	}
+}
+
+type faultyProvider struct {
+	provider.Provider
+	failSummaries, rateLimited bool
+}
+
+func (p faultyProvider) Complete(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
+	switch {
+	case req.Purpose == provider.PurposeSummary && p.failSummaries:
+		return nil, errors.New("demo: the summary model is unavailable")
+	case req.Purpose == provider.PurposeTurn && p.rateLimited:
+		provider.ReportRetry(ctx, provider.Retry{Retry: 1, MaxRetries: 3, Wait: 2 * time.Second, RateLimited: true, Err: errors.New("demo: HTTP 429: rate limited")})
+	}
+	return p.Provider.Complete(ctx, req, onDelta)
 }

@@ -263,6 +263,7 @@ func run(args []string) error {
 	if c.summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
 	}
+	prov = demoProvider(prov)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	store, where, err := openStore(ctx, c.store, c.leaseTTL)
@@ -455,6 +456,10 @@ func version() string {
 // demoTools are the tools of every session besides the workspace tools:
 // none, unless the demotools build tag adds echo and fail (demotools.go).
 var demoTools []session.Tool
+
+// demoProvider wraps the provider in a build with the demotools tag (the
+// faults its test settings ask for); it is the provider itself otherwise.
+var demoProvider = func(p provider.Provider) provider.Provider { return p }
 
 // slowSummary delays summary calls; the delay ends early when the call is
 // cancelled.

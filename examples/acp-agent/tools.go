@@ -49,8 +49,7 @@ func sessionTools(o workspace.Options, mo mcp.Options, log *zap.Logger) func(acp
 		if len(ts.McpServers) == 0 {
 			return set, nil
 		}
-		ms, notices := startMCP(ts, o, mo, log)
-		set.Notices = notices
+		ms := startMCP(ts, o, mo, log)
 		if ms == nil {
 			return set, nil
 		}
@@ -84,9 +83,10 @@ func mcpTitle(o mcp.Origin) string { return "MCP " + o.Server + ": " + o.Tool }
 const mcpStartTimeout = 30 * time.Second
 
 // startMCP starts the MCP servers of a session. It returns the servers
-// (nil when none could be given: the list was malformed) and what to tell
-// the user: each server that failed, and why.
-func startMCP(ts acp.ToolSession, o workspace.Options, mo mcp.Options, log *zap.Logger) (*mcp.Set, []string) {
+// (nil when none could be given: the list was malformed) and tells the user
+// of each server that failed, and why, with a notice (ToolClient.Notice
+// holds it until the response that opens the session has been sent).
+func startMCP(ts acp.ToolSession, o workspace.Options, mo mcp.Options, log *zap.Logger) *mcp.Set {
 	servers := make([]mcp.Server, 0, len(ts.McpServers))
 	for _, s := range ts.McpServers {
 		m := mcp.Server{Name: s.Name}
@@ -111,30 +111,33 @@ func startMCP(ts acp.ToolSession, o workspace.Options, mo mcp.Options, log *zap.
 	client := ts.Client
 	mo.OnExit = func(e *mcp.ServerError) {
 		log.Warn("an MCP server ended", zap.Error(e))
-		// Not waited for: Tell returns when the session has closed.
-		go func() { _ = client.Tell(context.Background(), mcpEndedText(e)) }()
+		// Not waited for: Notice returns once the owner has queued it, or
+		// when the session has closed.
+		go tell(client, "An MCP server stopped, and its tools fail from now on", e)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), mcpStartTimeout)
 	defer cancel()
 	set, err := mo.Connect(ctx, servers)
 	if err != nil {
 		log.Warn("MCP servers not started", zap.Error(err))
-		return nil, []string{"The MCP servers were not started: " + err.Error()}
+		tell(client, "The MCP servers were not started", err)
+		return nil
 	}
-	var notices []string
 	for _, st := range set.Servers() {
 		if st.Err != nil {
 			log.Warn("an MCP server failed to start", zap.String("mcp_server", st.Name), zap.Error(st.Err))
-			notices = append(notices, "An MCP server is not available: "+st.Err.Error())
+			tell(client, "An MCP server is not available", st.Err)
 			continue
 		}
 		log.Info("MCP server started", zap.String("mcp_server", st.Name), zap.Strings("tools", st.Tools), zap.Strings("notes", st.Notes))
 	}
-	return set, notices
+	return set
 }
 
-// mcpEndedText tells the user that a server ended while the session was
-// open.
-func mcpEndedText(e *mcp.ServerError) string {
-	return "An MCP server stopped, and its tools fail from now on: " + e.Error()
+// tell gives the user a notice of an MCP failure, "title: err" as agent
+// text where the client takes no notices. While the session opens it is
+// held until the response that opens it has been sent; after the session
+// has closed it is dropped.
+func tell(c *acp.ToolClient, title string, err error) {
+	_ = c.Notice(context.Background(), acp.Notice{Severity: acp.NoticeError, Title: title, Description: err.Error()})
 }

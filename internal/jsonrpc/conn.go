@@ -267,6 +267,25 @@ func (c *Conn) Send(ctx context.Context, method string, params any, then func(re
 	return err
 }
 
+// SendID is [Conn.Send] that also returns the request's ID, which
+// [Conn.Abandon] takes.
+func (c *Conn) SendID(ctx context.Context, method string, params any, then func(result json.RawMessage, err error)) (json.RawMessage, error) {
+	p, err := c.send(ctx, method, params, then)
+	if err != nil || p == nil {
+		return nil, err
+	}
+	return json.RawMessage(strconv.FormatInt(p.id, 10)), nil
+}
+
+// Abandon gives up a request sent with [Conn.SendID] whose response has not
+// arrived: its then is never called and a late response is ignored. It
+// reports whether the request was still waiting; the caller then tells the
+// peer, e.g. with $/cancel_request, in the order it writes its messages.
+func (c *Conn) Abandon(id json.RawMessage) bool {
+	n, err := strconv.ParseInt(string(id), 10, 64)
+	return err == nil && c.forget(n)
+}
+
 func (c *Conn) send(ctx context.Context, method string, params any, then func(json.RawMessage, error)) (*Pending, error) {
 	Detach(ctx)
 	raw, err := marshalParams(params)

@@ -176,6 +176,10 @@ type Policy struct {
 	// Log receives a warning for every retry and a debug line for the
 	// failure returned; never nil.
 	Log *zap.Logger
+	// OnRetry, when set, is called before the wait of every retry with the
+	// retry's number (1 for the first), the wait and the failure retried;
+	// providers report it with provider.ReportRetry.
+	OnRetry func(ctx context.Context, retry int, wait time.Duration, err error)
 }
 
 // Verdict is what a failed attempt says about trying again.
@@ -226,6 +230,9 @@ func (p *Policy) Run(ctx context.Context, attempt func(ctx context.Context, retr
 			zap.Int("max_retries", p.MaxRetries),
 			zap.Duration("wait", wait),
 			zap.String("error", v.Err.Error()))
+		if p.OnRetry != nil {
+			p.OnRetry(ctx, retries+1, wait, v.Err)
+		}
 		if err := p.Sleep(ctx, wait); err != nil {
 			return cancelled(retries)
 		}

@@ -330,7 +330,14 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 // policy returns the retry policy of one request.
 func (p *Provider) policy() *retry.Policy {
 	backoff := func(n int) time.Duration { return retry.Backoff(p.o.backoffBase, p.o.backoffMax, n, p.jitter) }
-	return &retry.Policy{MaxRetries: p.o.maxRetries, Backoff: backoff, Sleep: p.sleep, Log: p.log}
+	return &retry.Policy{MaxRetries: p.o.maxRetries, Backoff: backoff, Sleep: p.sleep, Log: p.log, OnRetry: p.reportRetry}
+}
+
+// reportRetry reports a retry to the caller (provider.ReportRetry).
+func (p *Provider) reportRetry(ctx context.Context, n int, wait time.Duration, err error) {
+	var e *Error
+	limited := errors.As(err, &e) && (e.StatusCode == http.StatusTooManyRequests || e.StatusCode == 529 || e.Type == "rate_limit_error" || e.Type == "overloaded_error")
+	provider.ReportRetry(ctx, provider.Retry{Retry: n, MaxRetries: p.o.maxRetries, Wait: wait, RateLimited: limited, Err: err})
 }
 
 // complete makes one non-streaming attempt.

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/sessionkit/sessionkit/provider"
 	at "github.com/sessionkit/sessionkit/provider/anthropic/anthropictest"
 )
 
@@ -253,6 +254,38 @@ func TestAPIKeyNeverLeaked(t *testing.T) {
 					}
 				}
 			}
+		})
+	}
+}
+
+// TestRetryIsReported: every retry is reported through the ctx
+// (provider.ReportRetry) before its wait, with its number, the wait and
+// whether the server rate-limited the request.
+func TestRetryIsReported(t *testing.T) {
+	tests := []struct {
+		name    string
+		first   http.HandlerFunc
+		limited bool
+	}{
+		{"429", at.HTTPError(429, "rate_limit_error", "Number of requests has exceeded your rate limit", "retry-after", "7"), true},
+		{"529 overloaded", at.HTTPError(529, "overloaded_error", "Overloaded"), true},
+		{"500", at.HTTPError(500, "api_error", "Internal server error"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := at.NewServer(t, testKey, tt.first, at.Reply("fine", okUsage))
+			p, waits := newTestProvider(t, srv, WithBackoff(time.Second, time.Second))
+			p.jitter = func(time.Duration) time.Duration { return 0 }
+			var got []provider.Retry
+			ctx := provider.WithRetryReports(t.Context(), func(r provider.Retry) { got = append(got, r) })
+			_, err := p.Complete(ctx, userRequest("hi"), nil)
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			assert.Equal(t, 1, got[0].Retry)
+			assert.Equal(t, DefaultMaxRetries, got[0].MaxRetries)
+			assert.Equal(t, waits(), []time.Duration{got[0].Wait})
+			assert.Equal(t, tt.limited, got[0].RateLimited)
+			assert.Error(t, got[0].Err)
 		})
 	}
 }

@@ -319,7 +319,14 @@ func (p *Provider) Complete(ctx context.Context, req *provider.Request, onDelta 
 
 // policy returns the retry policy of one request.
 func (p *Provider) policy() *retry.Policy {
-	return &retry.Policy{MaxRetries: p.maxRetries, Backoff: p.backoff, Sleep: p.sleep, Log: p.log}
+	return &retry.Policy{MaxRetries: p.maxRetries, Backoff: p.backoff, Sleep: p.sleep, Log: p.log, OnRetry: p.reportRetry}
+}
+
+// reportRetry reports a retry to the caller (provider.ReportRetry).
+func (p *Provider) reportRetry(ctx context.Context, n int, wait time.Duration, err error) {
+	var e *Error
+	limited := errors.As(err, &e) && e.StatusCode == http.StatusTooManyRequests
+	provider.ReportRetry(ctx, provider.Retry{Retry: n, MaxRetries: p.maxRetries, Wait: wait, RateLimited: limited, Err: err})
 }
 
 // complete makes one non-streaming attempt.

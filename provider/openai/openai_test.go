@@ -1081,3 +1081,33 @@ func TestBaseURLChecked(t *testing.T) {
 	_, err := New(WithModel("m"), WithBaseURL("https://example.test/v1"))
 	require.NoError(t, err)
 }
+
+// TestRetryIsReported: every retry is reported through the ctx
+// (provider.ReportRetry) before its wait, with its number, the wait and
+// whether the server rate-limited the request (429).
+func TestRetryIsReported(t *testing.T) {
+	tests := []struct {
+		name    string
+		first   http.HandlerFunc
+		limited bool
+	}{
+		{"429", apiError(429, "slow down", "rate_limit_error", "rate_limit_exceeded", "Retry-After", "2"), true},
+		{"500", apiError(500, "oops", "", ""), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(t, tt.first, reply("done"))
+			p, s := newProvider(t, f, WithBackoff(100*time.Millisecond, time.Second))
+			var got []provider.Retry
+			ctx := provider.WithRetryReports(t.Context(), func(r provider.Retry) { got = append(got, r) })
+			_, err := p.Complete(ctx, userRequest("hi"), nil)
+			require.NoError(t, err)
+			require.Len(t, got, 1)
+			assert.Equal(t, 1, got[0].Retry)
+			assert.Equal(t, DefaultMaxRetries, got[0].MaxRetries)
+			assert.Equal(t, s.all(), []time.Duration{got[0].Wait})
+			assert.Equal(t, tt.limited, got[0].RateLimited)
+			assert.Error(t, got[0].Err)
+		})
+	}
+}
