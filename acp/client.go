@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
@@ -31,7 +32,7 @@ var ErrConnection = errors.New("acp: connection to the agent lost")
 // ClientOptions configure [Dial] and [Start].
 type ClientOptions struct {
 	// ClientInfo is sent in initialize; zero means sessionkit and Version.
-	ClientInfo Implementation
+	ClientInfo schema.Implementation
 	// NoCompaction leaves session.compaction out of the client
 	// capabilities, as an older client would; the agent then reports
 	// compactions as text and a remote Compact cannot follow them.
@@ -87,9 +88,9 @@ type Client struct {
 	conn *jsonrpc.Conn
 	log  *zap.Logger
 	opts ClientOptions
-	init InitializeResponse    // v1
-	v2   *InitializeResponseV2 // the agent answered with v2
-	stop func() error          // ends the agent process (Start only)
+	init schema.InitializeResponse    // v1
+	v2   *schema.InitializeResponseV2 // the agent answered with v2
+	stop func() error                 // ends the agent process (Start only)
 
 	mu       sync.Mutex // guards the registry
 	sessions map[string]*RemoteSession
@@ -126,21 +127,21 @@ func Dial(ctx context.Context, r io.Reader, w io.Writer, opts ClientOptions) (*C
 	close(ready)
 	info := opts.ClientInfo
 	if info.Name == "" {
-		info = Implementation{Name: "sessionkit", Version: Version}
+		info = schema.Implementation{Name: "sessionkit", Version: Version}
 	}
-	req := InitializeRequest{ProtocolVersion: 1, ClientInfo: &info}
+	req := schema.InitializeRequest{ProtocolVersion: 1, ClientInfo: &info}
 	if !opts.NoCompaction {
-		if err := req.ClientCapabilities.SetSession(ClientSessionCapabilities{Compaction: &CompactionCapabilities{}}); err != nil {
+		if err := req.ClientCapabilities.SetSession(schema.ClientSessionCapabilities{Compaction: &schema.CompactionCapabilities{}}); err != nil {
 			_ = c.conn.Close()
 			return nil, err
 		}
 	}
 	var params any = req
 	if !opts.V1Only {
-		params = dualInitialize{ProtocolVersion: ProtocolVersion2, Info: info, ClientCapabilities: req.ClientCapabilities, ClientInfo: &info}
+		params = schema.DualInitializeRequest{ProtocolVersion: schema.ProtocolVersion2, Info: info, ClientCapabilities: req.ClientCapabilities, ClientInfo: &info}
 	}
 	var raw json.RawMessage
-	err := c.conn.Call(ctx, MethodInitialize, params, &raw)
+	err := c.conn.Call(ctx, schema.MethodInitialize, params, &raw)
 	if err == nil {
 		err = c.initialized(raw)
 	}
@@ -153,24 +154,14 @@ func Dial(ctx context.Context, r io.Reader, w io.Writer, opts ClientOptions) (*C
 	return c, nil
 }
 
-// dualInitialize is the initialize of a client that speaks v1 and v2: the
-// v2 request with the v1 fields beside (a v2 agent ignores them).
-type dualInitialize struct {
-	ProtocolVersion    ProtocolVersion      `json:"protocolVersion"`
-	Info               Implementation       `json:"info"`
-	Capabilities       ClientCapabilitiesV2 `json:"capabilities"`
-	ClientCapabilities ClientCapabilities   `json:"clientCapabilities"`
-	ClientInfo         *Implementation      `json:"clientInfo,omitzero"`
-}
-
 // initialized decodes the initialize result in the version it names.
 func (c *Client) initialized(raw json.RawMessage) error {
-	var rv requestedVersion
+	var rv schema.RequestedVersion
 	if err := json.Unmarshal(raw, &rv); err != nil {
 		return err
 	}
-	if rv.ProtocolVersion == ProtocolVersion2 && !c.opts.V1Only {
-		var r InitializeResponseV2
+	if rv.ProtocolVersion == schema.ProtocolVersion2 && !c.opts.V1Only {
+		var r schema.InitializeResponseV2
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return err
 		}
@@ -182,18 +173,18 @@ func (c *Client) initialized(raw json.RawMessage) error {
 
 // Protocol returns the version the connection speaks: ProtocolVersion1 or
 // ProtocolVersion2.
-func (c *Client) Protocol() ProtocolVersion {
+func (c *Client) Protocol() schema.ProtocolVersion {
 	if c.v2 != nil {
-		return ProtocolVersion2
+		return schema.ProtocolVersion2
 	}
-	return ProtocolVersion1
+	return schema.ProtocolVersion1
 }
 
 // AgentInfoV2 returns what a v2 agent said about itself in initialize; ok
 // is false on a v1 connection (see [Client.AgentInfo]).
-func (c *Client) AgentInfoV2() (resp InitializeResponseV2, ok bool) {
+func (c *Client) AgentInfoV2() (resp schema.InitializeResponseV2, ok bool) {
 	if c.v2 == nil {
-		return InitializeResponseV2{}, false
+		return schema.InitializeResponseV2{}, false
 	}
 	return *c.v2, true
 }
@@ -250,10 +241,10 @@ func exitErr(err error) error {
 // AgentInfo returns what the agent said about itself in initialize. On a
 // v2 connection it holds the protocol version and the agent's info (name,
 // version); the v2 capabilities are in [Client.AgentInfoV2].
-func (c *Client) AgentInfo() InitializeResponse {
+func (c *Client) AgentInfo() schema.InitializeResponse {
 	if c.v2 != nil {
 		info := c.v2.Info
-		return InitializeResponse{ProtocolVersion: c.v2.ProtocolVersion, AgentInfo: &info}
+		return schema.InitializeResponse{ProtocolVersion: c.v2.ProtocolVersion, AgentInfo: &info}
 	}
 	return c.init
 }
@@ -264,8 +255,8 @@ func (c *Client) extension() bool {
 	if c.v2 != nil {
 		meta = c.v2.Capabilities.Meta
 	}
-	m, ok := meta[MetaKey].(map[string]any)
-	return ok && m["compact"] == MethodCompact
+	m, ok := meta[schema.MetaKey].(map[string]any)
+	return ok && m["compact"] == schema.MethodCompact
 }
 
 // Close ends the connection (and the agent process, for [Start]); every
@@ -319,12 +310,12 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 	got := make(chan answer, 1)
 	// The session is registered by the dispatcher, before it dispatches the
 	// updates the agent sends right after its response.
-	var params any = NewSessionRequest{Cwd: cwd}
+	var params any = schema.NewSessionRequest{Cwd: cwd}
 	if c.v2 != nil {
-		params = NewSessionRequestV2{Cwd: cwd}
+		params = schema.NewSessionRequestV2{Cwd: cwd}
 	}
-	err := c.conn.Send(ctx, MethodSessionNew, params, func(raw json.RawMessage, err error) {
-		var resp NewSessionResponse
+	err := c.conn.Send(ctx, schema.MethodSessionNew, params, func(raw json.RawMessage, err error) {
+		var resp schema.NewSessionResponse
 		if err == nil {
 			err = json.Unmarshal(raw, &resp)
 		}
@@ -351,9 +342,9 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 // session/load; v2: session/resume with replayFrom {"type":"start"}).
 func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
 	if c.v2 != nil {
-		return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequestV2{SessionID: id, Cwd: cwd, ReplayFrom: &ReplayFrom{Type: ReplayFromStart}})
+		return c.attach(ctx, schema.MethodSessionResume, id, schema.ResumeSessionRequestV2{SessionID: id, Cwd: cwd, ReplayFrom: &schema.ReplayFrom{Type: schema.ReplayFromStart}})
 	}
-	return c.attach(ctx, MethodSessionLoad, id, LoadSessionRequest{SessionID: id, Cwd: cwd})
+	return c.attach(ctx, schema.MethodSessionLoad, id, schema.LoadSessionRequest{SessionID: id, Cwd: cwd})
 }
 
 // ResumeSession re-attaches to a session without a replay (session/resume;
@@ -361,9 +352,9 @@ func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSessio
 // now on reach the returned session.
 func (c *Client) ResumeSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
 	if c.v2 != nil {
-		return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequestV2{SessionID: id, Cwd: cwd})
+		return c.attach(ctx, schema.MethodSessionResume, id, schema.ResumeSessionRequestV2{SessionID: id, Cwd: cwd})
 	}
-	return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequest{SessionID: id, Cwd: cwd})
+	return c.attach(ctx, schema.MethodSessionResume, id, schema.ResumeSessionRequest{SessionID: id, Cwd: cwd})
 }
 
 // attach registers session id, so that the updates of a replay find it,
@@ -386,7 +377,7 @@ func (c *Client) attach(ctx context.Context, method, id string, params any) (*Re
 // every command and releases it. A RemoteSession for it on this Client
 // is closed too, its Handles finishing with session.ErrClosed.
 func (c *Client) CloseSession(ctx context.Context, id string) error {
-	err := c.call(ctx, MethodSessionClose, CloseSessionRequest{SessionID: id}, nil)
+	err := c.call(ctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionID: id}, nil)
 	c.closeRemote(id)
 	return err
 }
@@ -407,10 +398,10 @@ func (c *Client) closeRemote(id string) {
 // say.
 func (c *Client) ListSessions(ctx context.Context, cwd string) ([]history.SessionInfo, error) {
 	var out []history.SessionInfo
-	req := ListSessionsRequest{Cwd: cwd}
+	req := schema.ListSessionsRequest{Cwd: cwd}
 	for {
-		var resp ListSessionsResponse
-		if err := c.call(ctx, MethodSessionList, req, &resp); err != nil {
+		var resp schema.ListSessionsResponse
+		if err := c.call(ctx, schema.MethodSessionList, req, &resp); err != nil {
 			return nil, err
 		}
 		for _, s := range resp.Sessions {
@@ -461,15 +452,15 @@ func (c *Client) session(id string) *RemoteSession {
 // handed to its session's owner before the next message is dispatched.
 func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
-	case MethodSessionUpdate:
-		var n SessionNotification
+	case schema.MethodSessionUpdate:
+		var n schema.SessionNotification
 		if c.v2 != nil {
-			var n2 SessionNotificationV2
+			var n2 schema.SessionNotificationV2
 			if err := jsonrpc.UnmarshalParams(req.Params, &n2); err != nil {
 				c.log.Warn("malformed session/update", zap.Error(err))
 				return nil, err
 			}
-			n = SessionNotification(n2)
+			n = schema.SessionNotification(n2)
 		} else if err := jsonrpc.UnmarshalParams(req.Params, &n); err != nil {
 			c.log.Warn("malformed session/update", zap.Error(err))
 			return nil, err
@@ -480,14 +471,14 @@ func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 			c.log.Debug("update for a session this client does not hold", zap.String("session", n.SessionID))
 		}
 		return nil, nil
-	case MethodCompactFinished:
-		var p CompactFinishedParams
+	case schema.MethodCompactFinished:
+		var p schema.CompactFinishedParams
 		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 			c.log.Warn("malformed compact_finished", zap.Error(err))
 			return nil, err
 		}
 		if rs := c.session(p.SessionID); rs != nil {
-			res := p.Result.Result()
+			res := compactResultOf(&p.Result)
 			rs.post(func() { rs.compactFinished(p.CompactID, res) })
 		}
 		return nil, nil

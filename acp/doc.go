@@ -26,7 +26,7 @@
 // # Versions
 //
 // Each connection speaks the version its initialize chose: 1 for a request
-// for 1, 2 for a request for 2 or more, the [UnsupportedProtocolVersion]
+// for 1, 2 for a request for 2 or more, the [schema.UnsupportedProtocolVersion]
 // error below 1 ([ServerOptions.V1Only] keeps every connection on v1). Both
 // versions are fed by the same session events through the same owner
 // goroutine per ACP session; a per-connection surface builds the wire items
@@ -46,6 +46,6 @@
 // Every message the package sends or reads has a Go type here. Unions
 // (SessionUpdate, ContentBlock, ToolCallContent) are decoded by their
 // discriminator, never by shape; unknown kinds are kept verbatim. Nullable
-// patch fields are [Optional] values: the zero value is omitted, [Null]
-// clears, [Value] replaces; they never encode null or [] by accident.
+// patch fields are [schema.Optional] values: the zero value is omitted, [schema.Null]
+// clears, [schema.Value] replaces; they never encode null or [] by accident.
 package acp
