@@ -88,9 +88,8 @@ type Client struct {
 	conn *jsonrpc.Conn
 	log  *zap.Logger
 	opts ClientOptions
-	init schema.InitializeResponse    // v1
-	v2   *schema.InitializeResponseV2 // the agent answered with v2
-	stop func() error                 // ends the agent process (Start only)
+	surf clientSurface // the version the agent answered initialize with
+	stop func() error  // ends the agent process (Start only)
 
 	mu       sync.Mutex // guards the registry
 	sessions map[string]*RemoteSession
@@ -161,32 +160,29 @@ func (c *Client) initialized(raw json.RawMessage) error {
 		return err
 	}
 	if rv.ProtocolVersion == schema.ProtocolVersion2 && !c.opts.V1Only {
-		var r schema.InitializeResponseV2
-		if err := json.Unmarshal(raw, &r); err != nil {
+		var v v2Client
+		if err := json.Unmarshal(raw, &v.init); err != nil {
 			return err
 		}
-		c.v2 = &r
+		c.surf = v
 		return nil
 	}
-	return json.Unmarshal(raw, &c.init)
+	var v v1Client
+	if err := json.Unmarshal(raw, &v.init); err != nil {
+		return err
+	}
+	c.surf = v
+	return nil
 }
 
 // Protocol returns the version the connection speaks: ProtocolVersion1 or
 // ProtocolVersion2.
-func (c *Client) Protocol() schema.ProtocolVersion {
-	if c.v2 != nil {
-		return schema.ProtocolVersion2
-	}
-	return schema.ProtocolVersion1
-}
+func (c *Client) Protocol() schema.ProtocolVersion { return c.surf.version() }
 
 // AgentInfoV2 returns what a v2 agent said about itself in initialize; ok
 // is false on a v1 connection (see [Client.AgentInfo]).
 func (c *Client) AgentInfoV2() (resp schema.InitializeResponseV2, ok bool) {
-	if c.v2 == nil {
-		return schema.InitializeResponseV2{}, false
-	}
-	return *c.v2, true
+	return c.surf.agentInfoV2()
 }
 
 // Start starts the agent command and dials it over its stdin and stdout.
@@ -241,21 +237,11 @@ func exitErr(err error) error {
 // AgentInfo returns what the agent said about itself in initialize. On a
 // v2 connection it holds the protocol version and the agent's info (name,
 // version); the v2 capabilities are in [Client.AgentInfoV2].
-func (c *Client) AgentInfo() schema.InitializeResponse {
-	if c.v2 != nil {
-		info := c.v2.Info
-		return schema.InitializeResponse{ProtocolVersion: c.v2.ProtocolVersion, AgentInfo: &info}
-	}
-	return c.init
-}
+func (c *Client) AgentInfo() schema.InitializeResponse { return c.surf.agentInfo() }
 
 // extension reports whether the agent answers the _sessionkit/compact method.
 func (c *Client) extension() bool {
-	meta := c.init.AgentCapabilities.Meta
-	if c.v2 != nil {
-		meta = c.v2.Capabilities.Meta
-	}
-	m, ok := meta[schema.MetaKey].(map[string]any)
+	m, ok := c.surf.agentMeta()[schema.MetaKey].(map[string]any)
 	return ok && m["compact"] == schema.MethodCompact
 }
 
@@ -310,11 +296,7 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 	got := make(chan answer, 1)
 	// The session is registered by the dispatcher, before it dispatches the
 	// updates the agent sends right after its response.
-	var params any = schema.NewSessionRequest{Cwd: cwd}
-	if c.v2 != nil {
-		params = schema.NewSessionRequestV2{Cwd: cwd}
-	}
-	err := c.conn.Send(ctx, schema.MethodSessionNew, params, func(raw json.RawMessage, err error) {
+	err := c.conn.Send(ctx, schema.MethodSessionNew, c.surf.newSession(cwd), func(raw json.RawMessage, err error) {
 		var resp schema.NewSessionResponse
 		if err == nil {
 			err = json.Unmarshal(raw, &resp)
@@ -341,20 +323,16 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 // the returned session's Timeline holds once LoadSession returns (v1:
 // session/load; v2: session/resume with replayFrom {"type":"start"}).
 func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
-	if c.v2 != nil {
-		return c.attach(ctx, schema.MethodSessionResume, id, schema.ResumeSessionRequestV2{SessionID: id, Cwd: cwd, ReplayFrom: &schema.ReplayFrom{Type: schema.ReplayFromStart}})
-	}
-	return c.attach(ctx, schema.MethodSessionLoad, id, schema.LoadSessionRequest{SessionID: id, Cwd: cwd})
+	method, params := c.surf.load(id, cwd)
+	return c.attach(ctx, method, id, params)
 }
 
 // ResumeSession re-attaches to a session without a replay (session/resume;
 // a v1 agent advertises it under sessionCapabilities.resume): updates from
 // now on reach the returned session.
 func (c *Client) ResumeSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
-	if c.v2 != nil {
-		return c.attach(ctx, schema.MethodSessionResume, id, schema.ResumeSessionRequestV2{SessionID: id, Cwd: cwd})
-	}
-	return c.attach(ctx, schema.MethodSessionResume, id, schema.ResumeSessionRequest{SessionID: id, Cwd: cwd})
+	method, params := c.surf.resume(id, cwd)
+	return c.attach(ctx, method, id, params)
 }
 
 // attach registers session id, so that the updates of a replay find it,
@@ -453,15 +431,8 @@ func (c *Client) session(id string) *RemoteSession {
 func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
 	case schema.MethodSessionUpdate:
-		var n schema.SessionNotification
-		if c.v2 != nil {
-			var n2 schema.SessionNotificationV2
-			if err := jsonrpc.UnmarshalParams(req.Params, &n2); err != nil {
-				c.log.Warn("malformed session/update", zap.Error(err))
-				return nil, err
-			}
-			n = schema.SessionNotification(n2)
-		} else if err := jsonrpc.UnmarshalParams(req.Params, &n); err != nil {
+		n, err := c.surf.notification(req.Params)
+		if err != nil {
 			c.log.Warn("malformed session/update", zap.Error(err))
 			return nil, err
 		}

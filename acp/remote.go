@@ -256,26 +256,19 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 
 // answered applies a session/prompt response (or its failure).
 func (r *RemoteSession) answered(t *remoteTurn, raw json.RawMessage, err error) {
-	if r.c.v2 != nil && err == nil {
-		var resp schema.PromptResponseV2
-		if err = json.Unmarshal(raw, &resp); err == nil {
-			t.inserted = true // the turn ends with the idle state
-			return
-		}
-		r.endTurn(t, fmt.Errorf("acp: session/prompt: %w", err))
+	if err != nil {
+		r.endTurn(t, r.rpcErr("session/prompt", err))
 		return
 	}
-	if err == nil {
-		var resp schema.PromptResponse
-		if err = json.Unmarshal(raw, &resp); err == nil {
-			err = promptError(resp.StopReason)
-		} else {
-			err = fmt.Errorf("acp: session/prompt: %w", err)
-		}
-	} else {
-		err = r.rpcErr("session/prompt", err)
+	inserted, stop, err := r.c.surf.promptAnswer(raw)
+	switch {
+	case err != nil:
+		r.endTurn(t, fmt.Errorf("acp: session/prompt: %w", err))
+	case inserted:
+		t.inserted = true // the turn ends with the idle state
+	default:
+		r.endTurn(t, promptError(stop))
 	}
-	r.endTurn(t, err)
 }
 
 // endTurn finishes turn t, if it is still in flight.
@@ -461,17 +454,15 @@ func (r *RemoteSession) compactFallback(ctx context.Context, req session.Compact
 // result of its entity, or from the stop reason when there was none. Over
 // v2 the response is the receipt, and the idle state_update ends it.
 func (r *RemoteSession) fallbackAnswered(fc *remoteCompact, raw json.RawMessage, err error) {
-	var resp schema.PromptResponse
-	if r.c.v2 != nil && err == nil {
-		var receipt schema.PromptResponseV2
-		if err = json.Unmarshal(raw, &receipt); err == nil {
-			fc.inserted = true
+	var stop schema.StopReason
+	if err == nil {
+		var inserted bool
+		if inserted, stop, err = r.c.surf.promptAnswer(raw); err == nil && inserted {
+			fc.inserted = true // the idle state_update ends it
 			return
 		}
-	} else if err == nil {
-		err = json.Unmarshal(raw, &resp)
 	}
-	r.fallbackEnded(fc, resp.StopReason, err)
+	r.fallbackEnded(fc, stop, err)
 }
 
 // fallbackEnded finishes a /compact prompt that ended with stop (or err).
@@ -600,8 +591,7 @@ func (r *RemoteSession) update(u schema.SessionUpdate) {
 		}
 		r.toolCall(t, v.ToolCallID, name, v.RawInput)
 	case *schema.ToolCallUpdate:
-		if r.c.v2 != nil && !r.tools[v.ToolCallID] {
-			// v2: the first update of an ID creates the tool call.
+		if r.c.surf.updateCreatesToolCall() && !r.tools[v.ToolCallID] {
 			r.tools[v.ToolCallID] = true
 			name, _ := v.Name.Get()
 			if name == "" {

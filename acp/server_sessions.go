@@ -100,7 +100,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 		s.log.Warn(mcpNote(at.mcp), zap.String("cwd", cwd))
 	}
 	conn := s.negotiated // this session's copy
-	client := &ToolClient{caps: conn.clientCaps, v2: conn.version == schema.ProtocolVersion2}
+	client := &ToolClient{caps: conn.clientCaps, surf: conn.surface(cwd)}
 	var set Toolset
 	reader := promptReader{prov: cfg.Provider, dirs: append([]string{cwd}, at.dirs...)}
 	if s.opts.SessionTools != nil {

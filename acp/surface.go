@@ -37,6 +37,16 @@ type surface interface {
 	// takesNotices reports whether notice updates go out (v1: the client's
 	// session.notices capability; v2: always).
 	takesNotices() bool
+
+	// abandonsRequests reports whether the client is told that a request
+	// to it is no longer waited for (v2).
+	abandonsRequests() bool
+	// clientTools reports whether the client has the fs/* and terminal/*
+	// methods (v1; v2 has none) for a [ToolClient].
+	clientTools() bool
+	// permission is the session/request_permission params that ask about
+	// toolCall.
+	permission(sessionID string, toolCall schema.ToolCallUpdate, options []schema.PermissionOption) any
 }
 
 // v1Surface is ACP v1; compaction and notices are the connection's
@@ -105,6 +115,14 @@ func (v1Surface) receipts() bool { return false }
 func (v1Surface) states() bool { return false }
 
 func (v v1Surface) takesNotices() bool { return v.notices }
+
+func (v1Surface) clientTools() bool { return true }
+
+func (v1Surface) abandonsRequests() bool { return false }
+
+func (v1Surface) permission(sessionID string, toolCall schema.ToolCallUpdate, options []schema.PermissionOption) any {
+	return schema.RequestPermissionRequest{SessionID: sessionID, ToolCall: toolCall, Options: options}
+}
 
 // v2Surface is ACP v2: every message chunk has its messageId, user messages
 // are upserted whole (live too: the echo of the prompt), the first
@@ -176,6 +194,23 @@ func (v2Surface) receipts() bool { return true }
 func (v2Surface) states() bool { return true }
 
 func (v2Surface) takesNotices() bool { return true }
+
+func (v2Surface) clientTools() bool { return false }
+
+func (v2Surface) abandonsRequests() bool { return true }
+
+// permission has the call's title, and the call, its diffs shaped for v2,
+// as its subject.
+func (v v2Surface) permission(sessionID string, toolCall schema.ToolCallUpdate, options []schema.PermissionOption) any {
+	title, _ := toolCall.Title.Get()
+	if title == "" {
+		title = "Allow this tool call?"
+	}
+	if content, ok := toolCall.Content.Get(); ok {
+		toolCall.Content = schema.Value(v2Content(content, v.cwd))
+	}
+	return schema.RequestPermissionRequestV2{SessionID: sessionID, Title: title, Subject: &schema.PermissionSubject{ToolCall: toolCall}, Options: options}
+}
 
 // The /compact command as advertised.
 const (

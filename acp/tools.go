@@ -101,20 +101,20 @@ var ErrNoClient = errors.New("acp: no client to ask")
 // RequestPermission and UpdateToolCall reach it.
 type ToolClient struct {
 	caps schema.ClientCapabilities
-	v2   bool
+	surf surface                      // the session's copy of the connection's version
 	a    atomic.Pointer[agentSession] // set when the session is open
 	// early holds the notices given before the session was open (Notice).
 	early earlyNotices
 }
 
 // CanReadFiles reports whether the client offers fs/read_text_file.
-func (c *ToolClient) CanReadFiles() bool { return !c.v2 && c.caps.FS.ReadTextFile }
+func (c *ToolClient) CanReadFiles() bool { return c.surf.clientTools() && c.caps.FS.ReadTextFile }
 
 // CanWriteFiles reports whether the client offers fs/write_text_file.
-func (c *ToolClient) CanWriteFiles() bool { return !c.v2 && c.caps.FS.WriteTextFile }
+func (c *ToolClient) CanWriteFiles() bool { return c.surf.clientTools() && c.caps.FS.WriteTextFile }
 
 // CanRunTerminals reports whether the client offers the terminal/* methods.
-func (c *ToolClient) CanRunTerminals() bool { return !c.v2 && c.caps.Terminal }
+func (c *ToolClient) CanRunTerminals() bool { return c.surf.clientTools() && c.caps.Terminal }
 
 // ReadTextFile reads a text file through the client (fs/read_text_file),
 // which sees the editor's unsaved changes: all of it, or limit lines (0:
@@ -207,21 +207,7 @@ func (c *ToolClient) RequestPermission(ctx context.Context, toolCall schema.Tool
 	if len(options) == 0 {
 		return schema.PermissionOutcome{}, errors.New("acp: a permission request needs at least one option")
 	}
-	var params any = schema.RequestPermissionRequest{SessionID: c.sessionID(), ToolCall: toolCall, Options: options}
-	if c.v2 {
-		title, _ := toolCall.Title.Get()
-		if title == "" {
-			title = "Allow this tool call?"
-		}
-		if content, ok := toolCall.Content.Get(); ok {
-			cwd := ""
-			if a := c.a.Load(); a != nil {
-				cwd = a.cwd
-			}
-			toolCall.Content = schema.Value(v2Content(content, cwd))
-		}
-		params = schema.RequestPermissionRequestV2{SessionID: c.sessionID(), Title: title, Subject: &schema.PermissionSubject{ToolCall: toolCall}, Options: options}
-	}
+	params := c.surf.permission(c.sessionID(), toolCall, options)
 	var r schema.RequestPermissionResponse
 	if err := c.call(ctx, false, schema.MethodRequestPermission, params, &r); err != nil {
 		return schema.PermissionOutcome{}, err
@@ -302,8 +288,7 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 		}
 		return nil
 	case <-ctx.Done():
-		if c.v2 && !always {
-			// v2: the client is told the request is no longer waited for.
+		if c.surf.abandonsRequests() && !always {
 			abandon()
 		}
 		return ctx.Err()
