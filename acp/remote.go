@@ -13,8 +13,8 @@ import (
 
 	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/eventfeed"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
-	"github.com/sessionkit/sessionkit/internal/timeline"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -48,7 +48,7 @@ type RemoteSession struct {
 
 	// Owned by the owner goroutine (run).
 	closed   error // set once the session is closed or the connection lost
-	feed     *timeline.Feed[session.Event, session.Payload]
+	feed     *eventfeed.Feed[session.Event, session.Payload]
 	timeline Timeline
 	commands []schema.AvailableCommand
 	turns    []*remoteTurn             // prompts in flight, oldest first
@@ -101,8 +101,8 @@ func newRemoteSession(c *Client, id string) *RemoteSession {
 // newFeed returns the timeline of a remote session: the events of a local
 // session, numbered and retained as a local session's (Config.EventHistory
 // at its default), with the same errors.
-func newFeed() *timeline.Feed[session.Event, session.Payload] {
-	return timeline.NewFeed(timeline.Config[session.Event, session.Payload]{
+func newFeed() *eventfeed.Feed[session.Event, session.Payload] {
+	return eventfeed.NewFeed(eventfeed.Config[session.Event, session.Payload]{
 		Keep:   session.DefaultEventHistory,
 		Buffer: session.DefaultBuffer,
 		Event: func(seq uint64, t time.Time, p session.Payload) session.Event {
@@ -117,7 +117,7 @@ func newFeed() *timeline.Feed[session.Event, session.Payload] {
 // newHandle returns a pending session.Handle whose Cancel sends
 // session/cancel, and the function that finishes it.
 func newHandle[R any](r *RemoteSession, id string) (*session.Handle[R], func(R)) {
-	h, finish := timeline.NewHandle[R](id, r.cancelRemote)
+	h, finish := eventfeed.NewHandle[R](id, r.cancelRemote)
 	return (*session.Handle[R])(h), finish
 }
 
@@ -495,7 +495,7 @@ func (r *RemoteSession) endFallback(fc *remoteCompact, res session.CompactResult
 // arrived. Sequence numbers are this RemoteSession's own.
 func (r *RemoteSession) Subscribe(ctx context.Context, opts session.SubscribeOptions) (*session.Subscription, error) {
 	var (
-		sub *timeline.Subscription[session.Event]
+		sub *eventfeed.Subscription[session.Event]
 		err error
 	)
 	ran := r.do(func() {
@@ -503,7 +503,7 @@ func (r *RemoteSession) Subscribe(ctx context.Context, opts session.SubscribeOpt
 			err = session.ErrClosed
 			return
 		}
-		sub, err = r.feed.Subscribe(ctx, opts.After, opts.Buffer, func(s *timeline.Subscription[session.Event]) {
+		sub, err = r.feed.Subscribe(ctx, opts.After, opts.Buffer, func(s *eventfeed.Subscription[session.Event]) {
 			r.post(func() { r.feed.Unsubscribe(s, nil) })
 		})
 	})
