@@ -188,7 +188,7 @@ test("del2. v2: session/delete then session/list through the SDK's v2 client", a
   }
 });
 
-test("delete golden files: the wire types of session/delete (acp/testdata) parse unchanged with the SDK's v1 and v2 validators", async () => {
+test("delete golden files: the wire types of session/delete (acp/schema/testdata) parse unchanged with the SDK's v1 and v2 validators", async () => {
   const { z2 } = await import("./harness-v2.mjs");
   const dir = join(import.meta.dirname, "..", "schema", "testdata");
   for (const [file, v1, v2] of [
