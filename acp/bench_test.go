@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
@@ -287,11 +288,11 @@ func startBenchRaw(b *testing.B, prov provider.Provider, onLine func(line []byte
 	if _, err := c.call("initialize", json.RawMessage(`{"protocolVersion":1,"clientCapabilities":{"session":{"compaction":{}}}}`)); err != nil {
 		b.Fatal(err)
 	}
-	res, err := c.call("session/new", acp.NewSessionRequest{Cwd: "/project"})
+	res, err := c.call("session/new", schema.NewSessionRequest{Cwd: "/project"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var ns acp.NewSessionResponse
+	var ns schema.NewSessionResponse
 	if err := json.Unmarshal(res, &ns); err != nil {
 		b.Fatal(err)
 	}
@@ -391,12 +392,12 @@ func (c *benchRawClient) call(method string, params any) (json.RawMessage, error
 // benchmark unless the turn ended normally.
 func (c *benchRawClient) prompt(sid, text string) {
 	c.b.Helper()
-	res, err := c.call("session/prompt", acp.PromptRequest{SessionID: sid, Prompt: []acp.ContentBlock{acp.TextBlock(text)}})
+	res, err := c.call("session/prompt", schema.PromptRequest{SessionID: sid, Prompt: []schema.ContentBlock{schema.TextBlock(text)}})
 	if err != nil {
 		c.b.Fatal(err)
 	}
-	var pr acp.PromptResponse
-	if err := json.Unmarshal(res, &pr); err != nil || pr.StopReason != acp.StopEndTurn {
+	var pr schema.PromptResponse
+	if err := json.Unmarshal(res, &pr); err != nil || pr.StopReason != schema.StopEndTurn {
 		c.b.Fatalf("prompt %q: %s (%v)", text, res, err)
 	}
 }
@@ -569,7 +570,7 @@ func BenchmarkNotificationThroughput(b *testing.B) {
 		for i := range b.N {
 			done := win.open(throughputDeltas, c.read.Load())
 			start := time.Now()
-			ch, err := c.send("session/prompt", acp.PromptRequest{SessionID: sid, Prompt: []acp.ContentBlock{acp.TextBlock(fmt.Sprintf("turn %d", i))}})
+			ch, err := c.send("session/prompt", schema.PromptRequest{SessionID: sid, Prompt: []schema.ContentBlock{schema.TextBlock(fmt.Sprintf("turn %d", i))}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -632,7 +633,7 @@ func BenchmarkNotificationThroughput(b *testing.B) {
 //
 // raw: the compaction is a /compact prompt (answered after every update of
 // the compaction); the client decodes every line (jsonrpc.ReadMessage, then
-// the params as an acp.SessionNotification) and takes its timestamp right
+// the params as an schema.SessionNotification) and takes its timestamp right
 // after decoding a chunk.
 //
 // client: the compaction is RemoteSession.Compact (the _sessionkit/compact
@@ -644,15 +645,15 @@ func BenchmarkSummaryChunkLatency(b *testing.B) {
 		prov := newBenchPacedProvider(latencyChunks)
 		c, sid := startBenchRaw(b, prov, func(line []byte, _ int64) bool {
 			m, err := jsonrpc.ReadMessage(line)
-			if err != nil || m.Method != acp.MethodSessionUpdate {
+			if err != nil || m.Method != schema.MethodSessionUpdate {
 				return false
 			}
-			var n acp.SessionNotification
+			var n schema.SessionNotification
 			if err := json.Unmarshal(m.Params, &n); err != nil {
 				return false
 			}
 			at := time.Now()
-			if u, ok := n.Update.(*acp.CompactionSummaryChunk); ok && u.Content.Text != nil {
+			if u, ok := n.Update.(*schema.CompactionSummaryChunk); ok && u.Content.Text != nil {
 				prov.ack(u.Content.Text.Text, at)
 			}
 			return true

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
@@ -31,7 +32,7 @@ var ErrConnection = errors.New("acp: connection to the agent lost")
 // ClientOptions configure [Dial] and [Start].
 type ClientOptions struct {
 	// ClientInfo is sent in initialize; zero means sessionkit and Version.
-	ClientInfo Implementation
+	ClientInfo schema.Implementation
 	// NoCompaction leaves session.compaction out of the client
 	// capabilities, as an older client would; the agent then reports
 	// compactions as text and a remote Compact cannot follow them.
@@ -87,9 +88,8 @@ type Client struct {
 	conn *jsonrpc.Conn
 	log  *zap.Logger
 	opts ClientOptions
-	init InitializeResponse    // v1
-	v2   *InitializeResponseV2 // the agent answered with v2
-	stop func() error          // ends the agent process (Start only)
+	surf clientSurface // the version the agent answered initialize with
+	stop func() error  // ends the agent process (Start only)
 
 	mu       sync.Mutex // guards the registry
 	sessions map[string]*RemoteSession
@@ -126,21 +126,21 @@ func Dial(ctx context.Context, r io.Reader, w io.Writer, opts ClientOptions) (*C
 	close(ready)
 	info := opts.ClientInfo
 	if info.Name == "" {
-		info = Implementation{Name: "sessionkit", Version: Version}
+		info = schema.Implementation{Name: "sessionkit", Version: Version}
 	}
-	req := InitializeRequest{ProtocolVersion: 1, ClientInfo: &info}
+	req := schema.InitializeRequest{ProtocolVersion: 1, ClientInfo: &info}
 	if !opts.NoCompaction {
-		if err := req.ClientCapabilities.SetSession(ClientSessionCapabilities{Compaction: &CompactionCapabilities{}}); err != nil {
+		if err := req.ClientCapabilities.SetSession(schema.ClientSessionCapabilities{Compaction: &schema.CompactionCapabilities{}}); err != nil {
 			_ = c.conn.Close()
 			return nil, err
 		}
 	}
 	var params any = req
 	if !opts.V1Only {
-		params = dualInitialize{ProtocolVersion: ProtocolVersion2, Info: info, ClientCapabilities: req.ClientCapabilities, ClientInfo: &info}
+		params = schema.DualInitializeRequest{ProtocolVersion: schema.ProtocolVersion2, Info: info, ClientCapabilities: req.ClientCapabilities, ClientInfo: &info}
 	}
 	var raw json.RawMessage
-	err := c.conn.Call(ctx, MethodInitialize, params, &raw)
+	err := c.conn.Call(ctx, schema.MethodInitialize, params, &raw)
 	if err == nil {
 		err = c.initialized(raw)
 	}
@@ -153,49 +153,36 @@ func Dial(ctx context.Context, r io.Reader, w io.Writer, opts ClientOptions) (*C
 	return c, nil
 }
 
-// dualInitialize is the initialize of a client that speaks v1 and v2: the
-// v2 request with the v1 fields beside (a v2 agent ignores them).
-type dualInitialize struct {
-	ProtocolVersion    ProtocolVersion      `json:"protocolVersion"`
-	Info               Implementation       `json:"info"`
-	Capabilities       ClientCapabilitiesV2 `json:"capabilities"`
-	ClientCapabilities ClientCapabilities   `json:"clientCapabilities"`
-	ClientInfo         *Implementation      `json:"clientInfo,omitzero"`
-}
-
 // initialized decodes the initialize result in the version it names.
 func (c *Client) initialized(raw json.RawMessage) error {
-	var rv requestedVersion
+	var rv schema.RequestedVersion
 	if err := json.Unmarshal(raw, &rv); err != nil {
 		return err
 	}
-	if rv.ProtocolVersion == ProtocolVersion2 && !c.opts.V1Only {
-		var r InitializeResponseV2
-		if err := json.Unmarshal(raw, &r); err != nil {
+	if rv.ProtocolVersion == schema.ProtocolVersion2 && !c.opts.V1Only {
+		var v v2Client
+		if err := json.Unmarshal(raw, &v.init); err != nil {
 			return err
 		}
-		c.v2 = &r
+		c.surf = v
 		return nil
 	}
-	return json.Unmarshal(raw, &c.init)
+	var v v1Client
+	if err := json.Unmarshal(raw, &v.init); err != nil {
+		return err
+	}
+	c.surf = v
+	return nil
 }
 
 // Protocol returns the version the connection speaks: ProtocolVersion1 or
 // ProtocolVersion2.
-func (c *Client) Protocol() ProtocolVersion {
-	if c.v2 != nil {
-		return ProtocolVersion2
-	}
-	return ProtocolVersion1
-}
+func (c *Client) Protocol() schema.ProtocolVersion { return c.surf.version() }
 
 // AgentInfoV2 returns what a v2 agent said about itself in initialize; ok
 // is false on a v1 connection (see [Client.AgentInfo]).
-func (c *Client) AgentInfoV2() (resp InitializeResponseV2, ok bool) {
-	if c.v2 == nil {
-		return InitializeResponseV2{}, false
-	}
-	return *c.v2, true
+func (c *Client) AgentInfoV2() (resp schema.InitializeResponseV2, ok bool) {
+	return c.surf.agentInfoV2()
 }
 
 // Start starts the agent command and dials it over its stdin and stdout.
@@ -250,22 +237,12 @@ func exitErr(err error) error {
 // AgentInfo returns what the agent said about itself in initialize. On a
 // v2 connection it holds the protocol version and the agent's info (name,
 // version); the v2 capabilities are in [Client.AgentInfoV2].
-func (c *Client) AgentInfo() InitializeResponse {
-	if c.v2 != nil {
-		info := c.v2.Info
-		return InitializeResponse{ProtocolVersion: c.v2.ProtocolVersion, AgentInfo: &info}
-	}
-	return c.init
-}
+func (c *Client) AgentInfo() schema.InitializeResponse { return c.surf.agentInfo() }
 
 // extension reports whether the agent answers the _sessionkit/compact method.
 func (c *Client) extension() bool {
-	meta := c.init.AgentCapabilities.Meta
-	if c.v2 != nil {
-		meta = c.v2.Capabilities.Meta
-	}
-	m, ok := meta[MetaKey].(map[string]any)
-	return ok && m["compact"] == MethodCompact
+	m, ok := c.surf.agentMeta()[schema.MetaKey].(map[string]any)
+	return ok && m["compact"] == schema.MethodCompact
 }
 
 // Close ends the connection (and the agent process, for [Start]); every
@@ -319,12 +296,8 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 	got := make(chan answer, 1)
 	// The session is registered by the dispatcher, before it dispatches the
 	// updates the agent sends right after its response.
-	var params any = NewSessionRequest{Cwd: cwd}
-	if c.v2 != nil {
-		params = NewSessionRequestV2{Cwd: cwd}
-	}
-	err := c.conn.Send(ctx, MethodSessionNew, params, func(raw json.RawMessage, err error) {
-		var resp NewSessionResponse
+	err := c.conn.Send(ctx, schema.MethodSessionNew, c.surf.newSession(cwd), func(raw json.RawMessage, err error) {
+		var resp schema.NewSessionResponse
 		if err == nil {
 			err = json.Unmarshal(raw, &resp)
 		}
@@ -350,20 +323,16 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 // the returned session's Timeline holds once LoadSession returns (v1:
 // session/load; v2: session/resume with replayFrom {"type":"start"}).
 func (c *Client) LoadSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
-	if c.v2 != nil {
-		return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequestV2{SessionID: id, Cwd: cwd, ReplayFrom: &ReplayFrom{Type: ReplayFromStart}})
-	}
-	return c.attach(ctx, MethodSessionLoad, id, LoadSessionRequest{SessionID: id, Cwd: cwd})
+	method, params := c.surf.load(id, cwd)
+	return c.attach(ctx, method, id, params)
 }
 
 // ResumeSession re-attaches to a session without a replay (session/resume;
 // a v1 agent advertises it under sessionCapabilities.resume): updates from
 // now on reach the returned session.
 func (c *Client) ResumeSession(ctx context.Context, id, cwd string) (*RemoteSession, error) {
-	if c.v2 != nil {
-		return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequestV2{SessionID: id, Cwd: cwd})
-	}
-	return c.attach(ctx, MethodSessionResume, id, ResumeSessionRequest{SessionID: id, Cwd: cwd})
+	method, params := c.surf.resume(id, cwd)
+	return c.attach(ctx, method, id, params)
 }
 
 // attach registers session id, so that the updates of a replay find it,
@@ -386,7 +355,7 @@ func (c *Client) attach(ctx context.Context, method, id string, params any) (*Re
 // every command and releases it. A RemoteSession for it on this Client
 // is closed too, its Handles finishing with session.ErrClosed.
 func (c *Client) CloseSession(ctx context.Context, id string) error {
-	err := c.call(ctx, MethodSessionClose, CloseSessionRequest{SessionID: id}, nil)
+	err := c.call(ctx, schema.MethodSessionClose, schema.CloseSessionRequest{SessionID: id}, nil)
 	c.closeRemote(id)
 	return err
 }
@@ -407,10 +376,10 @@ func (c *Client) closeRemote(id string) {
 // say.
 func (c *Client) ListSessions(ctx context.Context, cwd string) ([]history.SessionInfo, error) {
 	var out []history.SessionInfo
-	req := ListSessionsRequest{Cwd: cwd}
+	req := schema.ListSessionsRequest{Cwd: cwd}
 	for {
-		var resp ListSessionsResponse
-		if err := c.call(ctx, MethodSessionList, req, &resp); err != nil {
+		var resp schema.ListSessionsResponse
+		if err := c.call(ctx, schema.MethodSessionList, req, &resp); err != nil {
 			return nil, err
 		}
 		for _, s := range resp.Sessions {
@@ -461,16 +430,9 @@ func (c *Client) session(id string) *RemoteSession {
 // handed to its session's owner before the next message is dispatched.
 func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
-	case MethodSessionUpdate:
-		var n SessionNotification
-		if c.v2 != nil {
-			var n2 SessionNotificationV2
-			if err := jsonrpc.UnmarshalParams(req.Params, &n2); err != nil {
-				c.log.Warn("malformed session/update", zap.Error(err))
-				return nil, err
-			}
-			n = SessionNotification(n2)
-		} else if err := jsonrpc.UnmarshalParams(req.Params, &n); err != nil {
+	case schema.MethodSessionUpdate:
+		n, err := c.surf.notification(req.Params)
+		if err != nil {
 			c.log.Warn("malformed session/update", zap.Error(err))
 			return nil, err
 		}
@@ -480,14 +442,14 @@ func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 			c.log.Debug("update for a session this client does not hold", zap.String("session", n.SessionID))
 		}
 		return nil, nil
-	case MethodCompactFinished:
-		var p CompactFinishedParams
+	case schema.MethodCompactFinished:
+		var p schema.CompactFinishedParams
 		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 			c.log.Warn("malformed compact_finished", zap.Error(err))
 			return nil, err
 		}
 		if rs := c.session(p.SessionID); rs != nil {
-			res := p.Result.Result()
+			res := compactResultOf(&p.Result)
 			rs.post(func() { rs.compactFinished(p.CompactID, res) })
 		}
 		return nil, nil

@@ -4,38 +4,16 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 )
 
-// MethodSessionDelete is session/delete (v1 and v2; advertised under
-// sessionCapabilities.delete in v1 and session.delete in v2).
-const MethodSessionDelete = "session/delete"
-
-// DeleteSessionRequest is the params of session/delete, the same in v1 and
-// v2.
-type DeleteSessionRequest struct {
-	SessionID string         `json:"sessionId" acp:"required"`
-	Meta      map[string]any `json:"_meta,omitzero" acp:"lenient"`
-}
-
-// DeleteSessionResponse is the result of session/delete, the same in v1
-// and v2.
-type DeleteSessionResponse struct {
-	Meta map[string]any `json:"_meta,omitzero" acp:"lenient"`
-}
-
-// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *DeleteSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
-
-// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *DeleteSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
-
 // deleteCapability is the delete capability of both versions: {} when the
 // store can delete sessions (history.Deleter), absent otherwise.
-func (s *server) deleteCapability() *Capability {
+func (s *server) deleteCapability() *schema.Capability {
 	if _, ok := s.store.(history.Deleter); ok {
-		return &Capability{}
+		return &schema.Capability{}
 	}
 	return nil
 }
@@ -51,7 +29,7 @@ func (s *server) deleteCapability() *Capability {
 // it (servedElsewhere), and nothing is deleted; an unknown one is the
 // unknown-session error.
 func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p DeleteSessionRequest
+	var p schema.DeleteSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
@@ -79,7 +57,7 @@ func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	case err != nil:
 		return nil, err
 	}
-	return DeleteSessionResponse{}, nil
+	return schema.DeleteSessionResponse{}, nil
 }
 
 // DeleteSession deletes a session on the agent with everything it stores
@@ -89,7 +67,7 @@ func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, 
 // session another agent process serves is refused with the agent's error,
 // which names that process.
 func (c *Client) DeleteSession(ctx context.Context, id string) error {
-	err := c.call(ctx, MethodSessionDelete, DeleteSessionRequest{SessionID: id}, nil)
+	err := c.call(ctx, schema.MethodSessionDelete, schema.DeleteSessionRequest{SessionID: id}, nil)
 	c.closeRemote(id)
 	return err
 }

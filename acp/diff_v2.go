@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"path/filepath"
 	"strings"
 )
@@ -14,8 +15,8 @@ import (
 // session's working directory) as git apply takes it there. A Partial diff
 // (fragments, not the whole file) has no patch: one made of fragments would
 // not apply. Other content is the same in both.
-func v2Content(content []ToolCallContent, cwd string) []ToolCallContent {
-	out := make([]ToolCallContent, len(content))
+func v2Content(content []schema.ToolCallContent, cwd string) []schema.ToolCallContent {
+	out := make([]schema.ToolCallContent, len(content))
 	for i, c := range content {
 		out[i] = c
 		if d := c.Diff; d != nil {
@@ -32,7 +33,7 @@ func v2Content(content []ToolCallContent, cwd string) []ToolCallContent {
 			}
 			raw, err := json.Marshal(v2)
 			if err == nil {
-				out[i] = ToolCallContent{Unknown: &UnknownVariant{Tag: "diff", Raw: raw}}
+				out[i] = schema.ToolCallContent{Unknown: &schema.UnknownVariant{Tag: "diff", Raw: raw}}
 			}
 		}
 	}

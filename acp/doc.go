@@ -2,11 +2,20 @@
 // beside it) for sessionkit: the agent side ([Serve]) turns each ACP session
 // into a session.Session, and the client side ([Dial], [RemoteSession],
 // [Timeline]) reduces what an agent sends with the Session Compaction RFD's
-// semantics.
+// semantics. The wire types are in package
+// [github.com/sessionkit/sessionkit/acp/schema].
 //
 //	err := acp.Serve(ctx, os.Stdin, os.Stdout, acp.ServerOptions{
 //		Session: session.Config{Provider: offline.New(), Store: store},
 //	})
+//
+// The client side drives an agent like a local session:
+//
+//	c, err := acp.Start(ctx, "acp-agent", nil, acp.ClientOptions{})
+//	rs, err := c.NewSession(ctx, cwd)
+//	h, err := rs.Prompt(ctx, session.PromptRequest{Text: "hello"})
+//	<-h.Finished()
+//	for _, it := range rs.Timeline().Items { ... }
 //
 // # Compaction over ACP
 //
@@ -26,13 +35,15 @@
 // # Versions
 //
 // Each connection speaks the version its initialize chose: 1 for a request
-// for 1, 2 for a request for 2 or more, the [UnsupportedProtocolVersion]
+// for 1, 2 for a request for 2 or more, the [schema.UnsupportedProtocolVersion]
 // error below 1 ([ServerOptions.V1Only] keeps every connection on v1). Both
 // versions are fed by the same session events through the same owner
 // goroutine per ACP session; a per-connection surface builds the wire items
 // (v2: a {messageId} receipt for each prompt, state_update for the turn's
 // state, messageId on every chunk, tool calls created by tool_call_update,
-// typed commands, compaction updates without any capability).
+// typed commands, compaction updates without any capability). The client
+// side has its own per-connection surface, chosen by the agent's answer to
+// initialize, for the requests it sends and the answers it reads.
 //
 // # Commands and extensions
 //
@@ -43,9 +54,11 @@
 //
 // # Wire types
 //
-// Every message the package sends or reads has a Go type here. Unions
-// (SessionUpdate, ContentBlock, ToolCallContent) are decoded by their
-// discriminator, never by shape; unknown kinds are kept verbatim. Nullable
-// patch fields are [Optional] values: the zero value is omitted, [Null]
-// clears, [Value] replaces; they never encode null or [] by accident.
+// Every message the package sends or reads has a Go type in package schema.
+// Unions ([schema.SessionUpdate], [schema.ContentBlock],
+// [schema.ToolCallContent]) are decoded by their discriminator, never by
+// shape; unknown kinds are kept verbatim. Nullable patch fields are
+// [schema.Optional] values: the zero value is omitted, [schema.Null]
+// clears, [schema.Value] replaces; they never encode null or [] by
+// accident.
 package acp

@@ -1,37 +1,11 @@
 package acp
 
 import (
-	"encoding/json"
-	"time"
-
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
 )
-
-// Extension methods of this project.
-const (
-	// MethodCompact is the _sessionkit/compact request: params
-	// {sessionId, instructions?}; answered with {compactId} as soon as the
-	// compaction is queued.
-	MethodCompact = "_sessionkit/compact"
-	// MethodCompactFinished is the _sessionkit/compact_finished
-	// notification: {sessionId, compactId, result}, sent when a compaction
-	// requested with MethodCompact has finished.
-	MethodCompactFinished = "_sessionkit/compact_finished"
-	// MethodUncompact is the _sessionkit/uncompact request: params
-	// {sessionId}; answered with {uncompactId} as soon as the undo of the
-	// newest compaction is queued (session.Session.Uncompact).
-	MethodUncompact = "_sessionkit/uncompact"
-	// MethodUncompactFinished is the _sessionkit/uncompact_finished
-	// notification: {sessionId, uncompactId, segmentId, restored, error?},
-	// sent when an undo requested with MethodUncompact has finished.
-	MethodUncompactFinished = "_sessionkit/uncompact_finished"
-)
-
-// MetaKey is the key under agentCapabilities._meta where a sessionkit agent
-// lists its extension methods.
-const MetaKey = "sessionkit"
 
 // CompactCommand is the slash command that requests a manual compaction.
 const CompactCommand = "compact"
@@ -39,113 +13,15 @@ const CompactCommand = "compact"
 // UncompactCommand is the slash command that undoes the newest compaction.
 const UncompactCommand = "uncompact"
 
-// CompactParams are the params of the _sessionkit/compact request.
-type CompactParams struct {
-	SessionID    string `json:"sessionId"`
-	Instructions string `json:"instructions,omitzero"`
-	// Through, when set, is the ID of the Active message the compaction
-	// archives up to and including (session.CompactRequest.Through); an ID
-	// not in Active is refused with invalid params.
-	Through string `json:"through,omitzero"`
-}
-
-// UncompactParams are the params of the _sessionkit/uncompact request.
-type UncompactParams struct {
-	SessionID string `json:"sessionId"`
-}
-
-// UncompactAccepted is the result of _sessionkit/uncompact: the undo is
-// queued.
-type UncompactAccepted struct {
-	UncompactID string `json:"uncompactId"`
-}
-
-// UncompactFinishedParams are the params of the
-// _sessionkit/uncompact_finished notification.
-type UncompactFinishedParams struct {
-	SessionID   string `json:"sessionId"`
-	UncompactID string `json:"uncompactId"`
-	SegmentID   string `json:"segmentId,omitzero"`
-	Restored    int    `json:"restored"`
-	Error       string `json:"error,omitzero"` // why nothing was undone
-}
-
-// CompactAccepted is the result of _sessionkit/compact: the compaction is
-// queued.
-type CompactAccepted struct {
-	CompactID string `json:"compactId"`
-}
-
-// CompactFinishedParams are the params of the _sessionkit/compact_finished
-// notification.
-type CompactFinishedParams struct {
-	SessionID string     `json:"sessionId"`
-	CompactID string     `json:"compactId"`
-	Result    WireResult `json:"result"`
-}
-
-// WireResult is a session.CompactResult on the wire.
-type WireResult struct {
-	CompactID    string       `json:"compactId"`
-	Success      bool         `json:"success"`
-	Compacted    bool         `json:"compacted"`
-	Reason       string       `json:"reason"`
-	Error        string       `json:"error,omitzero"`
-	Trigger      string       `json:"trigger"`
-	Cancelled    bool         `json:"cancelled,omitzero"`
-	Segment      *WireSegment `json:"segment,omitzero"`
-	InputTokens  int          `json:"inputTokens,omitzero"` // usage of the summary call
-	OutputTokens int          `json:"outputTokens,omitzero"`
-	// ContextGrew and Note are CompactResult's: a committed compaction that
-	// did not make the context smaller, in words.
-	ContextGrew bool   `json:"contextGrew,omitzero"`
-	Note        string `json:"note,omitzero"`
-}
-
-// WireSegment is a history.Segment on the wire.
-type WireSegment struct {
-	ID           string        `json:"id"`
-	CompactID    string        `json:"compactId"`
-	Trigger      string        `json:"trigger"`
-	Summary      string        `json:"summary"`
-	Instructions string        `json:"instructions,omitzero"`
-	Messages     []WireMessage `json:"messages"`
-	CreatedAt    time.Time     `json:"createdAt"`
-	StartedAt    time.Time     `json:"startedAt,omitzero"`
-	InputTokens  int           `json:"inputTokens,omitzero"`
-	OutputTokens int           `json:"outputTokens,omitzero"`
-	Position     int64         `json:"position"`
-}
-
-// WireMessage is a history.Message on the wire.
-type WireMessage struct {
-	ID         string         `json:"id"`
-	Role       string         `json:"role"`
-	Text       string         `json:"text"`
-	ToolCalls  []WireToolCall `json:"toolCalls,omitzero"`
-	ToolCallID string         `json:"toolCallId,omitzero"`
-	Steer      bool           `json:"steer,omitzero"`
-	CreatedAt  time.Time      `json:"createdAt"`
-	// Attachments are a user message's (history.Attachment).
-	Attachments []WireAttachment `json:"attachments,omitzero"`
-}
-
-// WireToolCall is a history.ToolCall on the wire.
-type WireToolCall struct {
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitzero"`
-}
-
-func wireResult(r *session.CompactResult) WireResult {
-	w := WireResult{
+func wireResult(r *session.CompactResult) schema.WireResult {
+	w := schema.WireResult{
 		CompactID: r.CompactID, Success: r.Success, Compacted: r.Compacted, Reason: string(r.Reason),
 		Error: r.Error, Trigger: string(r.Trigger), Cancelled: r.Cancelled,
 		InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
 		ContextGrew: r.ContextGrew, Note: r.Note,
 	}
 	if g := r.Segment; g != nil {
-		w.Segment = &WireSegment{
+		w.Segment = &schema.WireSegment{
 			ID: g.ID, CompactID: g.CompactID, Trigger: string(g.Trigger), Summary: g.Summary, Instructions: g.Instructions,
 			CreatedAt: g.CreatedAt, StartedAt: g.StartedAt, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
 			Position: g.Position, Messages: convertAll(g.Messages, wireMessage),
@@ -156,19 +32,19 @@ func wireResult(r *session.CompactResult) WireResult {
 
 // wireMessage and WireMessage.message convert a message to and from the
 // wire (WireToolCall has history.ToolCall's fields, so it converts as is).
-func wireMessage(m history.Message) WireMessage {
-	return WireMessage{
+func wireMessage(m history.Message) schema.WireMessage {
+	return schema.WireMessage{
 		ID: m.ID, Role: string(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt,
-		ToolCalls:   nilIfEmpty(convertAll(m.ToolCalls, func(c history.ToolCall) WireToolCall { return WireToolCall(c) })),
+		ToolCalls:   nilIfEmpty(convertAll(m.ToolCalls, func(c history.ToolCall) schema.WireToolCall { return schema.WireToolCall(c) })),
 		Attachments: nilIfEmpty(convertAll(m.Attachments, wireAttachment)),
 	}
 }
 
-func (m WireMessage) message() history.Message {
+func historyMessage(m schema.WireMessage) history.Message {
 	return history.Message{
 		ID: m.ID, Role: history.Role(m.Role), Text: m.Text, ToolCallID: m.ToolCallID, Steer: m.Steer, CreatedAt: m.CreatedAt,
-		ToolCalls:   nilIfEmpty(convertAll(m.ToolCalls, func(c WireToolCall) history.ToolCall { return history.ToolCall(c) })),
-		Attachments: nilIfEmpty(convertAll(m.Attachments, WireAttachment.attachment)),
+		ToolCalls:   nilIfEmpty(convertAll(m.ToolCalls, func(c schema.WireToolCall) history.ToolCall { return history.ToolCall(c) })),
+		Attachments: nilIfEmpty(convertAll(m.Attachments, historyAttachment)),
 	}
 }
 
@@ -188,8 +64,8 @@ func nilIfEmpty[T any](s []T) []T {
 	return s
 }
 
-// Result converts w back to a session.CompactResult.
-func (w *WireResult) Result() session.CompactResult {
+// compactResultOf converts w back to a session.CompactResult.
+func compactResultOf(w *schema.WireResult) session.CompactResult {
 	r := session.CompactResult{
 		CompactID: w.CompactID, Success: w.Success, Compacted: w.Compacted, Reason: session.CompactReason(w.Reason),
 		Error: w.Error, Trigger: history.Trigger(w.Trigger), Cancelled: w.Cancelled,
@@ -200,7 +76,7 @@ func (w *WireResult) Result() session.CompactResult {
 		r.Segment = &history.Segment{
 			ID: g.ID, CompactID: g.CompactID, Trigger: history.Trigger(g.Trigger), Summary: g.Summary, Instructions: g.Instructions,
 			CreatedAt: g.CreatedAt, StartedAt: g.StartedAt, InputTokens: g.InputTokens, OutputTokens: g.OutputTokens,
-			Position: g.Position, Messages: convertAll(g.Messages, WireMessage.message),
+			Position: g.Position, Messages: convertAll(g.Messages, historyMessage),
 		}
 	}
 	return r

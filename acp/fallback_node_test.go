@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/session"
@@ -104,7 +105,7 @@ func TestRemote_FallbackAgainstNodeAgent(t *testing.T) {
 			_ = c.Close()
 		}
 	})
-	_, hasExt := c.AgentInfo().AgentCapabilities.Meta[acp.MetaKey]
+	_, hasExt := c.AgentInfo().AgentCapabilities.Meta[schema.MetaKey]
 	require.False(t, hasExt, "the agent must not offer the _sessionkit extension")
 
 	rs, err := c.NewSession(ctx, t.TempDir())
@@ -232,7 +233,7 @@ func TestRemote_FallbackAgainstNodeAgent(t *testing.T) {
 	}
 }
 
-func commandNames(cs []acp.AvailableCommand) []string {
+func commandNames(cs []schema.AvailableCommand) []string {
 	var out []string
 	for _, c := range cs {
 		out = append(out, c.Name)

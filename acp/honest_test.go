@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider/providertest"
@@ -61,7 +62,7 @@ func TestServe_CompactionThatGrewSaysSo(t *testing.T) {
 	u := completed(updates(t, c.take()))
 	require.NotNil(t, u, "the compaction is committed")
 	meta, _ := u["_meta"].(map[string]any)
-	sk, _ := meta[acp.MetaKey].(map[string]any)
+	sk, _ := meta[schema.MetaKey].(map[string]any)
 	require.NotNil(t, sk, "_meta.sessionkit: %v", u)
 	assert.Equal(t, true, sk["contextGrew"])
 	assert.Contains(t, sk["note"], "did not shrink")
@@ -71,14 +72,14 @@ func TestServe_CompactionThatGrewSaysSo(t *testing.T) {
 	// The same through _sessionkit/compact: its result carries it.
 	fake.QueueSummary(providertest.Reply{Text: strings.Repeat("an even longer summary ", 200)})
 	conversation(t, c, fake, sid)
-	var acc acp.CompactAccepted
-	c.mustCall(acp.MethodCompact, map[string]any{"sessionId": sid}, &acc)
-	var finished acp.CompactFinishedParams
-	require.NoError(t, json.Unmarshal(c.waitNotification(acp.MethodCompactFinished), &finished))
+	var acc schema.CompactAccepted
+	c.mustCall(schema.MethodCompact, map[string]any{"sessionId": sid}, &acc)
+	var finished schema.CompactFinishedParams
+	require.NoError(t, json.Unmarshal(c.waitNotification(schema.MethodCompactFinished), &finished))
 	assert.True(t, finished.Result.Compacted)
 	assert.True(t, finished.Result.ContextGrew)
 	assert.Contains(t, finished.Result.Note, "did not shrink")
-	assert.True(t, finished.Result.Result().ContextGrew, "and back to a CompactResult")
+	assert.True(t, acp.CompactResultOf(&finished.Result).ContextGrew, "and back to a CompactResult")
 	c.take()
 
 	fake2 := providertest.New()
@@ -91,7 +92,7 @@ func TestServe_CompactionThatGrewSaysSo(t *testing.T) {
 	u = completed(updates(t, c2.take()))
 	require.NotNil(t, u)
 	if meta, ok := u["_meta"].(map[string]any); ok {
-		sk, _ := meta[acp.MetaKey].(map[string]any)
+		sk, _ := meta[schema.MetaKey].(map[string]any)
 		assert.NotContains(t, sk, "contextGrew", "a compaction that shrank the context")
 	}
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/internal/poll"
@@ -22,7 +23,7 @@ import (
 // report their ToolClient and the MCP servers named.
 func modeOptions(got chan<- acp.ToolSession) acp.ServerOptions {
 	return acp.ServerOptions{
-		Modes:  []acp.SessionMode{{ID: "careful", Name: "Careful"}, {ID: "bold", Name: "Bold", Description: "asks nothing"}},
+		Modes:  []schema.SessionMode{{ID: "careful", Name: "Careful"}, {ID: "bold", Name: "Bold", Description: "asks nothing"}},
 		Models: []acp.Model{{ID: "small"}, {ID: "large", Name: "Large"}},
 		SessionTools: func(ts acp.ToolSession) (acp.Toolset, error) {
 			if got != nil {
@@ -164,8 +165,8 @@ func TestMcp_ServersReachTheTools(t *testing.T) {
 	stdio := map[string]any{"name": "files", "command": "/bin/mcp-files", "args": []string{"--ro"}, "env": []any{map[string]any{"name": "K", "value": "v"}}}
 	httpServer := map[string]any{"type": "http", "name": "issues", "url": "https://issues.example/mcp", "headers": []any{map[string]any{"name": "Authorization", "value": "Bearer t"}}}
 	sse := map[string]any{"type": "sse", "name": "old", "url": "https://old.example/sse", "headers": []any{}}
-	wantStdio := acp.McpServer{Name: "files", Command: "/bin/mcp-files", Args: []string{"--ro"}, Env: []acp.EnvVariable{{Name: "K", Value: "v"}}}
-	wantHTTP := acp.McpServer{Type: "http", Name: "issues", URL: "https://issues.example/mcp", Headers: []acp.HTTPHeader{{Name: "Authorization", Value: "Bearer t"}}}
+	wantStdio := schema.McpServer{Name: "files", Command: "/bin/mcp-files", Args: []string{"--ro"}, Env: []schema.EnvVariable{{Name: "K", Value: "v"}}}
+	wantHTTP := schema.McpServer{Type: "http", Name: "issues", URL: "https://issues.example/mcp", Headers: []schema.HTTPHeader{{Name: "Authorization", Value: "Bearer t"}}}
 
 	t.Run("v1", func(t *testing.T) {
 		got, c := serveMcp(t)
@@ -177,7 +178,7 @@ func TestMcp_ServersReachTheTools(t *testing.T) {
 		c.mustCall("initialize", json.RawMessage(`{"protocolVersion":1,"clientCapabilities":{}}`), &init)
 		assert.Equal(t, true, init.AgentCapabilities.McpCapabilities["http"])
 		c.mustCall("session/new", map[string]any{"cwd": "/project", "mcpServers": []any{stdio, httpServer}}, nil)
-		assert.Equal(t, []acp.McpServer{wantStdio, wantHTTP}, (<-got).McpServers)
+		assert.Equal(t, []schema.McpServer{wantStdio, wantHTTP}, (<-got).McpServers)
 		assert.Equal(t, jsonrpc.InvalidParams, rpcCode(t, c.call("session/new", map[string]any{"cwd": "/project", "mcpServers": []any{stdio, sse}}, nil)))
 		assert.Empty(t, got, "a refused session/new starts no tools")
 
@@ -198,7 +199,7 @@ func TestMcp_ServersReachTheTools(t *testing.T) {
 		assert.JSONEq(t, `{"stdio":{},"http":{}}`, string(init.Capabilities.Session.Mcp))
 		stdioV2 := map[string]any{"type": "stdio", "name": "files", "command": "/bin/mcp-files", "args": []string{"--ro"}, "env": []any{map[string]any{"name": "K", "value": "v"}}}
 		c.mustCall("session/new", map[string]any{"cwd": "/project", "mcpServers": []any{stdioV2, httpServer}}, nil)
-		assert.Equal(t, []acp.McpServer{wantStdio, wantHTTP}, (<-got).McpServers)
+		assert.Equal(t, []schema.McpServer{wantStdio, wantHTTP}, (<-got).McpServers)
 		for _, bad := range []any{
 			[]any{map[string]any{"type": "_custom", "name": "x"}},
 			[]any{stdio}, // v1's shape: no type
@@ -223,7 +224,7 @@ func TestMcp_CloseAndNotices(t *testing.T) {
 	opts := acp.ServerOptions{SessionTools: func(ts acp.ToolSession) (acp.Toolset, error) {
 		clients <- ts.Client
 		name := ts.Cwd
-		if err := ts.Client.Notice(t.Context(), acp.Notice{Severity: acp.NoticeError, Title: "An MCP server is not available", Description: name}); err != nil {
+		if err := ts.Client.Notice(t.Context(), schema.Notice{Severity: schema.NoticeError, Title: "An MCP server is not available", Description: name}); err != nil {
 			return acp.Toolset{}, err
 		}
 		return acp.Toolset{
@@ -237,7 +238,7 @@ func TestMcp_CloseAndNotices(t *testing.T) {
 	ca := <-clients
 	c.mustCall("session/new", map[string]any{"cwd": "/b", "mcpServers": []any{}}, &b)
 	<-clients
-	require.NoError(t, ca.Notice(t.Context(), acp.Notice{Severity: acp.NoticeError, Title: "An MCP server stopped", Description: "x"}))
+	require.NoError(t, ca.Notice(t.Context(), schema.Notice{Severity: schema.NoticeError, Title: "An MCP server stopped", Description: "x"}))
 	var seen []string
 	require.True(t, poll.Within(10*time.Second, func() bool {
 		for _, u := range updates(t, c.take()) {
@@ -258,7 +259,7 @@ func TestMcp_CloseAndNotices(t *testing.T) {
 	mu.Lock()
 	assert.Equal(t, 1, closed["/c"], "the tools of a session that did not open")
 	mu.Unlock()
-	assert.ErrorIs(t, ca.Notice(t.Context(), acp.Notice{Severity: acp.NoticeError, Title: "late"}), acp.ErrNoClient)
+	assert.ErrorIs(t, ca.Notice(t.Context(), schema.Notice{Severity: schema.NoticeError, Title: "late"}), acp.ErrNoClient)
 	_ = c.conn.Close()
 	<-c.conn.Done()
 	require.True(t, poll.Within(10*time.Second, func() bool {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/provider"
@@ -61,14 +62,14 @@ func promptDone(t *testing.T, c *hostileClient, v2 bool, sid, text string) {
 }
 
 // noticesSince returns the notice updates after seq, decoded.
-func noticesSince(t *testing.T, c *hostileClient, seq int) []acp.Notice {
+func noticesSince(t *testing.T, c *hostileClient, seq int) []schema.Notice {
 	t.Helper()
-	var out []acp.Notice
+	var out []schema.Notice
 	for _, n := range c.notesSince(seq) {
 		if n.kind != "notice" {
 			continue
 		}
-		var v acp.Notice
+		var v schema.Notice
 		require.NoError(t, json.Unmarshal(n.update, &v), "a notice update: %s", n.update)
 		out = append(out, v)
 	}
@@ -120,7 +121,7 @@ func TestNotice_AutoCompactionSuspendedAndResumed(t *testing.T) {
 			if cl.notices {
 				got := noticesSince(t, c, start)
 				require.Len(t, got, 1, "one notice, after the third failure")
-				assert.Equal(t, acp.NoticeWarning, got[0].Severity)
+				assert.Equal(t, schema.NoticeWarning, got[0].Severity)
 				assert.Equal(t, "Automatic compaction suspended", got[0].Title)
 				assert.Contains(t, got[0].Description, "3 automatic compactions in a row failed")
 				assert.Contains(t, got[0].Description, "the summary model is down")
@@ -151,7 +152,7 @@ func TestNotice_AutoCompactionSuspendedAndResumed(t *testing.T) {
 				c.waitNote(seq, "the resumed notice", func(n hostileNote) bool { return n.kind == "notice" })
 				got := noticesSince(t, c, seq)
 				require.Len(t, got, 1)
-				assert.Equal(t, acp.Notice{Severity: acp.NoticeInfo, Title: "Automatic compaction resumed", Description: "A compaction succeeded: the conversation is compacted automatically again when it grows."}, got[0])
+				assert.Equal(t, schema.Notice{Severity: schema.NoticeInfo, Title: "Automatic compaction resumed", Description: "A compaction succeeded: the conversation is compacted automatically again when it grows."}, got[0])
 			} else {
 				assert.Contains(t, agentText(c, seq), "Automatic compaction resumed: A compaction succeeded")
 			}
@@ -191,7 +192,7 @@ func TestNotice_ProviderRetry(t *testing.T) {
 			sid := openFor(t, c, cl.init, cl.v2)
 			seq := c.lastSeq()
 			promptDone(t, c, cl.v2, sid, "hello")
-			want := acp.Notice{Severity: acp.NoticeWarning, Title: "Rate limited by the model provider: retrying in 7s", Description: "Retry 1 of 3 after: HTTP 429: rate_limit_error: slow down"}
+			want := schema.Notice{Severity: schema.NoticeWarning, Title: "Rate limited by the model provider: retrying in 7s", Description: "Retry 1 of 3 after: HTTP 429: rate_limit_error: slow down"}
 			if !cl.notices {
 				assert.Empty(t, noticesSince(t, c, seq))
 				text := agentText(c, seq)
@@ -252,7 +253,7 @@ func TestNotice_OverflowRecovered(t *testing.T) {
 			}
 			got := noticesSince(t, c, seq)
 			require.Len(t, got, 1)
-			assert.Equal(t, acp.Notice{Severity: acp.NoticeInfo, Title: title, Description: "The request was longer than the model's context: 1 earlier message was summarized and the request is sent again."}, got[0])
+			assert.Equal(t, schema.Notice{Severity: schema.NoticeInfo, Title: title, Description: "The request was longer than the model's context: 1 earlier message was summarized and the request is sent again."}, got[0])
 		})
 	}
 }
@@ -267,12 +268,12 @@ func TestNotice_FromATool(t *testing.T) {
 			fake := providertest.New()
 			var invalid error
 			opts := acp.ServerOptions{SessionTools: func(ts acp.ToolSession) (acp.Toolset, error) {
-				invalid = ts.Client.Notice(context.Background(), acp.Notice{Severity: acp.NoticeError})
-				if err := ts.Client.Notice(context.Background(), acp.Notice{Severity: acp.NoticeError, Title: "MCP server github failed", Description: "exit status 1"}); err != nil {
+				invalid = ts.Client.Notice(context.Background(), schema.Notice{Severity: schema.NoticeError})
+				if err := ts.Client.Notice(context.Background(), schema.Notice{Severity: schema.NoticeError, Title: "MCP server github failed", Description: "exit status 1"}); err != nil {
 					return acp.Toolset{}, err
 				}
 				return acp.Toolset{Tools: []session.Tool{{Name: "probe", Run: func(ctx context.Context, _ json.RawMessage) (string, error) {
-					return "probed", ts.Client.Notice(ctx, acp.Notice{Severity: acp.NoticeInfo, Title: "probing"})
+					return "probed", ts.Client.Notice(ctx, schema.Notice{Severity: schema.NoticeInfo, Title: "probing"})
 				}}}}, nil
 			}}
 			c := hostileServe(t, fake, memstore.New(), opts)
@@ -323,10 +324,10 @@ func TestNotice_FromATool(t *testing.T) {
 // TestNotice_Wire: the notice update's shape, as the schema has it, and
 // what decoding refuses.
 func TestNotice_Wire(t *testing.T) {
-	raw, err := json.Marshal(&acp.Notice{Severity: acp.NoticeWarning, Title: "t"})
+	raw, err := json.Marshal(&schema.Notice{Severity: schema.NoticeWarning, Title: "t"})
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"sessionUpdate":"notice","severity":"warning","title":"t"}`, string(raw))
-	_, err = json.Marshal(&acp.Notice{Severity: acp.NoticeWarning})
+	_, err = json.Marshal(&schema.Notice{Severity: schema.NoticeWarning})
 	assert.Error(t, err, "the title is required and not empty")
 	for _, bad := range []string{
 		`{"sessionUpdate":"notice","severity":"info"}`,
@@ -334,13 +335,13 @@ func TestNotice_Wire(t *testing.T) {
 		`{"sessionUpdate":"notice","title":"x"}`,
 		`{"sessionUpdate":"notice","severity":"info","title":5}`,
 	} {
-		var n acp.Notice
-		assert.ErrorIs(t, json.Unmarshal([]byte(bad), &n), acp.ErrMalformed, bad)
+		var n schema.Notice
+		assert.ErrorIs(t, json.Unmarshal([]byte(bad), &n), schema.ErrMalformed, bad)
 	}
-	var n acp.Notice
+	var n schema.Notice
 	require.NoError(t, json.Unmarshal([]byte(`{"sessionUpdate":"notice","severity":"_custom","title":"x","description":null}`), &n))
-	assert.Equal(t, acp.Notice{Severity: "_custom", Title: "x"}, n)
+	assert.Equal(t, schema.Notice{Severity: "_custom", Title: "x"}, n)
 	for caps, want := range map[string]bool{`{"notices":{}}`: true, `{"notices":null}`: false, `{}`: false, `{"notices":[]}`: false, `null`: false} {
-		assert.Equal(t, want, acp.ClientCapabilities{Session: json.RawMessage(caps)}.SupportsNotices(), caps)
+		assert.Equal(t, want, schema.ClientCapabilities{Session: json.RawMessage(caps)}.SupportsNotices(), caps)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
@@ -78,16 +79,16 @@ type agentSession struct {
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
 	running    bool                        // v2: the last state_update sent is running
 	tools      toolState                   // of the Toolset (mcp.go)
-	held       []Notice                    // notices waiting for the compaction that caused them to end (notice.go)
+	held       []schema.Notice             // notices waiting for the compaction that caused them to end (notice.go)
 }
 
 // outItem is one message the writer sends for the session: a session/update
 // (update, or text for a merged chunk), another notification, or a response.
 type outItem struct {
-	update SessionUpdate
+	update schema.SessionUpdate
 	// A merged text chunk: chunk builds the update from the text.
 	text  strings.Builder
-	chunk func(text string) SessionUpdate
+	chunk func(text string) schema.SessionUpdate
 	key   string // what may be merged into it: "m:"+messageID or "c:"+compactionID
 
 	method string // another notification, or a request to the client
@@ -295,7 +296,7 @@ func (a *agentSession) writeItem(ctx context.Context, it *outItem) {
 		if it.chunk != nil {
 			u = it.chunk(it.text.String())
 		}
-		err = a.srv.conn.Notify(ctx, MethodSessionUpdate, SessionNotification{SessionID: a.id, Update: u})
+		err = a.srv.conn.Notify(ctx, schema.MethodSessionUpdate, schema.SessionNotification{SessionID: a.id, Update: u})
 	}
 	if err != nil && !errors.Is(err, jsonrpc.ErrClosed) {
 		a.log.Warn("cannot write to the client", zap.Error(err))
@@ -328,7 +329,7 @@ func (a *agentSession) ended() {
 	}
 	a.endTools()
 	if a.closing != nil {
-		a.respond(a.closing, CloseSessionResponse{}, nil)
+		a.respond(a.closing, schema.CloseSessionResponse{}, nil)
 		a.closing = nil
 	}
 }
@@ -366,20 +367,20 @@ func (a *agentSession) resubscribe(from int64, full bool) error {
 }
 
 // enqueue queues one update.
-func (a *agentSession) enqueue(u SessionUpdate) {
+func (a *agentSession) enqueue(u schema.SessionUpdate) {
 	switch v := u.(type) {
-	case *CompactionUpdate:
+	case *schema.CompactionUpdate:
 		if err := v.Validate(); err != nil {
 			a.log.Error("not sending an invalid update", zap.Error(err))
 			return
 		}
-	case *CompactionSummaryChunk:
+	case *schema.CompactionSummaryChunk:
 		if err := v.Validate(); err != nil {
 			a.log.Error("not sending an invalid update", zap.Error(err))
 			return
 		}
 	}
-	_, a.afterText = u.(*AgentMessageChunk)
+	_, a.afterText = u.(*schema.AgentMessageChunk)
 	a.queue = append(a.queue, &outItem{update: u})
 }
 
@@ -400,7 +401,7 @@ const (
 // enqueueText queues a text chunk and reports whether it did. A delta
 // (droppable) is merged or left out as the bounds above say; other text
 // always goes out.
-func (a *agentSession) enqueueText(key, text string, droppable bool, chunk func(string) SessionUpdate) bool {
+func (a *agentSession) enqueueText(key, text string, droppable bool, chunk func(string) schema.SessionUpdate) bool {
 	if text == "" {
 		return true
 	}
@@ -464,7 +465,7 @@ func (a *agentSession) uncompacted(p *session.UncompactEvent, replayed bool) {
 	}
 	if a.extension[p.ID] {
 		delete(a.extension, p.ID)
-		a.notify(MethodUncompactFinished, UncompactFinishedParams{SessionID: a.id, UncompactID: p.ID, SegmentID: p.SegmentID, Restored: p.Restored, Error: p.Error})
+		a.notify(schema.MethodUncompactFinished, schema.UncompactFinishedParams{SessionID: a.id, UncompactID: p.ID, SegmentID: p.SegmentID, Restored: p.Restored, Error: p.Error})
 	}
 	if w := a.prompts[p.ID]; w != nil && w.uncompact {
 		a.respondPrompt(p.ID, w, p)
@@ -507,7 +508,7 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 	case *session.UsageEvent:
 		if p.ContextTokens > 0 {
 			a.used = uint64(p.ContextTokens)
-			a.enqueue(&UsageUpdate{Used: a.used, Size: a.srv.contextWindow()})
+			a.enqueue(&schema.UsageUpdate{Used: a.used, Size: a.srv.contextWindow()})
 		}
 	case *session.CompactionEvent:
 		a.compaction(p, replayed)
@@ -582,9 +583,9 @@ func (a *agentSession) titled(t string, at time.Time) {
 		return
 	}
 	a.title = t
-	u := &SessionInfoUpdate{Title: Value(t)}
+	u := &schema.SessionInfoUpdate{Title: schema.Value(t)}
 	if !at.IsZero() {
-		u.UpdatedAt = Value(at.UTC().Format(time.RFC3339Nano))
+		u.UpdatedAt = schema.Value(at.UTC().Format(time.RFC3339Nano))
 	}
 	a.enqueue(u)
 }
@@ -605,26 +606,26 @@ func (a *agentSession) display(c history.ToolCall, result *history.Message) Tool
 
 // toolResult is the final tool_call_update of call c with result m, as d
 // shows it.
-func toolResult(c history.ToolCall, m history.Message, d ToolCallDisplay) *ToolCallUpdate {
+func toolResult(c history.ToolCall, m history.Message, d ToolCallDisplay) *schema.ToolCallUpdate {
 	status := d.Status
 	if strings.HasPrefix(m.Text, session.ToolCallCancelledText) {
-		status = ToolCallCancelled // v1 sends it as failed
+		status = schema.ToolCallCancelled // v1 sends it as failed
 	} else if status == "" {
-		status = ToolCallCompleted
+		status = schema.ToolCallCompleted
 		if strings.HasPrefix(m.Text, "error:") {
-			status = ToolCallFailed
+			status = schema.ToolCallFailed
 		}
 	}
-	u := &ToolCallUpdate{
+	u := &schema.ToolCallUpdate{
 		ToolCallID: c.ID,
-		Status:     Value(status),
-		Content:    Value(append(slices.Clip(d.Content), ToolCallContent{Content: &ToolContent{Content: TextBlock(m.Text)}})),
+		Status:     schema.Value(status),
+		Content:    schema.Value(append(slices.Clip(d.Content), schema.ToolCallContent{Content: &schema.ToolContent{Content: schema.TextBlock(m.Text)}})),
 	}
 	if d.Title != "" {
-		u.Title = Value(d.Title)
+		u.Title = schema.Value(d.Title)
 	}
 	if len(d.Locations) > 0 {
-		u.Locations = Value(d.Locations)
+		u.Locations = schema.Value(d.Locations)
 	}
 	return u
 }
@@ -642,10 +643,10 @@ func (a *agentSession) compaction(p *session.CompactionEvent, replayed bool) {
 		a.open[p.CompactID] = p.Position
 		a.lastPos = max(a.lastPos, p.Position)
 		if capable {
-			a.enqueue(&CompactionUpdate{
+			a.enqueue(&schema.CompactionUpdate{
 				CompactionID: p.CompactID,
-				Status:       CompactionInProgress,
-				Meta:         Value(map[string]any{MetaKey: map[string]any{"trigger": string(p.Trigger)}}),
+				Status:       schema.CompactionInProgress,
+				Meta:         schema.Value(map[string]any{schema.MetaKey: map[string]any{"trigger": string(p.Trigger)}}),
 			})
 		} else {
 			a.note(p.CompactID, "Compacting the conversation…\n\n")
@@ -657,11 +658,11 @@ func (a *agentSession) compaction(p *session.CompactionEvent, replayed bool) {
 		if replayed {
 			// The summary so far, as one replacement: the client may hold
 			// part of it already.
-			a.enqueue(&CompactionUpdate{CompactionID: p.CompactID, Status: CompactionInProgress, Summary: Value([]ContentBlock{TextBlock(p.Delta)})})
+			a.enqueue(&schema.CompactionUpdate{CompactionID: p.CompactID, Status: schema.CompactionInProgress, Summary: schema.Value([]schema.ContentBlock{schema.TextBlock(p.Delta)})})
 			return
 		}
-		a.enqueueText("c:"+p.CompactID, p.Delta, true, func(t string) SessionUpdate {
-			return &CompactionSummaryChunk{CompactionID: p.CompactID, Content: TextBlock(t)}
+		a.enqueueText("c:"+p.CompactID, p.Delta, true, func(t string) schema.SessionUpdate {
+			return &schema.CompactionSummaryChunk{CompactionID: p.CompactID, Content: schema.TextBlock(t)}
 		})
 	case session.PhaseFinished:
 		a.finished(p, replayed, capable)
@@ -707,7 +708,7 @@ func (a *agentSession) finished(p *session.CompactionEvent, replayed, capable bo
 	}
 	if a.extension[p.CompactID] {
 		delete(a.extension, p.CompactID)
-		a.notify(MethodCompactFinished, CompactFinishedParams{SessionID: a.id, CompactID: p.CompactID, Result: wireResult(res)})
+		a.notify(schema.MethodCompactFinished, schema.CompactFinishedParams{SessionID: a.id, CompactID: p.CompactID, Result: wireResult(res)})
 	}
 	if w := a.prompts[p.CompactID]; w != nil && w.compact {
 		a.respondPrompt(p.CompactID, w, p)
@@ -721,18 +722,18 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 	if res.Segment != nil {
 		summary = res.Segment.Summary
 	}
-	status := CompactionCompleted
+	status := schema.CompactionCompleted
 	switch {
 	case res.Compacted:
 	case res.Cancelled:
-		status = CompactionCancelled
+		status = schema.CompactionCancelled
 	default:
-		status = CompactionFailed
+		status = schema.CompactionFailed
 	}
 	if capable {
 		u := a.terminalUpdate(id, status, summary, res.Error)
 		grewMeta(u, res)
-		if status == CompactionCompleted && res.Fidelity.Facts > 0 {
+		if status == schema.CompactionCompleted && res.Fidelity.Facts > 0 {
 			u.Meta = withMeta(u.Meta, "fidelity", fidelityMeta(res.Fidelity))
 		}
 		if _, ok := u.Meta.Get(); ok {
@@ -753,22 +754,22 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 // grewMeta puts a compaction's ContextGrew and Note under _meta.sessionkit
 // of its completed update (contextGrew: true, note, contextBefore,
 // contextAfter), beside what is there already.
-func grewMeta(u *CompactionUpdate, res *session.CompactResult) {
-	if !res.ContextGrew || u.Status != CompactionCompleted {
+func grewMeta(u *schema.CompactionUpdate, res *session.CompactResult) {
+	if !res.ContextGrew || u.Status != schema.CompactionCompleted {
 		return
 	}
 	meta, _ := u.Meta.Get()
 	if meta == nil {
 		meta = map[string]any{}
 	}
-	sk, _ := meta[MetaKey].(map[string]any)
+	sk, _ := meta[schema.MetaKey].(map[string]any)
 	if sk == nil {
 		sk = map[string]any{}
 	}
 	sk["contextGrew"], sk["note"] = true, res.Note
 	sk["contextBefore"], sk["contextAfter"] = res.ContextBefore, res.ContextAfter
-	meta[MetaKey] = sk
-	u.Meta = Value(meta)
+	meta[schema.MetaKey] = sk
+	u.Meta = schema.Value(meta)
 }
 
 func archived(res *session.CompactResult) int {
@@ -782,34 +783,34 @@ func archived(res *session.CompactResult) int {
 // final summary as an authoritative replacement (unless summaries are
 // omitted); failed carries the error and summary null; cancelled carries
 // summary null (nothing was retained).
-func (a *agentSession) terminalUpdate(id string, status CompactionStatus, summary, errText string) *CompactionUpdate {
-	u := &CompactionUpdate{CompactionID: id, Status: status}
+func (a *agentSession) terminalUpdate(id string, status schema.CompactionStatus, summary, errText string) *schema.CompactionUpdate {
+	u := &schema.CompactionUpdate{CompactionID: id, Status: status}
 	switch status {
-	case CompactionCompleted:
+	case schema.CompactionCompleted:
 		if !a.srv.opts.OmitSummaries && summary != "" {
-			u.Summary = Value([]ContentBlock{TextBlock(summary)})
+			u.Summary = schema.Value([]schema.ContentBlock{schema.TextBlock(summary)})
 		}
-	case CompactionFailed:
-		u.Summary = Null[[]ContentBlock]()
+	case schema.CompactionFailed:
+		u.Summary = schema.Null[[]schema.ContentBlock]()
 		if errText == "" {
 			errText = "compaction failed"
 		}
-		u.Error = Value(errText)
+		u.Error = schema.Value(errText)
 	default:
-		u.Summary = Null[[]ContentBlock]()
+		u.Summary = schema.Null[[]schema.ContentBlock]()
 	}
 	return u
 }
 
 // fallbackText is what a client without the compaction capability sees.
-func fallbackText(status CompactionStatus, errText string, archived int) string {
+func fallbackText(status schema.CompactionStatus, errText string, archived int) string {
 	switch status {
-	case CompactionCompleted:
+	case schema.CompactionCompleted:
 		if archived > 0 {
 			return fmt.Sprintf("Compacted the conversation: %d earlier messages were summarized.\n\n", archived)
 		}
 		return "Compacted the conversation: earlier messages were summarized.\n\n"
-	case CompactionCancelled:
+	case schema.CompactionCancelled:
 		return "Compaction cancelled.\n\n"
 	}
 	return "Compaction failed: " + errText + "\n\n"
@@ -825,10 +826,10 @@ func fallbackText(status CompactionStatus, errText string, archived int) string 
 func (a *agentSession) usageAfter(res *session.CompactResult) {
 	if !res.Compacted {
 		if a.used > 0 {
-			a.enqueue(&UsageUpdate{Used: a.used, Size: a.srv.contextWindow()})
+			a.enqueue(&schema.UsageUpdate{Used: a.used, Size: a.srv.contextWindow()})
 		}
 		return
 	}
 	a.used = uint64(max(res.ContextAfter, 0))
-	a.enqueue(&UsageUpdate{Used: a.used, Size: a.srv.contextWindow(), Meta: map[string]any{MetaKey: map[string]any{"estimate": true}}})
+	a.enqueue(&schema.UsageUpdate{Used: a.used, Size: a.srv.contextWindow(), Meta: map[string]any{schema.MetaKey: map[string]any{"estimate": true}}})
 }

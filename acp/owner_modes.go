@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -19,13 +20,13 @@ func (a *agentSession) chosen(was, c choice) {
 	}
 	if was.mode != c.mode {
 		if _, v1 := a.surf.(v1Surface); v1 && len(a.srv.opts.Modes) > 0 {
-			a.enqueue(&CurrentModeUpdate{CurrentModeID: c.mode})
+			a.enqueue(&schema.CurrentModeUpdate{CurrentModeID: c.mode})
 		}
 	}
 	if _, v1 := a.surf.(v1Surface); v1 {
-		a.enqueue(&ConfigOptionUpdate{ConfigOptions: a.srv.configOptions(c)})
+		a.enqueue(&schema.ConfigOptionUpdate{ConfigOptions: a.srv.configOptions(c)})
 	} else {
-		a.enqueue(&ConfigOptionUpdateV2{ConfigOptions: a.srv.configOptionsV2(c)})
+		a.enqueue(&schema.ConfigOptionUpdateV2{ConfigOptions: a.srv.configOptionsV2(c)})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -23,7 +24,7 @@ func (a *agentSession) sendEarlyNotices(c *ToolClient) {
 }
 
 // sendNotice queues n: the notice update, or its text as agent text.
-func (a *agentSession) sendNotice(n Notice) {
+func (a *agentSession) sendNotice(n schema.Notice) {
 	if a.surf.takesNotices() {
 		a.enqueue(&n)
 		return
@@ -59,8 +60,8 @@ func (a *agentSession) notices(p session.Payload, replayed bool) {
 		if p.RateLimited {
 			title = "Rate limited by the model provider: retrying"
 		}
-		a.sendNotice(Notice{
-			Severity:    NoticeWarning,
+		a.sendNotice(schema.Notice{
+			Severity:    schema.NoticeWarning,
 			Title:       fmt.Sprintf("%s in %s", title, p.Wait.Round(time.Second/10)),
 			Description: fmt.Sprintf("Retry %d of %d after: %s", p.Retry, p.MaxRetries, firstLine(p.Error)),
 		})
@@ -69,8 +70,8 @@ func (a *agentSession) notices(p session.Payload, replayed bool) {
 			a.sendHeld() // if its end was not reported
 		}
 		if p.Trigger == session.TriggerOverflow && p.Phase == session.PhaseFinished && p.Result != nil && p.Result.Compacted {
-			a.sendNotice(Notice{
-				Severity:    NoticeInfo,
+			a.sendNotice(schema.Notice{
+				Severity:    schema.NoticeInfo,
 				Title:       "Context overflow recovered by compaction",
 				Description: "The request was longer than the model's context: " + summarized(archivedCount(p.Result)) + " and the request is sent again.",
 			})

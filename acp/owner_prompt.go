@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
@@ -27,7 +28,7 @@ type waitingPrompt struct {
 	// v2: the prompt was answered with its receipt ({messageId}); its end
 	// is the idle state_update, whose stop reason end gives.
 	inserted bool
-	end      func(ev session.Payload) (StopReason, *ErrorObject)
+	end      func(ev session.Payload) (schema.StopReason, *schema.ErrorObject)
 }
 
 // admitPromptV1 admits a v1 prompt; on the owner.
@@ -41,9 +42,9 @@ func (a *agentSession) admitPromptV1(ctx context.Context, resp *jsonrpc.Responde
 		id = cid
 		w.answer = func(ev session.Payload) (any, error) {
 			if cancelled(ev) {
-				return PromptResponse{StopReason: StopCancelled}, nil
+				return schema.PromptResponse{StopReason: schema.StopCancelled}, nil
 			}
-			return PromptResponse{StopReason: StopEndTurn}, nil
+			return schema.PromptResponse{StopReason: schema.StopEndTurn}, nil
 		}
 	} else {
 		h, err := a.sess.Prompt(ctx, in)
@@ -75,11 +76,11 @@ func (a *agentSession) admitPromptV2(ctx context.Context, resp *jsonrpc.Responde
 		if cid == "" {
 			return // refused; the error response is queued
 		}
-		w.end = func(ev session.Payload) (StopReason, *ErrorObject) {
+		w.end = func(ev session.Payload) (schema.StopReason, *schema.ErrorObject) {
 			if cancelled(ev) {
-				return StopCancelled, nil
+				return schema.StopCancelled, nil
 			}
-			return StopEndTurn, nil
+			return schema.StopEndTurn, nil
 		}
 		w.stop = func() bool { return false }
 		a.prompts[cid] = w
@@ -96,7 +97,7 @@ func (a *agentSession) admitPromptV2(ctx context.Context, resp *jsonrpc.Responde
 		return
 	}
 	id, w.cancel = h.ID(), h.Cancel
-	w.end = func(ev session.Payload) (StopReason, *ErrorObject) {
+	w.end = func(ev session.Payload) (schema.StopReason, *schema.ErrorObject) {
 		return turnEnd(turnResult(h, ev))
 	}
 	a.prompts[id] = w
@@ -180,11 +181,11 @@ func turnResponse(res *session.TurnResult) (any, error) {
 	case res == nil:
 		return nil, jsonrpc.NewError(jsonrpc.InternalError, "the turn has no result")
 	case res.Err == nil:
-		return PromptResponse{StopReason: StopEndTurn}, nil
+		return schema.PromptResponse{StopReason: schema.StopEndTurn}, nil
 	case errors.Is(res.Err, session.ErrCancelled), errors.Is(res.Err, session.ErrClosed):
-		return PromptResponse{StopReason: StopCancelled}, nil
+		return schema.PromptResponse{StopReason: schema.StopCancelled}, nil
 	case errors.Is(res.Err, session.ErrTooManySteps):
-		return PromptResponse{StopReason: StopMaxTurnRequests}, nil
+		return schema.PromptResponse{StopReason: schema.StopMaxTurnRequests}, nil
 	}
 	return nil, jsonrpc.NewError(jsonrpc.InternalError, "the turn failed: %v", res.Err)
 }
@@ -200,7 +201,7 @@ func (a *agentSession) respondPrompt(id string, w *waitingPrompt, ev session.Pay
 	}
 	if w.end != nil { // v2, never inserted: no receipt to give
 		stop, e := w.end(ev)
-		if stop == StopError && !w.cancelled {
+		if stop == schema.StopError && !w.cancelled {
 			a.respond(w.resp, nil, jsonrpc.NewError(jsonrpc.InternalError, "%s", e.Message))
 			return
 		}
@@ -219,9 +220,9 @@ func (a *agentSession) respondPrompt(id string, w *waitingPrompt, ev session.Pay
 func (a *agentSession) insert(w *waitingPrompt, messageID string) {
 	if !a.running {
 		a.running = true
-		a.enqueue(&StateUpdate{State: StateRunning})
+		a.enqueue(&schema.StateUpdate{State: schema.StateRunning})
 	}
-	a.respond(w.resp, PromptResponseV2{MessageID: messageID}, nil)
+	a.respond(w.resp, schema.PromptResponseV2{MessageID: messageID}, nil)
 	w.inserted = true
 	w.stop() // the request is answered: its end no longer cancels the prompt
 	w.stop = func() bool { return false }
@@ -229,7 +230,7 @@ func (a *agentSession) insert(w *waitingPrompt, messageID string) {
 
 // settle reports the end of an inserted v2 prompt: the session is idle,
 // unless another inserted prompt still runs.
-func (a *agentSession) settle(stop StopReason, e *ErrorObject) {
+func (a *agentSession) settle(stop schema.StopReason, e *schema.ErrorObject) {
 	for _, w := range a.prompts {
 		if w.inserted {
 			return
@@ -237,7 +238,7 @@ func (a *agentSession) settle(stop StopReason, e *ErrorObject) {
 	}
 	if a.running {
 		a.running = false
-		a.enqueue(&StateUpdate{State: StateIdle, StopReason: stop, Error: e})
+		a.enqueue(&schema.StateUpdate{State: schema.StateIdle, StopReason: stop, Error: e})
 	}
 }
 
@@ -251,9 +252,9 @@ func (a *agentSession) currentState() {
 		}
 	}
 	if a.running {
-		a.enqueue(&StateUpdate{State: StateRunning})
+		a.enqueue(&schema.StateUpdate{State: schema.StateRunning})
 	} else {
-		a.enqueue(&StateUpdate{State: StateIdle})
+		a.enqueue(&schema.StateUpdate{State: schema.StateIdle})
 	}
 }
 
@@ -272,16 +273,16 @@ func (a *agentSession) cancelHeld() {
 }
 
 // turnEnd is the v2 stop reason of a finished turn.
-func turnEnd(res *session.TurnResult) (StopReason, *ErrorObject) {
+func turnEnd(res *session.TurnResult) (schema.StopReason, *schema.ErrorObject) {
 	switch {
 	case res == nil:
-		return StopError, &ErrorObject{Code: jsonrpc.InternalError, Message: "the turn has no result"}
+		return schema.StopError, &schema.ErrorObject{Code: jsonrpc.InternalError, Message: "the turn has no result"}
 	case res.Err == nil:
-		return StopEndTurn, nil
+		return schema.StopEndTurn, nil
 	case errors.Is(res.Err, session.ErrCancelled), errors.Is(res.Err, session.ErrClosed):
-		return StopCancelled, nil
+		return schema.StopCancelled, nil
 	case errors.Is(res.Err, session.ErrTooManySteps):
-		return StopMaxTurnRequests, nil
+		return schema.StopMaxTurnRequests, nil
 	}
-	return StopError, &ErrorObject{Code: jsonrpc.InternalError, Message: fmt.Sprintf("the turn failed: %v", res.Err)}
+	return schema.StopError, &schema.ErrorObject{Code: jsonrpc.InternalError, Message: fmt.Sprintf("the turn failed: %v", res.Err)}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -102,7 +103,7 @@ func (a *agentSession) close(ctx context.Context, resp *jsonrpc.Responder) (any,
 		_ = a.sess.Close() // the loop never waits for this goroutine
 	}) {
 		<-a.done // closed already, or closing: it was closed when this returns
-		return nil, resp.Respond(CloseSessionResponse{}, nil)
+		return nil, resp.Respond(schema.CloseSessionResponse{}, nil)
 	}
 	return nil, nil
 }
@@ -174,7 +175,7 @@ func (a *agentSession) requestCancellable(ctx context.Context, method string, pa
 
 // notice queues a tool's notice (ToolClient.Notice), after every update
 // queued before it; false as for request.
-func (a *agentSession) notice(ctx context.Context, n Notice) bool {
+func (a *agentSession) notice(ctx context.Context, n schema.Notice) bool {
 	return a.do(ctx, func() {
 		a.catchUp()
 		a.sendNotice(n)
@@ -189,7 +190,7 @@ func (a *agentSession) cancelToolCall(ctx context.Context, callID string) error 
 
 // updateToolCall queues a tool's tool_call_update, after every update
 // queued before it; false as for request.
-func (a *agentSession) updateToolCall(ctx context.Context, u *ToolCallUpdate) bool {
+func (a *agentSession) updateToolCall(ctx context.Context, u *schema.ToolCallUpdate) bool {
 	return a.do(ctx, func() {
 		a.catchUp()
 		a.enqueue(a.surf.toolUpdate(u))

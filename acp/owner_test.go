@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
@@ -161,8 +162,8 @@ func TestServe_LaggingClientLosesNothing(t *testing.T) {
 	require.NoError(t, fake.WaitCalls(t.Context(), 3))
 	compact := make(chan error, 1)
 	go func() {
-		var acc acp.CompactAccepted
-		compact <- c.call(acp.MethodCompact, map[string]any{"sessionId": sid}, &acc)
+		var acc schema.CompactAccepted
+		compact <- c.call(schema.MethodCompact, map[string]any{"sessionId": sid}, &acc)
 	}()
 	close(release)
 	require.NoError(t, fake.WaitCalls(t.Context(), 4)) // the summary call: the turn is over

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 	"encoding/json"
+	"github.com/sessionkit/sessionkit/acp/schema"
 )
 
 // cancelRequest is queued after a request to the client whose answer the
@@ -20,5 +21,5 @@ func (a *agentSession) writeCancel(ctx context.Context, c *cancelRequest) error 
 	if c.of.id == nil || !a.srv.conn.Abandon(c.of.id) {
 		return nil // never written, or answered already
 	}
-	return a.srv.conn.Notify(ctx, MethodCancelRequest, map[string]json.RawMessage{"requestId": c.of.id})
+	return a.srv.conn.Notify(ctx, schema.MethodCancelRequest, map[string]json.RawMessage{"requestId": c.of.id})
 }

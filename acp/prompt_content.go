@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
@@ -43,7 +44,7 @@ type promptReader struct {
 // text and attachments. A block this agent does not take, an image that is
 // not base64, or a prompt with neither text nor attachments is an invalid
 // params error naming the block.
-func (r promptReader) content(blocks []ContentBlock) (session.PromptRequest, error) {
+func (r promptReader) content(blocks []schema.ContentBlock) (session.PromptRequest, error) {
 	var (
 		text     strings.Builder
 		atts     []history.Attachment
@@ -120,48 +121,35 @@ func (r promptReader) offer(uri string) string {
 // runs of its text, each attachment as the block it came from (a link's
 // note, the agent's words to the model, is not shown). A message with
 // neither text nor attachments is one empty text block.
-func messageBlocks(m *history.Message) []ContentBlock {
+func messageBlocks(m *history.Message) []schema.ContentBlock {
 	parts := m.Parts()
 	if len(parts) == 0 {
-		return []ContentBlock{TextBlock(m.Text)}
+		return []schema.ContentBlock{schema.TextBlock(m.Text)}
 	}
-	out := make([]ContentBlock, 0, len(parts))
+	out := make([]schema.ContentBlock, 0, len(parts))
 	for _, p := range parts {
 		a := p.Attachment
 		switch {
 		case a == nil:
-			out = append(out, TextBlock(p.Text))
+			out = append(out, schema.TextBlock(p.Text))
 		case a.Kind == history.AttachLink:
-			out = append(out, ContentBlock{ResourceLink: &ResourceLink{Name: a.Name, URI: a.URI, MimeType: a.MIMEType, Description: a.Text}})
+			out = append(out, schema.ContentBlock{ResourceLink: &schema.ResourceLink{Name: a.Name, URI: a.URI, MimeType: a.MIMEType, Description: a.Text}})
 		case a.Kind == history.AttachResource:
 			t := a.Text
-			out = append(out, ContentBlock{Resource: &EmbeddedResource{Resource: ResourceContents{URI: a.URI, MimeType: a.MIMEType, Text: &t}}})
+			out = append(out, schema.ContentBlock{Resource: &schema.EmbeddedResource{Resource: schema.ResourceContents{URI: a.URI, MimeType: a.MIMEType, Text: &t}}})
 		case a.Kind == history.AttachImage:
-			out = append(out, ContentBlock{Image: &ImageContent{Data: base64.StdEncoding.EncodeToString(a.Data), MimeType: a.MIMEType, URI: a.URI}})
+			out = append(out, schema.ContentBlock{Image: &schema.ImageContent{Data: base64.StdEncoding.EncodeToString(a.Data), MimeType: a.MIMEType, URI: a.URI}})
 		default:
-			out = append(out, TextBlock(provider.AttachmentText(a)))
+			out = append(out, schema.TextBlock(provider.AttachmentText(a)))
 		}
 	}
 	return out
 }
 
-// WireAttachment is a history.Attachment on the wire (in the messages of a
-// WireSegment); Data is base64, as encoding/json writes bytes.
-type WireAttachment struct {
-	Kind     string `json:"kind"`
-	At       int    `json:"at,omitzero"`
-	Name     string `json:"name,omitzero"`
-	URI      string `json:"uri,omitzero"`
-	MimeType string `json:"mimeType,omitzero"`
-	Text     string `json:"text,omitzero"`
-	Data     []byte `json:"data,omitzero"`
-	Note     string `json:"note,omitzero"`
+func wireAttachment(a history.Attachment) schema.WireAttachment {
+	return schema.WireAttachment{Kind: string(a.Kind), At: a.At, Name: a.Name, URI: a.URI, MimeType: a.MIMEType, Text: a.Text, Data: a.Data, Note: a.Note}
 }
 
-func wireAttachment(a history.Attachment) WireAttachment {
-	return WireAttachment{Kind: string(a.Kind), At: a.At, Name: a.Name, URI: a.URI, MimeType: a.MIMEType, Text: a.Text, Data: a.Data, Note: a.Note}
-}
-
-func (w WireAttachment) attachment() history.Attachment {
+func historyAttachment(w schema.WireAttachment) history.Attachment {
 	return history.Attachment{Kind: history.AttachmentKind(w.Kind), At: w.At, Name: w.Name, URI: w.URI, MIMEType: w.MimeType, Text: w.Text, Data: w.Data, Note: w.Note}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 )
 
@@ -18,9 +19,9 @@ func recallDisplay(c history.ToolCall) ToolCallDisplay {
 	}
 	_ = json.Unmarshal(c.Arguments, &in) // bad arguments: shown as a search without them
 	if in.MessageID != "" && in.Query == "" {
-		return ToolCallDisplay{Kind: ToolKindRead, Title: "Recall message " + in.MessageID}
+		return ToolCallDisplay{Kind: schema.ToolKindRead, Title: "Recall message " + in.MessageID}
 	}
-	return ToolCallDisplay{Kind: ToolKindSearch, Title: fmt.Sprintf("Recall %q", in.Query)}
+	return ToolCallDisplay{Kind: schema.ToolKindSearch, Title: fmt.Sprintf("Recall %q", in.Query)}
 }
 
 // fidelityMeta is a Segment's fidelity as _meta.sessionkit.fidelity of the
@@ -36,7 +37,7 @@ func fidelityMeta(f history.Fidelity) map[string]any {
 // fidelityOf reads the fidelity a sessionkit agent puts in a completed
 // compaction entity's _meta; zero for other agents.
 func fidelityOf(meta map[string]any) history.Fidelity {
-	m, _ := meta[MetaKey].(map[string]any)
+	m, _ := meta[schema.MetaKey].(map[string]any)
 	f, _ := m["fidelity"].(map[string]any)
 	num := func(k string) int { n, _ := f[k].(float64); return int(n) }
 	out := history.Fidelity{Facts: num("facts"), Kept: num("kept")}
@@ -52,20 +53,20 @@ func fidelityOf(meta map[string]any) history.Fidelity {
 
 // withMeta returns meta with key set to value under _meta.sessionkit, the
 // other keys of both kept.
-func withMeta(meta Optional[map[string]any], key string, value any) Optional[map[string]any] {
+func withMeta(meta schema.Optional[map[string]any], key string, value any) schema.Optional[map[string]any] {
 	out := map[string]any{}
 	ours := map[string]any{}
 	if m, ok := meta.Get(); ok {
 		for k, v := range m {
 			out[k] = v
 		}
-		if mine, ok := m[MetaKey].(map[string]any); ok {
+		if mine, ok := m[schema.MetaKey].(map[string]any); ok {
 			for k, v := range mine {
 				ours[k] = v
 			}
 		}
 	}
 	ours[key] = value
-	out[MetaKey] = ours
-	return Value(out)
+	out[schema.MetaKey] = ours
+	return schema.Value(out)
 }

@@ -11,9 +11,10 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/eventfeed"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
-	"github.com/sessionkit/sessionkit/internal/timeline"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -47,9 +48,9 @@ type RemoteSession struct {
 
 	// Owned by the owner goroutine (run).
 	closed   error // set once the session is closed or the connection lost
-	feed     *timeline.Feed[session.Event, session.Payload]
+	feed     *eventfeed.Feed[session.Event, session.Payload]
 	timeline Timeline
-	commands []AvailableCommand
+	commands []schema.AvailableCommand
 	turns    []*remoteTurn             // prompts in flight, oldest first
 	compacts map[string]*remoteCompact // extension compactions by the agent's ID
 	fallback *remoteCompact            // a /compact prompt in flight
@@ -100,8 +101,8 @@ func newRemoteSession(c *Client, id string) *RemoteSession {
 // newFeed returns the timeline of a remote session: the events of a local
 // session, numbered and retained as a local session's (Config.EventHistory
 // at its default), with the same errors.
-func newFeed() *timeline.Feed[session.Event, session.Payload] {
-	return timeline.NewFeed(timeline.Config[session.Event, session.Payload]{
+func newFeed() *eventfeed.Feed[session.Event, session.Payload] {
+	return eventfeed.NewFeed(eventfeed.Config[session.Event, session.Payload]{
 		Keep:   session.DefaultEventHistory,
 		Buffer: session.DefaultBuffer,
 		Event: func(seq uint64, t time.Time, p session.Payload) session.Event {
@@ -116,7 +117,7 @@ func newFeed() *timeline.Feed[session.Event, session.Payload] {
 // newHandle returns a pending session.Handle whose Cancel sends
 // session/cancel, and the function that finishes it.
 func newHandle[R any](r *RemoteSession, id string) (*session.Handle[R], func(R)) {
-	h, finish := timeline.NewHandle[R](id, r.cancelRemote)
+	h, finish := eventfeed.NewHandle[R](id, r.cancelRemote)
 	return (*session.Handle[R])(h), finish
 }
 
@@ -167,8 +168,8 @@ func (r *RemoteSession) Timeline() Timeline {
 }
 
 // Commands returns the slash commands the agent advertised last.
-func (r *RemoteSession) Commands() []AvailableCommand {
-	var out []AvailableCommand
+func (r *RemoteSession) Commands() []schema.AvailableCommand {
+	var out []schema.AvailableCommand
 	r.do(func() { out = slices.Clone(r.commands) })
 	return out
 }
@@ -176,7 +177,7 @@ func (r *RemoteSession) Commands() []AvailableCommand {
 func newHandleID() string { return uuid.Must(uuid.NewV7()).String() }
 
 func (r *RemoteSession) cancelRemote() {
-	_ = r.c.conn.Notify(context.Background(), MethodSessionCancel, CancelNotification{SessionID: r.id})
+	_ = r.c.conn.Notify(context.Background(), schema.MethodSessionCancel, schema.CancelNotification{SessionID: r.id})
 }
 
 // gone is the error of a call after the owner goroutine has exited: why
@@ -231,8 +232,8 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 		}
 		user := history.Message{ID: id, Role: history.RoleUser, Text: req.Text, Attachments: req.Attachments, CreatedAt: time.Now()}
 		t := &remoteTurn{id: id, finish: finish, messages: []history.Message{user}}
-		params := PromptRequest{SessionID: r.id, Prompt: messageBlocks(&user)}
-		err = r.c.conn.Send(ctx, MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
+		params := schema.PromptRequest{SessionID: r.id, Prompt: messageBlocks(&user)}
+		err = r.c.conn.Send(ctx, schema.MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
 			r.post(func() { r.answered(t, raw, err) })
 		})
 		if err != nil {
@@ -255,26 +256,19 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 
 // answered applies a session/prompt response (or its failure).
 func (r *RemoteSession) answered(t *remoteTurn, raw json.RawMessage, err error) {
-	if r.c.v2 != nil && err == nil {
-		var resp PromptResponseV2
-		if err = json.Unmarshal(raw, &resp); err == nil {
-			t.inserted = true // the turn ends with the idle state
-			return
-		}
-		r.endTurn(t, fmt.Errorf("acp: session/prompt: %w", err))
+	if err != nil {
+		r.endTurn(t, r.rpcErr("session/prompt", err))
 		return
 	}
-	if err == nil {
-		var resp PromptResponse
-		if err = json.Unmarshal(raw, &resp); err == nil {
-			err = promptError(resp.StopReason)
-		} else {
-			err = fmt.Errorf("acp: session/prompt: %w", err)
-		}
-	} else {
-		err = r.rpcErr("session/prompt", err)
+	inserted, stop, err := r.c.surf.promptAnswer(raw)
+	switch {
+	case err != nil:
+		r.endTurn(t, fmt.Errorf("acp: session/prompt: %w", err))
+	case inserted:
+		t.inserted = true // the turn ends with the idle state
+	default:
+		r.endTurn(t, promptError(stop))
 	}
-	r.endTurn(t, err)
 }
 
 // endTurn finishes turn t, if it is still in flight.
@@ -309,13 +303,13 @@ func (r *RemoteSession) rpcErr(method string, err error) error {
 }
 
 // promptError maps a prompt's stop reason to TurnResult.Err.
-func promptError(stop StopReason) error {
+func promptError(stop schema.StopReason) error {
 	switch stop {
-	case StopCancelled:
+	case schema.StopCancelled:
 		return session.ErrCancelled
-	case StopMaxTurnRequests:
+	case schema.StopMaxTurnRequests:
 		return session.ErrTooManySteps
-	case StopEndTurn, "":
+	case schema.StopEndTurn, "":
 		return nil
 	}
 	return fmt.Errorf("acp: the turn stopped: %s", stop)
@@ -335,10 +329,10 @@ func (r *RemoteSession) Compact(ctx context.Context, req session.CompactRequest)
 	}
 	var offered bool
 	r.do(func() {
-		offered = slices.ContainsFunc(r.commands, func(c AvailableCommand) bool { return c.Name == CompactCommand })
+		offered = slices.ContainsFunc(r.commands, func(c schema.AvailableCommand) bool { return c.Name == CompactCommand })
 	})
 	if !offered {
-		return nil, fmt.Errorf("%w: neither the %s method nor a /%s command", ErrUnsupported, MethodCompact, CompactCommand)
+		return nil, fmt.Errorf("%w: neither the %s method nor a /%s command", ErrUnsupported, schema.MethodCompact, CompactCommand)
 	}
 	return r.compactFallback(ctx, req)
 }
@@ -359,15 +353,15 @@ func (r *RemoteSession) compactExtension(ctx context.Context, req session.Compac
 			err = r.closed
 			return
 		}
-		params := CompactParams{SessionID: r.id, Instructions: req.Instructions}
-		err = r.c.conn.Send(ctx, MethodCompact, params, func(raw json.RawMessage, err error) {
+		params := schema.CompactParams{SessionID: r.id, Instructions: req.Instructions}
+		err = r.c.conn.Send(ctx, schema.MethodCompact, params, func(raw json.RawMessage, err error) {
 			r.post(func() {
-				var acc CompactAccepted
+				var acc schema.CompactAccepted
 				if err == nil {
 					err = json.Unmarshal(raw, &acc)
 				}
 				if err != nil {
-					got <- accepted{err: r.rpcErr(MethodCompact, err)}
+					got <- accepted{err: r.rpcErr(schema.MethodCompact, err)}
 					return
 				}
 				h, finish := newHandle[session.CompactResult](r, acc.CompactID)
@@ -436,8 +430,8 @@ func (r *RemoteSession) compactFallback(ctx context.Context, req session.Compact
 			return
 		}
 		fc := &remoteCompact{id: id, finish: finish}
-		params := PromptRequest{SessionID: r.id, Prompt: []ContentBlock{TextBlock(text)}}
-		err = r.c.conn.Send(ctx, MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
+		params := schema.PromptRequest{SessionID: r.id, Prompt: []schema.ContentBlock{schema.TextBlock(text)}}
+		err = r.c.conn.Send(ctx, schema.MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
 			r.post(func() { r.fallbackAnswered(fc, raw, err) })
 		})
 		if err != nil {
@@ -460,28 +454,26 @@ func (r *RemoteSession) compactFallback(ctx context.Context, req session.Compact
 // result of its entity, or from the stop reason when there was none. Over
 // v2 the response is the receipt, and the idle state_update ends it.
 func (r *RemoteSession) fallbackAnswered(fc *remoteCompact, raw json.RawMessage, err error) {
-	var resp PromptResponse
-	if r.c.v2 != nil && err == nil {
-		var receipt PromptResponseV2
-		if err = json.Unmarshal(raw, &receipt); err == nil {
-			fc.inserted = true
+	var stop schema.StopReason
+	if err == nil {
+		var inserted bool
+		if inserted, stop, err = r.c.surf.promptAnswer(raw); err == nil && inserted {
+			fc.inserted = true // the idle state_update ends it
 			return
 		}
-	} else if err == nil {
-		err = json.Unmarshal(raw, &resp)
 	}
-	r.fallbackEnded(fc, resp.StopReason, err)
+	r.fallbackEnded(fc, stop, err)
 }
 
 // fallbackEnded finishes a /compact prompt that ended with stop (or err).
-func (r *RemoteSession) fallbackEnded(fc *remoteCompact, stop StopReason, err error) {
+func (r *RemoteSession) fallbackEnded(fc *remoteCompact, stop schema.StopReason, err error) {
 	id := fc.id
 	switch {
 	case fc.result != nil:
 		r.endFallback(fc, *fc.result)
 	case err != nil:
 		r.endFallback(fc, failedCompact(id, r.rpcErr("session/prompt", err)))
-	case stop == StopCancelled:
+	case stop == schema.StopCancelled:
 		r.endFallback(fc, session.CompactResult{CompactID: id, Reason: session.ReasonCompactFailed, Error: session.ErrCancelled.Error(), Trigger: session.TriggerManual, Cancelled: true})
 	default:
 		r.endFallback(fc, session.CompactResult{CompactID: id, Success: true, Reason: session.ReasonNothingToCompact, Trigger: session.TriggerManual})
@@ -503,7 +495,7 @@ func (r *RemoteSession) endFallback(fc *remoteCompact, res session.CompactResult
 // arrived. Sequence numbers are this RemoteSession's own.
 func (r *RemoteSession) Subscribe(ctx context.Context, opts session.SubscribeOptions) (*session.Subscription, error) {
 	var (
-		sub *timeline.Subscription[session.Event]
+		sub *eventfeed.Subscription[session.Event]
 		err error
 	)
 	ran := r.do(func() {
@@ -511,7 +503,7 @@ func (r *RemoteSession) Subscribe(ctx context.Context, opts session.SubscribeOpt
 			err = session.ErrClosed
 			return
 		}
-		sub, err = r.feed.Subscribe(ctx, opts.After, opts.Buffer, func(s *timeline.Subscription[session.Event]) {
+		sub, err = r.feed.Subscribe(ctx, opts.After, opts.Buffer, func(s *eventfeed.Subscription[session.Event]) {
 			r.post(func() { r.feed.Unsubscribe(s, nil) })
 		})
 	})
@@ -561,7 +553,7 @@ func (r *RemoteSession) fail(err error) {
 }
 
 // update applies one session/update from the agent (in receive order).
-func (r *RemoteSession) update(u SessionUpdate) {
+func (r *RemoteSession) update(u schema.SessionUpdate) {
 	if r.closed != nil {
 		return
 	}
@@ -573,34 +565,33 @@ func (r *RemoteSession) update(u SessionUpdate) {
 		turnID = t.id
 	}
 	switch v := u.(type) {
-	case *AvailableCommandsUpdate:
+	case *schema.AvailableCommandsUpdate:
 		r.commands = slices.Clone(v.AvailableCommands)
-	case *AvailableCommandsUpdateV2:
+	case *schema.AvailableCommandsUpdateV2:
 		r.commands = r.commands[:0:0]
 		for _, c := range v.AvailableCommands {
-			ac := AvailableCommand{Name: c.Name, Description: c.Description}
+			ac := schema.AvailableCommand{Name: c.Name, Description: c.Description}
 			if c.Input != nil {
-				ac.Input = &AvailableCommandInput{Hint: c.Input.Hint}
+				ac.Input = &schema.AvailableCommandInput{Hint: c.Input.Hint}
 			}
 			r.commands = append(r.commands, ac)
 		}
-	case *AgentMessageChunk:
+	case *schema.AgentMessageChunk:
 		r.agentChunk(t, turnID, v.MessageID, v.Content)
-	case *AgentMessageChunkV2:
+	case *schema.AgentMessageChunkV2:
 		r.agentChunk(t, turnID, v.MessageID, v.Content)
-	case *StateUpdate:
-		if v.State == StateIdle {
+	case *schema.StateUpdate:
+		if v.State == schema.StateIdle {
 			r.idle(v)
 		}
-	case *ToolCall:
+	case *schema.ToolCall:
 		name := v.Name // the tool's name; the title is for people
 		if name == "" {
 			name = v.Title
 		}
 		r.toolCall(t, v.ToolCallID, name, v.RawInput)
-	case *ToolCallUpdate:
-		if r.c.v2 != nil && !r.tools[v.ToolCallID] {
-			// v2: the first update of an ID creates the tool call.
+	case *schema.ToolCallUpdate:
+		if r.c.surf.updateCreatesToolCall() && !r.tools[v.ToolCallID] {
 			r.tools[v.ToolCallID] = true
 			name, _ := v.Name.Get()
 			if name == "" {
@@ -616,7 +607,7 @@ func (r *RemoteSession) update(u SessionUpdate) {
 		if content, ok := v.Content.Get(); ok {
 			for _, c := range content {
 				if c.Content != nil {
-					text.WriteString(blocksText([]ContentBlock{c.Content.Content}))
+					text.WriteString(blocksText([]schema.ContentBlock{c.Content.Content}))
 				}
 			}
 		}
@@ -626,12 +617,12 @@ func (r *RemoteSession) update(u SessionUpdate) {
 			t.messages = append(t.messages, msg)
 		}
 		r.feed.Publish(&session.MessageEvent{Message: msg, TurnID: turnID})
-	case *UsageUpdate:
+	case *schema.UsageUpdate:
 		if t != nil {
 			r.flush(t)
 		}
 		r.feed.Publish(&session.UsageEvent{Purpose: "turn", ContextTokens: int(v.Used), TurnID: turnID})
-	case *CompactionUpdate:
+	case *schema.CompactionUpdate:
 		// A message whose chunks name it goes on after the compaction
 		// entity (one message stays one message); one whose chunks do not
 		// ends here.
@@ -639,14 +630,14 @@ func (r *RemoteSession) update(u SessionUpdate) {
 			r.flush(t)
 		}
 		r.compactionUpdate(v, turnID)
-	case *CompactionSummaryChunk:
-		r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Phase: session.PhaseDelta, Delta: blocksText([]ContentBlock{v.Content}), TurnID: turnID, Position: session.NoPosition})
+	case *schema.CompactionSummaryChunk:
+		r.feed.Publish(&session.CompactionEvent{CompactID: v.CompactionID, Phase: session.PhaseDelta, Delta: blocksText([]schema.ContentBlock{v.Content}), TurnID: turnID, Position: session.NoPosition})
 	}
 }
 
 // agentChunk applies a chunk of agent text.
-func (r *RemoteSession) agentChunk(t *remoteTurn, turnID, messageID string, content ContentBlock) {
-	text := blocksText([]ContentBlock{content})
+func (r *RemoteSession) agentChunk(t *remoteTurn, turnID, messageID string, content schema.ContentBlock) {
+	text := blocksText([]schema.ContentBlock{content})
 	if t != nil {
 		if t.draft != nil && messageID != "" && t.draft.ID != messageID {
 			r.flush(t) // a new messageId starts a new message
@@ -677,7 +668,7 @@ func (r *RemoteSession) toolCall(t *remoteTurn, id, name string, args json.RawMe
 
 // idle applies a v2 idle state_update: it ends the oldest inserted prompt
 // (or /compact prompt) with its stop reason.
-func (r *RemoteSession) idle(v *StateUpdate) {
+func (r *RemoteSession) idle(v *schema.StateUpdate) {
 	for _, t := range r.turns {
 		if t.inserted {
 			r.endTurn(t, idleError(v))
@@ -686,7 +677,7 @@ func (r *RemoteSession) idle(v *StateUpdate) {
 	}
 	if fc := r.fallback; fc != nil && fc.inserted {
 		var err error
-		if v.StopReason == StopError {
+		if v.StopReason == schema.StopError {
 			err = idleError(v)
 		}
 		r.fallbackEnded(fc, v.StopReason, err)
@@ -694,8 +685,8 @@ func (r *RemoteSession) idle(v *StateUpdate) {
 }
 
 // idleError maps a v2 idle state to TurnResult.Err.
-func idleError(v *StateUpdate) error {
-	if v.StopReason == StopError {
+func idleError(v *schema.StateUpdate) error {
+	if v.StopReason == schema.StopError {
 		msg := "the turn failed"
 		if v.Error != nil {
 			return &RPCError{Code: v.Error.Code, Message: v.Error.Message, Data: v.Error.Data}
@@ -718,7 +709,7 @@ func (r *RemoteSession) flush(t *remoteTurn) {
 	r.feed.Publish(&session.MessageEvent{Message: m, TurnID: t.id})
 }
 
-func (r *RemoteSession) compactionUpdate(v *CompactionUpdate, turnID string) {
+func (r *RemoteSession) compactionUpdate(v *schema.CompactionUpdate, turnID string) {
 	fc := r.fallback
 	if fc != nil && fc.entity == "" && !r.entities[v.CompactionID] {
 		fc.entity = v.CompactionID // the first new entity while /compact is in flight
@@ -734,11 +725,11 @@ func (r *RemoteSession) compactionUpdate(v *CompactionUpdate, turnID string) {
 	}
 	res := session.CompactResult{CompactID: v.CompactionID, Trigger: trigger}
 	switch v.Status {
-	case CompactionCompleted:
+	case schema.CompactionCompleted:
 		res.Success, res.Compacted, res.Reason = true, true, session.ReasonCompacted
 		res.Fidelity = fidelityOf(e.Meta)
 		res.Segment = &history.Segment{CompactID: v.CompactionID, Trigger: trigger, Summary: e.SummaryText(), CreatedAt: time.Now(), Fidelity: res.Fidelity}
-	case CompactionCancelled:
+	case schema.CompactionCancelled:
 		res.Reason, res.Cancelled, res.Error = session.ReasonCompactFailed, true, session.ErrCancelled.Error()
 	default:
 		res.Reason, res.Error = session.ReasonCompactFailed, "compaction failed"
@@ -762,7 +753,7 @@ func (r *RemoteSession) compactionUpdate(v *CompactionUpdate, turnID string) {
 // triggerOf reads the trigger a sessionkit agent puts in the entity's
 // _meta; other agents do not say, and "manual" is assumed.
 func triggerOf(meta map[string]any) history.Trigger {
-	if m, ok := meta[MetaKey].(map[string]any); ok {
+	if m, ok := meta[schema.MetaKey].(map[string]any); ok {
 		if t, ok := m["trigger"].(string); ok && history.ValidTrigger(history.Trigger(t)) {
 			return history.Trigger(t)
 		}

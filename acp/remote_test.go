@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/poll"
@@ -40,10 +41,10 @@ func startPipeAgent(t *testing.T, p provider.Provider, store history.Store, opts
 var versions = []struct {
 	name    string
 	opts    acp.ClientOptions
-	version acp.ProtocolVersion
+	version schema.ProtocolVersion
 }{
-	{"v1", acp.ClientOptions{V1Only: true}, acp.ProtocolVersion1},
-	{"v2", acp.ClientOptions{}, acp.ProtocolVersion2},
+	{"v1", acp.ClientOptions{V1Only: true}, schema.ProtocolVersion1},
+	{"v2", acp.ClientOptions{}, schema.ProtocolVersion2},
 }
 
 // startPipeAgentWith is startPipeAgent with the client's options.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/poll"
@@ -28,7 +29,7 @@ func TestRemoteV2_Session(t *testing.T) {
 	opts := acp.ServerOptions{}
 	opts.Session.Tools = []session.Tool{{Name: "echo", Run: func(context.Context, json.RawMessage) (string, error) { return "echoed", nil }}}
 	pa := startPipeAgentWith(t, fake, store, opts, acp.ClientOptions{})
-	require.Equal(t, acp.ProtocolVersion2, pa.client.Protocol())
+	require.Equal(t, schema.ProtocolVersion2, pa.client.Protocol())
 	info, ok := pa.client.AgentInfoV2()
 	require.True(t, ok)
 	assert.Equal(t, "sessionkit", info.Info.Name)
@@ -71,7 +72,7 @@ func TestRemoteV2_Session(t *testing.T) {
 	cres := wait(t, must(rs.Compact(context.Background(), session.CompactRequest{})))
 	require.True(t, cres.Compacted, "%+v", cres)
 	tl := rs.Timeline()
-	assert.Equal(t, acp.StateIdle, tl.State)
+	assert.Equal(t, schema.StateIdle, tl.State)
 	require.NoError(t, rs.Close())
 	require.NoError(t, pa.client.Close())
 
@@ -80,9 +81,9 @@ func TestRemoteV2_Session(t *testing.T) {
 	require.NoError(t, err)
 	tl = rs2.Timeline()
 	require.Len(t, tl.Compactions(), 1)
-	assert.Equal(t, acp.CompactionCompleted, tl.Compactions()[0].Status)
+	assert.Equal(t, schema.CompactionCompleted, tl.Compactions()[0].Status)
 	assert.Equal(t, "SUMMARY", tl.Compactions()[0].SummaryText())
-	assert.Equal(t, acp.StateIdle, tl.State, "the current state came before the response")
+	assert.Equal(t, schema.StateIdle, tl.State, "the current state came before the response")
 	_ = rs2.Close()
 }
 
@@ -98,7 +99,7 @@ func must[T any](v T, err error) T {
 // the result, the idle state_update ends it.
 func TestRemoteV2_CompactFallback(t *testing.T) {
 	c, ra, _ := dialRaw(t, acp.ClientOptions{}, `{"protocolVersion":2,"info":{"name":"other","version":"1"},"capabilities":{"session":{}}}`)
-	require.Equal(t, acp.ProtocolVersion2, c.Protocol())
+	require.Equal(t, schema.ProtocolVersion2, c.Protocol())
 	rs := ra.newSession(c, `[{"type":"command","name":"compact","description":"compact","input":{"type":"text","hint":"h"}}]`)
 	poll.Until(t, 5*time.Second, func() bool { return len(rs.Commands()) == 1 }, "the available commands")
 	assert.Equal(t, "h", rs.Commands()[0].Input.Hint)

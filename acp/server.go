@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
@@ -43,7 +44,7 @@ type ServerOptions struct {
 	SessionTools func(s ToolSession) (Toolset, error)
 	// AgentInfo is reported in the initialize response; zero means
 	// sessionkit and Version.
-	AgentInfo Implementation
+	AgentInfo schema.Implementation
 	// OmitSummaries keeps summaries off the wire: compaction updates carry
 	// no summary and no summary chunks. For deployments where a summary
 	// could expose context the user never saw (RFD: "Agents should omit
@@ -77,7 +78,7 @@ type ServerOptions struct {
 	// This package gives them no meaning: the agent's tools read the
 	// current one (ToolClient.Mode) at every call. They are session
 	// settings (session.Config.Mode, changed with session.Configure).
-	Modes []SessionMode
+	Modes []schema.SessionMode
 	// Models, when set, are the models a session may use, the first a new
 	// session's: the config option "model" (category model), the
 	// session's session.Config.Model.
@@ -160,15 +161,15 @@ type server struct {
 
 // negotiated is a connection's state as its initialize decided it.
 type negotiated struct {
-	version    ProtocolVersion    // 0 until an initialize succeeded
-	compaction bool               // v1: the client advertised session.compaction (§7.2)
-	clientCaps ClientCapabilities // v1: what the client advertised
+	version    schema.ProtocolVersion    // 0 until an initialize succeeded
+	compaction bool                      // v1: the client advertised session.compaction (§7.2)
+	clientCaps schema.ClientCapabilities // v1: what the client advertised
 }
 
 // surface is the surface of a session of a connection in state n, whose
 // working directory is cwd.
 func (n negotiated) surface(cwd string) surface {
-	if n.version == ProtocolVersion2 {
+	if n.version == schema.ProtocolVersion2 {
 		return v2Surface{cwd: cwd}
 	}
 	return v1Surface{compaction: n.compaction, notices: n.clientCaps.SupportsNotices()}
@@ -197,29 +198,29 @@ func (s *server) contextWindow() uint64 {
 
 // handle dispatches one request or notification.
 func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	if req.Method == MethodInitialize {
+	if req.Method == schema.MethodInitialize {
 		return s.initialize(req)
 	}
 	switch s.negotiated.version {
 	case 0:
 		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "%s before initialize: send initialize first", req.Method)
-	case ProtocolVersion2:
+	case schema.ProtocolVersion2:
 		return s.handleV2(ctx, req)
 	}
 	switch req.Method {
-	case MethodAuthenticate:
-		var p AuthenticateRequest
+	case schema.MethodAuthenticate:
+		var p schema.AuthenticateRequest
 		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 			return nil, err
 		}
-		return AuthenticateResponse{}, nil
-	case MethodSessionNew:
+		return schema.AuthenticateResponse{}, nil
+	case schema.MethodSessionNew:
 		return s.newSession(ctx, req)
-	case MethodSessionLoad:
+	case schema.MethodSessionLoad:
 		return s.loadSession(ctx, req)
-	case MethodSessionResume:
+	case schema.MethodSessionResume:
 		return s.resumeSession(ctx, req)
-	case MethodSetMode:
+	case schema.MethodSetMode:
 		return s.setMode(ctx, req)
 	}
 	return s.handleShared(ctx, req)
@@ -229,21 +230,21 @@ func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) 
 // v2 (the owner answers each as its version says).
 func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	switch req.Method {
-	case MethodSessionPrompt:
+	case schema.MethodSessionPrompt:
 		return s.prompt(ctx, req)
-	case MethodSessionCancel:
+	case schema.MethodSessionCancel:
 		return nil, s.cancel(req)
-	case MethodSessionClose:
+	case schema.MethodSessionClose:
 		return s.closeSession(ctx, req)
-	case MethodSessionList:
+	case schema.MethodSessionList:
 		return s.listSessions(ctx, req)
-	case MethodSessionDelete:
+	case schema.MethodSessionDelete:
 		return s.deleteSession(ctx, req) // delete.go
-	case MethodCompact:
+	case schema.MethodCompact:
 		return s.compact(ctx, req)
-	case MethodUncompact:
+	case schema.MethodUncompact:
 		return s.uncompact(ctx, req)
-	case MethodSetConfigOption:
+	case schema.MethodSetConfigOption:
 		return s.setConfigOption(ctx, req)
 	}
 	return nil, jsonrpc.MethodNotFoundError(req.Method)
@@ -252,7 +253,7 @@ func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, e
 // cancel handles a session/cancel: the session it names is cancelled as its
 // version says (agentSession.cancel).
 func (s *server) cancel(req *jsonrpc.Request) error {
-	var p CancelNotification
+	var p schema.CancelNotification
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
@@ -25,8 +26,8 @@ func unknownSession(id, hint string) error {
 func servedElsewhere(le *history.LeaseError) error {
 	e := jsonrpc.NewError(jsonrpc.InternalError, "session %q is served by another agent process (%s); try again when it closes the session, or after its lease expires", le.Session, le.Holder)
 	e.Data, _ = json.Marshal(map[string]any{
-		"sessionId": le.Session,
-		MetaKey:     map[string]any{"leasedBy": le.Holder, "leaseExpires": le.Expires.UTC().Format(time.RFC3339Nano)},
+		"sessionId":    le.Session,
+		schema.MetaKey: map[string]any{"leasedBy": le.Holder, "leaseExpires": le.Expires.UTC().Format(time.RFC3339Nano)},
 	})
 	return e
 }
@@ -44,7 +45,7 @@ const TooManySessions = jsonrpc.InternalError
 // one past the limit of max.
 func tooManySessions(id string, max int) error {
 	e := jsonrpc.NewError(TooManySessions, "too many sessions on this connection: this agent serves at most %d at once on one connection; close one with session/close first", max)
-	data := map[string]any{MetaKey: map[string]any{"maxSessions": max}}
+	data := map[string]any{schema.MetaKey: map[string]any{"maxSessions": max}}
 	if id != "" {
 		data["sessionId"] = id
 	}

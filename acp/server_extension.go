@@ -3,22 +3,23 @@ package acp
 import (
 	"context"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
 )
 
 func (s *server) compact(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p CompactParams
+	var p schema.CompactParams
 	return s.startCommand(ctx, req, &p, &p.SessionID, func(sess *session.Session) (string, error) {
 		return handleID(sess.Compact(context.Background(), session.CompactRequest{Instructions: p.Instructions, Through: p.Through}))
-	}, func(id string) any { return CompactAccepted{CompactID: id} })
+	}, func(id string) any { return schema.CompactAccepted{CompactID: id} })
 }
 
 func (s *server) uncompact(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p UncompactParams
+	var p schema.UncompactParams
 	return s.startCommand(ctx, req, &p, &p.SessionID, func(sess *session.Session) (string, error) {
 		return handleID(sess.Uncompact(context.Background(), session.UncompactRequest{}))
-	}, func(id string) any { return UncompactAccepted{UncompactID: id} })
+	}, func(id string) any { return schema.UncompactAccepted{UncompactID: id} })
 }
 
 // startCommand handles an extension command of a session

@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/provider"
@@ -23,37 +24,37 @@ func (s *server) initialize(req *jsonrpc.Request) (any, error) {
 		return s.initializeV1(req)
 	}
 	was := s.negotiated.version
-	if was == ProtocolVersion1 {
+	if was == schema.ProtocolVersion1 {
 		// Initialized with v1 already: a repeated initialize keeps the
 		// v1 rule, and the connection's state.
 		return s.initializeV1(req)
 	}
-	var rv requestedVersion
+	var rv schema.RequestedVersion
 	if err := jsonrpc.UnmarshalParams(req.Params, &rv); err != nil {
 		return nil, err
 	}
-	selected := ProtocolVersion1
+	selected := schema.ProtocolVersion1
 	switch {
-	case was == ProtocolVersion2 && rv.ProtocolVersion < ProtocolVersion2:
+	case was == schema.ProtocolVersion2 && rv.ProtocolVersion < schema.ProtocolVersion2:
 		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "initialize: this connection speaks protocol version 2 already")
-	case rv.ProtocolVersion < ProtocolVersion1:
-		e := jsonrpc.NewError(UnsupportedProtocolVersion, "unsupported protocol version %d: this agent supports 1 and 2", rv.ProtocolVersion)
-		e.Data, _ = json.Marshal(UnsupportedProtocolVersionData{Requested: rv.ProtocolVersion, Supported: []ProtocolVersion{ProtocolVersion1, ProtocolVersion2}})
+	case rv.ProtocolVersion < schema.ProtocolVersion1:
+		e := jsonrpc.NewError(schema.UnsupportedProtocolVersion, "unsupported protocol version %d: this agent supports 1 and 2", rv.ProtocolVersion)
+		e.Data, _ = json.Marshal(schema.UnsupportedProtocolVersionData{Requested: rv.ProtocolVersion, Supported: []schema.ProtocolVersion{schema.ProtocolVersion1, schema.ProtocolVersion2}})
 		return nil, e
-	case rv.ProtocolVersion >= ProtocolVersion2:
-		selected = ProtocolVersion2
+	case rv.ProtocolVersion >= schema.ProtocolVersion2:
+		selected = schema.ProtocolVersion2
 	}
-	if selected == ProtocolVersion1 {
+	if selected == schema.ProtocolVersion1 {
 		return s.initializeV1(req)
 	}
 	return s.initializeV2(req, rv.ProtocolVersion)
 }
 
 // info is the agent's Implementation.
-func (s *server) info() Implementation {
+func (s *server) info() schema.Implementation {
 	info := s.opts.AgentInfo
 	if info.Name == "" {
-		info = Implementation{Name: "sessionkit", Title: "sessionkit", Version: Version}
+		info = schema.Implementation{Name: "sessionkit", Title: "sessionkit", Version: Version}
 	}
 	return info
 }
@@ -62,23 +63,23 @@ func (s *server) info() Implementation {
 // for exactly 2 must parse (info is required); for a later version, params
 // that do not parse are dropped, as the official SDK's router does. v2
 // request IDs must not be null.
-func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (any, error) {
+func (s *server) initializeV2(req *jsonrpc.Request, requested schema.ProtocolVersion) (any, error) {
 	if string(req.ID) == "null" {
 		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "ACP v2 request IDs must be strings or integers")
 	}
-	var p InitializeRequestV2
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil && requested == ProtocolVersion2 {
+	var p schema.InitializeRequestV2
+	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil && requested == schema.ProtocolVersion2 {
 		return nil, err
 	}
 	if s.negotiated.version == 0 { // the first initialize decides (see initialize)
-		s.negotiated = negotiated{version: ProtocolVersion2}
+		s.negotiated = negotiated{version: schema.ProtocolVersion2}
 	}
 	info := s.info()
-	return InitializeResponseV2{
-		ProtocolVersion: ProtocolVersion2,
+	return schema.InitializeResponseV2{
+		ProtocolVersion: schema.ProtocolVersion2,
 		Info:            info,
-		Capabilities: AgentCapabilitiesV2{
-			Session: &SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: s.deleteCapability(), Mcp: s.mcpV2()},
+		Capabilities: schema.AgentCapabilitiesV2{
+			Session: &schema.SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: s.deleteCapability(), Mcp: s.mcpV2()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
@@ -87,25 +88,25 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested ProtocolVersion) (
 // extensionMeta is the capabilities' _meta on both versions: the extension
 // methods this agent answers (acp.Dial looks here).
 func extensionMeta() map[string]any {
-	return map[string]any{MetaKey: map[string]any{"compact": MethodCompact, "uncompact": MethodUncompact}}
+	return map[string]any{schema.MetaKey: map[string]any{"compact": schema.MethodCompact, "uncompact": schema.MethodUncompact}}
 }
 
 // initializeV1 answers initialize with v1.
 func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
-	var p InitializeRequest
+	var p schema.InitializeRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
 	if s.negotiated.version == 0 { // the first initialize decides (see initialize)
-		s.negotiated = negotiated{version: ProtocolVersion1, compaction: p.ClientCapabilities.SupportsCompaction(), clientCaps: p.ClientCapabilities}
+		s.negotiated = negotiated{version: schema.ProtocolVersion1, compaction: p.ClientCapabilities.SupportsCompaction(), clientCaps: p.ClientCapabilities}
 	}
 	info := s.info()
-	return InitializeResponse{
+	return schema.InitializeResponse{
 		ProtocolVersion: 1,
-		AgentCapabilities: AgentCapabilities{
+		AgentCapabilities: schema.AgentCapabilities{
 			LoadSession:         true,
-			PromptCapabilities:  PromptCapabilities{Image: provider.TakesImages(s.opts.Session.Provider), EmbeddedContext: true},
-			McpCapabilities:     McpCapabilities{HTTP: s.opts.McpHTTP},
+			PromptCapabilities:  schema.PromptCapabilities{Image: provider.TakesImages(s.opts.Session.Provider), EmbeddedContext: true},
+			McpCapabilities:     schema.McpCapabilities{HTTP: s.opts.McpHTTP},
 			SessionCapabilities: s.sessionCapabilities(),
 			Meta:                extensionMeta(),
 		},
@@ -118,23 +119,23 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 // when it can delete them; additionalDirectories
 // when sessions have tools of their own (ServerOptions.SessionTools), which
 // are given those directories.
-func (s *server) sessionCapabilities() SessionCapabilities {
-	caps := SessionCapabilities{Resume: &Capability{}, Close: &Capability{}, Delete: s.deleteCapability()}
+func (s *server) sessionCapabilities() schema.SessionCapabilities {
+	caps := schema.SessionCapabilities{Resume: &schema.Capability{}, Close: &schema.Capability{}, Delete: s.deleteCapability()}
 	if _, ok := s.store.(history.Lister); ok {
-		caps.List = &Capability{}
+		caps.List = &schema.Capability{}
 	}
 	if s.opts.SessionTools != nil {
-		caps.AdditionalDirectories = &Capability{}
+		caps.AdditionalDirectories = &schema.Capability{}
 	}
 	return caps
 }
 
 // promptCapabilitiesV2 are the prompt capabilities of v2: embedded
 // context always, images when the provider takes them (as v1's).
-func (s *server) promptCapabilitiesV2() *PromptCapabilitiesV2 {
-	c := &PromptCapabilitiesV2{EmbeddedContext: &Capability{}}
+func (s *server) promptCapabilitiesV2() *schema.PromptCapabilitiesV2 {
+	c := &schema.PromptCapabilitiesV2{EmbeddedContext: &schema.Capability{}}
 	if provider.TakesImages(s.opts.Session.Provider) {
-		c.Image = &Capability{}
+		c.Image = &schema.Capability{}
 	}
 	return c
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -46,31 +47,31 @@ func (s *server) defaultChoice() choice {
 }
 
 // modeState is the v1 modes of a response (nil without modes).
-func (s *server) modeState(c choice) *SessionModeState {
+func (s *server) modeState(c choice) *schema.SessionModeState {
 	if len(s.opts.Modes) == 0 {
 		return nil
 	}
-	return &SessionModeState{CurrentModeID: c.mode, AvailableModes: slices.Clone(s.opts.Modes)}
+	return &schema.SessionModeState{CurrentModeID: c.mode, AvailableModes: slices.Clone(s.opts.Modes)}
 }
 
 // configOptions are the v1 config options with c's values (nil: none).
-func (s *server) configOptions(c choice) []SessionConfigOption {
-	var out []SessionConfigOption
+func (s *server) configOptions(c choice) []schema.SessionConfigOption {
+	var out []schema.SessionConfigOption
 	if len(s.opts.Modes) > 0 {
-		o := SessionConfigOption{ID: ConfigMode, Name: "Mode", Category: CategoryMode, CurrentValue: c.mode}
+		o := schema.SessionConfigOption{ID: ConfigMode, Name: "Mode", Category: schema.CategoryMode, CurrentValue: c.mode}
 		for _, m := range s.opts.Modes {
-			o.Options = append(o.Options, SessionConfigSelectOption{Value: m.ID, Name: m.Name, Description: m.Description})
+			o.Options = append(o.Options, schema.SessionConfigSelectOption{Value: m.ID, Name: m.Name, Description: m.Description})
 		}
 		out = append(out, withCurrent(o))
 	}
 	if len(s.opts.Models) > 0 {
-		o := SessionConfigOption{ID: ConfigModel, Name: "Model", Category: CategoryModel, CurrentValue: c.model}
+		o := schema.SessionConfigOption{ID: ConfigModel, Name: "Model", Category: schema.CategoryModel, CurrentValue: c.model}
 		for _, m := range s.opts.Models {
 			name := m.Name
 			if name == "" {
 				name = m.ID
 			}
-			o.Options = append(o.Options, SessionConfigSelectOption{Value: m.ID, Name: name, Description: m.Description})
+			o.Options = append(o.Options, schema.SessionConfigSelectOption{Value: m.ID, Name: name, Description: m.Description})
 		}
 		out = append(out, withCurrent(o))
 	}
@@ -81,35 +82,37 @@ func (s *server) configOptions(c choice) []SessionConfigOption {
 // them (a session stored with a model this agent no longer lists): the
 // schema wants the current value among the options, and the session
 // goes on using it until the user picks another.
-func withCurrent(o SessionConfigOption) SessionConfigOption {
-	if o.CurrentValue != "" && !slices.ContainsFunc(o.Options, func(v SessionConfigSelectOption) bool { return v.Value == o.CurrentValue }) {
-		o.Options = append(o.Options, SessionConfigSelectOption{Value: o.CurrentValue, Name: o.CurrentValue, Description: "kept from before; no longer offered"})
+func withCurrent(o schema.SessionConfigOption) schema.SessionConfigOption {
+	if o.CurrentValue != "" && !slices.ContainsFunc(o.Options, func(v schema.SessionConfigSelectOption) bool { return v.Value == o.CurrentValue }) {
+		o.Options = append(o.Options, schema.SessionConfigSelectOption{Value: o.CurrentValue, Name: o.CurrentValue, Description: "kept from before; no longer offered"})
 	}
 	return o
 }
 
 // configOptionsV2 are configOptions on a v2 connection.
-func (s *server) configOptionsV2(c choice) []SessionConfigOptionV2 {
-	return convertAll(s.configOptions(c), func(o SessionConfigOption) SessionConfigOptionV2 { return SessionConfigOptionV2(o) })
+func (s *server) configOptionsV2(c choice) []schema.SessionConfigOptionV2 {
+	return convertAll(s.configOptions(c), func(o schema.SessionConfigOption) schema.SessionConfigOptionV2 {
+		return schema.SessionConfigOptionV2(o)
+	})
 }
 
 // withChoice fills the modes and config options of a response that opens
 // a session (result), as the session stands (c).
 func (s *server) withChoice(result any, c choice) any {
 	switch r := result.(type) {
-	case NewSessionResponse:
+	case schema.NewSessionResponse:
 		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
 		return r
-	case LoadSessionResponse:
+	case schema.LoadSessionResponse:
 		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
 		return r
-	case ResumeSessionResponse:
+	case schema.ResumeSessionResponse:
 		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
 		return r
-	case NewSessionResponseV2:
+	case schema.NewSessionResponseV2:
 		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
 		return r
-	case ResumeSessionResponseV2:
+	case schema.ResumeSessionResponseV2:
 		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
 		return r
 	}
@@ -121,7 +124,7 @@ func (s *server) withChoice(result any, c choice) any {
 func (s *server) validChoice(id, value string) bool {
 	switch id {
 	case ConfigMode:
-		return slices.ContainsFunc(s.opts.Modes, func(m SessionMode) bool { return m.ID == value })
+		return slices.ContainsFunc(s.opts.Modes, func(m schema.SessionMode) bool { return m.ID == value })
 	case ConfigModel:
 		return slices.ContainsFunc(s.opts.Models, func(m Model) bool { return m.ID == value })
 	}
@@ -130,7 +133,7 @@ func (s *server) validChoice(id, value string) bool {
 
 // setMode handles the v1 session/set_mode.
 func (s *server) setMode(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p SetSessionModeRequest
+	var p schema.SetSessionModeRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
@@ -141,12 +144,12 @@ func (s *server) setMode(ctx context.Context, req *jsonrpc.Request) (any, error)
 	if !s.validChoice(ConfigMode, p.ModeID) {
 		return nil, invalidParams("field \"modeId\": %q is not a mode of this agent (%s)", p.ModeID, s.choices(ConfigMode))
 	}
-	return a.configure(ctx, jsonrpc.Defer(ctx), ConfigMode, p.ModeID, func(choice) any { return SetSessionModeResponse{} })
+	return a.configure(ctx, jsonrpc.Defer(ctx), ConfigMode, p.ModeID, func(choice) any { return schema.SetSessionModeResponse{} })
 }
 
 // setConfigOption handles session/set_config_option of either version.
 func (s *server) setConfigOption(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p SetConfigOptionRequest
+	var p schema.SetConfigOptionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
@@ -154,7 +157,7 @@ func (s *server) setConfigOption(ctx context.Context, req *jsonrpc.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	v2 := s.negotiated.version == ProtocolVersion2
+	v2 := s.negotiated.version == schema.ProtocolVersion2
 	switch {
 	case v2 && p.Type != "id":
 		return nil, invalidParams("field \"type\": a value of type %q is not supported (the options of this agent take value IDs, type \"id\")", p.Type)
@@ -172,9 +175,9 @@ func (s *server) setConfigOption(ctx context.Context, req *jsonrpc.Request) (any
 	}
 	return a.configure(ctx, jsonrpc.Defer(ctx), p.ConfigID, value, func(c choice) any {
 		if v2 {
-			return SetConfigOptionResponseV2{ConfigOptions: s.configOptionsV2(c)}
+			return schema.SetConfigOptionResponseV2{ConfigOptions: s.configOptionsV2(c)}
 		}
-		return SetConfigOptionResponse{ConfigOptions: s.configOptions(c)}
+		return schema.SetConfigOptionResponse{ConfigOptions: s.configOptions(c)}
 	})
 }
 

@@ -3,6 +3,7 @@ package acp
 import (
 	"context"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 )
 
@@ -10,7 +11,7 @@ import (
 // the prompt (promptReader.content), and hands it with its deferred Responder to the session's
 // owner, which admits it and answers (agentSession.prompt).
 func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p PromptRequest
+	var p schema.PromptRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}

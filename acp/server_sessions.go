@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
@@ -37,7 +38,7 @@ func (s *server) release() {
 // listSessions handles session/list: one page of the store's listing,
 // newest first, optionally of one cwd.
 func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p ListSessionsRequest
+	var p schema.ListSessionsRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
@@ -52,9 +53,9 @@ func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	resp := ListSessionsResponse{Sessions: make([]SessionInfo, 0, len(page.Sessions)), NextCursor: page.Next}
+	resp := schema.ListSessionsResponse{Sessions: make([]schema.SessionInfo, 0, len(page.Sessions)), NextCursor: page.Next}
 	for _, si := range page.Sessions {
-		info := SessionInfo{SessionID: si.ID, Cwd: si.Cwd, Title: si.Title}
+		info := schema.SessionInfo{SessionID: si.ID, Cwd: si.Cwd, Title: si.Title}
 		if !si.UpdatedAt.IsZero() {
 			info.UpdatedAt = si.UpdatedAt.UTC().Format(time.RFC3339Nano)
 		}
@@ -68,7 +69,7 @@ func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, e
 type place struct {
 	cwd  string
 	dirs []string
-	mcp  []McpServer
+	mcp  []schema.McpServer
 }
 
 // open starts a session.Session for id ("" = new) and its ACP session,
@@ -99,7 +100,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 		s.log.Warn(mcpNote(at.mcp), zap.String("cwd", cwd))
 	}
 	conn := s.negotiated // this session's copy
-	client := &ToolClient{caps: conn.clientCaps, v2: conn.version == ProtocolVersion2}
+	client := &ToolClient{caps: conn.clientCaps, surf: conn.surface(cwd)}
 	var set Toolset
 	reader := promptReader{prov: cfg.Provider, dirs: append([]string{cwd}, at.dirs...)}
 	if s.opts.SessionTools != nil {
@@ -162,11 +163,11 @@ func (s *server) forget(a *agentSession) {
 }
 
 func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p NewSessionRequest
+	var p schema.NewSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, func(id string) any { return NewSessionResponse{SessionID: id} })
+	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, func(id string) any { return schema.NewSessionResponse{SessionID: id} })
 }
 
 // create opens a new session at at; its response is result(its ID).
@@ -205,19 +206,19 @@ func (s *server) attach(ctx context.Context, id string, at place, replay bool, r
 }
 
 func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p LoadSessionRequest
+	var p schema.LoadSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, true, LoadSessionResponse{})
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, true, schema.LoadSessionResponse{})
 }
 
 func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p ResumeSessionRequest
+	var p schema.ResumeSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, false, ResumeSessionResponse{})
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, false, schema.ResumeSessionResponse{})
 }
 
 // closeSession handles session/close: the session is forgotten at once (a
@@ -225,7 +226,7 @@ func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, 
 // session/cancel and Session.Close do it; the response follows every update
 // of what the close finished.
 func (s *server) closeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p CloseSessionRequest
+	var p schema.CloseSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}

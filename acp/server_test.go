@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
@@ -384,16 +385,16 @@ func TestServe_ExtensionCompact(t *testing.T) {
 	sid := c.newSession()
 	conversation(t, c, fake, sid)
 	fake.QueueSummary(providertest.Reply{Text: "EXT"})
-	var acc acp.CompactAccepted
+	var acc schema.CompactAccepted
 	c.mustCall("_sessionkit/compact", map[string]any{"sessionId": sid, "instructions": "x"}, &acc)
 	require.NotEmpty(t, acc.CompactID)
-	var fin *acp.CompactFinishedParams
+	var fin *schema.CompactFinishedParams
 	poll.Within(10*time.Second, func() bool {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, n := range c.notes {
 			if n.method == "_sessionkit/compact_finished" {
-				fin = &acp.CompactFinishedParams{}
+				fin = &schema.CompactFinishedParams{}
 				require.NoError(t, json.Unmarshal(n.params, fin))
 			}
 		}
@@ -402,7 +403,7 @@ func TestServe_ExtensionCompact(t *testing.T) {
 	require.NotNil(t, fin)
 	assert.Equal(t, acc.CompactID, fin.CompactID)
 	assert.True(t, fin.Result.Compacted)
-	res := fin.Result.Result()
+	res := acp.CompactResultOf(&fin.Result)
 	require.NotNil(t, res.Segment)
 	assert.Equal(t, "EXT", res.Segment.Summary)
 	assert.Equal(t, []string{"user", "assistant"}, []string{string(res.Segment.Messages[0].Role), string(res.Segment.Messages[1].Role)})

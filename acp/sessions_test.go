@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/history/sqlite"
@@ -157,19 +158,19 @@ func TestServe_Uncompact(t *testing.T) {
 	assert.NotContains(t, texts[0], "session: uncompact")
 
 	fake.QueueSummary(providertest.Reply{Text: "S2"})
-	var acc acp.CompactAccepted
-	c.mustCall(acp.MethodCompact, map[string]any{"sessionId": sid}, &acc)
+	var acc schema.CompactAccepted
+	c.mustCall(schema.MethodCompact, map[string]any{"sessionId": sid}, &acc)
 	c.waitFor("compaction_update")
-	var un acp.UncompactAccepted
-	c.mustCall(acp.MethodUncompact, map[string]any{"sessionId": sid}, &un)
+	var un schema.UncompactAccepted
+	c.mustCall(schema.MethodUncompact, map[string]any{"sessionId": sid}, &un)
 	require.NotEmpty(t, un.UncompactID)
-	finished := &acp.UncompactFinishedParams{}
-	require.NoError(t, json.Unmarshal(c.waitNotification(acp.MethodUncompactFinished), finished))
+	finished := &schema.UncompactFinishedParams{}
+	require.NoError(t, json.Unmarshal(c.waitNotification(schema.MethodUncompactFinished), finished))
 	assert.Equal(t, un.UncompactID, finished.UncompactID)
 	assert.Equal(t, 2, finished.Restored)
 	assert.Empty(t, finished.Error)
 
-	err := c.call(acp.MethodCompact, map[string]any{"sessionId": sid, "through": "no-such-message"}, nil)
+	err := c.call(schema.MethodCompact, map[string]any{"sessionId": sid, "through": "no-such-message"}, nil)
 	var je *jsonrpc.Error
 	require.ErrorAs(t, err, &je)
 	assert.Equal(t, jsonrpc.InvalidParams, je.Code)

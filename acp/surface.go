@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 )
 
@@ -14,19 +15,19 @@ type surface interface {
 	// capability; v2: always).
 	capable() bool
 	// commands is the update that advertises the slash commands.
-	commands() SessionUpdate
+	commands() schema.SessionUpdate
 	// agentChunk builds a text chunk of the agent message id.
-	agentChunk(id string) func(text string) SessionUpdate
+	agentChunk(id string) func(text string) schema.SessionUpdate
 	// noteID is the message ID of agent text about a compaction (v1 sends
 	// it without one).
 	noteID(compactID string) string
 	// userMessage is the updates of a replayed user message, or, when
 	// live, of its echo (none: nil).
-	userMessage(m history.Message, replayed bool) []SessionUpdate
+	userMessage(m history.Message, replayed bool) []schema.SessionUpdate
 	// toolCall is the update that creates a tool call, shown as d says.
-	toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate
+	toolCall(c history.ToolCall, d ToolCallDisplay) schema.SessionUpdate
 	// toolUpdate is the update that patches a tool call with u.
-	toolUpdate(u *ToolCallUpdate) SessionUpdate
+	toolUpdate(u *schema.ToolCallUpdate) schema.SessionUpdate
 	// receipts reports whether a prompt is answered at its insertion (v2)
 	// rather than at the end of its turn (v1).
 	receipts() bool
@@ -36,6 +37,16 @@ type surface interface {
 	// takesNotices reports whether notice updates go out (v1: the client's
 	// session.notices capability; v2: always).
 	takesNotices() bool
+
+	// abandonsRequests reports whether the client is told that a request
+	// to it is no longer waited for (v2).
+	abandonsRequests() bool
+	// clientTools reports whether the client has the fs/* and terminal/*
+	// methods (v1; v2 has none) for a [ToolClient].
+	clientTools() bool
+	// permission is the session/request_permission params that ask about
+	// toolCall.
+	permission(sessionID string, toolCall schema.ToolCallUpdate, options []schema.PermissionOption) any
 }
 
 // v1Surface is ACP v1; compaction and notices are the connection's
@@ -47,52 +58,54 @@ type v1Surface struct {
 
 func (v v1Surface) capable() bool { return v.compaction }
 
-func (v1Surface) commands() SessionUpdate {
-	return &AvailableCommandsUpdate{AvailableCommands: []AvailableCommand{{
+func (v1Surface) commands() schema.SessionUpdate {
+	return &schema.AvailableCommandsUpdate{AvailableCommands: []schema.AvailableCommand{{
 		Name:        CompactCommand,
 		Description: compactDescription,
-		Input:       &AvailableCommandInput{Hint: compactHint},
+		Input:       &schema.AvailableCommandInput{Hint: compactHint},
 	}, {
 		Name:        UncompactCommand,
 		Description: uncompactDescription,
 	}}}
 }
 
-func (v1Surface) agentChunk(id string) func(string) SessionUpdate {
-	return func(t string) SessionUpdate { return &AgentMessageChunk{Content: TextBlock(t), MessageID: id} }
+func (v1Surface) agentChunk(id string) func(string) schema.SessionUpdate {
+	return func(t string) schema.SessionUpdate {
+		return &schema.AgentMessageChunk{Content: schema.TextBlock(t), MessageID: id}
+	}
 }
 
 func (v1Surface) noteID(string) string { return "" }
 
 // userMessage replays m as one user_message_chunk per content block.
-func (v1Surface) userMessage(m history.Message, replayed bool) []SessionUpdate {
+func (v1Surface) userMessage(m history.Message, replayed bool) []schema.SessionUpdate {
 	if !replayed {
 		return nil // the client's own prompt
 	}
 	blocks := messageBlocks(&m)
-	out := make([]SessionUpdate, len(blocks))
+	out := make([]schema.SessionUpdate, len(blocks))
 	for i, b := range blocks {
-		out[i] = &UserMessageChunk{Content: b, MessageID: m.ID}
+		out[i] = &schema.UserMessageChunk{Content: b, MessageID: m.ID}
 	}
 	return out
 }
 
-func (v1Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {
+func (v1Surface) toolCall(c history.ToolCall, d ToolCallDisplay) schema.SessionUpdate {
 	title, kind := shownAs(c, d)
-	return &ToolCall{ToolCallID: c.ID, Title: title, Name: c.Name, Kind: kind, Status: ToolCallInProgress, RawInput: c.Arguments,
+	return &schema.ToolCall{ToolCallID: c.ID, Title: title, Name: c.Name, Kind: kind, Status: schema.ToolCallInProgress, RawInput: c.Arguments,
 		Locations: d.Locations, Content: d.Content}
 }
 
-func (v1Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate { return v1ToolUpdate(u) }
+func (v1Surface) toolUpdate(u *schema.ToolCallUpdate) schema.SessionUpdate { return v1ToolUpdate(u) }
 
 // shownAs is the title and kind of tool call c shown as d says.
-func shownAs(c history.ToolCall, d ToolCallDisplay) (string, ToolKind) {
+func shownAs(c history.ToolCall, d ToolCallDisplay) (string, schema.ToolKind) {
 	title, kind := d.Title, d.Kind
 	if title == "" {
 		title = c.Name
 	}
 	if kind == "" {
-		kind = ToolKindOther
+		kind = schema.ToolKindOther
 	}
 	return title, kind
 }
@@ -102,6 +115,14 @@ func (v1Surface) receipts() bool { return false }
 func (v1Surface) states() bool { return false }
 
 func (v v1Surface) takesNotices() bool { return v.notices }
+
+func (v1Surface) clientTools() bool { return true }
+
+func (v1Surface) abandonsRequests() bool { return false }
+
+func (v1Surface) permission(sessionID string, toolCall schema.ToolCallUpdate, options []schema.PermissionOption) any {
+	return schema.RequestPermissionRequest{SessionID: sessionID, ToolCall: toolCall, Options: options}
+}
 
 // v2Surface is ACP v2: every message chunk has its messageId, user messages
 // are upserted whole (live too: the echo of the prompt), the first
@@ -114,54 +135,56 @@ type v2Surface struct {
 
 func (v2Surface) capable() bool { return true }
 
-func (v2Surface) commands() SessionUpdate {
-	return &AvailableCommandsUpdateV2{AvailableCommands: []CommandV2{{
+func (v2Surface) commands() schema.SessionUpdate {
+	return &schema.AvailableCommandsUpdateV2{AvailableCommands: []schema.CommandV2{{
 		Name:        CompactCommand,
 		Description: compactDescription,
-		Input:       &TextCommandInput{Hint: compactHint},
+		Input:       &schema.TextCommandInput{Hint: compactHint},
 	}, {
 		Name:        UncompactCommand,
 		Description: uncompactDescription,
 	}}}
 }
 
-func (v2Surface) agentChunk(id string) func(string) SessionUpdate {
-	return func(t string) SessionUpdate { return &AgentMessageChunkV2{MessageID: id, Content: TextBlock(t)} }
+func (v2Surface) agentChunk(id string) func(string) schema.SessionUpdate {
+	return func(t string) schema.SessionUpdate {
+		return &schema.AgentMessageChunkV2{MessageID: id, Content: schema.TextBlock(t)}
+	}
 }
 
 func (v2Surface) noteID(compactID string) string { return "note_" + compactID }
 
-func (v2Surface) userMessage(m history.Message, _ bool) []SessionUpdate {
-	return []SessionUpdate{&UserMessage{MessageID: m.ID, Content: Value(messageBlocks(&m))}}
+func (v2Surface) userMessage(m history.Message, _ bool) []schema.SessionUpdate {
+	return []schema.SessionUpdate{&schema.UserMessage{MessageID: m.ID, Content: schema.Value(messageBlocks(&m))}}
 }
 
-func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) SessionUpdate {
+func (v v2Surface) toolCall(c history.ToolCall, d ToolCallDisplay) schema.SessionUpdate {
 	title, kind := shownAs(c, d)
-	u := &ToolCallUpdate{
+	u := &schema.ToolCallUpdate{
 		ToolCallID: c.ID,
-		Title:      Value(title),
-		Name:       Value(c.Name),
-		Kind:       Value(kind),
-		Status:     Value(ToolCallInProgress),
+		Title:      schema.Value(title),
+		Name:       schema.Value(c.Name),
+		Kind:       schema.Value(kind),
+		Status:     schema.Value(schema.ToolCallInProgress),
 		RawInput:   c.Arguments,
 		// Every call may be cancelled until it ends (tool_call/cancel).
 		Capabilities: cancellable(),
 	}
 	if len(d.Locations) > 0 {
-		u.Locations = Value(d.Locations)
+		u.Locations = schema.Value(d.Locations)
 	}
 	if len(d.Content) > 0 {
-		u.Content = Value(d.Content)
+		u.Content = schema.Value(d.Content)
 	}
 	return v.toolUpdate(u)
 }
 
 // toolUpdate converts the content v2 shapes differently (a diff).
-func (v v2Surface) toolUpdate(u *ToolCallUpdate) SessionUpdate {
+func (v v2Surface) toolUpdate(u *schema.ToolCallUpdate) schema.SessionUpdate {
 	c := *u
 	v2Controls(&c)
 	if content, ok := u.Content.Get(); ok {
-		c.Content = Value(v2Content(content, v.cwd))
+		c.Content = schema.Value(v2Content(content, v.cwd))
 	}
 	return &c
 }
@@ -171,6 +194,23 @@ func (v2Surface) receipts() bool { return true }
 func (v2Surface) states() bool { return true }
 
 func (v2Surface) takesNotices() bool { return true }
+
+func (v2Surface) clientTools() bool { return false }
+
+func (v2Surface) abandonsRequests() bool { return true }
+
+// permission has the call's title, and the call, its diffs shaped for v2,
+// as its subject.
+func (v v2Surface) permission(sessionID string, toolCall schema.ToolCallUpdate, options []schema.PermissionOption) any {
+	title, _ := toolCall.Title.Get()
+	if title == "" {
+		title = "Allow this tool call?"
+	}
+	if content, ok := toolCall.Content.Get(); ok {
+		toolCall.Content = schema.Value(v2Content(content, v.cwd))
+	}
+	return schema.RequestPermissionRequestV2{SessionID: sessionID, Title: title, Subject: &schema.PermissionSubject{ToolCall: toolCall}, Options: options}
+}
 
 // The /compact command as advertised.
 const (

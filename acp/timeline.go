@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"maps"
 	"slices"
 	"strings"
@@ -39,10 +40,10 @@ import (
 type Timeline struct {
 	Items []TimelineItem
 	// Protocol is the connection's version; 0 means v1.
-	Protocol ProtocolVersion
+	Protocol schema.ProtocolVersion
 	// State and StopReason are the last v2 state_update's ("" before any).
-	State      SessionState
-	StopReason StopReason
+	State      schema.SessionState
+	StopReason schema.StopReason
 
 	compactions map[string]int // compaction ID → index in Items
 	messages    map[string]int // message ID → index in Items
@@ -60,7 +61,7 @@ type TimelineItem struct {
 type TimelineMessage struct {
 	Kind      string // UpdateUserMessageChunk, UpdateAgentMessageChunk or UpdateAgentThoughtChunk
 	MessageID string
-	Content   []ContentBlock
+	Content   []schema.ContentBlock
 }
 
 // Text returns the concatenated text blocks of the message.
@@ -73,23 +74,23 @@ type TimelineToolCall struct {
 	// Name is the tool's name, when the agent sent it (ACP's optional name;
 	// sessionkit sends it), "" otherwise.
 	Name    string
-	Status  ToolCallStatus
-	Content []ToolCallContent
+	Status  schema.ToolCallStatus
+	Content []schema.ToolCallContent
 }
 
 // CompactionEntity is the client-side state of one compaction.
 type CompactionEntity struct {
 	ID      string
-	Status  CompactionStatus
-	Summary []ContentBlock // nil: no summary
-	Error   *string        // nil: no error
-	Meta    map[string]any // nil: no metadata
+	Status  schema.CompactionStatus
+	Summary []schema.ContentBlock // nil: no summary
+	Error   *string               // nil: no error
+	Meta    map[string]any        // nil: no metadata
 }
 
 // SummaryText returns the concatenated text blocks of the summary.
 func (e *CompactionEntity) SummaryText() string { return blocksText(e.Summary) }
 
-func blocksText(blocks []ContentBlock) string {
+func blocksText(blocks []schema.ContentBlock) string {
 	if len(blocks) == 1 && blocks[0].Text != nil {
 		return blocks[0].Text.Text
 	}
@@ -168,7 +169,7 @@ func (t *Timeline) entity(id string) *CompactionEntity {
 	if e := t.Compaction(id); e != nil {
 		return e
 	}
-	e := &CompactionEntity{ID: id, Status: CompactionInProgress}
+	e := &CompactionEntity{ID: id, Status: schema.CompactionInProgress}
 	t.compactions[id] = len(t.Items)
 	t.Items = append(t.Items, TimelineItem{Compaction: e})
 	return e
@@ -177,10 +178,10 @@ func (t *Timeline) entity(id string) *CompactionEntity {
 // Apply reduces one update into the timeline. Updates of kinds the
 // timeline does not model (usage, commands, plans, modes, unknown kinds) are
 // ignored.
-func (t *Timeline) Apply(u SessionUpdate) {
+func (t *Timeline) Apply(u schema.SessionUpdate) {
 	t.init()
 	switch v := u.(type) {
-	case *CompactionUpdate:
+	case *schema.CompactionUpdate:
 		e := t.entity(v.CompactionID)
 		e.Status = v.Status
 		if v.Summary.IsNull() {
@@ -189,7 +190,7 @@ func (t *Timeline) Apply(u SessionUpdate) {
 			if len(blocks) == 0 {
 				e.Summary = nil // [] clears, like null
 			} else {
-				e.Summary = append([]ContentBlock(nil), blocks...)
+				e.Summary = append([]schema.ContentBlock(nil), blocks...)
 			}
 		}
 		if v.Error.IsNull() {
@@ -200,40 +201,40 @@ func (t *Timeline) Apply(u SessionUpdate) {
 		if v.Meta.IsNull() {
 			e.Meta = nil
 		} else if m, ok := v.Meta.Get(); ok {
-			if t.Protocol == ProtocolVersion2 {
+			if t.Protocol == schema.ProtocolVersion2 {
 				e.Meta = patchMeta(e.Meta, m)
 			} else {
 				e.Meta = m // v1: a concrete _meta replaces wholesale
 			}
 		}
-	case *CompactionSummaryChunk:
+	case *schema.CompactionSummaryChunk:
 		e := t.entity(v.CompactionID)
 		e.Summary = append(e.Summary, v.Content)
-	case *UserMessage:
-		m := t.message(UpdateUserMessageChunk, v.MessageID)
+	case *schema.UserMessage:
+		m := t.message(schema.UpdateUserMessageChunk, v.MessageID)
 		if v.Content.IsNull() {
 			m.Content = nil
 		} else if c, ok := v.Content.Get(); ok {
 			m.Content = slices.Clone(c)
 		}
-	case *UserMessageChunkV2:
-		m := t.message(UpdateUserMessageChunk, v.MessageID)
+	case *schema.UserMessageChunkV2:
+		m := t.message(schema.UpdateUserMessageChunk, v.MessageID)
 		m.Content = append(m.Content, v.Content)
-	case *AgentMessageChunkV2:
-		m := t.message(UpdateAgentMessageChunk, v.MessageID)
+	case *schema.AgentMessageChunkV2:
+		m := t.message(schema.UpdateAgentMessageChunk, v.MessageID)
 		m.Content = append(m.Content, v.Content)
-	case *AgentThoughtChunkV2:
-		m := t.message(UpdateAgentThoughtChunk, v.MessageID)
+	case *schema.AgentThoughtChunkV2:
+		m := t.message(schema.UpdateAgentThoughtChunk, v.MessageID)
 		m.Content = append(m.Content, v.Content)
-	case *StateUpdate:
+	case *schema.StateUpdate:
 		t.State, t.StopReason = v.State, v.StopReason
-	case *UserMessageChunk:
-		t.chunk(UpdateUserMessageChunk, (*ContentChunk)(v))
-	case *AgentMessageChunk:
-		t.chunk(UpdateAgentMessageChunk, (*ContentChunk)(v))
-	case *AgentThoughtChunk:
-		t.chunk(UpdateAgentThoughtChunk, (*ContentChunk)(v))
-	case *ToolCall:
+	case *schema.UserMessageChunk:
+		t.chunk(schema.UpdateUserMessageChunk, (*schema.ContentChunk)(v))
+	case *schema.AgentMessageChunk:
+		t.chunk(schema.UpdateAgentMessageChunk, (*schema.ContentChunk)(v))
+	case *schema.AgentThoughtChunk:
+		t.chunk(schema.UpdateAgentThoughtChunk, (*schema.ContentChunk)(v))
+	case *schema.ToolCall:
 		tc := &TimelineToolCall{ID: v.ToolCallID, Title: v.Title, Name: v.Name, Status: v.Status, Content: v.Content}
 		if i, ok := t.tools[v.ToolCallID]; ok {
 			t.Items[i].ToolCall = tc
@@ -241,7 +242,7 @@ func (t *Timeline) Apply(u SessionUpdate) {
 		}
 		t.tools[v.ToolCallID] = len(t.Items)
 		t.Items = append(t.Items, TimelineItem{ToolCall: tc})
-	case *ToolCallUpdate:
+	case *schema.ToolCallUpdate:
 		i, ok := t.tools[v.ToolCallID]
 		if !ok {
 			t.tools[v.ToolCallID] = len(t.Items)
@@ -266,7 +267,7 @@ func (t *Timeline) Apply(u SessionUpdate) {
 	}
 }
 
-func (t *Timeline) chunk(kind string, c *ContentChunk) {
+func (t *Timeline) chunk(kind string, c *schema.ContentChunk) {
 	if c.MessageID != "" {
 		if i, ok := t.messages[c.MessageID]; ok {
 			m := t.Items[i].Message
@@ -279,7 +280,7 @@ func (t *Timeline) chunk(kind string, c *ContentChunk) {
 			return
 		}
 	}
-	m := &TimelineMessage{Kind: kind, MessageID: c.MessageID, Content: []ContentBlock{c.Content}}
+	m := &TimelineMessage{Kind: kind, MessageID: c.MessageID, Content: []schema.ContentBlock{c.Content}}
 	if c.MessageID != "" {
 		t.messages[c.MessageID] = len(t.Items)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 )
 
 // reduce applies JSON updates, as received on the wire, to a fresh timeline.
@@ -14,7 +15,7 @@ func reduce(t *testing.T, lines ...string) *acp.Timeline {
 	t.Helper()
 	var tl acp.Timeline
 	for _, l := range lines {
-		u, err := acp.DecodeSessionUpdate([]byte(l))
+		u, err := schema.DecodeSessionUpdate([]byte(l))
 		require.NoError(t, err, l)
 		tl.Apply(u)
 	}
@@ -51,7 +52,7 @@ func TestTimeline_RFDPreviewValidation(t *testing.T) {
 		tl := reduce(t, chunkA)
 		e := tl.Compaction("c1")
 		require.NotNil(t, e)
-		assert.Equal(t, acp.CompactionInProgress, e.Status)
+		assert.Equal(t, schema.CompactionInProgress, e.Status)
 		assert.Equal(t, "A", e.SummaryText())
 		assert.Nil(t, e.Error)
 	})
@@ -71,7 +72,7 @@ func TestTimeline_RFDPreviewValidation(t *testing.T) {
 	})
 	t.Run("completion with omitted summary keeps the chunks", func(t *testing.T) {
 		e := reduce(t, inProgress, chunkA, chunkB, completed).Compaction("c1")
-		assert.Equal(t, acp.CompactionCompleted, e.Status)
+		assert.Equal(t, schema.CompactionCompleted, e.Status)
 		assert.Equal(t, "AB", e.SummaryText())
 	})
 	t.Run("authoritative replacement", func(t *testing.T) {
@@ -86,7 +87,7 @@ func TestTimeline_RFDPreviewValidation(t *testing.T) {
 	})
 	t.Run("chunks after a terminal update still append", func(t *testing.T) {
 		e := reduce(t, inProgress, completed, chunkA).Compaction("c1")
-		assert.Equal(t, acp.CompactionCompleted, e.Status)
+		assert.Equal(t, schema.CompactionCompleted, e.Status)
 		assert.Equal(t, "A", e.SummaryText())
 	})
 	t.Run("clearing with null and with []", func(t *testing.T) {
@@ -99,12 +100,12 @@ func TestTimeline_RFDPreviewValidation(t *testing.T) {
 	t.Run("failure and cancellation after partial output", func(t *testing.T) {
 		e := reduce(t, inProgress, chunkA,
 			`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"failed","summary":null,"error":"model down"}`).Compaction("c1")
-		assert.Equal(t, acp.CompactionFailed, e.Status)
+		assert.Equal(t, schema.CompactionFailed, e.Status)
 		assert.Nil(t, e.Summary)
 		require.NotNil(t, e.Error)
 		assert.Equal(t, "model down", *e.Error)
 		e = reduce(t, inProgress, chunkA, `{"sessionUpdate":"compaction_update","compactionId":"c1","status":"cancelled"}`).Compaction("c1")
-		assert.Equal(t, acp.CompactionCancelled, e.Status)
+		assert.Equal(t, schema.CompactionCancelled, e.Status)
 		assert.Equal(t, "A", e.SummaryText(), "omitted summary leaves the partial output")
 	})
 	t.Run("error patch: omitted keeps, null clears", func(t *testing.T) {
@@ -131,13 +132,13 @@ func TestTimeline_RFDPreviewValidation(t *testing.T) {
 	})
 	t.Run("unknown statuses are kept verbatim", func(t *testing.T) {
 		e := reduce(t, inProgress, `{"sessionUpdate":"compaction_update","compactionId":"c1","status":"_paused"}`).Compaction("c1")
-		assert.Equal(t, acp.CompactionStatus("_paused"), e.Status)
+		assert.Equal(t, schema.CompactionStatus("_paused"), e.Status)
 		e = reduce(t, `{"sessionUpdate":"compaction_update","compactionId":"c1","status":"superseded"}`).Compaction("c1")
-		assert.Equal(t, acp.CompactionStatus("superseded"), e.Status)
+		assert.Equal(t, schema.CompactionStatus("superseded"), e.Status)
 	})
 	t.Run("safe omission of the summary", func(t *testing.T) {
 		e := reduce(t, inProgress, completed).Compaction("c1")
-		assert.Equal(t, acp.CompactionCompleted, e.Status)
+		assert.Equal(t, schema.CompactionCompleted, e.Status)
 		assert.Nil(t, e.Summary)
 	})
 	t.Run("position fixed by the first notification", func(t *testing.T) {
@@ -185,7 +186,7 @@ func TestTimeline_CloneIsIndependent(t *testing.T) {
 	c := tl.Clone()
 	for _, l := range []string{chunkB, completed, agentThere,
 		`{"sessionUpdate":"compaction_update","compactionId":"c2","status":"in_progress","error":"x"}`} {
-		u, err := acp.DecodeSessionUpdate([]byte(l))
+		u, err := schema.DecodeSessionUpdate([]byte(l))
 		require.NoError(t, err)
 		tl.Apply(u)
 	}
@@ -194,10 +195,10 @@ func TestTimeline_CloneIsIndependent(t *testing.T) {
 	assert.Equal(t, []string{"agent_message_chunk:hi ", "compaction:c1:completed:AB", "agent_message_chunk:there", "compaction:c2:in_progress:"}, shape(tl))
 
 	// And the other way round.
-	u, err := acp.DecodeSessionUpdate([]byte(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"failed","error":"boom"}`))
+	u, err := schema.DecodeSessionUpdate([]byte(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"failed","error":"boom"}`))
 	require.NoError(t, err)
 	c.Apply(u)
-	assert.Equal(t, acp.CompactionCompleted, tl.Compaction("c1").Status)
+	assert.Equal(t, schema.CompactionCompleted, tl.Compaction("c1").Status)
 	assert.Nil(t, tl.Compaction("c1").Error)
 	var empty acp.Timeline
 	assert.Empty(t, empty.Clone().Items)

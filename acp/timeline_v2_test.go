@@ -7,14 +7,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 )
 
 // reduceV2 applies v2 JSON updates to a fresh v2 timeline.
 func reduceV2(t *testing.T, lines ...string) *acp.Timeline {
 	t.Helper()
-	tl := acp.Timeline{Protocol: acp.ProtocolVersion2}
+	tl := acp.Timeline{Protocol: schema.ProtocolVersion2}
 	for _, l := range lines {
-		u, err := acp.DecodeSessionUpdateV2([]byte(l))
+		u, err := schema.DecodeSessionUpdateV2([]byte(l))
 		require.NoError(t, err, l)
 		tl.Apply(u)
 	}
@@ -71,10 +72,10 @@ func TestTimelineV2_Conversation(t *testing.T) {
 		"tool:t1:completed",
 	}, shape(tl))
 	assert.Equal(t, map[string]any{"t": "auto"}, tl.Compaction("c1").Meta, "chunk _meta is scoped to the chunk")
-	assert.Equal(t, acp.StateIdle, tl.State)
-	assert.Equal(t, acp.StopCancelled, tl.StopReason)
+	assert.Equal(t, schema.StateIdle, tl.State)
+	assert.Equal(t, schema.StopCancelled, tl.StopReason)
 	assert.Equal(t, "echo", tl.Items[3].ToolCall.Title)
 	c := tl.Clone()
 	assert.Equal(t, tl.State, c.State)
-	assert.Equal(t, acp.ProtocolVersion2, c.Protocol)
+	assert.Equal(t, schema.ProtocolVersion2, c.Protocol)
 }

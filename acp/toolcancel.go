@@ -5,32 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/session"
 )
-
-// MethodToolCallCancel is ACP v2's request that cancels one tool call.
-const MethodToolCallCancel = "tool_call/cancel"
-
-// ToolCallCapabilities (ACP v2) are the controls a client may use on a tool
-// call: Cancel, when non-nil, permits tool_call/cancel (sent as {}).
-type ToolCallCapabilities struct {
-	Cancel *Capability    `json:"cancel,omitzero" acp:"lenient"`
-	Meta   map[string]any `json:"_meta,omitzero" acp:"lenient"`
-}
-
-// UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ToolCallCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
-
-// CancelToolCallRequest is the params of tool_call/cancel (ACP v2).
-type CancelToolCallRequest struct {
-	SessionID  string         `json:"sessionId" acp:"required"`
-	ToolCallID string         `json:"toolCallId" acp:"required"`
-	Meta       map[string]any `json:"_meta,omitzero" acp:"lenient"`
-}
-
-// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *CancelToolCallRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
 
 // cancelToolCall handles tool_call/cancel (v2): the session cancels the
 // call's context (session.Session.CancelToolCall), which ends its command's
@@ -41,7 +19,7 @@ func (r *CancelToolCallRequest) UnmarshalJSON(data []byte) error { return decode
 // already final or not running in the session's turn is -32602, as the
 // schema says.
 func (s *server) cancelToolCall(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p CancelToolCallRequest
+	var p schema.CancelToolCallRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
@@ -67,35 +45,35 @@ func (s *server) cancelToolCall(ctx context.Context, req *jsonrpc.Request) (any,
 
 // cancellable is the capabilities of a v2 tool call while it runs: it may
 // be cancelled.
-func cancellable() Optional[ToolCallCapabilities] {
-	return Value(ToolCallCapabilities{Cancel: &Capability{}})
+func cancellable() schema.Optional[schema.ToolCallCapabilities] {
+	return schema.Value(schema.ToolCallCapabilities{Cancel: &schema.Capability{}})
 }
 
 // final reports whether status ends a tool call.
-func final(status ToolCallStatus) bool {
-	return status == ToolCallCompleted || status == ToolCallFailed || status == ToolCallCancelled
+func final(status schema.ToolCallStatus) bool {
+	return status == schema.ToolCallCompleted || status == schema.ToolCallFailed || status == schema.ToolCallCancelled
 }
 
 // v2Controls sets what a v2 client may do with the call u patches: a call
 // that reaches a final status can no longer be cancelled (null clears the
 // capability the call was created with).
-func v2Controls(u *ToolCallUpdate) {
+func v2Controls(u *schema.ToolCallUpdate) {
 	if s, ok := u.Status.Get(); ok && final(s) {
-		u.Capabilities = Null[ToolCallCapabilities]()
+		u.Capabilities = schema.Null[schema.ToolCallCapabilities]()
 	}
 }
 
 // v1ToolUpdate is u for ACP v1, which has no cancelled status (a cancelled
 // call failed) and no tool call capabilities.
-func v1ToolUpdate(u *ToolCallUpdate) *ToolCallUpdate {
+func v1ToolUpdate(u *schema.ToolCallUpdate) *schema.ToolCallUpdate {
 	s, ok := u.Status.Get()
-	if (!ok || s != ToolCallCancelled) && u.Capabilities.IsZero() {
+	if (!ok || s != schema.ToolCallCancelled) && u.Capabilities.IsZero() {
 		return u
 	}
 	c := *u
-	if ok && s == ToolCallCancelled {
-		c.Status = Value(ToolCallFailed)
+	if ok && s == schema.ToolCallCancelled {
+		c.Status = schema.Value(schema.ToolCallFailed)
 	}
-	c.Capabilities = Optional[ToolCallCapabilities]{}
+	c.Capabilities = schema.Optional[schema.ToolCallCapabilities]{}
 	return &c
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
@@ -123,7 +124,7 @@ func TestToolCallCancel_PendingPermission(t *testing.T) {
 			permErr := make(chan error, 1)
 			opts := acp.ServerOptions{SessionTools: func(ts acp.ToolSession) (acp.Toolset, error) {
 				return acp.Toolset{Tools: []session.Tool{{Name: "ask", Run: func(ctx context.Context, _ json.RawMessage) (string, error) {
-					_, err := ts.Client.RequestPermission(ctx, acp.ToolCallUpdate{}, []acp.PermissionOption{{OptionID: "allow", Name: "Allow", Kind: acp.PermissionAllowOnce}})
+					_, err := ts.Client.RequestPermission(ctx, schema.ToolCallUpdate{}, []schema.PermissionOption{{OptionID: "allow", Name: "Allow", Kind: schema.PermissionAllowOnce}})
 					permErr <- err
 					return "", err
 				}}}}, nil

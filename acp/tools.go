@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -29,7 +30,7 @@ type ToolSession struct {
 	// not fail the session, but be told to the user (ToolClient.Notice,
 	// which holds what it is given while the session opens until the
 	// response that opens it has been sent).
-	McpServers []McpServer
+	McpServers []schema.McpServer
 	// Client makes the requests of the session's tools to the client.
 	Client *ToolClient
 }
@@ -71,13 +72,13 @@ type Toolset struct {
 // which has no such status: failed).
 type ToolCallDisplay struct {
 	Title     string
-	Kind      ToolKind
-	Locations []ToolCallLocation
+	Kind      schema.ToolKind
+	Locations []schema.ToolCallLocation
 	// Content goes before the result's text, e.g. the diff of an edit.
-	Content []ToolCallContent
+	Content []schema.ToolCallContent
 	// Status, for a finished call, overrides the default (a call the user
 	// declined, say, is failed although its result is not an error).
-	Status ToolCallStatus
+	Status schema.ToolCallStatus
 }
 
 // ErrNoClient is returned by the [ToolClient] methods when the request
@@ -99,21 +100,21 @@ var ErrNoClient = errors.New("acp: no client to ask")
 // An ACP v2 client has no fs or terminal methods: there only
 // RequestPermission and UpdateToolCall reach it.
 type ToolClient struct {
-	caps ClientCapabilities
-	v2   bool
+	caps schema.ClientCapabilities
+	surf surface                      // the session's copy of the connection's version
 	a    atomic.Pointer[agentSession] // set when the session is open
 	// early holds the notices given before the session was open (Notice).
 	early earlyNotices
 }
 
 // CanReadFiles reports whether the client offers fs/read_text_file.
-func (c *ToolClient) CanReadFiles() bool { return !c.v2 && c.caps.FS.ReadTextFile }
+func (c *ToolClient) CanReadFiles() bool { return c.surf.clientTools() && c.caps.FS.ReadTextFile }
 
 // CanWriteFiles reports whether the client offers fs/write_text_file.
-func (c *ToolClient) CanWriteFiles() bool { return !c.v2 && c.caps.FS.WriteTextFile }
+func (c *ToolClient) CanWriteFiles() bool { return c.surf.clientTools() && c.caps.FS.WriteTextFile }
 
 // CanRunTerminals reports whether the client offers the terminal/* methods.
-func (c *ToolClient) CanRunTerminals() bool { return !c.v2 && c.caps.Terminal }
+func (c *ToolClient) CanRunTerminals() bool { return c.surf.clientTools() && c.caps.Terminal }
 
 // ReadTextFile reads a text file through the client (fs/read_text_file),
 // which sees the editor's unsaved changes: all of it, or limit lines (0:
@@ -122,8 +123,8 @@ func (c *ToolClient) ReadTextFile(ctx context.Context, path string, line, limit 
 	if !c.CanReadFiles() {
 		return "", fmt.Errorf("%w: the client does not read files", ErrNoClient)
 	}
-	var r ReadTextFileResponse
-	err := c.call(ctx, false, MethodReadTextFile, ReadTextFileRequest{SessionID: c.sessionID(), Path: path, Line: line, Limit: limit}, &r)
+	var r schema.ReadTextFileResponse
+	err := c.call(ctx, false, schema.MethodReadTextFile, schema.ReadTextFileRequest{SessionID: c.sessionID(), Path: path, Line: line, Limit: limit}, &r)
 	return r.Content, err
 }
 
@@ -133,28 +134,28 @@ func (c *ToolClient) WriteTextFile(ctx context.Context, path, content string) er
 	if !c.CanWriteFiles() {
 		return fmt.Errorf("%w: the client does not write files", ErrNoClient)
 	}
-	return c.call(ctx, false, MethodWriteTextFile, WriteTextFileRequest{SessionID: c.sessionID(), Path: path, Content: content}, &emptyResult{})
+	return c.call(ctx, false, schema.MethodWriteTextFile, schema.WriteTextFileRequest{SessionID: c.sessionID(), Path: path, Content: content}, &schema.EmptyResult{})
 }
 
 // CreateTerminal starts a command in a terminal of the client
 // (terminal/create; req.SessionID is filled in) and returns its terminal
 // ID. The caller must release it ([ToolClient.ReleaseTerminal]).
-func (c *ToolClient) CreateTerminal(ctx context.Context, req CreateTerminalRequest) (string, error) {
+func (c *ToolClient) CreateTerminal(ctx context.Context, req schema.CreateTerminalRequest) (string, error) {
 	if !c.CanRunTerminals() {
 		return "", fmt.Errorf("%w: the client has no terminals", ErrNoClient)
 	}
 	req.SessionID = c.sessionID()
-	var r CreateTerminalResponse
-	if err := c.call(ctx, false, MethodTerminalCreate, req, &r); err != nil {
+	var r schema.CreateTerminalResponse
+	if err := c.call(ctx, false, schema.MethodTerminalCreate, req, &r); err != nil {
 		return "", err
 	}
 	return r.TerminalID, nil
 }
 
 // TerminalOutput returns a terminal's output so far (terminal/output).
-func (c *ToolClient) TerminalOutput(ctx context.Context, terminalID string) (*TerminalOutputResponse, error) {
-	var r TerminalOutputResponse
-	if err := c.call(ctx, false, MethodTerminalOutput, c.terminal(terminalID), &r); err != nil {
+func (c *ToolClient) TerminalOutput(ctx context.Context, terminalID string) (*schema.TerminalOutputResponse, error) {
+	var r schema.TerminalOutputResponse
+	if err := c.call(ctx, false, schema.MethodTerminalOutput, c.terminal(terminalID), &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -163,9 +164,9 @@ func (c *ToolClient) TerminalOutput(ctx context.Context, terminalID string) (*Te
 // WaitForTerminalExit waits for a terminal's command to end
 // (terminal/wait_for_exit). When ctx ends first (a timeout, a cancelled
 // turn) it returns ctx's error; the command goes on until killed.
-func (c *ToolClient) WaitForTerminalExit(ctx context.Context, terminalID string) (*TerminalExitStatus, error) {
-	var r TerminalExitStatus
-	if err := c.call(ctx, false, MethodTerminalWaitForExit, c.terminal(terminalID), &r); err != nil {
+func (c *ToolClient) WaitForTerminalExit(ctx context.Context, terminalID string) (*schema.TerminalExitStatus, error) {
+	var r schema.TerminalExitStatus
+	if err := c.call(ctx, false, schema.MethodTerminalWaitForExit, c.terminal(terminalID), &r); err != nil {
 		return nil, err
 	}
 	return &r, nil
@@ -176,7 +177,7 @@ func (c *ToolClient) WaitForTerminalExit(ctx context.Context, terminalID string)
 // ended already, since it is how a tool cleans up after a timeout or a
 // cancelled turn; it waits for the answer only while ctx lasts.
 func (c *ToolClient) KillTerminal(ctx context.Context, terminalID string) error {
-	return c.call(ctx, true, MethodTerminalKill, c.terminal(terminalID), &emptyResult{})
+	return c.call(ctx, true, schema.MethodTerminalKill, c.terminal(terminalID), &schema.EmptyResult{})
 }
 
 // ReleaseTerminal kills a terminal's command if it still runs and frees
@@ -184,7 +185,7 @@ func (c *ToolClient) KillTerminal(ctx context.Context, terminalID string) error 
 // already (see KillTerminal). A tool call that embeds the terminal goes on
 // showing its output.
 func (c *ToolClient) ReleaseTerminal(ctx context.Context, terminalID string) error {
-	return c.call(ctx, true, MethodTerminalRelease, c.terminal(terminalID), &emptyResult{})
+	return c.call(ctx, true, schema.MethodTerminalRelease, c.terminal(terminalID), &schema.EmptyResult{})
 }
 
 // RequestPermission asks the user to allow a tool call
@@ -196,34 +197,20 @@ func (c *ToolClient) ReleaseTerminal(ctx context.Context, terminalID string) err
 // was cancelled) it returns ctx's error and the client's late answer is
 // dropped. On ACP v2 the request has the call's title and the call as its
 // subject.
-func (c *ToolClient) RequestPermission(ctx context.Context, toolCall ToolCallUpdate, options []PermissionOption) (PermissionOutcome, error) {
+func (c *ToolClient) RequestPermission(ctx context.Context, toolCall schema.ToolCallUpdate, options []schema.PermissionOption) (schema.PermissionOutcome, error) {
 	if toolCall.ToolCallID == "" {
 		toolCall.ToolCallID = session.ToolCallID(ctx)
 	}
 	if toolCall.ToolCallID == "" {
-		return PermissionOutcome{}, errors.New("acp: a permission request needs the tool call's ID")
+		return schema.PermissionOutcome{}, errors.New("acp: a permission request needs the tool call's ID")
 	}
 	if len(options) == 0 {
-		return PermissionOutcome{}, errors.New("acp: a permission request needs at least one option")
+		return schema.PermissionOutcome{}, errors.New("acp: a permission request needs at least one option")
 	}
-	var params any = RequestPermissionRequest{SessionID: c.sessionID(), ToolCall: toolCall, Options: options}
-	if c.v2 {
-		title, _ := toolCall.Title.Get()
-		if title == "" {
-			title = "Allow this tool call?"
-		}
-		if content, ok := toolCall.Content.Get(); ok {
-			cwd := ""
-			if a := c.a.Load(); a != nil {
-				cwd = a.cwd
-			}
-			toolCall.Content = Value(v2Content(content, cwd))
-		}
-		params = RequestPermissionRequestV2{SessionID: c.sessionID(), Title: title, Subject: &PermissionSubject{ToolCall: toolCall}, Options: options}
-	}
-	var r RequestPermissionResponse
-	if err := c.call(ctx, false, MethodRequestPermission, params, &r); err != nil {
-		return PermissionOutcome{}, err
+	params := c.surf.permission(c.sessionID(), toolCall, options)
+	var r schema.RequestPermissionResponse
+	if err := c.call(ctx, false, schema.MethodRequestPermission, params, &r); err != nil {
+		return schema.PermissionOutcome{}, err
 	}
 	return r.Outcome, nil
 }
@@ -232,7 +219,7 @@ func (c *ToolClient) RequestPermission(ctx context.Context, toolCall ToolCallUpd
 // ToolCallID is [session.ToolCallID] of ctx), e.g. the terminal a command
 // runs in as its content, after every update the session queued before it.
 // It returns once the update is queued.
-func (c *ToolClient) UpdateToolCall(ctx context.Context, u ToolCallUpdate) error {
+func (c *ToolClient) UpdateToolCall(ctx context.Context, u schema.ToolCallUpdate) error {
 	if u.ToolCallID == "" {
 		u.ToolCallID = session.ToolCallID(ctx)
 	}
@@ -253,8 +240,8 @@ func (c *ToolClient) sessionID() string {
 	return ""
 }
 
-func (c *ToolClient) terminal(id string) TerminalRequest {
-	return TerminalRequest{SessionID: c.sessionID(), TerminalID: id}
+func (c *ToolClient) terminal(id string) schema.TerminalRequest {
+	return schema.TerminalRequest{SessionID: c.sessionID(), TerminalID: id}
 }
 
 // closedErr is why a request could not be queued: ctx ended, or the
@@ -301,8 +288,7 @@ func (c *ToolClient) call(ctx context.Context, always bool, method string, param
 		}
 		return nil
 	case <-ctx.Done():
-		if c.v2 && !always {
-			// v2: the client is told the request is no longer waited for.
+		if c.surf.abandonsRequests() && !always {
 			abandon()
 		}
 		return ctx.Err()

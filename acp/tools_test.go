@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
@@ -145,8 +146,8 @@ func clientTools(got chan<- *acp.ToolClient) func(acp.ToolSession) (acp.Toolset,
 		}
 		return acp.Toolset{
 			Tools: []session.Tool{{Name: "probe", Run: func(ctx context.Context, _ json.RawMessage) (string, error) {
-				out, err := ts.Client.RequestPermission(ctx, acp.ToolCallUpdate{Title: acp.Value("Probe")}, []acp.PermissionOption{
-					{OptionID: "yes", Name: "Yes", Kind: acp.PermissionAllowOnce}, {OptionID: "no", Name: "No", Kind: acp.PermissionRejectOnce},
+				out, err := ts.Client.RequestPermission(ctx, schema.ToolCallUpdate{Title: schema.Value("Probe")}, []schema.PermissionOption{
+					{OptionID: "yes", Name: "Yes", Kind: schema.PermissionAllowOnce}, {OptionID: "no", Name: "No", Kind: schema.PermissionRejectOnce},
 				})
 				if err != nil {
 					return "", err
@@ -158,18 +159,18 @@ func clientTools(got chan<- *acp.ToolClient) func(acp.ToolSession) (acp.Toolset,
 				if err != nil {
 					return "", err
 				}
-				if err := ts.Client.UpdateToolCall(ctx, acp.ToolCallUpdate{Status: acp.Value(acp.ToolCallInProgress),
-					Content: acp.Value([]acp.ToolCallContent{{Terminal: &acp.ToolTerminal{TerminalID: "t1"}}})}); err != nil {
+				if err := ts.Client.UpdateToolCall(ctx, schema.ToolCallUpdate{Status: schema.Value(schema.ToolCallInProgress),
+					Content: schema.Value([]schema.ToolCallContent{{Terminal: &schema.ToolTerminal{TerminalID: "t1"}}})}); err != nil {
 					return "", err
 				}
 				return "read " + text, nil
 			}}},
 			Describe: func(c history.ToolCall, result *history.Message) acp.ToolCallDisplay {
-				d := acp.ToolCallDisplay{Title: "Probe " + c.ID, Kind: acp.ToolKindEdit,
-					Locations: []acp.ToolCallLocation{{Path: "/project/a.txt"}},
-					Content:   []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/project/a.txt", OldText: "a", NewText: "b"}}}}
+				d := acp.ToolCallDisplay{Title: "Probe " + c.ID, Kind: schema.ToolKindEdit,
+					Locations: []schema.ToolCallLocation{{Path: "/project/a.txt"}},
+					Content:   []schema.ToolCallContent{{Diff: &schema.ToolDiff{Path: "/project/a.txt", OldText: "a", NewText: "b"}}}}
 				if result != nil && strings.HasPrefix(result.Text, "declined") {
-					d.Status = acp.ToolCallFailed
+					d.Status = schema.ToolCallFailed
 				}
 				return d
 			},
@@ -194,9 +195,9 @@ func TestTools_RequestsFollowTheirToolCall(t *testing.T) {
 	fake.QueueTurn(append(replies, providertest.Reply{Text: "done"})...)
 	e := serveEditor(t, fake, acp.ServerOptions{SessionTools: clientTools(nil)}, func(method string, _ json.RawMessage) (any, error) {
 		switch method {
-		case acp.MethodRequestPermission:
+		case schema.MethodRequestPermission:
 			return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "yes"}}, nil
-		case acp.MethodReadTextFile:
+		case schema.MethodReadTextFile:
 			return map[string]any{"content": "A"}, nil
 		}
 		return nil, jsonrpc.MethodNotFoundError(method)
@@ -205,7 +206,7 @@ func TestTools_RequestsFollowTheirToolCall(t *testing.T) {
 	assert.Equal(t, "end_turn", e.prompt(sid, "go"))
 	var want []string
 	for _, c := range calls {
-		want = append(want, "update:tool_call:"+c.ID, acp.MethodRequestPermission, acp.MethodReadTextFile,
+		want = append(want, "update:tool_call:"+c.ID, schema.MethodRequestPermission, schema.MethodReadTextFile,
 			"update:tool_call_update:"+c.ID+":in_progress", "update:tool_call_update:"+c.ID+":completed")
 	}
 	var got []string
@@ -237,8 +238,8 @@ func TestTools_RequestsFollowTheirToolCall(t *testing.T) {
 		map[string]any{"type": "diff", "path": "/project/a.txt", "oldText": "a", "newText": "b"},
 		map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "read A"}},
 	}, done["content"], "the result: the display's content, then the text")
-	var perm acp.RequestPermissionRequest
-	require.NoError(t, json.Unmarshal(e.requests(acp.MethodRequestPermission)[0], &perm))
+	var perm schema.RequestPermissionRequest
+	require.NoError(t, json.Unmarshal(e.requests(schema.MethodRequestPermission)[0], &perm))
 	assert.Equal(t, "c0", perm.ToolCall.ToolCallID, "the request names the call that ctx runs")
 	assert.Equal(t, sid, perm.SessionID)
 }
@@ -254,7 +255,7 @@ func TestTools_CancelDuringPermission(t *testing.T) {
 	asked, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	e := serveEditor(t, fake, acp.ServerOptions{SessionTools: clientTools(nil)}, func(method string, _ json.RawMessage) (any, error) {
-		if method == acp.MethodRequestPermission {
+		if method == schema.MethodRequestPermission {
 			once.Do(func() {
 				close(asked)
 				<-release
@@ -309,9 +310,9 @@ func TestTools_CapabilitiesAndV2(t *testing.T) {
 	tc = <-got
 	assert.False(t, tc.CanReadFiles() || tc.CanWriteFiles() || tc.CanRunTerminals(), "v2 has no fs or terminal methods")
 	require.NoError(t, v2.call("session/prompt", map[string]any{"sessionId": resp.SessionID, "prompt": []any{map[string]any{"type": "text", "text": "go"}}}, nil))
-	poll.Until(t, 10*time.Second, func() bool { return len(v2.requests(acp.MethodRequestPermission)) == 1 }, "the permission request")
+	poll.Until(t, 10*time.Second, func() bool { return len(v2.requests(schema.MethodRequestPermission)) == 1 }, "the permission request")
 	var perm map[string]any
-	require.NoError(t, json.Unmarshal(v2.requests(acp.MethodRequestPermission)[0], &perm))
+	require.NoError(t, json.Unmarshal(v2.requests(schema.MethodRequestPermission)[0], &perm))
 	assert.Equal(t, "Probe", perm["title"])
 	assert.Equal(t, map[string]any{"type": "tool_call", "toolCall": map[string]any{"toolCallId": "c1", "title": "Probe"}}, perm["subject"])
 	poll.Until(t, 10*time.Second, func() bool {
@@ -331,6 +332,6 @@ func TestTools_CapabilitiesAndV2(t *testing.T) {
 	}
 
 	require.NoError(t, v2.call("session/close", map[string]any{"sessionId": resp.SessionID}, nil))
-	_, err := tc.RequestPermission(session.WithToolCallID(context.Background(), "c9"), acp.ToolCallUpdate{}, []acp.PermissionOption{{OptionID: "a", Name: "A", Kind: acp.PermissionAllowOnce}})
+	_, err := tc.RequestPermission(session.WithToolCallID(context.Background(), "c9"), schema.ToolCallUpdate{}, []schema.PermissionOption{{OptionID: "a", Name: "A", Kind: schema.PermissionAllowOnce}})
 	assert.True(t, errors.Is(err, acp.ErrNoClient), "%v", err)
 }

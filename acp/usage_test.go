@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 )
@@ -50,6 +51,6 @@ func TestServe_UsageAfterCompactionIsTheSessionsEstimate(t *testing.T) {
 		}
 		require.NotNil(t, usage, "a usage_update after the completed compaction: %v", ups)
 		assert.EqualValues(t, want, usage["used"], "summary %q: the session's estimate", summary[:1])
-		assert.Equal(t, map[string]any{acp.MetaKey: map[string]any{"estimate": true}}, usage["_meta"])
+		assert.Equal(t, map[string]any{schema.MetaKey: map[string]any{"estimate": true}}, usage["_meta"])
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
@@ -109,7 +110,7 @@ func TestV2_Negotiation(t *testing.T) {
 		code    int    // the error code
 		data    string // the error data, when checked
 	}{
-		{"0", acp.ServerOptions{}, `{"protocolVersion":0}`, 0, acp.UnsupportedProtocolVersion, `{"requested":0,"supported":[1,2]}`},
+		{"0", acp.ServerOptions{}, `{"protocolVersion":0}`, 0, schema.UnsupportedProtocolVersion, `{"requested":0,"supported":[1,2]}`},
 		{"1", acp.ServerOptions{}, `{"protocolVersion":1,"clientCapabilities":{}}`, 1, 0, ""},
 		{"2", acp.ServerOptions{}, v2InitParams, 2, 0, ""},
 		{"3", acp.ServerOptions{}, `{"protocolVersion":3,"info":{"name":"x","version":"1"}}`, 2, 0, ""},

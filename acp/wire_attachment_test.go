@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -23,8 +24,8 @@ func TestWireResultKeepsAttachments(t *testing.T) {
 	b, err := json.Marshal(wireResult(&res))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"attachments":[{"kind":"link","at":4,"name":"a.go","uri":"file:///w/a.go","note":"read it"},{"kind":"image","at":4,"mimeType":"image/png","data":"iQD/"}]`)
-	var w WireResult
+	var w schema.WireResult
 	require.NoError(t, json.Unmarshal(b, &w))
-	back := w.Result()
+	back := compactResultOf(&w)
 	assert.Equal(t, m.Attachments, back.Segment.Messages[0].Attachments)
 }

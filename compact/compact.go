@@ -1,10 +1,10 @@
 // Package compact is the compaction composer: it decides what a compaction
-// archives ([Plan]) and produces the summary that replaces it
+// archives ([Cut]) and produces the summary that replaces it
 // ([Composer.Summarize]). Manual and automatic compaction share it
 // (docs/design.md §4); the session package runs it and commits the result.
 //
-//	plan := compact.PlanFor(active)
-//	if plan.K == 0 {
+//	cut := compact.CutFor(active)
+//	if cut.K == 0 {
 //		// nothing_to_compact
 //	}
 //	c := &compact.Composer{Provider: p}
@@ -46,17 +46,17 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 )
 
-// Plan is what a compaction of a given Active would archive.
-type Plan struct {
+// Cut is what a compaction of a given Active would archive.
+type Cut struct {
 	N       int // user and assistant messages in Active
 	K       int // floor(N/2): user and assistant messages archived
 	Archive int // messages archived: the prefix length, tool messages included
 }
 
-// PlanFor computes the plan for active (docs/design.md §4.1-§4.3). It is pure and
+// CutFor computes the cut of active (docs/design.md §4.1-§4.3). It is pure and
 // runs in O(len(active)).
-func PlanFor(active []history.Message) Plan {
-	p := Plan{}
+func CutFor(active []history.Message) Cut {
+	p := Cut{}
 	for i := range active {
 		if active[i].Counted() {
 			p.N++

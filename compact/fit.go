@@ -9,13 +9,13 @@ import (
 	"github.com/sessionkit/sessionkit/internal/transcript"
 )
 
-// PlanThrough is the plan of a compaction that archives active up to and
+// CutThrough is the cut of a compaction that archives active up to and
 // including the message with ID id, moved forward past the tool results
 // that follow it so that no tool call is separated from its results
 // (docs/design.md §4.11). N counts Active's user and assistant messages as in
-// [PlanFor]; K counts those of the prefix. ok is false when no message of
+// [CutFor]; K counts those of the prefix. ok is false when no message of
 // active has that ID.
-func PlanThrough(active []history.Message, id string) (p Plan, ok bool) {
+func CutThrough(active []history.Message, id string) (p Cut, ok bool) {
 	end := -1
 	for i := range active {
 		if active[i].Counted() {
@@ -26,7 +26,7 @@ func PlanThrough(active []history.Message, id string) (p Plan, ok bool) {
 		}
 	}
 	if end < 0 {
-		return Plan{N: p.N}, false
+		return Cut{N: p.N}, false
 	}
 	for end+1 < len(active) && active[end+1].Role == history.RoleTool {
 		end++

@@ -20,9 +20,9 @@ func msg(id string, role history.Role, text string, calls ...history.ToolCall) h
 	return m
 }
 
-// TestPlanThrough: the prefix ends at the named message, moved past the
+// TestCutThrough: the prefix ends at the named message, moved past the
 // tool results after it; an unknown ID is not a plan.
-func TestPlanThrough(t *testing.T) {
+func TestCutThrough(t *testing.T) {
 	active := []history.Message{
 		msg("u1", history.RoleUser, "u1"),
 		msg("a1", history.RoleAssistant, "a1", history.ToolCall{ID: "c1", Name: "x"}, history.ToolCall{ID: "c2", Name: "x"}),
@@ -45,12 +45,12 @@ func TestPlanThrough(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			p, ok := compact.PlanThrough(active, tt.id)
+			p, ok := compact.CutThrough(active, tt.id)
 			require.True(t, ok)
-			assert.Equal(t, compact.Plan{N: 4, K: tt.k, Archive: tt.archive}, p)
+			assert.Equal(t, compact.Cut{N: 4, K: tt.k, Archive: tt.archive}, p)
 		})
 	}
-	_, ok := compact.PlanThrough(active, "nope")
+	_, ok := compact.CutThrough(active, "nope")
 	assert.False(t, ok)
 }
 

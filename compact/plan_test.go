@@ -35,7 +35,7 @@ func conv(spec string) []history.Message {
 	return out
 }
 
-func TestPlanFor(t *testing.T) {
+func TestCutFor(t *testing.T) {
 	tests := []struct {
 		spec          string
 		n, k, archive int
@@ -63,8 +63,8 @@ func TestPlanFor(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.spec, func(t *testing.T) {
 			active := conv(tt.spec)
-			p := compact.PlanFor(active)
-			assert.Equal(t, compact.Plan{N: tt.n, K: tt.k, Archive: tt.archive}, p)
+			p := compact.CutFor(active)
+			assert.Equal(t, compact.Cut{N: tt.n, K: tt.k, Archive: tt.archive}, p)
 			var got strings.Builder
 			for _, m := range active[:p.Archive] {
 				got.WriteByte(m.ID[0])
@@ -78,13 +78,13 @@ func TestPlanFor(t *testing.T) {
 	}
 }
 
-// TestPlanConsecutive applies plans repeatedly, as consecutive compactions
+// TestCutConsecutive applies plans repeatedly, as consecutive compactions
 // do, and checks that each archives floor(n/2) of what is left.
-func TestPlanConsecutive(t *testing.T) {
+func TestCutConsecutive(t *testing.T) {
 	active := conv("uAtauAtauasuaua")
 	var counts []int
 	for {
-		p := compact.PlanFor(active)
+		p := compact.CutFor(active)
 		if p.K == 0 {
 			break
 		}

@@ -62,11 +62,11 @@ func (l *loop) startCompaction(c *command) {
 
 // planCompaction chooses the prefix compaction c archives: the oldest half
 // (§4.1), or up to CompactRequest.Through (§4.11).
-func (l *loop) planCompaction(c *command) (compact.Plan, error) {
+func (l *loop) planCompaction(c *command) (compact.Cut, error) {
 	if c.through == "" {
-		return compact.PlanFor(l.active), nil
+		return compact.CutFor(l.active), nil
 	}
-	plan, ok := compact.PlanThrough(l.active, c.through)
+	plan, ok := compact.CutThrough(l.active, c.through)
 	if !ok {
 		// It was in Active when Compact was called; a compaction queued
 		// before this one archived it since.
@@ -77,7 +77,7 @@ func (l *loop) planCompaction(c *command) (compact.Plan, error) {
 
 // nothingToCompact ends compaction c, whose plan archives nothing (§4.2): no
 // model call, a completed action that explains, and a record for replay.
-func (l *loop) nothingToCompact(c *command, plan compact.Plan, rec history.CompactionRecord) {
+func (l *loop) nothingToCompact(c *command, plan compact.Cut, rec history.CompactionRecord) {
 	rec.Status = history.StatusNothingToCompact
 	text := fmt.Sprintf("Nothing to compact: the conversation has %d user and assistant messages in its active history, and a compaction needs at least 2.", plan.N)
 	w, v := l.writer(), l.version
@@ -112,7 +112,7 @@ type compaction struct {
 	info     provider.Info // what makes the summary
 	system   string        // the system prompt, for the estimates
 	before   int           // ContextBefore
-	hook     func(context.Context, *CompactPlan) error
+	hook     func(context.Context, *PendingCompaction) error
 	actionID string // the commit's action
 
 	hookErr  error            // the hook vetoed the compaction (or panicked)
@@ -123,7 +123,7 @@ type compaction struct {
 
 // newCompaction makes compaction c the running one, with what its phases
 // need from the loop's state now.
-func (l *loop) newCompaction(c *command, plan compact.Plan, rec history.CompactionRecord) *compaction {
+func (l *loop) newCompaction(c *command, plan compact.Cut, rec history.CompactionRecord) *compaction {
 	rec.Status = history.StatusInProgress
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l.running, l.cancelJ = c, cancel
@@ -155,7 +155,7 @@ func (l *loop) beginCompaction(k *compaction) {
 		var hookErr error
 		supplied := ""
 		if hook != nil {
-			p := &CompactPlan{CompactID: c.id, Trigger: c.trigger, Messages: in.Prefix, Instructions: in.Instructions}
+			p := &PendingCompaction{CompactID: c.id, Trigger: c.trigger, Messages: in.Prefix, Instructions: in.Instructions}
 			hookErr = runHook(ctx, hook, p)
 			in.Instructions, supplied = p.Instructions, p.Summary
 			rec.Instructions = p.Instructions
@@ -341,7 +341,7 @@ const HookSummaryProvider = "hook"
 var ErrHookPanicked = errors.New("session: BeforeCompact panicked")
 
 // runHook runs the BeforeCompact hook; a panic in it is an error.
-func runHook(ctx context.Context, hook func(context.Context, *CompactPlan) error, plan *CompactPlan) (err error) {
+func runHook(ctx context.Context, hook func(context.Context, *PendingCompaction) error, plan *PendingCompaction) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %v", ErrHookPanicked, r)

@@ -89,7 +89,7 @@ func TestSummaryProvider_Configure(t *testing.T) {
 
 // hooked opens a session with a BeforeCompact hook and two exchanges in
 // Active.
-func hooked(t *testing.T, hook func(context.Context, *session.CompactPlan) error) (*session.Session, *providertest.Fake) {
+func hooked(t *testing.T, hook func(context.Context, *session.PendingCompaction) error) (*session.Session, *providertest.Fake) {
 	t.Helper()
 	fake := providertest.New()
 	s := newSession(t, fake, session.Config{BeforeCompact: hook})
@@ -132,7 +132,7 @@ func failHooked(t *testing.T, s *session.Session, fake *providertest.Fake) sessi
 // running action and no model call.
 func TestBeforeCompact_Vetoes(t *testing.T) {
 	errVeto := errors.New("not now: the user is typing")
-	s, fake := hooked(t, func(context.Context, *session.CompactPlan) error { return errVeto })
+	s, fake := hooked(t, func(context.Context, *session.PendingCompaction) error { return errVeto })
 	res := failHooked(t, s, fake)
 	assert.False(t, res.Cancelled)
 	assert.Contains(t, res.Error, errVeto.Error())
@@ -144,7 +144,7 @@ func TestBeforeCompact_Vetoes(t *testing.T) {
 func TestBeforeCompact_ReturnsError(t *testing.T) {
 	var veto atomic.Bool
 	veto.Store(true)
-	s, fake := hooked(t, func(context.Context, *session.CompactPlan) error {
+	s, fake := hooked(t, func(context.Context, *session.PendingCompaction) error {
 		if veto.Load() {
 			return fmt.Errorf("quota of summaries used up")
 		}
@@ -162,7 +162,7 @@ func TestBeforeCompact_ReturnsError(t *testing.T) {
 // TestBeforeCompact_SuppliesSummary: a summary the hook supplies is
 // committed exactly like a generated one, and no model call is made.
 func TestBeforeCompact_SuppliesSummary(t *testing.T) {
-	s, fake := hooked(t, func(_ context.Context, p *session.CompactPlan) error {
+	s, fake := hooked(t, func(_ context.Context, p *session.PendingCompaction) error {
 		p.Summary = "  supplied by the application  "
 		return nil
 	})
@@ -186,7 +186,7 @@ func TestBeforeCompact_SuppliesSummary(t *testing.T) {
 // TestBeforeCompact_WhitespaceSummaryFails: a supplied summary of white
 // space fails like an empty generated one.
 func TestBeforeCompact_WhitespaceSummaryFails(t *testing.T) {
-	s, fake := hooked(t, func(_ context.Context, p *session.CompactPlan) error {
+	s, fake := hooked(t, func(_ context.Context, p *session.PendingCompaction) error {
 		p.Summary = " \n\t "
 		return nil
 	})
@@ -197,7 +197,7 @@ func TestBeforeCompact_WhitespaceSummaryFails(t *testing.T) {
 // TestBeforeCompact_ChangesInstructions: instructions the hook sets are the
 // summary request's, and the Segment records them.
 func TestBeforeCompact_ChangesInstructions(t *testing.T) {
-	s, fake := hooked(t, func(_ context.Context, p *session.CompactPlan) error {
+	s, fake := hooked(t, func(_ context.Context, p *session.PendingCompaction) error {
 		p.Instructions = "HOOK: keep the file names"
 		return nil
 	})
@@ -218,7 +218,7 @@ func TestBeforeCompact_ChangesInstructions(t *testing.T) {
 // TestBeforeCompact_Panics: a panic in the hook is an error, and the
 // session survives it.
 func TestBeforeCompact_Panics(t *testing.T) {
-	s, fake := hooked(t, func(context.Context, *session.CompactPlan) error { panic("hook bug") })
+	s, fake := hooked(t, func(context.Context, *session.PendingCompaction) error { panic("hook bug") })
 	res := failHooked(t, s, fake)
 	assert.Contains(t, res.Error, "hook bug")
 	assert.Contains(t, res.Error, session.ErrHookPanicked.Error())
@@ -229,15 +229,15 @@ func TestBeforeCompact_Panics(t *testing.T) {
 // handle's ID, the trigger, the prefix to archive) and runs off the loop:
 // while it blocks, the session still answers reads.
 func TestBeforeCompact_RunsInWorkerWithPlan(t *testing.T) {
-	entered, release := make(chan *session.CompactPlan, 1), make(chan struct{})
-	s, fake := hooked(t, func(_ context.Context, p *session.CompactPlan) error {
+	entered, release := make(chan *session.PendingCompaction, 1), make(chan struct{})
+	s, fake := hooked(t, func(_ context.Context, p *session.PendingCompaction) error {
 		entered <- p
 		<-release
 		return nil
 	})
 	fake.QueueSummary(providertest.Reply{Text: "S"})
 	h := mustCompact(t, s, "the request's")
-	var plan *session.CompactPlan
+	var plan *session.PendingCompaction
 	select {
 	case plan = <-entered:
 	case <-time.After(waitLimit):
@@ -262,7 +262,7 @@ func TestBeforeCompact_RunsInWorkerWithPlan(t *testing.T) {
 // the hook's ctx; the result is a cancellation and nothing is committed.
 func TestBeforeCompact_CancelWhileInHook(t *testing.T) {
 	entered := make(chan struct{})
-	s, fake := hooked(t, func(ctx context.Context, _ *session.CompactPlan) error {
+	s, fake := hooked(t, func(ctx context.Context, _ *session.PendingCompaction) error {
 		close(entered)
 		<-ctx.Done()
 		return nil

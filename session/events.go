@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
-	"github.com/sessionkit/sessionkit/internal/timeline"
+	"github.com/sessionkit/sessionkit/internal/eventfeed"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -209,7 +209,7 @@ type SubscribeOptions struct {
 // further behind is ended with a [SlowSubscriberError] instead of blocking
 // the session or losing events silently. It can resubscribe from the last
 // sequence number it saw.
-type Subscription timeline.Subscription[Event]
+type Subscription eventfeed.Subscription[Event]
 
 // Events returns the channel of events. It is closed when the subscription
 // ends; events buffered before the end are still delivered, except after
@@ -226,12 +226,12 @@ func (s *Subscription) Err() error { return s.inner().Err() }
 // Close ends the subscription. It is idempotent.
 func (s *Subscription) Close() { s.inner().Close() }
 
-func (s *Subscription) inner() *timeline.Subscription[Event] {
-	return (*timeline.Subscription[Event])(s)
+func (s *Subscription) inner() *eventfeed.Subscription[Event] {
+	return (*eventfeed.Subscription[Event])(s)
 }
 
 // feed is a session's timeline (docs/design.md §6.1, §6.3).
-type feed = timeline.Feed[Event, Payload]
+type feed = eventfeed.Feed[Event, Payload]
 
 // newFeed returns a feed that retains at least the last keep durable events
 // for replay (0 = DefaultEventHistory).
@@ -239,7 +239,7 @@ func newFeed(keep int, start uint64, elog eventLog) *feed {
 	if keep <= 0 {
 		keep = DefaultEventHistory
 	}
-	f := timeline.NewFeed(timeline.Config[Event, Payload]{
+	f := eventfeed.NewFeed(eventfeed.Config[Event, Payload]{
 		Keep:    keep,
 		Buffer:  DefaultBuffer,
 		Event:   func(seq uint64, t time.Time, p Payload) Event { return Event{Seq: seq, Time: t, Payload: p} },
@@ -254,8 +254,8 @@ func newFeed(keep int, start uint64, elog eventLog) *feed {
 	return f
 }
 
-// subscribe subscribes to f with opts; closeFn is as for timeline.Feed.Subscribe.
-func subscribe(ctx context.Context, f *feed, opts SubscribeOptions, closeFn func(*timeline.Subscription[Event])) (*Subscription, error) {
+// subscribe subscribes to f with opts; closeFn is as for eventfeed.Feed.Subscribe.
+func subscribe(ctx context.Context, f *feed, opts SubscribeOptions, closeFn func(*eventfeed.Subscription[Event])) (*Subscription, error) {
 	s, err := f.Subscribe(ctx, opts.After, opts.Buffer, closeFn)
 	return (*Subscription)(s), err
 }

@@ -3,7 +3,7 @@ package session
 import (
 	"context"
 
-	"github.com/sessionkit/sessionkit/internal/timeline"
+	"github.com/sessionkit/sessionkit/internal/eventfeed"
 )
 
 // Handle tracks one accepted command. It is safe for concurrent use.
@@ -12,16 +12,16 @@ import (
 // written before the close, so after <-Finished() Result never returns nil.
 // Every accepted command finishes, also when the session closes (docs/design.md
 // §2.7).
-type Handle[R any] timeline.Handle[R]
+type Handle[R any] eventfeed.Handle[R]
 
 // newHandle returns a pending handle and the function that finishes it;
 // cancel is called by Handle.Cancel and may be nil.
 func newHandle[R any](id string, cancel func()) (*Handle[R], func(R)) {
-	h, finish := timeline.NewHandle[R](id, cancel)
+	h, finish := eventfeed.NewHandle[R](id, cancel)
 	return (*Handle[R])(h), finish
 }
 
-func (h *Handle[R]) inner() *timeline.Handle[R] { return (*timeline.Handle[R])(h) }
+func (h *Handle[R]) inner() *eventfeed.Handle[R] { return (*eventfeed.Handle[R])(h) }
 
 // ID returns the command's ID. For a compaction it is the compact ID.
 func (h *Handle[R]) ID() string { return h.inner().ID() }

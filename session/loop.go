@@ -107,7 +107,7 @@ type loop struct {
 	store   history.Store
 	prov    provider.Provider
 	sumProv provider.Provider // Config.SummaryProvider; nil = prov
-	hook    func(context.Context, *CompactPlan) error
+	hook    func(context.Context, *PendingCompaction) error
 	tools   map[string]Tool
 	specs   []provider.ToolSpec
 	maxTool int

@@ -532,7 +532,7 @@ func TestRecall_OfflineProviderAnswersFromTheArchive(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			short := func(_ context.Context, p *session.CompactPlan) error { p.Summary = "- a CLI in Go"; return nil }
+			short := func(_ context.Context, p *session.PendingCompaction) error { p.Summary = "- a CLI in Go"; return nil }
 			s := newSession(t, offline.New(), session.Config{Recall: true, Store: open(t), BeforeCompact: short})
 			for _, p := range []string{
 				"Releases are tagged vMAJOR.MINOR.PATCH and built with -trimpath.",

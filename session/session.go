@@ -16,7 +16,7 @@ import (
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
-	"github.com/sessionkit/sessionkit/internal/timeline"
+	"github.com/sessionkit/sessionkit/internal/eventfeed"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -583,7 +583,7 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 			return nil, err
 		}
 		if e := s.read(ctx, func(l *loop) {
-			var t *timeline.Subscription[Event]
+			var t *eventfeed.Subscription[Event]
 			t, err = l.feed.SubscribeWith(ctx, prefix, max(logged, opts.After), opts.Buffer, s.unsubscribe)
 			sub = (*Subscription)(t)
 			if errors.Is(err, ErrEventsTrimmed) {
@@ -602,7 +602,7 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 }
 
 // unsubscribe asks the loop to end sub (a Close by its subscriber).
-func (s *Session) unsubscribe(sub *timeline.Subscription[Event]) {
+func (s *Session) unsubscribe(sub *eventfeed.Subscription[Event]) {
 	select {
 	case s.ctl <- func(l *loop) { l.feed.Unsubscribe(sub, nil) }:
 	case <-s.done:

@@ -147,7 +147,7 @@ type Config struct {
 	// compact_failed with that error, history is unchanged and no running
 	// action is published. A panic in it counts as an error. Its ctx is
 	// cancelled when the compaction is (Handle.Cancel, Interrupt, Close).
-	BeforeCompact func(ctx context.Context, plan *CompactPlan) error
+	BeforeCompact func(ctx context.Context, plan *PendingCompaction) error
 	// CompactOnOverflow makes a turn step that the provider rejects as
 	// longer than the model's context (provider.ErrContextOverflow) run
 	// one compaction with trigger "overflow" at that checkpoint and retry
@@ -199,9 +199,9 @@ type PruneConfig struct {
 	MinBytes   int
 }
 
-// CompactPlan is what a compaction is about to do, as Config.BeforeCompact
+// PendingCompaction is what a compaction is about to do, as Config.BeforeCompact
 // sees it.
-type CompactPlan struct {
+type PendingCompaction struct {
 	CompactID string
 	Trigger   history.Trigger // TriggerManual, TriggerAuto or TriggerOverflow
 	// Messages are the prefix that will be archived, oldest first. They

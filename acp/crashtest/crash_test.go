@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/session"
@@ -691,7 +692,7 @@ func (r *crashRun) reload(round int, stored []history.Entry, interrupted map[str
 		switch {
 		case e == nil:
 			r.violate("round %d: interrupted compaction %s is not replayed", round, cid)
-		case e.Status != acp.CompactionFailed || e.Error == nil || !strings.Contains(*e.Error, "interrupted"):
+		case e.Status != schema.CompactionFailed || e.Error == nil || !strings.Contains(*e.Error, "interrupted"):
 			r.violate("round %d: interrupted compaction %s replayed as %s (error %v)", round, cid, e.Status, e.Error)
 		default:
 			r.interruptedReplay++
@@ -703,7 +704,7 @@ func (r *crashRun) reload(round int, stored []history.Entry, interrupted map[str
 	// message ID join into one timeline message; each chunk is one block.
 	var replayed []string
 	for _, it := range tl.Items {
-		if m := it.Message; m != nil && m.Kind == acp.UpdateUserMessageChunk {
+		if m := it.Message; m != nil && m.Kind == schema.UpdateUserMessageChunk {
 			for _, b := range m.Content {
 				if b.Text != nil {
 					replayed = append(replayed, b.Text.Text)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
@@ -107,9 +108,9 @@ func replayedItems(tl acp.Timeline) []tlItem {
 		case it.Message != nil:
 			kind := "agent"
 			switch it.Message.Kind {
-			case acp.UpdateUserMessageChunk:
+			case schema.UpdateUserMessageChunk:
 				kind = "user"
-			case acp.UpdateAgentThoughtChunk:
+			case schema.UpdateAgentThoughtChunk:
 				kind = "thought"
 			}
 			for _, b := range it.Message.Content {

@@ -188,9 +188,9 @@ test("del2. v2: session/delete then session/list through the SDK's v2 client", a
   }
 });
 
-test("delete golden files: the wire types of session/delete (acp/testdata) parse unchanged with the SDK's v1 and v2 validators", async () => {
+test("delete golden files: the wire types of session/delete (acp/schema/testdata) parse unchanged with the SDK's v1 and v2 validators", async () => {
   const { z2 } = await import("./harness-v2.mjs");
-  const dir = join(import.meta.dirname, "..", "testdata");
+  const dir = join(import.meta.dirname, "..", "schema", "testdata");
   for (const [file, v1, v2] of [
     ["delete_session_request.json", z1.zDeleteSessionRequest, z2.zDeleteSessionRequest],
     ["delete_session_response.json", z1.zDeleteSessionResponse, z2.zDeleteSessionResponse],

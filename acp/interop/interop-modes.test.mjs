@@ -372,7 +372,7 @@ test("x5. v2: a model change through the SDK's setConfigOption is the model of t
 });
 
 test("x golden files: the v1 wire shapes of modes and config options parse with the SDK's v1 validators, unchanged", () => {
-  const dir = join(repoRoot, "acp", "testdata");
+  const dir = join(repoRoot, "acp", "schema", "testdata");
   for (const [file, z] of [
     ["new_session_response_config", schema.zNewSessionResponse],
     ["config_option_update", schema.zSessionUpdate],

@@ -288,7 +288,7 @@ test("n5. v2 tool_call/cancel of a command waiting for permission: the request i
 // ---------------------------------------------------------------------------
 
 test("n golden: the v1 notice golden file parses unchanged with the SDK's v1 validator", () => {
-  const value = JSON.parse(readFileSync(join(import.meta.dirname, "..", "testdata", "notice.json"), "utf8"));
+  const value = JSON.parse(readFileSync(join(import.meta.dirname, "..", "schema", "testdata", "notice.json"), "utf8"));
   const r = schema.zSessionUpdate.safeParse(value);
   assert.ok(r.success, r.error?.message);
   assert.deepEqual({ ...r.data }, value);

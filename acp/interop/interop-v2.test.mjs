@@ -311,7 +311,7 @@ test("v2 golden files: every v2 wire type sessionkit writes or reads parses with
   const { readdirSync, readFileSync } = await import("node:fs");
   const { join } = await import("node:path");
   const { z2 } = await import("./harness-v2.mjs");
-  const dir = join(import.meta.dirname, "..", "testdata");
+  const dir = join(import.meta.dirname, "..", "schema", "testdata");
   const schemaOf = (name) =>
     ({
       v2_initialize_request: z2.zInitializeRequest,

@@ -82,6 +82,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
@@ -301,10 +302,10 @@ func run(args []string) error {
 
 // modes are the session modes (workspace.Modes): the first is a new
 // session's, ask, or full-auto under --allow-all.
-func modes(allowAll bool) []acp.SessionMode {
+func modes(allowAll bool) []schema.SessionMode {
 	all := workspace.Modes()
 	if allowAll {
-		i := slices.IndexFunc(all, func(m acp.SessionMode) bool { return m.ID == workspace.ModeFullAuto })
+		i := slices.IndexFunc(all, func(m schema.SessionMode) bool { return m.ID == workspace.ModeFullAuto })
 		all[0], all[i] = all[i], all[0]
 	}
 	return all

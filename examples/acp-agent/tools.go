@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap/zapio"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/tools/mcp"
 	"github.com/sessionkit/sessionkit/tools/workspace"
@@ -59,9 +60,9 @@ func sessionTools(o workspace.Options, mo mcp.Options, log *zap.Logger) func(acp
 		}
 		set.Describe = func(call history.ToolCall, result *history.Message) acp.ToolCallDisplay {
 			if origin, ok := ms.Origin(call.Name); ok {
-				d := acp.ToolCallDisplay{Title: mcpTitle(origin), Kind: acp.ToolKindOther}
+				d := acp.ToolCallDisplay{Title: mcpTitle(origin), Kind: schema.ToolKindOther}
 				if result != nil && strings.HasPrefix(result.Text, workspace.Declined) {
-					d.Status = acp.ToolCallFailed
+					d.Status = schema.ToolCallFailed
 				}
 				return d
 			}
@@ -139,5 +140,5 @@ func startMCP(ts acp.ToolSession, o workspace.Options, mo mcp.Options, log *zap.
 // held until the response that opens it has been sent; after the session
 // has closed it is dropped.
 func tell(c *acp.ToolClient, title string, err error) {
-	_ = c.Notice(context.Background(), acp.Notice{Severity: acp.NoticeError, Title: title, Description: err.Error()})
+	_ = c.Notice(context.Background(), schema.Notice{Severity: schema.NoticeError, Title: title, Description: err.Error()})
 }

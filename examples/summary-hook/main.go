@@ -52,8 +52,8 @@ var errKeep = errors.New("the user pinned this part of the conversation")
 
 // beforeCompact is the application's policy, run in the session's worker
 // before every summary call.
-func beforeCompact(w io.Writer) func(ctx context.Context, plan *session.CompactPlan) error {
-	return func(_ context.Context, plan *session.CompactPlan) error {
+func beforeCompact(w io.Writer) func(ctx context.Context, plan *session.PendingCompaction) error {
+	return func(_ context.Context, plan *session.PendingCompaction) error {
 		fmt.Fprintf(w, "hook: %s compaction of %d messages, instructions %q\n", plan.Trigger, len(plan.Messages), plan.Instructions)
 		switch {
 		case strings.Contains(plan.Instructions, "#pinned"):

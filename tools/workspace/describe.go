@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sessionkit/sessionkit/acp"
+	acpschema "github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 )
 
@@ -50,38 +51,38 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 		declined := result != nil && strings.HasPrefix(result.Text, Declined)
 		var d acp.ToolCallDisplay
 		if declined {
-			d.Status = acp.ToolCallFailed
+			d.Status = acpschema.ToolCallFailed
 		}
-		here := func(line int) []acp.ToolCallLocation {
-			l := acp.ToolCallLocation{Path: abs(in.Path)}
+		here := func(line int) []acpschema.ToolCallLocation {
+			l := acpschema.ToolCallLocation{Path: abs(in.Path)}
 			if line > 0 {
 				u := uint32(line)
 				l.Line = &u
 			}
-			return []acp.ToolCallLocation{l}
+			return []acpschema.ToolCallLocation{l}
 		}
 		diff := func(oldText, newText string) {
 			if !failed && !declined {
 				// Partial: the texts of the arguments are not known to be
 				// the whole file (the running tool shows the whole files).
-				d.Content = []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: abs(in.Path), OldText: oldText, NewText: newText, Partial: true}}}
+				d.Content = []acpschema.ToolCallContent{{Diff: &acpschema.ToolDiff{Path: abs(in.Path), OldText: oldText, NewText: newText, Partial: true}}}
 			}
 		}
 		switch call.Name {
 		case "read_file":
-			d.Kind, d.Title, d.Locations = acp.ToolKindRead, "Read "+in.Path, here(in.StartLine)
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindRead, "Read "+in.Path, here(in.StartLine)
 		case "write_file":
-			d.Kind, d.Title, d.Locations = acp.ToolKindEdit, "Write "+in.Path, here(0)
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindEdit, "Write "+in.Path, here(0)
 			diff("", in.Content)
 		case "edit_file":
-			d.Kind, d.Title, d.Locations = acp.ToolKindEdit, "Edit "+in.Path, here(editedLine(result))
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindEdit, "Edit "+in.Path, here(editedLine(result))
 			diff(in.OldText, in.NewText)
 		case "list_files":
-			d.Kind, d.Title, d.Locations = acp.ToolKindSearch, "List "+or(in.Path, "."), here(0)
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindSearch, "List "+or(in.Path, "."), here(0)
 		case "search":
-			d.Kind, d.Title, d.Locations = acp.ToolKindSearch, fmt.Sprintf("Search for %q in %s", in.Pattern, or(in.Path, ".")), here(0)
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindSearch, fmt.Sprintf("Search for %q in %s", in.Pattern, or(in.Path, ".")), here(0)
 		case "run_command":
-			d.Kind, d.Title = acp.ToolKindExecute, "Run "+shownCommand(in.Command)
+			d.Kind, d.Title = acpschema.ToolKindExecute, "Run "+shownCommand(in.Command)
 		default:
 			return acp.ToolCallDisplay{}
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/acp"
+	acpschema "github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
 
@@ -20,13 +21,13 @@ type Editor interface {
 	CanRunTerminals() bool
 	ReadTextFile(ctx context.Context, path string, line, limit int) (string, error)
 	WriteTextFile(ctx context.Context, path, content string) error
-	CreateTerminal(ctx context.Context, req acp.CreateTerminalRequest) (string, error)
-	TerminalOutput(ctx context.Context, terminalID string) (*acp.TerminalOutputResponse, error)
-	WaitForTerminalExit(ctx context.Context, terminalID string) (*acp.TerminalExitStatus, error)
+	CreateTerminal(ctx context.Context, req acpschema.CreateTerminalRequest) (string, error)
+	TerminalOutput(ctx context.Context, terminalID string) (*acpschema.TerminalOutputResponse, error)
+	WaitForTerminalExit(ctx context.Context, terminalID string) (*acpschema.TerminalExitStatus, error)
 	KillTerminal(ctx context.Context, terminalID string) error
 	ReleaseTerminal(ctx context.Context, terminalID string) error
-	RequestPermission(ctx context.Context, toolCall acp.ToolCallUpdate, options []acp.PermissionOption) (acp.PermissionOutcome, error)
-	UpdateToolCall(ctx context.Context, u acp.ToolCallUpdate) error
+	RequestPermission(ctx context.Context, toolCall acpschema.ToolCallUpdate, options []acpschema.PermissionOption) (acpschema.PermissionOutcome, error)
+	UpdateToolCall(ctx context.Context, u acpschema.ToolCallUpdate) error
 }
 
 var _ Editor = (*acp.ToolClient)(nil)
@@ -54,7 +55,7 @@ type allowed map[string]bool
 // the diff the user sees. It returns the result of a declined call (""
 // when allowed), or why the call is not made: the mode refuses it, the
 // turn was cancelled, or the client cancelled the request.
-func (t tools) permit(ctx context.Context, a action, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
+func (t tools) permit(ctx context.Context, a action, tool, title string, kind acpschema.ToolKind, path, oldText, newText string) (string, error) {
 	switch v, mode := t.o.verdict(a); {
 	case v == refuse:
 		return "", refused(tool, mode, a)
@@ -65,17 +66,17 @@ func (t tools) permit(ctx context.Context, a action, tool, title string, kind ac
 }
 
 // ask is permit's request, made whatever was allowed before.
-func (t tools) ask(ctx context.Context, tool, title string, kind acp.ToolKind, path, oldText, newText string) (string, error) {
-	call := acp.ToolCallUpdate{Title: acp.Value(title), Kind: acp.Value(kind)}
+func (t tools) ask(ctx context.Context, tool, title string, kind acpschema.ToolKind, path, oldText, newText string) (string, error) {
+	call := acpschema.ToolCallUpdate{Title: acpschema.Value(title), Kind: acpschema.Value(kind)}
 	if path != "" {
 		shown := path
-		call.Locations = acp.Value([]acp.ToolCallLocation{{Path: shown}})
-		call.Content = acp.Value([]acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}})
+		call.Locations = acpschema.Value([]acpschema.ToolCallLocation{{Path: shown}})
+		call.Content = acpschema.Value([]acpschema.ToolCallContent{{Diff: &acpschema.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}})
 	}
-	outcome, err := t.o.Editor.RequestPermission(ctx, call, []acp.PermissionOption{
-		{OptionID: OptionAllow, Name: "Allow", Kind: acp.PermissionAllowOnce},
-		{OptionID: OptionAllowAlways, Name: "Always allow " + tool + " in this session", Kind: acp.PermissionAllowAlways},
-		{OptionID: OptionReject, Name: "Reject", Kind: acp.PermissionRejectOnce},
+	outcome, err := t.o.Editor.RequestPermission(ctx, call, []acpschema.PermissionOption{
+		{OptionID: OptionAllow, Name: "Allow", Kind: acpschema.PermissionAllowOnce},
+		{OptionID: OptionAllowAlways, Name: "Always allow " + tool + " in this session", Kind: acpschema.PermissionAllowAlways},
+		{OptionID: OptionReject, Name: "Reject", Kind: acpschema.PermissionRejectOnce},
 	})
 	if err != nil {
 		return "", err
@@ -106,9 +107,9 @@ func (t tools) showDiff(ctx context.Context, l loc, oldText, newText string) {
 		return
 	}
 	shown := l.shown()
-	_ = t.o.Editor.UpdateToolCall(ctx, acp.ToolCallUpdate{
-		Locations: acp.Value([]acp.ToolCallLocation{{Path: shown}}),
-		Content:   acp.Value([]acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}}),
+	_ = t.o.Editor.UpdateToolCall(ctx, acpschema.ToolCallUpdate{
+		Locations: acpschema.Value([]acpschema.ToolCallLocation{{Path: shown}}),
+		Content:   acpschema.Value([]acpschema.ToolCallContent{{Diff: &acpschema.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}}),
 	})
 }
 
@@ -120,12 +121,12 @@ func (t tools) showDiff(ctx context.Context, l loc, oldText, newText string) {
 // always released.
 func (t tools) runInTerminal(ctx context.Context, cmd *sandbox.Command, timeout time.Duration) (string, error) {
 	ed := t.o.Editor
-	env := make([]acp.EnvVariable, 0, len(cmd.Env))
+	env := make([]acpschema.EnvVariable, 0, len(cmd.Env))
 	for _, kv := range cmd.Env {
 		name, value, _ := strings.Cut(kv, "=")
-		env = append(env, acp.EnvVariable{Name: name, Value: value})
+		env = append(env, acpschema.EnvVariable{Name: name, Value: value})
 	}
-	id, err := ed.CreateTerminal(ctx, acp.CreateTerminalRequest{
+	id, err := ed.CreateTerminal(ctx, acpschema.CreateTerminalRequest{
 		Command: cmd.Path, Args: cmd.Args, Env: env, Cwd: t.w.given, OutputByteLimit: t.o.MaxOutput,
 	})
 	if err != nil {
@@ -133,9 +134,9 @@ func (t tools) runInTerminal(ctx context.Context, cmd *sandbox.Command, timeout 
 	}
 	// Sent even when ctx has ended: the editor frees the terminal.
 	defer func() { _ = ed.ReleaseTerminal(ctx, id) }()
-	_ = ed.UpdateToolCall(ctx, acp.ToolCallUpdate{
-		Status:  acp.Value(acp.ToolCallInProgress),
-		Content: acp.Value([]acp.ToolCallContent{{Terminal: &acp.ToolTerminal{TerminalID: id}}}),
+	_ = ed.UpdateToolCall(ctx, acpschema.ToolCallUpdate{
+		Status:  acpschema.Value(acpschema.ToolCallInProgress),
+		Content: acpschema.Value([]acpschema.ToolCallContent{{Terminal: &acpschema.ToolTerminal{TerminalID: id}}}),
 	})
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -185,7 +186,7 @@ func (t tools) runInTerminal(ctx context.Context, cmd *sandbox.Command, timeout 
 const terminalOutputWait = 5 * time.Second
 
 // exitText says how a terminal's command ended.
-func exitText(s *acp.TerminalExitStatus) string {
+func exitText(s *acpschema.TerminalExitStatus) string {
 	switch {
 	case s.ExitCode != nil:
 		return fmt.Sprintf("exit status %d", *s.ExitCode)

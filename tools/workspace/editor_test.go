@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 	"github.com/sessionkit/sessionkit/tools/workspace"
@@ -28,7 +28,7 @@ type fakeEditor struct {
 	buffers  map[string]string
 	calls    []string // method names, in order
 	answer   string   // the option chosen for permission requests; "" = cancelled
-	asked    []acp.ToolCallUpdate
+	asked    []schema.ToolCallUpdate
 	exit     *int   // the terminal's exit code; nil: it runs until killed
 	output   string // the terminal's output
 	killed   bool
@@ -76,20 +76,20 @@ func (e *fakeEditor) WriteTextFile(_ context.Context, path, content string) erro
 	return nil
 }
 
-func (e *fakeEditor) CreateTerminal(_ context.Context, req acp.CreateTerminalRequest) (string, error) {
+func (e *fakeEditor) CreateTerminal(_ context.Context, req schema.CreateTerminalRequest) (string, error) {
 	e.record("terminal/create " + strings.Join(req.Args, " "))
 	return "term-1", nil
 }
 
-func (e *fakeEditor) TerminalOutput(context.Context, string) (*acp.TerminalOutputResponse, error) {
+func (e *fakeEditor) TerminalOutput(context.Context, string) (*schema.TerminalOutputResponse, error) {
 	e.record("terminal/output")
-	return &acp.TerminalOutputResponse{Output: e.output}, nil
+	return &schema.TerminalOutputResponse{Output: e.output}, nil
 }
 
-func (e *fakeEditor) WaitForTerminalExit(ctx context.Context, _ string) (*acp.TerminalExitStatus, error) {
+func (e *fakeEditor) WaitForTerminalExit(ctx context.Context, _ string) (*schema.TerminalExitStatus, error) {
 	e.record("terminal/wait_for_exit")
 	if e.exit != nil {
-		return &acp.TerminalExitStatus{ExitCode: e.exit}, nil
+		return &schema.TerminalExitStatus{ExitCode: e.exit}, nil
 	}
 	<-ctx.Done()
 	return nil, ctx.Err()
@@ -107,7 +107,7 @@ func (e *fakeEditor) ReleaseTerminal(context.Context, string) error {
 	return nil
 }
 
-func (e *fakeEditor) RequestPermission(ctx context.Context, call acp.ToolCallUpdate, options []acp.PermissionOption) (acp.PermissionOutcome, error) {
+func (e *fakeEditor) RequestPermission(ctx context.Context, call schema.ToolCallUpdate, options []schema.PermissionOption) (schema.PermissionOutcome, error) {
 	e.record("session/request_permission")
 	e.mu.Lock()
 	e.asked = append(e.asked, call)
@@ -115,15 +115,15 @@ func (e *fakeEditor) RequestPermission(ctx context.Context, call acp.ToolCallUpd
 	if e.block != nil {
 		close(e.block)
 		<-ctx.Done()
-		return acp.PermissionOutcome{}, ctx.Err()
+		return schema.PermissionOutcome{}, ctx.Err()
 	}
 	if e.answer == "" {
-		return acp.PermissionOutcome{Outcome: "cancelled"}, nil
+		return schema.PermissionOutcome{Outcome: "cancelled"}, nil
 	}
-	return acp.PermissionOutcome{Outcome: "selected", OptionID: e.answer}, nil
+	return schema.PermissionOutcome{Outcome: "selected", OptionID: e.answer}, nil
 }
 
-func (e *fakeEditor) UpdateToolCall(_ context.Context, u acp.ToolCallUpdate) error {
+func (e *fakeEditor) UpdateToolCall(_ context.Context, u schema.ToolCallUpdate) error {
 	e.record("tool_call_update")
 	return nil
 }
@@ -175,7 +175,7 @@ func TestEditorFilesAndPermission(t *testing.T) {
 	require.Len(t, ed.asked, 1)
 	content, _ := ed.asked[0].Content.Get()
 	require.Len(t, content, 1)
-	assert.Equal(t, &acp.ToolDiff{Path: main, OldText: "package main // unsaved\n", NewText: "package main // edited\n"}, content[0].Diff,
+	assert.Equal(t, &schema.ToolDiff{Path: main, OldText: "package main // unsaved\n", NewText: "package main // edited\n"}, content[0].Diff,
 		"the permission request shows the whole change")
 
 	ed.answer = workspace.OptionAllow
@@ -301,34 +301,34 @@ func TestDescribe(t *testing.T) {
 	line := func(n uint32) *uint32 { return &n }
 
 	read := d(call("read_file", `{"path":"a.go","start_line":7}`), nil)
-	assert.Equal(t, acp.ToolKindRead, read.Kind)
+	assert.Equal(t, schema.ToolKindRead, read.Kind)
 	assert.Equal(t, "Read a.go", read.Title)
-	assert.Equal(t, []acp.ToolCallLocation{{Path: "/w/a.go", Line: line(7)}}, read.Locations)
+	assert.Equal(t, []schema.ToolCallLocation{{Path: "/w/a.go", Line: line(7)}}, read.Locations)
 
 	edit := call("edit_file", `{"path":"pkg/b.go","old_text":"x := 1","new_text":"x := 2"}`)
 	shown := d(edit, nil)
-	assert.Equal(t, acp.ToolKindEdit, shown.Kind)
-	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/pkg/b.go", OldText: "x := 1", NewText: "x := 2", Partial: true}}}, shown.Content, "fragments: partial")
+	assert.Equal(t, schema.ToolKindEdit, shown.Kind)
+	assert.Equal(t, []schema.ToolCallContent{{Diff: &schema.ToolDiff{Path: "/w/pkg/b.go", OldText: "x := 1", NewText: "x := 2", Partial: true}}}, shown.Content, "fragments: partial")
 	done := d(edit, &history.Message{Text: "edited pkg/b.go at line 12"})
 	assert.Equal(t, shown.Content, done.Content)
-	assert.Equal(t, []acp.ToolCallLocation{{Path: "/w/pkg/b.go", Line: line(12)}}, done.Locations)
+	assert.Equal(t, []schema.ToolCallLocation{{Path: "/w/pkg/b.go", Line: line(12)}}, done.Locations)
 	assert.Empty(t, done.Status)
 	failed := d(edit, &history.Message{Text: "error: tool edit_file failed: old_text does not occur"})
 	assert.Empty(t, failed.Content, "a failed edit shows no diff")
 	declined := d(edit, &history.Message{Text: workspace.Declined + "Edit pkg/b.go was not allowed; nothing was changed."})
 	assert.Empty(t, declined.Content, "a declined edit shows no diff")
-	assert.Equal(t, acp.ToolCallFailed, declined.Status)
+	assert.Equal(t, schema.ToolCallFailed, declined.Status)
 
 	write := d(call("write_file", `{"path":"/w/new.txt","content":"hi\n"}`), nil)
-	assert.Equal(t, []acp.ToolCallContent{{Diff: &acp.ToolDiff{Path: "/w/new.txt", NewText: "hi\n", Partial: true}}}, write.Content, "oldText null; partial: the file may have existed")
+	assert.Equal(t, []schema.ToolCallContent{{Diff: &schema.ToolDiff{Path: "/w/new.txt", NewText: "hi\n", Partial: true}}}, write.Content, "oldText null; partial: the file may have existed")
 
 	run := d(call("run_command", `{"command":"go test ./..."}`), nil)
-	assert.Equal(t, acp.ToolKindExecute, run.Kind)
+	assert.Equal(t, schema.ToolKindExecute, run.Kind)
 	assert.Equal(t, "Run go test ./...", run.Title)
-	assert.Equal(t, acp.ToolKindSearch, d(call("search", `{"pattern":"TODO"}`), nil).Kind)
-	assert.Equal(t, acp.ToolKindSearch, d(call("list_files", `{}`), nil).Kind)
+	assert.Equal(t, schema.ToolKindSearch, d(call("search", `{"pattern":"TODO"}`), nil).Kind)
+	assert.Equal(t, schema.ToolKindSearch, d(call("list_files", `{}`), nil).Kind)
 	assert.Zero(t, d(call("echo", `{"text":"x"}`), nil), "other tools keep the defaults")
-	assert.Equal(t, acp.ToolKindRead, d(call("read_file", `not json`), nil).Kind, "bad arguments are shown without them")
+	assert.Equal(t, schema.ToolKindRead, d(call("read_file", `not json`), nil).Kind, "bad arguments are shown without them")
 }
 
 // TestUnconfinedCommandSaysSoWhenAsking: a command that will run without

@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/sessionkit/sessionkit/acp"
+	acpschema "github.com/sessionkit/sessionkit/acp/schema"
 )
 
 // openFlags go with every open: a FIFO's open does not wait for a writer,
@@ -316,7 +316,7 @@ func (t tools) tooLarge(l loc, size int64) error {
 // nobody can be asked.
 func (t tools) permitChange(ctx context.Context, tool, title string, tg *target, newText string) (string, error) {
 	if tg.links <= 1 {
-		return t.permit(ctx, actEdit, tool, title, acp.ToolKindEdit, tg.l.shown(), tg.text, newText)
+		return t.permit(ctx, actEdit, tool, title, acpschema.ToolKindEdit, tg.l.shown(), tg.text, newText)
 	}
 	note := fmt.Sprintf("%s has %d hard links", tg.l.asked, tg.links)
 	v, mode := t.o.verdict(actEdit)
@@ -326,7 +326,7 @@ func (t tools) permitChange(ctx context.Context, tool, title string, tg *target,
 	if t.o.Editor == nil || t.o.AllowAll || mode == ModeFullAuto {
 		return "", fmt.Errorf("%s: changing it changes the file under its other names too, which may lie outside the workspace, so it is changed only when the user allows it in a permission request, and none is made here; nothing was changed", note)
 	}
-	return t.ask(ctx, tool, title+" ("+note+": the file changes under its other names too, which may lie outside the workspace)", acp.ToolKindEdit, tg.l.shown(), tg.text, newText)
+	return t.ask(ctx, tool, title+" ("+note+": the file changes under its other names too, which may lie outside the workspace)", acpschema.ToolKindEdit, tg.l.shown(), tg.text, newText)
 }
 
 // commit writes content to tg, allowed. The name must still lead to the

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/tools/workspace"
 )
@@ -35,7 +35,7 @@ type localEditor struct {
 func (e *localEditor) CanReadFiles() bool  { return false }
 func (e *localEditor) CanWriteFiles() bool { return false }
 
-func (e *localEditor) RequestPermission(ctx context.Context, call acp.ToolCallUpdate, options []acp.PermissionOption) (acp.PermissionOutcome, error) {
+func (e *localEditor) RequestPermission(ctx context.Context, call schema.ToolCallUpdate, options []schema.PermissionOption) (schema.PermissionOutcome, error) {
 	if e.during != nil {
 		e.during()
 	}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sessionkit/sessionkit/acp"
+	acpschema "github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -31,8 +31,8 @@ const (
 
 // Modes are the four modes, as an ACP agent lists them
 // (acp.ServerOptions.Modes), ModeAsk first.
-func Modes() []acp.SessionMode {
-	return []acp.SessionMode{
+func Modes() []acpschema.SessionMode {
+	return []acpschema.SessionMode{
 		{ID: ModeAsk, Name: "Ask", Description: "Ask before every change, command and MCP tool call"},
 		{ID: ModeReadOnly, Name: "Read only", Description: "Read, search and recall only: no changes, commands or MCP tool calls"},
 		{ID: ModeAutoEdit, Name: "Auto edit", Description: "Edit files in the session's directories without asking; commands and MCP tool calls ask"},
@@ -151,7 +151,7 @@ func Guard(t session.Tool, o Options, title func(args json.RawMessage) string) s
 		if run == nil {
 			return "", errors.New("the tool cannot run")
 		}
-		if declined, err := g.permit(ctx, actExtern, name, title(args), acp.ToolKindOther, "", "", ""); declined != "" || err != nil {
+		if declined, err := g.permit(ctx, actExtern, name, title(args), acpschema.ToolKindOther, "", "", ""); declined != "" || err != nil {
 			return declined, err
 		}
 		return run(ctx, args)

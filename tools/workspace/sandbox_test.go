@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 	"github.com/sessionkit/sessionkit/tools/workspace"
@@ -322,13 +322,13 @@ func mapKeys(m map[string]string) []string {
 // command; the sandbox helper has to).
 type terminalEditor struct {
 	*fakeEditor
-	req  acp.CreateTerminalRequest
+	req  schema.CreateTerminalRequest
 	cmd  *exec.Cmd
 	out  strings.Builder
 	done chan struct{}
 }
 
-func (e *terminalEditor) CreateTerminal(_ context.Context, req acp.CreateTerminalRequest) (string, error) {
+func (e *terminalEditor) CreateTerminal(_ context.Context, req schema.CreateTerminalRequest) (string, error) {
 	e.req = req
 	e.cmd = exec.Command(req.Command, req.Args...)
 	e.cmd.Dir = req.Cwd
@@ -345,19 +345,19 @@ func (e *terminalEditor) CreateTerminal(_ context.Context, req acp.CreateTermina
 	return "term-1", nil
 }
 
-func (e *terminalEditor) WaitForTerminalExit(ctx context.Context, _ string) (*acp.TerminalExitStatus, error) {
+func (e *terminalEditor) WaitForTerminalExit(ctx context.Context, _ string) (*schema.TerminalExitStatus, error) {
 	select {
 	case <-e.done:
 		code := e.cmd.ProcessState.ExitCode()
-		return &acp.TerminalExitStatus{ExitCode: &code}, nil
+		return &schema.TerminalExitStatus{ExitCode: &code}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-func (e *terminalEditor) TerminalOutput(context.Context, string) (*acp.TerminalOutputResponse, error) {
+func (e *terminalEditor) TerminalOutput(context.Context, string) (*schema.TerminalOutputResponse, error) {
 	<-e.done
-	return &acp.TerminalOutputResponse{Output: e.out.String()}, nil
+	return &schema.TerminalOutputResponse{Output: e.out.String()}, nil
 }
 
 func (e *terminalEditor) KillTerminal(context.Context, string) error {

@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/sessionkit/sessionkit/acp"
+	acpschema "github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
@@ -213,7 +213,7 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 	if w := policy.Warning(); w != "" {
 		title = "[" + w + "] " + title // first, where no command can push it out of view
 	}
-	if declined, err := t.permit(ctx, actCommand, "run_command", title, acp.ToolKindExecute, "", "", ""); declined != "" || err != nil {
+	if declined, err := t.permit(ctx, actCommand, "run_command", title, acpschema.ToolKindExecute, "", "", ""); declined != "" || err != nil {
 		return declined, err
 	}
 	if t.o.Editor != nil && t.o.Editor.CanRunTerminals() {

@@ -1,4 +1,4 @@
-package acp
+package schema
 
 import (
 	"encoding/json"
@@ -40,7 +40,7 @@ func (n SessionNotification) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes n; errors wrap [ErrMalformed].
-func (n *SessionNotification) UnmarshalJSON(data []byte) error { return decodeObject(data, n) }
+func (n *SessionNotification) UnmarshalJSON(data []byte) error { return DecodeObject(data, n) }
 
 // SessionUpdate is the SessionUpdate union, discriminated by
 // "sessionUpdate". Its implementations are the pointer types
@@ -684,28 +684,28 @@ func (c *CompactionSummaryChunk) UnmarshalJSON(data []byte) error {
 }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ContentChunk) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *ContentChunk) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ToolContent) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *ToolContent) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes d; errors wrap [ErrMalformed].
-func (d *ToolDiff) UnmarshalJSON(data []byte) error { return decodeObject(data, d) }
+func (d *ToolDiff) UnmarshalJSON(data []byte) error { return DecodeObject(data, d) }
 
 // UnmarshalJSON decodes t; errors wrap [ErrMalformed].
-func (t *ToolTerminal) UnmarshalJSON(data []byte) error { return decodeObject(data, t) }
+func (t *ToolTerminal) UnmarshalJSON(data []byte) error { return DecodeObject(data, t) }
 
 // UnmarshalJSON decodes l; errors wrap [ErrMalformed].
-func (l *ToolCallLocation) UnmarshalJSON(data []byte) error { return decodeObject(data, l) }
+func (l *ToolCallLocation) UnmarshalJSON(data []byte) error { return DecodeObject(data, l) }
 
 // UnmarshalJSON decodes e; errors wrap [ErrMalformed].
-func (e *PlanEntry) UnmarshalJSON(data []byte) error { return decodeObject(data, e) }
+func (e *PlanEntry) UnmarshalJSON(data []byte) error { return DecodeObject(data, e) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AvailableCommand) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *AvailableCommand) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes i; errors wrap [ErrMalformed].
-func (i *AvailableCommandInput) UnmarshalJSON(data []byte) error { return decodeObject(data, i) }
+func (i *AvailableCommandInput) UnmarshalJSON(data []byte) error { return DecodeObject(data, i) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *Cost) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *Cost) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }

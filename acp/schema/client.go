@@ -1,4 +1,4 @@
-package acp
+package schema
 
 import "encoding/json"
 
@@ -32,7 +32,7 @@ type ReadTextFileResponse struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ReadTextFileResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *ReadTextFileResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // WriteTextFileRequest is the params of fs/write_text_file (answered with
 // an empty object).
@@ -63,7 +63,7 @@ type CreateTerminalResponse struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *CreateTerminalResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *CreateTerminalResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // TerminalRequest is the params of terminal/output, terminal/wait_for_exit,
 // terminal/kill and terminal/release.
@@ -83,7 +83,7 @@ type TerminalExitStatus struct {
 }
 
 // UnmarshalJSON decodes s; errors wrap [ErrMalformed].
-func (s *TerminalExitStatus) UnmarshalJSON(data []byte) error { return decodeObject(data, s) }
+func (s *TerminalExitStatus) UnmarshalJSON(data []byte) error { return DecodeObject(data, s) }
 
 // TerminalOutputResponse is the result of terminal/output: the output so
 // far (Truncated: its beginning was cut at the byte limit) and, once the
@@ -96,7 +96,7 @@ type TerminalOutputResponse struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *TerminalOutputResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *TerminalOutputResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // PermissionOptionKind is the kind of a permission option, which the client
 // may use to show it (a string set the schema leaves open).
@@ -144,7 +144,7 @@ func (r RequestPermissionRequest) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *RequestPermissionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *RequestPermissionRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // toolCallObject encodes u as the ToolCallUpdate object of a permission
 // request.
@@ -188,7 +188,7 @@ type RequestPermissionResponse struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *RequestPermissionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *RequestPermissionResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // PermissionOutcome is the outcome of a permission request.
 type PermissionOutcome struct {
@@ -198,7 +198,7 @@ type PermissionOutcome struct {
 }
 
 // UnmarshalJSON decodes o; errors wrap [ErrMalformed].
-func (o *PermissionOutcome) UnmarshalJSON(data []byte) error { return decodeObject(data, o) }
+func (o *PermissionOutcome) UnmarshalJSON(data []byte) error { return DecodeObject(data, o) }
 
 // Selected reports whether the user chose an option, and which.
 func (o PermissionOutcome) Selected() (optionID string, ok bool) {
@@ -208,10 +208,10 @@ func (o PermissionOutcome) Selected() (optionID string, ok bool) {
 	return "", false
 }
 
-// emptyResult decodes the empty-object results of fs/write_text_file and
+// EmptyResult decodes the empty-object results of fs/write_text_file and
 // the terminal methods (anything is accepted, as the SDK does).
-type emptyResult struct{}
+type EmptyResult struct{}
 
-func (*emptyResult) UnmarshalJSON([]byte) error { return nil }
+func (*EmptyResult) UnmarshalJSON([]byte) error { return nil }
 
-var _ json.Unmarshaler = (*emptyResult)(nil)
+var _ json.Unmarshaler = (*EmptyResult)(nil)

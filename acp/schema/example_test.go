@@ -1,32 +1,32 @@
-package acp_test
+package schema_test
 
 import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/acp/schema"
 )
 
 // A compaction's patch fields are tri-state: left out, null, or a value.
 func ExampleCompactionUpdate() {
-	started := &acp.CompactionUpdate{CompactionID: "cmp_1", Status: acp.CompactionInProgress}
-	finished := &acp.CompactionUpdate{
+	started := &schema.CompactionUpdate{CompactionID: "cmp_1", Status: schema.CompactionInProgress}
+	finished := &schema.CompactionUpdate{
 		CompactionID: "cmp_1",
-		Status:       acp.CompactionCompleted,
-		Summary:      acp.Value([]acp.ContentBlock{acp.TextBlock("The user wants a Go SDK.")}),
+		Status:       schema.CompactionCompleted,
+		Summary:      schema.Value([]schema.ContentBlock{schema.TextBlock("The user wants a Go SDK.")}),
 	}
-	failed := &acp.CompactionUpdate{
+	failed := &schema.CompactionUpdate{
 		CompactionID: "cmp_2",
-		Status:       acp.CompactionFailed,
-		Summary:      acp.Null[[]acp.ContentBlock](),
-		Error:        acp.Value("provider timeout"),
+		Status:       schema.CompactionFailed,
+		Summary:      schema.Null[[]schema.ContentBlock](),
+		Error:        schema.Value("provider timeout"),
 	}
-	for _, u := range []*acp.CompactionUpdate{started, finished, failed} {
+	for _, u := range []*schema.CompactionUpdate{started, finished, failed} {
 		if err := u.Validate(); err != nil {
 			fmt.Println(err)
 			continue
 		}
-		b, _ := json.Marshal(acp.SessionNotification{SessionID: "s1", Update: u})
+		b, _ := json.Marshal(schema.SessionNotification{SessionID: "s1", Update: u})
 		fmt.Println(string(b))
 	}
 	// Output:
@@ -43,11 +43,11 @@ func ExampleDecodeSessionUpdate() {
 		`{"sessionUpdate":"_vendor_banner","message":"Refactor"}`,
 		`{"sessionUpdate":"compaction_update","status":"completed"}`,
 	} {
-		u, err := acp.DecodeSessionUpdate([]byte(in))
+		u, err := schema.DecodeSessionUpdate([]byte(in))
 		switch u := u.(type) {
-		case *acp.CompactionSummaryChunk:
+		case *schema.CompactionSummaryChunk:
 			fmt.Println("chunk for", u.CompactionID+":", u.Content.Text.Text)
-		case *acp.UnknownSessionUpdate:
+		case *schema.UnknownSessionUpdate:
 			fmt.Println("unknown", u.Kind, string(u.Raw))
 		default:
 			fmt.Println("error:", err)
@@ -67,7 +67,7 @@ func ExampleClientCapabilities_SupportsCompaction() {
 		`{"protocolVersion":1,"clientCapabilities":{"session":{"compaction":true}}}`,
 		`{"protocolVersion":1}`,
 	} {
-		var req acp.InitializeRequest
+		var req schema.InitializeRequest
 		if err := json.Unmarshal([]byte(params), &req); err != nil {
 			fmt.Println(err)
 			continue

@@ -1,4 +1,4 @@
-package acp
+package schema
 
 // Decoding of the wire types, shared by all of them.
 //
@@ -56,8 +56,8 @@ func malformed(format string, args ...any) error {
 	return &malformedError{msg: fmt.Sprintf(format, args...)}
 }
 
-// describe renders err (a decoding error of any origin) for a peer.
-func describe(err error) string {
+// DescribeError renders err (a decoding error of any origin) for a peer.
+func DescribeError(err error) string {
 	var m *malformedError
 	if errors.As(err, &m) {
 		return m.msg
@@ -77,7 +77,7 @@ func members(data []byte) (map[string]json.RawMessage, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil || m == nil {
 		if err != nil && jsonKind(data) == "object" {
-			return nil, malformed("%s", describe(err))
+			return nil, malformed("%s", DescribeError(err))
 		}
 		return nil, malformed("expected object, got %s", jsonKind(data))
 	}
@@ -157,9 +157,9 @@ func specsOf(t reflect.Type) []fieldSpec {
 	return specs
 }
 
-// decodeObject decodes the JSON object data into the struct v points to,
+// DecodeObject decodes the JSON object data into the struct v points to,
 // following the struct's json and acp tags (see the top of this file).
-func decodeObject(data []byte, v any) error {
+func DecodeObject(data []byte, v any) error {
 	fields, err := members(data)
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func decodeObject(data []byte, v any) error {
 		dst := rv.Field(f.index)
 		if err := decodeField(dst, f, raw); err != nil {
 			if !f.lenient {
-				return malformed("field %q: %s", f.name, describe(err))
+				return malformed("field %q: %s", f.name, DescribeError(err))
 			}
 			dst.SetZero()
 			if f.required && dst.Kind() == reflect.Slice {
@@ -268,7 +268,7 @@ func decodeSlice(raw json.RawMessage, t reflect.Type, skipInvalid bool) (reflect
 			if skipInvalid {
 				continue
 			}
-			return reflect.Value{}, malformed("item %d: %s", i, describe(err))
+			return reflect.Value{}, malformed("item %d: %s", i, DescribeError(err))
 		}
 		out = reflect.Append(out, ev.Elem())
 	}
@@ -347,11 +347,11 @@ func marshalVariant(key, tag string, v any) ([]byte, error) {
 	return withTag(key, tag, b)
 }
 
-// discriminator returns the string discriminator key of a union value.
-func discriminator(data []byte, key, union string) (string, error) {
+// Discriminator returns the string discriminator key of a union value.
+func Discriminator(data []byte, key, union string) (string, error) {
 	fields, err := members(data)
 	if err != nil {
-		return "", malformed("%s: %s", union, describe(err))
+		return "", malformed("%s: %s", union, DescribeError(err))
 	}
 	raw, ok := fields[key]
 	if !ok {
@@ -369,7 +369,7 @@ func discriminator(data []byte, key, union string) (string, error) {
 // tag, which gives an UnknownVariant that keeps the raw JSON. union names the
 // union in errors.
 func decodeUnion(data []byte, key, union string, variant func(tag string) any) (*UnknownVariant, error) {
-	tag, err := discriminator(data, key, union)
+	tag, err := Discriminator(data, key, union)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +378,7 @@ func decodeUnion(data []byte, key, union string, variant func(tag string) any) (
 		return &UnknownVariant{Tag: tag, Raw: canonicalRaw(data)}, nil
 	}
 	if err := json.Unmarshal(data, v); err != nil {
-		return nil, malformed("%s %q: %s", union, tag, describe(err))
+		return nil, malformed("%s %q: %s", union, tag, DescribeError(err))
 	}
 	return nil, nil
 }
@@ -405,7 +405,7 @@ func decodeSessionUpdate(data []byte, newUpdate func(kind string) SessionUpdate)
 // decodeVariant decodes the payload of a union variant whose discriminator
 // is tag and checks that a discriminator present in data agrees.
 func decodeVariant(data []byte, v any, key, tag string) error {
-	if err := decodeObject(data, v); err != nil {
+	if err := DecodeObject(data, v); err != nil {
 		return err
 	}
 	fields, _ := members(data)

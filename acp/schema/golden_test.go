@@ -1,4 +1,4 @@
-package acp
+package schema
 
 import (
 	"bytes"
@@ -209,7 +209,7 @@ func goldenCases() []goldenCase {
 			Meta: Value(map[string]any{"sessionkit": map[string]any{"trigger": "manual"}})}},
 		{"v2_session_notification", &SessionNotificationV2{SessionID: "sess_1", Update: &StateUpdate{State: StateRunning}}},
 		// What Dial sends: a v2 initialize with the v1 fields beside.
-		{"v2_initialize_request_dual", &dualInitialize{ProtocolVersion: ProtocolVersion2,
+		{"v2_initialize_request_dual", &DualInitializeRequest{ProtocolVersion: ProtocolVersion2,
 			Info:               Implementation{Name: "sessionkit", Version: "0.1.0"},
 			ClientCapabilities: ClientCapabilities{Session: json.RawMessage(`{"compaction":{}}`)},
 			ClientInfo:         &Implementation{Name: "sessionkit", Version: "0.1.0"}}},

@@ -1,4 +1,4 @@
-package acp
+package schema
 
 // Wire types of session modes (v1) and session config options (v1 and
 // v2), following the official schemas (npm @agentclientprotocol/sdk 2.4.0)
@@ -88,21 +88,21 @@ func (o *SessionConfigOptionV2) UnmarshalJSON(data []byte) error {
 }
 
 func decodeSelect(data []byte, v any) error {
-	typ, err := discriminator(data, "type", "SessionConfigOption")
+	typ, err := Discriminator(data, "type", "SessionConfigOption")
 	if err != nil {
 		return err
 	}
 	if typ != selectType {
 		return malformed("config option of type %q is not supported", typ)
 	}
-	return decodeObject(data, v)
+	return DecodeObject(data, v)
 }
 
 // MarshalJSON encodes o.
 func (o SessionConfigSelectOption) MarshalJSON() ([]byte, error) { return marshalObject(o) }
 
 // UnmarshalJSON decodes o; errors wrap [ErrMalformed].
-func (o *SessionConfigSelectOption) UnmarshalJSON(data []byte) error { return decodeObject(data, o) }
+func (o *SessionConfigSelectOption) UnmarshalJSON(data []byte) error { return DecodeObject(data, o) }
 
 // ConfigOptionUpdate is the v1 config_option_update update: every config
 // option of the session with its current value.
@@ -194,28 +194,28 @@ type SetConfigOptionResponseV2 struct {
 func (r SetSessionModeRequest) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *SetSessionModeRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *SetSessionModeRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // MarshalJSON encodes r.
 func (r SetSessionModeResponse) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *SetSessionModeResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *SetSessionModeResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // MarshalJSON encodes r.
 func (r SetConfigOptionRequest) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *SetConfigOptionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *SetConfigOptionRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // MarshalJSON encodes r.
 func (r SetConfigOptionResponse) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *SetConfigOptionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *SetConfigOptionResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // MarshalJSON encodes r.
 func (r SetConfigOptionResponseV2) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *SetConfigOptionResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *SetConfigOptionResponseV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }

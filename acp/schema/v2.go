@@ -1,4 +1,4 @@
-package acp
+package schema
 
 // Wire types of ACP v2 where its shapes differ from v1's, following the
 // official schema (npm @agentclientprotocol/sdk 2.4.0, schema/v2/schema.json)
@@ -10,7 +10,9 @@ package acp
 // CompactionUpdate and CompactionSummaryChunk. There are no conversion
 // helpers between the versions: each surface builds its own types.
 
-import "encoding/json"
+import (
+	"encoding/json"
+)
 
 // ProtocolVersion2 is ACP v2, the other version this package speaks.
 const ProtocolVersion2 ProtocolVersion = 2
@@ -248,7 +250,7 @@ func (n *SessionNotificationV2) UnmarshalJSON(data []byte) error {
 		Update    json.RawMessage `json:"update" acp:"required"`
 		Meta      map[string]any  `json:"_meta,omitzero" acp:"lenient"`
 	}
-	if err := decodeObject(data, &raw); err != nil {
+	if err := DecodeObject(data, &raw); err != nil {
 		return err
 	}
 	if isNull(raw.Update) {
@@ -256,7 +258,7 @@ func (n *SessionNotificationV2) UnmarshalJSON(data []byte) error {
 	}
 	u, err := DecodeSessionUpdateV2(raw.Update)
 	if err != nil {
-		return malformed(`field "update": %s`, describe(err))
+		return malformed(`field "update": %s`, DescribeError(err))
 	}
 	*n = SessionNotificationV2{SessionID: raw.SessionID, Update: u, Meta: raw.Meta}
 	return nil
@@ -406,7 +408,7 @@ func (c CommandV2) MarshalJSON() ([]byte, error) { return marshalVariant("type",
 // UnmarshalJSON decodes a command of type "command"; another type is an
 // error (and the item is skipped in a command list).
 func (c *CommandV2) UnmarshalJSON(data []byte) error {
-	if _, err := discriminator(data, "type", "command"); err != nil {
+	if _, err := Discriminator(data, "type", "command"); err != nil {
 		return err
 	}
 	return decodeVariant(data, c, "type", "command")
@@ -417,58 +419,76 @@ func (i TextCommandInput) MarshalJSON() ([]byte, error) { return marshalVariant(
 
 // UnmarshalJSON decodes an input of type "text".
 func (i *TextCommandInput) UnmarshalJSON(data []byte) error {
-	if _, err := discriminator(data, "type", "command input"); err != nil {
+	if _, err := Discriminator(data, "type", "command input"); err != nil {
 		return err
 	}
 	return decodeVariant(data, i, "type", "text")
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *InitializeRequestV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *InitializeRequestV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ClientCapabilitiesV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *ClientCapabilitiesV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *InitializeResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *InitializeResponseV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AgentCapabilitiesV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *AgentCapabilitiesV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *SessionCapabilitiesV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *SessionCapabilitiesV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *PromptCapabilitiesV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *PromptCapabilitiesV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes d; errors wrap [ErrMalformed].
 func (d *UnsupportedProtocolVersionData) UnmarshalJSON(data []byte) error {
-	return decodeObject(data, d)
+	return DecodeObject(data, d)
 }
 
 // MarshalJSON encodes d; a nil Supported is sent as [].
 func (d UnsupportedProtocolVersionData) MarshalJSON() ([]byte, error) { return marshalObject(d) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *NewSessionRequestV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *NewSessionRequestV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *NewSessionResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *NewSessionResponseV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ResumeSessionRequestV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *ResumeSessionRequestV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes f; errors wrap [ErrMalformed].
-func (f *ReplayFrom) UnmarshalJSON(data []byte) error { return decodeObject(data, f) }
+func (f *ReplayFrom) UnmarshalJSON(data []byte) error { return DecodeObject(data, f) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ResumeSessionResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *ResumeSessionResponseV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *PromptResponseV2) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *PromptResponseV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ContentChunkV2) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *ContentChunkV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes e; errors wrap [ErrMalformed].
-func (e *ErrorObject) UnmarshalJSON(data []byte) error { return decodeObject(data, e) }
+func (e *ErrorObject) UnmarshalJSON(data []byte) error { return DecodeObject(data, e) }
+
+// DualInitializeRequest is the initialize of a client that speaks v1 and v2: the
+// v2 request with the v1 fields beside (a v2 agent ignores them).
+type DualInitializeRequest struct {
+	ProtocolVersion    ProtocolVersion      `json:"protocolVersion"`
+	Info               Implementation       `json:"info"`
+	Capabilities       ClientCapabilitiesV2 `json:"capabilities"`
+	ClientCapabilities ClientCapabilities   `json:"clientCapabilities"`
+	ClientInfo         *Implementation      `json:"clientInfo,omitzero"`
+}
+
+// RequestedVersion is the protocolVersion member of an initialize request.
+type RequestedVersion struct {
+	ProtocolVersion ProtocolVersion `json:"protocolVersion" acp:"required"`
+}
+
+// UnmarshalJSON decodes v; errors wrap [ErrMalformed].
+func (v *RequestedVersion) UnmarshalJSON(data []byte) error { return DecodeObject(data, v) }

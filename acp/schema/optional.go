@@ -1,4 +1,4 @@
-package acp
+package schema
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package acp
+package schema
 
 // Wire types of ACP v1: the params and results of every message the agent
 // sends or reads, following the official schema (npm
@@ -28,9 +28,7 @@ package acp
 import (
 	"encoding/json"
 	"fmt"
-)
-
-// Method names of ACP v1 used by sessionkit.
+) // Method names of ACP v1 used by sessionkit.
 const (
 	MethodInitialize    = "initialize"
 	MethodAuthenticate  = "authenticate"
@@ -370,7 +368,7 @@ func (s *McpServer) UnmarshalJSON(data []byte) error {
 	*s = McpServer{}
 	fields, err := members(data)
 	if err != nil {
-		return malformed("MCP server: %s", describe(err))
+		return malformed("MCP server: %s", DescribeError(err))
 	}
 	var typ string
 	if raw, ok := fields["type"]; ok {
@@ -379,14 +377,14 @@ func (s *McpServer) UnmarshalJSON(data []byte) error {
 	switch typ {
 	case "http", "sse":
 		var r mcpServerRemote
-		if err := decodeObject(data, &r); err != nil {
-			return malformed("MCP server %q: %s", typ, describe(err))
+		if err := DecodeObject(data, &r); err != nil {
+			return malformed("MCP server %q: %s", typ, DescribeError(err))
 		}
 		*s = McpServer{Type: typ, Name: r.Name, URL: r.URL, Headers: r.Headers, Meta: r.Meta}
 	default:
 		var r mcpServerStdio
-		if err := decodeObject(data, &r); err != nil {
-			return malformed("MCP server (stdio): %s", describe(err))
+		if err := DecodeObject(data, &r); err != nil {
+			return malformed("MCP server (stdio): %s", DescribeError(err))
 		}
 		*s = McpServer{Name: r.Name, Command: r.Command, Args: r.Args, Env: r.Env, Meta: r.Meta}
 	}
@@ -444,50 +442,50 @@ type CancelNotification struct {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *InitializeRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *InitializeRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ClientCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *ClientCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ClientSessionCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *ClientSessionCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *CompactionCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *CompactionCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *FileSystemCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *FileSystemCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AuthCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *AuthCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes i; errors wrap [ErrMalformed].
-func (i *Implementation) UnmarshalJSON(data []byte) error { return decodeObject(data, i) }
+func (i *Implementation) UnmarshalJSON(data []byte) error { return DecodeObject(data, i) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *InitializeResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *InitializeResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AgentCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *AgentCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *PromptCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *PromptCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *McpCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *McpCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *SessionCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *SessionCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AgentAuthCapabilities) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *AgentAuthCapabilities) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *Capability) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *Capability) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes m; errors wrap [ErrMalformed].
 func (m *AuthMethod) UnmarshalJSON(data []byte) error {
-	if err := decodeObject(data, m); err != nil {
+	if err := DecodeObject(data, m); err != nil {
 		return err
 	}
 	if m.Type != "terminal" { // the agent shape has no type, args or env
@@ -497,49 +495,49 @@ func (m *AuthMethod) UnmarshalJSON(data []byte) error {
 }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *AuthenticateRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *AuthenticateRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *AuthenticateResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *AuthenticateResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // MarshalJSON encodes r, with a nil McpServers as [].
 func (r NewSessionRequest) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *NewSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *NewSessionRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *NewSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *NewSessionResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // MarshalJSON encodes r, with a nil McpServers as [].
 func (r LoadSessionRequest) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *LoadSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *LoadSessionRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *LoadSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *LoadSessionResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ResumeSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *ResumeSessionRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ResumeSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *ResumeSessionResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *CloseSessionRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *CloseSessionRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *CloseSessionResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *CloseSessionResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ListSessionsRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *ListSessionsRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *ListSessionsResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *ListSessionsResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *SessionInfo) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *SessionInfo) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // MarshalJSON encodes r, with a nil Sessions as [].
 func (r ListSessionsResponse) MarshalJSON() ([]byte, error) { return marshalObject(r) }
@@ -548,25 +546,54 @@ func (r ListSessionsResponse) MarshalJSON() ([]byte, error) { return marshalObje
 func (s SessionModeState) MarshalJSON() ([]byte, error) { return marshalObject(s) }
 
 // UnmarshalJSON decodes s; errors wrap [ErrMalformed].
-func (s *SessionModeState) UnmarshalJSON(data []byte) error { return decodeObject(data, s) }
+func (s *SessionModeState) UnmarshalJSON(data []byte) error { return DecodeObject(data, s) }
 
 // UnmarshalJSON decodes m; errors wrap [ErrMalformed].
-func (m *SessionMode) UnmarshalJSON(data []byte) error { return decodeObject(data, m) }
+func (m *SessionMode) UnmarshalJSON(data []byte) error { return DecodeObject(data, m) }
 
 // UnmarshalJSON decodes v; errors wrap [ErrMalformed].
-func (v *EnvVariable) UnmarshalJSON(data []byte) error { return decodeObject(data, v) }
+func (v *EnvVariable) UnmarshalJSON(data []byte) error { return DecodeObject(data, v) }
 
 // UnmarshalJSON decodes h; errors wrap [ErrMalformed].
-func (h *HTTPHeader) UnmarshalJSON(data []byte) error { return decodeObject(data, h) }
+func (h *HTTPHeader) UnmarshalJSON(data []byte) error { return DecodeObject(data, h) }
 
 // MarshalJSON encodes r, with a nil Prompt as [].
 func (r PromptRequest) MarshalJSON() ([]byte, error) { return marshalObject(r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *PromptRequest) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *PromptRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
-func (r *PromptResponse) UnmarshalJSON(data []byte) error { return decodeObject(data, r) }
+func (r *PromptResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes n; errors wrap [ErrMalformed].
-func (n *CancelNotification) UnmarshalJSON(data []byte) error { return decodeObject(data, n) }
+func (n *CancelNotification) UnmarshalJSON(data []byte) error { return DecodeObject(data, n) }
+
+// MethodSessionDelete is session/delete (v1 and v2; advertised under
+// sessionCapabilities.delete in v1 and session.delete in v2).
+const MethodSessionDelete = "session/delete"
+
+// DeleteSessionRequest is the params of session/delete, the same in v1 and
+// v2.
+type DeleteSessionRequest struct {
+	SessionID string         `json:"sessionId" acp:"required"`
+	Meta      map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// DeleteSessionResponse is the result of session/delete, the same in v1
+// and v2.
+type DeleteSessionResponse struct {
+	Meta map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *DeleteSessionRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *DeleteSessionResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
+
+// SupportsNotices reports whether the client advertised
+// clientCapabilities.session.notices as a JSON object, the only form that
+// allows notice updates on ACP v1. Absent, null and anything but an object
+// mean no support, as for [ClientCapabilities.SupportsCompaction].
+func (c ClientCapabilities) SupportsNotices() bool { return c.sessionObject("notices") }

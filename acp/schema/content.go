@@ -1,4 +1,4 @@
-package acp
+package schema
 
 import (
 	"encoding/json"
@@ -241,14 +241,14 @@ func (r ResourceContents) MarshalJSON() ([]byte, error) {
 func (r *ResourceContents) UnmarshalJSON(data []byte) error {
 	*r = ResourceContents{}
 	var t textResourceContents
-	errText := decodeObject(data, &t)
+	errText := DecodeObject(data, &t)
 	if errText == nil {
 		*r = ResourceContents{URI: t.URI, MimeType: t.MimeType, Text: &t.Text, Meta: t.Meta}
 		return nil
 	}
 	var b blobResourceContents
-	if err := decodeObject(data, &b); err != nil {
-		return malformed("resource contents: neither text contents (%s) nor blob contents (%s)", describe(errText), describe(err))
+	if err := DecodeObject(data, &b); err != nil {
+		return malformed("resource contents: neither text contents (%s) nor blob contents (%s)", DescribeError(errText), DescribeError(err))
 	}
 	*r = ResourceContents{URI: b.URI, MimeType: b.MimeType, Blob: &b.Blob, Meta: b.Meta}
 	return nil
@@ -284,19 +284,19 @@ func (r *Role) UnmarshalJSON(data []byte) error {
 }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *TextContent) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *TextContent) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ImageContent) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *ImageContent) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *AudioContent) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *AudioContent) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *ResourceLink) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *ResourceLink) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
-func (c *EmbeddedResource) UnmarshalJSON(data []byte) error { return decodeObject(data, c) }
+func (c *EmbeddedResource) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }
 
 // UnmarshalJSON decodes a; errors wrap [ErrMalformed].
-func (a *Annotations) UnmarshalJSON(data []byte) error { return decodeObject(data, a) }
+func (a *Annotations) UnmarshalJSON(data []byte) error { return DecodeObject(data, a) }
