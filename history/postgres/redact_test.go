@@ -110,7 +110,13 @@ func FuzzRedact(f *testing.F) {
 			if strings.Contains(strings.Replace(in, password, "", 1), password) {
 				continue // it is also elsewhere: not a password there
 			}
-			if out := postgres.Redact(in); strings.Contains(out, password) || strings.Contains(out, url.QueryEscape(password)) {
+			shows := func(out string) bool {
+				return strings.Contains(out, password) || strings.Contains(out, url.QueryEscape(password))
+			}
+			if shows(postgres.Redact(strings.Replace(in, password, "Q", 1))) {
+				continue // the redacted surroundings spell it (an escape such as %9A before "A00000"): not the password's doing
+			}
+			if out := postgres.Redact(in); shows(out) {
 				t.Fatalf("Redact(%q) = %q shows the password", in, out)
 			}
 		}
