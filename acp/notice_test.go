@@ -345,3 +345,36 @@ func TestNotice_Wire(t *testing.T) {
 		assert.Equal(t, want, schema.ClientCapabilities{Session: json.RawMessage(caps)}.SupportsNotices(), caps)
 	}
 }
+
+// summaryRetrying reports one rate-limited retry before each summary.
+type summaryRetrying struct{ *providertest.Fake }
+
+func (p summaryRetrying) Complete(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
+	if req.Purpose == provider.PurposeSummary {
+		provider.ReportRetry(ctx, provider.Retry{Retry: 2, MaxRetries: 3, Wait: 4 * time.Second, RateLimited: true, Err: errors.New("HTTP 429: busy")})
+	}
+	return p.Fake.Complete(ctx, req, onDelta)
+}
+
+// TestNotice_SummaryCallRetry: a retry of a compaction's summary call is
+// told as a retry of that call.
+func TestNotice_SummaryCallRetry(t *testing.T) {
+	for _, cl := range noticeClients {
+		if !cl.notices {
+			continue
+		}
+		t.Run(cl.name, func(t *testing.T) {
+			fake := providertest.New()
+			fake.SetDefault(func(*provider.Request) providertest.Reply { return providertest.Reply{Text: "an answer"} })
+			c := hostileServe(t, summaryRetrying{fake}, memstore.New(), acp.ServerOptions{})
+			sid := openFor(t, c, cl.init, cl.v2)
+			promptDone(t, c, cl.v2, sid, "one")
+			promptDone(t, c, cl.v2, sid, "two")
+			seq := c.lastSeq()
+			promptDone(t, c, cl.v2, sid, "/compact")
+			got := noticesSince(t, c, seq)
+			require.Len(t, got, 1)
+			assert.Equal(t, schema.Notice{Severity: schema.NoticeWarning, Title: "Rate limited by the model provider: retrying the compaction's summary call in 4s", Description: "Retry 2 of 3 after: HTTP 429: busy"}, got[0])
+		})
+	}
+}

@@ -60,6 +60,9 @@ func (a *agentSession) notices(p session.Payload, replayed bool) {
 		if p.RateLimited {
 			title = "Rate limited by the model provider: retrying"
 		}
+		if p.CompactID != "" {
+			title += " the compaction's summary call"
+		}
 		a.sendNotice(schema.Notice{
 			Severity:    schema.NoticeWarning,
 			Title:       fmt.Sprintf("%s in %s", title, p.Wait.Round(time.Second/10)),

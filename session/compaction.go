@@ -251,7 +251,15 @@ func (k compaction) summary(post progress) (*compact.Summary, provider.Info, err
 	default:
 		c := k.c
 		k.composer.BytesPerToken = bytesPerToken(k.system, k.in.PreviousSummary, k.all, k.before)
-		sum, err = k.composer.Summarize(k.ctx, k.in, func(delta string) {
+		// The summary provider's retries are reported like a turn's.
+		rctx := provider.WithRetryReports(k.ctx, func(r provider.Retry) {
+			post(func(l *loop) {
+				ev := retryEvent(l.turnID(), r)
+				ev.CompactID = c.id
+				l.publish(ev)
+			})
+		})
+		sum, err = k.composer.Summarize(rctx, k.in, func(delta string) {
 			if delta != "" {
 				post(func(l *loop) {
 					keepDraft(&l.runSummary, delta)

@@ -135,3 +135,39 @@ func TestRetryEvent(t *testing.T) {
 	require.NotNil(t, got)
 	assert.Equal(t, session.RetryEvent{TurnID: h.ID(), Retry: 1, MaxRetries: 3, Wait: 7 * time.Second, RateLimited: true, Error: "HTTP 429: slow down"}, *got)
 }
+
+// TestRetryEvent_SummaryCall: a retry of a compaction's summary call is
+// published as a RetryEvent naming the compaction, before its end.
+func TestRetryEvent_SummaryCall(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{SummaryProvider: retrying{fake}})
+	rec := record(t, s)
+	fake.QueueTurn(providertest.Reply{Text: "a1"})
+	require.NoError(t, wait(t, mustPrompt(t, s, "u1")).Err)
+	fake.QueueTurn(providertest.Reply{Text: "a2"})
+	require.NoError(t, wait(t, mustPrompt(t, s, "u2")).Err)
+	fake.QueueSummary(providertest.Reply{Text: "S"})
+	h := mustCompact(t, s, "")
+	require.True(t, wait(t, h).Compacted)
+	evs := rec.until(t, func(evs []session.Event) bool {
+		for _, ev := range evs {
+			if ce, ok := ev.Payload.(*session.CompactionEvent); ok && ce.Phase == session.PhaseFinished {
+				return true
+			}
+		}
+		return false
+	})
+	var got *session.RetryEvent
+	for _, ev := range evs {
+		switch p := ev.Payload.(type) {
+		case *session.RetryEvent:
+			got = p
+		case *session.CompactionEvent:
+			if p.Phase == session.PhaseFinished {
+				require.NotNil(t, got, "the retry comes before the compaction's end")
+			}
+		}
+	}
+	require.NotNil(t, got)
+	assert.Equal(t, session.RetryEvent{CompactID: h.ID(), Retry: 1, MaxRetries: 3, Wait: 7 * time.Second, RateLimited: true, Error: "HTTP 429: slow down"}, *got)
+}

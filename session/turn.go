@@ -303,11 +303,13 @@ func cancelledResult(name, out string) string {
 	return ToolCallCancelledText + ": " + name + " was stopped; what it returned:\n" + out
 }
 
-// RetryEvent reports that the provider failed a request of a turn and
-// retries it (provider.ReportRetry): the answer is delayed by Wait. Live
-// only.
+// RetryEvent reports that the provider failed a request and retries it
+// (provider.ReportRetry): the answer is delayed by Wait. The request is a
+// turn's (TurnID) or a compaction's summary call (CompactID, with the
+// TurnID of the turn it runs in, if any). Live only.
 type RetryEvent struct {
 	TurnID      string
+	CompactID   string        // the compaction whose summary call is retried; "" for a turn's request
 	Retry       int           // 1 for the first retry
 	MaxRetries  int           // the retries the provider allows in all
 	Wait        time.Duration // before the retry
