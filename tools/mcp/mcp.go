@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sessionkit/sessionkit/internal/textcut"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -551,9 +552,9 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (s
 		if text == "" {
 			text = "the tool reported an error without a message"
 		}
-		return "", errors.New(bound(text, s.o.MaxOutput))
+		return "", errors.New(textcut.Bound(text, s.o.MaxOutput))
 	}
-	return bound(text, s.o.MaxOutput), nil
+	return textcut.Bound(text, s.o.MaxOutput), nil
 }
 
 // withHeaders returns a client that sends h with every request.

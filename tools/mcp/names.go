@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sessionkit/sessionkit/internal/textcut"
 )
 
 // MaxNameLen is the longest tool name the providers accept.
@@ -111,31 +112,7 @@ func clean(s string, max int) string {
 		return s
 	}
 	const ellipsis = "…"
-	return runePrefix(s, max-len(ellipsis)) + ellipsis
-}
-
-// runePrefix returns the longest prefix of s of at most n bytes that does
-// not split a rune.
-func runePrefix(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-// bound cuts s to max bytes at a rune boundary and says so.
-func bound(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	kept := runePrefix(s, max)
-	return kept + fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(kept), len(s))
+	return textcut.Prefix(s, max-len(ellipsis)) + ellipsis
 }
 
 // checkSchema says why a tool's input schema cannot be offered ("" when

@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	acpschema "github.com/sessionkit/sessionkit/acp/schema"
+	"github.com/sessionkit/sessionkit/internal/textcut"
 )
 
 // openFlags go with every open: a FIFO's open does not wait for a writer,
@@ -147,7 +148,7 @@ func (t tools) readFile(ctx context.Context, raw json.RawMessage) (string, error
 		if len(text) <= t.o.MaxOutput {
 			return text, nil
 		}
-		kept := runePrefix(text, t.o.MaxOutput)
+		kept := textcut.Prefix(text, t.o.MaxOutput)
 		if !ranged {
 			return kept + fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(kept), len(text)), nil
 		}
@@ -565,5 +566,5 @@ func (t tools) listFiles(ctx context.Context, raw json.RawMessage) (string, erro
 		}
 		b.WriteString("\n")
 	}
-	return bound(b.String(), t.o.MaxOutput), nil
+	return textcut.Bound(b.String(), t.o.MaxOutput), nil
 }

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	acpschema "github.com/sessionkit/sessionkit/acp/schema"
+	"github.com/sessionkit/sessionkit/internal/textcut"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
@@ -147,27 +147,6 @@ func args(raw json.RawMessage, v any) error {
 	return nil
 }
 
-// bound cuts s to max bytes at a rune boundary and says so.
-func bound(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	kept := runePrefix(s, max)
-	return kept + fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(kept), len(s))
-}
-
-// runePrefix returns the longest prefix of s of at most n bytes that does not
-// end inside a rune.
-func runePrefix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // maxShownCommand bounds a command line in a title.
 const maxShownCommand = 300
 
@@ -181,7 +160,7 @@ func shownCommand(c string) string {
 		return c
 	}
 	if len(c) > maxShownCommand {
-		return strconv.Quote(runePrefix(c, maxShownCommand)) + fmt.Sprintf("… (%d bytes)", len(c))
+		return strconv.Quote(textcut.Prefix(c, maxShownCommand)) + fmt.Sprintf("… (%d bytes)", len(c))
 	}
 	return strconv.Quote(c)
 }
