@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/session"
@@ -42,6 +43,15 @@ func (c *ToolClient) Notice(ctx context.Context, n schema.Notice) error {
 	return nil
 }
 
+// dropEarly drops the notices given while a session that did not open was
+// being opened: there is no session to send them in, and a Notice after
+// this reports ErrNoClient.
+func (c *ToolClient) dropEarly() {
+	c.early.mu.Lock()
+	c.early.notices, c.early.sent = nil, true
+	c.early.mu.Unlock()
+}
+
 // earlyNotices holds the notices given before the session was open; the
 // owner takes them once, right after the response that opens the session
 // (the lock only hands them over: the owner decides where they go).
@@ -59,14 +69,6 @@ func summarized(n int) string {
 	return fmt.Sprintf("%d earlier messages were summarized", n)
 }
 
-// archivedCount is how many messages compaction r archived.
-func archivedCount(r *session.CompactResult) int {
-	if r.Segment == nil {
-		return 0
-	}
-	return len(r.Segment.Messages)
-}
-
 // autoCompactNotice tells the user that automatic compaction was
 // suspended or resumed.
 func autoCompactNotice(p *session.AutoCompactEvent) schema.Notice {
@@ -74,15 +76,23 @@ func autoCompactNotice(p *session.AutoCompactEvent) schema.Notice {
 		return schema.Notice{
 			Severity:    schema.NoticeWarning,
 			Title:       "Automatic compaction suspended",
-			Description: fmt.Sprintf("%d automatic compactions in a row failed (the last: %s). The conversation is not compacted automatically until a compaction succeeds; /compact tries again.", p.Failures, p.Error),
+			Description: fmt.Sprintf("%d automatic compactions in a row failed (the last: %s). The conversation is not compacted automatically until a compaction succeeds; /compact tries again.", p.Failures, firstLine(p.Error)),
 		}
 	}
 	return schema.Notice{Severity: schema.NoticeInfo, Title: "Automatic compaction resumed", Description: "A compaction succeeded: the conversation is compacted automatically again when it grows."}
 }
 
-// firstLine is the first line of s, at most 300 runes.
+// firstLine is the first line of s, at most 300 runes, its other control
+// characters (a carriage return, an escape) made spaces: error text from a
+// provider or a summarizer stands in a notice, or in the chat as agent text.
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 	if r := []rune(s); len(r) > 300 {
 		s = string(r[:300]) + "…"
 	}

@@ -57,7 +57,6 @@ type agentSession struct {
 	describe func(call history.ToolCall, result *history.Message) ToolCallDisplay
 	out      chan []*outItem // to the writer: everything queued, whenever it is free
 	done     chan struct{}   // closed when both goroutines have exited
-	cwd      string          // the session's working directory as the client named it
 	// reader reads the session's prompts (the request handlers call it);
 	// set before start, never changed.
 	reader promptReader
@@ -106,14 +105,13 @@ type outItem struct {
 }
 
 // newAgentSession is the ACP session of sess on srv's connection, speaking
-// surf, for a client that named cwd, with the session's Toolset (its
-// Describe, nil for the defaults; its Close and Notices); reader is what its
-// prompts are read with. Its goroutines run from start on.
-func newAgentSession(srv *server, sess *session.Session, surf surface, cwd string, set Toolset, reader promptReader) *agentSession {
+// surf, with the session's Toolset (its Describe, nil for the defaults;
+// its Close); reader is what its prompts are read with. Its goroutines run
+// from start on.
+func newAgentSession(srv *server, sess *session.Session, surf surface, set Toolset, reader promptReader) *agentSession {
 	return &agentSession{
 		srv:       srv,
 		surf:      surf,
-		cwd:       cwd,
 		describe:  set.Describe,
 		tools:     toolState{close: set.Close},
 		reader:    reader,

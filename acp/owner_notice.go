@@ -76,7 +76,7 @@ func (a *agentSession) notices(p session.Payload, replayed bool) {
 			a.sendNotice(schema.Notice{
 				Severity:    schema.NoticeInfo,
 				Title:       "Context overflow recovered by compaction",
-				Description: "The request was longer than the model's context: " + summarized(archivedCount(p.Result)) + " and the request is sent again.",
+				Description: "The request was longer than the model's context: " + summarized(archived(p.Result)) + " and the request is sent again.",
 			})
 		}
 	}

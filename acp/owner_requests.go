@@ -97,7 +97,10 @@ func (a *agentSession) attach(ctx context.Context, o opening) (any, error) {
 // update of what the close finished. The handler forgot the session
 // already.
 func (a *agentSession) close(ctx context.Context, resp *jsonrpc.Responder) (any, error) {
-	if !a.do(ctx, func() {
+	// Not ctx itself: the handler forgot the session already, so a close
+	// that a cancelled request left undone would leave it open for good
+	// and this handler waiting on it.
+	if !a.do(context.WithoutCancel(ctx), func() {
 		a.closing = resp
 		a.sess.Interrupt()
 		_ = a.sess.Close() // the loop never waits for this goroutine
@@ -148,22 +151,14 @@ func (a *agentSession) startCommand(ctx context.Context, resp *jsonrpc.Responder
 	})
 }
 
-// request queues a request of a tool to the client, after every update
-// queued before it (among them the tool_call update of the call running);
-// then gets the client's answer, on the connection's dispatcher. It
-// reports false, and queues nothing, when the owner has exited or ctx
-// ended first.
-func (a *agentSession) request(ctx context.Context, method string, params any, then func(result json.RawMessage, err error)) bool {
-	return a.do(ctx, func() {
-		a.catchUp()
-		a.queue = append(a.queue, &outItem{method: method, params: params, then: then})
-	})
-}
-
-// requestCancellable is request for a request the tool may stop waiting
-// for: abandon, called once the tool has stopped waiting, queues after the
-// request a $/cancel_request for it (the writer sends it if the request was
-// written and is still unanswered: owner_toolcancel.go).
+// requestCancellable queues a request of a tool to the client, after
+// every update queued before it (among them the tool_call update of the
+// call running); then gets the client's answer, on the connection's
+// dispatcher. It reports false, and queues nothing, when the owner has
+// exited or ctx ended first. The tool may stop waiting for the answer:
+// abandon, called once it has, queues after the request a $/cancel_request
+// for it (the writer sends it if the request was written and is still
+// unanswered: owner_toolcancel.go).
 func (a *agentSession) requestCancellable(ctx context.Context, method string, params any, then func(result json.RawMessage, err error)) (abandon func(), ok bool) {
 	it := &outItem{method: method, params: params, then: then}
 	ok = a.do(ctx, func() {

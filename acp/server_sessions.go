@@ -117,6 +117,9 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 		if !owned && set.Close != nil {
 			set.Close() // the session did not open: its tools end here
 		}
+		if !registered {
+			client.dropEarly() // never sent: later notices get ErrNoClient
+		}
 	}()
 	var (
 		sess *session.Session
@@ -137,7 +140,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
-	a := newAgentSession(s, sess, conn.surface(cwd), cwd, set, reader)
+	a := newAgentSession(s, sess, conn.surface(cwd), set, reader)
 	owned = true
 	client.a.Store(a)
 	o.client = client
