@@ -93,9 +93,9 @@ type turn struct {
 	messages    []history.Message
 	usage       provider.Usage
 	err         error
-	// toolCancels cancels the context of one tool call of the last
-	// assistant message, by call ID (Session.CancelToolCall).
-	toolCancels map[string]context.CancelCauseFunc
+	// toolCalls are the tool calls of the last assistant message, by ID:
+	// CancelToolCall cancels one through it (runTools makes them).
+	toolCalls map[string]*toolCall
 }
 
 // loop owns a session's state. Only its goroutine touches these fields; the

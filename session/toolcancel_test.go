@@ -171,3 +171,29 @@ func TestRetryEvent_SummaryCall(t *testing.T) {
 	require.NotNil(t, got)
 	assert.Equal(t, session.RetryEvent{CompactID: h.ID(), Retry: 1, MaxRetries: 3, Wait: 7 * time.Second, RateLimited: true, Error: "HTTP 429: slow down"}, *got)
 }
+
+// TestCancelToolCall_FinishedCallKeepsItsResult: a call that has returned
+// is over, though its result may not be committed yet: cancelling it is
+// ErrNoToolCall, and its result is its own. The call after it, running
+// while the cancel comes, is what the cancel may still reach.
+func TestCancelToolCall_FinishedCallKeepsItsResult(t *testing.T) {
+	fake := providertest.New()
+	started, release := make(chan struct{}), make(chan struct{})
+	s := newSession(t, fake, session.Config{Tools: []session.Tool{blockTool(started, release), echoTool()}})
+	fake.QueueTurn(
+		providertest.Reply{ToolCalls: []history.ToolCall{call("e1", "echo", `{}`), call("b1", "block", `{}`)}},
+		providertest.Reply{Text: "done"},
+	)
+	turn := mustPrompt(t, s, "work")
+	<-started // e1 has returned; b1 runs
+	assert.ErrorIs(t, s.CancelToolCall(ctxT(t), "e1"), session.ErrNoToolCall, "e1 returned already")
+	close(release)
+	require.NoError(t, wait(t, turn).Err)
+	active, err := s.Active(ctxT(t))
+	require.NoError(t, err)
+	for _, m := range active {
+		if m.Role == history.RoleTool && m.ToolCallID == "e1" {
+			assert.Equal(t, "echo {}", m.Text, "its own result")
+		}
+	}
+}

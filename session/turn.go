@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -165,28 +166,32 @@ func (l *loop) runTools() {
 	w, v, ctx, tools, log := l.writer(), l.version, t.ctx, l.runnable(), l.log
 	// Each call runs on a context of its own, made here on the loop so
 	// that CancelToolCall finds it before the worker starts the call.
-	ctxs := make([]context.Context, len(calls))
-	cancels := make([]context.CancelCauseFunc, len(calls))
-	t.toolCancels = make(map[string]context.CancelCauseFunc, len(calls))
+	states := make([]*toolCall, len(calls))
+	t.toolCalls = make(map[string]*toolCall, len(calls))
 	for i, tc := range calls {
-		ctxs[i], cancels[i] = context.WithCancelCause(ctx)
-		t.toolCancels[tc.ID] = cancels[i]
+		c := &toolCall{}
+		c.ctx, c.cancel = context.WithCancelCause(ctx)
+		states[i], t.toolCalls[tc.ID] = c, c
 	}
 	l.submit(func(post progress) func(*loop) {
 		for i, tc := range calls {
+			c := states[i]
 			var text string
 			switch {
 			case ctx.Err() != nil:
 				text = notRun([]history.ToolCall{tc}, "the turn was cancelled")[0].Text
-			case ctxs[i].Err() != nil:
+			case c.state.Load() == toolCallCancelled:
 				text = ToolCallCancelledText + ": " + tc.Name + " did not run"
 			default:
-				text = runTool(ctxs[i], log, tools, tc)
-				if ctx.Err() == nil && errors.Is(context.Cause(ctxs[i]), errToolCallCancelled) {
+				text = runTool(c.ctx, log, tools, tc)
+				// The call is over: a cancel from now on finds nothing to
+				// cancel. One that came first makes the result say so.
+				if !c.state.CompareAndSwap(toolCallRunning, toolCallDone) && ctx.Err() == nil {
 					text = cancelledResult(tc.Name, text)
 				}
 			}
-			cancels[i](nil) // release the context; the call is over
+			c.state.Store(toolCallDone)
+			c.cancel(nil) // release the context
 			msg := history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: text, CreatedAt: time.Now()}
 			nv, snap, err := w.append(v, []history.Message{msg})
 			if err != nil {
@@ -285,12 +290,31 @@ func (s *Session) CancelToolCall(ctx context.Context, callID string) error {
 	return err
 }
 
+// toolCall is one call of runTools that CancelToolCall may cancel. Its
+// state is the one thing the loop and the worker share: whichever of the
+// two moves it from running first decides whether the call was cancelled.
+type toolCall struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	state  atomic.Int32 // toolCallRunning (also: waiting to run), toolCallCancelled, toolCallDone
+}
+
+const (
+	toolCallRunning int32 = iota
+	toolCallCancelled
+	toolCallDone
+)
+
 func (l *loop) cancelToolCall(id string) error {
 	t := l.turn
-	if t == nil || t.toolCancels[id] == nil || !slices.ContainsFunc(unanswered(l.active), func(c history.ToolCall) bool { return c.ID == id }) {
+	var c *toolCall
+	if t != nil {
+		c = t.toolCalls[id]
+	}
+	if c == nil || !c.state.CompareAndSwap(toolCallRunning, toolCallCancelled) {
 		return fmt.Errorf("%w: %q", ErrNoToolCall, id)
 	}
-	t.toolCancels[id](fmt.Errorf("%w (%w)", errToolCallCancelled, ErrCancelled))
+	c.cancel(fmt.Errorf("%w (%w)", errToolCallCancelled, ErrCancelled))
 	return nil
 }
 
