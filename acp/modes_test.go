@@ -300,6 +300,35 @@ func TestModes_StoredAndSentToTheProvider(t *testing.T) {
 	assert.JSONEq(t, jsonf(wantOptionsV1, "bold", "large"), string(load["configOptions"]))
 	assert.Contains(t, string(load["modes"]), `"currentModeId":"bold"`)
 	assert.Equal(t, "bold", (<-got).Client.Mode(), "the tools read the stored mode")
+	// The replay shows each change where it was made, as it was: the model,
+	// then the mode, after the first turn and before the second.
+	var shown []string
+	for _, u := range updates(t, again.take()) {
+		switch u["sessionUpdate"] {
+		case "current_mode_update":
+			shown = append(shown, fmt.Sprint("mode ", u["currentModeId"]))
+		case "config_option_update":
+			for _, o := range u["configOptions"].([]any) {
+				o := o.(map[string]any)
+				shown = append(shown, fmt.Sprint(o["id"], "=", o["currentValue"]))
+			}
+		case "agent_message_chunk":
+			shown = append(shown, "text")
+		}
+	}
+	assert.Equal(t, []string{"text", "mode=careful", "model=large", "mode bold", "mode=bold", "model=large", "text"}, compactTexts(shown))
+}
+
+// compactTexts folds runs of "text" into one.
+func compactTexts(in []string) []string {
+	var out []string
+	for _, s := range in {
+		if s == "text" && len(out) > 0 && out[len(out)-1] == "text" {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // A mode change during a turn is taken at the turn's next step checkpoint

@@ -75,6 +75,7 @@ type agentSession struct {
 	closing    *jsonrpc.Responder          // a session/close waiting for the session to end
 	queuedText int                         // bytes of text in queue
 	title      string                      // the title last reported (session_info_update)
+	told       choice                      // the mode and model last reported (the opening response, then SettingsEvents)
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
 	running    bool                        // v2: the last state_update sent is running
 	tools      toolState                   // of the Toolset (mcp.go)
@@ -141,7 +142,8 @@ func (a *agentSession) opened(o opening) error {
 			a.currentState()
 		}
 	}
-	a.respond(o.resp, a.srv.withChoice(o.result(a.id), a.choice()), nil)
+	a.told = a.choice()
+	a.respond(o.resp, a.srv.withChoice(o.result(a.id), a.told), nil)
 	a.advertise()
 	if o.replay || o.created {
 		// A title the session had from the start (Config.Title) was never
@@ -350,6 +352,7 @@ func (a *agentSession) resubscribe(from int64, full bool) error {
 	if full {
 		a.open = map[string]int64{}
 		a.lastPos, a.draft, a.sent, a.afterText, a.title = -1, "", 0, false, ""
+		a.told = a.srv.defaultChoice() // what the replayed changes start from
 	}
 	for _, ev := range rep.Events {
 		a.forward(ev, true)
@@ -520,6 +523,11 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 			a.lastPos = max(a.lastPos, p.Position)
 		}
 		a.titled(p.Settings.Title, ev.Time)
+		if slices.Contains(p.Changed, "Mode") || slices.Contains(p.Changed, "Model") {
+			c := a.choiceOf(p.Settings)
+			a.chosen(a.told, c)
+			a.told = c
+		}
 	case *session.TurnEvent:
 		if p.Phase == session.TurnFinished {
 			if w := a.prompts[p.TurnID]; w != nil && !w.compact && !w.uncompact {

@@ -12,8 +12,8 @@ import (
 // client.
 
 // chosen queues what tells the client that the session's mode or model is
-// now c: v1's current_mode_update when the mode changed, and the
-// config_option_update of both versions.
+// now c, where it was was: v1's current_mode_update when the mode changed,
+// and the config_option_update of both versions.
 func (a *agentSession) chosen(was, c choice) {
 	if was == c {
 		return
@@ -33,8 +33,10 @@ func (a *agentSession) chosen(was, c choice) {
 // choice is the session's mode and model now: its settings
 // (session.Settings, stored and kept on reopen), or the first mode and
 // model offered where it has none.
-func (a *agentSession) choice() choice {
-	set := a.sess.Settings()
+func (a *agentSession) choice() choice { return a.choiceOf(a.sess.Settings()) }
+
+// choiceOf is the mode and model of settings set.
+func (a *agentSession) choiceOf(set session.Settings) choice {
 	c := a.srv.defaultChoice()
 	if set.Mode != "" {
 		c.mode = set.Mode
@@ -48,10 +50,11 @@ func (a *agentSession) choice() choice {
 // choose sets config option id (ConfigMode, ConfigModel) to value, a value
 // it takes, with session.Configure: it runs on the owner goroutine, and
 // once the session has taken the change (at once when idle, at the next
-// step checkpoint of a running turn) queues what tells the client and
-// calls done, on the owner, with nil or why the session refused it.
+// step checkpoint of a running turn) calls done, on the owner, with nil or
+// why the session refused it. What tells the client of the change is the
+// session's SettingsEvent (forward), queued before done's answer: the
+// session publishes it before the Configure finishes.
 func (a *agentSession) choose(id, value string, done func(error)) {
-	was := a.choice()
 	var req session.ConfigureRequest
 	switch id {
 	case ConfigMode:
@@ -71,7 +74,7 @@ func (a *agentSession) choose(id, value string, done func(error)) {
 			if r := h.Result(); r != nil && r.Err != nil {
 				err = sessionError(r.Err)
 			}
-			a.chosen(was, a.choice())
+			a.catchUp() // the change's SettingsEvent: its updates go first
 			done(err)
 		})
 	}()
