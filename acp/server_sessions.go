@@ -78,7 +78,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	if err := s.reserve(id); err != nil {
 		return err
 	}
-	registered := false
+	registered, started := false, false
 	defer func() {
 		if !registered {
 			s.release()
@@ -117,7 +117,7 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 		if !owned && set.Close != nil {
 			set.Close() // the session did not open: its tools end here
 		}
-		if !registered {
+		if !started {
 			client.dropEarly() // never sent: later notices get ErrNoClient
 		}
 	}()
@@ -144,15 +144,22 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	owned = true
 	client.a.Store(a)
 	o.client = client
-	if err := a.start(o); err != nil {
-		_ = sess.Close()
-		return fmt.Errorf("open session: %w", err)
-	}
+	// Registered before its owner starts: an owner that ends at once (it
+	// lost its lease on a shared store) forgets it as it exits, rather than
+	// leave a session that ended registered, holding a slot. No other
+	// request reaches it before this one is answered: the connection runs
+	// handlers one at a time.
 	s.mu.Lock()
 	s.sessions[sess.ID()] = a
 	s.opening--
 	registered = true
 	s.mu.Unlock()
+	if err := a.start(o); err != nil {
+		_ = sess.Close()
+		s.forget(a) // its owner did too, if it ran
+		return fmt.Errorf("open session: %w", err)
+	}
+	started = true
 	return nil
 }
 
