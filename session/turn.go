@@ -277,8 +277,10 @@ var errToolCallCancelled = errors.New("session: the tool call was cancelled")
 // runs on ends, with a cause that wraps [ErrCancelled], or the call does
 // not start if it was waiting for an earlier call of its message. Its
 // result, committed as usual, begins with [ToolCallCancelledText], and the
-// turn goes on: the model reads the result at the next step. A tool that
-// finishes before it notices keeps its own result. CancelToolCall returns
+// turn goes on: the model reads the result at the next step (what the tool
+// returned follows the note, whether it noticed the cancel or not). A call
+// that returned before the cancel came is over, committed or not: it keeps
+// its own result, and the cancel is ErrNoToolCall. CancelToolCall returns
 // once the cancellation is made, not when the tool has stopped. Errors:
 // [ErrNoToolCall] when no such call is running or waiting to run,
 // [ErrClosed], or ctx's error.
