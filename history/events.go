@@ -24,6 +24,14 @@ type EventBatch struct {
 	// far, also to events that are not logged (deltas): at least the Seq of
 	// the last event, and at least the Through recorded before.
 	Through uint64
+	// Covers is a timeline position: every stored entry below it (see
+	// [Snapshot.NextPosition]) has its event in the log, in this batch or
+	// an earlier one. The store records the highest Covers it was given
+	// (a lower one changes nothing) and [Store.Load] returns it as
+	// [Snapshot.LogCovers], so that a process opening the session can log
+	// the events of the entries a process before it stored and did not
+	// log (it was killed between the two, or its log writes failed).
+	Covers int64
 }
 
 // EventLog is implemented by stores that keep each session's timeline
@@ -39,7 +47,8 @@ type EventLog interface {
 	// every write). The events' Seqs must increase and lie above the
 	// Through recorded before, and Through must be at least the last of
 	// them, at least the Through recorded before and at most [MaxSeq];
-	// otherwise LogEvents fails with ErrInvalid and writes nothing.
+	// Covers must not be negative; otherwise LogEvents fails with
+	// ErrInvalid and writes nothing.
 	LogEvents(ctx context.Context, id string, b EventBatch) error
 	// Events returns the session's logged events with Seq > after, oldest
 	// first; limit > 0 returns at most that many.

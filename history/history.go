@@ -406,6 +406,10 @@ type Snapshot struct {
 	// LastSeq is the Through of the last [EventBatch] logged for the
 	// session: 0 when none, or when the store is no [EventLog].
 	LastSeq uint64
+	// LogCovers is the highest [EventBatch.Covers] logged for the session:
+	// every timeline entry below it has its event in the log. 0 when none
+	// was, or when the store is no [EventLog].
+	LogCovers int64
 }
 
 // Commit is one canonical compaction commit (docs/design.md §4.6).

@@ -104,6 +104,7 @@ func testEventLogInvalid(t *testing.T, h Harness) {
 		"through below the recorded":     {Through: 3},
 		"no kind":                        {Events: []history.LoggedEvent{loggedEvent(8, "")}, Through: 8},
 		"beyond int64":                   {Events: []history.LoggedEvent{loggedEvent(math.MaxUint64, "turn")}, Through: math.MaxUint64},
+		"negative covers":                {Events: []history.LoggedEvent{loggedEvent(8, "turn")}, Through: 8, Covers: -1},
 	} {
 		if err := l.LogEvents(ctx, "s", b); !errors.Is(err, history.ErrInvalid) {
 			t.Errorf("%s: got %v, want history.ErrInvalid", name, err)
@@ -112,6 +113,36 @@ func testEventLogInvalid(t *testing.T, h Harness) {
 	evs, err := l.Events(ctx, "s", 0, 0)
 	require.NoError(t, err)
 	equalEvents(t, []history.LoggedEvent{loggedEvent(3, "turn")}, evs, "a refused batch writes nothing")
+	snap, err := s.Load(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), snap.LastSeq)
+}
+
+// testEventLogCovers: the highest Covers a batch gave is in the snapshot,
+// across a reopen; a lower one, or a batch without one, leaves it; a
+// new session's is 0.
+func testEventLogCovers(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	l := eventLog(t, s)
+	create(t, s, "s")
+	covers := func() int64 {
+		t.Helper()
+		snap, err := s.Load(ctx, "s")
+		require.NoError(t, err)
+		return snap.LogCovers
+	}
+	assert.Zero(t, covers(), "a new session's log covers nothing")
+	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{loggedEvent(1, "message")}, Through: 1, Covers: 3}))
+	assert.Equal(t, int64(3), covers())
+	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Through: 2, Covers: 2}))
+	assert.Equal(t, int64(3), covers(), "a lower Covers changes nothing")
+	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Through: 3}))
+	assert.Equal(t, int64(3), covers(), "a batch without Covers changes nothing")
+	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Through: 4, Covers: 9}))
+	s = h.reopen(t, s)
+	l = eventLog(t, s)
+	assert.Equal(t, int64(9), covers(), "after a reopen")
 	snap, err := s.Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(4), snap.LastSeq)

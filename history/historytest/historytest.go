@@ -95,6 +95,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListInvalid", testListInvalid},
 		{"EventLog", testEventLog},
 		{"EventLogInvalid", testEventLogInvalid},
+		{"EventLogCovers", testEventLogCovers},
 		{"SeqReserve", testSeqReserve},
 		{"SearchRanking", testSearchRanking},
 		{"SearchToolResults", testSearchToolResults},

@@ -48,6 +48,7 @@ type session struct {
 	updated     time.Time // of the last write
 	events      []history.LoggedEvent
 	lastSeq     uint64 // Through of the last EventBatch
+	logCovers   int64  // the highest EventBatch.Covers
 	// The word index of Search, kept by Append under the same lock as the
 	// messages: words maps a stem to the indexes into messages of the
 	// messages holding it, ascending; tools[i] is the name of the tool
@@ -227,6 +228,7 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 		// NextPosition is the position the next message or compaction takes.
 		NextPosition: ss.nextPos,
 		LastSeq:      ss.lastSeq,
+		LogCovers:    ss.logCovers,
 	}
 	for _, c := range ss.compactions {
 		if c.Status == history.StatusInProgress {
@@ -554,6 +556,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 			ss.events = append(ss.events, e)
 		}
 		ss.lastSeq = b.Through
+		ss.logCovers = max(ss.logCovers, b.Covers)
 		return nil
 	})
 }

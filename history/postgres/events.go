@@ -59,7 +59,7 @@ func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, 
 				return s.fail(ctx, op, err)
 			}
 		}
-		if _, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2 WHERE id = $1`, key, int64(b.Through)); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2, log_covers = GREATEST(log_covers, $3) WHERE id = $1`, key, int64(b.Through), b.Covers); err != nil {
 			return s.fail(ctx, op, err)
 		}
 		return nil

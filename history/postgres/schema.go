@@ -152,6 +152,10 @@ ALTER TABLE compactions
 	`ALTER TABLE messages ADD COLUMN attachments bytea;`,
 	// 8: configuration changes in the timeline (history.ConfigRecorder).
 	migrationConfigs,
+	// 9: the timeline position below which every entry has its event in
+	// the log (history.EventBatch.Covers). Sessions stored before take 0:
+	// the next open logs the events of their whole timeline.
+	`ALTER TABLE sessions ADD COLUMN log_covers bigint NOT NULL DEFAULT 0;`,
 }
 
 // migrationConfigs records configuration changes at their timeline

@@ -316,8 +316,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			activeFrom, lastSeq         int64
 			config, summary, title, cwd []byte
 		)
-		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, last_seq FROM sessions WHERE id = $1`, bin(id)).
-			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition, &lastSeq)
+		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, last_seq, log_covers FROM sessions WHERE id = $1`, bin(id)).
+			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition, &lastSeq, &snap.LogCovers)
 		if err := s.found(ctx, op, id, err); err != nil {
 			return err
 		}

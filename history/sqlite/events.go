@@ -58,7 +58,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 				}
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ? WHERE id = ?`, seqColumn(b.Through), id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, log_covers = max(log_covers, ?) WHERE id = ?`, seqColumn(b.Through), b.Covers, id); err != nil {
 			return s.fail(ctx, op, err)
 		}
 		return nil

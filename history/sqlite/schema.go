@@ -148,6 +148,10 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	`SELECT 1;`,
 	// 9: configuration changes in the timeline (history.ConfigRecorder).
 	migrationConfigs,
+	// 10: the timeline position below which every entry has its event in
+	// the log (history.EventBatch.Covers). Sessions stored before take 0:
+	// the next open logs the events of their whole timeline.
+	`ALTER TABLE sessions ADD COLUMN log_covers INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // migrationConfigs records configuration changes at their timeline

@@ -220,8 +220,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			activeFrom, count int64
 			config            []byte
 		)
-		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, message_count, last_seq FROM sessions WHERE id = ?`, id).
-			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count, (*seqColumn)(&snap.LastSeq))
+		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, message_count, last_seq, log_covers FROM sessions WHERE id = ?`, id).
+			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count, (*seqColumn)(&snap.LastSeq), &snap.LogCovers)
 		if err := s.found(ctx, "load", id, err); err != nil {
 			return err
 		}

@@ -110,6 +110,8 @@ func CheckEventBatch(b *history.EventBatch, through uint64) error {
 		return fmt.Errorf("%w: batch through %d is below sequence number %d", history.ErrInvalid, b.Through, last)
 	case b.Through > history.MaxSeq:
 		return fmt.Errorf("%w: sequence number %d is above history.MaxSeq", history.ErrInvalid, b.Through)
+	case b.Covers < 0:
+		return fmt.Errorf("%w: batch covers negative position %d", history.ErrInvalid, b.Covers)
 	}
 	return nil
 }
