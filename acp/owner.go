@@ -68,6 +68,7 @@ type agentSession struct {
 	extension  map[string]bool             // compactions requested with _sessionkit/compact
 	open       map[string]int64            // compaction entities in progress on the client, by ID: their position
 	lastPos    int64                       // the newest timeline position forwarded
+	lastSeq    uint64                      // the newest sequence number forwarded
 	draft      string                      // the assistant message being streamed
 	sent       int                         // bytes of its text queued so far
 	afterText  bool                        // the last queued update is agent text
@@ -310,12 +311,8 @@ func (a *agentSession) ended() {
 	a.sub = nil
 	var slow *session.SlowSubscriberError
 	if errors.As(err, &slow) {
-		from := a.lastPos + 1
-		for _, p := range a.open {
-			from = min(from, p)
-		}
-		a.log.Warn("fell behind the session; continuing from the store", zap.Int64("position", from))
-		if err := a.resubscribe(from, false); err == nil {
+		a.log.Warn("fell behind the session; continuing from the event log", zap.Uint64("after", a.lastSeq))
+		if err := a.resubscribe(a.lastSeq, false); err == nil {
 			return
 		} else if !errors.Is(err, session.ErrClosed) {
 			a.log.Error("cannot continue the session's updates", zap.Error(err))
@@ -334,24 +331,25 @@ func (a *agentSession) ended() {
 	}
 }
 
-// resubscribe replaces the subscription with a Replay from position from and
-// queues the replayed timeline. full (session/load) reports the whole
-// timeline as a client that starts from nothing needs it; otherwise the
-// replay continues what this client already has (after falling behind):
-// only entries it has not been sent, and the end of its open entities.
-func (a *agentSession) resubscribe(from int64, full bool) error {
+// resubscribe replaces the subscription with a Replay after sequence number
+// after and queues the replayed timeline. full (session/load, after 0)
+// reports the whole timeline as a client that starts from nothing needs
+// it; otherwise the replay continues what this client already has (after
+// falling behind, from the last event forwarded): only entries it has not
+// been sent, and the end of its open entities.
+func (a *agentSession) resubscribe(after uint64, full bool) error {
 	if a.sub != nil {
 		a.sub.Close()
 		a.sub = nil
 	}
-	rep, err := a.sess.Replay(context.Background(), session.ReplayOptions{From: from, Buffer: subscriptionBuffer})
+	rep, err := a.sess.Replay(context.Background(), session.ReplayOptions{After: after, Buffer: subscriptionBuffer})
 	if err != nil {
 		return err
 	}
 	a.sub = rep.Sub
 	if full {
 		a.open = map[string]int64{}
-		a.lastPos, a.draft, a.sent, a.afterText, a.title = -1, "", 0, false, ""
+		a.lastPos, a.lastSeq, a.draft, a.sent, a.afterText, a.title = -1, 0, "", 0, false, ""
 		a.told = a.srv.defaultChoice() // what the replayed changes start from
 	}
 	for _, ev := range rep.Events {
@@ -487,6 +485,7 @@ func uncompactText(p *session.UncompactEvent) string {
 // forward turns one session event into queued updates. replayed events come
 // from Session.Replay: the store's timeline and the state at the cut.
 func (a *agentSession) forward(ev session.Event, replayed bool) {
+	a.lastSeq = max(a.lastSeq, ev.Seq)
 	defer a.notices(ev.Payload, replayed) // after the updates of the event itself
 	switch p := ev.Payload.(type) {
 	case *session.DeltaEvent:

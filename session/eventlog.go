@@ -248,7 +248,7 @@ func (d *decoder) decode(le history.LoggedEvent) (Payload, error) {
 			return nil, err
 		}
 		ev := &CompactionEvent{CompactID: lc.CompactID, Trigger: lc.Trigger, Phase: lc.Phase, Archive: lc.Archive, Result: lc.Result, TurnID: lc.TurnID, Position: lc.Position}
-		if r := ev.Result; r != nil && r.Segment != nil {
+		if r := ev.Result; r != nil && r.Segment != nil && r.Segment.ID != "" {
 			msgs, err := d.segment(r.Segment.ID)
 			if err != nil {
 				return nil, err
@@ -410,7 +410,12 @@ func (l *loop) flushLog(final bool) {
 		return
 	}
 	el.final = final
-	batch := history.EventBatch{Through: through}
+	batch := history.EventBatch{Through: through, Covers: l.nextPos}
+	if c := l.running; c != nil && c.pos != NoPosition {
+		// Its record is stored; its place in the timeline is its end,
+		// which is not published yet.
+		batch.Covers = min(c.pos, l.nextPos)
+	}
 	for _, ev := range el.unlogged {
 		le, err := encodeEvent(ev)
 		if err != nil {

@@ -125,6 +125,7 @@ type loop struct {
 	summary  string
 	archived int64 // messages archived in Segments
 	nextPos  int64 // the timeline position the next stored entry takes (history.Snapshot.NextPosition)
+	openedAt int64 // nextPos when the session was opened
 	feed     *feed
 	elog     eventLog // the event log (docs/design.md §6.1)
 	q        queue.Queue[*command]

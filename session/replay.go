@@ -9,41 +9,51 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/sessionkit/sessionkit/history"
 )
 
 // ReplayOptions say where [Session.Replay] starts.
 type ReplayOptions struct {
-	// From is the first timeline position to replay (see
-	// MessageEvent.Position); 0 replays the whole timeline.
-	From int64
+	// After is the sequence number to replay after: the Seq of the last
+	// event the caller has (an Event's, or a Replay's Through), from this
+	// process or an earlier one; 0 replays the whole timeline.
+	After uint64
 	// Buffer is the live subscription's buffer, as SubscribeOptions.Buffer.
 	Buffer int
 }
 
-// Replay is a session's stored timeline from a position on, and a
-// subscription to everything published after it. Together they miss nothing
-// and repeat nothing: the stored part ends exactly where the live part
-// begins.
+// Replay is a session's timeline after a sequence number, and a
+// subscription to everything published after it. Together they miss
+// nothing and repeat nothing: the replayed part ends exactly where the live
+// part begins.
 type Replay struct {
-	// Events are the replayed timeline, oldest first: one *MessageEvent per
-	// stored message, one *CompactionEvent in PhaseFinished per finished
-	// compaction (its Result rebuilt from the store's record: the Segment
-	// carries the summary, not the archived messages), one
-	// *UncompactEvent per undone compaction and one *SettingsEvent per
-	// recorded settings change (Configure), each with its Position, and the
-	// *SettingsEvent of the title an untitled session took from its first
-	// message right after that message (see [SettingsEvent]); then, for a
-	// compaction running at the cut, its PhaseStarted
-	// event and one PhaseDelta holding the summary streamed so far; then, for
-	// an assistant message being streamed at the cut, one *DeltaEvent holding
-	// its text so far (of both, at most the first MiB: the committed message
-	// and the completed compaction's summary hold the whole text). They are read from the store, not from the live
-	// timeline, so their Seq is 0 and their TurnID is "".
+	// Events are the replayed timeline in timeline order (by Position):
+	// one *MessageEvent per stored message, one *CompactionEvent in
+	// PhaseFinished per compaction that has a place in the timeline
+	// (the Segment of a compacted result carries its archived messages),
+	// one *UncompactEvent per undo and one *SettingsEvent per recorded
+	// settings change, each with its Position, and the *SettingsEvent of
+	// the title an untitled session took from its first message right
+	// after that message; then, for a compaction running at the cut, its
+	// PhaseStarted event and one PhaseDelta holding the summary streamed
+	// so far; then, for an assistant message being streamed at the cut,
+	// one *DeltaEvent holding its text so far (of both, at most the first
+	// MiB: the committed message and the completed compaction's summary
+	// hold the whole text).
+	//
+	// They are the durable events with a Seq above ReplayOptions.After,
+	// read from the session's event log (docs/design.md §6.1) and, for the
+	// newest, from memory; each keeps the Seq, Time and TurnID it was
+	// published with. The entries a process stored and did not log (it was
+	// killed between the two) are logged by the next open, with numbers of
+	// that process. The events made at the cut have Seq 0.
 	Events []Event
-	// Next is the position the next stored entry will take: pass it as
-	// ReplayOptions.From to continue after Events.
-	Next int64
+	// Through is the sequence number of the cut, the last one given before
+	// Sub: pass it as ReplayOptions.After to continue after Events (or
+	// the Seq of the last event taken from Sub).
+	Through uint64
 	// Pending are the IDs of the commands accepted and not yet finished at
 	// the cut (queued, the running turn, the running compaction). A command
 	// that finished before the cut is not pending, and its end is not in
@@ -54,19 +64,22 @@ type Replay struct {
 	Sub *Subscription
 }
 
-// Replay returns the session's stored timeline from opts.From on and a live
-// subscription that continues exactly after it (docs/design.md §7.6, §7.9). The
-// cut is made by the session's loop, the store is read in the caller's
-// goroutine, so a long timeline never holds the session up; what happens in
-// the meantime waits in the subscription's buffer.
+// Replay returns the session's timeline after opts.After and a live
+// subscription that continues exactly after it (docs/design.md §7.6, §7.9).
+// The cut is made by the session's loop; the event log and the store are
+// read in the caller's goroutine, so a long timeline never holds the
+// session up; what happens in the meantime waits in the subscription's
+// buffer.
+//
+// With a store that keeps no event log ([history.EventLog]), only what
+// this process published and still retains can be replayed: a session
+// that had a timeline when it was opened, or an After below the retained
+// events, fails with ErrEventsTrimmed.
 //
 // ctx governs the call and, like Subscribe's, ends the subscription when it
-// ends. Errors: ErrInvalid for a negative From or Buffer, ErrClosed, ctx's
-// error, or the store's.
+// ends. Errors: ErrInvalid for a negative Buffer or an After above the last
+// number given, ErrEventsTrimmed, ErrClosed, ctx's error, or the store's.
 func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, error) {
-	if opts.From < 0 {
-		return nil, invalid("negative replay position %d", opts.From)
-	}
 	var (
 		rep      = &Replay{}
 		subErr   error
@@ -74,16 +87,30 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		summary  string
 		draftID  string
 		draftTxt string
-		cur      settings // the settings at the cut
-		title    string
-		cwd      string
+		elog     history.EventLog
+		logged   uint64 // the log holds every durable event up to it
+		recent   []Event
 	)
 	err := s.read(ctx, func(l *loop) {
+		if opts.After > l.feed.Seq() {
+			subErr = invalid("replay after sequence number %d: the last one given is %d", opts.After, l.feed.Seq())
+			return
+		}
+		if l.elog.store != nil {
+			elog, logged = l.elog.store, l.elog.logged
+		} else if l.openedAt > 0 && opts.After == 0 {
+			subErr = fmt.Errorf("%w: the session had a timeline when this process opened it, and its store (%T) keeps no event log to replay it from", ErrEventsTrimmed, s.store)
+			return
+		}
+		// The loop retains every durable event the log does not hold yet.
+		if recent, subErr = l.feed.Retained(max(opts.After, logged)); subErr != nil {
+			return
+		}
 		rep.Sub, subErr = subscribe(ctx, l.feed, SubscribeOptions{Buffer: opts.Buffer}, s.unsubscribe)
 		if subErr != nil {
 			return
 		}
-		rep.Next = l.nextPos
+		rep.Through = l.feed.Seq()
 		rep.Pending = l.q.IDs()
 		if l.turn != nil {
 			rep.Pending = append(rep.Pending, l.turn.cmd.id)
@@ -99,7 +126,6 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		if l.turn != nil && l.draft.id != "" {
 			draftID, draftTxt = l.draft.id, l.draft.text.String()
 		}
-		cur, title, cwd = l.set, l.title, l.cwd
 	})
 	if err == nil {
 		err = subErr
@@ -107,53 +133,15 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 	if err != nil {
 		return nil, err
 	}
-	tl, err := s.store.Timeline(ctx, s.id)
-	if err == nil {
-		tl = tl[:sort.Search(len(tl), func(i int) bool { return tl[i].Position >= rep.Next })]
-	}
-	var titling *SettingsEvent
-	if err == nil {
-		titling, err = titledBy(tl, cur, title, cwd)
-	}
-	if err != nil {
-		rep.Sub.Close()
-		return nil, err
-	}
-	first := true // the next message is the session's first
-	for _, e := range tl {
-		isFirst := first && e.Message != nil
-		if e.Message != nil {
-			first = false
-		}
-		if e.Position < opts.From {
-			continue
-		}
-		switch {
-		case e.Message != nil:
-			rep.Events = append(rep.Events, Event{Time: e.Message.CreatedAt, Payload: &MessageEvent{Message: *e.Message, Position: e.Position}})
-			if isFirst && titling != nil {
-				rep.Events = append(rep.Events, Event{Time: e.Message.CreatedAt, Payload: titling})
-			}
-		case e.Config != nil:
-			ev, err := replayedSettings(e.Config, cwd)
-			if err != nil {
-				rep.Sub.Close()
-				return nil, err
-			}
-			rep.Events = append(rep.Events, Event{Time: e.Config.At, Payload: ev})
-		case e.Uncompaction != nil:
-			u := e.Uncompaction
-			rep.Events = append(rep.Events, Event{Time: u.At, Payload: &UncompactEvent{
-				ID: u.ID, SegmentID: u.SegmentID, CompactID: u.CompactID, Restored: u.Restored, Position: e.Position,
-			}})
-		case running != nil && e.Compaction.CompactID == running.CompactID:
-			// Reported below from the loop's state, not from the record.
-		default:
-			ev := replayedCompaction(e.Compaction)
-			rep.Events = append(rep.Events, Event{Time: e.Compaction.FinishedAt, Payload: ev})
+	var evs []Event
+	if elog != nil && opts.After < logged {
+		if evs, err = replayLog(ctx, s.store, elog, s.id, opts.After, logged); err != nil {
+			rep.Sub.Close()
+			return nil, err
 		}
 	}
-	if running != nil && running.Position >= opts.From {
+	rep.Events = inTimelineOrder(append(evs, recent...))
+	if running != nil && running.Position != NoPosition {
 		now := time.Now()
 		rep.Events = append(rep.Events, Event{Time: now, Payload: running})
 		if summary != "" {
@@ -166,6 +154,158 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		rep.Events = append(rep.Events, Event{Time: time.Now(), Payload: &DeltaEvent{MessageID: draftID, Text: draftTxt}})
 	}
 	return rep, nil
+}
+
+// inTimelineOrder keeps of evs (durable events in the order of their
+// numbers) the ones that make the timeline (see Replay.Events), once per
+// timeline position (an entry whose event a later open logged again keeps
+// its first), ordered by position. An event without a position (the
+// title taken from the first message, settings changes a store did not
+// record) stays right after the entry it followed, and goes with it when
+// that was a repeat.
+func inTimelineOrder(evs []Event) []Event {
+	type keyed struct {
+		pos int64
+		ev  Event
+	}
+	var (
+		out    []keyed
+		seen   = map[int64]bool{}
+		last   = int64(-1)
+		repeat bool // the last entry was a repeat
+	)
+	for _, ev := range evs {
+		pos := NoPosition
+		switch p := ev.Payload.(type) {
+		case *MessageEvent:
+			pos = p.Position
+		case *CompactionEvent:
+			if p.Phase != PhaseFinished || p.Position == NoPosition {
+				continue // the rest of a lifecycle, or a compaction that never took a place
+			}
+			pos = p.Position
+		case *UncompactEvent:
+			if p.Position == NoPosition {
+				continue
+			}
+			pos = p.Position
+		case *SettingsEvent:
+			pos = p.Position
+		default:
+			continue
+		}
+		if pos == NoPosition {
+			if !repeat {
+				out = append(out, keyed{last, ev})
+			}
+			continue
+		}
+		if repeat = seen[pos]; repeat {
+			continue
+		}
+		seen[pos], last = true, pos
+		out = append(out, keyed{pos, ev})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].pos < out[j].pos })
+	res := make([]Event, len(out))
+	for i, k := range out {
+		res[i] = k.ev
+	}
+	return res
+}
+
+// repairLog logs the events of the timeline entries at positions from
+// covers on, which the session's log lacks (a process stored them and was
+// killed before it logged them, or sessions stored before the log kept
+// its coverage), as a batch numbered after start, and returns where the
+// loop's numbering starts then. The events are those a Replay rebuilt
+// from the store: set, title and cwd are the session's settings now.
+func repairLog(ctx context.Context, store history.Store, elog *eventLog, id string, covers, next int64, start uint64, set settings, title, cwd string, log *zap.Logger) uint64 {
+	tl, err := store.Timeline(ctx, id)
+	var segs []history.Segment
+	if err == nil && slices.ContainsFunc(tl, func(e history.Entry) bool {
+		return e.Position >= covers && e.Compaction != nil && e.Compaction.Status == history.StatusCompleted
+	}) {
+		segs, err = store.Segments(ctx, id)
+	}
+	var evs []Event
+	if err == nil {
+		evs, err = timelineEvents(tl, segs, covers, set, title, cwd)
+	}
+	if err != nil {
+		log.Warn("the event log cannot be completed from the store; the next open tries again", zap.String("session", id), zap.Error(err))
+		return start
+	}
+	batch := history.EventBatch{Covers: next}
+	seq := start
+	for _, ev := range evs {
+		seq++
+		ev.Seq = seq
+		le, err := encodeEvent(ev)
+		if err != nil {
+			log.Error("an event cannot be logged", zap.String("session", id), zap.Error(err))
+			continue
+		}
+		batch.Events = append(batch.Events, le)
+	}
+	batch.Through = seq
+	if err := elog.store.LogEvents(ctx, id, batch); err != nil {
+		// It may have landed: the numbers it took are not given again.
+		log.Warn("the event log could not be completed from the store; the next open tries again", zap.String("session", id), zap.Error(err))
+		return seq
+	}
+	elog.logged = seq
+	return seq
+}
+
+// timelineEvents rebuilds the events of the timeline entries tl at
+// positions from on: a message, a recorded settings change, an undo, and a
+// compaction as finished (one still in progress as failed, as the next open
+// records it; a completed one with its Segment among segs), with the title
+// event right after the first message.
+func timelineEvents(tl []history.Entry, segs []history.Segment, from int64, cur settings, title, cwd string) ([]Event, error) {
+	titling, err := titledBy(tl, cur, title, cwd)
+	if err != nil {
+		return nil, err
+	}
+	var out []Event
+	first := true // the next message is the session's first
+	for _, e := range tl {
+		isFirst := first && e.Message != nil
+		if e.Message != nil {
+			first = false
+		}
+		if e.Position < from {
+			continue
+		}
+		switch {
+		case e.Message != nil:
+			out = append(out, Event{Time: e.Message.CreatedAt, Payload: &MessageEvent{Message: *e.Message, Position: e.Position}})
+			if isFirst && titling != nil {
+				out = append(out, Event{Time: e.Message.CreatedAt, Payload: titling})
+			}
+		case e.Config != nil:
+			ev, err := replayedSettings(e.Config, cwd)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, Event{Time: e.Config.At, Payload: ev})
+		case e.Uncompaction != nil:
+			u := e.Uncompaction
+			out = append(out, Event{Time: u.At, Payload: &UncompactEvent{
+				ID: u.ID, SegmentID: u.SegmentID, CompactID: u.CompactID, Restored: u.Restored, Position: e.Position,
+			}})
+		case e.Compaction != nil:
+			ev := replayedCompaction(e.Compaction)
+			if i := slices.IndexFunc(segs, func(g history.Segment) bool { return g.CompactID == e.Compaction.CompactID }); i >= 0 && ev.Result.Segment != nil {
+				g := segs[i]
+				g.Messages = nil
+				ev.Result.Segment = &g
+			}
+			out = append(out, Event{Time: e.Compaction.FinishedAt, Payload: ev})
+		}
+	}
+	return out, nil
 }
 
 // maxDraft bounds the text a session keeps of a message or summary being
@@ -190,7 +330,8 @@ func replayedCompaction(c *history.CompactionRecord) *CompactionEvent {
 	case history.StatusCompleted:
 		res.Success, res.Compacted, res.Reason = true, true, ReasonCompacted
 		// The record holds the summary but not the rest of the commit
-		// (Segment ID, usage, provider): they are zero.
+		// (Segment ID, usage, provider): they are zero here, and the
+		// caller takes them from the Segment.
 		res.Segment = history.CommittedSegment(&history.Commit{CompactID: c.CompactID, Summary: c.Summary}, c)
 	case history.StatusNothingToCompact:
 		res.Success, res.Reason = true, ReasonNothingToCompact

@@ -2,12 +2,16 @@ package session_test
 
 import (
 	"context"
+	"database/sql"
+	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -40,10 +44,10 @@ func itoa(n int64) string {
 	return string(rune('0' + n%10)) // positions in these tests stay below 10
 }
 
-// A replayed compaction's Segment is the committed one as the record holds
-// it: everything but what only the commit knows (Segment ID, usage,
-// provider, context sizes) and the archived messages.
-func TestReplay_CompactionSegmentFromRecord(t *testing.T) {
+// A replayed compaction's result is the committed one, as the event log
+// holds it: its Segment whole, the archived messages read back from the
+// store.
+func TestReplay_CompactionAsCommitted(t *testing.T) {
 	fake := providertest.New()
 	s := newSession(t, fake, session.Config{})
 	converse(t, s, fake, 2)
@@ -60,11 +64,13 @@ func TestReplay_CompactionSegmentFromRecord(t *testing.T) {
 	got, want := *fin.Result.Segment, *res.Segment
 	assert.True(t, got.CreatedAt.Equal(want.CreatedAt), "CreatedAt %v, committed %v", got.CreatedAt, want.CreatedAt)
 	assert.True(t, got.StartedAt.Equal(want.StartedAt), "StartedAt %v, committed %v", got.StartedAt, want.StartedAt)
-	want = history.Segment{
-		CompactID: want.CompactID, Trigger: want.Trigger, Summary: want.Summary, Instructions: want.Instructions,
-		Position: want.Position, CreatedAt: got.CreatedAt, StartedAt: got.StartedAt,
+	got.CreatedAt, got.StartedAt = want.CreatedAt, want.StartedAt
+	require.Len(t, got.Messages, len(want.Messages))
+	for i := range got.Messages {
+		got.Messages[i].CreatedAt = want.Messages[i].CreatedAt // compared by ID and text below
 	}
 	assert.Equal(t, want, got)
+	assert.NotEmpty(t, got.ID)
 	assert.Equal(t, history.TriggerManual, got.Trigger)
 	assert.Equal(t, "keep the names", got.Instructions)
 }
@@ -82,7 +88,7 @@ func TestReplay_StoredTimelineThenLive(t *testing.T) {
 	require.NoError(t, err)
 	defer rep.Sub.Close()
 	assert.Equal(t, []string{"msg:user@0", "msg:assistant@1", "msg:user@2", "msg:assistant@3", "compaction:finished@4"}, replayKinds(rep.Events))
-	assert.EqualValues(t, 5, rep.Next)
+	assert.Equal(t, rep.Events[len(rep.Events)-1].Seq, rep.Through, "the cut is the last event's number: nothing was published after it")
 	assert.Empty(t, rep.Pending)
 	// The title the first message gave the session comes right after it.
 	require.Len(t, rep.Events, 6)
@@ -107,12 +113,13 @@ func TestReplay_StoredTimelineThenLive(t *testing.T) {
 	}
 	assert.Equal(t, []string{"msg:user@5", "msg:assistant@6"}, live)
 
-	from, err := s.Replay(context.Background(), session.ReplayOptions{From: 3})
+	// After the sequence number of the message at position 2.
+	from, err := s.Replay(context.Background(), session.ReplayOptions{After: rep.Events[3].Seq})
 	require.NoError(t, err)
 	defer from.Sub.Close()
 	assert.Equal(t, []string{"msg:assistant@3", "compaction:finished@4", "msg:user@5", "msg:assistant@6"}, replayKinds(from.Events))
 
-	_, err = s.Replay(context.Background(), session.ReplayOptions{From: -1})
+	_, err = s.Replay(context.Background(), session.ReplayOptions{After: math.MaxUint64})
 	assert.ErrorIs(t, err, session.ErrInvalid)
 }
 
@@ -183,4 +190,65 @@ func TestReplay_StreamingMessage(t *testing.T) {
 	require.Len(t, res.Messages, 2)
 	assert.Equal(t, res.Messages[1].ID, draft.MessageID, "the delta names the message it becomes")
 	assert.Equal(t, history.RoleAssistant, res.Messages[1].Role)
+}
+
+// TestReplay_SessionsStoredBeforeTheLogCovered: a session whose store
+// file kept no coverage of its log (written before it did, so its column
+// reads 0), one whose log is gone altogether (stored before the log
+// existed), are replayed whole after their next open: every entry once, at
+// its position, the compaction with its Segment.
+func TestReplay_SessionsStoredBeforeTheLogCovered(t *testing.T) {
+	for name, undo := range map[string]string{
+		"log without coverage": `UPDATE sessions SET log_covers = 0`,
+		"no log":               `DELETE FROM events; UPDATE sessions SET log_covers = 0`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "s.db")
+			st, err := sqlite.Open(path)
+			require.NoError(t, err)
+			fake := providertest.New()
+			s := newSession(t, fake, session.Config{Store: st})
+			converse(t, s, fake, 2)
+			fake.QueueSummary(providertest.Reply{Text: "S"})
+			require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
+			converse(t, s, fake, 1)
+			id := s.ID()
+			require.NoError(t, s.Close())
+			require.NoError(t, st.Close())
+
+			db, err := sql.Open("sqlite", path)
+			require.NoError(t, err)
+			_, err = db.Exec(undo)
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+
+			want := []string{"msg:user@0", "msg:assistant@1", "msg:user@2", "msg:assistant@3", "compaction:finished@4", "msg:user@5", "msg:assistant@6"}
+			for round := range 2 { // the second open finds the log complete
+				st, err = sqlite.Open(path)
+				require.NoError(t, err)
+				s, err := session.Open(ctxT(t), session.Config{ID: id, Provider: fake, Store: st})
+				require.NoError(t, err)
+				rep, err := s.Replay(ctxT(t), session.ReplayOptions{})
+				require.NoError(t, err)
+				rep.Sub.Close()
+				assert.Equal(t, want, replayKinds(rep.Events), "open %d", round)
+				fin := rep.Events[5].Payload.(*session.CompactionEvent)
+				require.NotNil(t, fin.Result.Segment)
+				assert.Equal(t, "S", fin.Result.Segment.Summary)
+				assert.NotEmpty(t, fin.Result.Segment.ID, "the Segment as stored")
+				assert.Len(t, fin.Result.Segment.Messages, 2, "with its archived messages")
+				title, ok := rep.Events[1].Payload.(*session.SettingsEvent)
+				require.True(t, ok, "the title right after the first message: %T", rep.Events[1].Payload)
+				assert.Equal(t, []string{"Title"}, title.Changed)
+				settings, _ := settingsEvents(rep.Events)
+				assert.Len(t, settings, 1, "open %d: the title once", round)
+				assert.Len(t, rep.Events, 8, "open %d: seven entries and the title", round)
+				require.NoError(t, s.Close())
+				snap, err := st.Load(ctxT(t), id)
+				require.NoError(t, err)
+				assert.EqualValues(t, 7, snap.LogCovers, "open %d: the log covers the timeline", round)
+				require.NoError(t, st.Close())
+			}
+		})
+	}
 }

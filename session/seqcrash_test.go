@@ -177,6 +177,50 @@ func TestSeq_NeverReusedAcrossKilledProcesses(t *testing.T) {
 			assert.Empty(t, logged, "process %d logged nothing before it was killed", proc)
 		}
 	}
+
+	// The messages of the killed processes are stored and were never
+	// logged; the open after each logged them: a replay from the log holds
+	// every stored message at its position, each logged once.
+	ctx := t.Context()
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	defer func() { _ = st.Close() }()
+	tl, err := st.Timeline(ctx, seqSession)
+	require.NoError(t, err)
+	var stored []int64
+	for _, e := range tl {
+		if e.Message != nil {
+			stored = append(stored, e.Position)
+		}
+	}
+	require.Len(t, stored, 20, "five processes, two turns of two messages each")
+	s, err := session.Open(ctx, session.Config{ID: seqSession, Provider: offline.New(), Store: st})
+	require.NoError(t, err)
+	defer func() { _ = s.Close() }()
+	rep, err := s.Replay(ctx, session.ReplayOptions{})
+	require.NoError(t, err)
+	rep.Sub.Close()
+	var replayed []int64
+	var stuckNotes int
+	for _, ev := range rep.Events {
+		if m, ok := ev.Payload.(*session.MessageEvent); ok {
+			replayed = append(replayed, m.Position)
+			if strings.HasPrefix(m.Message.Text, "stuck note") {
+				stuckNotes++
+			}
+		}
+	}
+	assert.Equal(t, stored, replayed, "every stored message, in order")
+	assert.Equal(t, 4, stuckNotes, "the prompts of the two killed processes")
+	logged, err := st.Events(ctx, seqSession, 0, 0)
+	require.NoError(t, err)
+	messages := 0
+	for _, e := range logged {
+		if e.Kind == "message" {
+			messages++
+		}
+	}
+	assert.Equal(t, len(stored), messages, "each stored message logged once")
 }
 
 // runSeqChild runs one TestSeqChild in mode on path and returns the numbers

@@ -250,6 +250,13 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		nextPos += int64(len(msgs))
 	}
 
+	// The log lacks the entries a process before stored and did not log
+	// (and every entry of a session stored before the log kept its
+	// coverage): log them now, before any number is given out.
+	if elog.store != nil && snap.LogCovers < nextPos {
+		start = repairLog(ctx, store, &elog, id, snap.LogCovers, nextPos, start, set, snap.Title, snap.Cwd, log)
+	}
+
 	maxQueue := cfg.MaxQueue
 	if maxQueue == 0 {
 		maxQueue = DefaultMaxQueue
@@ -280,6 +287,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		summary:  snap.Summary,
 		archived: snap.Archived,
 		nextPos:  nextPos,
+		openedAt: nextPos,
 		feed:     newFeed(cfg.EventHistory, start, elog),
 		elog:     elog,
 		maxTool:  cfg.MaxToolOutput,

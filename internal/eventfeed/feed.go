@@ -154,6 +154,25 @@ func (f *Feed[E, P]) SubscribeWith(ctx context.Context, prefix []E, after uint64
 	return s, nil
 }
 
+// Retained returns the retained durable events numbered above after, oldest
+// first, in a slice of their own: Config.Trimmed when events above after
+// are no longer retained, Config.Invalid when after is above the last
+// number given.
+func (f *Feed[E, P]) Retained(after uint64) ([]E, error) {
+	if after > f.seq {
+		return nil, fmt.Errorf("%w: asked for events after %d, the last one given is %d", f.cfg.Invalid, after, f.seq)
+	}
+	if after < f.trimmedSeq {
+		return nil, fmt.Errorf("%w: asked for events after %d, oldest retained after %d", f.cfg.Trimmed, after, f.trimmedSeq)
+	}
+	i := sort.Search(len(f.history), func(i int) bool { return f.history[i].seq > after })
+	out := make([]E, 0, len(f.history)-i)
+	for _, r := range f.history[i:] {
+		out = append(out, r.ev)
+	}
+	return out, nil
+}
+
 // Unsubscribe ends s with err (nil for a Close by the subscriber).
 func (f *Feed[E, P]) Unsubscribe(s *Subscription[E], err error) {
 	delete(f.subs, s)

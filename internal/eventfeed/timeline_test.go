@@ -252,3 +252,25 @@ func TestFeed_CloseDiscardsTheOverflow(t *testing.T) {
 		assert.NoError(t, s.Err())
 	})
 }
+
+func TestFeed_RetainedAfter(t *testing.T) {
+	f := newTestFeed(2, 8)
+	f.Start(10)
+	for i := range 6 {
+		f.Publish(payload{durable: i != 3}) // seq 14 is live only
+	}
+	evs, err := f.Retained(14)
+	require.NoError(t, err)
+	var seqs []uint64
+	for _, ev := range evs {
+		seqs = append(seqs, ev.seq)
+	}
+	assert.Equal(t, []uint64{15, 16}, seqs)
+	evs, err = f.Retained(16)
+	require.NoError(t, err)
+	assert.Empty(t, evs)
+	_, err = f.Retained(11)
+	assert.ErrorIs(t, err, errTrimmed, "11..13 are no longer retained")
+	_, err = f.Retained(17)
+	assert.ErrorIs(t, err, errInvalid, "beyond the last number given")
+}
