@@ -212,6 +212,12 @@ func (w *worker) rep() repResult {
 		must(err)
 	}
 	r.build = ms(time.Since(start))
+	// Appended through the store, the messages have no events in the
+	// session's log yet; an open logs them, once (as a session written
+	// through a Session never needs), before the copy is taken.
+	s, err = session.Open(ctx, session.Config{ID: sessionID, Provider: w.prov, Store: st})
+	must(err)
+	must(s.Close())
 	must(st.Close())
 	r.fileBytes = dirBytes(filepath.Dir(path))
 	copyDir(filepath.Dir(path), filepath.Dir(copyPath))
