@@ -121,6 +121,8 @@ func TestReplay_StoredTimelineThenLive(t *testing.T) {
 
 	_, err = s.Replay(context.Background(), session.ReplayOptions{After: math.MaxUint64})
 	assert.ErrorIs(t, err, session.ErrInvalid)
+	_, err = s.Replay(context.Background(), session.ReplayOptions{Buffer: -1})
+	assert.ErrorIs(t, err, session.ErrInvalid)
 }
 
 // A compaction running at the cut is replayed as started, with the summary
