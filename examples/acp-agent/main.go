@@ -168,7 +168,7 @@ func parseFlags(args []string) (*config, error) {
 		}
 		return nil
 	})
-	flags.BoolVar(&c.sandbox.Network, "command-network", false, "let sandboxed commands connect and bind TCP ports in every mode (by default only in full-auto mode)")
+	flags.BoolVar(&c.sandbox.Network, "command-network", false, "let sandboxed commands use the network (IPv4 and IPv6; never local UNIX sockets) in every mode (by default only in full-auto mode)")
 	flags.IntVar(&c.maxSessions, "max-sessions", acp.DefaultMaxSessions, "the most sessions open at once on the connection: a session/new, session/load or session/resume past it is refused")
 	flags.StringVar(&c.provider, "provider", "", "model provider: offline, openai or anthropic (default: $SESSIONKIT_PROVIDER, else chosen from the provider variables)")
 	flags.DurationVar(&c.reqTimeout, "request-timeout", openai.DefaultTimeout, "longest a model call's attempt may take, first byte to last (then it fails, retryable)")

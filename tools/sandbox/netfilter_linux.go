@@ -13,17 +13,19 @@ import (
 // auditArch is the seccomp architecture of this build.
 var auditArch = map[string]uint32{"amd64": unix.AUDIT_ARCH_X86_64, "arm64": unix.AUDIT_ARCH_AARCH64}[runtime.GOARCH]
 
-// denyNetSockets installs a seccomp filter that closes what Landlock's
-// network rules leave open: it refuses (EPERM) to create an IPv4 or IPv6
-// socket that is a datagram or raw socket (UDP: Landlock restricts it from
-// ABI 10 only) or a Multipath TCP one (IPPROTO_MPTCP, which Landlock does
-// not restrict at all); a UNIX stream or seqpacket socket (Landlock
-// restricts connecting to one made outside the sandbox from ABI 9 only,
-// and through one a command could ask a service outside, D-Bus, systemd
-// or Docker, to run anything); and io_uring (whose socket operations
-// bypass seccomp). A system call of another architecture or ABI (i386,
-// x32) is refused too. The caller has set no_new_privs.
-func denyNetSockets() error {
+// denySockets installs a seccomp filter that closes what Landlock's
+// rules leave open. In every case it refuses (EPERM) to create a UNIX
+// stream or seqpacket socket (Landlock restricts connecting to one made
+// outside the sandbox from ABI 9 only, and through one a command could ask
+// a service outside, D-Bus, systemd or Docker, to run anything: that is
+// no network, and allowing the network does not allow it) and io_uring
+// (whose socket operations bypass seccomp); a system call of another
+// architecture or ABI (i386, x32) is refused too. Without network it also
+// refuses an IPv4 or IPv6 socket that is a datagram or raw socket (UDP:
+// Landlock restricts it from ABI 10 only) or a Multipath TCP one
+// (IPPROTO_MPTCP, which Landlock does not restrict at all). The caller
+// has set no_new_privs.
+func denySockets(network bool) error {
 	const (
 		ld   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 		jeq  = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
@@ -75,6 +77,18 @@ func denyNetSockets() error {
 		/* 25 */ f(jeq, 1, 0, unix.IPPROTO_TCP), // allow (27)
 		/* 26 */ f(ret, 0, 0, deny),
 		/* 27 */ f(ret, 0, 0, allow),
+	}
+	if network {
+		// Every IPv4 and IPv6 socket; UNIX stream and seqpacket ones
+		// still refused.
+		prog = append(prog[:14],
+			/* 14 */ f(jeq, 0, 3, unix.AF_UNIX), // no: allow (18)
+			/* 15 */ f(txa, 0, 0, 0),
+			/* 16 */ f(jeq, 2, 0, unix.SOCK_STREAM), // deny (19)
+			/* 17 */ f(jeq, 1, 0, unix.SOCK_SEQPACKET), // deny (19)
+			/* 18 */ f(ret, 0, 0, allow),
+			/* 19 */ f(ret, 0, 0, deny),
+		)
 	}
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	tid, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&fprog)))

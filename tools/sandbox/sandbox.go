@@ -140,7 +140,10 @@ type Policy struct {
 	// Writable are the directories a command may change (the session's
 	// directories); the command's private temporary directory is added.
 	Writable []string
-	// Network allows TCP connect and bind. Off (the default) denies them.
+	// Network allows IPv4 and IPv6 sockets: TCP connect and bind, UDP,
+	// Multipath TCP. Off (the default) denies them. UNIX stream sockets
+	// (a service outside the sandbox, as D-Bus or Docker) stay refused
+	// either way.
 	Network bool
 	// Env are the names of environment variables passed to commands
 	// besides the allow-list; names [EnvName] refuses are never passed.

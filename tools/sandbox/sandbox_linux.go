@@ -181,7 +181,8 @@ func confine(args []string) int {
 // and executable, the writable directories (and the few devices every
 // shell writes to) writable, TCP connect and bind denied unless h allows
 // network (and, then, UDP and Multipath TCP sockets refused by a seccomp
-// filter), signals and abstract UNIX sockets scoped to the command's own
+// filter), UNIX stream sockets refused by that filter with network or
+// without, signals and abstract UNIX sockets scoped to the command's own
 // processes (ABI 6).
 func restrict(h helperArgs) error {
 	s := kernelStatus()
@@ -204,8 +205,8 @@ func restrict(h helperArgs) error {
 		rw,
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full", "/dev/tty").IgnoreIfMissing(),
 	)
-	if err != nil || h.network {
+	if err != nil {
 		return err
 	}
-	return denyNetSockets()
+	return denySockets(h.network)
 }
