@@ -183,25 +183,26 @@ func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, e
 }
 
 // decodeText decodes a message's body read as a string (the scans of
-// messageColumns and activeColumns, Store.scan): its text fields share
-// body, nothing is copied.
-func decodeText(body string) (history.Message, error) {
-	var m history.Message
-	toolCalls, err := decodeBody(body, &m)
+// messageColumns and activeColumns, Store.scan) into m, in place in the
+// slice Store.scan fills (returning the Message, 144 bytes, and appending
+// it copied it once more a row): its text fields share body, nothing is
+// copied.
+func decodeText(body string, m *history.Message) error {
+	toolCalls, err := decodeBody(body, m)
 	if err != nil {
-		return m, err
+		return err
 	}
 	if body[1] == 'j' {
 		var calls []toolCallJSON
 		if err := json.Unmarshal([]byte(toolCalls), &calls); err != nil {
-			return m, fmt.Errorf("message %s: tool calls: %w", m.ID, err)
+			return fmt.Errorf("message %s: tool calls: %w", m.ID, err)
 		}
 		m.ToolCalls = make([]history.ToolCall, len(calls))
 		for i, c := range calls {
 			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // encodeMessage converts m, already validated, to columns.

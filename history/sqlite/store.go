@@ -269,14 +269,13 @@ func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, e
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		m, err := decodeText(body)
-		if err != nil {
-			return err
+		msgs = append(msgs, history.Message{})
+		if err := decodeText(body, &msgs[len(msgs)-1]); err != nil {
+			return err // the caller drops msgs
 		}
 		if withPos {
 			positions = append(positions, pos)
 		}
-		msgs = append(msgs, m)
 		return nil
 	})
 	if err != nil {
