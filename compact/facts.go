@@ -53,8 +53,8 @@ var (
 // for these words first, and only the lines, tokens or windows that can
 // hold a fact meet a regular expression).
 var (
-	errMarkers  = []string{"error:", "panic:", "fatal:", "fail", "exception", "traceback", ": undefined:", ": cannot "}
-	ruleMarkers = []string{"always", "never", "don't", "dont", "do not", "must"}
+	errMarkers  = newMarkerSet("error:", "panic:", "fatal:", "fail", "exception", "traceback", ": undefined:", ": cannot ")
+	ruleMarkers = newMarkerSet("always", "never", "don't", "dont", "do not", "must")
 )
 
 // pathDelims are the characters a path may follow (factPath's left
@@ -70,6 +70,74 @@ func init() {
 		request requests rps qps mhz ghz x times retries workers connections threads cores`) {
 		factUnits[u] = true
 	}
+}
+
+// markerSet is a list of lower-case ASCII words that containsFold finds in
+// one pass over a text.
+type markerSet struct {
+	words   []string
+	starts  [256]bool     // the bytes a word starts with, in either case, and every byte above ASCII
+	byFirst [256][]string // the words by their first byte, without it
+}
+
+func newMarkerSet(words ...string) *markerSet {
+	m := &markerSet{words: words}
+	for i := range 256 {
+		c := byte(i)
+		// A byte above ASCII sends containsFold the other way.
+		m.starts[c] = c >= utf8.RuneSelf || slices.ContainsFunc(words, func(w string) bool { return asciiLower[c] == w[0] })
+	}
+	for _, w := range words {
+		m.byFirst[w[0]] = append(m.byFirst[w[0]], w[1:])
+	}
+	return m
+}
+
+// asciiLower maps an ASCII byte to its lower case; other bytes to
+// themselves.
+var asciiLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] = byte(i) + 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// containsFold reports whether s holds one of m's words without case:
+// containsAny(strings.ToLower(s), m.words), in one pass and without a copy
+// when s is ASCII (other texts take that path).
+func (m *markerSet) containsFold(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !m.starts[c] {
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			return containsAny(strings.ToLower(s), m.words)
+		}
+		for _, w := range m.byFirst[asciiLower[c]] {
+			if hasPrefixFold(s[i+1:], w) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// hasPrefixFold reports whether s begins with the lower-case ASCII word w,
+// compared without ASCII case.
+func hasPrefixFold(s, w string) bool {
+	if len(s) < len(w) {
+		return false
+	}
+	for j := range len(w) {
+		if asciiLower[s[j]] != w[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // containsAny reports whether s holds one of words.
@@ -157,7 +225,7 @@ func (f *factSet) text(s string, user bool) {
 			}
 		}
 	}
-	if user && containsAny(strings.ToLower(s), ruleMarkers) {
+	if user && ruleMarkers.containsFold(s) {
 		for _, sent := range splitSentences(s) {
 			if factRule.MatchString(sent) {
 				f.add(FactInstruction, sent)
@@ -169,6 +237,9 @@ func (f *factSet) text(s string, user bool) {
 // paths adds the file paths of s: each token (s cut at pathDelims) that
 // holds a slash or a dot is matched against factPath from its start.
 func (f *factSet) paths(s string) {
+	if strings.IndexByte(s, '/') < 0 && strings.IndexByte(s, '.') < 0 {
+		return // no token can hold a slash or a dot
+	}
 	for i := 0; i < len(s); {
 		for i < len(s) && isPathDelim[s[i]] {
 			i++
@@ -261,7 +332,7 @@ func (f *factSet) urls(s string) string {
 
 // errors adds the lines of s that report an error.
 func (f *factSet) errors(s string) {
-	if !containsAny(strings.ToLower(s), errMarkers) {
+	if !errMarkers.containsFold(s) {
 		return
 	}
 	for line := range strings.SplitSeq(s, "\n") {
