@@ -169,17 +169,22 @@ func encodeEvent(ev Event) (history.LoggedEvent, error) {
 
 // replayLog reads the logged events of session id with Seq in (after,
 // upto] and decodes them, reading back from the store the messages they
-// name.
-func replayLog(ctx context.Context, store history.Store, log history.EventLog, id string, after, upto uint64) ([]Event, error) {
+// name. timeline (Replay) keeps only the events of timeline entries (see
+// inTimelineOrder) and leaves a compacted result's Segment without its
+// archived messages.
+func replayLog(ctx context.Context, store history.Store, log history.EventLog, id string, after, upto uint64, timeline bool) ([]Event, error) {
 	logged, err := log.Events(ctx, id, after, 0)
 	if err != nil {
 		return nil, fmt.Errorf("session: read the event log: %w", err)
 	}
-	d := decoder{ctx: ctx, store: store, id: id}
+	d := decoder{ctx: ctx, store: store, id: id, noArchive: timeline}
 	var out []Event
 	for _, le := range logged {
 		if le.Seq > upto {
 			break
+		}
+		if timeline && !timelineKinds[le.Kind] {
+			continue
 		}
 		p, err := d.decode(le)
 		if err != nil {
@@ -193,13 +198,18 @@ func replayLog(ctx context.Context, store history.Store, log history.EventLog, i
 // decoder turns logged events back into payloads, reading the store's
 // timeline and archive once, when an event first needs them.
 type decoder struct {
-	ctx      context.Context
-	store    history.Store
-	id       string
-	byPos    map[int64]history.Message
-	byID     map[string]history.Message
-	segments map[string][]history.Message
+	ctx       context.Context
+	store     history.Store
+	id        string
+	noArchive bool // a Segment is left without its messages
+	entries   []history.Entry
+	byPos     map[int64]history.Message
+	byID      map[string]history.Message
+	segments  map[string][]history.Message
 }
+
+// timelineKinds are the logged kinds of the events of timeline entries.
+var timelineKinds = map[string]bool{logMessage: true, logCompaction: true, logUncompact: true, logSettings: true}
 
 func (d *decoder) decode(le history.LoggedEvent) (Payload, error) {
 	switch le.Kind {
@@ -228,7 +238,7 @@ func (d *decoder) decode(le history.LoggedEvent) (Payload, error) {
 				res.Usage = *lt.Usage
 			}
 			if len(lt.Messages) > 0 {
-				if err := d.timeline(); err != nil {
+				if err := d.messagesByID(); err != nil {
 					return nil, err
 				}
 			}
@@ -248,7 +258,7 @@ func (d *decoder) decode(le history.LoggedEvent) (Payload, error) {
 			return nil, err
 		}
 		ev := &CompactionEvent{CompactID: lc.CompactID, Trigger: lc.Trigger, Phase: lc.Phase, Archive: lc.Archive, Result: lc.Result, TurnID: lc.TurnID, Position: lc.Position}
-		if r := ev.Result; r != nil && r.Segment != nil && r.Segment.ID != "" {
+		if r := ev.Result; r != nil && r.Segment != nil && r.Segment.ID != "" && !d.noArchive {
 			msgs, err := d.segment(r.Segment.ID)
 			if err != nil {
 				return nil, err
@@ -281,7 +291,7 @@ func unmarshalPayload[T any, P interface {
 	return p, nil
 }
 
-// timeline reads the store's messages by position and by ID, once.
+// timeline reads the store's messages by position, once.
 func (d *decoder) timeline() error {
 	if d.byPos != nil {
 		return nil
@@ -290,10 +300,26 @@ func (d *decoder) timeline() error {
 	if err != nil {
 		return err
 	}
-	d.byPos, d.byID = make(map[int64]history.Message), make(map[string]history.Message)
+	d.entries, d.byPos = entries, make(map[int64]history.Message, len(entries))
 	for _, e := range entries {
 		if e.Message != nil {
 			d.byPos[e.Position] = *e.Message
+		}
+	}
+	return nil
+}
+
+// messagesByID indexes the store's messages by ID, once.
+func (d *decoder) messagesByID() error {
+	if d.byID != nil {
+		return nil
+	}
+	if err := d.timeline(); err != nil {
+		return err
+	}
+	d.byID = make(map[string]history.Message, len(d.byPos))
+	for _, e := range d.entries {
+		if e.Message != nil {
 			d.byID[e.Message.ID] = *e.Message
 		}
 	}

@@ -31,8 +31,10 @@ type ReplayOptions struct {
 type Replay struct {
 	// Events are the replayed timeline in timeline order (by Position):
 	// one *MessageEvent per stored message, one *CompactionEvent in
-	// PhaseFinished per compaction that has a place in the timeline
-	// (the Segment of a compacted result carries its archived messages),
+	// PhaseFinished per compaction that has a place in the timeline (a
+	// compacted result's Segment as committed, without its archived
+	// messages: they are the MessageEvents before it, and
+	// [Session.Segments] has them),
 	// one *UncompactEvent per undo and one *SettingsEvent per recorded
 	// settings change, each with its Position, and the *SettingsEvent of
 	// the title an untitled session took from its first message right
@@ -135,12 +137,15 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 	}
 	var evs []Event
 	if elog != nil && opts.After < logged {
-		if evs, err = replayLog(ctx, s.store, elog, s.id, opts.After, logged); err != nil {
+		if evs, err = replayLog(ctx, s.store, elog, s.id, opts.After, logged, true); err != nil {
 			rep.Sub.Close()
 			return nil, err
 		}
 	}
-	rep.Events = inTimelineOrder(append(evs, recent...))
+	for _, ev := range recent {
+		evs = append(evs, withoutArchive(ev))
+	}
+	rep.Events = inTimelineOrder(evs)
 	if running != nil && running.Position != NoPosition {
 		now := time.Now()
 		rep.Events = append(rep.Events, Event{Time: now, Payload: running})
@@ -154,6 +159,23 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		rep.Events = append(rep.Events, Event{Time: time.Now(), Payload: &DeltaEvent{MessageID: draftID, Text: draftTxt}})
 	}
 	return rep, nil
+}
+
+// withoutArchive returns ev, a compaction's finished event whose Segment
+// holds its archived messages as published, as a copy without them, the
+// way the log keeps it; other events as they are. The published event is
+// shared with subscribers and stays as it is.
+func withoutArchive(ev Event) Event {
+	c, ok := ev.Payload.(*CompactionEvent)
+	if !ok || c.Result == nil || c.Result.Segment == nil || c.Result.Segment.Messages == nil {
+		return ev
+	}
+	cc, res, seg := *c, *c.Result, *c.Result.Segment
+	seg.Messages = nil
+	res.Segment = &seg
+	cc.Result = &res
+	ev.Payload = &cc
+	return ev
 }
 
 // inTimelineOrder keeps of evs (durable events in the order of their
