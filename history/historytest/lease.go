@@ -35,8 +35,12 @@ type LeaseHarness struct {
 	StopRenewals func(l history.Lease)
 }
 
-// shortTTL is the lease TTL of the cases that wait for an expiry.
-const shortTTL = 300 * time.Millisecond
+// shortTTL is the lease TTL of the cases that wait for an expiry. A holder
+// renews every third of it, so a renewal may come up to two thirds late
+// before the lease expires: 400 ms, which a 2-core machine running the
+// race detector beside other packages' tests has been seen to need
+// (300 ms, a 200 ms margin, lost a renewing holder's lease once).
+const shortTTL = 600 * time.Millisecond
 
 // RunLeaser runs the conformance suite of [history.Leaser]: racing
 // acquires, fencing, expiry and takeover, release, the store's own writes
