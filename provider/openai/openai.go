@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -60,7 +61,15 @@ type options struct {
 	logger      *zap.Logger
 	timeout     time.Duration
 	idleTimeout time.Duration
+	noImages    bool
 }
+
+// WithImages says whether the model behind the endpoint reads images
+// (default true). With false the provider is no [provider.ImageTaker] that
+// takes any: a session refuses a prompt with an image, and an ACP agent
+// does not advertise images, instead of the server failing the request.
+// Use it for an OpenAI-compatible server whose model reads text only.
+func WithImages(on bool) Option { return func(o *options) { o.noImages = !on } }
 
 // WithBaseURL sets the API base URL, up to and including the version path,
 // for example "http://localhost:8080/v1". A URL without a path gets "/v1"
@@ -132,6 +141,7 @@ type Provider struct {
 	backoffBase time.Duration
 	backoffMax  time.Duration
 	temperature *float32
+	noImages    bool
 	log         *zap.Logger
 	limits      retry.Limits
 
@@ -217,6 +227,7 @@ func New(opts ...Option) (*Provider, error) {
 		backoffBase: o.backoffBase,
 		backoffMax:  o.backoffMax,
 		temperature: o.temperature,
+		noImages:    o.noImages,
 		limits: retry.Limits{
 			Request: o.timeout, RequestName: "openai request timeout (WithTimeout)",
 			Idle: o.idleTimeout, IdleName: "openai idle timeout (WithIdleTimeout)",
@@ -227,9 +238,13 @@ func New(opts ...Option) (*Provider, error) {
 	}, nil
 }
 
+// ImagesVar is the variable [FromEnv] reads [WithImages] from: true or
+// false (as strconv.ParseBool takes them); unset or empty keeps the default.
+const ImagesVar = "SESSIONKIT_OPENAI_IMAGES"
+
 // FromEnv returns a provider configured from the environment: OPENAI_BASE_URL
-// (base URL), OPENAI_API_KEY (API key) and SESSIONKIT_MODEL (model, default
-// [DefaultEnvModel] when unset or empty). Options in opts are applied after
+// (base URL), OPENAI_API_KEY (API key), SESSIONKIT_MODEL (model, default
+// [DefaultEnvModel] when unset or empty) and [ImagesVar] ([WithImages]). Options in opts are applied after
 // the environment, so they override it.
 //
 // With neither a key nor a base URL (from the environment or opts) it
@@ -250,6 +265,13 @@ func FromEnv(opts ...Option) (*Provider, error) {
 			return nil, fmt.Errorf("%w: OPENAI_API_KEY is blank (only white space): set the key, or unset the variable", ErrConfig)
 		}
 		env = append(env, WithAPIKey(v))
+	}
+	if v := os.Getenv(ImagesVar); v != "" {
+		on, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is %q: give true or false (whether the model reads images)", ErrConfig, ImagesVar, v)
+		}
+		env = append(env, WithImages(on))
 	}
 	if o := apply(append(env, opts...)); o.apiKey == "" && o.baseURL == "" {
 		return nil, fmt.Errorf("%w: no API key and no base URL: set OPENAI_API_KEY (OpenAI's API) or OPENAI_BASE_URL (another OpenAI-compatible server)", ErrConfig)

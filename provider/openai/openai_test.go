@@ -1111,3 +1111,35 @@ func TestRetryIsReported(t *testing.T) {
 		})
 	}
 }
+
+// TestImages: the provider takes images by default; WithImages(false) and
+// SESSIONKIT_OPENAI_IMAGES=false make it take none, so a session refuses
+// an image and an agent does not offer them; a value that is no boolean
+// is a configuration error naming the variable.
+func TestImages(t *testing.T) {
+	t.Setenv("OPENAI_BASE_URL", "http://localhost:1/v1")
+	t.Setenv("OPENAI_API_KEY", "")
+	for _, tt := range []struct {
+		env  string // "" leaves the variable unset
+		opts []Option
+		want bool
+	}{
+		{want: true},
+		{opts: []Option{WithImages(false)}, want: false},
+		{env: "false", want: false},
+		{env: " 0 ", want: false},
+		{env: "true", want: true},
+		{env: "false", opts: []Option{WithImages(true)}, want: true}, // options override the environment
+	} {
+		t.Setenv(ImagesVar, tt.env)
+		p, err := FromEnv(tt.opts...)
+		require.NoError(t, err, "env %q", tt.env)
+		assert.Equal(t, tt.want, provider.TakesImages(p), "env %q, %d options", tt.env, len(tt.opts))
+		assert.Equal(t, tt.want, p.TakesImage("image/png"))
+		assert.False(t, p.TakesImage("image/tiff"), "never a type Chat Completions does not take")
+	}
+	t.Setenv(ImagesVar, "maybe")
+	_, err := FromEnv()
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), ImagesVar)
+}

@@ -143,7 +143,8 @@ var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/g
 // TakesImage implements [provider.ImageTaker]: Chat Completions takes
 // JPEG, PNG, GIF and WebP images (as data URLs). The model behind the
 // endpoint must be one that reads images; the request fails otherwise.
-func (p *Provider) TakesImage(mimeType string) bool { return imageTypes[mimeType] }
+// With WithImages(false) it takes none.
+func (p *Provider) TakesImage(mimeType string) bool { return !p.noImages && imageTypes[mimeType] }
 
 // toolCallParts is a tool call being assembled (or read whole).
 type toolCallParts struct {
