@@ -146,7 +146,7 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		evs = append(evs, withoutArchive(ev))
 	}
 	rep.Events = inTimelineOrder(evs)
-	if running != nil && running.Position != NoPosition {
+	if running != nil { // only a compaction whose record is stored (above)
 		now := time.Now()
 		rep.Events = append(rep.Events, Event{Time: now, Payload: running})
 		if summary != "" {

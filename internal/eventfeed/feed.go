@@ -128,16 +128,12 @@ func (f *Feed[E, P]) SubscribeWith(ctx context.Context, prefix []E, after uint64
 	if buffer == 0 {
 		buffer = f.cfg.Buffer
 	}
-	if after > f.seq {
-		return nil, fmt.Errorf("%w: asked for events after %d, the last one given is %d", f.cfg.Invalid, after, f.seq)
-	}
 	var replay []retained[E]
 	if after > 0 || len(prefix) > 0 {
-		if after < f.trimmedSeq {
-			return nil, fmt.Errorf("%w: asked for events after %d, oldest retained after %d", f.cfg.Trimmed, after, f.trimmedSeq)
+		var err error
+		if replay, err = f.after(after); err != nil {
+			return nil, err
 		}
-		i := sort.Search(len(f.history), func(i int) bool { return f.history[i].seq > after })
-		replay = f.history[i:]
 	}
 	n := len(prefix) + len(replay)
 	s := newSubscription[E](n+buffer, n, after)
@@ -159,6 +155,20 @@ func (f *Feed[E, P]) SubscribeWith(ctx context.Context, prefix []E, after uint64
 // are no longer retained, Config.Invalid when after is above the last
 // number given.
 func (f *Feed[E, P]) Retained(after uint64) ([]E, error) {
+	rs, err := f.after(after)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]E, len(rs))
+	for i, r := range rs {
+		out[i] = r.ev
+	}
+	return out, nil
+}
+
+// after returns the retained durable events numbered above after, a view
+// of f.history; errors as for Retained.
+func (f *Feed[E, P]) after(after uint64) ([]retained[E], error) {
 	if after > f.seq {
 		return nil, fmt.Errorf("%w: asked for events after %d, the last one given is %d", f.cfg.Invalid, after, f.seq)
 	}
@@ -166,11 +176,7 @@ func (f *Feed[E, P]) Retained(after uint64) ([]E, error) {
 		return nil, fmt.Errorf("%w: asked for events after %d, oldest retained after %d", f.cfg.Trimmed, after, f.trimmedSeq)
 	}
 	i := sort.Search(len(f.history), func(i int) bool { return f.history[i].seq > after })
-	out := make([]E, 0, len(f.history)-i)
-	for _, r := range f.history[i:] {
-		out = append(out, r.ev)
-	}
-	return out, nil
+	return f.history[i:], nil
 }
 
 // Unsubscribe ends s with err (nil for a Close by the subscriber).
