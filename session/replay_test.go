@@ -3,6 +3,7 @@ package session_test
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"math"
 	"path/filepath"
 	"testing"
@@ -275,4 +276,34 @@ func TestReplay_StoreWithoutEventLog(t *testing.T) {
 	_, err = s2.Replay(ctxT(t), session.ReplayOptions{})
 	require.ErrorIs(t, err, session.ErrEventsTrimmed)
 	assert.Contains(t, err.Error(), "keeps no event log")
+}
+
+// failingLog is a store whose event log refuses every batch, so that a
+// session keeps every durable event in memory, unlogged.
+type failingLog struct{ *memstore.Store }
+
+func (failingLog) LogEvents(context.Context, string, history.EventBatch) error {
+	return errors.New("the log is down")
+}
+
+// TestReplay_UnloggedCompactionWithoutArchive: a compaction that only
+// memory holds (its batch was not logged) is replayed as the log would
+// give it: its Segment without the archived messages, the published event
+// left as it is.
+func TestReplay_UnloggedCompactionWithoutArchive(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{Store: failingLog{memstore.New()}})
+	converse(t, s, fake, 2)
+	fake.QueueSummary(providertest.Reply{Text: "S"})
+	res := wait(t, mustCompact(t, s, ""))
+	require.True(t, res.Compacted)
+	rep, err := s.Replay(ctxT(t), session.ReplayOptions{})
+	require.NoError(t, err)
+	defer rep.Sub.Close()
+	fin, ok := rep.Events[len(rep.Events)-1].Payload.(*session.CompactionEvent)
+	require.True(t, ok)
+	require.NotNil(t, fin.Result.Segment)
+	assert.Equal(t, res.Segment.ID, fin.Result.Segment.ID)
+	assert.Empty(t, fin.Result.Segment.Messages, "without the archived messages")
+	assert.NotEmpty(t, res.Segment.Messages, "the published result keeps them")
 }
