@@ -85,6 +85,7 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 	}
 	r.SetMaxOpenConns(o.readConns)
 	r.SetMaxIdleConns(o.readConns)
+	var raw *rawReaders // Load's readers of the file, not of a copy
 	version, err := storeVersion(r)
 	if err != nil {
 		if !o.immutable && needsImmutable(abs) {
@@ -104,10 +105,18 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 			return nil, fmt.Errorf("sqlite: open read-only %s: a copy of its schema version %d brought to version %d: %w", path, version, known, err)
 		}
 		r = mem
+	default:
+		uri := []string{"mode=ro"}
+		if o.immutable {
+			uri = append(uri, "immutable=1")
+		}
+		if raw, err = openRawReaders(dsn(abs, uri...), o.busyTimeout, o.readConns); err != nil {
+			return nil, errors.Join(fmt.Errorf("sqlite: open read-only %s: %w", path, err), r.Close())
+		}
 	}
 	host, checkable := whereAmI()
 	return &Store{db: &db{
-		path: abs, c: readOnlyCommitter(), r: r, st: sqlstore.NewState("sqlite", true),
+		path: abs, c: readOnlyCommitter(), r: r, raw: raw, st: sqlstore.NewState("sqlite", true),
 		ttl: o.ttl, holder: o.holder, host: host, pid: os.Getpid(), checkable: checkable,
 	}}, nil
 }

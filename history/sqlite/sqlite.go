@@ -34,9 +34,10 @@ type Store struct {
 // db is the open file, shared by a Store and the fenced views of its leases.
 type db struct {
 	path   string
-	w      *sql.DB    // the one writer connection
-	c      *committer // runs every write transaction of the Store and its leases
-	r      *sql.DB    // read-only pool
+	w      *sql.DB     // the one writer connection
+	c      *committer  // runs every write transaction of the Store and its leases
+	r      *sql.DB     // read-only pool
+	raw    *rawReaders // Load's readers; nil for a copy in memory (OpenReadOnly)
 	st     *sqlstore.State
 	ttl    time.Duration
 	holder string
@@ -123,8 +124,9 @@ func WithBusyTimeout(d time.Duration) Option {
 	return func(o *options) { o.busyTimeout = d }
 }
 
-// WithReadConns sets the maximum number of connections of the read pool. The
-// default is the larger of 4 and GOMAXPROCS.
+// WithReadConns sets the maximum number of connections of each of the
+// store's two read pools: Load's, and that of every other read. The default
+// is the larger of 4 and GOMAXPROCS.
 func WithReadConns(n int) Option {
 	return func(o *options) { o.readConns = n }
 }
@@ -178,12 +180,13 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	r.SetMaxOpenConns(o.readConns)
 	r.SetMaxIdleConns(o.readConns)
-	if err := r.Ping(); err != nil {
+	raw, err := openRawReaders(dsn(abs, "mode=ro"), o.busyTimeout, o.readConns)
+	if err != nil {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
 	}
 	host, checkable := whereAmI()
 	return &Store{db: &db{
-		path: abs, w: w, c: startCommitter(w), r: r, st: sqlstore.NewState("sqlite", true),
+		path: abs, w: w, c: startCommitter(w), r: r, raw: raw, st: sqlstore.NewState("sqlite", true),
 		ttl: o.ttl, holder: o.holder, host: host, pid: os.Getpid(), checkable: checkable,
 	}}, nil
 }
@@ -227,10 +230,14 @@ func (s *Store) Close() error {
 	}
 	s.releaseAll()
 	s.c.stop()
-	if s.w == nil { // opened read-only
-		return s.r.Close()
+	var raw error
+	if s.raw != nil {
+		raw = s.raw.close()
 	}
-	return errors.Join(s.r.Close(), s.w.Close())
+	if s.w == nil { // opened read-only
+		return errors.Join(raw, s.r.Close())
+	}
+	return errors.Join(raw, s.r.Close(), s.w.Close())
 }
 
 // admit checks a call's context and the store before it starts.

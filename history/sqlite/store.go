@@ -214,13 +214,16 @@ func nullBytes(b []byte) any {
 // from the watermark on and the in-progress compactions in one read
 // transaction; its cost grows with Active only.
 func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) {
+	if s.raw != nil {
+		return s.loadRaw(ctx, id)
+	}
 	snap := &history.Snapshot{ID: id}
 	err := s.read(ctx, "load", func(tx *sql.Tx) error {
 		var (
 			activeFrom, count int64
 			config            []byte
 		)
-		err := tx.QueryRowContext(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, message_count, last_seq, log_covers FROM sessions WHERE id = ?`, id).
+		err := tx.QueryRowContext(ctx, selectLoad, id).
 			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count, (*seqColumn)(&snap.LastSeq), &snap.LogCovers)
 		if err := s.found(ctx, "load", id, err); err != nil {
 			return err
@@ -237,6 +240,95 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		return nil, err
 	}
 	return snap, nil
+}
+
+// selectLoad reads what Load returns of the sessions row.
+const selectLoad = `SELECT version, config, summary, active_from, archived, ` + titleColumn + `, cwd, next_pos, message_count, last_seq, log_covers FROM sessions WHERE id = ?`
+
+// loadRaw is Load through the store's raw readers (rawread.go): the same
+// statements in one read transaction, each row's body copied once.
+func (s *Store) loadRaw(ctx context.Context, id string) (*history.Snapshot, error) {
+	const op = "load"
+	if err := s.admit(ctx); err != nil {
+		return nil, err
+	}
+	snap := &history.Snapshot{ID: id}
+	err := s.raw.read(ctx, func(r *rawReader) error {
+		row, err := r.stmt(selectLoad, id)
+		if err != nil {
+			return err
+		}
+		defer row.reset()
+		switch ok, err := row.step(); {
+		case err != nil:
+			return err
+		case !ok:
+			return sql.ErrNoRows
+		}
+		var activeFrom, count int64
+		snap.Version = uint64(row.int64(0))
+		snap.Config = row.bytes(1)
+		snap.Summary = row.text(2)
+		activeFrom, snap.Archived = row.int64(3), row.int64(4)
+		snap.Title, snap.Cwd = defaultTitle(row.text(5)), row.text(6)
+		snap.NextPosition, count = row.int64(7), row.int64(8)
+		if seq := row.int64(9); seq >= 0 {
+			snap.LastSeq = uint64(seq)
+		} else {
+			return fmt.Errorf("sequence number column holds %d", seq)
+		}
+		snap.LogCovers = row.int64(10)
+		row.reset()
+
+		msgs, err := r.stmt(`SELECT `+activeColumns+` FROM messages `+whereActive, id, activeFrom)
+		if err != nil {
+			return err
+		}
+		defer msgs.reset()
+		snap.Active = make([]history.Message, 0, max(count-snap.Archived, 0))
+		for n := 0; ; n++ {
+			if n%1024 == 1023 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			switch ok, err := msgs.step(); {
+			case err != nil:
+				return err
+			case !ok:
+				msgs.reset()
+				snap.Interrupted, err = rawStrings(r, selectInProgress, id)
+				return err
+			}
+			snap.Active = append(snap.Active, history.Message{})
+			if err := decodeText(msgs.text(0), &snap.Active[len(snap.Active)-1]); err != nil {
+				return err
+			}
+		}
+	})
+	if err := s.found(ctx, op, id, err); err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// rawStrings reads a one-column query of text through r.
+func rawStrings(r *rawReader, query string, args ...any) ([]string, error) {
+	st, err := r.stmt(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer st.reset()
+	var out []string
+	for {
+		switch ok, err := st.step(); {
+		case err != nil:
+			return nil, err
+		case !ok:
+			return out, nil
+		}
+		out = append(out, st.text(0))
+	}
 }
 
 // messages reads the messages selected by where (a WHERE and ORDER BY

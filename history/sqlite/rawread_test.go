@@ -1,0 +1,111 @@
+package sqlite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// TestLoad_ConcurrentReaders: Loads in many goroutines at once, while one
+// writer appends, each read one snapshot through a raw reader of its own:
+// every snapshot's Active holds exactly the messages of its version, in
+// order, with their bodies whole. Run with -race: a reader shared by two
+// goroutines (a pool that hands one out twice) corrupts SQLite's
+// connection, which has no mutex of its own.
+func TestLoad_ConcurrentReaders(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "sessions.db"), WithReadConns(3))
+	snap, err := s.Create(ctx, history.NewSession{ID: "a", Config: []byte(`{"k":1}`)})
+	require.NoError(t, err)
+	base := snap.Version
+	text := func(i int) string { return fmt.Sprintf("message %d %0300d", i, i) }
+
+	const appends, readers = 60, 8
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, readers)
+	for range readers {
+		wg.Go(func() {
+			for loads := 0; ; loads++ {
+				select {
+				case <-done:
+					if loads > 0 {
+						return
+					}
+				default:
+				}
+				got, err := s.Load(ctx, "a")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if n := int(got.Version - base); len(got.Active) != n {
+					errs <- fmt.Errorf("version %d holds %d messages, want %d", got.Version, len(got.Active), n)
+					return
+				}
+				for i, m := range got.Active {
+					if m.Text != text(i) || m.ID != fmt.Sprint("m", i) {
+						errs <- fmt.Errorf("message %d of version %d: %q %q", i, got.Version, m.ID, m.Text)
+						return
+					}
+				}
+				if string(got.Config) != `{"k":1}` {
+					errs <- fmt.Errorf("config %q", got.Config)
+					return
+				}
+			}
+		})
+	}
+	v := base
+	for i := range appends {
+		v, err = s.Append(ctx, "a", v, []history.Message{{ID: fmt.Sprint("m", i), Role: history.RoleUser, Text: text(i), CreatedAt: time.Now()}})
+		require.NoError(t, err)
+	}
+	close(done)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+// TestLoad_RawReaderErrors: a Load whose context is done fails with the
+// context's error, one of a session that is not there with ErrNotFound, one
+// after Close with ErrClosed; the readers stay usable after each failure.
+func TestLoad_RawReaderErrors(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "sessions.db"))
+	snap, err := s.Create(ctx, history.NewSession{ID: "a"})
+	require.NoError(t, err)
+	msgs := make([]history.Message, 3000)
+	for i := range msgs {
+		msgs[i] = history.Message{ID: fmt.Sprint("m", i), Role: history.RoleUser, Text: "x", CreatedAt: time.Now()}
+	}
+	_, err = s.Append(ctx, "a", snap.Version, msgs)
+	require.NoError(t, err)
+
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Load(done, "a")
+	assert.ErrorIs(t, err, context.Canceled)
+
+	_, err = s.Load(ctx, "nobody")
+	assert.ErrorIs(t, err, history.ErrNotFound)
+
+	got, err := s.Load(ctx, "a")
+	require.NoError(t, err)
+	assert.Len(t, got.Active, 3000)
+
+	require.NoError(t, s.Close())
+	_, err = s.Load(ctx, "a")
+	assert.True(t, errors.Is(err, history.ErrClosed), "%v", err)
+}
