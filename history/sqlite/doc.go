@@ -70,8 +70,12 @@
 // is alone waits for nobody. Reads use a separate pool of
 // read-only connections, and every read of several statements (Load,
 // Segments, Timeline) runs in one read transaction, so it sees one consistent
-// state even while another goroutine or process commits a compaction. Several
-// Stores, in one process or several, may open the same file.
+// state even while another goroutine or process commits a compaction. Load,
+// the read of every reopen, has read-only connections of its own, opened
+// through SQLite's C interface without the driver's per-connection mutex
+// (each is used by one goroutine at a time); at most [WithReadConns] of
+// them are open. Several Stores, in one process or several, may open the
+// same file.
 //
 // # Leases
 //
