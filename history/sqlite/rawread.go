@@ -136,15 +136,10 @@ func openRawReader(uri string, busyMs int32) (*rawReader, error) {
 		return nil, err
 	}
 	defer libc.Xfree(r.tls, name)
-	pdb := libc.Xmalloc(r.tls, ptrSize)
-	if pdb == 0 {
-		r.tls.Close()
-		return nil, errors.New("sqlite: out of memory")
-	}
-	*(*uintptr)(at(pdb)) = 0
-	rc := sqlite3.Xsqlite3_open_v2(r.tls, name, pdb, sqlite3.SQLITE_OPEN_READONLY|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
-	r.db = *(*uintptr)(at(pdb))
-	libc.Xfree(r.tls, pdb)
+	var rc int32
+	r.db, rc = r.out(func(pdb uintptr) int32 {
+		return sqlite3.Xsqlite3_open_v2(r.tls, name, pdb, sqlite3.SQLITE_OPEN_READONLY|sqlite3.SQLITE_OPEN_NOMUTEX|sqlite3.SQLITE_OPEN_URI, 0)
+	})
 	if rc != sqlite3.SQLITE_OK {
 		err := r.err(rc)
 		_ = r.close()
@@ -159,7 +154,18 @@ func openRawReader(uri string, busyMs int32) (*rawReader, error) {
 	return r, nil
 }
 
-const ptrSize = types.Size_t(unsafe.Sizeof(uintptr(0))) // bytes of a pointer out-parameter
+// out calls f with the address of a pointer out-parameter in SQLite's
+// memory, and returns what f left there and f's result code.
+func (r *rawReader) out(f func(pp uintptr) int32) (uintptr, int32) {
+	pp := libc.Xmalloc(r.tls, types.Size_t(unsafe.Sizeof(uintptr(0))))
+	if pp == 0 {
+		return 0, sqlite3.SQLITE_NOMEM
+	}
+	defer libc.Xfree(r.tls, pp)
+	*(*uintptr)(at(pp)) = 0
+	rc := f(pp)
+	return *(*uintptr)(at(pp)), rc
+}
 
 // at is address p of SQLite's memory (libc's heap, never Go's) as a
 // pointer. Through the uintptr's own address, so that vet's check of
@@ -203,15 +209,8 @@ func (r *rawReader) stmt(query string, args ...any) (rawStmt, error) {
 		if err != nil {
 			return rawStmt{}, err
 		}
-		pp := libc.Xmalloc(r.tls, ptrSize)
-		if pp == 0 {
-			libc.Xfree(r.tls, q)
-			return rawStmt{}, errors.New("sqlite: out of memory")
-		}
-		*(*uintptr)(at(pp)) = 0
-		rc := sqlite3.Xsqlite3_prepare_v2(r.tls, r.db, q, -1, pp, 0)
-		p = *(*uintptr)(at(pp))
-		libc.Xfree(r.tls, pp)
+		var rc int32
+		p, rc = r.out(func(pp uintptr) int32 { return sqlite3.Xsqlite3_prepare_v2(r.tls, r.db, q, -1, pp, 0) })
 		libc.Xfree(r.tls, q)
 		if rc != sqlite3.SQLITE_OK {
 			return rawStmt{}, r.err(rc)
@@ -284,44 +283,35 @@ func (s rawStmt) reset() {
 	sqlite3.Xsqlite3_clear_bindings(s.r.tls, s.p)
 }
 
-// null reports whether column i of the row is NULL.
-func (s rawStmt) null(i int32) bool {
-	return sqlite3.Xsqlite3_column_type(s.r.tls, s.p, i) == sqlite3.SQLITE_NULL
-}
-
 // int64 is column i of the row as an integer.
 func (s rawStmt) int64(i int32) int64 { return sqlite3.Xsqlite3_column_int64(s.r.tls, s.p, i) }
 
-// text is column i of the row as a string: a copy of its bytes.
-func (s rawStmt) text(i int32) string {
+// mem is column i of the row in SQLite's memory, valid until the next
+// step or reset: copy it out.
+func (s rawStmt) mem(i int32) []byte {
 	p := sqlite3.Xsqlite3_column_blob(s.r.tls, s.p, i)
 	n := sqlite3.Xsqlite3_column_bytes(s.r.tls, s.p, i)
 	if p == 0 || n <= 0 {
-		return ""
+		return nil
 	}
-	return string(unsafe.Slice((*byte)(at(p)), n))
+	return unsafe.Slice((*byte)(at(p)), n)
 }
+
+// text is column i of the row as a string: a copy of its bytes.
+func (s rawStmt) text(i int32) string { return string(s.mem(i)) }
 
 // bytes is column i of the row as a copy of its bytes, nil for NULL.
 func (s rawStmt) bytes(i int32) []byte {
-	if s.null(i) {
+	if sqlite3.Xsqlite3_column_type(s.r.tls, s.p, i) == sqlite3.SQLITE_NULL {
 		return nil
 	}
-	p := sqlite3.Xsqlite3_column_blob(s.r.tls, s.p, i)
-	n := sqlite3.Xsqlite3_column_bytes(s.r.tls, s.p, i)
-	if p == 0 || n <= 0 {
-		return []byte{}
-	}
-	return append([]byte(nil), unsafe.Slice((*byte)(at(p)), n)...)
+	return append([]byte{}, s.mem(i)...)
 }
 
 // read runs fn in a read transaction of a raw reader: everything fn
-// reads is of one snapshot of the file. ctx is checked before the
-// transaction and, by fn, between rows.
+// reads is of one snapshot of the file. ctx bounds the wait for a reader;
+// fn checks it between rows.
 func (p *rawReaders) read(ctx context.Context, fn func(r *rawReader) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
 	r, err := p.get(ctx)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,8 +79,8 @@ func TestLoad_ConcurrentReaders(t *testing.T) {
 	}
 }
 
-// TestLoad_RawReaderErrors: a Load whose context is done fails with the
-// context's error, one of a session that is not there with ErrNotFound, one
+// TestLoad_RawReaderErrors: a Load whose context is done, before it starts
+// or while it reads the rows, fails with the context's error, one of a session that is not there with ErrNotFound, one
 // after Close with ErrClosed; the readers stay usable after each failure.
 func TestLoad_RawReaderErrors(t *testing.T) {
 	ctx := context.Background()
@@ -98,14 +99,36 @@ func TestLoad_RawReaderErrors(t *testing.T) {
 	_, err = s.Load(done, "a")
 	assert.ErrorIs(t, err, context.Canceled)
 
+	// A context that ends while the rows are read: Load stops between
+	// them and returns no snapshot.
+	mid := &endsAfter{Context: ctx}
+	mid.left.Store(1) // admit's check passes, the one between rows does not
+	got, err := s.Load(mid, "a")
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.Nil(t, got)
+
 	_, err = s.Load(ctx, "nobody")
 	assert.ErrorIs(t, err, history.ErrNotFound)
 
-	got, err := s.Load(ctx, "a")
+	got, err = s.Load(ctx, "a")
 	require.NoError(t, err)
 	assert.Len(t, got.Active, 3000)
 
 	require.NoError(t, s.Close())
 	_, err = s.Load(ctx, "a")
 	assert.True(t, errors.Is(err, history.ErrClosed), "%v", err)
+}
+
+// endsAfter is a context whose Err is nil for its first left calls and
+// context.Canceled after.
+type endsAfter struct {
+	context.Context
+	left atomic.Int32
+}
+
+func (c *endsAfter) Err() error {
+	if c.left.Add(-1) < 0 {
+		return context.Canceled
+	}
+	return nil
 }

@@ -272,13 +272,11 @@ func (s *Store) loadRaw(ctx context.Context, id string) (*history.Snapshot, erro
 		activeFrom, snap.Archived = row.int64(3), row.int64(4)
 		snap.Title, snap.Cwd = defaultTitle(row.text(5)), row.text(6)
 		snap.NextPosition, count = row.int64(7), row.int64(8)
-		if seq := row.int64(9); seq >= 0 {
-			snap.LastSeq = uint64(seq)
-		} else {
+		seq := row.int64(9)
+		if seq < 0 {
 			return fmt.Errorf("sequence number column holds %d", seq)
 		}
-		snap.LogCovers = row.int64(10)
-		row.reset()
+		snap.LastSeq, snap.LogCovers = uint64(seq), row.int64(10)
 
 		msgs, err := r.stmt(`SELECT `+activeColumns+` FROM messages `+whereActive, id, activeFrom)
 		if err != nil {
@@ -286,25 +284,26 @@ func (s *Store) loadRaw(ctx context.Context, id string) (*history.Snapshot, erro
 		}
 		defer msgs.reset()
 		snap.Active = make([]history.Message, 0, max(count-snap.Archived, 0))
-		for n := 0; ; n++ {
-			if n%1024 == 1023 {
+		for n := 1; ; n++ {
+			ok, err := msgs.step()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			if n%1024 == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
-			}
-			switch ok, err := msgs.step(); {
-			case err != nil:
-				return err
-			case !ok:
-				msgs.reset()
-				snap.Interrupted, err = rawStrings(r, selectInProgress, id)
-				return err
 			}
 			snap.Active = append(snap.Active, history.Message{})
 			if err := decodeText(msgs.text(0), &snap.Active[len(snap.Active)-1]); err != nil {
 				return err
 			}
 		}
+		snap.Interrupted, err = rawStrings(r, selectInProgress, id)
+		return err
 	})
 	if err := s.found(ctx, op, id, err); err != nil {
 		return nil, err
