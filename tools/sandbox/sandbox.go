@@ -140,6 +140,13 @@ type Policy struct {
 	// Writable are the directories a command may change (the session's
 	// directories); the command's private temporary directory is added.
 	Writable []string
+	// WritableDirs are directories a command may change, held open by
+	// the caller (the session's directories, opened once when the session
+	// starts). The helper builds its rules from these descriptors, never
+	// from a name, so a directory moved away or replaced by a symbolic
+	// link after it was opened cannot redirect a command. Prefer them to
+	// Writable; both may be given.
+	WritableDirs []*os.File
 	// Network allows IPv4 and IPv6 sockets: TCP connect and bind, UDP,
 	// Multipath TCP. Off (the default) denies them. UNIX stream sockets
 	// (a service outside the sandbox, as D-Bus or Docker) stay refused
@@ -241,6 +248,16 @@ func (p Policy) Prepare(line, dir string) (*Command, error) {
 	}
 	c.Path, c.Args = exe, append(args, "--", "sh", "-c", line)
 	return c, nil
+}
+
+// PrepareAt is [Policy.Prepare] with the command's working directory
+// given as an open directory (usually one of [Policy.WritableDirs]): the
+// command starts in that directory whatever its name leads to by then.
+func (p Policy) PrepareAt(line string, dir *os.File) (*Command, error) {
+	for _, d := range p.WritableDirs {
+		p.Writable = append(p.Writable, d.Name())
+	}
+	return p.Prepare(line, dir.Name())
 }
 
 // Close removes the command's private temporary directory.
