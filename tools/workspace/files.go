@@ -112,7 +112,7 @@ func (t tools) readFile(ctx context.Context, raw json.RawMessage) (string, error
 	if err := args(raw, &in); err != nil {
 		return "", err
 	}
-	l, err := t.w.locate(in.Path)
+	l, err := t.w.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}
@@ -137,6 +137,9 @@ func (t tools) readFile(ctx context.Context, raw json.RawMessage) (string, error
 		line := 0
 		if ranged {
 			line = start
+		}
+		if err := t.w.held(l); err != nil { // just before the editor opens the name
+			return "", err
 		}
 		text, err := ed.ReadTextFile(ctx, l.shown(), line, limit)
 		if err != nil {
@@ -278,6 +281,10 @@ func (t tools) target(ctx context.Context, l loc) (*target, error) {
 		tg.f, tg.info, tg.links = f, st, links(st)
 	}
 	if ed := t.o.Editor; ed != nil && ed.CanReadFiles() {
+		if err := t.w.held(l); err != nil { // just before the editor opens the name
+			tg.close()
+			return nil, err
+		}
 		text, err := ed.ReadTextFile(ctx, l.shown(), 0, 0)
 		switch {
 		case err == nil:
@@ -348,9 +355,16 @@ func (t tools) commit(ctx context.Context, tg *target, content string) error {
 	} else if _, err := l.dir.root.Lstat(l.name); !errors.Is(err, fs.ErrNotExist) {
 		return changed
 	}
+	if err := t.w.held(l); err != nil { // moved while the request waited
+		return err
+	}
 	if ed := t.o.Editor; ed != nil && ed.CanWriteFiles() {
 		made, err := t.mkdirs(l)
 		if err != nil {
+			return err
+		}
+		if err := t.w.held(l); err != nil { // just before the editor opens the name
+			rmdirs(l, made)
 			return err
 		}
 		if err := ed.WriteTextFile(ctx, l.shown(), content); err != nil {
@@ -432,7 +446,7 @@ func (t tools) writeFile(ctx context.Context, raw json.RawMessage) (string, erro
 	if err := args(raw, &in); err != nil {
 		return "", err
 	}
-	l, err := t.w.locate(in.Path)
+	l, err := t.w.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}
@@ -466,7 +480,7 @@ func (t tools) editFile(ctx context.Context, raw json.RawMessage) (string, error
 	if in.OldText == "" {
 		return "", errors.New("old_text is empty")
 	}
-	l, err := t.w.locate(in.Path)
+	l, err := t.w.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}
@@ -510,7 +524,7 @@ func (t tools) listFiles(ctx context.Context, raw json.RawMessage) (string, erro
 	if in.Path == "" {
 		in.Path = "."
 	}
-	l, err := t.w.locate(in.Path)
+	l, err := t.w.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}

@@ -41,7 +41,7 @@ func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) 
 	if in.Path == "" {
 		in.Path = "."
 	}
-	l, err := t.w.locate(in.Path)
+	l, err := t.w.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}

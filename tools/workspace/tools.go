@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +50,8 @@ type Options struct {
 	// mode, whether they may use the network (Network: in every mode;
 	// otherwise only in ModeFullAuto), and the environment
 	// variables added to the allow-list. The session's directories are
-	// always writable (and added to Sandbox.Writable). The zero value
+	// always writable (added to Sandbox.WritableDirs as the descriptors the
+	// workspace holds; commands start in the working directory's). The zero value
 	// confines commands where Landlock is available (the program must call
 	// sandbox.Main first) and runs them unconfined, saying so in the
 	// permission request, elsewhere.
@@ -182,8 +183,17 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 	}
 	policy := t.o.Sandbox
 	policy.Network = t.o.network()
-	policy.Writable = append(slices.Clone(t.w.roots), policy.Writable...)
-	cmd, err := policy.Prepare(in.Command, t.w.cwd) // refused here under --sandbox=required, before anyone is asked
+	policy.WritableDirs = make([]*os.File, 0, len(t.w.dirs)+len(t.o.Sandbox.WritableDirs))
+	for _, d := range t.w.dirs {
+		// A moved directory is refused, not followed: also where the
+		// command runs in a terminal of the editor, which names its cwd.
+		if err := heldDir(d); err != nil {
+			return "", err
+		}
+		policy.WritableDirs = append(policy.WritableDirs, d.file)
+	}
+	policy.WritableDirs = append(policy.WritableDirs, t.o.Sandbox.WritableDirs...)
+	cmd, err := policy.PrepareAt(in.Command, t.w.dirs[0].file) // refused here under --sandbox=required, before anyone is asked
 	if err != nil {
 		return "", err
 	}

@@ -86,10 +86,18 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // ErrOutside is wrapped by the error for a path outside the workspace.
 var ErrOutside = errors.New("workspace: path is outside the workspace")
+
+// ErrMoved is wrapped by the error of a tool call refused because a
+// directory of the session was moved or replaced since the session
+// opened it (its name, or a name below it, now leads elsewhere, as after
+// "mv nested nested.old && ln -s $HOME nested"). The error names the
+// directory; the tools do not follow it. Nothing was read, written or run.
+var ErrMoved = errors.New("workspace: a session directory was moved or replaced")
 
 // ErrBadRoot is wrapped by the error New returns for a directory that
 // cannot be a session's: the root of the file system, the user's home
@@ -100,18 +108,19 @@ var ErrBadRoot = errors.New("workspace: not a session directory")
 // Workspace is the set of directories a session's tools may touch, each
 // held open as an [os.Root]. It is safe for concurrent use.
 type Workspace struct {
-	cwd   string   // resolved working directory, the first root
-	given string   // the working directory as the client named it
-	roots []string // resolved roots
-	dirs  []*dir   // the roots, held open; dirs[0] is the working directory
+	cwd   string // resolved working directory, the first root
+	given string // the working directory as the client named it
+	dirs  []*dir // the roots, held open; dirs[0] is the working directory
 }
 
 // dir is one directory of a session, held open: every file operation of
-// the tools goes through its Root, so no name it resolves leaves it.
+// the tools goes through its Root, so no name it resolves leaves it, and
+// commands get file, the same directory, as a descriptor (never its name).
 type dir struct {
 	given string // as the client named it, cleaned
 	real  string // symbolic links resolved
 	root  *os.Root
+	file  *os.File // the directory of root, open (same device and inode)
 }
 
 // New returns the workspace of a session working in cwd, with the
@@ -138,7 +147,6 @@ func New(cwd string, additional ...string) (*Workspace, error) {
 		if i == 0 {
 			w.cwd, w.given = dd.real, dd.given
 		}
-		w.roots = append(w.roots, dd.real)
 		w.dirs = append(w.dirs, dd)
 	}
 	return w, nil
@@ -168,14 +176,32 @@ func openDir(d, home string) (*dir, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q is not a directory (%v)", ErrBadRoot, d, err)
 	}
-	return &dir{given: given, real: real, root: root}, nil
+	// The same directory again as a file, for commands: opened by name
+	// too, so it is checked to be the Root's (nothing swapped between).
+	file, err := os.OpenFile(real, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err == nil {
+		var inRoot, held fs.FileInfo
+		if inRoot, err = root.Stat("."); err == nil {
+			if held, err = file.Stat(); err == nil && !os.SameFile(inRoot, held) {
+				err = errors.New("it was replaced while it was being opened")
+			}
+		}
+		if err != nil {
+			_ = file.Close()
+		}
+	}
+	if err != nil {
+		_ = root.Close()
+		return nil, fmt.Errorf("%w: %q: %v", ErrBadRoot, d, err)
+	}
+	return &dir{given: given, real: real, root: root, file: file}, nil
 }
 
 // Close releases the workspace's directories; the tools fail after it.
 func (w *Workspace) Close() error {
 	var errs []error
 	for _, d := range w.dirs {
-		errs = append(errs, d.root.Close())
+		errs = append(errs, d.root.Close(), d.file.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -250,4 +276,56 @@ func (w *Workspace) rel(l loc) string {
 		return r
 	}
 	return l.shown()
+}
+
+// held checks that the name of l — what the editor is given, and what a
+// reader of a message understands — still resolves through l's directory:
+// the directory's name (every component from / to it) leads to the
+// directory the session holds, and the name of l's parent (the deepest part of
+// it that exists) leads to the directory the Root reaches by it, both by
+// device and inode. Otherwise the error wraps ErrMoved and says which
+// directory of the session was moved or replaced; nothing may be read or
+// written by that name then.
+func (w *Workspace) held(l loc) error {
+	if err := heldDir(l.dir); err != nil {
+		return err
+	}
+	for p := filepath.Dir(l.name); ; p = filepath.Dir(p) {
+		inside, err := l.dir.root.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) && p != "." {
+			continue // not made yet: its parent decides
+		}
+		if err != nil {
+			return w.rootErr(l, err)
+		}
+		named, err := os.Stat(filepath.Join(l.dir.given, p))
+		if err != nil || !os.SameFile(inside, named) {
+			return fmt.Errorf("%w: %s, below the session directory %s, no longer leads to the directory the session reaches by that name (it was moved or replaced, perhaps by a link); the tools will not follow it, and nothing was read or written", ErrMoved, filepath.Join(l.dir.given, p), l.dir.given)
+		}
+		return nil
+	}
+}
+
+// heldDir checks that d's name still leads to the directory held.
+func heldDir(d *dir) error {
+	named, err := os.Stat(d.given)
+	if err == nil {
+		var held fs.FileInfo
+		if held, err = d.file.Stat(); err == nil && !os.SameFile(named, held) {
+			err = errors.New("it now leads to another directory")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: the session directory %s was moved or replaced since the session opened it (%v); the tools will not follow it, and nothing was read, written or run. Put it back, or start a new session", ErrMoved, d.given, err)
+	}
+	return nil
+}
+
+// resolve is locate, then held.
+func (w *Workspace) resolve(path string) (loc, error) {
+	l, err := w.locate(path)
+	if err != nil {
+		return loc{}, err
+	}
+	return l, w.held(l)
 }
