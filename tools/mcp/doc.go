@@ -32,8 +32,11 @@
 // at [Options.MaxOutput] with a note saying so. Cancelling the ctx of a
 // call ends it: the server is sent notifications/cancelled.
 //
-// Servers are untrusted: names and descriptions are cleaned of control
-// characters and bounded, schemas are bounded, and a server that fails to
+// Servers are untrusted: in results, errors, names and descriptions every
+// control character but newline and tab, and every character that
+// reorders or hides text (bidi, zero-width), is shown escaped (\x1b,
+// \u202e) to the model and the editor alike; names and descriptions are
+// bounded, schemas are bounded, and a server that fails to
 // start or dies fails alone: [Set.Failed] and [Set.Servers] say which and
 // why ([ServerError], with the end of a stdio server's stderr), its tools
 // return that error, and the others go on. [Set.Close] ends every server:

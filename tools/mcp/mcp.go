@@ -547,7 +547,9 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (s
 		}
 		return "", &ServerError{Server: s.cfg.Name, Err: fmt.Errorf("%s: %w", name, err)}
 	}
-	text := render(res, s.o.MaxDescription)
+	// What the server said reaches the model and, in the call's
+	// content, the editor: nothing in it may rewrite a screen.
+	text := textcut.Escape(render(res, s.o.MaxDescription))
 	if res.IsError {
 		if text == "" {
 			text = "the tool reported an error without a message"

@@ -354,7 +354,8 @@ var providerName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 // A server's names and descriptions are untrusted: every name is one the
 // providers accept and unique, names that would collide or are too long
-// end in a hash, descriptions lose their control characters and are cut,
+// end in a hash, descriptions show their control and bidi characters
+// escaped and are cut,
 // and what cannot be offered is left out with a note.
 func TestHostileServer(t *testing.T) {
 	set := connect(t, options(t), stdio(t, "bad.server name", "hostile"))
@@ -365,7 +366,7 @@ func TestHostileServer(t *testing.T) {
 		assert.False(t, seen[tl.Name], "unique: %s", tl.Name)
 		seen[tl.Name] = true
 		assert.LessOrEqual(t, len(tl.Description), mcp.DefaultMaxDescription)
-		assert.True(t, strings.HasPrefix(tl.Description, "ok[2Jevil"), "%q", tl.Description[:20])
+		assert.True(t, strings.HasPrefix(tl.Description, `ok\x1b[2J\u202eevil\x00\rddd`), "%q", tl.Description[:30])
 		assert.True(t, strings.HasSuffix(tl.Description, "…"))
 		assert.True(t, utf8.ValidString(tl.Description))
 		o, ok := set.Origin(tl.Name)

@@ -90,24 +90,14 @@ func sanitize(s string) string {
 	return b.String()
 }
 
-// clean makes text from a server safe to show a model or a user: invalid
-// UTF-8 is replaced, control characters other than newline and tab are
-// removed, and so are the invisible characters that reorder or hide text
-// (bidirectional controls, zero-width characters); then it is cut to at
+// clean makes text from a server safe to show a model or a user: every
+// control character other than newline and tab, every invisible
+// character that reorders or hides text (bidirectional controls,
+// zero-width characters) and every byte that is not UTF-8 is shown
+// escaped (textcut.Escape: \x1b, \u202e, \xff); then it is cut to at
 // most max bytes, ending in "…" when cut.
 func clean(s string, max int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
-			return -1
-		case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0xfeff:
-			return -1
-		}
-		return r
-	}, s)
+	s = textcut.Escape(s)
 	if len(s) <= max {
 		return s
 	}

@@ -140,15 +140,15 @@ func (b *tailBuffer) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// String returns the tail, its lines joined by " | " and cleaned of
-// control characters.
+// String returns the tail, its lines joined by " | ", with control and
+// format characters shown escaped (clean).
 func (b *tailBuffer) String() string {
 	b.mu.Lock()
 	s := string(b.buf)
 	b.mu.Unlock()
 	var lines []string
 	for line := range strings.SplitSeq(s, "\n") {
-		if line = strings.TrimSpace(clean(line, tailMax)); line != "" {
+		if line = clean(strings.TrimSpace(line), tailMax); line != "" {
 			lines = append(lines, line)
 		}
 	}

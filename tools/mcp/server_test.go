@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -55,6 +56,14 @@ func serveStdio(mode string) int {
 	return 0
 }
 
+// hostileText holds what can rewrite a screen or reorder text: ANSI
+// escapes, BEL, backspace, CR, NUL, a C1 control, bidi overrides and
+// isolates, and a CRLF line end.
+const hostileText = "red\x1b[31m bell\a back\b cr\r nul\x00 csi\u009b rlo\u202etxt.exe\u2066iso\u2069 zw\u200b ok\r\nnext"
+
+// hostileShown is hostileText as the model and the editor are shown it.
+const hostileShown = `red\x1b[31m bell\a back\b cr\r nul\x00 csi\u009b rlo\u202etxt.exe\u2066iso\u2069 zw\u200b ok` + "\n" + "next"
+
 var echoSchema = json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","description":"what to say"}},"required":["text"]}`)
 
 func text(s string) *sdk.CallToolResult {
@@ -79,6 +88,21 @@ func testServer(mode string) *sdk.Server {
 		none := func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return text(""), nil }
 		add("", "no name", empty, none)
 		add("huge", "a huge schema", json.RawMessage(`{"type":"object","description":"`+strings.Repeat("s", 100<<10)+`"}`), none)
+		return srv
+	}
+	if mode == "ansi" {
+		add("ansi", "Answer hostile text.", empty, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text(hostileText), nil
+		})
+		add("ansi-error", "Report hostile text as the tool's error.", empty, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: hostileText}}}, nil
+		})
+		add("ansi-fail", "Fail with hostile text.", empty, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return nil, errors.New(hostileText)
+		})
+		add("evil\x1b[2J\u202ename", "A hostile name.", empty, func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+			return text("ok"), nil
+		})
 		return srv
 	}
 	add("echo", "Say the text back.", echoSchema, func(_ context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {

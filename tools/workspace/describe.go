@@ -53,14 +53,7 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 		if declined {
 			d.Status = acpschema.ToolCallFailed
 		}
-		here := func(line int) []acpschema.ToolCallLocation {
-			l := acpschema.ToolCallLocation{Path: abs(in.Path)}
-			if line > 0 {
-				u := uint32(line)
-				l.Line = &u
-			}
-			return []acpschema.ToolCallLocation{l}
-		}
+		here := func(line int) []acpschema.ToolCallLocation { return locations(abs(in.Path), line) }
 		diff := func(oldText, newText string) {
 			if !failed && !declined {
 				// Partial: the texts of the arguments are not known to be
@@ -70,19 +63,19 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 		}
 		switch call.Name {
 		case "read_file":
-			d.Kind, d.Title, d.Locations = acpschema.ToolKindRead, "Read "+in.Path, here(in.StartLine)
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindRead, "Read "+shownName(in.Path), here(in.StartLine)
 		case "write_file":
-			d.Kind, d.Title, d.Locations = acpschema.ToolKindEdit, "Write "+in.Path, here(0)
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindEdit, "Write "+shownName(in.Path), here(0)
 			diff("", in.Content)
 		case "edit_file":
-			d.Kind, d.Title, d.Locations = acpschema.ToolKindEdit, "Edit "+in.Path, here(editedLine(result))
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindEdit, "Edit "+shownName(in.Path), here(editedLine(result))
 			diff(in.OldText, in.NewText)
 		case "list_files":
-			d.Kind, d.Title, d.Locations = acpschema.ToolKindSearch, "List "+or(in.Path, "."), here(0)
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindSearch, "List "+shownName(or(in.Path, ".")), here(0)
 		case "search":
-			d.Kind, d.Title, d.Locations = acpschema.ToolKindSearch, fmt.Sprintf("Search for %q in %s", in.Pattern, or(in.Path, ".")), here(0)
+			d.Kind, d.Title, d.Locations = acpschema.ToolKindSearch, fmt.Sprintf("Search for %q in %s", in.Pattern, shownName(or(in.Path, "."))), here(0)
 		case "run_command":
-			d.Kind, d.Title = acpschema.ToolKindExecute, "Run "+shownCommand(in.Command)
+			d.Kind, d.Title = acpschema.ToolKindExecute, "Run "+shownName(in.Command)
 		default:
 			return acp.ToolCallDisplay{}
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/acp"
 	acpschema "github.com/sessionkit/sessionkit/acp/schema"
+	"github.com/sessionkit/sessionkit/internal/textcut"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
 )
 
@@ -48,30 +49,43 @@ const Declined = "The user declined: "
 // one owner and needs no lock.
 type allowed map[string]bool
 
+// request is what a permission request shows: its title (already
+// quoted where it holds a name, see textcut.Quote) and kind; for an edit,
+// path (as the client knows it), oldText and newText make the diff the
+// user sees; text, when set, is shown as the request's content (an MCP
+// call's arguments).
+type request struct {
+	title                  string
+	kind                   acpschema.ToolKind
+	path, oldText, newText string
+	text                   string
+}
+
 // permit decides a call of tool that ctx runs, which does a, by the
 // session's mode (see decide): refused with an error saying so, run, or
-// run after the user's permission unless the user allowed the tool always.
-// For an edit, path (as the client knows it), oldText and newText make
-// the diff the user sees. It returns the result of a declined call (""
+// run after the user's permission (asked with r) unless the user allowed
+// the tool always. It returns the result of a declined call (""
 // when allowed), or why the call is not made: the mode refuses it, the
 // turn was cancelled, or the client cancelled the request.
-func (t tools) permit(ctx context.Context, a action, tool, title string, kind acpschema.ToolKind, path, oldText, newText string) (string, error) {
+func (t tools) permit(ctx context.Context, a action, tool string, r request) (string, error) {
 	switch v, mode := t.o.verdict(a); {
 	case v == refuse:
 		return "", refused(tool, mode, a)
 	case v == allow || t.allowed[tool]:
 		return "", nil
 	}
-	return t.ask(ctx, tool, title, kind, path, oldText, newText)
+	return t.ask(ctx, tool, r)
 }
 
 // ask is permit's request, made whatever was allowed before.
-func (t tools) ask(ctx context.Context, tool, title string, kind acpschema.ToolKind, path, oldText, newText string) (string, error) {
-	call := acpschema.ToolCallUpdate{Title: acpschema.Value(title), Kind: acpschema.Value(kind)}
-	if path != "" {
-		shown := path
-		call.Locations = acpschema.Value([]acpschema.ToolCallLocation{{Path: shown}})
-		call.Content = acpschema.Value([]acpschema.ToolCallContent{{Diff: &acpschema.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}})
+func (t tools) ask(ctx context.Context, tool string, r request) (string, error) {
+	call := acpschema.ToolCallUpdate{Title: acpschema.Value(r.title), Kind: acpschema.Value(r.kind)}
+	if r.path != "" {
+		call.Locations = acpschema.Value(locations(r.path, 0))
+		call.Content = acpschema.Value([]acpschema.ToolCallContent{{Diff: &acpschema.ToolDiff{Path: r.path, OldText: r.oldText, NewText: r.newText}}})
+	}
+	if r.text != "" {
+		call.Content = acpschema.Value([]acpschema.ToolCallContent{{Content: &acpschema.ToolContent{Content: acpschema.TextBlock(r.text)}}})
 	}
 	outcome, err := t.o.Editor.RequestPermission(ctx, call, []acpschema.PermissionOption{
 		{OptionID: OptionAllow, Name: "Allow", Kind: acpschema.PermissionAllowOnce},
@@ -93,7 +107,7 @@ func (t tools) ask(ctx context.Context, tool, title string, kind acpschema.ToolK
 		t.allowed[tool] = true
 		return "", nil
 	}
-	return Declined + title + " was not allowed; nothing was changed.", nil
+	return Declined + r.title + " was not allowed; nothing was changed.", nil
 }
 
 // showDiff shows the editor what a write did to the file at l: a
@@ -108,7 +122,7 @@ func (t tools) showDiff(ctx context.Context, l loc, oldText, newText string) {
 	}
 	shown := l.shown()
 	_ = t.o.Editor.UpdateToolCall(ctx, acpschema.ToolCallUpdate{
-		Locations: acpschema.Value([]acpschema.ToolCallLocation{{Path: shown}}),
+		Locations: acpschema.Value(locations(shown, 0)),
 		Content:   acpschema.Value([]acpschema.ToolCallContent{{Diff: &acpschema.ToolDiff{Path: shown, OldText: oldText, NewText: newText}}}),
 	})
 }
@@ -194,4 +208,21 @@ func exitText(s *acpschema.TerminalExitStatus) string {
 		return "killed by signal " + s.Signal
 	}
 	return "exit status unknown"
+}
+
+// locations is the location of the file at path (and line, when > 0) for
+// the editor to follow: none when the path is not [textcut.Plain] (a
+// newline, a control or a format character in it), since a location
+// cannot be quoted without naming another file; the title shows it
+// quoted instead.
+func locations(path string, line int) []acpschema.ToolCallLocation {
+	if !textcut.Plain(path) {
+		return []acpschema.ToolCallLocation{}
+	}
+	l := acpschema.ToolCallLocation{Path: path}
+	if line > 0 {
+		u := uint32(line)
+		l.Line = &u
+	}
+	return []acpschema.ToolCallLocation{l}
 }

@@ -324,9 +324,9 @@ func (t tools) tooLarge(l loc, size int64) error {
 // nobody can be asked.
 func (t tools) permitChange(ctx context.Context, tool, title string, tg *target, newText string) (string, error) {
 	if tg.links <= 1 {
-		return t.permit(ctx, actEdit, tool, title, acpschema.ToolKindEdit, tg.l.shown(), tg.text, newText)
+		return t.permit(ctx, actEdit, tool, request{title: title, kind: acpschema.ToolKindEdit, path: tg.l.shown(), oldText: tg.text, newText: newText})
 	}
-	note := fmt.Sprintf("%s has %d hard links", tg.l.asked, tg.links)
+	note := fmt.Sprintf("%s has %d hard links", shownName(tg.l.asked), tg.links)
 	v, mode := t.o.verdict(actEdit)
 	if v == refuse {
 		return "", refused(tool, mode, actEdit)
@@ -334,7 +334,7 @@ func (t tools) permitChange(ctx context.Context, tool, title string, tg *target,
 	if t.o.Editor == nil || t.o.AllowAll || mode == ModeFullAuto {
 		return "", fmt.Errorf("%s: changing it changes the file under its other names too, which may lie outside the workspace, so it is changed only when the user allows it in a permission request, and none is made here; nothing was changed", note)
 	}
-	return t.ask(ctx, tool, title+" ("+note+": the file changes under its other names too, which may lie outside the workspace)", acpschema.ToolKindEdit, tg.l.shown(), tg.text, newText)
+	return t.ask(ctx, tool, request{title: title + " (" + note + ": the file changes under its other names too, which may lie outside the workspace)", kind: acpschema.ToolKindEdit, path: tg.l.shown(), oldText: tg.text, newText: newText})
 }
 
 // commit writes content to tg, allowed. The name must still lead to the
@@ -455,7 +455,7 @@ func (t tools) writeFile(ctx context.Context, raw json.RawMessage) (string, erro
 		return "", err
 	}
 	defer tg.close()
-	if declined, err := t.permitChange(ctx, "write_file", "Write "+t.w.rel(l), tg, in.Content); declined != "" || err != nil {
+	if declined, err := t.permitChange(ctx, "write_file", "Write "+shownName(t.w.rel(l)), tg, in.Content); declined != "" || err != nil {
 		return declined, err
 	}
 	if err := t.commit(ctx, tg, in.Content); err != nil {
@@ -502,7 +502,7 @@ func (t tools) editFile(ctx context.Context, raw json.RawMessage) (string, error
 	}
 	out := strings.Replace(data, in.OldText, in.NewText, 1)
 	line := 1 + strings.Count(data[:strings.Index(data, in.OldText)], "\n")
-	if declined, err := t.permitChange(ctx, "edit_file", "Edit "+t.w.rel(l), tg, out); declined != "" || err != nil {
+	if declined, err := t.permitChange(ctx, "edit_file", "Edit "+shownName(t.w.rel(l)), tg, out); declined != "" || err != nil {
 		return declined, err
 	}
 	if err := t.commit(ctx, tg, out); err != nil {

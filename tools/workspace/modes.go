@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	acpschema "github.com/sessionkit/sessionkit/acp/schema"
+	"github.com/sessionkit/sessionkit/internal/textcut"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -151,10 +153,34 @@ func Guard(t session.Tool, o Options, title func(args json.RawMessage) string) s
 		if run == nil {
 			return "", errors.New("the tool cannot run")
 		}
-		if declined, err := g.permit(ctx, actExtern, name, title(args), acpschema.ToolKindOther, "", "", ""); declined != "" || err != nil {
+		r := request{title: shownName(title(args)), kind: acpschema.ToolKindOther, text: "Arguments: " + shownArgs(args)}
+		if declined, err := g.permit(ctx, actExtern, name, r); declined != "" || err != nil {
 			return declined, err
 		}
 		return run(ctx, args)
 	}
 	return t
+}
+
+// maxShownArgs bounds the arguments a permission request shows.
+const maxShownArgs = 4 << 10
+
+// shownArgs is a call's arguments as a permission request shows them:
+// the JSON made compact, every character that could hide or rewrite text
+// escaped (textcut.Escape), cut to maxShownArgs bytes with the length
+// said.
+func shownArgs(args json.RawMessage) string {
+	var b bytes.Buffer
+	text := string(args)
+	if json.Compact(&b, args) == nil {
+		text = b.String()
+	}
+	if text == "" {
+		text = "{}"
+	}
+	text = textcut.Escape(text)
+	if len(text) > maxShownArgs {
+		return textcut.Prefix(text, maxShownArgs) + fmt.Sprintf("… (%d bytes)", len(text))
+	}
+	return text
 }

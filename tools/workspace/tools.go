@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	acpschema "github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/internal/textcut"
@@ -148,23 +146,15 @@ func args(raw json.RawMessage, v any) error {
 	return nil
 }
 
-// maxShownCommand bounds a command line in a title.
-const maxShownCommand = 300
+// maxShown bounds a command line, a path or a pattern in a title.
+const maxShown = 300
 
-// shownCommand is a command line as a title shows it: as it is when it is
-// one short line of printable text, otherwise quoted (a newline, a control
-// or formatting character cannot hide what follows) and cut with its
-// length said. The model writes the command, so nothing in it may make the
-// title lie.
-func shownCommand(c string) string {
-	if len(c) <= maxShownCommand && !strings.ContainsFunc(c, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' || unicode.Is(unicode.Cf, r) }) {
-		return c
-	}
-	if len(c) > maxShownCommand {
-		return strconv.Quote(textcut.Prefix(c, maxShownCommand)) + fmt.Sprintf("… (%d bytes)", len(c))
-	}
-	return strconv.Quote(c)
-}
+// shownName is a command line, a path or any string the model chose as a
+// title shows it (textcut.Quote): as it is when it is one short line of
+// printable text, otherwise quoted (a newline, a control or formatting
+// character cannot hide what follows) and cut with its length said.
+// Nothing the model writes may make a title lie.
+func shownName(s string) string { return textcut.Quote(s, maxShown) }
 
 func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, error) {
 	var in struct {
@@ -198,11 +188,11 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 		return "", err
 	}
 	defer func() { _ = cmd.Close() }()
-	title := "Run " + shownCommand(in.Command)
+	title := "Run " + shownName(in.Command)
 	if w := policy.Warning(); w != "" {
 		title = "[" + w + "] " + title // first, where no command can push it out of view
 	}
-	if declined, err := t.permit(ctx, actCommand, "run_command", title, acpschema.ToolKindExecute, "", "", ""); declined != "" || err != nil {
+	if declined, err := t.permit(ctx, actCommand, "run_command", request{title: title, kind: acpschema.ToolKindExecute}); declined != "" || err != nil {
 		return declined, err
 	}
 	if t.o.Editor != nil && t.o.Editor.CanRunTerminals() {
