@@ -52,6 +52,10 @@ type Server struct {
 // Options bound what the servers may give and how long they may take.
 type Options struct {
 	// MaxOutput bounds a tool result in bytes; 0 = DefaultMaxOutput.
+	// What is read of an HTTP server's answer (a response body, or each
+	// event of an SSE stream) is bounded too, while it is read, to
+	// MaxOutput plus 64 KiB: a larger answer is not read to its end, and
+	// the call fails saying so (the server's session goes on).
 	MaxOutput int
 	// MaxDescription bounds a tool's description in bytes; 0 =
 	// DefaultMaxDescription.
@@ -76,7 +80,8 @@ type Options struct {
 	// passes a filtered copy.
 	Environ []string
 	// HTTPClient makes the requests to HTTP servers; nil = a client of
-	// http.DefaultTransport.
+	// http.DefaultTransport. Its Transport is wrapped (in a copy of the
+	// client) to send Server.Headers and to bound what is read.
 	HTTPClient *http.Client
 	// OnExit, when set, is called once for each server that ends after it
 	// started and before Close (a stdio server that exited, an
@@ -379,7 +384,7 @@ func (s *server) start(ctx context.Context) {
 		s.proc = p
 		transport = &sdk.IOTransport{Reader: p.stdout, Writer: p.stdin}
 	} else {
-		transport = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: withHeaders(s.o.HTTPClient, s.cfg.Headers)}
+		transport = &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: httpClient(s.o.HTTPClient, s.cfg.Headers, s.o.MaxOutput+responseMargin)}
 	}
 	cs, err := client.Connect(ctx, transport, nil)
 	if err == nil {
@@ -559,17 +564,19 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (s
 	return textcut.Bound(text, s.o.MaxOutput), nil
 }
 
-// withHeaders returns a client that sends h with every request.
-func withHeaders(c *http.Client, h http.Header) *http.Client {
-	if len(h) == 0 {
-		return c
-	}
+// httpClient returns c with every response bounded to max bytes (a
+// body, or each event of a stream: boundTransport) and h sent with every
+// request.
+func httpClient(c *http.Client, h http.Header, max int) *http.Client {
 	base := c.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	if len(h) > 0 {
+		base = headerTransport{base: base, h: h.Clone()}
+	}
 	cc := *c
-	cc.Transport = headerTransport{base: base, h: h.Clone()}
+	cc.Transport = boundTransport{base: base, max: max}
 	return &cc
 }
 
