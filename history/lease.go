@@ -91,3 +91,44 @@ type LeaseInfo struct {
 	Holder  string    // the holder's name, as in a [LeaseError]
 	Expires time.Time // when the lease expires unless it is renewed
 }
+
+// ErrBusy reports a store call that gave up waiting for a lock another
+// transaction holds (a lease or session row, the migration lock): its
+// holder may be a process that stopped (SIGSTOP, a paused machine) or a
+// tool with a transaction left open. Nothing was written. The call is
+// safe to retry; the lock goes when its holder ends its transaction, and
+// the database ends a stopped holder's transaction by itself
+// (history/postgres: idle_in_transaction_session_timeout). The error is a
+// *[BusyError] that names what it waited for and, when known, the holder
+// of the session's lease.
+var ErrBusy = errors.New("history: the session is busy in another transaction; try again")
+
+// BusyError reports a lock wait that a store gave up (errors.Is
+// [ErrBusy]).
+type BusyError struct {
+	Session string        // the session whose lock it waited for; "" for the migration lock
+	Op      string        // the store operation ("append", "acquire", "migrate")
+	Waited  time.Duration // how long it waited before it gave up
+	// Holder and Expires are the session's lease as the store last saw it
+	// (Holder "" when no one holds it): the process that most likely holds
+	// the lock. A tool outside the fleet may hold it too.
+	Holder  string
+	Expires time.Time
+}
+
+// Error implements error.
+func (e *BusyError) Error() string {
+	what := fmt.Sprintf("session %q", e.Session)
+	if e.Session == "" {
+		what = "the schema migration lock"
+	}
+	held := "by a transaction that holds no lease"
+	if e.Holder != "" {
+		held = fmt.Sprintf("most likely by %s, which holds the session's lease (it expires %s unless renewed)",
+			e.Holder, e.Expires.UTC().Format(time.RFC3339Nano))
+	}
+	return fmt.Sprintf("history: %s is busy: %s waited %v for a lock held %s; try again", what, e.Op, e.Waited, held)
+}
+
+// Is reports whether target is [ErrBusy].
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }

@@ -451,12 +451,12 @@ func (l *loop) flushLog(final bool) {
 		batch.Events = append(batch.Events, le)
 	}
 	el.busy, el.inFlight, el.unlogged = true, el.unlogged, nil
-	store, reader, id, results := el.store, l.store, l.s.id, l.results
+	store, w, id, results := el.store, l.writer(), l.s.id, l.results
 	go func() {
-		err := store.LogEvents(storeCtx, id, batch)
+		err := w.call(func(ctx context.Context) error { return store.LogEvents(ctx, id, batch) })
 		if err != nil {
 			// It may have landed all the same (a lost acknowledgement).
-			if snap, rerr := reader.Load(storeCtx, id); rerr == nil && snap.LastSeq >= batch.Through {
+			if snap := w.reload(); snap != nil && snap.LastSeq >= batch.Through {
 				err = nil
 			}
 		}

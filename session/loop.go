@@ -147,6 +147,9 @@ type loop struct {
 	busy    bool                    // a job is in the worker
 	closing bool
 	lease   history.Lease // nil unless the store is shared (history.Leaser)
+	storeTO time.Duration // Config.StoreTimeout: the deadline of each store call
+	// closeTimer ends the store calls closeGrace after the close began.
+	closeTimer *time.Timer
 	stale   bool          // a failed write could not be read back: reload before the next one
 
 	// Automatic compaction state (docs/design.md §3).
@@ -189,6 +192,7 @@ func (l *loop) submit(job func(post progress) (result func(*loop))) {
 
 func (l *loop) run() {
 	defer close(l.s.done)
+	defer l.s.stopStore()
 	defer l.release()
 	defer close(l.jobs)
 	inbox, closing := l.s.inbox, l.s.closing
@@ -235,6 +239,9 @@ func (l *loop) loseLease() {
 
 // release gives the lease up once the loop and the worker are done.
 func (l *loop) release() {
+	if l.closeTimer != nil {
+		l.closeTimer.Stop()
+	}
 	if l.lease != nil {
 		releaseLease(l.lease, l.log)
 	}
@@ -404,9 +411,6 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 	}
 }
 
-// storeCtx is the context of store writes: they are short and are never
-// torn by a cancellation (docs/design.md §4.8).
-var storeCtx = context.Background()
 
 // commit appends msgs in the worker; once they are in the store the loop
 // applies them (publishing their events) and calls then with the store's
@@ -434,7 +438,9 @@ func (l *loop) commit(msgs []history.Message, then func(l *loop, err error)) {
 	})
 }
 
-func (l *loop) writer() writer { return writer{store: l.store, id: l.s.id} }
+func (l *loop) writer() writer {
+	return writer{store: l.store, id: l.s.id, base: l.s.storeCtx, timeout: l.storeTO}
+}
 
 func (l *loop) startSteer(c *command) {
 	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Attachments: c.attachments, Steer: true, CreatedAt: time.Now()}
@@ -557,6 +563,9 @@ func (l *loop) abandon(c *command, err error) {
 
 func (l *loop) beginClose() {
 	l.closing = true
+	// The calls in flight, and those closing makes, have closeGrace; a
+	// stuck store keeps Close waiting no longer (Session.Close).
+	l.closeTimer = time.AfterFunc(closeGrace, l.s.stopStore)
 	for _, c := range l.drain() {
 		l.abandon(c, l.s.closedErr())
 	}

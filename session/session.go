@@ -53,6 +53,11 @@ type Session struct {
 	// prov is Config.Provider, which a prompt's images are checked
 	// against; set before the loop starts, never changed.
 	prov provider.Provider
+	// storeCtx is the context of every store call of the loop, its worker
+	// and its event log; stopStore ends it closeGrace after the close began
+	// (loop.beginClose) and once the loop has exited.
+	storeCtx  context.Context
+	stopStore context.CancelFunc
 }
 
 // closedErr is the error of a call on a closed session.
@@ -127,8 +132,8 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	if err := set.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.MaxQueue < 0 || cfg.EventHistory < 0 || cfg.MaxToolOutput < 0 {
-		return nil, invalid("MaxQueue, EventHistory and MaxToolOutput must not be negative")
+	if cfg.MaxQueue < 0 || cfg.EventHistory < 0 || cfg.MaxToolOutput < 0 || cfg.StoreTimeout < 0 {
+		return nil, invalid("MaxQueue, EventHistory, MaxToolOutput and StoreTimeout must not be negative")
 	}
 	if p := cfg.PruneToolResults; p.KeepRecent < 0 || p.MinBytes < 0 {
 		return nil, invalid("PruneToolResults: KeepRecent and MinBytes must not be negative")
@@ -272,6 +277,11 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		search:  search,
 		prov:    cfg.Provider,
 	}
+	s.storeCtx, s.stopStore = context.WithCancel(context.Background())
+	storeTimeout := cfg.StoreTimeout
+	if storeTimeout == 0 {
+		storeTimeout = DefaultStoreTimeout
+	}
 	l := &loop{
 		s:        s,
 		log:      log.With(zap.String("session", id)),
@@ -296,6 +306,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
 		lease:    lease,
+		storeTO:  storeTimeout,
 		title:    snap.Title,
 		cwd:      snap.Cwd,
 	}
@@ -307,7 +318,9 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 }
 
 // acquire takes the lease of session id with take; with wait it retries
-// while another holder has it, until ctx ends.
+// while another holder has it, or while a lock it needs is busy
+// (history.ErrBusy: a holder stopped inside a write, a tool's transaction),
+// with back-off until ctx ends.
 func acquire(ctx context.Context, take func(context.Context, string) (history.Lease, error), id string, wait bool) (history.Lease, error) {
 	delay := 50 * time.Millisecond
 	for {
@@ -315,7 +328,7 @@ func acquire(ctx context.Context, take func(context.Context, string) (history.Le
 		if err == nil {
 			return lease, nil
 		}
-		if !wait || !errors.Is(err, history.ErrLeased) {
+		if !wait || !(errors.Is(err, history.ErrLeased) || errors.Is(err, history.ErrBusy)) {
 			return nil, fmt.Errorf("session: lease %q: %w", id, err)
 		}
 		t := time.NewTimer(delay)
@@ -332,7 +345,7 @@ func acquire(ctx context.Context, take func(context.Context, string) (history.Le
 // releaseLease gives a session's lease up, so that another process can take
 // the session at once.
 func releaseLease(lease history.Lease, log *zap.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := lease.Release(ctx); err != nil {
 		// It expires by itself; until then other processes wait.
@@ -674,6 +687,12 @@ func (s *Session) Store() history.Store { return s.store }
 // finishes), subscriptions end with ErrClosed, and the loop and worker exit.
 // On a shared store it then releases the session's lease. Close waits for
 // all that, then returns nil. It is idempotent. It does not close the store.
+//
+// Close returns within CloseTimeout even when the store is stuck: the store
+// calls in flight get 3 s to finish, then fail as a store error does (what
+// they did not store was never acknowledged, and the Handles say so), and
+// the lease release gets 1 s; a lease it could not release expires after
+// its TTL. (Tools that ignore their context's end can keep it waiting.)
 //
 // A session whose lease is lost (another process took it over) closes
 // itself the same way, with ErrLeaseLost instead of ErrClosed; Done tells.

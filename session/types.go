@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -134,6 +135,14 @@ type Config struct {
 	// another process serves from a shared store (one implementing
 	// history.Leaser) instead of failing at once with history.ErrLeased.
 	WaitForLease bool
+	// StoreTimeout bounds each store call the session makes once it is
+	// open (a write, the read back after a write failed, a batch of its
+	// event log); 0 = DefaultStoreTimeout. A write that cannot finish in it
+	// fails the operation as any store error does (nothing is
+	// acknowledged that the store did not take; the Handle's error says
+	// the store did not finish within StoreTimeout). Close bounds the calls
+	// in flight by CloseTimeout whatever StoreTimeout is.
+	StoreTimeout time.Duration
 
 	// SummaryProvider makes the summaries of compactions; nil = Provider
 	// makes them. Configure can change it. The Segment records which
@@ -223,7 +232,21 @@ const (
 	DefaultMaxQueue     = 1024
 	DefaultEventHistory = 4096
 	DefaultBuffer       = 1024
+	// DefaultStoreTimeout is Config.StoreTimeout's default.
+	DefaultStoreTimeout = 10 * time.Second
+	// CloseTimeout bounds Session.Close: the store calls in flight have
+	// closeGrace to finish before their contexts end, and the lease
+	// release then has releaseTimeout (a lease that could not be released
+	// expires after its TTL).
+	CloseTimeout = closeGrace + releaseTimeout
 )
+
+// closeGrace is how long a closing session lets its store calls in flight
+// run before it ends them.
+const closeGrace = 3 * time.Second
+
+// releaseTimeout bounds the release of a session's lease.
+const releaseTimeout = time.Second
 
 // settings are the parts of the configuration a session stores and Configure
 // changes. Configured names the fields Configure set: on reopen those keep

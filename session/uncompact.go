@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -49,7 +50,11 @@ func (l *loop) startUncompact(c *command) {
 	}
 	w, v := l.writer(), l.version
 	l.submit(func(progress) func(*loop) {
-		_, rec, err := u.Uncompact(storeCtx, w.id, v, history.Uncompaction{ID: c.id, At: time.Now()})
+		var rec *history.UncompactionRecord
+		err := w.call(func(ctx context.Context) (err error) {
+			_, rec, err = u.Uncompact(ctx, w.id, v, history.Uncompaction{ID: c.id, At: time.Now()})
+			return err
+		})
 		// Active gains the restored messages at its front: read it back
 		// (O(Active), as opening the session does). After a failure the
 		// read tells what the store holds.

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -17,15 +18,40 @@ import (
 // back and decides: a write that landed counts as done; one that did not is
 // reported with the snapshot read, so the loop can make its in-memory state
 // equal to the store again ([loop.resync]).
+//
+// Each store call has the deadline timeout (Config.StoreTimeout) within
+// base, the session's store context, which its close ends (see call).
 type writer struct {
-	store history.Store
-	id    string
+	store   history.Store
+	id      string
+	base    context.Context
+	timeout time.Duration
+}
+
+// call runs one store call f with the writer's deadline. An error that
+// the deadline, or the end of the session's store context, brought about
+// says so, and wraps the store's error.
+func (w writer) call(f func(ctx context.Context) error) error {
+	ctx, cancel := context.WithTimeout(w.base, w.timeout)
+	defer cancel()
+	err := f(ctx)
+	switch {
+	case err == nil || ctx.Err() == nil:
+		return err
+	case w.base.Err() != nil:
+		return fmt.Errorf("session: the session closed before the store finished (it had %v): %w", closeGrace, err)
+	}
+	return fmt.Errorf("session: the store did not finish within %v (Config.StoreTimeout): %w", w.timeout, err)
 }
 
 // reload reads the session back after a failed write; nil when that fails
 // too.
 func (w writer) reload() *history.Snapshot {
-	snap, err := w.store.Load(storeCtx, w.id)
+	var snap *history.Snapshot
+	err := w.call(func(ctx context.Context) (err error) {
+		snap, err = w.store.Load(ctx, w.id)
+		return err
+	})
 	if err != nil {
 		return nil
 	}
@@ -33,7 +59,11 @@ func (w writer) reload() *history.Snapshot {
 }
 
 func (w writer) append(v uint64, msgs []history.Message) (uint64, *history.Snapshot, error) {
-	nv, err := w.store.Append(storeCtx, w.id, v, msgs)
+	var nv uint64
+	err := w.call(func(ctx context.Context) (err error) {
+		nv, err = w.store.Append(ctx, w.id, v, msgs)
+		return err
+	})
 	if err == nil {
 		return nv, nil, nil
 	}
@@ -59,7 +89,11 @@ func endsWith(active, msgs []history.Message) bool {
 }
 
 func (w writer) setConfig(v uint64, blob json.RawMessage) (uint64, *history.Snapshot, error) {
-	nv, err := w.store.SetConfig(storeCtx, w.id, v, blob)
+	var nv uint64
+	err := w.call(func(ctx context.Context) (err error) {
+		nv, err = w.store.SetConfig(ctx, w.id, v, blob)
+		return err
+	})
 	if err == nil {
 		return nv, nil, nil
 	}
@@ -81,7 +115,10 @@ func (w writer) recordConfig(v uint64, blob, data json.RawMessage, pos int64) (n
 		nv, snap, err = w.setConfig(v, blob)
 		return nv, false, snap, err
 	}
-	nv, _, err = r.RecordConfig(storeCtx, w.id, v, history.ConfigChange{Config: blob, Data: data, At: time.Now()})
+	err = w.call(func(ctx context.Context) (err error) {
+		nv, _, err = r.RecordConfig(ctx, w.id, v, history.ConfigChange{Config: blob, Data: data, At: time.Now()})
+		return err
+	})
 	if err == nil {
 		return nv, true, nil, nil
 	}
@@ -94,7 +131,11 @@ func (w writer) recordConfig(v uint64, blob, data json.RawMessage, pos int64) (n
 
 // begin records the start of compaction rec (in progress).
 func (w writer) begin(v uint64, rec history.CompactionRecord) (uint64, *history.Snapshot, error) {
-	nv, err := w.store.BeginCompaction(storeCtx, w.id, v, rec)
+	var nv uint64
+	err := w.call(func(ctx context.Context) (err error) {
+		nv, err = w.store.BeginCompaction(ctx, w.id, v, rec)
+		return err
+	})
 	if err == nil {
 		return nv, nil, nil
 	}
@@ -107,7 +148,11 @@ func (w writer) begin(v uint64, rec history.CompactionRecord) (uint64, *history.
 
 // finish records the end of an in-progress compaction without a commit.
 func (w writer) finish(v uint64, compactID string, status history.CompactionStatus, errText string) (uint64, *history.Snapshot, error) {
-	nv, err := w.store.FinishCompaction(storeCtx, w.id, v, compactID, status, errText, time.Now())
+	var nv uint64
+	err := w.call(func(ctx context.Context) (err error) {
+		nv, err = w.store.FinishCompaction(ctx, w.id, v, compactID, status, errText, time.Now())
+		return err
+	})
 	if err == nil {
 		return nv, nil, nil
 	}
@@ -127,7 +172,14 @@ func (w writer) finish(v uint64, compactID string, status history.CompactionStat
 // with the store's state to adopt (nil when the store cannot be read: the
 // loop reads it again later).
 func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord, archived int64) (uint64, *history.Segment, *history.Snapshot, error) {
-	nv, seg, err := w.store.CommitCompaction(storeCtx, w.id, v, c)
+	var (
+		nv  uint64
+		seg *history.Segment
+	)
+	err := w.call(func(ctx context.Context) (err error) {
+		nv, seg, err = w.store.CommitCompaction(ctx, w.id, v, c)
+		return err
+	})
 	if err == nil {
 		return nv, seg, nil, nil
 	}

@@ -38,7 +38,7 @@ func (f *fencedStore) Delete(ctx context.Context, id string) error {
 func (s *Store) delete(ctx context.Context, id string, l *lease) error {
 	const op = "delete"
 	key := bin(id)
-	return s.inTx(ctx, op, l, func(tx pgx.Tx) error {
+	return s.inTx(ctx, op, id, l, func(tx pgx.Tx) error {
 		if l != nil {
 			if err := l.check(ctx, op, tx.QueryRow(ctx, checkToken, key)); err != nil {
 				return err

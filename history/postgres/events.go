@@ -26,7 +26,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, l *lease) error {
 	const op = "log events"
 	key := bin(id)
-	return s.inTx(ctx, op, l, func(tx pgx.Tx) error {
+	return s.inTx(ctx, op, id, l, func(tx pgx.Tx) error {
 		var err error
 		if l != nil {
 			err = l.check(ctx, op, tx.QueryRow(ctx, checkToken, key))
@@ -83,7 +83,7 @@ func (s *Store) reserve(ctx context.Context, id string, gap uint64, l *lease) (h
 	}
 	key := bin(id)
 	var r history.SeqReservation
-	err := s.inTx(ctx, op, l, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, op, id, l, func(tx pgx.Tx) error {
 		var err error
 		if l != nil {
 			err = l.check(ctx, op, tx.QueryRow(ctx, checkToken, key))
@@ -135,7 +135,7 @@ func (s *Store) reserveSeqs(ctx context.Context, tx pgx.Tx, op string, key []byt
 func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
 	const op = "events"
 	var out []history.LoggedEvent
-	err := s.read(ctx, op, func(tx pgx.Tx) error {
+	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
 		if _, err := s.exists(ctx, tx, op, id); err != nil {
 			return err
 		}

@@ -52,62 +52,52 @@ func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lea
 	if err := leasing.CheckSession(id); err != nil {
 		return nil, res, err
 	}
-	if err := s.admit(ctx); err != nil {
-		return nil, res, err
-	}
 	// The lease cannot expire before the TTL has passed from here: the
 	// database's now() is read later.
 	start := time.Now()
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return nil, res, s.fail(ctx, op, err)
-	}
-	defer rollback(ctx, tx)
 	key := bin(id)
-	var (
-		token   int64
-		expires time.Time
-	)
-	// A live lease is refused without taking its row's lock (the NOT
-	// EXISTS reads the last committed row): its holder may be stopped
-	// inside a write that holds the lock, until the server ends that
-	// transaction (idleInTx). A lease that has expired, or none, is taken
-	// through ON CONFLICT DO UPDATE, which locks the row and checks the
-	// expiry again on its latest version.
-	err = tx.QueryRow(ctx, `
-		INSERT INTO leases AS l (session_id, holder, token, expires_at)
-		SELECT $1, $2, 1, now() + $3::float8 * interval '1 second'
-		WHERE NOT EXISTS (SELECT 1 FROM leases WHERE session_id = $1 AND expires_at > now())
-		ON CONFLICT (session_id) DO UPDATE
-			SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
-			WHERE l.expires_at <= now()
-		RETURNING token, expires_at`, key, s.holder, s.ttl.Seconds()).Scan(&token, &expires)
-	if errors.Is(err, pgx.ErrNoRows) {
-		var holder string
-		if err := tx.QueryRow(ctx, `SELECT holder, expires_at FROM leases WHERE session_id = $1`, key).Scan(&holder, &expires); err != nil {
-			return nil, res, s.fail(ctx, op, err)
+	var token int64
+	err := s.inTx(ctx, op, id, nil, func(tx pgx.Tx) error {
+		var expires time.Time
+		// A live lease is refused without taking its row's lock (the NOT
+		// EXISTS reads the last committed row): its holder may be stopped
+		// inside a write that holds the lock, until the server ends that
+		// transaction (idleInTx). A lease that has expired, or none, is
+		// taken through ON CONFLICT DO UPDATE, which locks the row and
+		// checks the expiry again on its latest version; a lock that another
+		// transaction keeps past lock_timeout is a *history.BusyError.
+		err := tx.QueryRow(ctx, `
+			INSERT INTO leases AS l (session_id, holder, token, expires_at)
+			SELECT $1, $2, 1, now() + $3::float8 * interval '1 second'
+			WHERE NOT EXISTS (SELECT 1 FROM leases WHERE session_id = $1 AND expires_at > now())
+			ON CONFLICT (session_id) DO UPDATE
+				SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
+				WHERE l.expires_at <= now()
+			RETURNING token, expires_at`, key, s.holder, s.ttl.Seconds()).Scan(&token, &expires)
+		if errors.Is(err, pgx.ErrNoRows) {
+			var holder string
+			if err := tx.QueryRow(ctx, `SELECT holder, expires_at FROM leases WHERE session_id = $1`, key).Scan(&holder, &expires); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			return fmt.Errorf("postgres: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: expires.UTC()})
 		}
-		return nil, res, fmt.Errorf("postgres: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: expires.UTC()})
-	}
-	if err != nil {
-		return nil, res, s.fail(ctx, op, err)
-	}
-	// An unfenced write that changed the session before it could see this
-	// lease holds the sessions row until it ends; wait for it (the
-	// reservation's UPDATE waits as well).
-	if gap == 0 {
-		_, err = tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR SHARE`, key)
 		if err != nil {
-			err = s.fail(ctx, op, err)
+			return s.fail(ctx, op, err)
 		}
-	} else {
+		// An unfenced write that changed the session before it could see
+		// this lease holds the sessions row until it ends; wait for it (the
+		// reservation's UPDATE waits as well).
+		if gap == 0 {
+			if _, err := tx.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR SHARE`, key); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			return nil
+		}
 		res, err = s.reserveSeqs(ctx, tx, op, key, gap)
-	}
+		return err
+	})
 	if err != nil {
 		return nil, history.SeqReservation{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, history.SeqReservation{}, s.fail(ctx, op, err)
 	}
 	l := &lease{s: s, State: leasing.New("postgres", id, uint64(token))}
 	l.fenced = &fencedStore{l: l}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -147,8 +148,9 @@ func TestCloseReleasesLeases(t *testing.T) {
 func TestFencedWriteSerializesWithAcquire(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
-	a := openStore(t, url, WithLeaseTTL(shortTTL), WithHolder("a"))
-	b := openStore(t, url, WithLeaseTTL(shortTTL), WithHolder("b"))
+	// The waits below are the point: no lock timeout ends them.
+	a := openStore(t, url, WithLeaseTTL(shortTTL), WithHolder("a"), WithLockTimeout(time.Minute))
+	b := openStore(t, url, WithLeaseTTL(shortTTL), WithHolder("b"), WithLockTimeout(time.Minute))
 	ctx := context.Background()
 	la := acquire(t, a, "s")
 	la.stopRenewals()
@@ -156,8 +158,12 @@ func TestFencedWriteSerializesWithAcquire(t *testing.T) {
 	require.NoError(t, err)
 
 	// Another transaction holds the session row: a's append checks its
-	// token, then waits at its compare-and-swap.
-	blocker, err := a.pool.Begin(ctx)
+	// token, then waits at its compare-and-swap. (Not one of the store's
+	// connections, whose idle timeout is two thirds of the short TTL.)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close(ctx) }()
+	blocker, err := conn.Begin(ctx)
 	require.NoError(t, err)
 	defer func() { _ = blocker.Rollback(ctx) }()
 	_, err = blocker.Exec(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, bin("s"))
@@ -272,7 +278,7 @@ func TestStoppedHolderDoesNotBlockTakeover(t *testing.T) {
 // Acquire waits for it, so the new holder's Load sees the write.
 func TestAcquireWaitsForUnfencedWrite(t *testing.T) {
 	t.Parallel()
-	s := newStore(t)
+	s := newStore(t, WithLockTimeout(time.Minute)) // the wait is the point
 	ctx := context.Background()
 	snap, err := s.Create(ctx, history.NewSession{ID: "s"})
 	require.NoError(t, err)

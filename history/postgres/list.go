@@ -37,7 +37,7 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 		return history.SessionPage{}, err
 	}
 	var out []history.SessionInfo
-	err = s.read(ctx, op, func(tx pgx.Tx) error {
+	err = s.read(ctx, op, "", func(tx pgx.Tx) error {
 		return s.each(ctx, tx, op, q, args, func(rows pgx.Rows) error {
 			var (
 				info             history.SessionInfo

@@ -4,14 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -29,14 +32,16 @@ type Store struct {
 	ttl    time.Duration
 	holder string
 	st     *sqlstore.State
-	// beginWrite begins every write transaction (see idleInTx).
-	beginWrite string
+	// lockTimeout is the lock_timeout of the store's connections
+	// (WithLockTimeout).
+	lockTimeout time.Duration
 	// beforeCommit, when set, runs in every write transaction of inTx
 	// before it commits, with the write's op (a test hook: a holder that
 	// stops there).
 	beforeCommit func(op string)
 
 	leases leasing.Registry[*lease] // live leases of this store, released by Close
+	conns  conns                    // the pool's network connections, which Close may cut
 }
 
 var (
@@ -51,9 +56,10 @@ var (
 type Option func(*options)
 
 type options struct {
-	ttl      time.Duration
-	holder   string
-	maxConns int32
+	ttl         time.Duration
+	holder      string
+	maxConns    int32
+	lockTimeout time.Duration
 	// migrations are the schema's migrations (tests open a database at an
 	// older or a later schema with withMigrations; the package's list is
 	// never assigned, so stores opened at once all migrate to one version).
@@ -93,22 +99,42 @@ func WithMaxConns(n int32) Option {
 	return func(o *options) { o.maxConns = n }
 }
 
-// idleInTx is how long a write transaction of the store may wait for its
-// client (idle_in_transaction_session_timeout, set in each write
-// transaction: beginWrite) for a lease TTL: two thirds of it, the longest a
-// holder that renews every third of the TTL can go without renewing before
-// its lease expires. A process that stops (SIGSTOP, a stalled machine)
-// inside a write transaction holds the row locks of its session and lease,
-// which would keep a taker waiting for as long as it stays stopped; the
-// server ends that transaction (and its connection) by the time the lease
-// expires, and the write fails. Reads hold no row locks and are not
-// bounded.
+// DefaultLockTimeout is how long a call of the store waits for a lock
+// another transaction holds unless [WithLockTimeout] says otherwise.
+const DefaultLockTimeout = time.Second
+
+// WithLockTimeout sets how long a call of the store waits for a row or
+// advisory lock that another transaction holds (a session's lease or
+// sessions row, or a table a migration alters) before it gives up with an
+// error wrapping [history.ErrBusy] (a *[history.BusyError] naming the
+// session's lease holder). It is the PostgreSQL lock_timeout of every
+// connection of the store. The default is [DefaultLockTimeout]; a
+// non-positive d is refused by Open.
+func WithLockTimeout(d time.Duration) Option {
+	return func(o *options) { o.lockTimeout = d }
+}
+
+// idleInTx is how long a transaction of the store may wait for its client
+// (idle_in_transaction_session_timeout of every connection of the store)
+// for a lease TTL: two thirds of it, the longest a holder that renews every
+// third of the TTL can go without renewing before its lease expires. A
+// process that stops (SIGSTOP, a stalled machine) inside a write
+// transaction holds the row locks of its session and lease, and one that
+// stops inside a read holds the lock that keeps a migration's ALTER TABLE
+// (and every statement queued behind it) waiting; the server ends that
+// transaction (and its connection) by the time the lease expires, and the
+// call fails.
 func idleInTx(ttl time.Duration) time.Duration { return max(2*ttl/3, time.Millisecond) }
 
-// beginWrite is the statement that begins a write transaction of a store
-// whose lease TTL is ttl.
-func beginWrite(ttl time.Duration) string {
-	return fmt.Sprintf("BEGIN; SET LOCAL idle_in_transaction_session_timeout = %d", idleInTx(ttl).Milliseconds())
+// sessionParams sets the parameters that bound every wait of a connection
+// of a store with lease TTL ttl and lock timeout lock: the one place where
+// the store's transactions, and its statements outside one (renewals,
+// releases), get their bounds on the waiting side (lock_timeout) and on
+// the holding side (idle_in_transaction_session_timeout). A migration sets
+// its own, shorter lock_timeout (migrationLockTimeout).
+func sessionParams(params map[string]string, ttl, lock time.Duration) {
+	params["lock_timeout"] = strconv.FormatInt(max(lock.Milliseconds(), 1), 10)
+	params["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleInTx(ttl).Milliseconds(), 10)
 }
 
 // defaultConnectTimeout bounds connection attempts when the URL sets no
@@ -132,7 +158,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 
 // open is Open, and OpenReadOnly with readOnly set.
 func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store, error) {
-	o := options{ttl: DefaultLeaseTTL, migrations: migrations}
+	o := options{ttl: DefaultLeaseTTL, lockTimeout: DefaultLockTimeout, migrations: migrations}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -144,6 +170,8 @@ func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store
 		return nil, errors.New("postgres: open: empty URL")
 	case o.ttl <= 0:
 		return nil, fmt.Errorf("postgres: open: invalid lease TTL %v", o.ttl)
+	case o.lockTimeout <= 0:
+		return nil, fmt.Errorf("postgres: open: invalid lock timeout %v", o.lockTimeout)
 	case o.maxConns < 0:
 		return nil, fmt.Errorf("postgres: open: invalid maximum of connections %d", o.maxConns)
 	case !utf8.ValidString(o.holder) || strings.ContainsRune(o.holder, 0):
@@ -162,6 +190,9 @@ func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "sessionkit"
 	}
+	sessionParams(cfg.ConnConfig.RuntimeParams, o.ttl, o.lockTimeout)
+	st := &Store{url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false), lockTimeout: o.lockTimeout}
+	st.conns.track(cfg.ConnConfig)
 	if readOnly {
 		// Every transaction of every connection, also a statement run
 		// outside one, is read-only on the server.
@@ -184,7 +215,8 @@ func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store
 		pool.Close()
 		return nil, fmt.Errorf("postgres: open %s: %w", where(cfg), err)
 	}
-	return &Store{pool: pool, url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false), beginWrite: beginWrite(o.ttl)}, nil
+	st.pool = pool
+	return st, nil
 }
 
 // connectError is a failed connection: one line of text (the causes of
@@ -242,10 +274,22 @@ func defaultHolder() string {
 // leases before it closes the pool.
 const closeReleaseTimeout = 2 * time.Second
 
+// closeCallsTimeout bounds how long Close then waits for the calls in
+// flight before it cuts their connections.
+const closeCallsTimeout = time.Second
+
+// CloseTimeout bounds how long [Store.Close] takes, whatever the state of
+// the database and of the calls in flight.
+const CloseTimeout = closeReleaseTimeout + closeCallsTimeout
+
 // Close closes the store; every later call fails with [history.ErrClosed].
 // It stops the renewals of the store's leases and releases them (best
-// effort: leases it cannot release expire after their TTL). Calls in
-// progress finish first. Closing twice is a no-op.
+// effort, for at most 2 s: leases it cannot release expire after their
+// TTL). Calls in progress then have 1 s to finish; after that Close cuts
+// their connections and they fail with [history.ErrClosed] (a write cut so
+// may have committed, as after any lost connection). Close returns within
+// [CloseTimeout] even when the database does not answer. Closing twice is
+// a no-op.
 func (s *Store) Close() error {
 	if s.st.Close() {
 		return nil
@@ -256,8 +300,76 @@ func (s *Store) Close() error {
 	for l := range leases {
 		_ = l.release(ctx) // best effort; see above
 	}
-	s.pool.Close()
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		s.pool.Close() // waits for the connections of calls in flight
+	}()
+	t := time.NewTimer(closeCallsTimeout)
+	defer t.Stop()
+	select {
+	case <-closed:
+	case <-t.C:
+		s.conns.closeAll()
+		<-closed
+	}
 	return nil
+}
+
+// conns is the set of a store's open network connections.
+type conns struct {
+	mu  sync.Mutex
+	set map[*conn]struct{}
+	cut bool // no more connections: the store closed
+}
+
+// conn is a network connection of a store's pool.
+type conn struct {
+	net.Conn
+	of *conns
+}
+
+// Close implements net.Conn.
+func (c *conn) Close() error {
+	c.of.mu.Lock()
+	delete(c.of.set, c)
+	c.of.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// track makes the connections that cfg dials members of cs.
+func (cs *conns) track(cfg *pgx.ConnConfig) {
+	dial := cfg.DialFunc
+	cfg.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		nc, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		c := &conn{Conn: nc, of: cs}
+		cs.mu.Lock()
+		defer cs.mu.Unlock()
+		if cs.cut {
+			_ = nc.Close()
+			return nil, history.ErrClosed
+		}
+		if cs.set == nil {
+			cs.set = map[*conn]struct{}{}
+		}
+		cs.set[c] = struct{}{}
+		return c, nil
+	}
+}
+
+// closeAll closes every connection of cs, and every one dialled later: a
+// call waiting on one fails at once.
+func (cs *conns) closeAll() {
+	cs.mu.Lock()
+	cs.cut = true
+	all := slices.Collect(maps.Keys(cs.set))
+	cs.mu.Unlock()
+	for _, c := range all {
+		_ = c.Close()
+	}
 }
 
 // admit checks a call's context and the store before it starts.

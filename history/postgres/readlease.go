@@ -18,7 +18,7 @@ var _ history.LeaseReader = (*Store)(nil)
 func (s *Store) ReadLease(ctx context.Context, id string) (*history.LeaseInfo, error) {
 	const op = "read lease"
 	var info *history.LeaseInfo
-	err := s.read(ctx, op, func(tx pgx.Tx) error {
+	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
 		var (
 			holder  string
 			expires time.Time

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
@@ -224,11 +227,37 @@ DROP FUNCTION pg_temp.sk_text(bytea);
 // serializes migrations of one database across processes.
 const migrationLock int64 = 0x5e55_1014_6b17_0001
 
-// migrate brings the schema of the database up to len(m), one
-// transaction per migration of m (the package's migrations but in tests). Each transaction first takes the advisory lock
-// and re-reads the version, so two processes opening a new database at once
-// do not both migrate.
+// migrationLockTimeout is the lock_timeout of a migration's transaction: how
+// long it waits for the migration lock, and for the strong lock of a
+// statement such as ALTER TABLE, before it gives up and tries again
+// (migrate). PostgreSQL queues every later statement on a table behind an
+// ALTER TABLE waiting for it, so this is also the longest the other
+// processes' calls wait behind one attempt.
+const migrationLockTimeout = 100 * time.Millisecond
+
+// migrationRetry is the first and the longest pause between two attempts
+// of a migration that gave up waiting for a lock; the pause doubles.
+var migrationRetry = [2]time.Duration{50 * time.Millisecond, 2 * time.Second}
+
+// migrate brings the schema of the database up to len(m), one transaction
+// per migration of m (the package's migrations but in tests).
+//
+// A database whose schema is current is only read: no lock is taken, so a
+// process stopped inside a migration, or one that holds the migration lock
+// (a tool's session), keeps no Open waiting. Otherwise each transaction
+// first takes the advisory lock and re-reads the version, so two processes
+// opening a new database at once do not both migrate. A migration waits
+// at most migrationLockTimeout for a lock (the advisory lock, or a table
+// that a reader stopped in its transaction holds): then it rolls back,
+// letting the calls queued behind it through, and tries again after a
+// pause, until ctx ends (an error wrapping history.ErrBusy).
 func migrate(ctx context.Context, pool *pgxpool.Pool, m []string) error {
+	switch current, err := schemaVersion(ctx, pool); {
+	case err != nil && !isUndefinedTable(err):
+		return err
+	case err == nil && current == len(m):
+		return nil
+	}
 	s := sqlstore.Schema{
 		Migrations: m,
 		SetVersion: `INSERT INTO schema_version (version) VALUES ($1)`,
@@ -241,7 +270,10 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, m []string) error {
 				return nil, fmt.Errorf("schema: %w", err)
 			}
 			t := migrationTx{tx}
-			err = t.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock)
+			err = t.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, migrationLockTimeout.Milliseconds()))
+			if err == nil {
+				err = t.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock)
+			}
 			if err == nil {
 				err = t.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version integer NOT NULL)`)
 			}
@@ -252,7 +284,41 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, m []string) error {
 			return t, nil
 		},
 	}
-	return s.Migrate(ctx)
+	pause := migrationRetry[0]
+	var busy error // the last lock wait that the lock timeout ended
+	for {
+		err := s.Migrate(ctx)
+		switch {
+		case isLockTimeout(err):
+			busy = err
+		case err != nil && busy != nil && ctx.Err() != nil:
+			return migrationBusy(ctx, busy)
+		default:
+			return err
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return migrationBusy(ctx, busy)
+		case <-t.C:
+		}
+		pause = min(2*pause, migrationRetry[1])
+	}
+}
+
+// migrationBusy is the error of a migration whose context ended while it
+// tried again and again to have a lock; last is the last lock timeout.
+func migrationBusy(ctx context.Context, last error) error {
+	be := &history.BusyError{Op: "migrate", Waited: migrationLockTimeout}
+	return fmt.Errorf("%w: another transaction kept a lock the migration needs until the open's context ended (%w): %w", be, ctx.Err(), last)
+}
+
+// isUndefinedTable reports whether err is PostgreSQL's undefined_table (a
+// database without a schema_version table yet).
+func isUndefinedTable(err error) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && e.Code == "42P01"
 }
 
 // migrationTx is a transaction of sqlstore.Schema.Migrate.

@@ -80,7 +80,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		return history.SearchPage{}, err
 	}
 	var page history.SearchPage
-	err = s.read(ctx, op, func(tx pgx.Tx) error {
+	err = s.read(ctx, op, id, func(tx pgx.Tx) error {
 		var activeFrom, count int64
 		err := tx.QueryRow(ctx, `SELECT active_from, message_count FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom, &count)
 		if err := s.found(ctx, op, id, err); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
@@ -89,7 +90,7 @@ func rollback(ctx context.Context, tx pgx.Tx) { _ = tx.Rollback(ctx) }
 // change them until the transaction ends. A concurrent writer of the same
 // version waits for the row lock and then finds the version changed.
 func (s *Store) write(ctx context.Context, op, id string, version uint64, l *lease, r reserve, fn func(tx pgx.Tx, st *state) error) (uint64, error) {
-	err := s.inTx(ctx, op, l, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, op, id, l, func(tx pgx.Tx) error {
 		st, err := s.swap(ctx, tx, op, id, version, l, r)
 		if err != nil {
 			return err
@@ -105,35 +106,78 @@ func (s *Store) write(ctx context.Context, op, id string, version uint64, l *lea
 	return version + 1, nil
 }
 
-// inTx runs fn in one transaction of a write fenced by l (nil: unfenced)
-// and commits it; any error of fn rolls it back.
-func (s *Store) inTx(ctx context.Context, op string, l *lease, fn func(tx pgx.Tx) error) error {
+// inTx runs fn in one write transaction of session id fenced by l (nil:
+// unfenced) and commits it; any error of fn rolls it back.
+func (s *Store) inTx(ctx context.Context, op, id string, l *lease, fn func(tx pgx.Tx) error) error {
 	if err := s.admit(ctx); err != nil {
 		return err
 	}
 	if err := l.usable(op); err != nil {
 		return err
 	}
-	tx, err := s.begin(ctx)
+	return s.inTxOf(ctx, op, id, pgx.TxOptions{}, fn)
+}
+
+// readOnly is the transaction of a read: REPEATABLE READ, so that all its
+// statements see the same committed state. (Under READ COMMITTED each
+// statement would see its own, and a Load during a commit could read the
+// watermark before the commit and the messages after it.)
+var readOnly = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+
+// inTxOf is where every transaction of a call begins and ends: it runs fn
+// in a transaction of opts (READ COMMITTED read-write for a write,
+// readOnly for a read) about session id ("" for none) and commits it. The
+// bounds of its waits are its connection's (sessionParams); a lock wait
+// that lock_timeout ended comes back as a *history.BusyError (busy).
+func (s *Store) inTxOf(ctx context.Context, op, id string, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+	if err := s.admit(ctx); err != nil {
+		return err
+	}
+	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return s.fail(ctx, op, err)
 	}
 	defer rollback(ctx, tx)
 	if err := fn(tx); err != nil {
-		return err
+		return s.busy(ctx, op, id, err)
 	}
-	if s.beforeCommit != nil {
+	if s.beforeCommit != nil && opts.AccessMode != pgx.ReadOnly {
 		s.beforeCommit(op)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return s.fail(ctx, op, err)
+		return s.busy(ctx, op, id, s.fail(ctx, op, err))
 	}
 	return nil
 }
 
-// begin begins a write transaction (READ COMMITTED, bounded by idleInTx).
-func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
-	return s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: s.beginWrite})
+// lockNotAvailable is PostgreSQL's SQLSTATE of a lock wait that
+// lock_timeout ended.
+const lockNotAvailable = "55P03"
+
+// isLockTimeout reports whether err is a lock wait that lock_timeout ended.
+func isLockTimeout(err error) bool {
+	var e *pgconn.PgError
+	return errors.As(err, &e) && e.Code == lockNotAvailable
+}
+
+// busy turns err, when it is a lock wait that lock_timeout ended, into a
+// *history.BusyError for op on session id that names the session's lease
+// holder, read afterwards without waiting for any lock (a plain SELECT
+// takes none that a row lock blocks). Other errors pass unchanged.
+func (s *Store) busy(ctx context.Context, op, id string, err error) error {
+	if !isLockTimeout(err) {
+		return err
+	}
+	be := &history.BusyError{Session: id, Op: op, Waited: s.lockTimeout}
+	if id != "" {
+		rctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
+		defer cancel()
+		var expires time.Time
+		if s.pool.QueryRow(rctx, `SELECT holder, expires_at FROM leases WHERE session_id = $1`, bin(id)).Scan(&be.Holder, &expires) == nil && be.Holder != "" {
+			be.Expires = expires.UTC()
+		}
+	}
+	return fmt.Errorf("postgres: %s: %w (%w)", op, be, err)
 }
 
 // swap sends, in one round trip, the statements every write starts with:
@@ -213,26 +257,10 @@ func (s *Store) checkUnleased(ctx context.Context, op, id string, row pgx.Row) e
 	return fmt.Errorf("postgres: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: expires.UTC()})
 }
 
-// read runs fn in one REPEATABLE READ, READ ONLY transaction, so that all
-// its statements see the same committed state. (Under READ COMMITTED each
-// statement would see its own, and a Load during a commit could read the
-// watermark before the commit and the messages after it.)
-func (s *Store) read(ctx context.Context, op string, fn func(tx pgx.Tx) error) error {
-	if err := s.admit(ctx); err != nil {
-		return err
-	}
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
-	if err != nil {
-		return s.fail(ctx, op, err)
-	}
-	defer rollback(ctx, tx)
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return s.fail(ctx, op, err)
-	}
-	return nil
+// read runs fn in one read transaction (readOnly) about session id ("" for
+// none).
+func (s *Store) read(ctx context.Context, op, id string, fn func(tx pgx.Tx) error) error {
+	return s.inTxOf(ctx, op, id, readOnly, fn)
 }
 
 // Create implements [history.Store].
@@ -249,17 +277,6 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	if err := storekit.CheckConfig(n.Config); err != nil {
 		return nil, err
 	}
-	if err := s.admit(ctx); err != nil {
-		return nil, err
-	}
-	if err := l.usable(op); err != nil {
-		return nil, err
-	}
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return nil, s.fail(ctx, op, err)
-	}
-	defer rollback(ctx, tx)
 	key := bin(n.ID)
 	b := &pgx.Batch{}
 	if l != nil {
@@ -271,7 +288,7 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	if l == nil {
 		b.Queue(checkLive, key)
 	}
-	err = func() error {
+	err := s.inTx(ctx, op, n.ID, l, func(tx pgx.Tx) error {
 		br := tx.SendBatch(ctx, b)
 		defer func() { _ = br.Close() }()
 		if l != nil {
@@ -295,12 +312,9 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 			return s.fail(ctx, op, err)
 		}
 		return nil
-	}()
+	})
 	if err != nil {
 		return nil, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, s.fail(ctx, op, err)
 	}
 	return &history.Snapshot{ID: n.ID, Version: 1, Config: slices.Clone(n.Config), Title: n.Title, Cwd: n.Cwd, Active: []history.Message{}}, nil
 }
@@ -311,7 +325,7 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) {
 	const op = "load"
 	snap := &history.Snapshot{ID: id}
-	err := s.read(ctx, op, func(tx pgx.Tx) error {
+	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
 		var (
 			activeFrom, lastSeq         int64
 			config, summary, title, cwd []byte
@@ -697,7 +711,7 @@ func (s *Store) exists(ctx context.Context, tx pgx.Tx, op, id string) (activeFro
 func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
 	const op = "segments"
 	var out []history.Segment
-	err := s.read(ctx, op, func(tx pgx.Tx) error {
+	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
 		activeFrom, err := s.exists(ctx, tx, op, id)
 		if err != nil {
 			return err
@@ -841,7 +855,7 @@ func (s *Store) uncompact(ctx context.Context, id string, version uint64, u hist
 func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
 	const op = "timeline"
 	var out []history.Entry
-	err := s.read(ctx, op, func(tx pgx.Tx) error {
+	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
 		activeFrom, err := s.exists(ctx, tx, op, id)
 		if err != nil {
 			return err
