@@ -48,10 +48,9 @@ func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, 
 		a.end()
 	}
 	err := d.Delete(ctx, p.SessionID)
-	var leased *history.LeaseError
 	switch {
-	case errors.As(err, &leased):
-		return nil, servedElsewhere(leased)
+	case errors.Is(err, history.ErrLeased) || errors.Is(err, history.ErrBusy):
+		return nil, refusedByStore(err)
 	case errors.Is(err, history.ErrNotFound):
 		return nil, unknownSession(p.SessionID, "no such session is stored")
 	case err != nil:

@@ -3,6 +3,7 @@ package acp
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/sessionkit/sessionkit/acp/schema"
@@ -30,6 +31,39 @@ func servedElsewhere(le *history.LeaseError) error {
 		schema.MetaKey: map[string]any{"leasedBy": le.Holder, "leaseExpires": le.Expires.UTC().Format(time.RFC3339Nano)},
 	})
 	return e
+}
+
+// busySession is the error for a session whose store call gave up waiting
+// for a lock that another transaction holds (history.ErrBusy: an agent
+// process stopped inside a write, a tool's open transaction): an internal
+// error (ACP has no code for it) that says to try again, whose data names
+// the session and, when the store knows it, the holder of its lease and
+// when that lease expires unless renewed.
+func busySession(be *history.BusyError) error {
+	e := jsonrpc.NewError(jsonrpc.InternalError, "%s", strings.TrimPrefix(be.Error(), "history: "))
+	meta := map[string]any{"busy": true}
+	if be.Holder != "" {
+		meta["leasedBy"], meta["leaseExpires"] = be.Holder, be.Expires.UTC().Format(time.RFC3339Nano)
+	}
+	e.Data, _ = json.Marshal(map[string]any{"sessionId": be.Session, schema.MetaKey: meta})
+	return e
+}
+
+// refusedByStore maps a store's refusal of a session (another process
+// serves it; a lock it needs is busy) to its JSON-RPC error, naming the
+// holder; any other error is returned as it is.
+func refusedByStore(err error) error {
+	var (
+		leased *history.LeaseError
+		busy   *history.BusyError
+	)
+	switch {
+	case errors.As(err, &leased):
+		return servedElsewhere(leased)
+	case errors.As(err, &busy):
+		return busySession(busy)
+	}
+	return err
 }
 
 // TooManySessions is the ErrorCode of the error that refuses a session/new,

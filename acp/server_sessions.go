@@ -131,10 +131,9 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	} else {
 		sess, err = session.Open(ctx, cfg) // an existing session only
 	}
-	var leased *history.LeaseError
 	switch {
-	case errors.As(err, &leased):
-		return servedElsewhere(leased)
+	case errors.Is(err, history.ErrLeased) || errors.Is(err, history.ErrBusy):
+		return refusedByStore(err)
 	case errors.Is(err, history.ErrNotFound):
 		return unknownSession(id, "no such session is stored")
 	case err != nil:

@@ -147,10 +147,10 @@ type loop struct {
 	busy    bool                    // a job is in the worker
 	closing bool
 	lease   history.Lease // nil unless the store is shared (history.Leaser)
+	stale   bool          // a failed write could not be read back: reload before the next one
 	storeTO time.Duration // Config.StoreTimeout: the deadline of each store call
 	// closeTimer ends the store calls closeGrace after the close began.
 	closeTimer *time.Timer
-	stale   bool          // a failed write could not be read back: reload before the next one
 
 	// Automatic compaction state (docs/design.md §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale
@@ -410,7 +410,6 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 		}
 	}
 }
-
 
 // commit appends msgs in the worker; once they are in the store the loop
 // applies them (publishing their events) and calls then with the store's
