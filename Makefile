@@ -70,6 +70,7 @@ bench:
 	$(GO) test -run='^$$' -bench='IdleSessions' -benchtime=1x ./acp/
 	$(GO) test -run='^$$' -bench=. -benchtime=1600x ./bench/storecmp/
 	$(GO) test -run='^$$' -bench='ServeLongSession' -benchtime=5x ./cmd/sessionkit/
+	$(GO) test -run='^$$' -bench='ConfinedTrue' -benchtime=50x ./tools/sandbox/attack/
 	$(GO) run ./bench/commitfsync
 
 bench-peer:

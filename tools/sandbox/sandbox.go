@@ -1,8 +1,10 @@
 // Package sandbox runs the shell commands of a coding agent confined: on
 // Linux under Landlock, with the whole file system readable but writable
-// only in the session's directories and a private temporary directory, TCP
-// connect and bind denied unless the policy allows network, and always with
-// a clean environment and a process tree that ends with the command.
+// only in the session's directories and a private temporary directory
+// (never a device made there), no capability even when the agent runs as
+// root, no socket but a UNIX socketpair unless the policy allows network
+// (then IPv4 and IPv6 too), and always with a clean environment and a
+// process tree that ends with the command.
 //
 // The agent process itself is never restricted: a command runs in a helper,
 // the agent's own executable started again in helper mode. The program
@@ -16,8 +18,14 @@
 //
 // The helper has two stages. The supervisor (unrestricted) keeps only the
 // allowed environment variables, becomes the child subreaper of everything
-// the command starts, and starts the second stage, which applies the
-// Landlock ruleset to itself and then execs the shell. When the shell ends
+// the command starts, and starts the second stage, which confines itself
+// (the Landlock ruleset, every capability dropped, no_new_privs, a seccomp
+// filter of socket families) and then execs the shell. The session's
+// directories travel as descriptors ([Policy.WritableDirs],
+// [Policy.PrepareAt], [Command.Files]): the rules are built from the
+// directories the session opened, and the shell starts in its directory
+// by descriptor, so a directory moved or replaced by a symbolic link
+// cannot redirect a later command. When the shell ends
 // (success, failure, or the supervisor is told to stop on a timeout or
 // cancel) the supervisor kills every process the command left behind,
 // including those that left its process group, and exits with the shell's
@@ -47,8 +55,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -139,6 +149,8 @@ type Policy struct {
 	Mode Mode
 	// Writable are the directories a command may change (the session's
 	// directories); the command's private temporary directory is added.
+	// Prepare opens each once, and the command gets the directory the
+	// name leads to then.
 	Writable []string
 	// WritableDirs are directories a command may change, held open by
 	// the caller (the session's directories, opened once when the session
@@ -148,9 +160,10 @@ type Policy struct {
 	// Writable; both may be given.
 	WritableDirs []*os.File
 	// Network allows IPv4 and IPv6 sockets: TCP connect and bind, UDP,
-	// Multipath TCP. Off (the default) denies them. UNIX stream sockets
-	// (a service outside the sandbox, as D-Bus or Docker) stay refused
-	// either way.
+	// Multipath TCP. Off (the default) denies them. UNIX sockets (a
+	// service outside the sandbox, as D-Bus or Docker, or a listener
+	// outside) stay refused either way, but for a socketpair; so do
+	// netlink, packet, vsock and every other family.
 	Network bool
 	// Env are the names of environment variables passed to commands
 	// besides the allow-list; names [EnvName] refuses are never passed.
@@ -196,22 +209,49 @@ func (p Policy) check() error {
 // and arguments to start (the helper, or the shell where there is none),
 // its environment and directory. Run runs it here; an ACP client's
 // terminal can run Path with Args, Env and Dir too. Close removes its
-// private temporary directory.
+// private temporary directory and closes the directories Prepare opened.
 type Command struct {
 	Path string
 	Args []string // without the program name
 	Env  []string // NAME=value
 	Dir  string
+	// Files are the directories the helper inherits when Run runs the
+	// command here (descriptors 3, 4, … in this order: the writable
+	// directories, the private temporary directory, then the working
+	// directory). The helper builds its Landlock rules from them and
+	// starts the command in the last one, whatever their names lead to
+	// by then. A terminal cannot pass descriptors: for it Args name each
+	// directory with its device and inode, and the helper refuses to run
+	// the command (status 126, saying which directory) when a name no
+	// longer leads to the same directory. Nil where there is no helper.
+	Files []*os.File
 	// Confined says whether the command runs under Landlock.
 	Confined bool
 	// TempDir is the command's private temporary directory (its TMPDIR).
 	TempDir string
+
+	owned []*os.File // the Files Prepare opened, closed by Close
 }
 
 // Prepare returns the command that runs the shell command line under p in
 // dir, with a private temporary directory made for it. Under [Required]
-// it fails when the command cannot be confined.
+// it fails when the command cannot be confined. The directories of
+// p.Writable and dir are opened here, once: the command gets the
+// directories their names lead to now (see [Command.Files]).
 func (p Policy) Prepare(line, dir string) (*Command, error) {
+	return p.prepare(line, dir, nil)
+}
+
+// PrepareAt is [Policy.Prepare] with the command's working directory
+// given as an open directory (usually one of [Policy.WritableDirs]): the
+// command starts in that directory whatever its name leads to by then.
+func (p Policy) PrepareAt(line string, dir *os.File) (*Command, error) {
+	return p.prepare(line, dir.Name(), dir)
+}
+
+// prepare is Prepare and PrepareAt: at is the open directory named dir, or
+// nil to open dir ("" for this process's directory).
+func (p Policy) prepare(line, dir string, at *os.File) (*Command, error) {
 	if err := p.check(); err != nil {
 		return nil, err
 	}
@@ -237,8 +277,35 @@ func (p Policy) Prepare(line, dir string) (*Command, error) {
 		// runs with the network (Warning says so); Required refused it.
 		args = append(args, "--net")
 	}
-	for _, d := range append(slices.Clone(p.Writable), tmp) {
-		args = append(args, "--rw", d)
+	c.Files = slices.Clone(p.WritableDirs)
+	for _, name := range append(slices.Clone(p.Writable), tmp) {
+		f, err := c.open(name)
+		if err != nil {
+			return nil, err
+		}
+		c.Files = append(c.Files, f)
+	}
+	for _, f := range c.Files {
+		ref, err := dirRefOf(f)
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		args = append(args, "--rw", ref)
+	}
+	if at == nil && dir != "" {
+		if at, err = c.open(dir); err != nil {
+			return nil, err
+		}
+	}
+	if at != nil {
+		ref, err := dirRefOf(at)
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		args = append(args, "--cwd", ref)
+		c.Files = append(c.Files, at)
 	}
 	args = append(args, "--tmp", tmp)
 	for _, n := range p.Env {
@@ -250,18 +317,52 @@ func (p Policy) Prepare(line, dir string) (*Command, error) {
 	return c, nil
 }
 
-// PrepareAt is [Policy.Prepare] with the command's working directory
-// given as an open directory (usually one of [Policy.WritableDirs]): the
-// command starts in that directory whatever its name leads to by then.
-func (p Policy) PrepareAt(line string, dir *os.File) (*Command, error) {
-	for _, d := range p.WritableDirs {
-		p.Writable = append(p.Writable, d.Name())
+// open opens the directory name for c (Close closes it); on failure it
+// closes c and says which directory could not be opened.
+func (c *Command) open(name string) (*os.File, error) {
+	f, err := os.Open(name)
+	if err == nil {
+		c.owned = append(c.owned, f)
+		var st os.FileInfo
+		if st, err = f.Stat(); err == nil && !st.IsDir() {
+			err = errors.New("not a directory")
+		}
 	}
-	return p.Prepare(line, dir.Name())
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("sandbox: directory %s for a command: %w", name, err)
+	}
+	return f, nil
 }
 
-// Close removes the command's private temporary directory.
-func (c *Command) Close() error { return os.RemoveAll(c.TempDir) }
+// dirRefOf returns how the helper's command line names the directory f:
+// DEV:INO:PATH, its device and inode and its absolute name.
+func dirRefOf(f *os.File) (string, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return "", fmt.Errorf("sandbox: directory %s for a command: %w", f.Name(), err)
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", fmt.Errorf("sandbox: directory %s for a command: no device and inode", f.Name())
+	}
+	name, err := filepath.Abs(f.Name())
+	if err != nil {
+		return "", fmt.Errorf("sandbox: directory %s for a command: %w", f.Name(), err)
+	}
+	return fmt.Sprintf("%d:%d:%s", uint64(sys.Dev), uint64(sys.Ino), name), nil
+}
+
+// Close removes the command's private temporary directory and closes the
+// directories Prepare opened (never those of [Policy.WritableDirs] or the
+// one given to [Policy.PrepareAt]).
+func (c *Command) Close() error {
+	for _, f := range c.owned {
+		_ = f.Close()
+	}
+	c.owned = nil
+	return os.RemoveAll(c.TempDir)
+}
 
 // stopGrace is how long a command told to stop (SIGTERM to its group) may
 // take before it is killed.
@@ -291,6 +392,12 @@ func (c *Command) Run(ctx context.Context, out io.Writer) (int, error) {
 	defer r.Close()
 	cmd := exec.Command(c.Path, c.Args...)
 	cmd.Dir, cmd.Env = c.Dir, c.Env
+	if len(c.Files) > 0 {
+		// The helper inherits the directories and enters the working
+		// one by its descriptor, not by its name.
+		cmd.Args = slices.Insert(slices.Clone(cmd.Args), 2, inheritedArg) // after the program and superviseArg
+		cmd.ExtraFiles, cmd.Dir = c.Files, ""
+	}
 	cmd.Stdout, cmd.Stderr = w, w // a file: the child writes it directly, os/exec copies nothing
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
@@ -404,14 +511,52 @@ func (p Policy) Environ(env []string) []string {
 	return out
 }
 
+// The helper's argument that says its directories are inherited: the
+// descriptors 3, 4, … are the --rw directories in order, then the --cwd
+// one.
+const inheritedArg = "--fds"
+
 // helperArgs is the policy of the helper, from its command line.
 type helperArgs struct {
 	landlock bool
 	network  bool
-	writable []string
-	tmp      string
-	env      []string
-	argv     []string // the command
+	// writable are the directories the command may change, cwd (if
+	// any) the one it starts in.
+	writable []dirRef
+	cwd      *dirRef
+	// inherited says the directories are descriptors 3, 4, …
+	// (writable, then cwd), not to be opened by name.
+	inherited bool
+	tmp       string
+	env       []string
+	argv      []string // the command
+}
+
+// dirRef names a directory on the helper's command line: its device and
+// inode when the command was prepared, and its name.
+type dirRef struct {
+	dev, ino uint64
+	path     string
+}
+
+// parseDirRef reads DEV:INO:PATH.
+func parseDirRef(s string) (dirRef, error) {
+	dev, rest, ok1 := strings.Cut(s, ":")
+	ino, path, ok2 := strings.Cut(rest, ":")
+	d, err1 := strconv.ParseUint(dev, 10, 64)
+	i, err2 := strconv.ParseUint(ino, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil || !filepath.IsAbs(path) {
+		return dirRef{}, fmt.Errorf("%q is not DEV:INO:ABSOLUTE-PATH", s)
+	}
+	return dirRef{dev: d, ino: i, path: path}, nil
+}
+
+// dirs returns the directories of h in the order of their descriptors.
+func (h helperArgs) dirs() []dirRef {
+	if h.cwd == nil {
+		return h.writable
+	}
+	return append(slices.Clone(h.writable), *h.cwd)
 }
 
 func parseHelperArgs(args []string) (helperArgs, error) {
@@ -426,14 +571,24 @@ func parseHelperArgs(args []string) (helperArgs, error) {
 		}
 		var err error
 		var v string
+		var d dirRef
 		switch args[i] {
 		case "--landlock":
 			h.landlock = true
 		case "--net":
 			h.network = true
+		case inheritedArg:
+			h.inherited = true
 		case "--rw":
-			v, err = value()
-			h.writable = append(h.writable, v)
+			if v, err = value(); err == nil {
+				d, err = parseDirRef(v)
+				h.writable = append(h.writable, d)
+			}
+		case "--cwd":
+			if v, err = value(); err == nil {
+				d, err = parseDirRef(v)
+				h.cwd = &d
+			}
 		case "--tmp":
 			h.tmp, err = value()
 		case "--env":

@@ -142,7 +142,7 @@ func TestSandboxNetwork(t *testing.T) {
 	}
 	out, err := f.run(t, "run_command", dial("tcp4"))
 	require.NoError(t, err)
-	assert.Contains(t, out, "permission denied", "Landlock refuses the connect")
+	assert.Contains(t, out, "permission denied", "the sandbox refuses the socket")
 	// A UNIX socket of a process outside (as D-Bus, systemd or Docker
 	// listen on) is out of reach too.
 	sock := filepath.Join(t.TempDir(), "service.sock")
