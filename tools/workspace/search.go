@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -71,8 +72,15 @@ func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) 
 		if !d.Type().IsRegular() {
 			return nil // links are not followed; FIFOs, devices and sockets are not read
 		}
-		if err := s.file(ctx, at); err != nil {
-			return err
+		if s.within() {
+			if err := s.file(ctx, at); err != nil {
+				return err
+			}
+		} else if !s.late() {
+			s.unsearched.add(t.w.rel(at)) // only counted, while there is time
+		} else {
+			s.walkCut = true
+			return fs.SkipAll
 		}
 		if s.full {
 			return fs.SkipAll
@@ -88,25 +96,71 @@ func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) 
 // result is the search's answer: the matches, why the search stopped
 // early, and the files it skipped or could not finish.
 func (s *searcher) result() string {
+	var notes strings.Builder
+	if s.spent != "" {
+		fmt.Fprintf(&notes, "[search stopped early: %s; the matches shown are from the files searched until then]\n", s.spent)
+	}
+	s.binary.note(&notes, "skipped %d binary %s", "file", "files")
+	s.failed.note(&notes, "could not finish %d %s", "file", "files")
+	s.unfinished.note(&notes, "not searched to the end, for the budget: %d %s", "file", "files")
+	s.unsearched.note(&notes, "not searched, for the budget: %d %s", "file", "files")
+	if s.walkCut {
+		notes.WriteString("[the search stopped walking the tree there: the files after it were not even counted]\n")
+	}
 	var b strings.Builder
 	if s.matches == 0 {
 		b.WriteString("no matches")
-		if s.binary.n > 0 || s.failed.n > 0 {
+		if notes.Len() > 0 {
 			b.WriteString("\n")
 		}
 	} else {
 		b.WriteString(s.out.String())
 		b.WriteString(s.cut)
 	}
-	s.binary.note(&b, "skipped %d binary %s", "file", "files")
-	s.failed.note(&b, "could not finish %d %s", "file", "files")
+	b.WriteString(notes.String())
 	return b.String()
+}
+
+// errBudget ends the reading of a file when the search's budget is spent.
+var errBudget = errors.New("the search's budget is spent")
+
+// within reports whether the search's budget lasts: bytes left to read
+// and time left. When it does not, spent says which ran out.
+func (s *searcher) within() bool {
+	switch {
+	case s.spent != "":
+	case s.left <= 0:
+		s.spent = fmt.Sprintf("it read %d bytes, its budget (SearchBytes)", s.t.o.SearchBytes)
+	case s.late():
+		s.spent = fmt.Sprintf("it ran for %v, its budget (SearchTime)", s.t.o.SearchTime)
+	}
+	return s.spent == ""
+}
+
+// late reports whether the search's time is up.
+func (s *searcher) late() bool { return !time.Now().Before(s.deadline) }
+
+// budgetReader reads a file for the search within its budget: at most
+// the bytes left, and nothing once the time is up (errBudget).
+type budgetReader struct {
+	r io.Reader
+	s *searcher
+}
+
+func (b budgetReader) Read(p []byte) (int, error) {
+	if !b.s.within() {
+		return 0, errBudget
+	}
+	p = p[:min(int64(len(p)), b.s.left)]
+	n, err := b.r.Read(p)
+	b.s.left -= int64(n)
+	return n, err
 }
 
 // newSearcher returns the searcher for pattern, a regular expression when
 // regex.
 func newSearcher(t tools, pattern string, regex bool) (*searcher, error) {
-	s := &searcher{t: t, r: bufio.NewReaderSize(nil, readBuffer)}
+	s := &searcher{t: t, r: bufio.NewReaderSize(nil, readBuffer), left: t.o.SearchBytes, deadline: time.Now().Add(t.o.SearchTime)}
 	if regex {
 		re, err := regexp.Compile(pattern)
 		if err != nil {
@@ -135,8 +189,13 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// fail notes that the file shown could not be searched to its end.
+// fail notes that the file shown could not be searched to its end: for
+// the budget, or for err.
 func (s *searcher) fail(shown string, err error) {
+	if errors.Is(err, errBudget) {
+		s.unfinished.add(shown)
+		return
+	}
 	s.failed.add(shown + " (" + errText(err) + ")")
 }
 
@@ -187,6 +246,12 @@ type searcher struct {
 	binary     names
 	failed     names
 	tail       tailBuffer
+	left       int64     // the bytes the search may still read (Options.SearchBytes)
+	deadline   time.Time // when its time is up (Options.SearchTime)
+	spent      string    // which budget ran out; "" while both last
+	unfinished names     // files the budget stopped in
+	unsearched names     // files not read for the budget
+	walkCut    bool      // the walk itself stopped for the time
 }
 
 // file searches the file at l.
@@ -205,9 +270,9 @@ func (s *searcher) file(ctx context.Context, l loc) error {
 	return ctx.Err()
 }
 
-// scan searches the file shown, read from r.
+// scan searches the file shown, read from r within the search's budget.
 func (s *searcher) scan(ctx context.Context, shown string, r io.Reader) {
-	s.r.Reset(r)
+	s.r.Reset(budgetReader{r: r, s: s})
 	if head, _ := s.r.Peek(binaryProbe); bytes.IndexByte(head, 0) >= 0 {
 		s.binary.add(shown)
 		return

@@ -27,6 +27,13 @@ type Options struct {
 	// edits, in bytes: they hold such a file whole and show it in the
 	// permission request; 0 = DefaultMaxFileSize.
 	MaxFileSize int
+	// SearchBytes bounds what one search reads, in bytes across all the
+	// files it searches; 0 = DefaultSearchBytes. SearchTime bounds how
+	// long it searches; 0 = DefaultSearchTime. A search that spends
+	// either stops and says so, naming the files it did not finish or
+	// did not search.
+	SearchBytes int64
+	SearchTime  time.Duration
 	// CommandTimeout is run_command's timeout when the call names none;
 	// 0 = DefaultCommandTimeout. A call may ask for at most MaxCommandTimeout.
 	CommandTimeout time.Duration
@@ -62,6 +69,8 @@ const (
 	DefaultMaxEntries     = 500
 	DefaultMaxFileSize    = 4 << 20
 	DefaultCommandTimeout = 60 * time.Second
+	DefaultSearchBytes    = 512 << 20
+	DefaultSearchTime     = 10 * time.Second
 	MaxCommandTimeout     = 10 * time.Minute
 )
 
@@ -74,6 +83,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxFileSize <= 0 {
 		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.SearchBytes <= 0 {
+		o.SearchBytes = DefaultSearchBytes
+	}
+	if o.SearchTime <= 0 {
+		o.SearchTime = DefaultSearchTime
 	}
 	if o.CommandTimeout <= 0 {
 		o.CommandTimeout = DefaultCommandTimeout

@@ -72,7 +72,10 @@
 // only). search reads each file through one buffer and keeps at most 512
 // bytes of each matching line, around the match: a line of any length is
 // searched whole, a binary file (a NUL byte in its first 8 KiB) is skipped
-// and the answer says so, as it names the files it could not finish.
+// and the answer says so, as it names the files it could not finish. A
+// search stops when it has read Options.SearchBytes across its files
+// (512 MiB by default) or run for Options.SearchTime (10 s), and names
+// the file it stopped in and the files it did not search.
 // list_files keeps the first MaxEntries names of a directory of any size.
 // write_file and edit_file hold the file whole, so they refuse one larger
 // than Options.MaxFileSize. History keeps a tool result whole; the summary
