@@ -42,7 +42,11 @@ func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	}
 	s.mu.Lock()
 	a, open := s.sessions[p.SessionID]
+	loading := s.loading[p.SessionID]
 	s.mu.Unlock()
+	if loading {
+		return nil, loadingSession(p.SessionID)
+	}
 	if open {
 		s.forget(a)
 		a.end()

@@ -105,7 +105,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServerOptions) er
 	case opts.MaxSessions == 0:
 		opts.MaxSessions = DefaultMaxSessions
 	}
-	srv := &server{opts: opts, log: opts.Logger, sessions: make(map[string]*agentSession)}
+	srv := &server{opts: opts, log: opts.Logger, sessions: make(map[string]*agentSession), loading: make(map[string]bool)}
 	if srv.log == nil {
 		srv.log = zap.NewNop()
 	}
@@ -130,6 +130,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServerOptions) er
 	case <-srv.conn.Done():
 	}
 	err := srv.conn.Wait()
+	srv.opens.Wait() // their requests' contexts ended with the connection
 	srv.closeSessions()
 	if errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) {
 		return nil // the client went away while the agent was writing
@@ -156,7 +157,11 @@ type server struct {
 	// change too (forget) and Serve closes.
 	mu       sync.Mutex
 	sessions map[string]*agentSession
-	opening  int // sessions being opened: slots taken, not yet in sessions
+	opening  int             // sessions being opened: slots taken, not yet in sessions
+	loading  map[string]bool // sessions being opened in the background (session/load, session/resume)
+	// opens counts the goroutines that open sessions in the background;
+	// Serve waits for them before it closes the sessions.
+	opens sync.WaitGroup
 }
 
 // negotiated is a connection's state as its initialize decided it.
@@ -273,7 +278,10 @@ func (s *server) session(id string) (*agentSession, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	a, ok := s.sessions[id]
-	if !ok {
+	switch {
+	case !ok && s.loading[id]:
+		return nil, loadingSession(id)
+	case !ok:
 		return nil, unknownSession(id, "create it with session/new or load it with session/load")
 	}
 	return a, nil

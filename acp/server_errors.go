@@ -20,6 +20,16 @@ func unknownSession(id, hint string) error {
 	return e
 }
 
+// loadingSession is the error of a request naming a session that a
+// session/load or session/resume of this connection is still opening: a
+// ResourceNotFound error (the session is not open yet) whose message says
+// to wait for that response.
+func loadingSession(id string) error {
+	e := jsonrpc.NewError(jsonrpc.ResourceNotFound, "session %q is still being opened by an earlier session/load or session/resume on this connection: send requests for it once that request is answered", id)
+	e.Data, _ = json.Marshal(map[string]any{"sessionId": id, schema.MetaKey: map[string]any{"loading": true}})
+	return e
+}
+
 // servedElsewhere is the error for a session that another agent process
 // serves from the shared store: an internal error (ACP has no code for it)
 // whose data names the session, the holder and when its lease expires

@@ -72,18 +72,58 @@ type place struct {
 	mcp  []schema.McpServer
 }
 
+// opener is a session being opened: what open prepared on the handler's
+// goroutine for startSession.
+type opener struct {
+	id     string
+	cfg    session.Config
+	surf   surface
+	client *ToolClient
+	set    Toolset
+	reader promptReader
+}
+
 // open starts a session.Session for id ("" = new) and its ACP session,
-// whose owner answers o before anything else, and registers it.
-func (s *server) open(ctx context.Context, id string, at place, o opening) error {
+// whose owner answers o before anything else, and registers it. The
+// connection's state is read here, on the handler's goroutine, and so are
+// the session's tools made (ServerOptions.SessionTools). With background
+// the session is then opened on a goroutine of its own, which answers o
+// (an error included), and open returns: a session/load or session/resume
+// that waits for the store (a lease to expire, a lock another process
+// holds) keeps no other request of the connection waiting. Until it is
+// registered, requests naming the session are refused (loadingSession).
+func (s *server) open(ctx context.Context, id string, at place, o opening, background bool) error {
 	if err := s.reserve(id); err != nil {
 		return err
 	}
-	registered, started := false, false
-	defer func() {
-		if !registered {
-			s.release()
+	op, err := s.prepare(id, at)
+	if err != nil {
+		s.release()
+		return err
+	}
+	if !background {
+		return s.startSession(ctx, op, o)
+	}
+	s.mu.Lock()
+	s.loading[id] = true
+	s.mu.Unlock()
+	s.opens.Add(1)
+	go func() {
+		defer s.opens.Done()
+		err := s.startSession(ctx, op, o)
+		s.mu.Lock()
+		delete(s.loading, id)
+		s.mu.Unlock()
+		if err != nil {
+			_ = o.resp.Respond(nil, err)
 		}
 	}()
+	return nil
+}
+
+// prepare makes what opening session id at at needs: its configuration,
+// its ToolClient and its tools. Its error ends nothing it did not make.
+func (s *server) prepare(id string, at place) (*opener, error) {
 	cwd := at.cwd
 	cfg := s.opts.Session
 	cfg.ID = id
@@ -93,61 +133,75 @@ func (s *server) open(ctx context.Context, id string, at place, o opening) error
 	}
 	s.defaultSettings(&cfg)
 	if err := s.checkMcp(at.mcp); err != nil {
-		return err
+		return nil, err
 	}
 	if len(at.mcp) > 0 && s.opts.SessionTools == nil {
 		// Never silently: the client asked for servers nothing here starts.
 		s.log.Warn(mcpNote(at.mcp), zap.String("cwd", cwd))
 	}
 	conn := s.negotiated // this session's copy
-	client := &ToolClient{caps: conn.clientCaps, surf: conn.surface(cwd)}
-	var set Toolset
-	reader := promptReader{prov: cfg.Provider, dirs: append([]string{cwd}, at.dirs...)}
+	op := &opener{id: id, surf: conn.surface(cwd), client: &ToolClient{caps: conn.clientCaps, surf: conn.surface(cwd)},
+		reader: promptReader{prov: cfg.Provider, dirs: append([]string{cwd}, at.dirs...)}}
 	if s.opts.SessionTools != nil {
-		var err error
-		set, err = s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), McpServers: slices.Clone(at.mcp), Client: client})
+		set, err := s.opts.SessionTools(ToolSession{Cwd: cwd, AdditionalDirectories: slices.Clone(at.dirs), McpServers: slices.Clone(at.mcp), Client: op.client})
 		if err != nil {
-			return invalidParams(`field "cwd": %v`, err)
+			op.client.dropEarly() // never sent: later notices get ErrNoClient
+			return nil, invalidParams(`field "cwd": %v`, err)
 		}
+		op.set = set
 		cfg.Tools = append(slices.Clip(cfg.Tools), set.Tools...)
-		reader.readTool = set.ReadFile
+		op.reader.readTool = set.ReadFile
 	}
-	owned := false // by the ACP session's owner, which ends the tools with it
+	if op.id == "" {
+		cfg.Cwd = cwd
+	}
+	op.cfg = cfg
+	return op, nil
+}
+
+// startSession opens the session op prepared, with the slot open
+// reserved, and registers it; its owner answers o. On an error the slot is
+// given back and the session's tools end.
+func (s *server) startSession(ctx context.Context, op *opener, o opening) error {
+	registered, started, owned := false, false, false
 	defer func() {
-		if !owned && set.Close != nil {
-			set.Close() // the session did not open: its tools end here
+		if !registered {
+			s.release()
+		}
+		if !owned && op.set.Close != nil {
+			op.set.Close() // the session did not open: its tools end here
 		}
 		if !started {
-			client.dropEarly() // never sent: later notices get ErrNoClient
+			op.client.dropEarly() // never sent: later notices get ErrNoClient
 		}
 	}()
 	var (
 		sess *session.Session
 		err  error
 	)
-	if id == "" {
-		cfg.Cwd = cwd
-		sess, err = session.New(ctx, cfg)
+	if op.id == "" {
+		sess, err = session.New(ctx, op.cfg)
 	} else {
-		sess, err = session.Open(ctx, cfg) // an existing session only
+		sess, err = session.Open(ctx, op.cfg) // an existing session only
 	}
 	switch {
 	case errors.Is(err, history.ErrLeased) || errors.Is(err, history.ErrBusy):
 		return refusedByStore(err)
 	case errors.Is(err, history.ErrNotFound):
-		return unknownSession(id, "no such session is stored")
+		return unknownSession(op.id, "no such session is stored")
 	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
-	a := newAgentSession(s, sess, conn.surface(cwd), set, reader)
+	a := newAgentSession(s, sess, op.surf, op.set, op.reader)
 	owned = true
-	client.a.Store(a)
-	o.client = client
+	op.client.a.Store(a)
+	o.client = op.client
 	// Registered before its owner starts: an owner that ends at once (it
 	// lost its lease on a shared store) forgets it as it exits, rather than
 	// leave a session that ended registered, holding a slot. No other
 	// request reaches it before this one is answered: the connection runs
-	// handlers one at a time.
+	// handlers one at a time, and refuses requests for a session being
+	// opened in the background (loadingSession).
 	s.mu.Lock()
 	s.sessions[sess.ID()] = a
 	s.opening--
@@ -185,7 +239,7 @@ func (s *server) create(ctx context.Context, at place, result func(id string) an
 		return nil, invalidParams(`field "cwd": must not be empty`)
 	}
 	resp := jsonrpc.Defer(ctx)
-	if err := s.open(ctx, "", at, opening{resp: resp, result: result, created: true}); err != nil {
+	if err := s.open(ctx, "", at, opening{resp: resp, result: result, created: true}, false); err != nil {
 		return nil, resp.Respond(nil, err)
 	}
 	return nil, nil
@@ -204,11 +258,15 @@ func (s *server) attach(ctx context.Context, id string, at place, replay bool, r
 	o := opening{resp: jsonrpc.Defer(ctx), result: func(string) any { return result }, replay: replay}
 	s.mu.Lock()
 	a, open := s.sessions[id]
+	loading := s.loading[id]
 	s.mu.Unlock()
-	if open {
+	switch {
+	case loading:
+		return nil, o.resp.Respond(nil, loadingSession(id))
+	case open:
 		return a.attach(ctx, o)
 	}
-	if err := s.open(ctx, id, at, o); err != nil {
+	if err := s.open(ctx, id, at, o, true); err != nil {
 		return nil, o.resp.Respond(nil, err)
 	}
 	return nil, nil

@@ -82,7 +82,7 @@ func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lea
 	var te *txError
 	switch {
 	case errors.As(err, &te):
-		return nil, history.SeqReservation{}, s.fail(ctx, op, te.err)
+		return nil, history.SeqReservation{}, s.busy(ctx, op, id, s.fail(ctx, op, te.err))
 	case err != nil:
 		return nil, history.SeqReservation{}, err
 	}

@@ -41,8 +41,10 @@ type db struct {
 	st     *sqlstore.State
 	ttl    time.Duration
 	holder string
-	host   string // where this process runs (whereAmI), and
-	pid    int    // this process, as the leases record them
+	// busyTimeout is how long a write waits for the file's write lock.
+	busyTimeout time.Duration
+	host        string // where this process runs (whereAmI), and
+	pid         int    // this process, as the leases record them
 	// checkable: a holder recorded with this host can be judged by its pid
 	checkable bool
 
@@ -187,7 +189,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	host, checkable := whereAmI()
 	return &Store{db: &db{
 		path: abs, w: w, c: startCommitter(w), r: r, raw: raw, st: sqlstore.NewState("sqlite", true),
-		ttl: o.ttl, holder: o.holder, host: host, pid: os.Getpid(), checkable: checkable,
+		ttl: o.ttl, holder: o.holder, busyTimeout: o.busyTimeout, host: host, pid: os.Getpid(), checkable: checkable,
 	}}, nil
 }
 

@@ -110,9 +110,27 @@ func (s *Store) exec(ctx context.Context, op, id string, swapped bool, fn func(c
 	})
 	var te *txError
 	if errors.As(err, &te) {
-		return s.fail(ctx, op, te.err)
+		return s.busy(ctx, op, id, s.fail(ctx, op, te.err))
 	}
 	return err
+}
+
+// busy turns err, when it is SQLITE_BUSY (another connection, most likely
+// another process, kept the file's write lock past the busy timeout), into
+// a *history.BusyError for op on session id that names the session's lease
+// holder as the readers see it (a write lock keeps no reader waiting).
+// Other errors pass unchanged.
+func (s *Store) busy(ctx context.Context, op, id string, err error) error {
+	var e *sqlite.Error
+	if !errors.As(err, &e) || e.Code()&0xff != sqlite3.SQLITE_BUSY {
+		return err
+	}
+	be := &history.BusyError{Session: id, Op: op, Waited: s.busyTimeout}
+	var expires int64
+	if s.r.QueryRowContext(ctx, `SELECT holder, expires_at FROM leases WHERE session_id = ?`, id).Scan(&be.Holder, &expires) == nil && be.Holder != "" {
+		be.Expires = time.Unix(0, expires).UTC()
+	}
+	return fmt.Errorf("sqlite: %s: another connection keeps the database file's write lock (a process stopped inside a write, or a tool with a transaction open): %w (%w)", op, be, err)
 }
 
 // swap is the version compare-and-swap every write starts with; it also
