@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package attack_test runs the attacks the sandbox must stop as real
 // commands on the real kernel, through Policy.Prepare and Command.Run,
 // from a test binary that calls sandbox.Main (the package's own tests

@@ -1,3 +1,5 @@
+//go:build linux
+
 package attack_test
 
 import (
@@ -94,7 +96,7 @@ func TestRootCommandCannotWriteThroughALoopDevice(t *testing.T) {
 	assert.NotContains(t, out, "wrote-dev")
 	img, err := os.ReadFile(outside)
 	require.NoError(t, err)
-	assert.Equal(t, make([]byte, 64<<10), img, "the outside file is untouched")
+	assert.Equal(t, 64<<10, bytes.Count(img, []byte{0}), "the outside file is untouched: %q", bytes.Trim(img, "\x00"))
 }
 
 // A command of a root agent cannot change the network configuration
