@@ -790,3 +790,48 @@ func TestServeLiveCompactionInProgress(t *testing.T) {
 	assert.True(t, started, "the compaction arrived in progress")
 	assert.True(t, finished, "the finished compaction arrived")
 }
+
+// TestServeSecurityHeaders: every response, the pages, the assets, the
+// live events, a page not found and a refusal alike, carries the
+// Content-Security-Policy, X-Frame-Options: DENY and Referrer-Policy:
+// no-referrer; an exported page its own policy (its style inline, no
+// script).
+func TestServeSecurityHeaders(t *testing.T) {
+	path, ids := writeSessions(t)
+	srv, _ := serveStore(t, path)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	for _, tc := range []struct {
+		path, host string
+		status     int
+		policy     string
+	}{
+		{"/", "", 200, pagePolicy},
+		{"/s/" + ids[0], "", 200, pagePolicy},
+		{"/s/" + ids[0] + "/search?q=a", "", 200, pagePolicy},
+		{"/assets/style.css", "", 200, pagePolicy},
+		{"/assets/live.js", "", 200, pagePolicy},
+		{"/s/" + ids[0] + "/events", "", 200, pagePolicy},
+		{"/s/" + ids[0] + "/export.json", "", 200, pagePolicy},
+		{"/s/" + ids[0] + "/export.html", "", 200, exportPolicy},
+		{"/nowhere", "", 404, pagePolicy},
+		{"/", "evil.example", 403, pagePolicy},
+	} {
+		req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+tc.path, nil)
+		require.NoError(t, err)
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err, tc.path)
+		resp.Body.Close() // the live events too: their headers are what is checked
+		assert.Equal(t, tc.status, resp.StatusCode, tc.path)
+		assert.Equal(t, tc.policy, resp.Header.Get("Content-Security-Policy"), tc.path)
+		assert.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), tc.path)
+		assert.Equal(t, "no-referrer", resp.Header.Get("Referrer-Policy"), tc.path)
+		assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"), tc.path)
+	}
+	assert.Contains(t, pagePolicy, "frame-ancestors 'none'")
+	assert.NotContains(t, pagePolicy, "unsafe-inline")
+	assert.NotContains(t, exportPolicy, "script-src")
+}

@@ -84,7 +84,7 @@ func newServer(r *reader, cfg serveConfig) *server {
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, req *http.Request) {
 		s.fail(w, req, &httpError{http.StatusNotFound, "no such page: " + req.URL.Path})
 	})
-	s.h = guard(cfg, s.mux)
+	s.h = secured(guard(cfg, s.mux))
 	return s
 }
 
@@ -509,6 +509,7 @@ func (s *server) exportHTML(w http.ResponseWriter, req *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Disposition", attachment(v.snap.ID, "html"))
+	w.Header().Set("Content-Security-Policy", exportPolicy)
 	_, err = w.Write(b.Bytes())
 	return err
 }
