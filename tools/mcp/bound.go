@@ -11,9 +11,16 @@ import (
 	"net/http"
 )
 
-// responseMargin is what an HTTP server's answer may hold beyond
-// Options.MaxOutput: the JSON-RPC envelope, JSON escapes, other content.
+// responseMargin is what an HTTP server's answer to a tool call may hold
+// beyond Options.MaxOutput: the JSON-RPC envelope, JSON escapes, other
+// content.
 const responseMargin = 64 << 10
+
+// otherBound bounds every other answer of an HTTP server, and each event
+// of its own stream: a list of tools with their schemas can be larger
+// than a result (MaxTools schemas of up to MaxSchema bytes); it is the
+// MCP SDK's own bound on an SSE event.
+const otherBound = 16 << 20
 
 // errTooLarge is the error of a response body read past its bound
 // where no call can be answered in its place.
@@ -21,51 +28,56 @@ var errTooLarge = errors.New("mcp: the server's response is too large")
 
 // boundTransport bounds what is read of every response of an HTTP
 // server while it is read: a JSON body, or each event of an SSE stream,
-// is held up to max bytes. Past that the rest is not read (the connection
-// is closed) and the call the request made gets a JSON-RPC error saying
-// so instead, so the call fails with a clear message and the server's
-// session goes on; memory holds max bytes, whatever the server sends.
+// is held up to call bytes for a tools/call, otherBound for anything
+// else. Past that the rest is not read (the connection is closed) and the
+// request gets a JSON-RPC error saying so instead, so the call fails with
+// a clear message and the server's session goes on; memory holds the
+// bound, whatever the server sends.
 type boundTransport struct {
 	base http.RoundTripper
-	max  int
+	call int
 }
 
 func (t boundTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	id := requestID(r)
+	id, method := request(r)
 	resp, err := t.base.RoundTrip(r)
 	if err != nil || resp.Body == nil || r.Method == http.MethodHead {
 		return resp, err
 	}
+	max := otherBound
+	if method == "tools/call" {
+		max = t.call
+	}
 	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mt == "text/event-stream" {
-		resp.Body = &eventBound{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 4<<10), max: t.max, id: id}
+		resp.Body = &eventBound{body: resp.Body, r: bufio.NewReaderSize(resp.Body, 4<<10), max: max, id: id}
 	} else {
-		resp.Body = &bodyBound{body: resp.Body, max: t.max, id: id}
+		resp.Body = &bodyBound{body: resp.Body, max: max, id: id}
 		resp.ContentLength = -1 // what is read may be the error put in its place
 	}
 	return resp, nil
 }
 
-// requestID is the JSON-RPC id of the request r posts, nil for none (a
-// notification, a response, a GET or DELETE). The SDK's requests can
-// be read again (GetBody).
-func requestID(r *http.Request) json.RawMessage {
+// request returns the JSON-RPC id and method of the request r posts; id
+// is nil for none (a notification, a response, a GET or DELETE). The
+// SDK's requests can be read again (GetBody).
+func request(r *http.Request) (id json.RawMessage, method string) {
 	if r.Method != http.MethodPost || r.GetBody == nil {
-		return nil
+		return nil, ""
 	}
 	body, err := r.GetBody()
 	if err != nil {
-		return nil
+		return nil, ""
 	}
 	defer body.Close()
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
 	}
-	if json.NewDecoder(io.LimitReader(body, 16<<20)).Decode(&msg) != nil || msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null" {
-		return nil
+	if json.NewDecoder(body).Decode(&msg) != nil || msg.Method == "" || len(msg.ID) == 0 || string(msg.ID) == "null" {
+		return nil, ""
 	}
-	return msg.ID
+	return msg.ID, msg.Method
 }
 
 // tooLarge is the JSON-RPC error response to the call id whose answer
@@ -76,7 +88,7 @@ func tooLarge(id json.RawMessage, max int, what string) []byte {
 		"id":      id,
 		"error": map[string]any{
 			"code": -32603,
-			"message": fmt.Sprintf("the server's %s is larger than %d bytes (the output bound, MaxOutput, plus %d), so it was not read to its end and the call failed; ask the tool for less",
+			"message": fmt.Sprintf("the server's %s is larger than %d bytes, the bound of what is read of it, so it was not read to its end and the request failed (a tool call's answer is bounded by the output bound, MaxOutput, plus %d); ask the tool for less",
 				what, max, responseMargin),
 		},
 	})

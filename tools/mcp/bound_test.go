@@ -20,8 +20,8 @@ import (
 const hugeResult = 300 << 20
 
 // hugeServer is an MCP server over HTTP, written by hand so that its
-// one big answer is generated as it is sent, never held: tools/call of
-// "huge" answers a text of hugeResult bytes (as one JSON body, or as one
+// one big answer is generated as it is sent, never held: its list of
+// tools is 300 KiB, tools/call of "huge" answers a text of hugeResult bytes (as one JSON body, or as one
 // event of an SSE stream when sse), "small" answers "ok". It returns the
 // server's URL.
 func hugeServer(t *testing.T, sse bool) string {
@@ -51,7 +51,10 @@ func hugeServer(t *testing.T, sse bool) string {
 		case "initialize":
 			result = fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"huge","version":"1"}}`, req.Params.ProtocolVersion)
 		case "tools/list":
-			result = `{"tools":[{"name":"huge","inputSchema":{"type":"object"}},{"name":"small","inputSchema":{"type":"object"}}]}`
+			// A list larger than a tool call's bound: its description
+			// is cut when it is offered, but the list is read whole.
+			result = `{"tools":[{"name":"huge","inputSchema":{"type":"object"}},{"name":"small","inputSchema":{"type":"object"}},` +
+				`{"name":"wide","description":"` + strings.Repeat("w", 300<<10) + `","inputSchema":{"type":"object"}}]}`
 		case "tools/call":
 			if req.Params.Name == "small" {
 				result = `{"content":[{"type":"text","text":"ok"}]}`
@@ -96,12 +99,13 @@ func TestHTTPResponseIsBoundedWhileRead(t *testing.T) {
 	for _, sse := range []bool{false, true} {
 		t.Run(map[bool]string{false: "json", true: "sse"}[sse], func(t *testing.T) {
 			set := connect(t, options(t), mcp.Server{Name: "big", URL: hugeServer(t, sse)})
-			require.Empty(t, set.Failed())
+			require.Empty(t, set.Failed(), "a list of tools larger than a call's bound is read")
+			tool(t, set, "mcp__big__wide")
 			huge := tool(t, set, "mcp__big__huge")
 			var err error
 			grew := allocated(func() { _, err = run(t, huge, `{}`) })
 			require.Error(t, err)
-			assert.Contains(t, err.Error(), fmt.Sprintf("is larger than %d bytes", mcp.DefaultMaxOutput+64<<10))
+			assert.Contains(t, err.Error(), fmt.Sprintf("is larger than %d bytes, the bound of what is read of it", mcp.DefaultMaxOutput+64<<10))
 			assert.Less(t, grew, uint64(64<<20), "bytes allocated by a call of a %d-byte result", hugeResult)
 			t.Logf("allocated %d KiB for the call; %v", grew>>10, err)
 

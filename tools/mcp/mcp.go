@@ -52,10 +52,11 @@ type Server struct {
 // Options bound what the servers may give and how long they may take.
 type Options struct {
 	// MaxOutput bounds a tool result in bytes; 0 = DefaultMaxOutput.
-	// What is read of an HTTP server's answer (a response body, or each
-	// event of an SSE stream) is bounded too, while it is read, to
-	// MaxOutput plus 64 KiB: a larger answer is not read to its end, and
-	// the call fails saying so (the server's session goes on).
+	// What is read of an HTTP server's answer to a tool call (a response
+	// body, or each event of an SSE stream) is bounded too, while it is
+	// read, to MaxOutput plus 64 KiB (any other answer to 16 MiB): a
+	// larger answer is not read to its end, and the call fails saying so
+	// (the server's session goes on).
 	MaxOutput int
 	// MaxDescription bounds a tool's description in bytes; 0 =
 	// DefaultMaxDescription.
@@ -564,9 +565,9 @@ func (s *server) call(ctx context.Context, name string, args json.RawMessage) (s
 	return textcut.Bound(text, s.o.MaxOutput), nil
 }
 
-// httpClient returns c with every response bounded to max bytes (a
-// body, or each event of a stream: boundTransport) and h sent with every
-// request.
+// httpClient returns c with every response bounded (a body, or each
+// event of a stream: boundTransport; the answer to a tool call to max
+// bytes) and h sent with every request.
 func httpClient(c *http.Client, h http.Header, max int) *http.Client {
 	base := c.Transport
 	if base == nil {
@@ -576,7 +577,7 @@ func httpClient(c *http.Client, h http.Header, max int) *http.Client {
 		base = headerTransport{base: base, h: h.Clone()}
 	}
 	cc := *c
-	cc.Transport = boundTransport{base: base, max: max}
+	cc.Transport = boundTransport{base: base, call: max}
 	return &cc
 }
 
