@@ -140,8 +140,10 @@ func (o Options) network() bool {
 
 // Guard returns t with the permission and mode rules of a command: refused
 // in read-only mode, run after the user's permission in ask and auto-edit
-// mode (the request titled title(arguments), offering to allow the tool
-// always in this session), run at once in full-auto mode, without an
+// mode (the request titled title(arguments), quoted unless it is one line
+// of printable text, showing the arguments escaped and cut to 4 KiB, and
+// offering to allow the tool always in this session), run at once in
+// full-auto mode, without an
 // editor or with AllowAll. It is how a coding agent gives the tools of
 // other programs (MCP servers) the rules of its own; o's Editor, Mode and
 // AllowAll are used, the rest is not.
