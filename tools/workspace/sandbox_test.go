@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,6 +22,7 @@ import (
 	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/tools/sandbox"
+	"github.com/sessionkit/sessionkit/tools/sandbox/sandboxtest"
 	"github.com/sessionkit/sessionkit/tools/workspace"
 )
 
@@ -55,19 +55,12 @@ func TestMain(m *testing.M) {
 }
 
 // requireLandlock skips a test where the kernel has no Landlock, saying
-// why, and fails it instead when SESSIONKIT_REQUIRE_LANDLOCK=1 (set by
-// .ci/run on a kernel that reports Landlock).
-func requireLandlock(t *testing.T) {
-	t.Helper()
-	s := sandbox.Available()
-	if s.Available {
-		return
-	}
-	if os.Getenv("SESSIONKIT_REQUIRE_LANDLOCK") == "1" {
-		t.Fatalf("SESSIONKIT_REQUIRE_LANDLOCK=1 but the sandbox is not available: %s", s)
-	}
-	t.Skipf("skipped: %s", s)
-}
+// why (it fails instead under SESSIONKIT_REQUIRE_LANDLOCK=1); tcpSink is a
+// local TCP listener that accepts and closes every connection.
+var (
+	requireLandlock = sandboxtest.RequireLandlock
+	tcpSink         = sandboxtest.TCPSink
+)
 
 // A sandboxed command may write in the session's directories and its
 // private temporary directory, and nowhere else.
@@ -164,29 +157,6 @@ func TestSandboxNetwork(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, out, "dial failed", "unix, with network")
 	assert.NotContains(t, out, "connected", "unix, with network")
-}
-
-// tcpSink is a local TCP listener that accepts and closes every
-// connection, until the test ends.
-func tcpSink(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	})
-	t.Cleanup(func() {
-		ln.Close()
-		wg.Wait()
-	})
-	return ln
 }
 
 // alive reports whether the process pid still runs.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sessionkit/sessionkit/tools/sandbox"
+	"github.com/sessionkit/sessionkit/tools/sandbox/sandboxtest"
 )
 
 // BenchmarkConfinedTrue measures what confinement costs a command: `true`
@@ -22,7 +23,7 @@ func BenchmarkConfinedTrue(b *testing.B) {
 		}
 	})
 	b.Run("confined", func(b *testing.B) {
-		requireLandlock(b)
+		sandboxtest.RequireLandlock(b)
 		dir := b.TempDir()
 		p := sandbox.Policy{Mode: sandbox.Required, Writable: []string{dir}}
 		for b.Loop() {

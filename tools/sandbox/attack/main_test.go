@@ -91,21 +91,6 @@ func trySocket(kind string, args []string) error {
 	return errors.New("unknown kind " + kind)
 }
 
-// requireLandlock skips a test where the kernel has no Landlock, saying
-// why, and fails it instead when SESSIONKIT_REQUIRE_LANDLOCK=1 (set by
-// .ci/run on a kernel that reports Landlock).
-func requireLandlock(tb testing.TB) {
-	tb.Helper()
-	s := sandbox.Available()
-	if s.Available {
-		return
-	}
-	if os.Getenv("SESSIONKIT_REQUIRE_LANDLOCK") == "1" {
-		tb.Fatalf("SESSIONKIT_REQUIRE_LANDLOCK=1 but the sandbox is not available: %s", s)
-	}
-	tb.Skipf("skipped: %s", s)
-}
-
 // requireRoot skips a test unless it runs as root, saying why.
 func requireRoot(t *testing.T) {
 	t.Helper()

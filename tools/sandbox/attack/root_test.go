@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionkit/sessionkit/tools/sandbox"
+	"github.com/sessionkit/sessionkit/tools/sandbox/sandboxtest"
 )
 
 // confinedAsRoot is the policy of the attacks a command run by a root
@@ -24,7 +25,7 @@ import (
 func confinedAsRoot(t *testing.T) (sandbox.Policy, string) {
 	t.Helper()
 	requireRoot(t)
-	requireLandlock(t)
+	sandboxtest.RequireLandlock(t)
 	dir := t.TempDir()
 	return sandbox.Policy{Mode: sandbox.Required, Writable: []string{dir}}, dir
 }
@@ -135,7 +136,7 @@ const agentSecretEnv = "SANDBOX_ATTACK_AGENT_SECRET"
 // environment from the start (as /proc shows it) and in a file it holds
 // open and has removed.
 func TestAgentProcessUnreadable(t *testing.T) {
-	requireLandlock(t)
+	sandboxtest.RequireLandlock(t)
 	secret := os.Getenv(agentSecretEnv)
 	if secret == "" {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestAgentProcessUnreadable$", "-test.count=1", "-test.v")

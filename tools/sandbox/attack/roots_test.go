@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/tools/sandbox"
+	"github.com/sessionkit/sessionkit/tools/sandbox/sandboxtest"
 )
 
 // movedRoot is the attack of a command that replaces a session directory
@@ -27,7 +28,7 @@ type movedRoot struct {
 
 func newMovedRoot(t *testing.T) *movedRoot {
 	t.Helper()
-	requireLandlock(t)
+	sandboxtest.RequireLandlock(t)
 	m := &movedRoot{work: filepath.Join(t.TempDir(), "work"), outside: t.TempDir()}
 	m.nested = filepath.Join(m.work, "nested")
 	require.NoError(t, os.MkdirAll(m.nested, 0o755))
@@ -144,7 +145,7 @@ func TestMovedRootRefusedInTerminal(t *testing.T) {
 
 // The same command in the terminal runs when nothing moved.
 func TestTerminalRunsWhereNothingMoved(t *testing.T) {
-	requireLandlock(t)
+	sandboxtest.RequireLandlock(t)
 	work := t.TempDir()
 	dir, err := os.Open(work)
 	require.NoError(t, err)

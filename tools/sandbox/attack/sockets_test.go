@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sessionkit/sessionkit/tools/sandbox"
+	"github.com/sessionkit/sessionkit/tools/sandbox/sandboxtest"
 )
 
 // socketCommand is the command line that runs this binary as a socket
@@ -39,7 +39,7 @@ var networkModes = map[string]sandbox.Policy{
 // network or without; unconfined, the same command delivers (so the
 // attack works where nothing stops it).
 func TestUnixDatagramToOutsideRefused(t *testing.T) {
-	requireLandlock(t)
+	sandboxtest.RequireLandlock(t)
 	sock := filepath.Join(t.TempDir(), "outside.sock")
 	ln, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
 	require.NoError(t, err)
@@ -75,7 +75,7 @@ func TestUnixDatagramToOutsideRefused(t *testing.T) {
 // configuration) sockets cannot be made, with network or without; a
 // socketpair (which reaches nothing outside) can.
 func TestSocketFamiliesRefusedInEveryMode(t *testing.T) {
-	requireLandlock(t)
+	sandboxtest.RequireLandlock(t)
 	for name, p := range networkModes {
 		for _, kind := range []string{"vsock", "netlink", "packet"} {
 			code, out := run(t, p, socketCommand(t, kind), t.TempDir())
@@ -91,23 +91,8 @@ func TestSocketFamiliesRefusedInEveryMode(t *testing.T) {
 // TCP to a listener on 127.0.0.1 connects with network and fails without
 // (the socket itself is refused).
 func TestTCPOnlyWithNetwork(t *testing.T) {
-	requireLandlock(t)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	})
-	defer func() {
-		ln.Close()
-		wg.Wait()
-	}()
+	sandboxtest.RequireLandlock(t)
+	ln := sandboxtest.TCPSink(t)
 	want := map[string]string{"network off": fmt.Sprintf("failed: dial tcp4 %s: socket: permission denied\n", ln.Addr()), "network on": "ok\n"}
 	for name, p := range networkModes {
 		_, out := run(t, p, socketCommand(t, "tcp", ln.Addr().String()), t.TempDir())
