@@ -71,10 +71,23 @@
 // [history.ErrFenced] unless it still carries their token and is live, so a
 // holder that lost its lease (it stopped renewing, the database was
 // unreachable, another process took over after the expiry) cannot write
-// after its successor. Every write transaction sets
-// idle_in_transaction_session_timeout to 2/3 of the TTL, so a process
-// stopped inside one (SIGSTOP) holds its row locks no longer than its lease
-// lives, and Acquire refuses a live lease without waiting for its row lock. The Store's own writes (without a lease) fail with a
+// after its successor. Acquire refuses a live lease without waiting for its
+// row lock. The Store's own writes (without a lease) fail with a
 // *[history.LeaseError] on a session that someone holds, and work as usual
 // on the others.
+//
+// # Bounded waits
+//
+// No call waits without bound for another process. Every connection of the
+// store has a lock_timeout ([WithLockTimeout], default 1 s): a call that
+// waits longer for a row or advisory lock another transaction holds gives
+// up with a *[history.BusyError] (errors.Is [history.ErrBusy]) naming the
+// session's lease holder, having written nothing. Every connection also has
+// idle_in_transaction_session_timeout at 2/3 of the TTL, so a process
+// stopped inside a transaction (SIGSTOP), a read as well as a write, holds
+// its locks no longer than its lease lives. An Open that finds the schema
+// current takes no lock; a migration waits at most 100 ms for a lock, then
+// rolls back and tries again with back-off, so it never holds the other
+// processes' calls queued behind its ALTER TABLE for longer. [Store.Close]
+// returns within [CloseTimeout] even when the database does not answer.
 package postgres
