@@ -12,10 +12,42 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 )
+
+// servedThenClosed serves a SQLite store at a new path (opened with
+// storeOpts) with opts, and returns the client, the provider, the path and
+// a session that had one turn and was closed.
+func servedThenClosed(t *testing.T, opts acp.ServerOptions, storeOpts ...sqlite.Option) (*client, *providertest.Fake, string, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	store, err := sqlite.Open(path, storeOpts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	fake := providertest.New()
+	c := serve(t, fake, store, opts)
+	c.initialize(`{}`)
+	sid := c.newSession()
+	fake.QueueTurn(providertest.Reply{Text: "one"})
+	assert.Equal(t, "end_turn", c.prompt(sid, "first"))
+	c.mustCall("session/close", map[string]any{"sessionId": sid}, nil)
+	return c, fake, path, sid
+}
+
+// leaseElsewhere takes the lease of sid in the store at path as another
+// agent process ("agent-in-another-window") would.
+func leaseElsewhere(t *testing.T, path, sid string) history.Lease {
+	t.Helper()
+	other, err := sqlite.Open(path, sqlite.WithHolder("agent-in-another-window"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	lease, err := other.Acquire(t.Context(), sid)
+	require.NoError(t, err)
+	return lease
+}
 
 // A session/resume that waits for the store (here for another agent's
 // lease, with Config.WaitForLease) keeps no other request of the
@@ -24,25 +56,10 @@ import (
 // saying so; once the other agent lets go, the resume is answered and the
 // session works.
 func TestServe_SlowResumeDoesNotStallConnection(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sessions.db")
-	store, err := sqlite.Open(path)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	fake := providertest.New()
 	opts := acp.ServerOptions{}
 	opts.Session.WaitForLease = true
-	c := serve(t, fake, store, opts)
-	c.initialize(`{}`)
-	sid := c.newSession()
-	fake.QueueTurn(providertest.Reply{Text: "one"})
-	assert.Equal(t, "end_turn", c.prompt(sid, "first"))
-	c.mustCall("session/close", map[string]any{"sessionId": sid}, nil)
-
-	other, err := sqlite.Open(path, sqlite.WithHolder("agent-in-another-window"))
-	require.NoError(t, err)
-	defer other.Close()
-	lease, err := other.Acquire(t.Context(), sid)
-	require.NoError(t, err)
+	c, fake, path, sid := servedThenClosed(t, opts)
+	lease := leaseElsewhere(t, path, sid)
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -79,23 +96,8 @@ func TestServe_SlowResumeDoesNotStallConnection(t *testing.T) {
 // and saying to try again; once the lock is gone the refusal is the
 // lease's, and once the lease is released the session resumes.
 func TestServe_BusyStoreRefusalNamesHolder(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "sessions.db")
-	store, err := sqlite.Open(path, sqlite.WithBusyTimeout(200*time.Millisecond))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	fake := providertest.New()
-	c := serve(t, fake, store, acp.ServerOptions{})
-	c.initialize(`{}`)
-	sid := c.newSession()
-	fake.QueueTurn(providertest.Reply{Text: "one"})
-	assert.Equal(t, "end_turn", c.prompt(sid, "first"))
-	c.mustCall("session/close", map[string]any{"sessionId": sid}, nil)
-
-	other, err := sqlite.Open(path, sqlite.WithHolder("agent-in-another-window"))
-	require.NoError(t, err)
-	defer other.Close()
-	lease, err := other.Acquire(t.Context(), sid)
-	require.NoError(t, err)
+	c, fake, path, sid := servedThenClosed(t, acp.ServerOptions{}, sqlite.WithBusyTimeout(200*time.Millisecond))
+	lease := leaseElsewhere(t, path, sid)
 	db, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
 	require.NoError(t, err)
 	defer db.Close()

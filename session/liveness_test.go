@@ -26,30 +26,6 @@ func openPostgres(t *testing.T, url string, opts ...postgres.Option) *postgres.S
 	return s
 }
 
-// holdRows opens a psql-style connection to url (none of the store's
-// timeouts) and runs stmt in a transaction it keeps open until the
-// returned function (or the test's end) rolls it back.
-func holdRows(t *testing.T, url, stmt string) (end func()) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	tx, err := conn.Begin(ctx)
-	require.NoError(t, err)
-	_, err = tx.Exec(ctx, stmt)
-	require.NoError(t, err)
-	done := false
-	end = func() {
-		if !done {
-			done = true
-			_ = tx.Rollback(ctx)
-			_ = conn.Close(ctx)
-		}
-	}
-	t.Cleanup(end)
-	return end
-}
-
 // lockWaits returns the start times of the statements of url's database
 // that wait for a lock.
 func lockWaits(t *testing.T, url string) []time.Time {
@@ -76,7 +52,7 @@ func stuckSession(t *testing.T, cfg session.Config) (s *session.Session, url str
 	s = newSession(t, fake, cfg)
 	fake.QueueTurn(providertest.Reply{Text: "one"})
 	require.NoError(t, wait(t, mustPrompt(t, s, "first")).Err)
-	end = holdRows(t, url, `SELECT 1 FROM sessions FOR UPDATE`)
+	end = pgtest.Hold(t, url, `SELECT 1 FROM sessions FOR UPDATE`)
 	fake.QueueTurn(providertest.Reply{Text: "two"})
 	return s, url, end
 }
@@ -141,7 +117,7 @@ func TestWaitForLease_RetriesBusy(t *testing.T) {
 	fake.QueueTurn(providertest.Reply{Text: "one"})
 	require.NoError(t, wait(t, mustPrompt(t, first, "first")).Err)
 	require.NoError(t, first.Close()) // the lease row stays, released
-	end := holdRows(t, url, `SELECT 1 FROM leases FOR UPDATE`)
+	end := pgtest.Hold(t, url, `SELECT 1 FROM leases FOR UPDATE`)
 
 	_, err := session.Open(ctxT(t), session.Config{ID: "s", Store: st, Provider: fake})
 	require.ErrorIs(t, err, history.ErrBusy)

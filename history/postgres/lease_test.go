@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -304,14 +303,19 @@ func TestAcquireWaitsForUnfencedWrite(t *testing.T) {
 }
 
 // proxy is a TCP proxy between a store and its server that a test can cut,
-// as a network partition would, and heal.
+// as a network partition would, and heal; or stall: it then forwards
+// nothing and keeps the connections open, as a server that stopped
+// answering (SIGSTOP, a paused machine) does.
 type proxy struct {
-	ln       net.Listener
-	upstream string
-	wg       sync.WaitGroup
-	mu       sync.Mutex
-	cut      bool
-	conns    map[net.Conn]struct{}
+	ln        net.Listener
+	upstream  string
+	wg        sync.WaitGroup
+	mu        sync.Mutex
+	cut       bool
+	conns     map[net.Conn]struct{}
+	stalled   chan struct{} // closed by stall
+	stallOnce sync.Once
+	done      chan struct{} // closed when the test ends
 }
 
 // newProxy starts a proxy to the server of url and returns it with the URL
@@ -322,9 +326,10 @@ func newProxy(t *testing.T, dbURL string) (*proxy, string) {
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	p := &proxy{ln: ln, upstream: u.Host, conns: map[net.Conn]struct{}{}}
+	p := &proxy{ln: ln, upstream: u.Host, conns: map[net.Conn]struct{}{}, stalled: make(chan struct{}), done: make(chan struct{})}
 	p.wg.Go(p.serve)
 	t.Cleanup(func() {
+		close(p.done)
 		_ = ln.Close()
 		p.partition()
 		p.wg.Wait()
@@ -355,13 +360,39 @@ func (p *proxy) serve() {
 		p.mu.Unlock()
 		for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
 			p.wg.Go(func() {
-				_, _ = io.Copy(pair[0], pair[1])
+				p.forward(pair[0], pair[1])
 				_ = pair[0].Close()
 				_ = pair[1].Close()
 			})
 		}
 	}
 }
+
+// forward copies src to dst until either ends; once the proxy is stalled
+// it drops what it reads and waits for the test's end.
+func (p *proxy) forward(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-p.stalled:
+			<-p.done
+			return
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// stall stops the forwarding for good.
+func (p *proxy) stall() { p.stallOnce.Do(func() { close(p.stalled) }) }
 
 // partition closes every proxied connection and refuses new ones.
 func (p *proxy) partition() {

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -54,9 +53,9 @@ func BenchmarkOtherSessionsWhileFrozen(b *testing.B) {
 			stop := func() {}
 			switch frozen {
 			case "holder":
-				stop = benchHold(b, url, `SELECT 1 FROM leases WHERE session_id = '\x66726f7a656e' FOR UPDATE`, `SELECT 1 FROM sessions WHERE id = '\x66726f7a656e' FOR UPDATE`)
+				stop = pgtest.Hold(b, url, `SELECT 1 FROM leases WHERE session_id = '\x66726f7a656e' FOR UPDATE`, `SELECT 1 FROM sessions WHERE id = '\x66726f7a656e' FOR UPDATE`)
 			case "reader+migration":
-				stopReader := benchHold(b, url, `SELECT count(*) FROM messages`)
+				stopReader := pgtest.Hold(b, url, `SELECT count(*) FROM messages`)
 				mctx, cancel := context.WithCancel(ctx)
 				var wg sync.WaitGroup
 				wg.Go(func() {
@@ -83,23 +82,5 @@ func BenchmarkOtherSessionsWhileFrozen(b *testing.B) {
 			stop()
 			lat.Report(b)
 		})
-	}
-}
-
-// benchHold holds the locks of stmts in a transaction of a connection of
-// its own until the returned function ends it.
-func benchHold(b *testing.B, url string, stmts ...string) func() {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(b, err)
-	tx, err := conn.Begin(ctx)
-	require.NoError(b, err)
-	for _, q := range stmts {
-		_, err := tx.Exec(ctx, q)
-		require.NoError(b, err)
-	}
-	return func() {
-		_ = tx.Rollback(ctx)
-		_ = conn.Close(ctx)
 	}
 }

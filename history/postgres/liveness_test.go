@@ -5,17 +5,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
-	"net/url"
 	"os"
 	"os/exec"
 	"slices"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -27,31 +23,6 @@ import (
 
 // liveLockTimeout is the lock timeout of the stores of the liveness tests.
 const liveLockTimeout = 200 * time.Millisecond
-
-// holdLocks opens a connection to url as a psql session would (none of the
-// store's timeouts), runs stmts in a transaction it leaves open, and
-// returns the function that ends it. The test ends it if it did not.
-func holdLocks(t *testing.T, url string, stmts ...string) (end func()) {
-	t.Helper()
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, url)
-	require.NoError(t, err)
-	tx, err := conn.Begin(ctx)
-	require.NoError(t, err)
-	for _, q := range stmts {
-		_, err := tx.Exec(ctx, q)
-		require.NoError(t, err, q)
-	}
-	var once sync.Once
-	end = func() {
-		once.Do(func() {
-			_ = tx.Rollback(ctx)
-			_ = conn.Close(ctx)
-		})
-	}
-	t.Cleanup(end)
-	return end
-}
 
 // busyWithin calls op with a context far longer than the lock timeout and
 // checks that it gave up with a *history.BusyError of session id naming
@@ -137,7 +108,7 @@ func TestBusyRowLocks(t *testing.T) {
 	t.Run("lease row/fenced write", func(t *testing.T) {
 		t.Parallel()
 		f := newLiveFleet(t, DefaultLeaseTTL)
-		end := holdLocks(t, f.url, leaseRow)
+		end := pgtest.Hold(t, f.url, leaseRow)
 		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
 			_, err := f.la.Store().Append(ctx, "s", f.vs, historytest.Msgs("x", 1))
 			return err
@@ -158,7 +129,7 @@ func TestBusyRowLocks(t *testing.T) {
 			info, err := f.b.ReadLease(ctx, "s")
 			return err == nil && info == nil
 		}, "a's lease expired")
-		end := holdLocks(t, f.url, leaseRow)
+		end := pgtest.Hold(t, f.url, leaseRow)
 		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
 			_, err := f.b.Acquire(ctx, "s")
 			return err
@@ -173,7 +144,7 @@ func TestBusyRowLocks(t *testing.T) {
 	t.Run("session row", func(t *testing.T) {
 		t.Parallel()
 		f := newLiveFleet(t, DefaultLeaseTTL)
-		end := holdLocks(t, f.url, sessionRow)
+		end := pgtest.Hold(t, f.url, sessionRow)
 		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
 			_, err := f.la.Store().Append(ctx, "s", f.vs, historytest.Msgs("x", 1))
 			return err
@@ -194,7 +165,7 @@ func TestBusyRowLocks(t *testing.T) {
 	t.Run("sequence reservation", func(t *testing.T) {
 		t.Parallel()
 		f := newLiveFleet(t, DefaultLeaseTTL)
-		end := holdLocks(t, f.url, reservation)
+		end := pgtest.Hold(t, f.url, reservation)
 		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
 			_, err := f.la.Store().(history.SeqReserver).ReserveSeqs(ctx, "s", 1<<20)
 			return err
@@ -227,7 +198,7 @@ func TestBusyRowLocks(t *testing.T) {
 func TestOpenBesideMigrationLock(t *testing.T) {
 	t.Parallel()
 	f := newLiveFleet(t, DefaultLeaseTTL)
-	end := holdLocks(t, f.url, fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, migrationLock))
+	end := pgtest.Hold(t, f.url, fmt.Sprintf(`SELECT pg_advisory_xact_lock(%d)`, migrationLock))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -350,84 +321,13 @@ func TestMigrationBesideFrozenReader(t *testing.T) {
 	assert.Len(t, snap.Active, 12, "nothing acknowledged is lost")
 }
 
-// stallProxy is a TCP proxy between a store and its server that a test can
-// stall: it then forwards nothing, and keeps the connections open, as a
-// server that stopped answering (SIGSTOP, a paused machine) does.
-type stallProxy struct {
-	ln       net.Listener
-	upstream string
-	wg       sync.WaitGroup
-	stalled  chan struct{} // closed by stall
-	once     sync.Once
-	done     chan struct{} // closed when the test ends
-}
-
-// newStallProxy starts a proxy to the server of dbURL and returns the URL
-// that goes through it. It stops when the test ends.
-func newStallProxy(t *testing.T, dbURL string) (*stallProxy, string) {
-	t.Helper()
-	u, err := url.Parse(dbURL)
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &stallProxy{ln: ln, upstream: u.Host, stalled: make(chan struct{}), done: make(chan struct{})}
-	p.wg.Go(p.serve)
-	t.Cleanup(func() {
-		close(p.done)
-		_ = ln.Close()
-		p.wg.Wait()
-	})
-	u.Host = ln.Addr().String()
-	return p, u.String()
-}
-
-func (p *stallProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		up, err := net.Dial("tcp", p.upstream)
-		if err != nil {
-			_ = c.Close()
-			continue
-		}
-		for _, pair := range [][2]net.Conn{{c, up}, {up, c}} {
-			p.wg.Go(func() {
-				defer func() { _ = pair[0].Close(); _ = pair[1].Close() }()
-				buf := make([]byte, 32<<10)
-				for {
-					n, err := pair[1].Read(buf)
-					select {
-					case <-p.stalled:
-						<-p.done
-						return
-					default:
-					}
-					if n > 0 {
-						if _, werr := pair[0].Write(buf[:n]); werr != nil {
-							return
-						}
-					}
-					if err != nil {
-						return
-					}
-				}
-			})
-		}
-	}
-}
-
-// stall stops the forwarding.
-func (p *stallProxy) stall() { p.once.Do(func() { close(p.stalled) }) }
-
 // TestCloseBoundedWithStuckDatabase: a database that stops answering in
 // the middle of calls (a write without a deadline, a lease renewing) does
 // not keep Close waiting: it returns within CloseTimeout, and the call in
 // flight fails with history.ErrClosed.
 func TestCloseBoundedWithStuckDatabase(t *testing.T) {
 	t.Parallel()
-	p, viaProxy := newStallProxy(t, pgtest.Database(t))
+	p, viaProxy := newProxy(t, pgtest.Database(t))
 	ctx := context.Background()
 	s, err := Open(ctx, viaProxy, WithHolder("stuck"))
 	require.NoError(t, err)

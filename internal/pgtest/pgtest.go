@@ -383,3 +383,40 @@ func versionLess(a, b string) bool {
 	}
 	return len(va) < len(vb)
 }
+
+// Hold opens a connection to url as a psql session would (with none of a
+// store's timeouts), runs stmts in a transaction that it leaves open, and
+// returns the function that ends the transaction and the connection. The
+// test ends them if it did not. Tests use it to hold a lock that a store
+// call needs.
+func Hold(t testing.TB, url string, stmts ...string) (end func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatalf("pgtest: hold: connect to %s: %v", redact(url), err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		_ = conn.Close(ctx)
+		t.Fatalf("pgtest: hold: %v", err)
+	}
+	for _, q := range stmts {
+		if _, err := tx.Exec(ctx, q); err != nil {
+			_ = conn.Close(ctx)
+			t.Fatalf("pgtest: hold: %s: %v", q, err)
+		}
+	}
+	var once sync.Once
+	end = func() {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+			defer cancel()
+			_ = tx.Rollback(ctx)
+			_ = conn.Close(ctx)
+		})
+	}
+	t.Cleanup(end)
+	return end
+}
