@@ -92,6 +92,28 @@ func (f *liveFleet) acknowledged(t *testing.T, id string, v uint64, want ...stri
 	assert.Equal(t, want, ids(snap.Active), "nothing acknowledged is lost")
 }
 
+// appendBusy checks that agent a's append to its session "s" is busy,
+// naming a as the lease holder.
+func (f *liveFleet) appendBusy(t *testing.T) {
+	t.Helper()
+	busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
+		_, err := f.la.Store().Append(ctx, "s", f.vs, historytest.Msgs("x", 1))
+		return err
+	})
+}
+
+// appendsOnceGone checks that b's session works while the lock is held,
+// ends the lock with end, and that a's append then lands after what was
+// acknowledged.
+func (f *liveFleet) appendsOnceGone(t *testing.T, end func()) {
+	t.Helper()
+	f.otherWorks(t)
+	end()
+	v, err := f.la.Store().Append(context.Background(), "s", f.vs, historytest.Msgs("x", 1))
+	require.NoError(t, err)
+	f.acknowledged(t, "s", v, "s-0", "s-1", "x-0")
+}
+
 // TestBusyRowLocks: a psql-style transaction holds, and keeps, a lock that
 // a store's call needs (the lease row, the session row, the sequence
 // reservation's row). The call gives up after the lock timeout with a
@@ -109,15 +131,8 @@ func TestBusyRowLocks(t *testing.T) {
 		t.Parallel()
 		f := newLiveFleet(t, DefaultLeaseTTL)
 		end := pgtest.Hold(t, f.url, leaseRow)
-		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
-			_, err := f.la.Store().Append(ctx, "s", f.vs, historytest.Msgs("x", 1))
-			return err
-		})
-		f.otherWorks(t)
-		end()
-		v, err := f.la.Store().Append(ctx, "s", f.vs, historytest.Msgs("x", 1))
-		require.NoError(t, err)
-		f.acknowledged(t, "s", v, "s-0", "s-1", "x-0")
+		f.appendBusy(t)
+		f.appendsOnceGone(t, end)
 	})
 
 	t.Run("lease row/takeover after expiry", func(t *testing.T) {
@@ -145,21 +160,14 @@ func TestBusyRowLocks(t *testing.T) {
 		t.Parallel()
 		f := newLiveFleet(t, DefaultLeaseTTL)
 		end := pgtest.Hold(t, f.url, sessionRow)
-		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
-			_, err := f.la.Store().Append(ctx, "s", f.vs, historytest.Msgs("x", 1))
-			return err
-		})
+		f.appendBusy(t)
 		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
 			return f.la.Store().(history.EventLog).LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{{Seq: 1, Kind: "turn"}}, Through: 1})
 		})
 		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
 			return f.la.Store().(history.Deleter).Delete(ctx, "s")
 		})
-		f.otherWorks(t)
-		end()
-		v, err := f.la.Store().Append(ctx, "s", f.vs, historytest.Msgs("x", 1))
-		require.NoError(t, err)
-		f.acknowledged(t, "s", v, "s-0", "s-1", "x-0")
+		f.appendsOnceGone(t, end)
 	})
 
 	t.Run("sequence reservation", func(t *testing.T) {
