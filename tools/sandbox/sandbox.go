@@ -97,6 +97,15 @@ type Status struct {
 	ABI int
 	// Reason says why Landlock cannot be used, when it cannot.
 	Reason string
+	// Contained is true when each command runs in a PID namespace and a
+	// mount namespace of its own (see the package doc, Lifetime): its
+	// processes end with it whatever happens to its helper or the agent,
+	// and, confined, it cannot change the metadata of files outside the
+	// session's directories.
+	Contained bool
+	// NotContained says why commands cannot run in namespaces of their
+	// own, when they cannot.
+	NotContained string
 }
 
 // String describes s in one line.
@@ -113,7 +122,9 @@ var hooked bool
 // The first argument of the helper's two stages.
 const (
 	superviseArg = "__sessionkit_sandbox_supervise"
+	initArg      = "__sessionkit_sandbox_init"
 	confineArg   = "__sessionkit_sandbox_confine"
+	probeArg     = "__sessionkit_sandbox_probe"
 )
 
 // Main runs the helper when this process was started as one, and never
@@ -122,24 +133,44 @@ const (
 // ([Available] says so).
 func Main() {
 	hooked = true
+	runHelper()
+}
+
+// runHelper runs the helper stage os.Args names, if any, and exits.
+func runHelper() {
 	if len(os.Args) < 2 {
 		return
 	}
 	switch os.Args[1] {
 	case superviseArg:
 		os.Exit(supervise(os.Args[2:]))
+	case initArg:
+		os.Exit(initStage(os.Args[2:]))
 	case confineArg:
 		os.Exit(confine(os.Args[2:]))
+	case probeArg:
+		os.Exit(probe())
 	}
 }
 
-// Available reports whether commands can run under Landlock here.
+// Available reports whether commands can run under Landlock here, and in
+// namespaces of their own.
 func Available() Status {
 	s := kernelStatus()
+	const unhooked = "the program does not call sandbox.Main first in main, so it cannot start the sandbox helper"
 	if s.Available && !hooked {
 		s.Available = false
-		s.Reason = "the program does not call sandbox.Main first in main, so it cannot start the sandbox helper"
+		s.Reason = unhooked
 	}
+	switch {
+	case !helperSupported:
+		s.NotContained = "namespaces are Linux only"
+	case !hooked:
+		s.NotContained = unhooked
+	default:
+		s.NotContained = namespaces()
+	}
+	s.Contained = s.NotContained == ""
 	return s
 }
 
@@ -168,6 +199,11 @@ type Policy struct {
 	// Env are the names of environment variables passed to commands
 	// besides the allow-list; names [EnvName] refuses are never passed.
 	Env []string
+	// Timeout, when positive, is the command's timeout: the helper itself
+	// ends the command and all its processes at most half a second after
+	// it (the caller, which stops it at the timeout, goes first), even if
+	// the agent is frozen or dead.
+	Timeout time.Duration
 }
 
 // mode is p.Mode with the default.
@@ -190,6 +226,8 @@ func (p Policy) Warning() string {
 		return "not sandboxed (" + s.Reason + "): the command runs with the agent's rights"
 	case !p.Network && s.ABI < 4:
 		return fmt.Sprintf("network not confined: Landlock ABI %d cannot restrict TCP (ABI 4, Linux 6.7, can)", s.ABI)
+	case !s.Contained:
+		return "processes not contained (" + s.NotContained + "): a command's processes may outlive a SIGKILL of its helper or the agent's death, and it can change the permissions, owners and times of files outside the session's directories"
 	}
 	return ""
 }
@@ -267,12 +305,19 @@ func (p Policy) prepare(line, dir string, at *os.File) (*Command, error) {
 		c.Path, c.Args = "sh", []string{"-c", line}
 		return c, nil
 	}
-	c.Confined = p.mode() != Off && Available().Available
-	args := []string{superviseArg}
+	s := Available()
+	c.Confined = p.mode() != Off && s.Available
+	args := []string{superviseArg, "--agent", agentID()}
+	if p.Timeout > 0 {
+		args = append(args, "--timeout", p.Timeout.String())
+	}
+	if s.Contained {
+		args = append(args, "--ns")
+	}
 	if c.Confined {
 		args = append(args, "--landlock")
 	}
-	if p.Network || (c.Confined && Available().ABI < 4) {
+	if p.Network || (c.Confined && s.ABI < 4) {
 		// Below ABI 4 Landlock cannot deny TCP: under Auto the command
 		// runs with the network (Warning says so); Required refused it.
 		args = append(args, "--net")
@@ -518,6 +563,9 @@ const inheritedArg = "--fds"
 
 // helperArgs is the policy of the helper, from its command line.
 type helperArgs struct {
+	agent    string        // the agent's process: PID:START (its start time in clock ticks after boot)
+	timeout  time.Duration // the command's timeout; 0: none
+	ns       bool          // run the command in PID and mount namespaces of its own
 	landlock bool
 	network  bool
 	// writable are the directories the command may change, cwd (if
@@ -573,6 +621,14 @@ func parseHelperArgs(args []string) (helperArgs, error) {
 		var v string
 		var d dirRef
 		switch args[i] {
+		case "--agent":
+			h.agent, err = value()
+		case "--timeout":
+			if v, err = value(); err == nil {
+				h.timeout, err = time.ParseDuration(v)
+			}
+		case "--ns":
+			h.ns = true
 		case "--landlock":
 			h.landlock = true
 		case "--net":

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -34,62 +32,6 @@ func kernelStatus() Status {
 		return Status{Reason: fmt.Sprintf("the kernel reports Landlock ABI %d", abi)}
 	}
 	return Status{Available: true, ABI: abi}
-}
-
-// supervise is the helper's first stage: with the environment cleaned, as
-// the child subreaper, it runs the command (through the confine stage when
-// Landlock is asked for), ends every process the command left when it ends
-// or when the helper is told to stop, and returns the command's status.
-func supervise(args []string) int {
-	h, err := parseHelperArgs(args)
-	if err != nil {
-		return helperFail(err)
-	}
-	env := environ(os.Environ(), h.env, h.tmp)
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		return helperFail(fmt.Errorf("cannot become the subreaper of the command: %w", err))
-	}
-	stop := make(chan os.Signal, 1)
-	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-
-	dirs, err := openDirs(h)
-	if err != nil {
-		return helperFail(err)
-	}
-	if err := enterDir(h, dirs); err != nil {
-		return helperFail(err)
-	}
-	argv := h.argv
-	var files []*os.File
-	if h.landlock {
-		exe, err := os.Executable()
-		if err != nil {
-			return helperFail(err)
-		}
-		argv = append([]string{exe, confineArg}, inherit(h, args)...)
-		files = dirFiles(dirs)
-	}
-	// Pdeathsig is bound to the thread that starts the child: keep this
-	// goroutine on it for the helper's life.
-	runtime.LockOSThread()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env, cmd.ExtraFiles = env, files
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return helperFail(err)
-	}
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-	var code int
-	select {
-	case err = <-waited:
-		code = exitCode(err)
-	case sig := <-stop:
-		code = 128 + int(sig.(syscall.Signal))
-	}
-	killDescendants()
-	return code
 }
 
 // exitCode is the status sh would report for a command that ended with
@@ -143,14 +85,7 @@ func descendants(pid int) []int {
 		if err != nil {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...; comm may hold anything, so look
-		// after its last ')'.
-		s := string(stat)
-		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		fields := procStat(p)
 		if len(fields) < 2 {
 			continue
 		}

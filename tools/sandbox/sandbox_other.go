@@ -17,3 +17,11 @@ func kernelStatus() Status {
 func supervise([]string) int { return helperFail(errors.New("the sandbox helper runs on Linux only")) }
 
 func confine([]string) int { return helperFail(errors.New("the sandbox helper runs on Linux only")) }
+
+func initStage([]string) int { return helperFail(errors.New("the sandbox helper runs on Linux only")) }
+
+func probe() int { return 1 }
+
+func namespaces() string { return "namespaces are Linux only" }
+
+func agentID() string { return "" }

@@ -188,6 +188,7 @@ func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, err
 	}
 	policy := t.o.Sandbox
 	policy.Network = t.o.network()
+	policy.Timeout = timeout // the helper ends the command by itself too, should this agent freeze or die
 	policy.WritableDirs = make([]*os.File, 0, len(t.w.dirs)+len(t.o.Sandbox.WritableDirs))
 	for _, d := range t.w.dirs {
 		// A moved directory is refused, not followed: also where the
