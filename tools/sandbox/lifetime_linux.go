@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -155,11 +156,14 @@ func initStage(args []string) int {
 	if err != nil {
 		return helperFail(err)
 	}
-	if _, err := openDirs(h); err != nil { // the inherited ones, checked (closed on exec)
+	inherited, err := openDirs(h) // checked, closed on exec
+	if err != nil {
 		return helperFail(err)
 	}
-	byName := h
-	byName.inherited = false
+	byName, err := currentNames(h, inherited)
+	if err != nil {
+		return helperFail(err)
+	}
 	if err := isolate(byName); err != nil {
 		return helperFail(fmt.Errorf("cannot set up the command's mount namespace: %w", err))
 	}
@@ -203,6 +207,38 @@ func initStage(args []string) int {
 			return ws.ExitStatus()
 		}
 	}
+}
+
+// currentNames returns h with the directories named where the descriptors
+// dirs (of h's directories, in order) are now, to be opened by name in the
+// new mount namespace (a copy of the agent's, so the names lead to the same
+// directories; openDirs checks that they do): a directory moved since the
+// command was prepared is used where it is, as the descriptor would be.
+func currentNames(h helperArgs, dirs []int) (helperArgs, error) {
+	name := func(d dirRef, fd int) (dirRef, error) {
+		p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		if err != nil || !filepath.IsAbs(p) {
+			return d, fmt.Errorf("cannot find where the session directory %s is now (%q): %v; %w", d.path, p, err, errDirMoved)
+		}
+		d.path = p
+		return d, nil
+	}
+	out := h
+	out.inherited, out.writable = false, make([]dirRef, len(h.writable))
+	var err error
+	for i, d := range h.writable {
+		if out.writable[i], err = name(d, dirs[i]); err != nil {
+			return out, err
+		}
+	}
+	if h.cwd != nil {
+		cwd, err := name(*h.cwd, dirs[len(dirs)-1])
+		if err != nil {
+			return out, err
+		}
+		out.cwd = &cwd
+	}
+	return out, nil
 }
 
 // isolate sets up the mount namespace of the init stage: no mount event

@@ -42,6 +42,18 @@ func newMovedRoot(t *testing.T) *movedRoot {
 	m.policy = sandbox.Policy{Mode: sandbox.Required, WritableDirs: []*os.File{m.workDir, m.nestedDir}}
 
 	code, out := runAt(t, m.policy, `mv nested nested.old && ln -s "$1" nested && echo swapped`, m.workDir, m.outside)
+	if sandbox.Available().Contained {
+		// In the command's mount namespace the session's directories
+		// are mount points, which mv cannot move (EBUSY). Another
+		// program can (the user, a command where namespaces cannot be
+		// made): the swap is made from here, and what follows must hold
+		// all the same.
+		require.NotEqual(t, 0, code, out)
+		require.Contains(t, out, "Device or resource busy")
+		require.NoError(t, os.Rename(m.nested, m.nested+".old"))
+		require.NoError(t, os.Symlink(m.outside, m.nested))
+		return m
+	}
 	require.Equal(t, 0, code, out)
 	require.Equal(t, "swapped\n", out)
 	return m
