@@ -78,11 +78,11 @@
 //
 // # Bounded waits
 //
-// No call waits without bound for another process. Every connection of the
-// store has a lock_timeout ([WithLockTimeout], default 1 s): a call that
+// No call waits without bound for another process. Every transaction of
+// the store sets a lock_timeout ([WithLockTimeout], default 1 s): a call that
 // waits longer for a row or advisory lock another transaction holds gives
 // up with a *[history.BusyError] (errors.Is [history.ErrBusy]) naming the
-// session's lease holder, having written nothing. Every connection also has
+// session's lease holder, having written nothing. Every transaction also sets
 // idle_in_transaction_session_timeout at 2/3 of the TTL, so a process
 // stopped inside a transaction (SIGSTOP), a read as well as a write, holds
 // its locks no longer than its lease lives. An Open that finds the schema

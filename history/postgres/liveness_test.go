@@ -244,7 +244,7 @@ func TestFrozenReaderChild(t *testing.T) {
 	ctx := context.Background()
 	s, err := Open(ctx, dbURL, WithLeaseTTL(3*time.Second))
 	require.NoError(t, err)
-	tx, err := s.pool.BeginTx(ctx, readOnly)
+	tx, err := s.pool.BeginTx(ctx, s.begin(true))
 	require.NoError(t, err)
 	var n int
 	require.NoError(t, tx.QueryRow(ctx, `SELECT count(*) FROM messages`).Scan(&n))

@@ -32,9 +32,11 @@ type Store struct {
 	ttl    time.Duration
 	holder string
 	st     *sqlstore.State
-	// lockTimeout is the lock_timeout of the store's connections
+	// lockTimeout is the lock_timeout of the store's transactions
 	// (WithLockTimeout).
 	lockTimeout time.Duration
+	// bounds sets the bounds of every transaction of the store (txBounds).
+	bounds string
 	// beforeCommit, when set, runs in every write transaction of inTx
 	// before it commits, with the write's op (a test hook: a holder that
 	// stops there).
@@ -108,33 +110,35 @@ const DefaultLockTimeout = time.Second
 // sessions row, or a table a migration alters) before it gives up with an
 // error wrapping [history.ErrBusy] (a *[history.BusyError] naming the
 // session's lease holder). It is the PostgreSQL lock_timeout of every
-// connection of the store. The default is [DefaultLockTimeout]; a
+// transaction of the store. The default is [DefaultLockTimeout]; a
 // non-positive d is refused by Open.
 func WithLockTimeout(d time.Duration) Option {
 	return func(o *options) { o.lockTimeout = d }
 }
 
 // idleInTx is how long a transaction of the store may wait for its client
-// (idle_in_transaction_session_timeout of every connection of the store)
-// for a lease TTL: two thirds of it, the longest a holder that renews every
-// third of the TTL can go without renewing before its lease expires. A
-// process that stops (SIGSTOP, a stalled machine) inside a write
-// transaction holds the row locks of its session and lease, and one that
-// stops inside a read holds the lock that keeps a migration's ALTER TABLE
-// (and every statement queued behind it) waiting; the server ends that
-// transaction (and its connection) by the time the lease expires, and the
-// call fails.
+// (its idle_in_transaction_session_timeout, txBounds) for a lease TTL: two
+// thirds of it, the longest a holder that renews every third of the TTL
+// can go without renewing before its lease expires. A process that stops
+// (SIGSTOP, a stalled machine) inside a write transaction holds the row
+// locks of its session and lease, and one that stops inside a read holds
+// the lock that keeps a migration's ALTER TABLE (and every statement
+// queued behind it) waiting; the server ends that transaction (and its
+// connection) by the time the lease expires, and the call fails.
 func idleInTx(ttl time.Duration) time.Duration { return max(2*ttl/3, time.Millisecond) }
 
-// sessionParams sets the parameters that bound every wait of a connection
-// of a store with lease TTL ttl and lock timeout lock: the one place where
-// the store's transactions, and its statements outside one (renewals,
-// releases), get their bounds on the waiting side (lock_timeout) and on
-// the holding side (idle_in_transaction_session_timeout). A migration sets
-// its own, shorter lock_timeout (migrationLockTimeout).
-func sessionParams(params map[string]string, ttl, lock time.Duration) {
-	params["lock_timeout"] = strconv.FormatInt(max(lock.Milliseconds(), 1), 10)
-	params["idle_in_transaction_session_timeout"] = strconv.FormatInt(idleInTx(ttl).Milliseconds(), 10)
+// txBounds is what every transaction of a store with lease TTL ttl and lock
+// timeout lock sets after its BEGIN (Store.begin): the bounds of its waits
+// on the waiting side (lock_timeout) and on the holding side
+// (idle_in_transaction_session_timeout). They are set per transaction, not
+// per connection, so that they hold behind a pooler that shares server
+// connections (PgBouncer in transaction mode) and reach no other client's
+// transactions. A migration sets its own, shorter lock_timeout
+// (migrationLockTimeout). The statements outside a transaction (a lease's
+// renewal and release) are bounded by their contexts.
+func txBounds(ttl, lock time.Duration) string {
+	return fmt.Sprintf("SET LOCAL lock_timeout = %d; SET LOCAL idle_in_transaction_session_timeout = %d",
+		max(lock.Milliseconds(), 1), idleInTx(ttl).Milliseconds())
 }
 
 // defaultConnectTimeout bounds connection attempts when the URL sets no
@@ -190,8 +194,8 @@ func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "sessionkit"
 	}
-	sessionParams(cfg.ConnConfig.RuntimeParams, o.ttl, o.lockTimeout)
-	st := &Store{url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false), lockTimeout: o.lockTimeout}
+	st := &Store{url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false),
+		lockTimeout: o.lockTimeout, bounds: txBounds(o.ttl, o.lockTimeout)}
 	st.conns.track(cfg.ConnConfig)
 	if readOnly {
 		// Every transaction of every connection, also a statement run
@@ -209,7 +213,7 @@ func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store
 	if readOnly {
 		err = checkReadable(ctx, pool)
 	} else {
-		err = migrate(ctx, pool, o.migrations)
+		err = migrate(ctx, pool, o.migrations, st.bounds)
 	}
 	if err != nil {
 		pool.Close()

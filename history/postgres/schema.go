@@ -240,7 +240,8 @@ const migrationLockTimeout = 100 * time.Millisecond
 var migrationRetry = [2]time.Duration{50 * time.Millisecond, 2 * time.Second}
 
 // migrate brings the schema of the database up to len(m), one transaction
-// per migration of m (the package's migrations but in tests).
+// per migration of m (the package's migrations but in tests), each with
+// the store's bounds (txBounds) but for a shorter lock_timeout.
 //
 // A database whose schema is current is only read: no lock is taken, so a
 // process stopped inside a migration, or one that holds the migration lock
@@ -251,7 +252,7 @@ var migrationRetry = [2]time.Duration{50 * time.Millisecond, 2 * time.Second}
 // that a reader stopped in its transaction holds): then it rolls back,
 // letting the calls queued behind it through, and tries again after a
 // pause, until ctx ends (an error wrapping history.ErrBusy).
-func migrate(ctx context.Context, pool *pgxpool.Pool, m []string) error {
+func migrate(ctx context.Context, pool *pgxpool.Pool, m []string, bounds string) error {
 	switch current, err := schemaVersion(ctx, pool); {
 	case err != nil && !isUndefinedTable(err):
 		return err
@@ -270,7 +271,9 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, m []string) error {
 				return nil, fmt.Errorf("schema: %w", err)
 			}
 			t := migrationTx{tx}
-			err = t.Exec(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = %d`, migrationLockTimeout.Milliseconds()))
+			// The store's bounds (a migrator that stops holds its locks
+			// no longer than its leases live), with a shorter lock wait.
+			err = t.Exec(ctx, fmt.Sprintf(`%s; SET LOCAL lock_timeout = %d`, bounds, migrationLockTimeout.Milliseconds()))
 			if err == nil {
 				err = t.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock)
 			}

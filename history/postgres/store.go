@@ -115,25 +115,31 @@ func (s *Store) inTx(ctx context.Context, op, id string, l *lease, fn func(tx pg
 	if err := l.usable(op); err != nil {
 		return err
 	}
-	return s.inTxOf(ctx, op, id, pgx.TxOptions{}, fn)
+	return s.inTxOf(ctx, op, id, false, fn)
 }
 
-// readOnly is the transaction of a read: REPEATABLE READ, so that all its
-// statements see the same committed state. (Under READ COMMITTED each
-// statement would see its own, and a Load during a commit could read the
-// watermark before the commit and the messages after it.)
-var readOnly = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+// begin is the start of a transaction of the store: READ COMMITTED
+// read-write for a write; for a read, REPEATABLE READ, READ ONLY, so that
+// all its statements see the same committed state (under READ COMMITTED
+// each statement would see its own, and a Load during a commit could read
+// the watermark before the commit and the messages after it). Either sets
+// the store's bounds (txBounds) at once.
+func (s *Store) begin(read bool) pgx.TxOptions {
+	if read {
+		return pgx.TxOptions{BeginQuery: "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; " + s.bounds}
+	}
+	return pgx.TxOptions{BeginQuery: "BEGIN; " + s.bounds}
+}
 
 // inTxOf is where every transaction of a call begins and ends: it runs fn
-// in a transaction of opts (READ COMMITTED read-write for a write,
-// readOnly for a read) about session id ("" for none) and commits it. The
-// bounds of its waits are its connection's (sessionParams); a lock wait
-// that lock_timeout ended comes back as a *history.BusyError (busy).
-func (s *Store) inTxOf(ctx context.Context, op, id string, opts pgx.TxOptions, fn func(tx pgx.Tx) error) error {
+// in a write transaction, or a read one (read), about session id ("" for
+// none) and commits it. Its waits are bounded (begin, txBounds); a lock
+// wait that lock_timeout ended comes back as a *history.BusyError (busy).
+func (s *Store) inTxOf(ctx context.Context, op, id string, read bool, fn func(tx pgx.Tx) error) error {
 	if err := s.admit(ctx); err != nil {
 		return err
 	}
-	tx, err := s.pool.BeginTx(ctx, opts)
+	tx, err := s.pool.BeginTx(ctx, s.begin(read))
 	if err != nil {
 		return s.fail(ctx, op, err)
 	}
@@ -141,7 +147,7 @@ func (s *Store) inTxOf(ctx context.Context, op, id string, opts pgx.TxOptions, f
 	if err := fn(tx); err != nil {
 		return s.busy(ctx, op, id, err)
 	}
-	if s.beforeCommit != nil && opts.AccessMode != pgx.ReadOnly {
+	if s.beforeCommit != nil && !read {
 		s.beforeCommit(op)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -257,10 +263,10 @@ func (s *Store) checkUnleased(ctx context.Context, op, id string, row pgx.Row) e
 	return fmt.Errorf("postgres: %s: %w", op, &history.LeaseError{Session: id, Holder: holder, Expires: expires.UTC()})
 }
 
-// read runs fn in one read transaction (readOnly) about session id ("" for
+// read runs fn in one read transaction (begin) about session id ("" for
 // none).
 func (s *Store) read(ctx context.Context, op, id string, fn func(tx pgx.Tx) error) error {
-	return s.inTxOf(ctx, op, id, readOnly, fn)
+	return s.inTxOf(ctx, op, id, true, fn)
 }
 
 // Create implements [history.Store].
