@@ -326,8 +326,9 @@ func models(list []string, p provider.Provider) []acp.Model {
 	return out
 }
 
-// logSandbox says at startup how run_command runs commands: confined, or
-// why not (and, under --sandbox=required, that every command is refused).
+// logSandbox says at startup how run_command runs commands: confined (and
+// in namespaces of their own), or why not (and, under --sandbox=required,
+// that every command is refused).
 func logSandbox(log *zap.Logger, p sandbox.Policy) {
 	w := p.Warning()
 	switch {
@@ -335,6 +336,8 @@ func logSandbox(log *zap.Logger, p sandbox.Policy) {
 		log.Info("commands run in the sandbox", zap.String("sandbox", sandbox.Available().String()), zap.Bool("network", p.Network), zap.Strings("command_env", p.Env))
 	case p.Mode == sandbox.Required:
 		log.Warn("--sandbox=required but commands cannot be confined: run_command will refuse every command", zap.String("why", w))
+	case p.Mode != sandbox.Off && sandbox.Available().Available && !sandbox.Available().Contained:
+		log.Warn("commands run under Landlock but not in namespaces of their own", zap.String("why", w))
 	default:
 		log.Warn("commands are not sandboxed", zap.String("why", w), zap.String("sandbox", string(p.Mode)))
 	}

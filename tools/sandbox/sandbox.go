@@ -16,21 +16,41 @@
 //		...
 //	}
 //
-// The helper has two stages. The supervisor (unrestricted) keeps only the
-// allowed environment variables, becomes the child subreaper of everything
-// the command starts, and starts the second stage, which confines itself
-// (the Landlock ruleset, every capability dropped, no_new_privs, a seccomp
-// filter of socket families) and then execs the shell. The session's
-// directories travel as descriptors ([Policy.WritableDirs],
-// [Policy.PrepareAt], [Command.Files]): the rules are built from the
-// directories the session opened, and the shell starts in its directory
-// by descriptor, so a directory moved or replaced by a symbolic link
-// cannot redirect a later command. When the shell ends
-// (success, failure, or the supervisor is told to stop on a timeout or
-// cancel) the supervisor kills every process the command left behind,
-// including those that left its process group, and exits with the shell's
-// status. With Landlock ABI 6 or later the command cannot signal the
-// supervisor, which lies outside its domain.
+// The helper has three stages. The supervisor (unrestricted) keeps only
+// the allowed environment variables and starts the init stage as PID 1 of
+// new PID and mount namespaces (as an ordinary user, inside a user
+// namespace that maps the user and group to themselves). Init mounts a
+// fresh /proc (the agent's processes are not in it), makes every mount
+// read-only but the session's directories and the private temporary
+// directory (so chmod, chown, utimes and extended attributes, which
+// Landlock does not govern, fail outside them), and starts the confine
+// stage, which confines itself (the Landlock ruleset, every capability
+// dropped, no_new_privs, a seccomp filter of socket families) and then
+// execs the shell. The session's directories travel as descriptors
+// ([Policy.WritableDirs], [Policy.PrepareAt], [Command.Files]): the rules
+// are built from the directories the session opened, and the shell starts
+// in its directory by descriptor, so a directory moved or replaced by a
+// symbolic link cannot redirect a later command. With Landlock ABI 6 or
+// later the command cannot signal the supervisor or init, which lie
+// outside its domain.
+//
+// # Lifetime
+//
+// A command and every process it starts end, in this order of precedence:
+// when the shell ends (init exits with its status, and the kernel kills
+// what is left in the namespace); when the supervisor is told to stop
+// (SIGTERM, SIGINT, SIGHUP: a timeout or cancel of [Command.Run]) or is
+// killed, even with SIGKILL (init dies with it, by its parent-death
+// signal); when the agent that prepared it dies (the supervisor watches it
+// by a pidfd, checked against its start time, also when an editor's
+// terminal started the supervisor); and half a second after
+// [Policy.Timeout], which the supervisor enforces itself. Where the
+// namespaces cannot be made ([Status.Contained] is false: unprivileged
+// user namespaces disabled, or an old kernel), the supervisor becomes the
+// child subreaper of the command's processes instead and kills them all
+// in the same cases, but not when it is itself SIGKILLed, and a confined
+// command may then change the metadata of files outside;
+// [Policy.Warning] says so.
 //
 // # Modes
 //
@@ -110,6 +130,9 @@ type Status struct {
 
 // String describes s in one line.
 func (s Status) String() string {
+	if s.Available && s.Contained {
+		return fmt.Sprintf("Landlock ABI %d, PID and mount namespaces", s.ABI)
+	}
 	if s.Available {
 		return fmt.Sprintf("Landlock ABI %d", s.ABI)
 	}

@@ -18,6 +18,8 @@ func TestWithoutTheHook(t *testing.T) {
 	s := sandbox.Available()
 	assert.False(t, s.Available)
 	assert.Contains(t, s.Reason, "sandbox.Main")
+	assert.False(t, s.Contained)
+	assert.Contains(t, s.NotContained, "sandbox.Main")
 
 	auto := sandbox.Policy{}
 	assert.Contains(t, auto.Warning(), "not sandboxed")
@@ -62,5 +64,6 @@ func TestEnvName(t *testing.T) {
 // Status says what it is in one line.
 func TestStatusString(t *testing.T) {
 	assert.Equal(t, "Landlock ABI 7", sandbox.Status{Available: true, ABI: 7}.String())
+	assert.Equal(t, "Landlock ABI 7, PID and mount namespaces", sandbox.Status{Available: true, ABI: 7, Contained: true}.String())
 	assert.Equal(t, "sandbox unavailable: old kernel", sandbox.Status{Reason: "old kernel"}.String())
 }
