@@ -692,7 +692,12 @@ func (s *Session) Store() history.Store { return s.store }
 // calls in flight get 3 s to finish, then fail as a store error does (what
 // they did not store was never acknowledged, and the Handles say so), and
 // the lease release gets 1 s; a lease it could not release expires after
-// its TTL. (Tools that ignore their context's end can keep it waiting.)
+// its TTL. The bound needs a store whose calls return when their context
+// ends, as history/postgres's do; history/sqlite finishes a write it has
+// begun whatever its context, so while another process holds the file's
+// write lock, a write in flight and the lease release each wait up to that
+// store's busy timeout (5 s by default). (Tools that ignore their context's end can keep it
+// waiting too.)
 //
 // A session whose lease is lost (another process took it over) closes
 // itself the same way, with ErrLeaseLost instead of ErrClosed; Done tells.
