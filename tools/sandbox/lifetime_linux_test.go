@@ -246,6 +246,12 @@ func TestMetadataOutsideIsReadOnly(t *testing.T) {
 					"touch -d 2001-01-01 %[1]s && echo touch-%[2]s\n%[4]s %[5]s %[1]s && echo xattr-%[2]s\n",
 					where.path, where.name, uid, exe, xattrTool)
 			}
+			// Relative to the working directory too (the command must not
+			// start in it through the agent's mounts).
+			script += "chmod 0755 ../outside/f && echo chmod-relative-outside\n"
+			if _, err := exec.LookPath("git"); err == nil {
+				script += "git init -q . && git add f && git -c user.name=t -c user.email=t@t commit -qm t && echo git-inside\n"
+			}
 			c, err := sandbox.Policy{Writable: []string{project}}.Prepare(script, project)
 			require.NoError(t, err)
 			defer c.Close()
@@ -261,6 +267,10 @@ func TestMetadataOutsideIsReadOnly(t *testing.T) {
 			for _, op := range []string{"chmod", "chown", "touch", "xattr"} {
 				assert.Contains(t, output.String(), op+"-inside", "inside the project")
 				assert.NotContains(t, output.String(), op+"-outside", "outside")
+			}
+			assert.NotContains(t, output.String(), "chmod-relative-outside")
+			if _, err := exec.LookPath("git"); err == nil {
+				assert.Contains(t, output.String(), "git-inside", "git works in the project")
 			}
 			assert.Contains(t, output.String(), "Read-only file system")
 			after, err := os.Stat(out)
