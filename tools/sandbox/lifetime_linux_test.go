@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -282,4 +283,24 @@ func TestMetadataOutsideIsReadOnly(t *testing.T) {
 			assert.Equal(t, os.FileMode(0o755), inside.Mode().Perm(), "chmod +x inside works")
 		})
 	}
+}
+
+// A supervisor started after its agent has gone does not run the command,
+// also when another process now has the agent's PID (here this test's
+// PID with another start time, as a reused PID would have).
+func TestCommandOfAGoneAgentIsNotRun(t *testing.T) {
+	requireContained(t)
+	c, err := sandbox.Policy{}.Prepare("echo ran", t.TempDir())
+	require.NoError(t, err)
+	defer c.Close()
+	i := slices.Index(c.Args, "--agent")
+	require.GreaterOrEqual(t, i, 0, c.Args)
+	c.Args[i+1] = fmt.Sprintf("%d:1", os.Getpid())
+	var out strings.Builder
+	err = start(t, c, &out).Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, out.String())
+	assert.Equal(t, 126, ee.ExitCode())
+	assert.NotContains(t, out.String(), "ran\n")
+	assert.Contains(t, out.String(), "the agent that prepared the command has ended")
 }
