@@ -209,6 +209,9 @@ func initStage(args []string) int {
 	}
 }
 
+// errNotInit: a stage that sets up namespaces was started outside them.
+var errNotInit = errors.New("the sandbox's init stage runs only as PID 1 of a PID namespace made for it")
+
 // currentNames returns h with the directories named where the descriptors
 // dirs (of h's directories, in order) are now, to be opened by name in the
 // new mount namespace (a copy of the agent's, so the names lead to the same
@@ -250,6 +253,12 @@ func currentNames(h helperArgs, dirs []int) (helperArgs, error) {
 // Landlock does not govern (chmod, chown, utimes, extended attributes)
 // fails with EROFS outside them.
 func isolate(h helperArgs) error {
+	// Only ever in namespaces made for it: started by hand (or by a
+	// mistaken caller) in the agent's, it would change the agent's
+	// mounts.
+	if os.Getpid() != 1 {
+		return errNotInit
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
 	}

@@ -311,3 +311,20 @@ func TestCommandOfAGoneAgentIsNotRun(t *testing.T) {
 	assert.NotContains(t, out.String(), "ran\n")
 	assert.Contains(t, out.String(), "the agent that prepared the command has ended")
 }
+
+// The stages that set up namespaces refuse to run outside namespaces made
+// for them (as PID 1): started by hand in the agent's, they would change
+// its mounts. Started here in a mount namespace of their own (so that,
+// were the guard missing, nothing outside would change).
+func TestNamespaceStagesRefuseToRunOutside(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: a mount namespace for the test needs root")
+	}
+	for _, stage := range []string{"__sessionkit_sandbox_probe", "__sessionkit_sandbox_init"} {
+		cmd := exec.Command(os.Args[0], stage, "--", "true")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNS}
+		out, err := cmd.CombinedOutput()
+		require.Error(t, err, "%s: %s", stage, out)
+		assert.Contains(t, string(out), "runs only as PID 1 of a PID namespace made for it", stage)
+	}
+}
