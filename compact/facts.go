@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -37,14 +38,22 @@ type Fact struct {
 const maxFactText = 200
 
 var (
-	factURL   = regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`)
-	factSpan  = regexp.MustCompile("`([^`\n]{1,120})`")
-	factIdent = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$`)
+	factURL   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`https?://[^\s<>"'` + "`" + `()\[\]{}]+`) })
+	factSpan  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("`([^`\n]{1,120})`") })
+	factIdent = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*(?:\(\))?$`)
+	})
 	// factPath is matched against one token (see pathDelims) from its
 	// start: a path begins at the start of a text or after a delimiter.
-	factPath    = regexp.MustCompile(`^((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]|(?:[\w-][\w.-]*)?[\w-]\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock|proto|env))\b`)
-	factErrLine = regexp.MustCompile(`(?i)(?:\w*error:|\bpanic:|\bfatal:|^FAIL\b|--- FAIL|\bexception\b|\btraceback\b|: undefined:|: cannot )`)
-	factRule    = regexp.MustCompile(`(?i)\b(?:always|never|don't|dont|do not|must|mustn't|must not)\b`)
+	factPath = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`^((?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w]|(?:[\w-][\w.-]*)?[\w-]\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock|proto|env))\b`)
+	})
+	factErrLine = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)(?:\w*error:|\bpanic:|\bfatal:|^FAIL\b|--- FAIL|\bexception\b|\btraceback\b|: undefined:|: cannot )`)
+	})
+	factRule = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:always|never|don't|dont|do not|must|mustn't|must not)\b`)
+	})
 )
 
 // The cheap checks that let Facts skip a regular expression on a text
@@ -208,9 +217,9 @@ func (f *factSet) add(k FactKind, text string) {
 func (f *factSet) text(s string, user bool) {
 	rest := f.urls(s)
 	if strings.IndexByte(rest, '`') >= 0 {
-		for _, m := range factSpan.FindAllStringSubmatch(rest, -1) {
+		for _, m := range factSpan().FindAllStringSubmatch(rest, -1) {
 			span := strings.TrimSpace(m[1])
-			if factIdent.MatchString(span) {
+			if factIdent().MatchString(span) {
 				f.add(FactIdentifier, span)
 			}
 		}
@@ -227,7 +236,7 @@ func (f *factSet) text(s string, user bool) {
 	}
 	if user && ruleMarkers.containsFold(s) {
 		for _, sent := range splitSentences(s) {
-			if factRule.MatchString(sent) {
+			if factRule().MatchString(sent) {
 				f.add(FactInstruction, sent)
 			}
 		}
@@ -251,7 +260,7 @@ func (f *factSet) paths(s string) {
 		if !mark {
 			continue
 		}
-		if m := factPath.FindStringSubmatch(s[start:i]); m != nil {
+		if m := factPath().FindStringSubmatch(s[start:i]); m != nil {
 			if p := strings.TrimRight(m[1], "."); pathLike(p) {
 				f.add(FactPath, p)
 			}
@@ -324,10 +333,10 @@ func (f *factSet) urls(s string) string {
 	if !strings.Contains(s, "http") {
 		return s
 	}
-	for _, u := range factURL.FindAllString(s, -1) {
+	for _, u := range factURL().FindAllString(s, -1) {
 		f.add(FactURL, strings.TrimRight(u, ".,;:!?"))
 	}
-	return factURL.ReplaceAllString(s, " ")
+	return factURL().ReplaceAllString(s, " ")
 }
 
 // errors adds the lines of s that report an error.
@@ -337,7 +346,7 @@ func (f *factSet) errors(s string) {
 	}
 	for line := range strings.SplitSeq(s, "\n") {
 		line = strings.TrimSpace(line)
-		if line != "" && factErrLine.MatchString(line) && len(contentWords(line)) > 0 {
+		if line != "" && factErrLine().MatchString(line) && len(contentWords(line)) > 0 {
 			f.add(FactError, line)
 		}
 	}

@@ -60,6 +60,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -302,19 +303,21 @@ func cleanName(name string) string {
 }
 
 // labelRE matches the start of an entry: a known label in brackets.
-var labelRE = regexp.MustCompile(`^\[\s*(user|assistant|tool|system)\b([^\]]*)\]\s?(.*)$`)
+var labelRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\[\s*(user|assistant|tool|system)\b([^\]]*)\]\s?(.*)$`)
+})
 
 // toolRE reads the tool's name after "tool" in a label.
-var toolRE = regexp.MustCompile(`^(?:\s*:\s*|\s+|$)(.*)$`)
+var toolRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(?:\s*:\s*|\s+|$)(.*)$`) })
 
 // callRE reads the label of a tool call, after "assistant".
-var callRE = regexp.MustCompile(`^\s*(?:→|->|>)\s*tool(?:\s*:\s*|\s+|$)(.*)$`)
+var callRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*(?:→|->|>)\s*tool(?:\s*:\s*|\s+|$)(.*)$`) })
 
 // startsLikeLabel reports whether line, after any backslashes it starts
 // with, reads as the start of an entry.
 func startsLikeLabel(line string) bool {
 	line = strings.TrimLeft(line, `\`)
-	return strings.HasPrefix(line, "[") && labelRE.MatchString(line)
+	return strings.HasPrefix(line, "[") && labelRE().MatchString(line)
 }
 
 // Parse reads a document from s. It reads any text (see the package
@@ -431,7 +434,7 @@ func parseLabel(line string) (Entry, bool) {
 	if !strings.HasPrefix(line, "[") {
 		return Entry{}, false
 	}
-	m := labelRE.FindStringSubmatch(line)
+	m := labelRE().FindStringSubmatch(line)
 	if m == nil {
 		return Entry{}, false
 	}
@@ -443,12 +446,12 @@ func parseLabel(line string) (Entry, bool) {
 		e.Steer = strings.Contains(strings.ToLower(rest), "steer")
 	case "assistant":
 		e.Kind = Assistant
-		if c := callRE.FindStringSubmatch(rest); c != nil {
+		if c := callRE().FindStringSubmatch(rest); c != nil {
 			e.Kind, e.Tool = Call, strings.TrimSpace(c[1])
 		}
 	case "tool":
 		e.Kind = Result
-		if r := toolRE.FindStringSubmatch(rest); r != nil {
+		if r := toolRE().FindStringSubmatch(rest); r != nil {
 			e.Tool = strings.TrimSpace(r[1])
 		} else {
 			e.Tool = strings.Trim(rest, " :")

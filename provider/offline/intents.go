@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sessionkit/sessionkit/provider"
 )
@@ -13,9 +14,13 @@ import (
 // (turn rule 2): an edit, a command, a file to read.
 var (
 	quotedArg = "\"([^\"]+)\"|`([^`]+)`|'([^']+)'|(\\S+)"
-	editRE    = regexp.MustCompile(`(?i)\breplace\s+(?:` + quotedArg + `)\s+with\s+(?:` + quotedArg + `)\s+in\s+(\S+)`)
-	runRE     = regexp.MustCompile("(?i)\\brun\\s+`([^`]+)`")
-	fileRE    = regexp.MustCompile(`(?:^|[\s(\["'` + "`" + `])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock))\b`)
+	editRE    = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\breplace\s+(?:` + quotedArg + `)\s+with\s+(?:` + quotedArg + `)\s+in\s+(\S+)`)
+	})
+	runRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?i)\\brun\\s+`([^`]+)`") })
+	fileRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?:^|[\s(\["'` + "`" + `])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock))\b`)
+	})
 )
 
 // intent returns the tool call a user message asks for without naming a
@@ -25,7 +30,7 @@ var (
 // or text extension) one whose name says it reads and that has a path
 // property (read_file). X and Y may be quoted ("…", `…`, '…').
 func intent(text string, tools []provider.ToolSpec) (provider.ToolSpec, json.RawMessage, bool) {
-	if m := editRE.FindStringSubmatch(text); m != nil {
+	if m := editRE().FindStringSubmatch(text); m != nil {
 		old, nw, file := firstOf(m[1:5]), firstOf(m[5:9]), trimToken(m[9])
 		for _, t := range tools {
 			path, oldP, newP := "", "", ""
@@ -45,7 +50,7 @@ func intent(text string, tools []provider.ToolSpec) (provider.ToolSpec, json.Raw
 			}
 		}
 	}
-	if m := runRE.FindStringSubmatch(text); m != nil {
+	if m := runRE().FindStringSubmatch(text); m != nil {
 		for _, t := range tools {
 			for _, p := range schemaProperties(t.Parameters) {
 				if p.name == "command" {
@@ -54,7 +59,7 @@ func intent(text string, tools []provider.ToolSpec) (provider.ToolSpec, json.Raw
 			}
 		}
 	}
-	if m := fileRE.FindStringSubmatch(text); m != nil {
+	if m := fileRE().FindStringSubmatch(text); m != nil {
 		for _, t := range tools {
 			if !strings.Contains(strings.ToLower(t.Name), "read") {
 				continue

@@ -3,6 +3,7 @@ package offline
 import (
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/provider"
@@ -37,7 +38,7 @@ func recallCall(req *provider.Request, q string) ([]byte, bool) {
 
 // hitLine is one hit of the recall tool's answer to a query: "- message ID
 // [role], where: snippet".
-var hitLine = regexp.MustCompile(`^- message (\S+) \[([^\]]+)\], ([^:]+): (.*)$`)
+var hitLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^- message (\S+) \[([^\]]+)\], ([^:]+): (.*)$`) })
 
 // fromRecall is the reply to the recall tool's results at the end of
 // req.Messages (turn rule 3 for recall), for the last user question: the
@@ -80,7 +81,7 @@ func fromRecall(req *provider.Request) (history.Message, bool) {
 		where := "the archive"
 		for j, line := range strings.Split(msgs[i].Text, "\n") {
 			text := line
-			switch m := hitLine.FindStringSubmatch(line); {
+			switch m := hitLine().FindStringSubmatch(line); {
 			case m != nil:
 				text = m[4]
 				where = "message " + m[1] + ", " + m[3]

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -188,7 +189,7 @@ func factScore(s string) int {
 
 // statusLineRE matches the status line of this provider's own
 // acknowledgements, so it does not come back as a fact.
-var statusLineRE = regexp.MustCompile(`^\(\d+ messages? in context; [^)]*\)$`)
+var statusLineRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\(\d+ messages? in context; [^)]*\)$`) })
 
 func decisionsAndFacts(entries []transcript.Entry, seen map[string]bool, focus map[string]bool) []bullet {
 	type fact struct {
@@ -210,7 +211,7 @@ func decisionsAndFacts(entries []transcript.Entry, seen map[string]bool, focus m
 				for _, p := range []string{"Noted: ", "Earlier you said: ", "Earlier I said: "} {
 					s = strings.TrimPrefix(s, p)
 				}
-				if utf8.RuneCountInString(s) < 4 || strings.HasSuffix(s, "?") || statusLineRE.MatchString(s) {
+				if utf8.RuneCountInString(s) < 4 || strings.HasSuffix(s, "?") || statusLineRE().MatchString(s) {
 					continue
 				}
 				if request != "" && strings.Contains(request, s) {
@@ -331,9 +332,9 @@ func blocks(text string) []string {
 		case t == "":
 			flush()
 		case strings.HasPrefix(t, "#"), strings.HasPrefix(t, "- "), strings.HasPrefix(t, "* "),
-			strings.HasPrefix(t, "+ "), strings.HasPrefix(t, "> "), numberedRE.MatchString(t):
+			strings.HasPrefix(t, "+ "), strings.HasPrefix(t, "> "), numberedRE().MatchString(t):
 			flush()
-			t = numberedRE.ReplaceAllString(t, "")
+			t = numberedRE().ReplaceAllString(t, "")
 			cur = append(cur, strings.TrimSpace(strings.TrimLeft(t, "#-*+> ")))
 		default:
 			cur = append(cur, t)
@@ -343,7 +344,7 @@ func blocks(text string) []string {
 	return out
 }
 
-var numberedRE = regexp.MustCompile(`^\d+[.)]\s+`)
+var numberedRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+[.)]\s+`) })
 
 // carryOver turns the previous summary into bullets, in this order: goals
 // it carried over itself, its user requests (both marked as goals), then its
@@ -380,8 +381,8 @@ func carryOver(prev string, seen map[string]bool) []bullet {
 		switch {
 		case strings.HasPrefix(line, "- "), strings.HasPrefix(line, "* "), strings.HasPrefix(line, "+ "):
 			items = []string{strings.TrimSpace(line[2:])}
-		case numberedRE.MatchString(line):
-			items = []string{numberedRE.ReplaceAllString(line, "")}
+		case numberedRE().MatchString(line):
+			items = []string{numberedRE().ReplaceAllString(line, "")}
 		default:
 			items = sentences(line)
 		}
@@ -416,12 +417,14 @@ func carryOver(prev string, seen map[string]bool) []bullet {
 	return slices.Concat(groups[:]...)
 }
 
-var focusRE = regexp.MustCompile(`(?i)\bfocus(?:ing)?(?:\s+(?:on|upon)\s+|\s*:\s*)([^.;\n]+)`)
+var focusRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\bfocus(?:ing)?(?:\s+(?:on|upon)\s+|\s*:\s*)([^.;\n]+)`)
+})
 
 // focusWords reads "focus on X" (or "focus: X") in the instructions.
 func focusWords(instructions string) map[string]bool {
 	words := map[string]bool{}
-	for _, m := range focusRE.FindAllStringSubmatch(instructions, -1) {
+	for _, m := range focusRE().FindAllStringSubmatch(instructions, -1) {
 		for w := range contentWords(m[1]) {
 			words[w] = true
 		}

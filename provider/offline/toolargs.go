@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sessionkit/sessionkit/provider"
 )
@@ -89,13 +90,15 @@ type argBuilder struct {
 	quoted   []string
 }
 
-var quotedRE = regexp.MustCompile("\"([^\"]+)\"|`([^`]+)`|“([^”]+)”|(?:^|\\s)'([^']+)'(?:$|[\\s.,;:!?])")
+var quotedRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile("\"([^\"]+)\"|`([^`]+)`|“([^”]+)”|(?:^|\\s)'([^']+)'(?:$|[\\s.,;:!?])")
+})
 
 // buildArguments returns a JSON object with a value for the tool's
 // properties, in schema order; "{}" when the tool declares none.
 func buildArguments(tool provider.ToolSpec, text string, mentionEnd int) json.RawMessage {
 	b := &argBuilder{text: text, after: text[mentionEnd:], toolName: strings.ToLower(tool.Name), used: map[string]bool{}}
-	for _, m := range quotedRE.FindAllStringSubmatch(text, -1) {
+	for _, m := range quotedRE().FindAllStringSubmatch(text, -1) {
 		for _, g := range m[1:] {
 			if g = strings.TrimSpace(g); g != "" {
 				b.quoted = append(b.quoted, g)
@@ -214,8 +217,8 @@ func pathish(name string) bool {
 }
 
 var (
-	phraseRE    = regexp.MustCompile(`(?i)(?:\b(?:for|of|about)\s+|:\s*)(.+)`)
-	phraseEndRE = regexp.MustCompile(`(?i)\s+(?:for|in|with|using|on|at)\s|,`)
+	phraseRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)(?:\b(?:for|of|about)\s+|:\s*)(.+)`) })
+	phraseEndRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\s+(?:for|in|with|using|on|at)\s|,`) })
 )
 
 // phrase is the text after "for", "of", "about" or ":", preferring the part
@@ -223,9 +226,9 @@ var (
 // comma or the next "for", "in", "with", "using", "on" or "at".
 func (b *argBuilder) phrase() string {
 	for _, s := range []string{b.after, b.text} {
-		if m := phraseRE.FindStringSubmatch(s); m != nil {
+		if m := phraseRE().FindStringSubmatch(s); m != nil {
 			v := m[1]
-			if loc := phraseEndRE.FindStringIndex(v); loc != nil {
+			if loc := phraseEndRE().FindStringIndex(v); loc != nil {
 				v = v[:loc[0]]
 			}
 			if v = trimValue(v); v != "" {
@@ -276,7 +279,7 @@ func trimValue(s string) string {
 	return truncate(s, 200)
 }
 
-var numberRE = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
+var numberRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`-?\d+(?:\.\d+)?`) })
 
 func (b *argBuilder) numberValue(p property) (any, bool) {
 	parse := func(s string) (any, bool) {
@@ -298,7 +301,7 @@ func (b *argBuilder) numberValue(p property) (any, bool) {
 	}
 	for _, f := range strings.Fields(b.text) {
 		w := trimToken(f)
-		if numberRE.FindString(w) != w || b.used[w] {
+		if numberRE().FindString(w) != w || b.used[w] {
 			continue
 		}
 		if n, ok := parse(w); ok {
