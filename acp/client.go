@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -186,7 +187,8 @@ func (c *Client) AgentInfoV2() (resp schema.InitializeResponseV2, ok bool) {
 }
 
 // Start starts the agent command and dials it over its stdin and stdout.
-// Close ends the connection and the process.
+// Close ends the connection and the process: it closes the agent's stdin,
+// sends it SIGTERM, and kills it if it is still running 5 s later.
 func Start(ctx context.Context, name string, args []string, opts ClientOptions) (*Client, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Stderr = opts.Stderr
@@ -207,7 +209,11 @@ func Start(ctx context.Context, name string, args []string, opts ClientOptions) 
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	stop := func() error {
-		_ = stdin.Close() // the agent sees EOF and ends
+		_ = stdin.Close() // the agent sees EOF
+		// and stops now: nothing it would still answer can be read (an
+		// agent that lets the requests it read finish at EOF would run its
+		// turns on, commands included).
+		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case err := <-exited:
 			return exitErr(err)

@@ -91,6 +91,12 @@ type hostileClient struct {
 // (unless opts says otherwise) and connects a raw client.
 func hostileServe(t *testing.T, prov provider.Provider, store history.Store, opts acp.ServerOptions) *hostileClient {
 	t.Helper()
+	return hostileServeCtx(t, context.Background(), prov, store, opts)
+}
+
+// hostileServeCtx is hostileServe with the ctx Serve runs with.
+func hostileServeCtx(t *testing.T, ctx context.Context, prov provider.Provider, store history.Store, opts acp.ServerOptions) *hostileClient {
+	t.Helper()
 	agentIn, clientOut := io.Pipe()
 	clientIn, agentOut := io.Pipe()
 	opts.Session.Provider = prov
@@ -106,7 +112,7 @@ func hostileServe(t *testing.T, prov provider.Provider, store history.Store, opt
 		nextID: 1000,
 	}
 	go func() {
-		c.serveErr <- acp.Serve(context.Background(), agentIn, agentOut, opts)
+		c.serveErr <- acp.Serve(ctx, agentIn, agentOut, opts)
 		_ = agentOut.Close()
 	}()
 	go c.read()

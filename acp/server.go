@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -22,6 +23,11 @@ import (
 // DefaultMaxSessions is the ServerOptions.MaxSessions of a zero value: the
 // most sessions open at once on one connection.
 const DefaultMaxSessions = 256
+
+// DefaultDrainTimeout is the ServerOptions.DrainTimeout of a zero value:
+// how long the turns still running when the client closed its end may go
+// on.
+const DefaultDrainTimeout = 30 * time.Second
 
 // DefaultContextWindow is the usage_update size reported when neither
 // ServerOptions.ContextWindow nor the session's Config.ContextWindow is set.
@@ -88,6 +94,13 @@ type ServerOptions struct {
 	// invalid params. Stdio servers are always taken (v1: "All Agents MUST
 	// support this transport"), and handed to SessionTools.
 	McpHTTP bool
+	// DrainTimeout bounds what Serve still does once the client has
+	// closed its end (r reached EOF): every request read before the EOF
+	// is answered, a prompt when its turn ends, but a turn still running
+	// DrainTimeout after the EOF is cancelled (its prompt answered with
+	// stopReason cancelled). 0 means DefaultDrainTimeout; negative is an
+	// error of Serve.
+	DrainTimeout time.Duration
 }
 
 // Serve runs an ACP agent over r and w (stdio in practice) until r ends or
@@ -95,6 +108,26 @@ type ServerOptions struct {
 // opts.Session. Serve closes every session it opened before it returns; it
 // returns nil when the client closed its end (also when that made a write
 // fail), and the read or write error otherwise.
+//
+// # Ending
+//
+// When r ends (EOF), nothing more is read, and the requests read before
+// are answered (a command fed by a pipe that writes its requests and
+// closes at once gets every answer); turns still running are bounded by
+// opts.DrainTimeout. Then Serve closes the sessions and returns nil.
+//
+// When ctx is done, Serve stops at once: it closes the connection (no
+// further message is read or written, every request's context is
+// cancelled) and closes every session at the same time, all of them
+// together: running turns are cancelled, so the contexts of their tool
+// calls end (a command a tool runs is stopped), and each session releases
+// its lease. It returns once the sessions are closed and the connection's
+// goroutines have returned; a Read of r or a Write to w in progress must
+// therefore end when the connection closes them (see jsonrpc's Conn: an
+// os.File in blocking mode, such as a process's stdin, is not
+// interrupted by its Close; give Serve a pipe whose Close is). A session
+// that cannot close (its store does not answer) holds Serve up: a caller
+// that must end within a bound keeps its own.
 func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServerOptions) error {
 	if opts.Session.Provider == nil {
 		return errors.New("acp: ServerOptions.Session.Provider is required")
@@ -104,6 +137,12 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServerOptions) er
 		return fmt.Errorf("acp: ServerOptions.MaxSessions is %d: give the most sessions open at once, or 0 for %d", opts.MaxSessions, DefaultMaxSessions)
 	case opts.MaxSessions == 0:
 		opts.MaxSessions = DefaultMaxSessions
+	}
+	switch {
+	case opts.DrainTimeout < 0:
+		return fmt.Errorf("acp: ServerOptions.DrainTimeout is %v: give how long turns may go on after the client closed its end, or 0 for %v", opts.DrainTimeout, DefaultDrainTimeout)
+	case opts.DrainTimeout == 0:
+		opts.DrainTimeout = DefaultDrainTimeout
 	}
 	srv := &server{opts: opts, log: opts.Logger, sessions: make(map[string]*agentSession), loading: make(map[string]bool)}
 	if srv.log == nil {
@@ -121,17 +160,15 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, opts ServerOptions) er
 		},
 		MaxLineBytes:  opts.MaxLineBytes,
 		OrderRequests: true,
+		FinishOnEOF:   true, // what a client wrote before it closed is answered
 		Logger:        srv.log,
 	})
 	close(ready)
-	select {
-	case <-ctx.Done():
-		_ = srv.conn.Close()
-	case <-srv.conn.Done():
-	}
+	srv.wait(ctx)
 	err := srv.conn.Wait()
-	srv.opens.Wait() // their requests' contexts ended with the connection
-	srv.closeSessions()
+	srv.opens.Wait()    // their requests' contexts ended with the connection
+	srv.closeSessions() // those opened while the connection ended
+	srv.closers.Wait()
 	if errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) {
 		return nil // the client went away while the agent was writing
 	}
@@ -162,6 +199,8 @@ type server struct {
 	// opens counts the goroutines that open sessions in the background;
 	// Serve waits for them before it closes the sessions.
 	opens sync.WaitGroup
+
+	closers sync.WaitGroup // closeSessions's goroutines
 }
 
 // negotiated is a connection's state as its initialize decided it.
@@ -180,14 +219,48 @@ func (n negotiated) surface(cwd string) surface {
 	return v1Surface{compaction: n.compaction, notices: n.clientCaps.SupportsNotices()}
 }
 
+// wait returns when the connection has shut down. After the client's EOF
+// the connection finishes by itself once the requests read are answered;
+// when DrainTimeout has passed since, the sessions are closed, which ends
+// their turns and answers their prompts. When ctx is done, the connection
+// is closed and every session starts closing at once.
+func (s *server) wait(ctx context.Context) {
+	finishing := s.conn.Finishing()
+	var drained <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			_ = s.conn.Close()
+			s.closeSessions()
+			return
+		case <-s.conn.Done():
+			return
+		case <-finishing:
+			finishing = nil
+			t := time.NewTimer(s.opts.DrainTimeout)
+			defer t.Stop()
+			drained = t.C
+		case <-drained:
+			drained = nil
+			s.log.Info("the client closed its end: cancelling the turns still running", zap.Duration("drain_timeout", s.opts.DrainTimeout))
+			s.closeSessions()
+		}
+	}
+}
+
+// closeSessions starts closing every registered session, all at once (a
+// session whose store is slow does not hold the others up), and
+// unregisters them; s.closers waits for them.
 func (s *server) closeSessions() {
 	s.mu.Lock()
 	all := slices.Collect(maps.Values(s.sessions))
 	s.sessions = map[string]*agentSession{}
 	s.mu.Unlock()
 	for _, a := range all {
-		_ = a.sess.Close()
-		<-a.done
+		s.closers.Go(func() {
+			_ = a.sess.Close()
+			<-a.done
+		})
 	}
 }
 

@@ -57,6 +57,15 @@
 // prints the version. A failure
 // while serving exits with status 1.
 //
+// When stdin ends, the requests read before are answered (a prompt when
+// its turn ends, at most 30 s later: then it is cancelled), and the agent
+// exits 0. SIGINT or SIGTERM stops it, stdin open or not: the running
+// turns are cancelled (their commands end), the sessions and the store
+// closed, and it exits 0; when that does not finish within 3 s (a store
+// that does not answer), or at a second SIGINT or SIGTERM, it exits at
+// once with 128 plus the signal's number (130 for SIGINT, 143 for
+// SIGTERM).
+//
 //	acp-agent --store ~/.local/share/sessionkit/sessions.db --auto-compact-tokens 100000
 //	acp-agent --store postgres://sessionkit@db.internal:5432/sessionkit --lease-ttl 15s
 package main
@@ -70,12 +79,10 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -193,6 +200,7 @@ func parseFlags(args []string) (*config, error) {
 			flags.SetOutput(os.Stderr)
 			fmt.Fprintln(os.Stderr, "usage: acp-agent [flags]   (speaks ACP on stdin and stdout)")
 			flags.PrintDefaults()
+			fmt.Fprint(os.Stderr, exitStatuses)
 			return nil, err
 		}
 		return nil, usagef("%v", err)
@@ -265,8 +273,8 @@ func run(args []string) error {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
 	}
 	prov = demoProvider(prov)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, stop := stopOnSignal(log, stopBound, os.Exit)
+	defer stop() // after the store is closed: a stuck Close is bounded too
 	store, where, err := openStore(ctx, c.store, c.leaseTTL)
 	if err != nil {
 		return err
@@ -278,7 +286,7 @@ func run(args []string) error {
 	log.Info("acp-agent starting", zap.String("provider", name), zap.String("store", where))
 	logSandbox(log, c.sandbox)
 
-	return acp.Serve(ctx, os.Stdin, os.Stdout, acp.ServerOptions{
+	return acp.Serve(ctx, interruptible(os.Stdin), os.Stdout, acp.ServerOptions{
 		Session: session.Config{
 			Provider:          prov,
 			Store:             store,

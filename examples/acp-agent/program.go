@@ -4,7 +4,8 @@ package main
 // cmd/sessionkit has in an internal package, so that this example can be
 // copied out of the module): the log lines while a model call waits, the
 // default store path (the same as sessionkit's, so that it reads the
-// agent's sessions), how a store is named, and the exit statuses.
+// agent's sessions), how a store is named, the exit statuses, and how it
+// stops on a signal.
 
 import (
 	"context"
@@ -13,8 +14,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -111,6 +114,21 @@ const (
 	exitUsage   = 2 // a configuration that cannot be used: nothing was served
 )
 
+// exitStatuses is what -h says of how the agent ends.
+const exitStatuses = `
+Stopping: when stdin ends, the requests read before are answered (a running
+turn for at most 30s more), then the agent exits. SIGINT or SIGTERM stops it
+with stdin open: running turns and their commands are cancelled, sessions and
+the store closed within 3s.
+
+Exit status:
+  0        stdin ended, or a clean stop on SIGINT or SIGTERM
+  1        a failure while serving
+  2        a configuration that cannot be served (nothing was served)
+  130/143  128 + the signal (SIGINT/SIGTERM): the stop did not finish within
+           3s, or a second signal came; the agent exited at once
+`
+
 // usageError is a configuration error found at startup (a flag, an
 // argument, a variable, a store path). [exitStatus] prints it on one line and
 // makes it exit status [exitUsage].
@@ -139,4 +157,75 @@ func exitStatus(w io.Writer, name string, err error) int {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// stopBound is how long the agent may take to stop once told to with
+// SIGINT or SIGTERM: to cancel the running turns (their commands end with
+// them), close the sessions and close the store.
+const stopBound = 3 * time.Second
+
+// signalStatus is the exit status of a stop on signal s that did not
+// finish: 128 plus the signal's number (130 for SIGINT, 143 for SIGTERM),
+// the shells' convention.
+func signalStatus(s os.Signal) int {
+	if n, ok := s.(syscall.Signal); ok {
+		return 128 + int(n)
+	}
+	return exitFailure
+}
+
+// stopOnSignal returns a context cancelled at the first SIGINT or SIGTERM,
+// which starts the program's stop. From then on the program has bound to
+// return: past it, or at a second SIGINT or SIGTERM, exit is called at
+// once with [signalStatus] of the last signal, whatever is still closing.
+// Calling release stops the watch (the program is done).
+func stopOnSignal(log *zap.Logger, bound time.Duration, exit func(int)) (ctx context.Context, release func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		var first os.Signal
+		select {
+		case first = <-sigs:
+		case <-done:
+			return
+		}
+		log.Info("stopping: cancelling the running turns, closing the sessions and the store", zap.String("signal", first.String()), zap.Duration("bound", bound))
+		cancel()
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		select {
+		case s := <-sigs:
+			log.Warn("stopping at once on a second signal", zap.String("signal", s.String()), zap.Int("status", signalStatus(s)))
+			exit(signalStatus(s))
+		case <-t.C:
+			log.Warn("not stopped within the bound: exiting with what is still closing", zap.Duration("bound", bound), zap.Int("status", signalStatus(first)))
+			exit(signalStatus(first))
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		<-watched
+		cancel()
+	}
+}
+
+// interruptible returns a reader of r whose Close ends a Read in
+// progress: a goroutine copies r into a pipe. An os.File in blocking mode
+// (stdin, in practice) is not interrupted by its own Close, which would
+// keep the connection reading it from ending while the editor keeps its
+// end open; the copying goroutine may stay blocked in r's Read until the
+// process exits.
+func interruptible(r io.Reader) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := io.Copy(pw, r)
+		pw.CloseWithError(err) // nil: EOF
+	}()
+	return pr
 }

@@ -138,12 +138,14 @@ func TestStartupErrors(t *testing.T) {
 	}
 }
 
-// TestHelp: -h prints the usage and exits 0.
+// TestHelp: -h prints the usage, with the exit statuses, and exits 0.
 func TestHelp(t *testing.T) {
 	status, stdout, stderr := runAgent(t, agentBinary(t), []string{"-h"}, nil)
 	assert.Equal(t, 0, status)
 	assert.Empty(t, stdout)
 	assert.Contains(t, stderr, "-auto-compact-tokens")
+	assert.Contains(t, stderr, "Exit status:")
+	assert.Contains(t, stderr, "130/143  128 + the signal")
 }
 
 // runAgent runs the agent with args and the provider variables of env (the

@@ -88,6 +88,20 @@ type Options struct {
 	// notification errors). Nil means no logging.
 	Logger *zap.Logger
 
+	// FinishOnEOF makes the end of the input (EOF from the peer) end the
+	// connection gracefully rather than at once: nothing more is read, the
+	// messages read before the EOF are still dispatched in order, and then
+	// calls waiting for a response fail with [ErrClosed] wrapping io.EOF
+	// (no response can come any more), later calls too, [Conn.Finishing]
+	// is closed, and the connection shuts down (cause io.EOF) once every
+	// request read has been answered. Until then handler contexts stay
+	// live and responses and notifications are written as usual. Without
+	// it, EOF shuts the connection down at once, like a read error: queued
+	// messages are dropped and handler contexts cancelled. A server whose
+	// peer may write its last requests and close its end at once (a
+	// command fed by a pipe) sets it.
+	FinishOnEOF bool
+
 	// OnMalformed, when set, is called (from the reader goroutine) with
 	// every input line that is not a valid JSON-RPC message, after it has
 	// been answered. A client that cannot trust a peer sending garbage calls
@@ -119,14 +133,17 @@ type Options struct {
 //
 // # Shutdown
 //
-// The connection shuts down when the reader hits EOF or an error, when a
-// write fails, or on [Conn.Close]. Then pending Calls fail with [ErrClosed]
-// wrapping the cause, every handler context is cancelled, queued messages are
-// dropped, later writes fail with ErrClosed, and the reader and the writer are
-// closed if they implement io.Closer: that is what unblocks a Read or a Write
-// in progress. If they do not, [Conn.Wait] waits for the Read or Write to
-// return by itself. A Conn therefore owns r and w; their Close must be safe to
-// call concurrently with Read and Write (as for os.File, net.Conn and
+// The connection shuts down when the reader hits EOF (with
+// [Options.FinishOnEOF]: once the requests read before it are answered) or
+// an error, when a write fails, or on [Conn.Close]. Then pending Calls fail
+// with [ErrClosed] wrapping the cause, every handler context is cancelled,
+// queued messages are dropped, later writes fail with ErrClosed, and the
+// reader and the writer are closed if they implement io.Closer: that is
+// what unblocks a Read or a Write in progress. If they do not, [Conn.Wait]
+// waits for the Read or Write to return by itself (so does a Read of an
+// os.File in blocking mode, such as a process's stdin, which Close does
+// not interrupt). A Conn therefore owns r and w; their Close must be safe
+// to call concurrently with Read and Write (as for os.File, net.Conn and
 // io.Pipe).
 type Conn struct {
 	r    io.Reader
@@ -137,9 +154,12 @@ type Conn struct {
 	ctx    context.Context // parent of every handler context
 	cancel context.CancelFunc
 	done   chan struct{} // closed when shutdown starts
-	wg     sync.WaitGroup
-	wsem   chan struct{} // the write lock (capacity 1)
-	nextID atomic.Int64
+	// finishing is closed when the dispatcher has reached the EOF
+	// (FinishOnEOF): the connection ends once inflight is empty.
+	finishing chan struct{}
+	wg        sync.WaitGroup
+	wsem      chan struct{} // the write lock (capacity 1)
+	nextID    atomic.Int64
 
 	mu       sync.Mutex
 	closed   bool
@@ -147,6 +167,8 @@ type Conn struct {
 	closeErr error // what pending and later operations fail with
 	pending  map[int64]*pendingCall
 	inflight map[string]*inflight // incoming requests (queued or running) by id
+	ended    error                // set at the EOF (FinishOnEOF): what calls fail with
+	answered chan struct{}        // signalled when inflight loses a request (capacity 1)
 	queue    []item
 	queued   int           // bytes of the messages in queue
 	ready    chan struct{} // signalled when the queue gets an item (capacity 1)
@@ -188,6 +210,7 @@ type item struct {
 	req   *inflight
 	reply *Message // an error response to write (for a bad line)
 	size  int      // bytes of the line it came from
+	eof   bool     // the end of the input (FinishOnEOF): the last item
 }
 
 // NewConn starts a connection reading r and writing w. Call [Conn.Close]
@@ -204,12 +227,14 @@ func NewConn(r io.Reader, w io.Writer, opts Options) *Conn {
 	c := &Conn{
 		r: r, w: w, opts: opts, log: log,
 		ctx: ctx, cancel: cancel,
-		done:     make(chan struct{}),
-		wsem:     make(chan struct{}, 1),
-		pending:  make(map[int64]*pendingCall),
-		inflight: make(map[string]*inflight),
-		ready:    make(chan struct{}, 1),
-		space:    make(chan struct{}, 1),
+		done:      make(chan struct{}),
+		finishing: make(chan struct{}),
+		answered:  make(chan struct{}, 1),
+		wsem:      make(chan struct{}, 1),
+		pending:   make(map[int64]*pendingCall),
+		inflight:  make(map[string]*inflight),
+		ready:     make(chan struct{}, 1),
+		space:     make(chan struct{}, 1),
 	}
 	c.wg.Add(2)
 	go c.readLoop()
@@ -296,9 +321,13 @@ func (c *Conn) send(ctx context.Context, method string, params any, then func(js
 	idRaw := json.RawMessage(strconv.FormatInt(id, 10))
 	p := &pendingCall{done: make(chan struct{}), then: then}
 	c.mu.Lock()
-	if c.closed {
+	switch {
+	case c.closed:
 		c.mu.Unlock()
 		return nil, c.closeErr
+	case c.ended != nil:
+		c.mu.Unlock()
+		return nil, c.ended
 	}
 	c.pending[id] = p
 	c.mu.Unlock()
@@ -371,6 +400,13 @@ func (c *Conn) CloseWithError(err error) {
 // Done is closed when the connection starts shutting down.
 func (c *Conn) Done() <-chan struct{} { return c.done }
 
+// Finishing is closed when, with [Options.FinishOnEOF], the peer has closed
+// its end and every message read before has been dispatched: the
+// connection shuts down once the requests still running are answered. It
+// is never closed without FinishOnEOF, nor when the connection shut down
+// otherwise first.
+func (c *Conn) Finishing() <-chan struct{} { return c.finishing }
+
 // Wait blocks until the connection has shut down and every goroutine it
 // started (reader, dispatcher, handlers) has returned. It returns nil when
 // the connection ended by [Conn.Close] or by EOF from the peer, and the read
@@ -428,6 +464,7 @@ func (r *Responder) Respond(result any, err error) error {
 			delete(r.c.inflight, key)
 		}
 		r.c.mu.Unlock()
+		signal(r.c.answered)
 		r.req.cancel()
 	})
 	if !done {
@@ -580,9 +617,12 @@ func (c *Conn) readLoop() {
 			buf = nil
 		}
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			switch {
+			case errors.Is(err, io.EOF) && c.opts.FinishOnEOF:
+				c.enqueue(item{eof: true}) // dispatched after what was read
+			case errors.Is(err, io.EOF):
 				c.shutdown(io.EOF)
-			} else {
+			default:
 				c.shutdown(fmt.Errorf("jsonrpc: read: %w", err))
 			}
 			return
@@ -855,6 +895,9 @@ func (c *Conn) dispatchLoop() {
 			return
 		}
 		switch {
+		case it.eof:
+			c.finish()
+			return
 		case it.reply != nil:
 			if err := c.write(c.ctx, it.reply); err != nil {
 				c.log.Debug("jsonrpc: error reply not sent", zap.Error(err))
@@ -865,6 +908,37 @@ func (c *Conn) dispatchLoop() {
 			c.run(it.msg, c.ctx, nil, true)
 		default:
 			c.run(it.msg, it.ctx, it.req, c.opts.OrderRequests)
+		}
+	}
+}
+
+// finish ends the connection after the EOF (FinishOnEOF), on the
+// dispatcher once everything read before it has been dispatched: the calls
+// waiting for a response fail (none can come), later ones too, and the
+// connection shuts down once every request read has been answered.
+func (c *Conn) finish() {
+	ended := fmt.Errorf("%w: %w", ErrClosed, io.EOF)
+	c.mu.Lock()
+	c.ended = ended
+	pending := c.pending
+	c.pending = make(map[int64]*pendingCall)
+	c.mu.Unlock()
+	close(c.finishing)
+	for _, p := range pending {
+		p.finish(nil, ended)
+	}
+	for {
+		c.mu.Lock()
+		busy := len(c.inflight)
+		c.mu.Unlock()
+		if busy == 0 {
+			c.shutdown(io.EOF)
+			return
+		}
+		select {
+		case <-c.answered:
+		case <-c.done:
+			return
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -856,4 +857,95 @@ func TestSend(t *testing.T) {
 	assert.ErrorIs(t, err, ErrClosed)
 	_ = a.Wait()
 	assert.False(t, called, "a Send that returned an error never calls back")
+}
+
+// With FinishOnEOF, requests a peer writes just before it closes its end
+// are all answered, in order, and then the connection ends cleanly.
+func TestFinishOnEOFAnswersWhatWasRead(t *testing.T) {
+	p := newRaw(t, Options{Handler: echoHandler, FinishOnEOF: true, OrderRequests: true})
+	p.send(`{"jsonrpc":"2.0","id":1,"method":"echo","params":["a"]}`+"\n",
+		`{"jsonrpc":"2.0","id":2,"method":"echo","params":["b"]}`+"\n",
+		`{"jsonrpc":"2.0","id":3,"method":"echo","params":["c"]}`) // no newline: the last line
+	require.NoError(t, p.in.Close())
+	for i, want := range []string{`["a"]`, `["b"]`, `["c"]`} {
+		m := p.next()
+		assert.Equal(t, strconv.Itoa(i+1), string(m.ID))
+		assert.JSONEq(t, want, string(m.Result))
+	}
+	require.NoError(t, p.conn.Wait())
+	<-p.conn.Done()
+}
+
+// With FinishOnEOF, a request still running at the EOF keeps its live
+// context and is answered, after a notification it sends; the calls the
+// connection waits on fail with ErrClosed and io.EOF once the input is
+// done (a response read before the EOF still completes its call), and the
+// connection ends only when the request has been answered.
+func TestFinishOnEOFWaitsForRunningRequests(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{})
+	var conn *Conn
+	h := func(ctx context.Context, req *Request) (any, error) {
+		switch req.Method {
+		case "slow":
+			r := Defer(ctx)
+			close(started)
+			go func() {
+				<-release
+				if ctx.Err() != nil {
+					_ = r.Respond(nil, ctx.Err())
+					return
+				}
+				_ = conn.Notify(ctx, "progress", map[string]int{"n": 1})
+				_ = r.Respond("done", nil)
+			}()
+			return nil, nil
+		}
+		return nil, nil
+	}
+	p := newRaw(t, Options{Handler: h, FinishOnEOF: true, OrderRequests: true})
+	conn = p.conn
+	answered := make(chan error, 1)
+	go func() { answered <- p.conn.Call(context.Background(), "answered", nil, nil) }()
+	first := p.next()
+	waiting := make(chan error, 1)
+	go func() { waiting <- p.conn.Call(context.Background(), "unanswered", nil, nil) }()
+	p.next()
+	p.send(`{"jsonrpc":"2.0","id":7,"method":"slow"}`+"\n",
+		`{"jsonrpc":"2.0","id":`+string(first.ID)+`,"result":"ok"}`+"\n")
+	<-started
+	require.NoError(t, p.in.Close())
+
+	require.NoError(t, <-answered, "a response read before the EOF completes its call")
+	err := <-waiting
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.ErrorIs(t, err, io.EOF)
+	<-p.conn.Finishing()
+	assert.ErrorIs(t, p.conn.Call(context.Background(), "late", nil, nil), io.EOF, "no call after the EOF")
+	select {
+	case <-p.conn.Done():
+		t.Fatal("the connection ended with a request unanswered")
+	default:
+	}
+
+	close(release)
+	m := p.next()
+	assert.Equal(t, "progress", m.Method, "the handler still writes")
+	m = p.next()
+	assert.Equal(t, "7", string(m.ID))
+	assert.JSONEq(t, `"done"`, string(m.Result), "answered with its context live")
+	require.NoError(t, p.conn.Wait())
+}
+
+// Without FinishOnEOF, Finishing is never closed: EOF ends the connection
+// at once.
+func TestEOFWithoutFinishOnEOF(t *testing.T) {
+	p := newRaw(t, Options{Handler: echoHandler})
+	require.NoError(t, p.in.Close())
+	require.NoError(t, p.conn.Wait())
+	select {
+	case <-p.conn.Finishing():
+		t.Fatal("Finishing closed without FinishOnEOF")
+	default:
+	}
 }
