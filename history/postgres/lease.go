@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -118,10 +117,6 @@ type lease struct {
 	*leasing.State
 	s      *Store
 	fenced *fencedStore
-
-	// blockRenewals makes every renewal attempt fail, as if the database
-	// were unreachable (a test hook).
-	blockRenewals atomic.Bool
 }
 
 var _ history.Lease = (*lease)(nil)
@@ -162,10 +157,6 @@ func (l *lease) releaseRow(ctx context.Context) error {
 	return err
 }
 
-// stopRenewals makes the holder stop renewing, as a stalled process
-// would (a test hook).
-func (l *lease) stopRenewals() { l.StopRenewals() }
-
 // usable fails with history.ErrFenced if the lease is known to be lost or
 // was released. A nil lease (the unfenced store) is always usable.
 func (l *lease) usable(op string) error {
@@ -191,15 +182,14 @@ func (l *lease) check(ctx context.Context, op string, row pgx.Row) error {
 	return l.Check(op, err == nil, uint64(token), live)
 }
 
-// errRenewalBlocked is the error of a renewal blocked by the test hook.
-var errRenewalBlocked = errors.New("renewal blocked")
-
 // renewOnce runs one renewal statement (see leasing.State.Renew). It
 // reports whether the lease was extended: by the database's clock, to its
 // now() plus the TTL.
 func (l *lease) renewOnce(ctx context.Context) (bool, error) {
-	if l.blockRenewals.Load() {
-		return false, errRenewalBlocked
+	if h := l.s.hooks.renewal; h != nil {
+		if err := h(l.Session()); err != nil {
+			return false, err
+		}
 	}
 	tag, err := l.s.pool.Exec(ctx, `
 		UPDATE leases SET expires_at = now() + $3::float8 * interval '1 second'

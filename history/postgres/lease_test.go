@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -76,12 +77,13 @@ func waitForLockWaiters(t *testing.T, s *Store, n int) {
 // declares its lease lost by the TTL, without anyone taking it over.
 func TestLeaseLostWhenRenewalsFail(t *testing.T) {
 	t.Parallel()
-	s := newStore(t, WithLeaseTTL(shortTTL))
+	var blocked atomic.Bool
+	s := newStore(t, WithLeaseTTL(shortTTL), withRenewalsBlocked(&blocked))
 	ctx := context.Background()
 	l := acquire(t, s, "s")
 	_, err := l.Store().Create(ctx, history.NewSession{ID: "s"})
 	require.NoError(t, err)
-	l.blockRenewals.Store(true)
+	blocked.Store(true)
 	start := time.Now()
 	require.True(t, historytest.Closed(l.Lost(), 5*shortTTL), "Lost was not closed")
 	assert.Less(t, time.Since(start), 2*shortTTL, "lost by the TTL")
@@ -213,19 +215,18 @@ func TestStoppedHolderDoesNotBlockTakeover(t *testing.T) {
 	t.Parallel()
 	url := pgtest.Database(t)
 	const ttl = time.Second
-	a := openStore(t, url, WithLeaseTTL(ttl), WithHolder("a"))
+	stopped, resume := make(chan struct{}), make(chan struct{})
+	a := openStore(t, url, WithLeaseTTL(ttl), WithHolder("a"), withBeforeCommit(func(op string) {
+		if op == "log events" {
+			close(stopped)
+			<-resume
+		}
+	}))
 	b := openStore(t, url, WithLeaseTTL(ttl), WithHolder("b"))
 	ctx := context.Background()
 	la := acquire(t, a, "s")
 	_, err := la.Store().Create(ctx, history.NewSession{ID: "s"})
 	require.NoError(t, err)
-	stopped, resume := make(chan struct{}), make(chan struct{})
-	a.beforeCommit = func(op string) {
-		if op == "log events" {
-			close(stopped)
-			<-resume
-		}
-	}
 	logged := make(chan error, 1)
 	go func() {
 		logged <- la.Store().(history.EventLog).LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{{Seq: 1, Kind: "turn"}}, Through: 3})

@@ -37,10 +37,9 @@ type Store struct {
 	lockTimeout time.Duration
 	// bounds sets the bounds of every transaction of the store (txBounds).
 	bounds string
-	// beforeCommit, when set, runs in every write transaction of inTx
-	// before it commits, with the write's op (a test hook: a holder that
-	// stops there).
-	beforeCommit func(op string)
+	// hooks are the package's tests' ways into the store (WithHooks in
+	// export_test.go); all nil otherwise.
+	hooks hooks
 
 	leases leasing.Registry[*lease] // live leases of this store, released by Close
 	conns  conns                    // the pool's network connections, which Close may cut
@@ -63,15 +62,22 @@ type options struct {
 	maxConns    int32
 	lockTimeout time.Duration
 	// migrations are the schema's migrations (tests open a database at an
-	// older or a later schema with withMigrations; the package's list is
-	// never assigned, so stores opened at once all migrate to one version).
+	// older or a later schema with withMigrations, in export_test.go; the
+	// package's list is never assigned, so stores opened at once all
+	// migrate to one version).
 	migrations []string
+	hooks      hooks
 }
 
-// withMigrations makes Open migrate with m instead of the package's
-// migrations (a test hook).
-func withMigrations(m []string) Option {
-	return func(o *options) { o.migrations = m }
+// hooks are where the package's tests step into a store: only the options
+// of export_test.go set them, so outside the tests every one is nil.
+type hooks struct {
+	// beforeCommit runs in every write transaction of inTx before it
+	// commits, with the write's op (a holder that stops there).
+	beforeCommit func(op string)
+	// renewal runs before each renewal attempt of a lease of the store;
+	// an error fails the attempt, as an unreachable database would.
+	renewal func(session string) error
 }
 
 // DefaultLeaseTTL is how long a lease lives without being renewed unless
@@ -195,7 +201,7 @@ func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store
 		cfg.ConnConfig.RuntimeParams["application_name"] = "sessionkit"
 	}
 	st := &Store{url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false),
-		lockTimeout: o.lockTimeout, bounds: txBounds(o.ttl, o.lockTimeout)}
+		lockTimeout: o.lockTimeout, bounds: txBounds(o.ttl, o.lockTimeout), hooks: o.hooks}
 	st.conns.track(cfg.ConnConfig)
 	if readOnly {
 		// Every transaction of every connection, also a statement run

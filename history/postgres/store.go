@@ -147,8 +147,8 @@ func (s *Store) inTxOf(ctx context.Context, op, id string, read bool, fn func(tx
 	if err := fn(tx); err != nil {
 		return s.busy(ctx, op, id, err)
 	}
-	if s.beforeCommit != nil && !read {
-		s.beforeCommit(op)
+	if s.hooks.beforeCommit != nil && !read {
+		s.hooks.beforeCommit(op)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return s.busy(ctx, op, id, s.fail(ctx, op, err))

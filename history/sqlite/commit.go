@@ -48,15 +48,16 @@ type committer struct {
 	stopped chan struct{} // closed by the committer when it returns
 
 	// onBatch, if set, is called by the committer with the jobs of each
-	// batch before it runs them (a test hook).
+	// batch before it runs them (hooks.onBatch).
 	onBatch func(n int)
 	// readOnly: the store was opened read-only; every write fails
 	readOnly bool
 }
 
-// startCommitter starts the committer of the writer connection w.
-func startCommitter(w *sql.DB) *committer {
-	c := &committer{w: w, jobs: make(chan *job), quit: make(chan struct{}), stopped: make(chan struct{})}
+// startCommitter starts the committer of the writer connection w, which
+// calls onBatch, if not nil, before each batch.
+func startCommitter(w *sql.DB, onBatch func(n int)) *committer {
+	c := &committer{w: w, jobs: make(chan *job), quit: make(chan struct{}), stopped: make(chan struct{}), onBatch: onBatch}
 	go c.loop()
 	return c
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,7 +63,18 @@ func waitSubmitting(t testing.TB, n int) {
 func TestGroupCommitIsolatesFailures(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	s, err := Open(path)
+	var (
+		mu       sync.Mutex
+		counting atomic.Bool // the batches of the writes below, not of the setup
+		batches  []int
+	)
+	s, err := Open(path, withOnBatch(func(n int) {
+		if counting.Load() {
+			mu.Lock()
+			batches = append(batches, n)
+			mu.Unlock()
+		}
+	}))
 	require.NoError(t, err)
 	defer func() { _ = s.Close() }()
 
@@ -84,15 +96,7 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 	_, err = s.w.ExecContext(ctx, `UPDATE leases SET token = token + 1 WHERE session_id = 'fenced'`)
 	require.NoError(t, err)
 
-	var (
-		mu      sync.Mutex
-		batches []int
-	)
-	s.c.onBatch = func(n int) {
-		mu.Lock()
-		batches = append(batches, n)
-		mu.Unlock()
-	}
+	counting.Store(true)
 	release := holdCommitter(t, s)
 
 	type result struct {
@@ -167,7 +171,18 @@ func TestGroupCommitIsolatesFailures(t *testing.T) {
 func TestGroupCommitBatches(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "sessions.db")
-	s, err := Open(path)
+	var (
+		mu       sync.Mutex
+		counting atomic.Bool // the batches of the writes below, not of the setup
+		batches  int
+	)
+	s, err := Open(path, withOnBatch(func(int) {
+		if counting.Load() {
+			mu.Lock()
+			batches++
+			mu.Unlock()
+		}
+	}))
 	require.NoError(t, err)
 	defer func() { _ = s.Close() }()
 	const sessions, writes = 32, 10
@@ -175,15 +190,7 @@ func TestGroupCommitBatches(t *testing.T) {
 		_, err := s.Create(ctx, history.NewSession{ID: fmt.Sprintf("s%d", i)})
 		require.NoError(t, err)
 	}
-	var (
-		mu      sync.Mutex
-		batches int
-	)
-	s.c.onBatch = func(int) {
-		mu.Lock()
-		batches++
-		mu.Unlock()
-	}
+	counting.Store(true)
 	var wg sync.WaitGroup
 	for i := range sessions {
 		wg.Go(func() {

@@ -233,10 +233,6 @@ func (l *lease) usable(op string) error {
 	return l.Usable(op)
 }
 
-// stopRenewals makes the holder stop renewing, as a stalled process
-// would (a test hook).
-func (l *lease) stopRenewals() { l.StopRenewals() }
-
 // renewOnce runs one renewal statement (see leasing.State.Renew), as a
 // write of the committer, batched with the others. It reports whether the
 // lease was extended, to now plus the TTL.

@@ -40,7 +40,7 @@ func rowidOf(num, seq int64) int64 { return num<<32 | seq }
 // index adds msgs, just inserted from seq st.messageCount on, to the
 // search index.
 func (s *Store) index(ctx context.Context, tx *sql.Tx, id string, st *state, msgs []history.Message) error {
-	if s.noIndex {
+	if s.hooks.noIndex {
 		return nil
 	}
 	stmt := tx.StmtContext(ctx, s.c.stmts.indexMessage)

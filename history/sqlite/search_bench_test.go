@@ -61,10 +61,10 @@ func BenchmarkSearch(b *testing.B) {
 }
 
 // BenchmarkIndexCost weighs what the search index costs the writes, in one
-// run: two stores, one with the index and one without (the noIndex test
-// hook), take turns. Each operation commits a compaction of 1,000 messages
-// on each (undone outside the timer, as BenchmarkCommit does) and appends
-// a batch of 10 messages of historytest.SearchCorpus to each. It reports
+// run: two stores, one with the index and one without (withoutIndex), take
+// turns. Each operation commits a compaction of 1,000 messages on each
+// (undone outside the timer, as BenchmarkCommit does) and appends a batch
+// of 10 messages of historytest.SearchCorpus to each. It reports
 // commit-x and append-x, the time with the index over the time without
 // (goal for the commit: at most 1.25).
 func BenchmarkIndexCost(b *testing.B) {
@@ -80,8 +80,11 @@ func BenchmarkIndexCost(b *testing.B) {
 	next := 2 * n
 	sides := make([]*side, 2)
 	for k := range sides {
-		s := open(b, filepath.Join(b.TempDir(), fmt.Sprintf("bench%d.db", k)))
-		s.noIndex = k == 1
+		var opts []Option
+		if k == 1 {
+			opts = append(opts, withoutIndex())
+		}
+		s := open(b, filepath.Join(b.TempDir(), fmt.Sprintf("bench%d.db", k)), opts...)
 		snap, err := s.Create(ctx, history.NewSession{ID: "c"})
 		require.NoError(b, err)
 		v, err := s.Append(ctx, "c", snap.Version, corpus[:2*n])

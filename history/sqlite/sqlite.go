@@ -50,9 +50,9 @@ type db struct {
 
 	leases leasing.Registry[*lease] // live leases of this store, released by Close
 
-	// noIndex leaves appended messages out of the search index: a test
-	// hook, for the benchmark that weighs what the index costs.
-	noIndex bool
+	// hooks are the package's tests' ways into the store (export_test.go);
+	// all zero otherwise.
+	hooks hooks
 }
 
 var (
@@ -74,15 +74,22 @@ type options struct {
 	holder      string
 	immutable   bool // OpenReadOnly only
 	// migrations are the schema's migrations (tests open a file at an
-	// older or a later schema with withMigrations; the package's list is
-	// never assigned, so stores opened at once all migrate to one version).
+	// older or a later schema with withMigrations, in export_test.go; the
+	// package's list is never assigned, so stores opened at once all
+	// migrate to one version).
 	migrations []string
+	hooks      hooks
 }
 
-// withMigrations makes Open migrate with m instead of the package's
-// migrations (a test hook).
-func withMigrations(m []string) Option {
-	return func(o *options) { o.migrations = m }
+// hooks are where the package's tests step into a store: only the options
+// of export_test.go set them, so outside the tests they are all zero.
+type hooks struct {
+	// onBatch is called by the committer with the number of jobs of each
+	// batch before it runs them.
+	onBatch func(n int)
+	// noIndex leaves appended messages out of the search index (for the
+	// benchmark that weighs what the index costs).
+	noIndex bool
 }
 
 // defaultOptions are the options of Open and OpenReadOnly before theirs.
@@ -188,8 +195,9 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	host, checkable := whereAmI()
 	return &Store{db: &db{
-		path: abs, w: w, c: startCommitter(w), r: r, raw: raw, st: sqlstore.NewState("sqlite", true),
+		path: abs, w: w, c: startCommitter(w, o.hooks.onBatch), r: r, raw: raw, st: sqlstore.NewState("sqlite", true),
 		ttl: o.ttl, holder: o.holder, busyTimeout: o.busyTimeout, host: host, pid: os.Getpid(), checkable: checkable,
+		hooks: o.hooks,
 	}}, nil
 }
 
