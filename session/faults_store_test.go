@@ -424,7 +424,7 @@ func TestStoreFault_CommitEnd(t *testing.T) {
 	require.Len(t, segs, 1)
 	assert.Equal(t, res.Segment.ID, segs[0].ID)
 	// The result's Segment is the one the store holds (one builder,
-	// history.CommittedSegment), messages aside.
+	// storekit.CommittedSegment), messages aside.
 	stored := segs[0]
 	stored.Messages = res.Segment.Messages
 	assert.Equal(t, stored.Position, res.Segment.Position, "position")

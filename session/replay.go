@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // ReplayOptions say where [Session.Replay] starts.
@@ -354,7 +355,7 @@ func replayedCompaction(c *history.CompactionRecord) *CompactionEvent {
 		// The record holds the summary but not the rest of the commit
 		// (Segment ID, usage, provider): they are zero here, and the
 		// caller takes them from the Segment.
-		res.Segment = history.CommittedSegment(&history.Commit{CompactID: c.CompactID, Summary: c.Summary}, c)
+		res.Segment = storekit.CommittedSegment(&history.Commit{CompactID: c.CompactID, Summary: c.Summary}, c)
 	case history.StatusNothingToCompact:
 		res.Success, res.Reason = true, ReasonNothingToCompact
 	case history.StatusCancelled:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // writer performs a session's store writes in the worker goroutine.
@@ -186,7 +187,7 @@ func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord,
 	err = fmt.Errorf("session: commit compaction: %w", err)
 	if snap := w.reload(); snap != nil {
 		if committed(snap, c, archived) {
-			return snap.Version, history.CommittedSegment(&c, &rec), nil, nil
+			return snap.Version, storekit.CommittedSegment(&c, &rec), nil, nil
 		}
 		v = snap.Version
 	}
@@ -195,7 +196,7 @@ func (w writer) commit(v uint64, c history.Commit, rec history.CompactionRecord,
 	_, _, _ = w.finish(v, c.CompactID, history.StatusFailed, err.Error())
 	snap := w.reload()
 	if snap != nil && committed(snap, c, archived) { // the first read-back had failed
-		return snap.Version, history.CommittedSegment(&c, &rec), nil, nil
+		return snap.Version, storekit.CommittedSegment(&c, &rec), nil, nil
 	}
 	return 0, nil, snap, err
 }

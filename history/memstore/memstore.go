@@ -20,8 +20,8 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/textsearch"
 	"github.com/sessionkit/sessionkit/history/storekit"
-	"github.com/sessionkit/sessionkit/internal/textsearch"
 )
 
 // Store is an in-memory history store. It is safe for concurrent use.
@@ -380,7 +380,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		rec.Summary = c.Summary
 		rec.FinishedAt = c.At
 		seg := segment{
-			seg:  *history.CommittedSegment(&c, rec),
+			seg:  *storekit.CommittedSegment(&c, rec),
 			from: ss.activeFrom,
 			upto: ss.activeFrom + c.Archive,
 		}
@@ -609,7 +609,7 @@ func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) 
 
 // Search implements [history.Searcher] over the session's word index: every
 // message holding a word of the query is a candidate, ranked by
-// internal/textsearch like the other stores rank theirs.
+// history/internal/textsearch like the other stores rank theirs.
 func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (history.SearchPage, error) {
 	q, offset, limit, err := textsearch.Request(sq)
 	if err != nil {

@@ -141,7 +141,7 @@ CREATE TABLE events (
 	// words as a tsvector ('english' configuration) under a GIN index, and
 	// the tool a tool result answers, written by the Append that stores the
 	// message. The existing messages are indexed here as Append indexes
-	// them (internal/textsearch.DocOf and ToolName).
+	// them (history/internal/textsearch.DocOf and ToolName).
 	migrationSearch,
 	// 6: a segment's fidelity (history.Fidelity).
 	`
@@ -174,7 +174,7 @@ CREATE TABLE configs (
 `
 
 // migrationSearch is migration 5. The words are split as
-// internal/textsearch.Words splits them (at ASCII punctuation, white space
+// history/internal/textsearch.Words splits them (at ASCII punctuation, white space
 // and control characters; Words also at non-ASCII punctuation) before
 // to_tsvector sees them. Text that is not UTF-8 (or holds NUL
 // bytes, which PostgreSQL text refuses) is indexed without its non-ASCII

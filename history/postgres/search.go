@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/textsearch"
 	"github.com/sessionkit/sessionkit/history/storekit"
-	"github.com/sessionkit/sessionkit/internal/textsearch"
 )
 
 // Search (docs/storage.md, "Search"). Every message row holds its words as
@@ -22,7 +22,7 @@ import (
 // Search asks, for each content word of the query, for the newest of the
 // session's messages whose tsvector matches the word (plainto_tsquery: any
 // text is a valid query), at most maxCandidates in all, reads them and
-// ranks them with internal/textsearch, as the other stores rank theirs (a
+// ranks them with history/internal/textsearch, as the other stores rank theirs (a
 // word held by more messages than its share has its message count
 // estimated, textsearch.Estimate).
 
@@ -43,7 +43,7 @@ func indexText(s string) string {
 
 // searchDocs returns, for msgs about to be appended after the state st,
 // the tool each answers (textsearch.ToolName) and the text to_tsvector
-// indexes: the words of the message as internal/textsearch splits them
+// indexes: the words of the message as history/internal/textsearch splits them
 // (Joined), so that PostgreSQL's parser finds the same words (on its own it
 // keeps "ledger.go" or a path as one token).
 func (s *Store) searchDocs(ctx context.Context, tx pgx.Tx, id string, st *state, msgs []history.Message) (tools [][]byte, docs []string, err error) {

@@ -654,7 +654,7 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 			return s.fail(ctx, op, err)
 		}
 		rec.FinishedAt = decodeTime(at)
-		seg = history.CommittedSegment(&c, rec)
+		seg = storekit.CommittedSegment(&c, rec)
 		return nil
 	})
 	if err != nil {

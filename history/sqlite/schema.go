@@ -168,7 +168,7 @@ CREATE TABLE configs (
 
 // migrationSearch is migration 6. It numbers the sessions, creates the
 // FTS5 table and indexes every stored message as Append does
-// (internal/textsearch.DocOf and ToolName): the text, the assistant's tool
+// (history/internal/textsearch.DocOf and ToolName): the text, the assistant's tool
 // calls as "name arguments" lines, and a tool result's tool name, found
 // among the calls of the assistant messages before it. The message fields
 // come out of the body column as decodeBody reads them.

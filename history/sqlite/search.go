@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/textsearch"
 	"github.com/sessionkit/sessionkit/history/storekit"
-	"github.com/sessionkit/sessionkit/internal/textsearch"
 )
 
 // Search (docs/storage.md, "Search"). Every message has one row in the FTS5
@@ -23,7 +23,7 @@ import (
 //
 // Search asks the index, for each content word of the query, for the
 // newest messages holding it (at most maxCandidates in all), reads those
-// messages and ranks them with internal/textsearch, as memstore ranks its
+// messages and ranks them with history/internal/textsearch, as memstore ranks its
 // own. A word held by more messages than its share has its message count
 // (bm25's document frequency) estimated from how far back its share
 // reaches (textsearch.Estimate), which costs no scan of its matches. A message that holds a word held by fewer messages than its share

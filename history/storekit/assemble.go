@@ -7,6 +7,33 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
+// CommittedSegment is the Segment that commit c makes of the in-progress
+// compaction rec, as [history.Store.CommitCompaction] returns it: without
+// Messages, created at rec.FinishedAt (the commit's time as the store keeps
+// it). Stores return it from CommitCompaction, and a session uses it for a
+// commit that landed although the store reported an error, so both give
+// the same Segment.
+func CommittedSegment(c *history.Commit, rec *history.CompactionRecord) *history.Segment {
+	return &history.Segment{
+		ID:           c.SegmentID,
+		CompactID:    c.CompactID,
+		Trigger:      rec.Trigger,
+		Summary:      c.Summary,
+		Instructions: rec.Instructions,
+		CreatedAt:    rec.FinishedAt,
+		StartedAt:    rec.StartedAt,
+		InputTokens:  c.InputTokens,
+		OutputTokens: c.OutputTokens,
+		Position:     rec.Position,
+
+		SummaryProvider: c.SummaryProvider,
+		SummaryModel:    c.SummaryModel,
+		ContextBefore:   c.ContextBefore,
+		ContextAfter:    c.ContextAfter,
+		Fidelity:        c.Fidelity.Clone(),
+	}
+}
+
 // SegmentSpan is the range of timeline positions a [history.Segment]'s
 // archived messages occupy, both ends included.
 type SegmentSpan struct {

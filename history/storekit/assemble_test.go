@@ -2,6 +2,7 @@ package storekit_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -72,4 +73,13 @@ func TestMergeConfigs(t *testing.T) {
 	}
 	assert.Same(t, &recs[1], out[2].Config)
 	assert.Equal(t, entries, storekit.MergeConfigs(entries, nil))
+}
+
+func TestCommittedSegment(t *testing.T) {
+	started, finished := time.Unix(10, 5), time.Unix(20, 7)
+	c := &history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 4, Summary: "sum", InputTokens: 11, OutputTokens: 3, At: time.Unix(99, 0)}
+	rec := &history.CompactionRecord{CompactID: "c1", Trigger: "auto", Instructions: "keep paths", Status: history.StatusInProgress, StartedAt: started, FinishedAt: finished, Position: 42}
+	want := &history.Segment{ID: "g1", CompactID: "c1", Trigger: "auto", Summary: "sum", Instructions: "keep paths",
+		CreatedAt: finished, StartedAt: started, InputTokens: 11, OutputTokens: 3, Position: 42}
+	assert.Equal(t, want, storekit.CommittedSegment(c, rec))
 }
