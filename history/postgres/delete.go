@@ -8,39 +8,25 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-var (
-	_ history.Deleter = (*Store)(nil)
-	_ history.Deleter = (*fencedStore)(nil)
-)
+var _ history.Deleter = (*Store)(nil)
 
 // Delete implements [history.Deleter]: in one transaction, after the
 // lease check of every write, it removes the session's messages (and so
 // its search index, their search column), compactions (Segments and undos
 // are their rows), events and sessions row. The leases row stays: tokens
 // only grow.
+//
+// The lock order is that of swap: a lease's delete locks the lease row
+// (checkToken) and then the sessions row; the store's own locks the
+// sessions row and then reads the lease, so that an Acquire committed
+// before it is seen, and one still in flight waits for the sessions row
+// and then finds no session.
 func (s *Store) Delete(ctx context.Context, id string) error {
-	return s.delete(ctx, id, nil)
-}
-
-// Delete implements [history.Deleter] for the lease's session.
-func (f *fencedStore) Delete(ctx context.Context, id string) error {
-	if err := f.mine(id); err != nil {
-		return err
-	}
-	return f.l.s.delete(ctx, id, f.l)
-}
-
-// delete is Delete, fenced by l when l is not nil. The lock order is that
-// of swap: a fenced delete locks the lease row (checkToken) and then the
-// sessions row; an unfenced one locks the sessions row and then reads the
-// lease, so that an Acquire committed before it is seen, and one still in
-// flight waits for the sessions row and then finds no session.
-func (s *Store) delete(ctx context.Context, id string, l *lease) error {
 	const op = "delete"
 	key := bin(id)
-	return s.inTx(ctx, op, id, l, func(tx pgx.Tx) error {
-		if l != nil {
-			if err := l.check(ctx, op, tx.QueryRow(ctx, checkToken, key)); err != nil {
+	return s.inTx(ctx, op, id, func(tx pgx.Tx) error {
+		if s.l != nil {
+			if err := s.l.check(ctx, op, tx.QueryRow(ctx, checkToken, key)); err != nil {
 				return err
 			}
 		}
@@ -49,7 +35,7 @@ func (s *Store) delete(ctx context.Context, id string, l *lease) error {
 		if err := s.found(ctx, op, id, err); err != nil {
 			return err
 		}
-		if l == nil {
+		if s.l == nil {
 			if err := s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, key)); err != nil {
 				return err
 			}

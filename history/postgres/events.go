@@ -18,26 +18,14 @@ var _ history.EventLog = (*Store)(nil)
 // last sequence number are written in one transaction, with the lease check
 // of every write and without the version compare-and-swap.
 func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
-	return s.logEvents(ctx, id, b, nil)
-}
-
-// logEvents is LogEvents, fenced by l when l is not nil: the lease check
-// of every write, without the version compare-and-swap.
-func (s *Store) logEvents(ctx context.Context, id string, b history.EventBatch, l *lease) error {
 	const op = "log events"
 	key := bin(id)
-	return s.inTx(ctx, op, id, l, func(tx pgx.Tx) error {
-		var err error
-		if l != nil {
-			err = l.check(ctx, op, tx.QueryRow(ctx, checkToken, key))
-		} else {
-			err = s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, key))
-		}
-		if err != nil {
+	return s.inTx(ctx, op, id, func(tx pgx.Tx) error {
+		if err := s.checkLease(ctx, tx, op, id); err != nil {
 			return err
 		}
 		var last int64
-		err = tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
+		err := tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
 		if err := s.found(ctx, op, id, err); err != nil {
 			return err
 		}
@@ -72,27 +60,17 @@ var _ history.SeqReserver = (*Store)(nil)
 // lease check of every write and without the version compare-and-swap,
 // like LogEvents.
 func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
-	return s.reserve(ctx, id, gap, nil)
-}
-
-// reserve is ReserveSeqs, fenced by l when l is not nil.
-func (s *Store) reserve(ctx context.Context, id string, gap uint64, l *lease) (history.SeqReservation, error) {
 	const op = "reserve sequence numbers"
 	if err := storekit.CheckSeqGap(gap); err != nil {
 		return history.SeqReservation{}, err
 	}
 	key := bin(id)
 	var r history.SeqReservation
-	err := s.inTx(ctx, op, id, l, func(tx pgx.Tx) error {
-		var err error
-		if l != nil {
-			err = l.check(ctx, op, tx.QueryRow(ctx, checkToken, key))
-		} else {
-			err = s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, key))
-		}
-		if err != nil {
+	err := s.inTx(ctx, op, id, func(tx pgx.Tx) error {
+		if err := s.checkLease(ctx, tx, op, id); err != nil {
 			return err
 		}
+		var err error
 		if r, err = s.reserveSeqs(ctx, tx, op, key, gap); err == nil && !r.Found {
 			err = s.found(ctx, op, id, pgx.ErrNoRows)
 		}

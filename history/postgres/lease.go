@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -56,7 +55,7 @@ func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lea
 	start := time.Now()
 	key := bin(id)
 	var token int64
-	err := s.inTx(ctx, op, id, nil, func(tx pgx.Tx) error {
+	err := s.inTxOf(ctx, op, id, false, func(tx pgx.Tx) error {
 		var expires time.Time
 		// A live lease is refused without taking its row's lock (the NOT
 		// EXISTS reads the last committed row): its holder may be stopped
@@ -98,8 +97,7 @@ func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lea
 	if err != nil {
 		return nil, history.SeqReservation{}, err
 	}
-	l := &lease{s: s, State: leasing.New("postgres", id, uint64(token))}
-	l.fenced = &fencedStore{l: l}
+	l := &lease{State: leasing.New("postgres", id, uint64(token)), s: s.db}
 	if !s.leases.Add(l) { // closed meanwhile
 		l.Stop()
 		rctx, cancel := context.WithTimeout(context.Background(), closeReleaseTimeout)
@@ -115,14 +113,15 @@ func (s *Store) acquire(ctx context.Context, id string, gap uint64) (history.Lea
 // Token and Lost.
 type lease struct {
 	*leasing.State
-	s      *Store
-	fenced *fencedStore
+	s *db
 }
 
 var _ history.Lease = (*lease)(nil)
 
-// Store implements [history.Lease].
-func (l *lease) Store() history.Store { return l.fenced }
+// Store implements [history.Lease]: the store whose writes check this
+// lease in their transactions and go to the lease's session only; its
+// reads are the store's.
+func (l *lease) Store() history.Store { return &Store{db: l.s, l: l} }
 
 // Release implements [history.Lease]. It stops the renewals and, if the
 // lease is still the session's current one, marks it released in the
@@ -157,8 +156,17 @@ func (l *lease) releaseRow(ctx context.Context) error {
 	return err
 }
 
+// mine fails with history.ErrInvalid for a write of a lease's store to
+// another session. A nil lease (the store itself) writes anywhere.
+func (l *lease) mine(id string) error {
+	if l == nil {
+		return nil
+	}
+	return l.Mine(id)
+}
+
 // usable fails with history.ErrFenced if the lease is known to be lost or
-// was released. A nil lease (the unfenced store) is always usable.
+// was released. A nil lease (the store itself) is always usable.
 func (l *lease) usable(op string) error {
 	if l == nil {
 		return nil
@@ -198,139 +206,4 @@ func (l *lease) renewOnce(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return tag.RowsAffected() == 1, nil
-}
-
-// fencedStore is the store as a lease's holder sees it ([history.Lease]
-// Store): reads are the store's; writes to the leased session check the
-// lease in their own transaction; writes to other sessions fail.
-type fencedStore struct{ l *lease }
-
-var (
-	_ history.Store          = (*fencedStore)(nil)
-	_ history.Uncompacter    = (*fencedStore)(nil)
-	_ history.ConfigRecorder = (*fencedStore)(nil)
-	_ history.EventLog       = (*fencedStore)(nil)
-	_ history.SeqReserver    = (*fencedStore)(nil)
-	_ history.Searcher       = (*fencedStore)(nil)
-)
-
-// Search implements [history.Searcher]: a read, the store's.
-func (f *fencedStore) Search(ctx context.Context, id string, q history.SearchQuery) (history.SearchPage, error) {
-	return f.l.s.Search(ctx, id, q)
-}
-
-// mine fails with history.ErrInvalid for a write to another session.
-func (f *fencedStore) mine(id string) error {
-	if id != f.l.Session() {
-		return fmt.Errorf("%w: the lease of session %q does not cover session %q", history.ErrInvalid, f.l.Session(), id)
-	}
-	return nil
-}
-
-// Create implements [history.Store].
-func (f *fencedStore) Create(ctx context.Context, n history.NewSession) (*history.Snapshot, error) {
-	if err := f.mine(n.ID); err != nil {
-		return nil, err
-	}
-	return f.l.s.create(ctx, n, f.l)
-}
-
-// Load implements [history.Store].
-func (f *fencedStore) Load(ctx context.Context, id string) (*history.Snapshot, error) {
-	return f.l.s.Load(ctx, id)
-}
-
-// Append implements [history.Store].
-func (f *fencedStore) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
-	if err := f.mine(id); err != nil {
-		return 0, err
-	}
-	return f.l.s.append(ctx, id, version, msgs, f.l)
-}
-
-// SetConfig implements [history.Store].
-func (f *fencedStore) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
-	if err := f.mine(id); err != nil {
-		return 0, err
-	}
-	return f.l.s.setConfig(ctx, id, version, config, f.l)
-}
-
-// RecordConfig implements [history.ConfigRecorder].
-func (f *fencedStore) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
-	if err := f.mine(id); err != nil {
-		return 0, nil, err
-	}
-	return f.l.s.recordConfig(ctx, id, version, c, f.l)
-}
-
-// BeginCompaction implements [history.Store].
-func (f *fencedStore) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
-	if err := f.mine(id); err != nil {
-		return 0, err
-	}
-	return f.l.s.beginCompaction(ctx, id, version, rec, f.l)
-}
-
-// FinishCompaction implements [history.Store].
-func (f *fencedStore) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
-	if err := f.mine(id); err != nil {
-		return 0, err
-	}
-	return f.l.s.finishCompaction(ctx, id, version, compactID, status, errText, at, f.l)
-}
-
-// CommitCompaction implements [history.Store].
-func (f *fencedStore) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
-	if err := f.mine(id); err != nil {
-		return 0, nil, err
-	}
-	return f.l.s.commit(ctx, id, version, c, f.l)
-}
-
-// Uncompact implements [history.Uncompacter].
-func (f *fencedStore) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
-	if err := f.mine(id); err != nil {
-		return 0, nil, err
-	}
-	return f.l.s.uncompact(ctx, id, version, u, f.l)
-}
-
-// Recover implements [history.Store].
-func (f *fencedStore) Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error) {
-	if err := f.mine(id); err != nil {
-		return 0, nil, err
-	}
-	return f.l.s.recover(ctx, id, version, at, f.l)
-}
-
-// Segments implements [history.Store].
-func (f *fencedStore) Segments(ctx context.Context, id string) ([]history.Segment, error) {
-	return f.l.s.Segments(ctx, id)
-}
-
-// Timeline implements [history.Store].
-func (f *fencedStore) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
-	return f.l.s.Timeline(ctx, id)
-}
-
-// LogEvents implements [history.EventLog].
-func (f *fencedStore) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
-	if err := f.mine(id); err != nil {
-		return err
-	}
-	return f.l.s.logEvents(ctx, id, b, f.l)
-}
-
-// ReserveSeqs implements [history.SeqReserver].
-func (f *fencedStore) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
-	if err := f.mine(id); err != nil {
-		return history.SeqReservation{}, err
-	}
-	return f.l.s.reserve(ctx, id, gap, f.l)
-}
-
-// Events implements [history.EventLog].
-func (f *fencedStore) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
-	return f.l.s.Events(ctx, id, after, limit)
 }

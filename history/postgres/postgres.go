@@ -27,6 +27,15 @@ import (
 // database. It is safe for concurrent use, and any number of Stores, in one
 // process or many, may share a database; see the package documentation.
 type Store struct {
+	*db
+	// l is set for the store as a lease's holder sees it (Lease.Store):
+	// it writes only to the lease's session, and every write checks the
+	// lease in its transaction.
+	l *lease
+}
+
+// db is the open database, shared by a Store and the stores of its leases.
+type db struct {
 	pool   *pgxpool.Pool
 	url    string
 	ttl    time.Duration
@@ -200,8 +209,8 @@ func open(ctx context.Context, url string, readOnly bool, opts []Option) (*Store
 	if _, ok := cfg.ConnConfig.RuntimeParams["application_name"]; !ok {
 		cfg.ConnConfig.RuntimeParams["application_name"] = "sessionkit"
 	}
-	st := &Store{url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false),
-		lockTimeout: o.lockTimeout, bounds: txBounds(o.ttl, o.lockTimeout), hooks: o.hooks}
+	st := &Store{db: &db{url: url, ttl: o.ttl, holder: o.holder, st: sqlstore.NewState("postgres", false),
+		lockTimeout: o.lockTimeout, bounds: txBounds(o.ttl, o.lockTimeout), hooks: o.hooks}}
 	st.conns.track(cfg.ConnConfig)
 	if readOnly {
 		// Every transaction of every connection, also a statement run
@@ -299,9 +308,9 @@ const CloseTimeout = closeReleaseTimeout + closeCallsTimeout
 // their connections and they fail with [history.ErrClosed] (a write cut so
 // may have committed, as after any lost connection). Close returns within
 // [CloseTimeout] even when the database does not answer. Closing twice is
-// a no-op.
+// a no-op, and so is closing a lease's view of the store (Lease.Store).
 func (s *Store) Close() error {
-	if s.st.Close() {
+	if s.l != nil || s.st.Close() {
 		return nil
 	}
 	leases := s.leases.Close()
@@ -383,11 +392,11 @@ func (cs *conns) closeAll() {
 }
 
 // admit checks a call's context and the store before it starts.
-func (s *Store) admit(ctx context.Context) error { return s.st.Admit(ctx) }
+func (s *db) admit(ctx context.Context) error { return s.st.Admit(ctx) }
 
 // fail wraps an error of the driver for op, reporting a closed store as
 // [history.ErrClosed] and a finished context as the context's error.
-func (s *Store) fail(ctx context.Context, op string, err error) error { return s.st.Fail(ctx, op, err) }
+func (s *db) fail(ctx context.Context, op string, err error) error { return s.st.Fail(ctx, op, err) }
 
 // isUniqueViolation reports whether err is PostgreSQL's unique_violation.
 func isUniqueViolation(err error) bool {

@@ -81,17 +81,17 @@ var errNoChange = errors.New("no change")
 func rollback(ctx context.Context, tx pgx.Tx) { _ = tx.Rollback(ctx) }
 
 // write runs fn in one READ COMMITTED transaction after the checks every
-// write starts with: the lease check of l (nil for the unfenced store) and
-// the compare-and-swap that advances the session from version to
+// write starts with: the lease check of the store's lease (none for the
+// store itself) and the compare-and-swap that advances the session from version to
 // version+1. Any error rolls the whole transaction back.
 //
 // READ COMMITTED suffices: the compare-and-swap locks the sessions row, and
 // every row a write reads belongs to that session, so no other writer can
 // change them until the transaction ends. A concurrent writer of the same
 // version waits for the row lock and then finds the version changed.
-func (s *Store) write(ctx context.Context, op, id string, version uint64, l *lease, r reserve, fn func(tx pgx.Tx, st *state) error) (uint64, error) {
-	err := s.inTx(ctx, op, id, l, func(tx pgx.Tx) error {
-		st, err := s.swap(ctx, tx, op, id, version, l, r)
+func (s *Store) write(ctx context.Context, op, id string, version uint64, r reserve, fn func(tx pgx.Tx, st *state) error) (uint64, error) {
+	err := s.inTx(ctx, op, id, func(tx pgx.Tx) error {
+		st, err := s.swap(ctx, tx, op, id, version, r)
 		if err != nil {
 			return err
 		}
@@ -106,13 +106,19 @@ func (s *Store) write(ctx context.Context, op, id string, version uint64, l *lea
 	return version + 1, nil
 }
 
-// inTx runs fn in one write transaction of session id fenced by l (nil:
-// unfenced) and commits it; any error of fn rolls it back.
-func (s *Store) inTx(ctx context.Context, op, id string, l *lease, fn func(tx pgx.Tx) error) error {
+// inTx runs fn in one write transaction of session id and commits it; any
+// error of fn rolls it back. The store of a lease (Lease.Store) writes only
+// to the lease's session (history.ErrInvalid otherwise), and only while
+// the lease is not known to be lost (history.ErrFenced); fn checks the
+// lease again in the transaction.
+func (s *Store) inTx(ctx context.Context, op, id string, fn func(tx pgx.Tx) error) error {
 	if err := s.admit(ctx); err != nil {
 		return err
 	}
-	if err := l.usable(op); err != nil {
+	if err := s.l.mine(id); err != nil {
+		return err
+	}
+	if err := s.l.usable(op); err != nil {
 		return err
 	}
 	return s.inTxOf(ctx, op, id, false, fn)
@@ -187,9 +193,10 @@ func (s *Store) busy(ctx context.Context, op, id string, err error) error {
 }
 
 // swap sends, in one round trip, the statements every write starts with:
-// for a fenced write (l != nil) the lease check and then the version
-// compare-and-swap; for an unfenced write the compare-and-swap and then the
-// check that no live lease covers the session. When the compare-and-swap
+// for a fenced write (the store of a lease) the lease check and then the
+// version compare-and-swap; for an unfenced write (the store itself) the
+// compare-and-swap and then the check that no live lease covers the
+// session. When the compare-and-swap
 // matches no row it tells a missing session (history.ErrNotFound) from a
 // stale version (history.ErrConflict).
 //
@@ -197,25 +204,25 @@ func (s *Store) busy(ctx context.Context, op, id string, err error) error {
 // sessions row; Acquire locks the lease row and then (FOR SHARE) the
 // sessions row; an unfenced write locks the sessions row and reads the
 // lease without locking it. No two of them wait for each other in a cycle.
-func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint64, l *lease, r reserve) (*state, error) {
+func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint64, r reserve) (*state, error) {
 	v := int64(-1) // no stored version matches
 	if version <= math.MaxInt64 {
 		v = int64(version)
 	}
 	key := bin(id)
 	b := &pgx.Batch{}
-	if l != nil {
+	if s.l != nil {
 		b.Queue(checkToken, key)
 	}
 	b.Queue(swapSQL, key, v, r.pos, r.msgs)
-	if l == nil {
+	if s.l == nil {
 		b.Queue(checkLive, key)
 	}
 	st, swapped, err := func() (*state, bool, error) {
 		br := tx.SendBatch(ctx, b)
 		defer func() { _ = br.Close() }()
-		if l != nil {
-			if err := l.check(ctx, op, br.QueryRow()); err != nil {
+		if s.l != nil {
+			if err := s.l.check(ctx, op, br.QueryRow()); err != nil {
 				return nil, false, err
 			}
 		}
@@ -225,7 +232,7 @@ func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint
 			return nil, false, s.fail(ctx, op, err)
 		}
 		swapped := err == nil
-		if l == nil {
+		if s.l == nil {
 			if err := s.checkUnleased(ctx, op, id, br.QueryRow()); err != nil {
 				return nil, false, err
 			}
@@ -244,6 +251,18 @@ func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint
 		return nil, err
 	}
 	return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, current, version)
+}
+
+// checkLease is the lease check of a write that does not swap, first in
+// its transaction: the store of a lease writes only while its lease is the
+// session's current, live one (lease.check, history.ErrFenced otherwise);
+// the store itself writes only to a session no live lease covers
+// (checkUnleased, a *history.LeaseError otherwise).
+func (s *Store) checkLease(ctx context.Context, tx pgx.Tx, op, id string) error {
+	if s.l != nil {
+		return s.l.check(ctx, op, tx.QueryRow(ctx, checkToken, bin(id)))
+	}
+	return s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, bin(id)))
 }
 
 // checkUnleased scans the result of checkLive: a live lease of anyone makes
@@ -271,11 +290,6 @@ func (s *Store) read(ctx context.Context, op, id string, fn func(tx pgx.Tx) erro
 
 // Create implements [history.Store].
 func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snapshot, error) {
-	return s.create(ctx, n, nil)
-}
-
-// create is Create, fenced by l when l is not nil.
-func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*history.Snapshot, error) {
 	const op = "create"
 	if n.ID == "" {
 		return nil, fmt.Errorf("%w: session has no ID", history.ErrInvalid)
@@ -285,20 +299,20 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 	}
 	key := bin(n.ID)
 	b := &pgx.Batch{}
-	if l != nil {
+	if s.l != nil {
 		b.Queue(checkToken, key)
 	}
 	b.Queue(`INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at)
 		VALUES ($1, 1, $2, $3, $4, `+nowNanos+`, `+nowNanos+`) ON CONFLICT (id) DO NOTHING`,
 		key, nullable(n.Config), bin(n.Title), bin(n.Cwd))
-	if l == nil {
+	if s.l == nil {
 		b.Queue(checkLive, key)
 	}
-	err := s.inTx(ctx, op, n.ID, l, func(tx pgx.Tx) error {
+	err := s.inTx(ctx, op, n.ID, func(tx pgx.Tx) error {
 		br := tx.SendBatch(ctx, b)
 		defer func() { _ = br.Close() }()
-		if l != nil {
-			if err := l.check(ctx, op, br.QueryRow()); err != nil {
+		if s.l != nil {
+			if err := s.l.check(ctx, op, br.QueryRow()); err != nil {
 				return err
 			}
 		}
@@ -306,7 +320,7 @@ func (s *Store) create(ctx context.Context, n history.NewSession, l *lease) (*hi
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
-		if l == nil {
+		if s.l == nil {
 			if err := s.checkUnleased(ctx, op, n.ID, br.QueryRow()); err != nil {
 				return err
 			}
@@ -405,11 +419,6 @@ func (s *Store) strings(ctx context.Context, tx pgx.Tx, op, query string, args .
 // Append implements [history.Store]. Each message takes the next timeline
 // position and the next message number; all of them go in with one INSERT.
 func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
-	return s.append(ctx, id, version, msgs, nil)
-}
-
-// append is Append, fenced by l when l is not nil.
-func (s *Store) append(ctx context.Context, id string, version uint64, msgs []history.Message, l *lease) (uint64, error) {
 	const op = "append"
 	if err := storekit.CheckMessages(msgs); err != nil {
 		return 0, err
@@ -419,7 +428,7 @@ func (s *Store) append(ctx context.Context, id string, version uint64, msgs []hi
 		return 0, err
 	}
 	n := int64(len(msgs))
-	return s.write(ctx, op, id, version, l, reserve{pos: n, msgs: n}, func(tx pgx.Tx, st *state) error {
+	return s.write(ctx, op, id, version, reserve{pos: n, msgs: n}, func(tx pgx.Tx, st *state) error {
 		tools, docs, err := s.searchDocs(ctx, tx, id, st, msgs)
 		if err != nil {
 			return err
@@ -440,16 +449,11 @@ func (s *Store) append(ctx context.Context, id string, version uint64, msgs []hi
 
 // SetConfig implements [history.Store].
 func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error) {
-	return s.setConfig(ctx, id, version, config, nil)
-}
-
-// setConfig is SetConfig, fenced by l when l is not nil.
-func (s *Store) setConfig(ctx context.Context, id string, version uint64, config json.RawMessage, l *lease) (uint64, error) {
 	const op = "set config"
 	if err := storekit.CheckConfig(config); err != nil {
 		return 0, err
 	}
-	return s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
+	return s.write(ctx, op, id, version, reserve{}, func(tx pgx.Tx, _ *state) error {
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET config = $2 WHERE id = $1`, bin(id), nullable(config)); err != nil {
 			return s.fail(ctx, op, err)
 		}
@@ -457,15 +461,10 @@ func (s *Store) setConfig(ctx context.Context, id string, version uint64, config
 	})
 }
 
-// RecordConfig implements [history.ConfigRecorder].
+// RecordConfig implements [history.ConfigRecorder]: the configuration and
+// the record of its change in one write transaction; the record takes the
+// next timeline position.
 func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
-	return s.recordConfig(ctx, id, version, c, nil)
-}
-
-// recordConfig is RecordConfig, fenced by l when l is not nil: the
-// configuration and the record of its change in one write transaction; the
-// record takes the next timeline position.
-func (s *Store) recordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange, l *lease) (uint64, *history.ConfigRecord, error) {
 	const op = "record config"
 	if err := storekit.CheckConfigChange(&c); err != nil {
 		return 0, nil, err
@@ -475,7 +474,7 @@ func (s *Store) recordConfig(ctx context.Context, id string, version uint64, c h
 		return 0, nil, err
 	}
 	var rec *history.ConfigRecord
-	v, err := s.write(ctx, op, id, version, l, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
+	v, err := s.write(ctx, op, id, version, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
 		if _, err := tx.Exec(ctx, `UPDATE sessions SET config = $2 WHERE id = $1`, bin(id), nullable(c.Config)); err != nil {
 			return s.fail(ctx, op, err)
 		}
@@ -515,11 +514,6 @@ func (s *Store) configs(ctx context.Context, tx pgx.Tx, op, id string) ([]histor
 // BeginCompaction implements [history.Store]. The record takes the next
 // timeline position.
 func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord) (uint64, error) {
-	return s.beginCompaction(ctx, id, version, rec, nil)
-}
-
-// beginCompaction is BeginCompaction, fenced by l when l is not nil.
-func (s *Store) beginCompaction(ctx context.Context, id string, version uint64, rec history.CompactionRecord, l *lease) (uint64, error) {
 	const op = "begin compaction"
 	if err := storekit.CheckBegin(&rec); err != nil {
 		return 0, err
@@ -532,7 +526,7 @@ func (s *Store) beginCompaction(ctx context.Context, id string, version uint64, 
 	if rec.Status != history.StatusInProgress {
 		finished = started
 	}
-	return s.write(ctx, op, id, version, l, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
+	return s.write(ctx, op, id, version, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
 		tag, err := tx.Exec(ctx, `
 			INSERT INTO compactions (session_id, compact_id, pos, status, trigger_kind, instructions, started_at, finished_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (session_id, compact_id) DO NOTHING`,
@@ -574,11 +568,6 @@ func (s *Store) inProgress(ctx context.Context, tx pgx.Tx, op, id, compactID str
 
 // FinishCompaction implements [history.Store].
 func (s *Store) FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time) (uint64, error) {
-	return s.finishCompaction(ctx, id, version, compactID, status, errText, at, nil)
-}
-
-// finishCompaction is FinishCompaction, fenced by l when l is not nil.
-func (s *Store) finishCompaction(ctx context.Context, id string, version uint64, compactID string, status history.CompactionStatus, errText string, at time.Time, l *lease) (uint64, error) {
 	const op = "finish compaction"
 	if err := storekit.CheckFinish(status); err != nil {
 		return 0, err
@@ -587,7 +576,7 @@ func (s *Store) finishCompaction(ctx context.Context, id string, version uint64,
 	if err != nil {
 		return 0, err
 	}
-	return s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
+	return s.write(ctx, op, id, version, reserve{}, func(tx pgx.Tx, _ *state) error {
 		if _, err := s.inProgress(ctx, tx, op, id, compactID); err != nil {
 			return err
 		}
@@ -605,18 +594,13 @@ func (s *Store) finishCompaction(ctx context.Context, id string, version uint64,
 // of a fixed number of statements, whatever it archives: it moves the
 // session's Active boundary, and reads none of the archived messages.
 func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64, c history.Commit) (uint64, *history.Segment, error) {
-	return s.commit(ctx, id, version, c, nil)
-}
-
-// commit is CommitCompaction, fenced by l when l is not nil.
-func (s *Store) commit(ctx context.Context, id string, version uint64, c history.Commit, l *lease) (uint64, *history.Segment, error) {
 	const op = "commit compaction"
 	at, err := encodeTime(c.At)
 	if err != nil {
 		return 0, nil, err
 	}
 	var seg *history.Segment
-	v, err := s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, st *state) error {
+	v, err := s.write(ctx, op, id, version, reserve{}, func(tx pgx.Tx, st *state) error {
 		if err := storekit.CheckCommit(&c, int(st.active())); err != nil {
 			return err
 		}
@@ -666,18 +650,13 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 // Recover implements [history.Store]. With no compaction in progress it
 // writes nothing and returns version.
 func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error) {
-	return s.recover(ctx, id, version, at, nil)
-}
-
-// recover is Recover, fenced by l when l is not nil.
-func (s *Store) recover(ctx context.Context, id string, version uint64, at time.Time, l *lease) (uint64, []string, error) {
 	const op = "recover"
 	finished, err := encodeTime(at)
 	if err != nil {
 		return 0, nil, err
 	}
 	var ids []string
-	v, err := s.write(ctx, op, id, version, l, reserve{}, func(tx pgx.Tx, _ *state) error {
+	v, err := s.write(ctx, op, id, version, reserve{}, func(tx pgx.Tx, _ *state) error {
 		var err error
 		ids, err = s.strings(ctx, tx, op, selectInProgress, bin(id))
 		if err != nil {
@@ -780,17 +759,12 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 	return out, nil
 }
 
-// Uncompact implements [history.Uncompacter].
+// Uncompact implements [history.Uncompacter]: one write transaction that
+// moves the watermark back to the first message of the newest standing
+// segment, restores the summary of the one before it and marks it undone.
+// It reads none of the messages (it counts the restored ones through the
+// primary key).
 func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
-	return s.uncompact(ctx, id, version, u, nil)
-}
-
-// uncompact is Uncompact, fenced by l when l is not nil: one write
-// transaction that moves the watermark back to the first message of the
-// newest standing segment, restores the summary of the one before it and
-// marks it undone. It reads none of the messages (it counts the restored
-// ones through the primary key).
-func (s *Store) uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction, l *lease) (uint64, *history.UncompactionRecord, error) {
 	const op = "uncompact"
 	if err := storekit.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
@@ -800,7 +774,7 @@ func (s *Store) uncompact(ctx context.Context, id string, version uint64, u hist
 		return 0, nil, err
 	}
 	var rec *history.UncompactionRecord
-	v, err := s.write(ctx, op, id, version, l, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
+	v, err := s.write(ctx, op, id, version, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
 		r := history.UncompactionRecord{ID: u.ID, At: decodeTime(at), Position: st.nextPos}
 		var (
 			compactID, segID []byte

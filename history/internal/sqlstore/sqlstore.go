@@ -28,10 +28,9 @@
 //     each package's own Option type, one line each.
 //   - Search and the indexing in Append (search.go): the index differs
 //     (an FTS5 table against a tsvector column), and so does each
-//     statement; the steps between them are history/internal/textsearch's (Request,
-//     ToolName, DocOf, Gather, Prune, Place, Page).
-//   - PostgreSQL's exported write methods and their fenced twins (setConfig
-//     and so on) have one shape; the fenced store of a lease calls the twin.
+//     statement; the steps between them are
+//     history/internal/textsearch's (Request, ToolName, DocOf, Gather,
+//     Prune, Place, Page).
 package sqlstore
 
 import (
