@@ -9,21 +9,12 @@ import (
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 )
 
-// deleteCapability is the delete capability of both versions: {} when the
-// store can delete sessions (history.Deleter), absent otherwise.
-func (s *server) deleteCapability() *schema.Capability {
-	if _, ok := s.store.(history.Deleter); ok {
-		return &schema.Capability{}
-	}
-	return nil
-}
-
 // deleteSession handles session/delete on both versions. A session open on
 // this connection is closed first, as session/close closes it (forgotten
 // at once, its turn cancelled, its session.Session closed, which ends its
 // tools' work and releases its lease; agentSession.end); once its owner
 // and writer have ended, every update it had is on the wire, and the store
-// deletes it (history.Deleter). The request holds the connection's dispatch until
+// deletes it (history.Catalog). The request holds the connection's dispatch until
 // then (ServerOptions' ordered requests), so a request after it sees the
 // session gone. A session that another process serves is refused, naming
 // it (servedElsewhere), and nothing is deleted; an unknown one is the
@@ -32,10 +23,6 @@ func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	var p schema.DeleteSessionRequest
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
-	}
-	d, ok := s.store.(history.Deleter)
-	if !ok {
-		return nil, jsonrpc.MethodNotFoundError(req.Method)
 	}
 	if p.SessionID == "" {
 		return nil, invalidParams(`field "sessionId": must not be empty`)
@@ -51,7 +38,7 @@ func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, 
 		s.forget(a)
 		a.end()
 	}
-	err := d.Delete(ctx, p.SessionID)
+	err := s.store.Delete(ctx, p.SessionID)
 	switch {
 	case errors.Is(err, history.ErrLeased) || errors.Is(err, history.ErrBusy):
 		return nil, refusedByStore(err)

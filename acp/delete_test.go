@@ -203,21 +203,6 @@ func TestServe_SessionDeleteMalformed(t *testing.T) {
 	assert.Equal(t, []string{sid}, listed(t, c))
 }
 
-// noDeleteStore is a store that cannot delete (nor list).
-type noDeleteStore struct{ history.Store }
-
-// A store that cannot delete: session/delete is not advertised and is an
-// unknown method.
-func TestServe_SessionDeleteNotAdvertised(t *testing.T) {
-	for _, v := range []string{v1InitParams, v2InitParams} {
-		c := hostileServe(t, hostileFake(), noDeleteStore{memstore.New()}, acp.ServerOptions{})
-		assert.Nil(t, deleteCapability(t, c, v), v)
-		sid := c.newSession()
-		wantError(t, c.call("session/delete", deleteParams(sid)), jsonrpc.MethodNotFound, v)
-		c.close()
-	}
-}
-
 // watchedDeleter is a memstore whose first Delete closes deleting.
 type watchedDeleter struct {
 	*memstore.Store

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 
 	"github.com/sessionkit/sessionkit/acp/schema"
-	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 	"github.com/sessionkit/sessionkit/provider"
 )
@@ -79,7 +78,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested schema.ProtocolVer
 		ProtocolVersion: schema.ProtocolVersion2,
 		Info:            info,
 		Capabilities: schema.AgentCapabilitiesV2{
-			Session: &schema.SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: s.deleteCapability(), Mcp: s.mcpV2()},
+			Session: &schema.SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: &schema.Capability{}, Mcp: s.mcpV2()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
@@ -115,15 +114,11 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 }
 
 // sessionCapabilities are the v1 session methods this agent answers:
-// session/list only when its store can list sessions, session/delete only
-// when it can delete them; additionalDirectories
+// every store lists and deletes sessions; additionalDirectories
 // when sessions have tools of their own (ServerOptions.SessionTools), which
 // are given those directories.
 func (s *server) sessionCapabilities() schema.SessionCapabilities {
-	caps := schema.SessionCapabilities{Resume: &schema.Capability{}, Close: &schema.Capability{}, Delete: s.deleteCapability()}
-	if _, ok := s.store.(history.Lister); ok {
-		caps.List = &schema.Capability{}
-	}
+	caps := schema.SessionCapabilities{Resume: &schema.Capability{}, Close: &schema.Capability{}, Delete: &schema.Capability{}, List: &schema.Capability{}}
 	if s.opts.SessionTools != nil {
 		caps.AdditionalDirectories = &schema.Capability{}
 	}

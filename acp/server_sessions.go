@@ -42,11 +42,7 @@ func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, e
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	lister, ok := s.store.(history.Lister)
-	if !ok {
-		return nil, jsonrpc.MethodNotFoundError(req.Method)
-	}
-	page, err := lister.ListSessions(ctx, history.ListOptions{Cwd: p.Cwd, Cursor: p.Cursor})
+	page, err := s.store.ListSessions(ctx, history.ListOptions{Cwd: p.Cwd, Cursor: p.Cursor})
 	if errors.Is(err, history.ErrInvalid) {
 		return nil, invalidParams("%v", err)
 	}

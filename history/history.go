@@ -38,7 +38,6 @@
 package history
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -333,18 +332,6 @@ type Entry struct {
 	Config       *ConfigRecord
 }
 
-// ConfigRecorder is implemented by stores that record a session's
-// configuration changes in its timeline, so that a replay shows each change
-// where it happened. The stores of sessionkit (memstore, sqlite, postgres)
-// all do.
-type ConfigRecorder interface {
-	// RecordConfig replaces the session's configuration with c.Config, as
-	// SetConfig does, and in the same transaction records a [ConfigRecord]
-	// of c at the next timeline position. It returns the record. c.Data
-	// must be JSON (ErrInvalid otherwise).
-	RecordConfig(ctx context.Context, id string, version uint64, c ConfigChange) (uint64, *ConfigRecord, error)
-}
-
 // ConfigChange is one change of a session's configuration (see
 // [ConfigRecorder]).
 type ConfigChange struct {
@@ -429,20 +416,6 @@ type Commit struct {
 	Fidelity                      Fidelity
 }
 
-// Uncompacter is implemented by stores that can undo a compaction. The
-// stores of sessionkit (memstore, sqlite, postgres) all do.
-type Uncompacter interface {
-	// Uncompact undoes the newest Segment that is not undone yet, in one
-	// transaction: its messages become the front of Active again (the
-	// watermark moves back to its first message), the retained summary
-	// becomes the one of the Segment before it that still stands ("" when
-	// none), the Segment is marked undone with u (it stays in the archive)
-	// and an [UncompactionRecord] takes the next timeline position. It
-	// returns the record. With no Segment to undo it fails with
-	// ErrNothingToUndo and writes nothing.
-	Uncompact(ctx context.Context, id string, version uint64, u Uncompaction) (uint64, *UncompactionRecord, error)
-}
-
 // Uncompaction names one undo (see [Uncompacter]).
 type Uncompaction struct {
 	ID string // unique per session
@@ -452,49 +425,6 @@ type Uncompaction struct {
 // ErrNothingToUndo is returned by Uncompact when the session has no Segment
 // that is not undone.
 var ErrNothingToUndo = errors.New("history: no compaction to undo")
-
-// Store persists the canonical history of many sessions.
-//
-// Every write takes the session version the caller last saw and returns the
-// next one; a mismatch returns [ErrConflict] and writes nothing. Every write is
-// one transaction: it happens completely or not at all, and is durable when
-// the call returns. Errors wrap [ErrNotFound], [ErrExists], [ErrConflict],
-// [ErrInvalid] or [ErrClosed] where they apply.
-type Store interface {
-	// Create stores a new, empty session. It fails with ErrExists if the ID is
-	// taken.
-	Create(ctx context.Context, s NewSession) (*Snapshot, error)
-	// Load reads a session's Active messages, retained summary and
-	// configuration in one consistent read.
-	Load(ctx context.Context, id string) (*Snapshot, error)
-	// Append adds messages at the end of Active, in order.
-	Append(ctx context.Context, id string, version uint64, msgs []Message) (uint64, error)
-	// SetConfig replaces the session's opaque configuration.
-	SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error)
-	// BeginCompaction records a compaction attempt at the current end of the
-	// timeline. rec.Status is StatusInProgress, or StatusNothingToCompact for
-	// an attempt that ends at once. A compaction ID already recorded for the
-	// session fails with ErrExists.
-	BeginCompaction(ctx context.Context, id string, version uint64, rec CompactionRecord) (uint64, error)
-	// FinishCompaction ends an in-progress attempt without committing it:
-	// status is StatusFailed or StatusCancelled.
-	FinishCompaction(ctx context.Context, id string, version uint64, compactID string, status CompactionStatus, errText string, at time.Time) (uint64, error)
-	// CommitCompaction is the canonical compaction commit: in one transaction
-	// it archives the oldest c.Archive Active messages as a Segment, sets the
-	// retained summary, and completes the attempt. Its cost does not depend on
-	// how many messages it archives: the returned Segment has no Messages
-	// (the caller holds them; Segments reads them back).
-	CommitCompaction(ctx context.Context, id string, version uint64, c Commit) (uint64, *Segment, error)
-	// Recover records every in-progress compaction of the session as failed
-	// with InterruptedError (docs/design.md §5.5) and returns their IDs.
-	Recover(ctx context.Context, id string, version uint64, at time.Time) (uint64, []string, error)
-	// Segments returns the session's archive, oldest first, with messages.
-	Segments(ctx context.Context, id string) ([]Segment, error)
-	// Timeline returns every message and record (compactions, and the
-	// uncompactions and configuration changes of stores that record them)
-	// in timeline order.
-	Timeline(ctx context.Context, id string) ([]Entry, error)
-}
 
 // Sentinel errors of stores. Test with errors.Is.
 var (

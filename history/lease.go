@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// Leaser is implemented by stores that several processes share
-// (history/postgres, history/sqlite). A session is served by at most one process at a
-// time: the process holds the session's lease, and every write it makes goes
-// through [Lease.Store], whose writes check the lease's fencing token in the
-// same transaction. session.New takes the lease before it reads the session
-// when its store implements Leaser.
+// Leaser is the one optional part of a store: the leases of a store that
+// several processes share (history/postgres, history/sqlite; memstore,
+// which one process owns, has none). A session is served by at most one
+// process at a time: the process holds the session's lease, and every write
+// it makes goes through [Lease.Store], whose writes check the lease's
+// fencing token in the same transaction. session.New takes the lease
+// before it reads the session when its store implements Leaser.
 //
 // Lease expiry is judged by the store's clock (the database server's for
 // PostgreSQL, the machine's for SQLite), so the clocks of the processes do
@@ -23,6 +24,21 @@ type Leaser interface {
 	// *[LeaseError] (errors.Is [ErrLeased]). Each successful Acquire of a
 	// session gets a larger fencing token than every earlier one.
 	Acquire(ctx context.Context, id string) (Lease, error)
+	// AcquireReserving is Acquire and, in the same transaction and only
+	// when it takes the lease, [EventLog.ReserveSeqs] of the session when
+	// it exists, so that opening a session writes once. A session that
+	// does not exist yet gets its lease and a reservation whose Found is
+	// false; one without room for the gap gets its lease and a reservation
+	// whose Start is 0 (the caller releases the lease if it does not serve
+	// the session then). A gap outside 1..MaxSeq/2 is ErrInvalid, and
+	// nothing is taken.
+	AcquireReserving(ctx context.Context, id string, gap uint64) (Lease, SeqReservation, error)
+	// ReadLease returns the live lease of session id, which need not
+	// exist, or nil when no live lease covers it (none was taken, it was
+	// released or it expired), so that a program that only reads a store
+	// can tell that a session is being served by an agent. It writes
+	// nothing and takes no lease.
+	ReadLease(ctx context.Context, id string) (*LeaseInfo, error)
 }
 
 // Lease is one holder's lease of one session. Its holder keeps it alive by
@@ -75,17 +91,7 @@ func (e *LeaseError) Error() string {
 // Is reports whether target is [ErrLeased].
 func (e *LeaseError) Is(target error) bool { return target == ErrLeased }
 
-// LeaseReader is implemented by stores whose leases can be read without
-// being taken (history/sqlite, history/postgres), so that a program that
-// only reads a store can tell that a session is being served by an agent.
-type LeaseReader interface {
-	// ReadLease returns the live lease of session id, which need not
-	// exist, or nil when no live lease covers it (none was taken, it was
-	// released or it expired). It writes nothing and takes no lease.
-	ReadLease(ctx context.Context, id string) (*LeaseInfo, error)
-}
-
-// LeaseInfo describes a live lease, as [LeaseReader.ReadLease] reads it.
+// LeaseInfo describes a live lease, as [Leaser.ReadLease] reads it.
 type LeaseInfo struct {
 	Session string
 	Holder  string    // the holder's name, as in a [LeaseError]

@@ -1,14 +1,13 @@
 package history
 
 import (
-	"context"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 )
 
-// SessionInfo describes one stored session, as [Lister] lists it.
+// SessionInfo describes one stored session, as [Catalog.ListSessions] lists it.
 type SessionInfo struct {
 	ID string
 	// CreatedAt is when the session was created; UpdatedAt when it was last
@@ -23,7 +22,7 @@ type SessionInfo struct {
 	Messages int
 }
 
-// ListOptions selects and pages the sessions [Lister.ListSessions] returns.
+// ListOptions selects and pages the sessions [Catalog.ListSessions] returns.
 type ListOptions struct {
 	Cwd    string // only sessions created with this Cwd; "" = all
 	Cursor string // SessionPage.Next of the previous page; "" = the first page
@@ -36,17 +35,10 @@ type SessionPage struct {
 	Next     string        // the Cursor of the next page; "" = last page
 }
 
-// Lister is implemented by stores that can list their sessions (all three
-// stores of sessionkit do).
-//
-// Pages are keyset pages over (UpdatedAt, ID), newest first: a session
-// written while a client pages moves to the front and is not listed twice;
-// a session that was not written meanwhile is listed exactly once.
-type Lister interface {
-	// ListSessions returns one page of sessions. It fails with an error
-	// wrapping [ErrInvalid] for a negative Limit or a malformed Cursor.
-	ListSessions(ctx context.Context, opts ListOptions) (SessionPage, error)
-}
+// The order of pages: keyset pages over (UpdatedAt, ID), newest first. A
+// session written while a client pages moves to the front and is not
+// listed twice; a session that was not written meanwhile is listed exactly
+// once.
 
 // Limits of [ListOptions.Limit].
 const (

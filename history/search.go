@@ -1,8 +1,6 @@
 package history
 
-import "context"
-
-// SearchQuery is one search of a session's messages (see [Searcher]).
+// SearchQuery is one search of a session's messages (see [Reader.Search]).
 type SearchQuery struct {
 	// Text is what the caller wants to find, typically a question a model
 	// wrote ("why did we change the rounding in ledger.go"). It is never
@@ -52,18 +50,6 @@ const (
 	DefaultSearchLimit = 10
 	MaxSearchLimit     = 100
 )
-
-// Searcher is implemented by stores that can search a session's messages,
-// Active and archived (all three stores of sessionkit do). A stored message
-// is searchable as soon as the write that stored it returns: the index is
-// kept in the same transaction.
-type Searcher interface {
-	// Search returns one page of the session's messages that hold words of
-	// q.Text, best first. It fails with ErrNotFound for an unknown session
-	// and with an error wrapping ErrInvalid for a negative Limit or a
-	// malformed Cursor; never for the text of the query.
-	Search(ctx context.Context, id string, q SearchQuery) (SearchPage, error)
-}
 
 // Fidelity is how much of a compacted prefix's facts its summary kept (see
 // the compact package's Facts). It is computed for every committed Segment.

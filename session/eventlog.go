@@ -353,13 +353,13 @@ func (d *decoder) segment(id string) ([]history.Message, error) {
 // (and an idle session keeps no goroutine for it). The version of the
 // session's other writes is not involved.
 type eventLog struct {
-	store    history.EventLog // nil: the store keeps no event log
-	unlogged []Event          // durable events published and not handed to the logger
-	inFlight []Event          // the batch the logger is writing
-	busy     bool             // the logger is writing a batch
-	logged   uint64           // the Through the store holds
-	failedAt uint64           // the Through of the last batch that failed; 0 when none
-	final    bool             // the session's last batch was handed over
+	store    history.EventLog
+	unlogged []Event // durable events published and not handed to the logger
+	inFlight []Event // the batch the logger is writing
+	busy     bool    // the logger is writing a batch
+	logged   uint64  // the Through the store holds
+	failedAt uint64  // the Through of the last batch that failed; 0 when none
+	final    bool    // the session's last batch was handed over
 }
 
 // startNumbering returns where the loop's numbering starts for a session
@@ -370,17 +370,12 @@ type eventLog struct {
 // or it is killed before its first batch) still moves the next process past
 // every number it could have given: the next one starts seqGap above this
 // one's start. The record is the reservation made with the lease (reserved,
-// from history.ReservingLeaser.AcquireReserving) when there is one for this
-// snapshot, otherwise a reservation of its own (history.SeqReserver), or an
-// empty batch whose Through is the start for an event log that reserves
-// nothing. A session whose next start would leave less than seqGap numbers
+// from history.Leaser.AcquireReserving) when there is one for this
+// snapshot, otherwise a reservation of its own (history.EventLog
+// ReserveSeqs). A session whose next start would leave less than seqGap numbers
 // below history.MaxSeq is refused with ErrSeqExhausted.
 func startNumbering(ctx context.Context, store history.Store, snap *history.Snapshot, created bool, reserved *history.SeqReservation) (eventLog, uint64, error) {
-	el, ok := store.(history.EventLog)
-	if !ok {
-		return eventLog{}, 0, nil
-	}
-	elog := eventLog{store: el, logged: snap.LastSeq}
+	elog := eventLog{store: store, logged: snap.LastSeq}
 	if created {
 		return elog, 0, nil
 	}
@@ -396,31 +391,20 @@ func startNumbering(ctx context.Context, store history.Store, snap *history.Snap
 	if r := reserved; r != nil && r.Found && r.Start != 0 && r.Start == snap.LastSeq {
 		return elog, r.Start, nil
 	}
-	if rs, ok := store.(history.SeqReserver); ok {
-		r, err := rs.ReserveSeqs(ctx, snap.ID, seqGap)
-		switch {
-		case err != nil:
-			return eventLog{}, 0, fmt.Errorf("session: record where the sequence numbers of %q start: %w", snap.ID, err)
-		case r.Start == 0:
-			return eventLog{}, 0, exhausted(r.Last)
-		}
-		elog.logged = r.Start
-		return elog, r.Start, nil
-	}
-	if snap.LastSeq > history.MaxSeq-2*seqGap {
-		return eventLog{}, 0, exhausted(snap.LastSeq)
-	}
-	start := snap.LastSeq + seqGap
-	if err := el.LogEvents(ctx, snap.ID, history.EventBatch{Through: start}); err != nil {
+	r, err := store.ReserveSeqs(ctx, snap.ID, seqGap)
+	switch {
+	case err != nil:
 		return eventLog{}, 0, fmt.Errorf("session: record where the sequence numbers of %q start: %w", snap.ID, err)
+	case r.Start == 0:
+		return eventLog{}, 0, exhausted(r.Last)
 	}
-	elog.logged = start
-	return elog, start, nil
+	elog.logged = r.Start
+	return elog, r.Start, nil
 }
 
 // logPublished notes a published event for the log.
 func (l *loop) logPublished(ev Event) {
-	if l.elog.store != nil && ev.Payload.Durable() {
+	if ev.Payload.Durable() {
 		l.elog.unlogged = append(l.elog.unlogged, ev)
 	}
 }

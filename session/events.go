@@ -248,9 +248,7 @@ func newFeed(keep int, start uint64, elog eventLog) *feed {
 		Trimmed: ErrEventsTrimmed,
 	})
 	f.Start(start)
-	if elog.store != nil {
-		f.Hold(elog.logged) // until they are logged, events stay retained
-	}
+	f.Hold(elog.logged) // until they are logged, events stay retained
 	return f
 }
 

@@ -143,6 +143,18 @@ func (f *flakyStore) SetConfig(ctx context.Context, id string, v uint64, cfg jso
 	return do(f, opConfig, func() (uint64, error) { return f.Store.SetConfig(ctx, id, v, cfg) })
 }
 
+func (f *flakyStore) RecordConfig(ctx context.Context, id string, v uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
+	type out struct {
+		v   uint64
+		rec *history.ConfigRecord
+	}
+	r, err := do(f, opConfig, func() (out, error) {
+		nv, rec, err := f.Store.RecordConfig(ctx, id, v, c)
+		return out{nv, rec}, err
+	})
+	return r.v, r.rec, err
+}
+
 func (f *flakyStore) BeginCompaction(ctx context.Context, id string, v uint64, rec history.CompactionRecord) (uint64, error) {
 	return do(f, opBegin, func() (uint64, error) { return f.Store.BeginCompaction(ctx, id, v, rec) })
 }

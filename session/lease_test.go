@@ -58,6 +58,35 @@ func (s *sharedStore) Acquire(_ context.Context, id string) (history.Lease, erro
 	return l, nil
 }
 
+// AcquireReserving is Acquire, then the reservation of the session's
+// sequence numbers when it exists (the real stores make both in one
+// transaction).
+func (s *sharedStore) AcquireReserving(ctx context.Context, id string, gap uint64) (history.Lease, history.SeqReservation, error) {
+	l, err := s.Acquire(ctx, id)
+	if err != nil {
+		return nil, history.SeqReservation{}, err
+	}
+	r, err := s.Store.ReserveSeqs(ctx, id, gap)
+	switch {
+	case errors.Is(err, history.ErrNotFound):
+		return l, history.SeqReservation{}, nil
+	case err != nil:
+		_ = l.Release(ctx)
+		return nil, history.SeqReservation{}, err
+	}
+	return l, r, nil
+}
+
+// ReadLease reads the live lease of session id, nil when none.
+func (s *sharedStore) ReadLease(_ context.Context, id string) (*history.LeaseInfo, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur := s.current[id]; cur != nil {
+		return &history.LeaseInfo{Session: id, Holder: fmt.Sprintf("holder-%d", cur.token), Expires: time.Now().Add(time.Minute)}, nil
+	}
+	return nil, nil
+}
+
 // refusals is how many Acquire calls were refused so far.
 func (s *sharedStore) refusals() int {
 	s.mu.Lock()

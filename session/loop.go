@@ -125,7 +125,6 @@ type loop struct {
 	summary  string
 	archived int64 // messages archived in Segments
 	nextPos  int64 // the timeline position the next stored entry takes (history.Snapshot.NextPosition)
-	openedAt int64 // nextPos when the session was opened
 	feed     *feed
 	elog     eventLog // the event log (docs/design.md §6.1)
 	q        queue.Queue[*command]
@@ -456,10 +455,6 @@ func (l *loop) startConfigure(c *command) {
 	next := c.configure.configured(c.configure.apply(l.set))
 	if _, mine := l.tools[RecallTool]; mine && next.Recall {
 		c.finishConf(ConfigureResult{Err: invalid("tool %q is one of Config.Tools: Recall cannot be turned on", RecallTool)})
-		return
-	}
-	if next.Recall && l.s.search == nil {
-		c.finishConf(ConfigureResult{Err: invalid("Recall needs a store that can search (history.Searcher)")})
 		return
 	}
 	if err := next.validate(); err != nil {

@@ -14,8 +14,10 @@ import (
 	"github.com/sessionkit/sessionkit/provider"
 )
 
-// ErrCannotSearch is the error of Search (and of the recall tool) on a
-// session whose store does not implement history.Searcher.
+// ErrCannotSearch was the error of Search (and of the recall tool) on a
+// session whose store could not search.
+//
+// Deprecated: every history.Store searches now; nothing returns it.
 var ErrCannotSearch = errors.New("session: the store cannot search messages (it implements no history.Searcher)")
 
 // ErrUnknownMessage is wrapped by the error of Messages for a message ID the
@@ -52,11 +54,11 @@ type MessagesRequest struct {
 }
 
 // Search searches the session's messages, archived and active, with the
-// store's history.Searcher: the best hits first, each with the compaction
+// store's search (history.Reader.Search): the best hits first, each with the compaction
 // that archived it. Like Segments it reads the store in the caller's
 // goroutine (a search never holds the session up); it also works after
 // Close while the store is open. Errors: ErrInvalid for a blank query or a
-// negative limit, ErrCannotSearch for a store that cannot search, ctx's
+// negative limit, ctx's
 // error, or the store's.
 func (s *Session) Search(ctx context.Context, req SearchRequest) ([]SearchHit, error) {
 	switch {
@@ -64,10 +66,8 @@ func (s *Session) Search(ctx context.Context, req SearchRequest) ([]SearchHit, e
 		return nil, invalid("search query is empty")
 	case req.Limit < 0:
 		return nil, invalid("search limit %d is negative", req.Limit)
-	case s.search == nil:
-		return nil, ErrCannotSearch
 	}
-	page, err := s.search.Search(ctx, s.id, history.SearchQuery{Text: req.Query, Limit: min(req.Limit, history.MaxSearchLimit)})
+	page, err := s.store.Search(ctx, s.id, history.SearchQuery{Text: req.Query, Limit: min(req.Limit, history.MaxSearchLimit)})
 	if err != nil {
 		return nil, fmt.Errorf("session: search: %w", err)
 	}
@@ -178,18 +178,6 @@ func (s *Session) messagesAround(ctx context.Context, req MessagesRequest) ([]hi
 	from := max(0, at-req.Before)
 	to := at + 1 + min(req.After, len(msgs)-at-1)
 	return slices.Clone(msgs[from:to]), names, nil
-}
-
-// searcherOf is the Searcher of a session's store: the one it writes
-// through (a lease's), or else the one it was configured with, whose reads
-// are the same.
-func searcherOf(stores ...history.Store) history.Searcher {
-	for _, st := range stores {
-		if sr, ok := st.(history.Searcher); ok {
-			return sr
-		}
-	}
-	return nil
 }
 
 // The recall tool's bounds.

@@ -23,9 +23,6 @@ import (
 	"github.com/sessionkit/sessionkit/session"
 )
 
-// plainStore is a store that cannot search: only history.Store's methods.
-type plainStore struct{ history.Store }
-
 // searchStore is a memstore with a naive history.Searcher: a hit is a
 // message holding one of the query's words (of three letters or more),
 // ranked by how many; enough for the session's side of search. It also
@@ -172,10 +169,6 @@ func TestSearch_Errors(t *testing.T) {
 	assert.ErrorIs(t, err, session.ErrInvalid)
 	_, err = s.Search(ctxT(t), session.SearchRequest{Query: "cobra", Limit: -1})
 	assert.ErrorIs(t, err, session.ErrInvalid)
-
-	plain := newSession(t, providertest.New(), session.Config{Store: plainStore{memstore.New()}})
-	_, err = plain.Search(ctxT(t), session.SearchRequest{Query: "cobra"})
-	assert.ErrorIs(t, err, session.ErrCannotSearch)
 }
 
 func TestMessages_AroundAnArchivedMessageAcrossTheBoundary(t *testing.T) {
@@ -322,21 +315,6 @@ func TestRecall_ToolNameTaken(t *testing.T) {
 	assert.ErrorIs(t, err, session.ErrInvalid)
 
 	s := newSession(t, providertest.New(), session.Config{Tools: []session.Tool{mine}})
-	on := true
-	res := wait(t, must(s.Configure(ctxT(t), session.ConfigureRequest{Recall: &on})))
-	assert.ErrorIs(t, res.Err, session.ErrInvalid)
-	assert.False(t, s.Settings().Recall)
-}
-
-func TestRecall_StoreWithoutSearchRefused(t *testing.T) {
-	plain := memstore.New()
-	_, err := session.New(ctxT(t), session.Config{ID: "refused", Provider: providertest.New(), Recall: true, Store: plainStore{plain}})
-	assert.ErrorIs(t, err, session.ErrInvalid)
-	assert.ErrorContains(t, err, "Config.Recall needs a store that can search")
-	_, err = plain.Load(ctxT(t), "refused")
-	assert.ErrorIs(t, err, history.ErrNotFound, "a refused New writes nothing")
-
-	s := newSession(t, providertest.New(), session.Config{Store: plainStore{memstore.New()}})
 	on := true
 	res := wait(t, must(s.Configure(ctxT(t), session.ConfigureRequest{Recall: &on})))
 	assert.ErrorIs(t, res.Err, session.ErrInvalid)

@@ -74,11 +74,6 @@ type Replay struct {
 // session up; what happens in the meantime waits in the subscription's
 // buffer.
 //
-// With a store that keeps no event log ([history.EventLog]), only what
-// this process published and still retains can be replayed: a session
-// that had a timeline when it was opened, or an After below the retained
-// events, fails with ErrEventsTrimmed.
-//
 // ctx governs the call and, like Subscribe's, ends the subscription when it
 // ends. Errors: ErrInvalid for a negative Buffer or an After above the last
 // number given, ErrEventsTrimmed, ErrClosed, ctx's error, or the store's.
@@ -99,12 +94,7 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 			subErr = invalid("replay after sequence number %d: the last one given is %d", opts.After, l.feed.Seq())
 			return
 		}
-		if l.elog.store != nil {
-			elog, logged = l.elog.store, l.elog.logged
-		} else if l.openedAt > 0 && opts.After == 0 {
-			subErr = fmt.Errorf("%w: the session had a timeline when this process opened it, and its store (%T) keeps no event log to replay it from", ErrEventsTrimmed, s.store)
-			return
-		}
+		elog, logged = l.elog.store, l.elog.logged
 		// The loop retains every durable event the log does not hold yet.
 		if recent, subErr = l.feed.Retained(max(opts.After, logged)); subErr != nil {
 			return

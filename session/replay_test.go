@@ -256,28 +256,6 @@ func TestReplay_SessionsStoredBeforeTheLogCovered(t *testing.T) {
 	}
 }
 
-// TestReplay_StoreWithoutEventLog: with a store that keeps no event log, a
-// session replays what its process published; one that had a timeline
-// when it was opened cannot be replayed, and says so.
-func TestReplay_StoreWithoutEventLog(t *testing.T) {
-	store := struct{ history.Store }{memstore.New()} // only the Store methods
-	fake := providertest.New()
-	s := newSession(t, fake, session.Config{Store: store})
-	converse(t, s, fake, 1)
-	rep, err := s.Replay(ctxT(t), session.ReplayOptions{})
-	require.NoError(t, err)
-	rep.Sub.Close()
-	assert.Equal(t, []string{"msg:user@0", "msg:assistant@1"}, replayKinds(rep.Events))
-	require.NoError(t, s.Close())
-
-	s2, err := session.Open(ctxT(t), session.Config{ID: s.ID(), Provider: fake, Store: store})
-	require.NoError(t, err)
-	defer func() { _ = s2.Close() }()
-	_, err = s2.Replay(ctxT(t), session.ReplayOptions{})
-	require.ErrorIs(t, err, session.ErrEventsTrimmed)
-	assert.Contains(t, err.Error(), "keeps no event log")
-}
-
 // failingLog is a store whose event log refuses every batch, so that a
 // session keeps every durable event in memory, unlogged.
 type failingLog struct{ *memstore.Store }

@@ -21,9 +21,6 @@ import (
 	"github.com/sessionkit/sessionkit/session"
 )
 
-// noEventLog hides the history.EventLog of a store.
-type noEventLog struct{ history.Store }
-
 // buffered returns the events a subscription holds right now: the replay a
 // Subscribe put into it (nothing else is published meanwhile).
 func buffered(sub *session.Subscription) []session.Event {

@@ -47,9 +47,6 @@ type Session struct {
 	// leaseLost is set before the loop closes a session whose lease was lost,
 	// so that admission and the commands it ends say why (closedErr).
 	leaseLost atomic.Bool
-	// search is the store's history.Searcher, nil when it has none. It is
-	// set before the loop starts and never changes.
-	search history.Searcher
 	// prov is Config.Provider, which a prompt's images are checked
 	// against; set before the loop starts, never changed.
 	prov provider.Provider
@@ -176,16 +173,12 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		reserved *history.SeqReservation // made with the lease, when the store can
 	)
 	if leaser, ok := store.(history.Leaser); ok {
-		take := leaser.Acquire
-		rl, reserving := store.(history.ReservingLeaser)
-		if _, logs := store.(history.EventLog); logs && reserving {
-			// The sequence-number reservation of an existing session rides
-			// in the lease's transaction: one write instead of two.
-			take = func(ctx context.Context, id string) (history.Lease, error) {
-				l, r, err := rl.AcquireReserving(ctx, id, seqGap)
-				reserved = &r
-				return l, err
-			}
+		// The sequence-number reservation of an existing session rides in
+		// the lease's transaction: one write instead of two.
+		take := func(ctx context.Context, id string) (history.Lease, error) {
+			l, r, err := leaser.AcquireReserving(ctx, id, seqGap)
+			reserved = &r
+			return l, err
 		}
 		var err error
 		if lease, err = acquire(ctx, take, id, cfg.WaitForLease); err != nil {
@@ -202,13 +195,9 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 
 	// Recall is checked before anything is written: with the settings
 	// given, and again with the ones a stored session resumes with.
-	search := searcherOf(store, cfg.Store)
 	checkRecall := func(set settings) error {
 		if _, mine := tools[RecallTool]; mine && set.Recall {
 			return invalid("tool %q is the built-in tool of Config.Recall: rename it or turn Recall off", RecallTool)
-		}
-		if set.Recall && search == nil {
-			return invalid("Config.Recall needs a store that can search (history.Searcher); %T cannot", cfg.Store)
 		}
 		return nil
 	}
@@ -258,7 +247,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	// The log lacks the entries a process before stored and did not log
 	// (and every entry of a session stored before the log kept its
 	// coverage): log them now, before any number is given out.
-	if elog.store != nil && snap.LogCovers < nextPos {
+	if snap.LogCovers < nextPos {
 		start = repairLog(ctx, store, &elog, id, snap.LogCovers, nextPos, start, set, snap.Title, snap.Cwd, log)
 	}
 
@@ -274,7 +263,6 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		ctl:     make(chan func(*loop)),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
-		search:  search,
 		prov:    cfg.Provider,
 	}
 	s.storeCtx, s.stopStore = context.WithCancel(context.Background())
@@ -297,7 +285,6 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		summary:  snap.Summary,
 		archived: snap.Archived,
 		nextPos:  nextPos,
-		openedAt: nextPos,
 		feed:     newFeed(cfg.EventHistory, start, elog),
 		elog:     elog,
 		maxTool:  cfg.MaxToolOutput,
@@ -563,13 +550,10 @@ func (s *Session) Interrupt() {
 // Subscribe returns a subscription to the session's timeline
 // (docs/design.md §6). With opts.After > 0 it first replays the durable
 // events after that sequence number, then goes live. Sequence numbers
-// increase over the session's whole life: with a store that keeps an event
-// log ([history.EventLog], as the stores of sessionkit do), After can be any
-// number a subscriber was given, also by an earlier process; the events
-// older than the session's retained ones are then read from the store, in
-// the caller's goroutine. With a store that keeps none, numbering starts
-// again in every process and only retained events can be replayed
-// (ErrEventsTrimmed otherwise). An After above the last number the session
+// increase over the session's whole life: After can be any number a
+// subscriber was given, also by an earlier process; the events older than
+// the session's retained ones are then read from the store's event log
+// ([history.EventLog]), in the caller's goroutine. An After above the last number the session
 // gave out is an error (ErrInvalid).
 //
 // The subscription ends when ctx ends, on Close, when the session closes, or
@@ -583,7 +567,7 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 		elog    history.EventLog
 	)
 	if e := s.read(ctx, func(l *loop) {
-		if l.elog.store == nil || opts.After == 0 || opts.After >= l.feed.Covered() || opts.After > l.feed.Seq() {
+		if opts.After == 0 || opts.After >= l.feed.Covered() || opts.After > l.feed.Seq() {
 			sub, err = subscribe(ctx, l.feed, opts, s.unsubscribe)
 			return
 		}

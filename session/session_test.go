@@ -532,19 +532,6 @@ func TestSubscribe_ContextEndsSubscription(t *testing.T) {
 	assert.NoError(t, sub.Err())
 }
 
-// TestSubscribe_TrimmedHistory: with a store that keeps no event log, only
-// the retained events can be replayed (with one, see seq_test.go).
-func TestSubscribe_TrimmedHistory(t *testing.T) {
-	fake := providertest.New()
-	fake.SetDefault(func(*provider.Request) providertest.Reply { return providertest.Reply{Text: "ok"} })
-	s := newSession(t, fake, session.Config{EventHistory: 2, Store: noEventLog{memstore.New()}})
-	for range 4 {
-		require.NoError(t, wait(t, mustPrompt(t, s, "hi")).Err)
-	}
-	_, err := s.Subscribe(context.Background(), session.SubscribeOptions{After: 1})
-	assert.ErrorIs(t, err, session.ErrEventsTrimmed)
-}
-
 // TestSteerOrdering_Synctest checks with a fake clock that a steer queued
 // while a slow tool runs is applied at the checkpoint, before the next
 // request, and that the timeline shows it in that order.

@@ -9,8 +9,11 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// ErrCannotUncompact is the error of an Uncompact on a session whose store
-// does not implement history.Uncompacter.
+// ErrCannotUncompact was the error of an Uncompact on a session whose
+// store could not undo compactions.
+//
+// Deprecated: every history.Store undoes compactions now; nothing returns
+// it.
 var ErrCannotUncompact = errors.New("session: the store cannot undo compactions")
 
 // UncompactEvent reports an undone compaction (Session.Uncompact), after
@@ -43,16 +46,11 @@ const NothingToUndoText = "Nothing was undone: nothing to undo (this session has
 // startUncompact runs Uncompact c: one store transaction, then the loop
 // adopts the session as the store now holds it (commit, then emit).
 func (l *loop) startUncompact(c *command) {
-	u, ok := l.store.(history.Uncompacter)
-	if !ok {
-		l.finishUncompact(c, nil, ErrCannotUncompact)
-		return
-	}
 	w, v := l.writer(), l.version
 	l.submit(func(progress) func(*loop) {
 		var rec *history.UncompactionRecord
 		err := w.call(func(ctx context.Context) (err error) {
-			_, rec, err = u.Uncompact(ctx, w.id, v, history.Uncompaction{ID: c.id, At: time.Now()})
+			_, rec, err = w.store.Uncompact(ctx, w.id, v, history.Uncompaction{ID: c.id, At: time.Now()})
 			return err
 		})
 		// Active gains the restored messages at its front: read it back

@@ -105,19 +105,18 @@ func (w writer) setConfig(v uint64, blob json.RawMessage) (uint64, *history.Snap
 	return 0, snap, err
 }
 
-// recordConfig stores the settings blob and, with a store that records
-// configuration changes (history.ConfigRecorder), the record of the change
-// (data) at position pos, the session's next one; recorded reports which.
+// recordConfig stores the settings blob and, with data, the record of the
+// change (data) at position pos, the session's next one; recorded reports
+// which.
 // A write that fails is counted as landed when the store holds blob and
 // the position was taken.
 func (w writer) recordConfig(v uint64, blob, data json.RawMessage, pos int64) (nv uint64, recorded bool, snap *history.Snapshot, err error) {
-	r, ok := w.store.(history.ConfigRecorder)
-	if !ok || data == nil {
+	if data == nil {
 		nv, snap, err = w.setConfig(v, blob)
 		return nv, false, snap, err
 	}
 	err = w.call(func(ctx context.Context) (err error) {
-		nv, _, err = r.RecordConfig(ctx, w.id, v, history.ConfigChange{Config: blob, Data: data, At: time.Now()})
+		nv, _, err = w.store.RecordConfig(ctx, w.id, v, history.ConfigChange{Config: blob, Data: data, At: time.Now()})
 		return err
 	})
 	if err == nil {

@@ -186,11 +186,11 @@ func runOne(ctx context.Context, col *Column, store history.Store, s *Script, su
 					st.KeptByKind[f.Kind]++
 				}
 			}
-			hits, ok, err := search(ctx, sess, f.Query, RecallK)
+			hits, err := search(ctx, sess, f.Query, RecallK)
 			if err != nil {
 				return fmt.Errorf("search %q: %w", f.Query, err)
 			}
-			st.Searched = ok
+			st.Searched = true
 			if len(hits) > 0 && hits[0] == id {
 				st.Top++
 			}

@@ -48,11 +48,7 @@ type loggedPosition struct {
 func (s *server) live(w http.ResponseWriter, req *http.Request) {
 	ctx := req.Context()
 	id := req.PathValue("id")
-	el, ok := s.r.st.(history.EventLog)
-	if !ok {
-		s.fail(w, req, &httpError{http.StatusNotImplemented, fmt.Sprintf("this store (%T) keeps no event log: live updates need history.EventLog", s.r.st)})
-		return
-	}
+	el := s.r.st
 	// A reconnecting EventSource names the last event it got.
 	from := req.URL.Query().Get("after")
 	if last := req.Header.Get("Last-Event-ID"); last != "" {

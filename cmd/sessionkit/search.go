@@ -53,13 +53,9 @@ func fidelityLine(f history.Fidelity) string {
 }
 
 // runSearch prints the messages of a session, archived or Active, that
-// hold words of the query, best first (history.Searcher): at most --limit
+// hold words of the query, best first (history.Reader.Search): at most --limit
 // hits (default history.DefaultSearchLimit).
 func runSearch(ctx context.Context, r *reader, id string, o *options, stdout, stderr io.Writer) error {
-	searcher, ok := r.st.(history.Searcher)
-	if !ok {
-		return fmt.Errorf("the store at %s cannot search", o.store)
-	}
 	if _, _, err := r.load(ctx, id, stderr); err != nil {
 		return err
 	}
@@ -71,7 +67,7 @@ func runSearch(ctx context.Context, r *reader, id string, o *options, stdout, st
 	q := history.SearchQuery{Text: o.query}
 	for len(hits) < want {
 		q.Limit = min(want-len(hits), history.MaxSearchLimit)
-		page, err := searcher.Search(ctx, id, q)
+		page, err := r.st.Search(ctx, id, q)
 		if err != nil {
 			return err
 		}

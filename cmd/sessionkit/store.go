@@ -20,18 +20,18 @@ import (
 // defaultStore is the acp-agent's default SQLite file.
 func defaultStore() string { return envconfig.DefaultStore() }
 
-// readStore is what the commands need of a store: its reads and its
-// listing. Both stores of sessionkit that live outside a process have them.
+// readStore is what the commands need of a store: the store and the
+// reading of its leases ([history.Leaser.ReadLease]). Both stores of
+// sessionkit that live outside a process have them.
 type readStore interface {
 	history.Store
-	history.Lister
+	ReadLease(ctx context.Context, id string) (*history.LeaseInfo, error)
 	Close() error
 }
 
 // reader reads one store; it never writes and never takes a lease.
 type reader struct {
-	st     readStore
-	leases history.LeaseReader // nil when the store has no leases
+	st readStore
 }
 
 // openReader opens the store named spec for reading only: a PostgreSQL
@@ -78,9 +78,7 @@ func openReader(ctx context.Context, spec string, stderr io.Writer) (*reader, er
 		}
 		st = lite
 	}
-	r := &reader{st: st}
-	r.leases, _ = st.(history.LeaseReader)
-	return r, nil
+	return &reader{st: st}, nil
 }
 
 // storeError is a SQLite store that cannot be read: "--store PATH: " and
@@ -102,13 +100,9 @@ func (e *storeError) Unwrap() error { return e.err }
 
 func (r *reader) close() { _ = r.st.Close() }
 
-// served reads who serves session id, nil when nobody does (or the store
-// has no leases).
+// served reads who serves session id, nil when nobody does.
 func (r *reader) served(ctx context.Context, id string) (*history.LeaseInfo, error) {
-	if r.leases == nil {
-		return nil, nil
-	}
-	return r.leases.ReadLease(ctx, id)
+	return r.st.ReadLease(ctx, id)
 }
 
 // load reads session id and says on stderr when an agent serves it.

@@ -354,7 +354,6 @@ type sessionView struct {
 	From        int // the first entry's index on this page
 	Segments    []history.Segment
 	LastSeq     uint64
-	Searchable  bool
 	Inline      bool
 }
 
@@ -387,7 +386,6 @@ func (s *server) sessionView(v *view, from, to int) *sessionView {
 	sv := &sessionView{Snap: v.snap, Lease: v.lease, Threshold: threshold(v.snap.Config), Curve: v.curve,
 		Total: len(v.entries), From: from, Segments: v.segs, LastSeq: v.snap.LastSeq, Page: 1, Pages: 1}
 	sv.Settings, sv.RawSettings = settingsOf(v.snap.Config)
-	_, sv.Searchable = s.r.st.(history.Searcher)
 	sv.Chart = v.curve.svg(func(pos int64) string { return v.link(pos, false) }, sv.Threshold)
 	for i := from; i < to; i++ {
 		sv.Entries = append(sv.Entries, v.entryView(i))
@@ -423,8 +421,6 @@ type searchView struct {
 	Cursor    string
 	Hits      []hitView
 	Next      string
-	// Missing says why the store cannot search, "" when it can.
-	Missing string
 }
 
 type hitView struct {
@@ -433,7 +429,7 @@ type hitView struct {
 	Link    string
 }
 
-// search is the store's search across a session's messages (history.Searcher).
+// search is the store's search across a session's messages (history.Reader.Search).
 func (s *server) search(w http.ResponseWriter, req *http.Request) error {
 	ctx := req.Context()
 	id := req.PathValue("id")
@@ -443,13 +439,8 @@ func (s *server) search(w http.ResponseWriter, req *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sr, ok := s.r.st.(history.Searcher)
-	if !ok {
-		v.Missing = fmt.Sprintf("This store (%T) has no search: it needs history.Searcher, which this build of its store package does not implement.", s.r.st)
-		return s.render(w, "search", page{Title: "Search", Body: v})
-	}
 	if strings.TrimSpace(v.Query) != "" {
-		pg, err := sr.Search(ctx, id, history.SearchQuery{Text: v.Query, Limit: searchPage, Cursor: v.Cursor})
+		pg, err := s.r.st.Search(ctx, id, history.SearchQuery{Text: v.Query, Limit: searchPage, Cursor: v.Cursor})
 		if err != nil {
 			return err
 		}
@@ -624,14 +615,12 @@ func (s *server) view(ctx context.Context, id string) (*view, error) {
 	var segErr, tlErr, curveErr error
 	wg.Go(func() { v.segs, segErr = s.r.st.Segments(ctx, id) })
 	wg.Go(func() { v.entries, tlErr = s.r.st.Timeline(ctx, id) })
-	if el, ok := s.r.st.(history.EventLog); ok {
-		wg.Go(func() {
-			var c *curve
-			if c, curveErr = readCurve(ctx, el, id); curveErr == nil {
-				v.curve = c
-			}
-		})
-	}
+	wg.Go(func() {
+		var c *curve
+		if c, curveErr = readCurve(ctx, s.r.st, id); curveErr == nil {
+			v.curve = c
+		}
+	})
 	wg.Wait()
 	if err := errors.Join(segErr, tlErr, curveErr); err != nil {
 		return nil, notFound(id, err)

@@ -67,7 +67,7 @@ func sameMessage(want, got *history.Message) bool {
 // CrashWrite is the writing loop of a crash child: it continues session
 // snap.ID of s from snap, its stored state, and writes until a write fails,
 // with random batches of [CrashMessage] appends and compactions that are
-// committed (and sometimes undone, when s is a [history.Uncompacter]),
+// committed (and sometimes undone, when s is a [history.Writer]),
 // finished as failed or left in progress, all drawn from seed.
 // It reports every write with say: "try …" before it and "ack …" after it
 // succeeded, lines that [ParseCrashOp] reads back. It returns the kind of the

@@ -45,7 +45,7 @@ const shortTTL = 600 * time.Millisecond
 // RunLeaser runs the conformance suite of [history.Leaser]: racing
 // acquires, fencing, expiry and takeover, release, the store's own writes
 // on a leased session, tokens, malformed calls, Delete of a leased session
-// (history.Deleter); and, for stores that implement [history.LeaseReader],
+// (history.Deleter); and, for stores that implement [history.Leaser],
 // leases read without being taken, and for those that implement
 // [history.ReservingLeaser], sequence numbers reserved in the transaction
 // that takes the lease.

@@ -100,16 +100,7 @@ type segment struct {
 	from, upto int             // messages[from:upto]
 }
 
-var (
-	_ history.Store          = (*Store)(nil)
-	_ history.Lister         = (*Store)(nil)
-	_ history.Uncompacter    = (*Store)(nil)
-	_ history.ConfigRecorder = (*Store)(nil)
-	_ history.EventLog       = (*Store)(nil)
-	_ history.SeqReserver    = (*Store)(nil)
-	_ history.Searcher       = (*Store)(nil)
-	_ history.Deleter        = (*Store)(nil)
-)
+var _ history.Store = (*Store)(nil)
 
 // New returns an empty store.
 func New() *Store {
@@ -238,7 +229,7 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 	return snap
 }
 
-// Delete implements [history.Deleter]: the session, with its messages,
+// Delete implements [history.Catalog]: the session, with its messages,
 // Segments, records, events and word index, leaves the map under s.mu.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	s.mu.Lock()
@@ -287,7 +278,7 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 	})
 }
 
-// RecordConfig implements [history.ConfigRecorder].
+// RecordConfig implements [history.Writer].
 func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
 	if err := storekit.CheckConfigChange(&c); err != nil {
 		return 0, nil, err
@@ -398,7 +389,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 	return v, out, nil
 }
 
-// Uncompact implements [history.Uncompacter].
+// Uncompact implements [history.Writer].
 func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
 	if err := storekit.CheckUncompaction(&u); err != nil {
 		return 0, nil, err
@@ -515,7 +506,7 @@ func cloneMessages(msgs []history.Message) []history.Message {
 	return out
 }
 
-// ListSessions implements [history.Lister].
+// ListSessions implements [history.Catalog].
 func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (history.SessionPage, error) {
 	limit, after, err := storekit.ParseList(opts)
 	if err != nil {
@@ -561,7 +552,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 	})
 }
 
-// ReserveSeqs implements [history.SeqReserver].
+// ReserveSeqs implements [history.EventLog].
 func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
 	if err := storekit.CheckSeqGap(gap); err != nil {
 		return history.SeqReservation{}, err
@@ -607,7 +598,7 @@ func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) 
 	return out, nil
 }
 
-// Search implements [history.Searcher] over the session's word index: every
+// Search implements [history.Reader] over the session's word index: every
 // message holding a word of the query is a candidate, ranked by
 // history/internal/textsearch like the other stores rank theirs.
 func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (history.SearchPage, error) {

@@ -4,13 +4,9 @@ import (
 	"context"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sessionkit/sessionkit/history"
 )
 
-var _ history.Deleter = (*Store)(nil)
-
-// Delete implements [history.Deleter]: in one transaction, after the
+// Delete implements [history.Catalog]: in one transaction, after the
 // lease check of every write, it removes the session's messages (and so
 // its search index, their search column), compactions (Segments and undos
 // are their rows), events and sessions row. The leases row stays: tokens

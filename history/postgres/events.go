@@ -12,8 +12,6 @@ import (
 	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
-var _ history.EventLog = (*Store)(nil)
-
 // LogEvents implements [history.EventLog]: the events and the session's
 // last sequence number are written in one transaction, with the lease check
 // of every write and without the version compare-and-swap.
@@ -54,9 +52,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 	})
 }
 
-var _ history.SeqReserver = (*Store)(nil)
-
-// ReserveSeqs implements [history.SeqReserver]: one transaction with the
+// ReserveSeqs implements [history.EventLog]: one transaction with the
 // lease check of every write and without the version compare-and-swap,
 // like LogEvents.
 func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {

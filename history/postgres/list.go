@@ -26,7 +26,7 @@ func defaultTitle(v []byte) string {
 	return history.DefaultTitle(strings.TrimPrefix(string(v), "~"))
 }
 
-// ListSessions implements [history.Lister] (sqlstore.ListQuery).
+// ListSessions implements [history.Catalog] (sqlstore.ListQuery).
 func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (history.SessionPage, error) {
 	const op = "list sessions"
 	var args []any

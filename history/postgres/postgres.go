@@ -55,11 +55,8 @@ type db struct {
 }
 
 var (
-	_ history.Store          = (*Store)(nil)
-	_ history.Uncompacter    = (*Store)(nil)
-	_ history.ConfigRecorder = (*Store)(nil)
-	_ history.Leaser         = (*Store)(nil)
-	_ history.Lister         = (*Store)(nil)
+	_ history.Store  = (*Store)(nil)
+	_ history.Leaser = (*Store)(nil)
 )
 
 // Option configures [Open].

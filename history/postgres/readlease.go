@@ -10,9 +10,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-var _ history.LeaseReader = (*Store)(nil)
-
-// ReadLease implements [history.LeaseReader] with one read-only
+// ReadLease implements [history.Leaser] with one read-only
 // transaction. Expiry is judged by the database's clock, as Acquire judges
 // it.
 func (s *Store) ReadLease(ctx context.Context, id string) (*history.LeaseInfo, error) {

@@ -29,8 +29,6 @@ import (
 // maxCandidates bounds the messages one search reads and ranks.
 const maxCandidates = 512
 
-var _ history.Searcher = (*Store)(nil)
-
 // indexText is s as PostgreSQL text takes it: invalid UTF-8 and NUL bytes
 // become spaces (a query word is letters and digits already; this is the
 // guard).
@@ -71,7 +69,7 @@ func (s *Store) searchDocs(ctx context.Context, tx pgx.Tx, id string, st *state,
 	return tools, docs, nil
 }
 
-// Search implements [history.Searcher]; see the comment at the top of
+// Search implements [history.Reader]; see the comment at the top of
 // search.go for how.
 func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (history.SearchPage, error) {
 	const op = "search"

@@ -461,7 +461,7 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 	})
 }
 
-// RecordConfig implements [history.ConfigRecorder]: the configuration and
+// RecordConfig implements [history.Writer]: the configuration and
 // the record of its change in one write transaction; the record takes the
 // next timeline position.
 func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
@@ -759,7 +759,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 	return out, nil
 }
 
-// Uncompact implements [history.Uncompacter]: one write transaction that
+// Uncompact implements [history.Writer]: one write transaction that
 // moves the watermark back to the first message of the newest standing
 // segment, restores the summary of the one before it and marks it undone.
 // It reads none of the messages (it counts the restored ones through the

@@ -3,13 +3,9 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-
-	"github.com/sessionkit/sessionkit/history"
 )
 
-var _ history.Deleter = (*Store)(nil)
-
-// Delete implements [history.Deleter]: one write of the committer, after
+// Delete implements [history.Catalog]: one write of the committer, after
 // the lease check of every write (exec), that removes the session's search
 // rows (one rowid range of message_fts, see rowidOf), messages,
 // compactions (Segments and undos are their rows), events and sessions row.

@@ -13,8 +13,6 @@ import (
 	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
-var _ history.EventLog = (*Store)(nil)
-
 // seqColumn scans a sequence number, which the schema keeps in a signed
 // INTEGER column.
 type seqColumn uint64
@@ -65,9 +63,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 	})
 }
 
-var _ history.SeqReserver = (*Store)(nil)
-
-// ReserveSeqs implements [history.SeqReserver]: one write of the
+// ReserveSeqs implements [history.EventLog]: one write of the
 // committer, with the lease check of every write and without the version
 // compare-and-swap, like LogEvents.
 func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {

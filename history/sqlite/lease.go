@@ -29,9 +29,9 @@ func (s *Store) Acquire(ctx context.Context, id string) (history.Lease, error) {
 	return l, err
 }
 
-var _ history.ReservingLeaser = (*Store)(nil)
+var _ history.Leaser = (*Store)(nil)
 
-// AcquireReserving implements [history.ReservingLeaser]: Acquire, and in
+// AcquireReserving implements [history.Leaser]: Acquire, and in
 // its transaction (after the lease row was taken, so only a taker reserves)
 // the reservation of [Store.ReserveSeqs].
 func (s *Store) AcquireReserving(ctx context.Context, id string, gap uint64) (history.Lease, history.SeqReservation, error) {

@@ -31,7 +31,7 @@ func defaultTitle(v string) string {
 	return history.DefaultTitle(first.Text)
 }
 
-// ListSessions implements [history.Lister] (sqlstore.ListQuery).
+// ListSessions implements [history.Catalog] (sqlstore.ListQuery).
 func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (history.SessionPage, error) {
 	const op = "list sessions"
 	var args []any

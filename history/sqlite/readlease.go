@@ -9,9 +9,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-var _ history.LeaseReader = (*Store)(nil)
-
-// ReadLease implements [history.LeaseReader] with one statement on the
+// ReadLease implements [history.Leaser] with one statement on the
 // read pool. A lease is live while it has a holder and has not expired,
 // unless its holder is a process of this machine, boot and PID namespace
 // that no longer runs (Acquire would take it over at once: nobody serves

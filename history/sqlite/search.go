@@ -83,7 +83,7 @@ var errStop = errors.New("look-back done")
 // doubled, so that no text is FTS5 syntax.
 func ftsPhrase(word string) string { return `"` + strings.ReplaceAll(word, `"`, `""`) + `"` }
 
-// Search implements [history.Searcher]; see the comment at the top of
+// Search implements [history.Reader]; see the comment at the top of
 // search.go for how.
 func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (history.SearchPage, error) {
 	const op = "search"

@@ -21,7 +21,7 @@ import (
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 )
 
-// Store is a [history.Store], a [history.Lister] and a [history.Leaser]
+// Store is a [history.Store] and a [history.Leaser]
 // backed by one SQLite file. It is safe for concurrent use; see the package
 // documentation.
 type Store struct {
@@ -56,12 +56,8 @@ type db struct {
 }
 
 var (
-	_ history.Store          = (*Store)(nil)
-	_ history.Uncompacter    = (*Store)(nil)
-	_ history.ConfigRecorder = (*Store)(nil)
-	_ history.Lister         = (*Store)(nil)
-	_ history.Leaser         = (*Store)(nil)
-	_ history.Searcher       = (*Store)(nil)
+	_ history.Store  = (*Store)(nil)
+	_ history.Leaser = (*Store)(nil)
 )
 
 // Option configures [Open].
