@@ -12,15 +12,6 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// configRecorder returns s as a history.ConfigRecorder; every store of
-// sessionkit is one.
-func configRecorder(t *testing.T, s history.Store) history.ConfigRecorder {
-	t.Helper()
-	r, ok := s.(history.ConfigRecorder)
-	require.True(t, ok, "%T does not implement history.ConfigRecorder", s)
-	return r
-}
-
 // testConfigRecords: RecordConfig replaces the configuration and records
 // the change at the next timeline position in one write: Load reads the
 // new configuration, Timeline has the record between the entries written
@@ -33,7 +24,7 @@ func testConfigRecords(t *testing.T, h Harness) {
 	v := create(t, s, "s")
 	v = appendMsgs(t, s, "s", v, Msgs("a", 2))
 	at := t0.Add(time.Minute)
-	v2, rec, err := configRecorder(t, s).RecordConfig(ctx, "s", v, history.ConfigChange{
+	v2, rec, err := s.RecordConfig(ctx, "s", v, history.ConfigChange{
 		Config: json.RawMessage(`{"model":"m2"}`), Data: json.RawMessage(`{"changed":["Model"]}`), At: at,
 	})
 	require.NoError(t, err)
@@ -43,7 +34,7 @@ func testConfigRecords(t *testing.T, h Harness) {
 	assert.JSONEq(t, `{"changed":["Model"]}`, string(rec.Data))
 	assert.True(t, rec.At.Equal(at))
 	v = appendMsgs(t, s, "s", v2, Msgs("b", 2))
-	v, _, err = configRecorder(t, s).RecordConfig(ctx, "s", v, history.ConfigChange{Config: nil, Data: json.RawMessage(`{"n":2}`), At: at.Add(time.Second)})
+	v, _, err = s.RecordConfig(ctx, "s", v, history.ConfigChange{Config: nil, Data: json.RawMessage(`{"n":2}`), At: at.Add(time.Second)})
 	require.NoError(t, err)
 	v, _ = compact(t, s, "s", v, "c1", 3, "S")
 
@@ -80,7 +71,7 @@ func testConfigRecords(t *testing.T, h Harness) {
 	check(s)
 
 	// The first change's configuration was stored, then replaced.
-	v, _, err = configRecorder(t, s).RecordConfig(ctx, "s", v, history.ConfigChange{Config: json.RawMessage(`{"model":"m3"}`), Data: json.RawMessage(`{}`), At: at})
+	v, _, err = s.RecordConfig(ctx, "s", v, history.ConfigChange{Config: json.RawMessage(`{"model":"m3"}`), Data: json.RawMessage(`{}`), At: at})
 	require.NoError(t, err)
 	snap, err := s.Load(ctx, "s")
 	require.NoError(t, err)
@@ -94,7 +85,7 @@ func testConfigRecordsInvalid(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.New(t)
 	v := create(t, s, "s")
-	r := configRecorder(t, s)
+	r := s
 	ok := history.ConfigChange{Config: json.RawMessage(`{"a":1}`), Data: json.RawMessage(`{}`), At: t0}
 	_, _, err := r.RecordConfig(ctx, "s", v+1, ok)
 	assert.ErrorIs(t, err, history.ErrConflict)

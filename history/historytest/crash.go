@@ -67,7 +67,7 @@ func sameMessage(want, got *history.Message) bool {
 // CrashWrite is the writing loop of a crash child: it continues session
 // snap.ID of s from snap, its stored state, and writes until a write fails,
 // with random batches of [CrashMessage] appends and compactions that are
-// committed (and sometimes undone, when s is a [history.Writer]),
+// committed (and sometimes undone),
 // finished as failed or left in progress, all drawn from seed.
 // It reports every write with say: "try …" before it and "ack …" after it
 // succeeded, lines that [ParseCrashOp] reads back. It returns the kind of the
@@ -78,17 +78,14 @@ func CrashWrite(ctx context.Context, s history.Store, snap *history.Snapshot, se
 	next := int(snap.Archived) + len(snap.Active)
 	active := len(snap.Active)
 	rng := rand.New(rand.NewPCG(seed, 1))
-	undo, _ := s.(history.Uncompacter)
 	standing := 0 // segments not undone
-	if undo != nil {
-		segs, err := s.Segments(ctx, id)
-		if err != nil {
-			return "segments", err
-		}
-		for i := range segs {
-			if !segs[i].Undone() {
-				standing++
-			}
+	segs, err := s.Segments(ctx, id)
+	if err != nil {
+		return "segments", err
+	}
+	for i := range segs {
+		if !segs[i].Undone() {
+			standing++
 		}
 	}
 	for i := 0; ; i++ {
@@ -130,11 +127,11 @@ func CrashWrite(ctx context.Context, s history.Store, snap *history.Snapshot, se
 			active -= k
 			standing++
 			// Undo it sometimes, and then sometimes the one before too.
-			for j := 0; undo != nil && standing > 0 && rng.IntN(3) == 0; j++ {
+			for j := 0; standing > 0 && rng.IntN(3) == 0; j++ {
 				uid := fmt.Sprintf("u-%s-%d", cid, j)
 				say("try uncompact %s", uid)
 				var rec *history.UncompactionRecord
-				v, rec, err = undo.Uncompact(ctx, id, v, history.Uncompaction{ID: uid, At: time.Now()})
+				v, rec, err = s.Uncompact(ctx, id, v, history.Uncompaction{ID: uid, At: time.Now()})
 				if err != nil {
 					return "uncompact", err
 				}

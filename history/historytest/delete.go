@@ -13,14 +13,6 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// deleter returns s as a history.Deleter; every store of sessionkit is one.
-func deleter(t *testing.T, s history.Store) history.Deleter {
-	t.Helper()
-	d, ok := s.(history.Deleter)
-	require.True(t, ok, "%T does not implement history.Deleter", s)
-	return d
-}
-
 // fullSession stores a session with something in every part a store keeps:
 // settings and metadata, Active and archived messages (a tool call and its
 // result among them), a Segment that stands and one that was undone, a
@@ -40,17 +32,17 @@ func fullSession(t *testing.T, s history.Store, id string) uint64 {
 	v, _ = compact(t, s, id, v, "c1", 2, "summary one of the ledger")
 	v = appendMsgs(t, s, id, v, []history.Message{text("u4", 4, "And the ledger totals?"), text("a5", 5, "They are fixed.")})
 	v, _ = compact(t, s, id, v, "c2", 2, "summary two")
-	v, _, err = uncompacter(t, s).Uncompact(ctx, id, v, history.Uncompaction{ID: "undo1", At: t0.Add(time.Hour)})
+	v, _, err = s.Uncompact(ctx, id, v, history.Uncompaction{ID: "undo1", At: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	v, err = s.BeginCompaction(ctx, id, v, history.CompactionRecord{CompactID: "c3", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: t0})
 	require.NoError(t, err)
 	v, err = s.FinishCompaction(ctx, id, v, "c3", history.StatusFailed, "provider down", t0.Add(2*time.Hour))
 	require.NoError(t, err)
-	if rec, ok := s.(history.ConfigRecorder); ok {
-		v, _, err = rec.RecordConfig(ctx, id, v, history.ConfigChange{Config: json.RawMessage(`{"model":"m2-` + id + `"}`), Data: json.RawMessage(`{"changed":["Model"]}`), At: t0.Add(3 * time.Hour)})
+	{
+		v, _, err = s.RecordConfig(ctx, id, v, history.ConfigChange{Config: json.RawMessage(`{"model":"m2-` + id + `"}`), Data: json.RawMessage(`{"changed":["Model"]}`), At: t0.Add(3 * time.Hour)})
 		require.NoError(t, err)
 	}
-	require.NoError(t, eventLog(t, s).LogEvents(ctx, id, history.EventBatch{
+	require.NoError(t, s.LogEvents(ctx, id, history.EventBatch{
 		Events:  []history.LoggedEvent{loggedEvent(1, "message"), loggedEvent(2, "compaction")},
 		Through: 5,
 	}))
@@ -81,7 +73,7 @@ func readAll(t *testing.T, s history.Store, id string) stored {
 	require.NoError(t, err)
 	st.timeline, err = s.Timeline(ctx, id)
 	require.NoError(t, err)
-	st.events, err = eventLog(t, s).Events(ctx, id, 0, 0)
+	st.events, err = s.Events(ctx, id, 0, 0)
 	require.NoError(t, err)
 	st.hits = hitIDs(search(t, s, id, "ledger", history.MaxSearchLimit).Hits)
 	return st
@@ -119,11 +111,11 @@ func goneFrom(t *testing.T, s history.Store, id string) {
 	assert.ErrorIs(t, err, history.ErrNotFound, "Segments")
 	_, err = s.Timeline(ctx, id)
 	assert.ErrorIs(t, err, history.ErrNotFound, "Timeline")
-	_, err = eventLog(t, s).Events(ctx, id, 0, 0)
+	_, err = s.Events(ctx, id, 0, 0)
 	assert.ErrorIs(t, err, history.ErrNotFound, "Events")
-	_, err = searcher(t, s).Search(ctx, id, history.SearchQuery{Text: "ledger"})
+	_, err = s.Search(ctx, id, history.SearchQuery{Text: "ledger"})
 	assert.ErrorIs(t, err, history.ErrNotFound, "Search")
-	assert.NotContains(t, listAll(t, lister(t, s), history.ListOptions{}, nil), id, "ListSessions")
+	assert.NotContains(t, listAll(t, s, history.ListOptions{}, nil), id, "ListSessions")
 }
 
 // testDelete: Delete removes a session with every part a store keeps of
@@ -142,13 +134,13 @@ func testDelete(t *testing.T, h Harness) {
 	require.NotEmpty(t, gone.events)
 	require.NotEmpty(t, gone.hits, "the session is indexed")
 
-	require.NoError(t, deleter(t, s).Delete(ctx, "gone"))
+	require.NoError(t, s.Delete(ctx, "gone"))
 	goneFrom(t, s, "gone")
 	sameStored(t, keep, readAll(t, s, "keep"))
-	assert.Equal(t, []string{"keep"}, listAll(t, lister(t, s), history.ListOptions{}, nil))
-	assert.Empty(t, listAll(t, lister(t, s), history.ListOptions{Cwd: "/work/gone"}, nil), "listing by the deleted session's directory")
+	assert.Equal(t, []string{"keep"}, listAll(t, s, history.ListOptions{}, nil))
+	assert.Empty(t, listAll(t, s, history.ListOptions{Cwd: "/work/gone"}, nil), "listing by the deleted session's directory")
 
-	err := deleter(t, s).Delete(ctx, "gone")
+	err := s.Delete(ctx, "gone")
 	assert.ErrorIs(t, err, history.ErrNotFound, "deleting twice")
 
 	s = h.reopen(t, s)
@@ -173,7 +165,7 @@ func testDelete(t *testing.T, h Harness) {
 	v := appendMsgs(t, s, "gone", snap.Version, []history.Message{text("n0", 0, "a new ledger question")})
 	assert.Equal(t, []string{"n0"}, hitIDs(search(t, s, "gone", "ledger", 0).Hits))
 	// Events start over: the old session's sequence numbers are gone.
-	require.NoError(t, eventLog(t, s).LogEvents(ctx, "gone", history.EventBatch{Events: []history.LoggedEvent{loggedEvent(1, "message")}, Through: 1}))
+	require.NoError(t, s.LogEvents(ctx, "gone", history.EventBatch{Events: []history.LoggedEvent{loggedEvent(1, "message")}, Through: 1}))
 	_, err = s.Append(ctx, "gone", v, Msgs("n", 1))
 	require.NoError(t, err)
 	sameStored(t, keep, readAll(t, s, "keep"))
@@ -189,14 +181,14 @@ func testDeleteMissing(t *testing.T, h Harness) {
 	fullSession(t, s, "keep")
 	keep := readAll(t, s, "keep")
 	for _, id := range []string{"nope", "", "kee", "keep "} {
-		err := deleter(t, s).Delete(ctx, id)
+		err := s.Delete(ctx, id)
 		assert.ErrorIs(t, err, history.ErrNotFound, "Delete(%q)", id)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	assert.Error(t, deleter(t, s).Delete(cancelled, "keep"))
+	assert.Error(t, s.Delete(cancelled, "keep"))
 	sameStored(t, keep, readAll(t, s, "keep"))
-	assert.Equal(t, []string{"keep"}, listAll(t, lister(t, s), history.ListOptions{}, nil))
+	assert.Equal(t, []string{"keep"}, listAll(t, s, history.ListOptions{}, nil))
 }
 
 // testDeleteLeased: a session another holder's live lease covers is not
@@ -216,17 +208,17 @@ func testDeleteLeased(t *testing.T, h LeaseHarness) {
 	before := readAll(t, other, "s")
 
 	for _, s := range []LeaseStore{other, a} {
-		LeaseError(t, deleter(t, s).Delete(ctx, "s"), "s", "a")
+		LeaseError(t, s.Delete(ctx, "s"), "s", "a")
 		sameStored(t, before, readAll(t, other, "s"))
 	}
 	// A lease's store deletes only its own session.
-	assert.ErrorIs(t, deleter(t, la.Store()).Delete(ctx, "free"), history.ErrInvalid)
+	assert.ErrorIs(t, la.Store().Delete(ctx, "free"), history.ErrInvalid)
 	_, err := other.Load(ctx, "free")
 	require.NoError(t, err)
 
-	require.NoError(t, deleter(t, la.Store()).Delete(ctx, "s"))
+	require.NoError(t, la.Store().Delete(ctx, "s"))
 	goneFrom(t, other, "s")
-	assert.ErrorIs(t, deleter(t, la.Store()).Delete(ctx, "s"), history.ErrNotFound)
+	assert.ErrorIs(t, la.Store().Delete(ctx, "s"), history.ErrNotFound)
 	require.NoError(t, la.Release(ctx))
 
 	// Created again, leased again: a larger token; the released lease
@@ -234,14 +226,14 @@ func testDeleteLeased(t *testing.T, h LeaseHarness) {
 	lb := acquire(t, other, "s")
 	assert.Greater(t, lb.Token(), la.Token())
 	fullSession(t, lb.Store(), "s")
-	assert.ErrorIs(t, deleter(t, la.Store()).Delete(ctx, "s"), history.ErrFenced)
-	LeaseError(t, deleter(t, a).Delete(ctx, "s"), "s", "other")
+	assert.ErrorIs(t, la.Store().Delete(ctx, "s"), history.ErrFenced)
+	LeaseError(t, a.Delete(ctx, "s"), "s", "other")
 	_, err = a.Load(ctx, "s")
 	require.NoError(t, err)
 	require.NoError(t, lb.Release(ctx))
 
 	// Nobody holds it: the store itself deletes it.
-	require.NoError(t, deleter(t, a).Delete(ctx, "s"))
+	require.NoError(t, a.Delete(ctx, "s"))
 	goneFrom(t, other, "s")
-	assert.True(t, slices.Contains(listAll(t, lister(t, a), history.ListOptions{}, nil), "free"))
+	assert.True(t, slices.Contains(listAll(t, a, history.ListOptions{}, nil), "free"))
 }

@@ -13,16 +13,6 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// eventLog returns s as a history.EventLog, or skips the test.
-func eventLog(t *testing.T, s history.Store) history.EventLog {
-	t.Helper()
-	l, ok := s.(history.EventLog)
-	if !ok {
-		t.Skip("the store is no history.EventLog")
-	}
-	return l
-}
-
 func loggedEvent(seq uint64, kind string) history.LoggedEvent {
 	return history.LoggedEvent{Seq: seq, Time: t0.Add(time.Duration(seq) * time.Millisecond), Kind: kind, Data: []byte(`{"n":` + string(rune('0'+seq%10)) + `}`)}
 }
@@ -33,7 +23,7 @@ func loggedEvent(seq uint64, kind string) history.LoggedEvent {
 func testEventLog(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.New(t)
-	l := eventLog(t, s)
+	l := s
 	v := create(t, s, "s")
 	snap, err := s.Load(ctx, "s")
 	require.NoError(t, err)
@@ -75,7 +65,7 @@ func testEventLog(t *testing.T, h Harness) {
 		require.NoError(t, err)
 		assert.Equal(t, uint64(12), snap.LastSeq, "round %d", round)
 		s = h.reopen(t, s)
-		l = eventLog(t, s)
+		l = s
 	}
 	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{loggedEvent(13, "turn")}, Through: 20}))
 	snap, err = s.Load(ctx, "s")
@@ -93,7 +83,7 @@ func testEventLog(t *testing.T, h Harness) {
 func testEventLogInvalid(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.New(t)
-	l := eventLog(t, s)
+	l := s
 	create(t, s, "s")
 	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{loggedEvent(3, "turn")}, Through: 4}))
 	for name, b := range map[string]history.EventBatch{
@@ -124,7 +114,7 @@ func testEventLogInvalid(t *testing.T, h Harness) {
 func testEventLogCovers(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.New(t)
-	l := eventLog(t, s)
+	l := s
 	create(t, s, "s")
 	covers := func() int64 {
 		t.Helper()
@@ -141,7 +131,7 @@ func testEventLogCovers(t *testing.T, h Harness) {
 	assert.Equal(t, int64(3), covers(), "a batch without Covers changes nothing")
 	require.NoError(t, l.LogEvents(ctx, "s", history.EventBatch{Through: 4, Covers: 9}))
 	s = h.reopen(t, s)
-	l = eventLog(t, s)
+	l = s
 	assert.Equal(t, int64(9), covers(), "after a reopen")
 	snap, err := s.Load(ctx, "s")
 	require.NoError(t, err)

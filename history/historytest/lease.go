@@ -263,7 +263,8 @@ func testLeaseTakeoverAfterExpiry(t *testing.T, h LeaseHarness) {
 
 	// a's writes are fenced by the database and change nothing.
 	assert.False(t, Closed(la.Lost(), 0), "a has not noticed yet")
-	if el, ok := la.Store().(history.EventLog); ok {
+	{
+		el := la.Store()
 		// First, so that the database's token check refuses it (not the
 		// lease's own record of a loss a write revealed).
 		err = el.LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{{Seq: 1, Kind: "turn"}}, Through: 1})
@@ -351,9 +352,7 @@ func testUnfencedStoreRefusedOnLeasedSession(t *testing.T, h LeaseHarness) {
 		LeaseError(t, err, "s", "a")
 		_, _, err = s.Recover(ctx, "s", v, time.Now())
 		LeaseError(t, err, "s", "a")
-		if el, ok := s.(history.EventLog); ok {
-			LeaseError(t, el.LogEvents(ctx, "s", history.EventBatch{Through: 1}), "s", "a")
-		}
+		LeaseError(t, s.LogEvents(ctx, "s", history.EventBatch{Through: 1}), "s", "a")
 		_, err = s.Append(ctx, "s", v+100, Msgs("x", 1))
 		LeaseError(t, err, "s", "a") // the lease is reported before the conflict
 		// Reads work.

@@ -12,14 +12,6 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// lister returns the store as a history.Lister; every store must be one.
-func lister(t *testing.T, s history.Store) history.Lister {
-	t.Helper()
-	l, ok := s.(history.Lister)
-	require.True(t, ok, "%T does not implement history.Lister", s)
-	return l
-}
-
 // listAll pages through the listing with limit and returns the IDs in order.
 func listAll(t *testing.T, l history.Lister, opts history.ListOptions, between func(page int)) []string {
 	t.Helper()
@@ -66,7 +58,7 @@ func testListOrder(t *testing.T, h Harness) {
 	v["list-3"] = appendMsgs(t, s, "list-3", v["list-3"], Msgs("m3", 1))
 
 	s = h.reopen(t, s)
-	page, err := lister(t, s).ListSessions(ctx, history.ListOptions{})
+	page, err := s.ListSessions(ctx, history.ListOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, page.Next)
 	got := make([]string, len(page.Sessions))
@@ -102,7 +94,7 @@ func testListPages(t *testing.T, h Harness) {
 	for i := range n {
 		v[i] = create(t, s, fmt.Sprintf("page-%02d", i))
 	}
-	l := lister(t, s)
+	l := s
 	all := listAll(t, l, history.ListOptions{Limit: 3}, nil)
 	require.Len(t, all, n)
 	assert.Equal(t, all, listAll(t, l, history.ListOptions{}, nil), "the same order in one page")
@@ -137,7 +129,7 @@ func testListCwd(t *testing.T, h Harness) {
 		_, err := s.Create(ctx, history.NewSession{ID: fmt.Sprintf("cwd-%d", i), Cwd: cwd})
 		require.NoError(t, err)
 	}
-	l := lister(t, s)
+	l := s
 	got := listAll(t, l, history.ListOptions{Cwd: "/a", Limit: 1}, nil)
 	slices.Sort(got)
 	assert.Equal(t, []string{"cwd-0", "cwd-2"}, got)
@@ -146,7 +138,7 @@ func testListCwd(t *testing.T, h Harness) {
 }
 
 func testListInvalid(t *testing.T, h Harness) {
-	l := lister(t, h.New(t))
+	l := h.New(t)
 	ctx := context.Background()
 	for name, opts := range map[string]history.ListOptions{
 		"negative limit":   {Limit: -1},

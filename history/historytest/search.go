@@ -15,19 +15,10 @@ import (
 	"github.com/sessionkit/sessionkit/history/memstore"
 )
 
-// searcher returns s as a history.Searcher; every store of sessionkit is
-// one.
-func searcher(t *testing.T, s history.Store) history.Searcher {
-	t.Helper()
-	q, ok := s.(history.Searcher)
-	require.True(t, ok, "%T does not implement history.Searcher", s)
-	return q
-}
-
 // search runs one search that must succeed.
 func search(t *testing.T, s history.Store, id, text string, limit int) history.SearchPage {
 	t.Helper()
-	p, err := searcher(t, s).Search(context.Background(), id, history.SearchQuery{Text: text, Limit: limit})
+	p, err := s.Search(context.Background(), id, history.SearchQuery{Text: text, Limit: limit})
 	require.NoError(t, err, "search %q", text)
 	return p
 }
@@ -200,7 +191,7 @@ func testSearchArchived(t *testing.T, h Harness) {
 	s = h.reopen(t, s)
 	assert.Equal(t, map[string]string{"m0": "seg-c1", "m1": "seg-c1", "m2": "seg-c2", "m3": "", "m4": ""}, where())
 
-	v, _, err := uncompacter(t, s).Uncompact(ctx, "s", v, history.Uncompaction{ID: "u1", At: t0.Add(time.Hour)})
+	v, _, err := s.Uncompact(ctx, "s", v, history.Uncompaction{ID: "u1", At: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]string{"m0": "seg-c1", "m1": "seg-c1", "m2": "", "m3": "", "m4": ""}, where(), "the undone Segment's message is Active again")
 	_, _ = compact(t, s, "s", v, "c3", 2, "S3")
@@ -255,7 +246,7 @@ func testSearchPages(t *testing.T, h Harness) {
 	q := history.SearchQuery{Text: "widget gadget", Limit: 10}
 	pages := 0
 	for {
-		p, err := searcher(t, s).Search(ctx, "s", q)
+		p, err := s.Search(ctx, "s", q)
 		require.NoError(t, err)
 		pages++
 		require.LessOrEqual(t, len(p.Hits), 10)
@@ -326,7 +317,7 @@ func testSearchInvalid(t *testing.T, h Harness) {
 		msgs[i] = text(fmt.Sprintf("w%d", i), i, "widget")
 	}
 	appendMsgs(t, s, "s", v, msgs)
-	q := searcher(t, s)
+	q := s
 	_, err := q.Search(ctx, "missing", history.SearchQuery{Text: "ledger"})
 	assert.ErrorIs(t, err, history.ErrNotFound)
 	_, err = q.Search(ctx, "s", history.SearchQuery{Text: "ledger", Limit: -1})

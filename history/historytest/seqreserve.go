@@ -13,16 +13,6 @@ import (
 // seqGap is the gap the reservation cases reserve: the session package's.
 const seqGap = 1 << 32
 
-// seqReserver returns s as a history.SeqReserver, or skips the test.
-func seqReserver(t *testing.T, s history.Store) history.SeqReserver {
-	t.Helper()
-	r, ok := s.(history.SeqReserver)
-	if !ok {
-		t.Skip("the store is no history.SeqReserver")
-	}
-	return r
-}
-
 // testSeqReserve: a reservation raises the recorded Through by the gap and
 // reports it before and after, durably (a reopen sees it, a batch below it
 // is refused); it is not a versioned write; near history.MaxSeq it reserves
@@ -30,8 +20,8 @@ func seqReserver(t *testing.T, s history.Store) history.SeqReserver {
 func testSeqReserve(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.New(t)
-	r := seqReserver(t, s)
-	l := eventLog(t, s)
+	r := s
+	l := s
 	v := create(t, s, "s")
 
 	got, err := r.ReserveSeqs(ctx, "s", seqGap)
@@ -43,7 +33,7 @@ func testSeqReserve(t *testing.T, h Harness) {
 	assert.Equal(t, history.SeqReservation{Found: true, Last: seqGap + 5, Start: 2*seqGap + 5}, got, "from the last batch's Through")
 
 	s = h.reopen(t, s)
-	r, l = seqReserver(t, s), eventLog(t, s)
+	r, l = s, s
 	snap, err := s.Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2*seqGap+5), snap.LastSeq, "the reservation is durable")
@@ -95,11 +85,8 @@ func testAcquireReserving(t *testing.T, h LeaseHarness) {
 	t.Parallel()
 	open := h.New(t)
 	a := open("a", 0)
-	probe, ok := a.(history.ReservingLeaser)
-	if !ok {
-		t.Skip("the store is no history.ReservingLeaser")
-	}
-	b := open("b", 0).(history.ReservingLeaser)
+	probe := a
+	b := open("b", 0)
 	ctx := context.Background()
 
 	la, res, err := probe.AcquireReserving(ctx, "s", seqGap)
@@ -107,7 +94,7 @@ func testAcquireReserving(t *testing.T, h LeaseHarness) {
 	assert.Equal(t, history.SeqReservation{}, res, "no session yet: nothing reserved")
 	_, err = la.Store().Create(ctx, history.NewSession{ID: "s"})
 	require.NoError(t, err)
-	require.NoError(t, la.Store().(history.EventLog).LogEvents(ctx, "s", history.EventBatch{Through: 7}))
+	require.NoError(t, la.Store().LogEvents(ctx, "s", history.EventBatch{Through: 7}))
 
 	_, _, err = b.AcquireReserving(ctx, "s", seqGap)
 	LeaseError(t, err, "s", "a")
@@ -116,11 +103,9 @@ func testAcquireReserving(t *testing.T, h LeaseHarness) {
 	assert.Equal(t, uint64(7), snap.LastSeq, "a refused Acquire reserves nothing")
 	// The store's own reservation is refused on a leased session; the
 	// lease's is made.
-	if r, ok := a.(history.SeqReserver); ok {
-		_, err = r.ReserveSeqs(ctx, "s", seqGap)
-		LeaseError(t, err, "s", "a")
-	}
-	got, err := la.Store().(history.SeqReserver).ReserveSeqs(ctx, "s", seqGap)
+	_, err = a.ReserveSeqs(ctx, "s", seqGap)
+	LeaseError(t, err, "s", "a")
+	got, err := la.Store().ReserveSeqs(ctx, "s", seqGap)
 	require.NoError(t, err)
 	assert.Equal(t, history.SeqReservation{Found: true, Last: 7, Start: 7 + seqGap}, got)
 	require.NoError(t, la.Release(ctx))
@@ -131,14 +116,14 @@ func testAcquireReserving(t *testing.T, h LeaseHarness) {
 	snap, err = lb.Store().Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, res.Start, snap.LastSeq, "a Load under the lease sees the reservation")
-	_, err = la.Store().(history.SeqReserver).ReserveSeqs(ctx, "s", seqGap)
+	_, err = la.Store().ReserveSeqs(ctx, "s", seqGap)
 	require.ErrorIs(t, err, history.ErrFenced, "a former holder's reservation")
-	err = lb.Store().(history.EventLog).LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{loggedEvent(8, "turn")}, Through: 8})
+	err = lb.Store().LogEvents(ctx, "s", history.EventBatch{Events: []history.LoggedEvent{loggedEvent(8, "turn")}, Through: 8})
 	require.ErrorIs(t, err, history.ErrInvalid, "numbers below the reserved start are refused")
 
 	// Without room the lease is taken and nothing reserved.
 	limit := uint64(history.MaxSeq - 2*seqGap)
-	require.NoError(t, lb.Store().(history.EventLog).LogEvents(ctx, "s", history.EventBatch{Through: limit + 1}))
+	require.NoError(t, lb.Store().LogEvents(ctx, "s", history.EventBatch{Through: limit + 1}))
 	require.NoError(t, lb.Release(ctx))
 	lc, res, err := probe.AcquireReserving(ctx, "s", seqGap)
 	require.NoError(t, err)

@@ -43,15 +43,6 @@ func testCommitRecordsControls(t *testing.T, h Harness) {
 	check(&segs[0])
 }
 
-// uncompacter returns s as a history.Uncompacter; every store of
-// sessionkit is one.
-func uncompacter(t *testing.T, s history.Store) history.Uncompacter {
-	t.Helper()
-	u, ok := s.(history.Uncompacter)
-	require.True(t, ok, "%T does not implement history.Uncompacter", s)
-	return u
-}
-
 // testUncompact: Uncompact undoes the newest standing Segment in one
 // transaction: its messages are Active again at the front, the summary is
 // the one before it, the Segment stays in the archive marked undone with
@@ -72,7 +63,7 @@ func testUncompact(t *testing.T, h Harness) {
 	require.Equal(t, v, snap.Version)
 	pos := snap.NextPosition
 
-	v2, rec, err := uncompacter(t, s).Uncompact(ctx, "s", v, history.Uncompaction{ID: "u1", At: t0.Add(time.Hour)})
+	v2, rec, err := s.Uncompact(ctx, "s", v, history.Uncompaction{ID: "u1", At: t0.Add(time.Hour)})
 	require.NoError(t, err)
 	require.Greater(t, v2, v)
 	v = v2
@@ -121,18 +112,18 @@ func testUncompact(t *testing.T, h Harness) {
 	}
 
 	// The same undo ID again is refused; the session is unchanged.
-	_, _, err = uncompacter(t, s).Uncompact(ctx, "s", v, history.Uncompaction{ID: "u1", At: t0})
+	_, _, err = s.Uncompact(ctx, "s", v, history.Uncompaction{ID: "u1", At: t0})
 	require.ErrorIs(t, err, history.ErrExists)
 	// A stale version is a conflict.
-	_, _, err = uncompacter(t, s).Uncompact(ctx, "s", v-1, history.Uncompaction{ID: "u2", At: t0})
+	_, _, err = s.Uncompact(ctx, "s", v-1, history.Uncompaction{ID: "u2", At: t0})
 	require.ErrorIs(t, err, history.ErrConflict)
 	check(s, msgs[2:], "S1", false, true)
 
-	v, _, err = uncompacter(t, s).Uncompact(ctx, "s", v, history.Uncompaction{ID: "u2", At: t0.Add(2 * time.Hour)})
+	v, _, err = s.Uncompact(ctx, "s", v, history.Uncompaction{ID: "u2", At: t0.Add(2 * time.Hour)})
 	require.NoError(t, err)
 	check(s, msgs, "", true, true)
 
-	_, _, err = uncompacter(t, s).Uncompact(ctx, "s", v, history.Uncompaction{ID: "u3", At: t0})
+	_, _, err = s.Uncompact(ctx, "s", v, history.Uncompaction{ID: "u3", At: t0})
 	require.ErrorIs(t, err, history.ErrNothingToUndo)
 	snap, err = s.Load(ctx, "s")
 	require.NoError(t, err)
@@ -149,13 +140,13 @@ func testUncompact(t *testing.T, h Harness) {
 	EqualMessages(t, msgs[:2], segs[0].Messages)
 	s = h.reopen(t, s)
 	check(s, msgs[4:], "S3", true, true, false)
-	_, rec, err = uncompacter(t, s).Uncompact(ctx, "s", v, history.Uncompaction{ID: "u4", At: t0})
+	_, rec, err = s.Uncompact(ctx, "s", v, history.Uncompaction{ID: "u4", At: t0})
 	require.NoError(t, err)
 	assert.Equal(t, "seg-c3", rec.SegmentID)
 	check(s, msgs, "", true, true, true)
 
-	_, _, err = uncompacter(t, s).Uncompact(ctx, "nope", 1, history.Uncompaction{ID: "u5", At: t0})
+	_, _, err = s.Uncompact(ctx, "nope", 1, history.Uncompaction{ID: "u5", At: t0})
 	assert.True(t, errors.Is(err, history.ErrNotFound), "%v", err)
-	_, _, err = uncompacter(t, s).Uncompact(ctx, "s", v, history.Uncompaction{})
+	_, _, err = s.Uncompact(ctx, "s", v, history.Uncompaction{})
 	assert.ErrorIs(t, err, history.ErrInvalid)
 }
