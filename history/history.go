@@ -10,18 +10,31 @@
 // position as [CompactionRecord] values, so a client can replay the whole
 // timeline later (docs/design.md §5, §7.6).
 //
+// # The contract
+//
+// [Store] is everything a session needs of its store, and every store
+// implements all of it. It embeds four role interfaces, grouped by who
+// calls them: [Writer], the versioned writes of a session's one writer
+// (its loop); [Reader], the reads of opening, replay and the recall tool;
+// [EventLog], the session's numbered events, written beside the versioned
+// writes; and [Catalog], what a program over the whole store does (list
+// and delete sessions). Nothing a session promises (one durable event
+// cursor, recall, settings that survive reopen, undo, delete) depends on
+// which store serves it. The one optional interface is [Leaser]: a store
+// that several processes share lets one process at a time serve a session
+// through a [Lease]; a store owned by one process needs none.
+//
 // # Stores
 //
 // Three stores ship with sessionkit: history/memstore (tests and throwaway
 // sessions), history/sqlite (the embedded default: one SQLite file, which
 // several processes on one machine may share) and history/postgres (one
-// PostgreSQL database shared by several agent processes). All implement
-// [Lister], [Uncompacter] and [Deleter]; the SQLite and PostgreSQL stores also
-// implement [Leaser], and [LeaseReader] for programs that only read
-// (cmd/sessionkit). All pass the conformance suites in history/historytest.
-// A store of your own builds on history/storekit, the package for people
-// writing a Store (the checks of each write, the assembly of Timeline and
-// Segments from rows, the list cursor), and runs the same suites.
+// PostgreSQL database shared by several agent processes). The SQLite and
+// PostgreSQL stores are also [Leaser]s. All pass the conformance suite in
+// history/historytest. A store of your own builds on history/storekit, the
+// package for people writing a Store (the checks of each write, the
+// assembly of Timeline and Segments from rows, the list cursor), and runs
+// the same suite.
 //
 //	store, err := sqlite.Open("sessions.db")
 //	if err != nil { ... }
@@ -333,7 +346,7 @@ type Entry struct {
 }
 
 // ConfigChange is one change of a session's configuration (see
-// [ConfigRecorder]).
+// [Writer.RecordConfig]).
 type ConfigChange struct {
 	Config json.RawMessage // the configuration from now on, as SetConfig takes it; nil means none
 	Data   json.RawMessage // what the timeline records of the change: JSON, opaque to the store
@@ -341,7 +354,7 @@ type ConfigChange struct {
 }
 
 // ConfigRecord is one configuration change at its timeline position (see
-// [ConfigRecorder]).
+// [Writer.RecordConfig]).
 type ConfigRecord struct {
 	Data     json.RawMessage // ConfigChange.Data
 	At       time.Time
@@ -349,7 +362,7 @@ type ConfigRecord struct {
 }
 
 // UncompactionRecord is one undone compaction at its timeline position
-// (see [Uncompacter]).
+// (see [Writer.Uncompact]).
 type UncompactionRecord struct {
 	ID        string // the Uncompact command's ID
 	SegmentID string // the Segment it undid
@@ -363,7 +376,7 @@ type UncompactionRecord struct {
 type NewSession struct {
 	ID     string
 	Config json.RawMessage // opaque to the store; nil means none
-	// Title and Cwd are metadata for listing ([Lister]); "" means none.
+	// Title and Cwd are metadata for listing ([Catalog]); "" means none.
 	Title, Cwd string
 }
 
@@ -375,8 +388,9 @@ type Snapshot struct {
 	Version uint64 // pass to the next write
 	Config  json.RawMessage
 	Summary string
-	// Title is the session's title as [Lister] lists it (its own, or a
-	// default from its first message); Cwd its working directory.
+	// Title is the session's title as [Catalog.ListSessions] lists it
+	// (its own, or a default from its first message); Cwd its working
+	// directory.
 	Title, Cwd string
 	Active     []Message
 	// Archived is the number of messages archived in Segments.
@@ -391,11 +405,11 @@ type Snapshot struct {
 	// stay so until [Store.Recover] records them as failed.
 	Interrupted []string
 	// LastSeq is the Through of the last [EventBatch] logged for the
-	// session: 0 when none, or when the store is no [EventLog].
+	// session: 0 when none.
 	LastSeq uint64
 	// LogCovers is the highest [EventBatch.Covers] logged for the session:
 	// every timeline entry below it has its event in the log. 0 when none
-	// was, or when the store is no [EventLog].
+	// was.
 	LogCovers int64
 }
 
@@ -416,7 +430,7 @@ type Commit struct {
 	Fidelity                      Fidelity
 }
 
-// Uncompaction names one undo (see [Uncompacter]).
+// Uncompaction names one undo (see [Writer.Uncompact]).
 type Uncompaction struct {
 	ID string // unique per session
 	At time.Time

@@ -1,7 +1,9 @@
 // Package historytest is the conformance suite every [history.Store] runs.
 //
-// A store package calls [Run] from its own tests with a [Harness] that makes
-// fresh stores (and reopens them, for durable stores):
+// A store package calls [Run] once from its own tests with a [Harness] that
+// makes fresh stores (and reopens them, for durable stores); a store with
+// leases sets [Harness.Leases] as well, the one option for what is truly
+// optional:
 //
 //	func TestConformance(t *testing.T) {
 //		historytest.Run(t, historytest.Harness{
@@ -9,18 +11,18 @@
 //		})
 //	}
 //
-// The suite checks the contract documented on [history.Store]: optimistic
-// concurrency, atomic compaction commits that leave no trace when they fail,
-// identical state after reopening, two stores on the same data (where the
-// store can share it), independent concurrent sessions, loads
-// that each see one committed state while compactions commit, the
-// timeline order that replay relies on, search (history.Searcher: ranking,
-// stemming, paging, tool results, archived and Active messages, isolation
-// between sessions, any query text), the fidelity a Segment keeps,
-// configuration changes recorded in the timeline (history.ConfigRecorder),
-// the event log with its reservations of sequence numbers
-// (history.EventLog, history.SeqReserver) and deletion (history.Deleter:
-// every part of a session goes, nothing of another).
+// The suite checks the whole contract documented on [history.Store]:
+// optimistic concurrency, atomic compaction commits that leave no trace
+// when they fail, identical state after reopening, two stores on the same
+// data (where the store can share it), independent concurrent sessions,
+// loads that each see one committed state while compactions commit, the
+// timeline order that replay relies on, search (ranking, stemming, paging,
+// tool results, archived and Active messages, isolation between sessions,
+// any query text), the fidelity a Segment keeps, configuration changes
+// recorded in the timeline, undo, the event log with its reservations of
+// sequence numbers, listing and deletion (every part of a session goes,
+// nothing of another); with [Harness.Leases], the lease cases of
+// [history.Leaser] too.
 package historytest
 
 import (
@@ -52,6 +54,10 @@ type Harness struct {
 	// data only one store can use; the suite then skips the case
 	// SharedData.
 	Share func(t *testing.T, s history.Store) history.Store
+	// Leases is set for a store with leases ([history.Leaser]), the one
+	// optional part of the contract: the suite then runs the lease cases
+	// too, on stores Leases opens. Nil for a store without leases.
+	Leases *LeaseHarness
 }
 
 func (h Harness) reopen(t *testing.T, s history.Store) history.Store {
@@ -61,7 +67,8 @@ func (h Harness) reopen(t *testing.T, s history.Store) history.Store {
 	return h.Reopen(t, s)
 }
 
-// Run runs the conformance suite.
+// Run runs the conformance suite: every case of [history.Store] and, when
+// h.Leases is set, every case of [history.Leaser] (named Lease/...).
 func Run(t *testing.T, h Harness) {
 	tests := []struct {
 		name string
@@ -112,6 +119,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })
+	}
+	if h.Leases != nil {
+		t.Run("Lease", func(t *testing.T) { runLeaser(t, *h.Leases) })
 	}
 }
 

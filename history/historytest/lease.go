@@ -16,14 +16,14 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// LeaseStore is a store with leases, as [RunLeaser] tests it.
+// LeaseStore is a store with leases, as the lease cases test it.
 type LeaseStore interface {
 	history.Store
 	history.Leaser
 	Close() error
 }
 
-// LeaseHarness makes stores with leases for [RunLeaser].
+// LeaseHarness makes stores with leases for [Harness.Leases].
 type LeaseHarness struct {
 	// New makes a fresh, empty set of data (a database, a file) and returns
 	// a function that opens stores on it, as separate processes would:
@@ -42,14 +42,19 @@ type LeaseHarness struct {
 // (300 ms, a 200 ms margin, lost a renewing holder's lease once).
 const shortTTL = 600 * time.Millisecond
 
-// RunLeaser runs the conformance suite of [history.Leaser]: racing
+// RunLeaser runs the lease cases alone.
+//
+// Deprecated: set [Harness.Leases] and call [Run], which runs them with
+// the rest of the suite.
+func RunLeaser(t *testing.T, h LeaseHarness) { runLeaser(t, h) }
+
+// runLeaser runs the conformance cases of [history.Leaser]: racing
 // acquires, fencing, expiry and takeover, release, the store's own writes
-// on a leased session, tokens, malformed calls, Delete of a leased session
-// (history.Deleter); and, for stores that implement [history.Leaser],
-// leases read without being taken, and for those that implement
-// [history.ReservingLeaser], sequence numbers reserved in the transaction
-// that takes the lease.
-func RunLeaser(t *testing.T, h LeaseHarness) {
+// on a leased session, tokens, malformed calls, Delete of a leased
+// session, leases read without being taken ([history.Leaser.ReadLease])
+// and sequence numbers reserved in the transaction that takes the lease
+// ([history.Leaser.AcquireReserving]).
+func runLeaser(t *testing.T, h LeaseHarness) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, h LeaseHarness)

@@ -31,22 +31,6 @@ func acquire(t testing.TB, s *Store, id string) *lease {
 	return l.(*lease)
 }
 
-func TestLeaserConformance(t *testing.T) {
-	historytest.RunLeaser(t, historytest.LeaseHarness{
-		New: func(t *testing.T) func(string, time.Duration) historytest.LeaseStore {
-			url := pgtest.Database(t)
-			return func(holder string, ttl time.Duration) historytest.LeaseStore {
-				opts := []Option{WithHolder(holder)}
-				if ttl > 0 {
-					opts = append(opts, WithLeaseTTL(ttl))
-				}
-				return openStore(t, url, opts...)
-			}
-		},
-		StopRenewals: func(l history.Lease) { l.(*lease).stopRenewals() },
-	})
-}
-
 // TestLeaseRowsNeverDeleted: a session's lease row outlives its releases,
 // so its tokens only grow; every session has its own row.
 func TestLeaseRowsNeverDeleted(t *testing.T) {

@@ -50,6 +50,19 @@ func TestConformance(t *testing.T) {
 		Share: func(t *testing.T, s history.Store) history.Store {
 			return openStore(t, s.(*Store).url)
 		},
+		Leases: &historytest.LeaseHarness{
+			New: func(t *testing.T) func(string, time.Duration) historytest.LeaseStore {
+				url := pgtest.Database(t)
+				return func(holder string, ttl time.Duration) historytest.LeaseStore {
+					opts := []Option{WithHolder(holder)}
+					if ttl > 0 {
+						opts = append(opts, WithLeaseTTL(ttl))
+					}
+					return openStore(t, url, opts...)
+				}
+			},
+			StopRenewals: func(l history.Lease) { l.(*lease).stopRenewals() },
+		},
 	})
 }
 

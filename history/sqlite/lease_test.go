@@ -17,22 +17,6 @@ import (
 	"github.com/sessionkit/sessionkit/history/historytest"
 )
 
-func TestLeaserConformance(t *testing.T) {
-	historytest.RunLeaser(t, historytest.LeaseHarness{
-		New: func(t *testing.T) func(string, time.Duration) historytest.LeaseStore {
-			path := filepath.Join(t.TempDir(), "sessions.db")
-			return func(holder string, ttl time.Duration) historytest.LeaseStore {
-				opts := []Option{WithHolder(holder)}
-				if ttl > 0 {
-					opts = append(opts, WithLeaseTTL(ttl))
-				}
-				return open(t, path, opts...)
-			}
-		},
-		StopRenewals: func(l history.Lease) { l.(*lease).stopRenewals() },
-	})
-}
-
 // TestTwoOpensAreTwoHolders: two Stores of one file in one process, with
 // default holder names, are two holders: the second cannot take a session
 // the first serves, and is told who does.

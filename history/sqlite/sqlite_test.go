@@ -46,6 +46,19 @@ func TestConformance(t *testing.T) {
 		Share: func(t *testing.T, s history.Store) history.Store {
 			return open(t, s.(*Store).path)
 		},
+		Leases: &historytest.LeaseHarness{
+			New: func(t *testing.T) func(string, time.Duration) historytest.LeaseStore {
+				path := filepath.Join(t.TempDir(), "sessions.db")
+				return func(holder string, ttl time.Duration) historytest.LeaseStore {
+					opts := []Option{WithHolder(holder)}
+					if ttl > 0 {
+						opts = append(opts, WithLeaseTTL(ttl))
+					}
+					return open(t, path, opts...)
+				}
+			},
+			StopRenewals: func(l history.Lease) { l.(*lease).stopRenewals() },
+		},
 	})
 }
 
