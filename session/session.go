@@ -91,6 +91,20 @@ func newID() string {
 // cfg and the stored ones differ, and stores the effective settings.
 // [Session.Settings] reports them.
 //
+// # Stores with and without leases
+//
+// Every [history.Store] serves every feature of a session (the event log
+// across processes, Recall, Uncompact, settings that survive reopen). The
+// one thing a store may lack is leasing ([history.Leaser]): with a store
+// that has it (history/sqlite, history/postgres), New takes the session's
+// lease before it reads the session, fails with [history.ErrLeased] (or
+// waits, with cfg.WaitForLease) while another process serves it, and every
+// write goes through the lease, so a process that lost it cannot write.
+// Without it (history/memstore) nothing keeps a second Session, in this
+// process or another on the same data, from serving the same session: their
+// writes then fail with [history.ErrConflict], so such a store must have
+// one Session per session ID at a time, and cfg.WaitForLease does nothing.
+//
 // ctx governs opening only. New returns an error wrapping ErrInvalid for an
 // invalid cfg, and the store's error when the session cannot be read or
 // created.

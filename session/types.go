@@ -100,7 +100,7 @@ func WithToolCallID(ctx context.Context, id string) context.Context {
 type Config struct {
 	ID                  string            // "" = new UUID; a stored ID resumes that session; any other ID creates it (New) or fails (Open)
 	Provider            provider.Provider // required
-	Store               history.Store     // nil = in-memory
+	Store               history.Store     // nil = in-memory; see New for stores with and without leases
 	SystemPrompt        string
 	Tools               []Tool
 	AutoCompactTokens   int         // 0 = automatic compaction off (docs/design.md §3)
@@ -127,7 +127,7 @@ type Config struct {
 	// bytes; 0 = the compact package's default.
 	MaxToolOutput int
 	// Title and Cwd are recorded with the session when it is created, for
-	// listing (history.Lister) and Settings; a session opened again keeps
+	// listing (history.Catalog) and Settings; a session opened again keeps
 	// the ones it was created with. Without a Title the session is titled
 	// after its first message (history.DefaultTitle).
 	Title, Cwd string

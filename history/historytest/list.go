@@ -13,7 +13,7 @@ import (
 )
 
 // listAll pages through the listing with limit and returns the IDs in order.
-func listAll(t *testing.T, l history.Lister, opts history.ListOptions, between func(page int)) []string {
+func listAll(t *testing.T, l history.Catalog, opts history.ListOptions, between func(page int)) []string {
 	t.Helper()
 	var out []string
 	for page := 0; ; page++ {

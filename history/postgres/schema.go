@@ -137,7 +137,7 @@ CREATE TABLE events (
 	PRIMARY KEY (session_id, seq)
 );
 `,
-	// 5: the search index (history.Searcher, search.go): a message's
+	// 5: the search index (history.Reader.Search, search.go): a message's
 	// words as a tsvector ('english' configuration) under a GIN index, and
 	// the tool a tool result answers, written by the Append that stores the
 	// message. The existing messages are indexed here as Append indexes
@@ -153,7 +153,7 @@ ALTER TABLE compactions
 	// 7: a user message's attachments (history.Attachment), a JSON array
 	// (history/internal/sqlstore.Attachments); NULL means none.
 	`ALTER TABLE messages ADD COLUMN attachments bytea;`,
-	// 8: configuration changes in the timeline (history.ConfigRecorder).
+	// 8: configuration changes in the timeline (history.Writer.RecordConfig).
 	migrationConfigs,
 	// 9: the timeline position below which every entry has its event in
 	// the log (history.EventBatch.Covers). Sessions stored before take 0:
@@ -162,7 +162,7 @@ ALTER TABLE compactions
 }
 
 // migrationConfigs records configuration changes at their timeline
-// positions (history.ConfigRecorder): data is the change's opaque JSON.
+// positions (history.Writer.RecordConfig): data is the change's opaque JSON.
 const migrationConfigs = `
 CREATE TABLE configs (
 	session_id bytea  NOT NULL REFERENCES sessions (id),

@@ -128,7 +128,7 @@ CREATE TABLE events (
 	PRIMARY KEY (session_id, seq)
 ) WITHOUT ROWID;
 `,
-	// 6: the search index (history.Searcher, search.go): one FTS5 row per
+	// 6: the search index (history.Reader.Search, search.go): one FTS5 row per
 	// message, indexed as it is appended, rowid num<<32 | seq, num a
 	// session's number (sessions.num). The existing messages are indexed
 	// here.
@@ -146,7 +146,7 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	// file alone (ErrNewerSchema) instead of reading bodies it would find
 	// malformed.
 	`SELECT 1;`,
-	// 9: configuration changes in the timeline (history.ConfigRecorder).
+	// 9: configuration changes in the timeline (history.Writer.RecordConfig).
 	migrationConfigs,
 	// 10: the timeline position below which every entry has its event in
 	// the log (history.EventBatch.Covers). Sessions stored before take 0:
@@ -155,7 +155,7 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 }
 
 // migrationConfigs records configuration changes at their timeline
-// positions (history.ConfigRecorder): data is the change's opaque JSON.
+// positions (history.Writer.RecordConfig): data is the change's opaque JSON.
 const migrationConfigs = `
 CREATE TABLE configs (
 	session_id TEXT    NOT NULL REFERENCES sessions (id),

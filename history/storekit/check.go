@@ -11,7 +11,7 @@ import (
 // The checks return errors wrapping [history.ErrInvalid]; a store returns
 // them as they are, before it writes anything.
 
-// CheckUncompaction validates u, passed to [history.Uncompacter.Uncompact].
+// CheckUncompaction validates u, passed to [history.Writer.Uncompact].
 func CheckUncompaction(u *history.Uncompaction) error {
 	if u.ID == "" {
 		return fmt.Errorf("%w: uncompaction has no ID", history.ErrInvalid)
@@ -79,7 +79,7 @@ func CheckConfig(config json.RawMessage) error {
 	return nil
 }
 
-// CheckConfigChange validates a change for history.ConfigRecorder: its
+// CheckConfigChange validates a change for history.Writer.RecordConfig: its
 // Config nil or JSON, its Data JSON.
 func CheckConfigChange(c *history.ConfigChange) error {
 	if err := CheckConfig(c.Config); err != nil {
@@ -117,7 +117,7 @@ func CheckEventBatch(b *history.EventBatch, through uint64) error {
 }
 
 // CheckSeqGap validates the gap of a reservation of sequence numbers
-// (history.SeqReserver): 1..history.MaxSeq/2.
+// (history.EventLog.ReserveSeqs): 1..history.MaxSeq/2.
 func CheckSeqGap(gap uint64) error {
 	if gap == 0 || gap > history.MaxSeq/2 {
 		return fmt.Errorf("%w: a reservation of %d sequence numbers (1 to history.MaxSeq/2)", history.ErrInvalid, gap)

@@ -9,7 +9,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 )
 
-// ListPosition is where a page of [history.Lister.ListSessions] ends: the last
+// ListPosition is where a page of [history.Catalog.ListSessions] ends: the last
 // listed session's UpdatedAt (Unix nanoseconds) and ID. Stores encode it as
 // the page's Next and decode a Cursor with [ParseList].
 type ListPosition struct {
