@@ -21,7 +21,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/acp"
-	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -123,7 +122,7 @@ func runLongCommand(t *testing.T, a *runningAgent, dir, secs string) {
 	require.NoError(t, err)
 	_, err = rs.Prompt(ctx, session.PromptRequest{Text: "run `sleep " + secs + "`"})
 	require.NoError(t, err)
-	poll.Until(t, 30*time.Second, func() bool { return len(processesWith("sleep "+secs)) > 0 }, "the command runs")
+	until(t, 30*time.Second, func() bool { return len(processesWith("sleep "+secs)) > 0 }, "the command runs")
 }
 
 // SIGTERM and SIGINT stop the agent within 5 s although its stdin stays
@@ -190,7 +189,7 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	holdWriteLock(t, store)
 
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGTERM))
-	poll.Until(t, stopLimit, func() bool { return strings.Contains(a.stderr.String(), "stopping: cancelling") }, "the stop begins")
+	until(t, stopLimit, func() bool { return strings.Contains(a.stderr.String(), "stopping: cancelling") }, "the stop begins")
 	require.NoError(t, a.cmd.Process.Signal(syscall.SIGINT))
 	assert.Equal(t, 128+int(syscall.SIGINT), a.waitExit(t, stopBound), "stderr:\n%s", a.stderr)
 	assert.Contains(t, a.stderr.String(), "stopping at once on a second signal")
@@ -286,8 +285,31 @@ func TestClientCloseStopsTheAgent(t *testing.T) {
 	secs := fmt.Sprintf("984.%d", os.Getpid()%1000)
 	_, err = rs.Prompt(ctx, session.PromptRequest{Text: "run `sleep " + secs + "`"})
 	require.NoError(t, err)
-	poll.Until(t, 30*time.Second, func() bool { return len(processesWith("sleep "+secs)) > 0 }, "the command runs")
+	until(t, 30*time.Second, func() bool { return len(processesWith("sleep "+secs)) > 0 }, "the command runs")
 	require.NoError(t, c.Close())
 	assert.Contains(t, stderr.String(), "stopping: cancelling the running turns", "stopped on SIGTERM, not killed")
 	assert.Empty(t, processesWith("sleep "+secs), "the command's processes are gone")
+}
+
+// until waits until cond holds, for at most limit, and fails t naming what
+// it waited for when it does not. An example's tests use no internal
+// package (they can be copied out with the example), so this is the
+// example's own form of the module's polling wait: it waits only for
+// something to become true, never decides an order.
+func until(t *testing.T, limit time.Duration, cond func() bool, what string) {
+	t.Helper()
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			if !cond() {
+				t.Fatalf("waited %v: %s did not happen", limit, what)
+			}
+			return
+		case <-tick.C:
+		}
+	}
 }
