@@ -85,13 +85,13 @@ type stuckStore struct {
 	held, release chan struct{}
 }
 
-func (s stuckStore) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
+func (s stuckStore) Append(ctx context.Context, id string, version uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
 	select {
 	case <-s.held:
 		<-s.release
 	default:
 	}
-	return s.Store.Append(ctx, id, version, msgs)
+	return s.Store.Append(ctx, id, version, msgs, usage...)
 }
 
 // When ctx is done while the store does not answer, every running turn

@@ -428,6 +428,10 @@ type Commit struct {
 	SummaryProvider, SummaryModel string
 	ContextBefore, ContextAfter   int
 	Fidelity                      Fidelity
+	// Usage is recorded in the session's [Ledger] in the commit's
+	// transaction: the summary call's record (none for a summary the
+	// application supplied).
+	Usage []UsageRecord
 }
 
 // Uncompaction names one undo (see [Writer.Uncompact]).

@@ -9,7 +9,8 @@ import (
 // Store persists the canonical history of many sessions. It is everything
 // a session needs of its store, and every store implements all of it: a
 // session writes through it ([Writer]), reads and searches it ([Reader]),
-// numbers and logs its events in it ([EventLog]), and a program lists and
+// numbers and logs its events in it ([EventLog]), keeps what every
+// provider response cost in it ([Ledger]), and a program lists and
 // deletes its sessions ([Catalog]). Nothing in it is optional; only
 // leasing ([Leaser]) is, because a store used by one process needs none.
 //
@@ -22,6 +23,7 @@ type Store interface {
 	Writer
 	Reader
 	EventLog
+	Ledger
 	Catalog
 }
 
@@ -31,8 +33,11 @@ type Writer interface {
 	// Create stores a new, empty session. It fails with ErrExists if the ID is
 	// taken.
 	Create(ctx context.Context, s NewSession) (*Snapshot, error)
-	// Append adds messages at the end of Active, in order.
-	Append(ctx context.Context, id string, version uint64, msgs []Message) (uint64, error)
+	// Append adds messages at the end of Active, in order, and records
+	// usage in the session's [Ledger] in the same transaction (the
+	// response that produced them; none for messages no response made).
+	// A usage record whose ID the ledger holds already is left out.
+	Append(ctx context.Context, id string, version uint64, msgs []Message, usage ...UsageRecord) (uint64, error)
 	// SetConfig replaces the session's opaque configuration.
 	SetConfig(ctx context.Context, id string, version uint64, config json.RawMessage) (uint64, error)
 	// RecordConfig replaces the session's configuration with c.Config, as
@@ -129,8 +134,9 @@ type Catalog interface {
 	ListSessions(ctx context.Context, opts ListOptions) (SessionPage, error)
 	// Delete removes session id and everything stored of it, in one
 	// transaction: its messages (Active and archived), Segments,
-	// compaction and uncompaction records, logged events, search index
-	// and settings (configuration, title, working directory). Afterwards
+	// compaction and uncompaction records, logged events, usage ledger,
+	// search index and settings (configuration, title, working
+	// directory). Afterwards
 	// every read of the session fails with ErrNotFound, listing leaves it
 	// out, and the ID may be created again, as a new, empty session.
 	//

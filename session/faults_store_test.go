@@ -135,8 +135,8 @@ func (f *flakyStore) Load(ctx context.Context, id string) (*history.Snapshot, er
 	return f.Store.Load(ctx, id)
 }
 
-func (f *flakyStore) Append(ctx context.Context, id string, v uint64, msgs []history.Message) (uint64, error) {
-	return do(f, opAppend, func() (uint64, error) { return f.Store.Append(ctx, id, v, msgs) })
+func (f *flakyStore) Append(ctx context.Context, id string, v uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
+	return do(f, opAppend, func() (uint64, error) { return f.Store.Append(ctx, id, v, msgs, usage...) })
 }
 
 func (f *flakyStore) SetConfig(ctx context.Context, id string, v uint64, cfg json.RawMessage) (uint64, error) {

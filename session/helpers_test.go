@@ -197,12 +197,12 @@ func (f *faultStore) CommitCompaction(ctx context.Context, id string, v uint64, 
 	return nv, seg, ierr
 }
 
-func (f *faultStore) Append(ctx context.Context, id string, v uint64, msgs []history.Message) (uint64, error) {
+func (f *faultStore) Append(ctx context.Context, id string, v uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
 	err, after := f.fault(&f.failAppend)
 	if err != nil && !after {
 		return 0, err
 	}
-	nv, ierr := f.Store.Append(ctx, id, v, msgs)
+	nv, ierr := f.Store.Append(ctx, id, v, msgs, usage...)
 	if err != nil && ierr == nil {
 		return 0, err
 	}

@@ -146,11 +146,11 @@ func (f fencedStore) Create(ctx context.Context, n history.NewSession) (*history
 	return f.Store.Create(ctx, n)
 }
 
-func (f fencedStore) Append(ctx context.Context, id string, v uint64, msgs []history.Message) (uint64, error) {
+func (f fencedStore) Append(ctx context.Context, id string, v uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
 	if err := f.l.fenced(id); err != nil {
 		return 0, err
 	}
-	return f.Store.Append(ctx, id, v, msgs)
+	return f.Store.Append(ctx, id, v, msgs, usage...)
 }
 
 func (f fencedStore) SetConfig(ctx context.Context, id string, v uint64, c json.RawMessage) (uint64, error) {

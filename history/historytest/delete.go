@@ -46,6 +46,7 @@ func fullSession(t *testing.T, s history.Store, id string) uint64 {
 		Events:  []history.LoggedEvent{loggedEvent(1, "message"), loggedEvent(2, "compaction")},
 		Through: 5,
 	}))
+	require.NoError(t, s.RecordUsage(ctx, id, []history.UsageRecord{usageRec("r-"+id, "turn", 10, 2)}))
 	return v
 }
 
@@ -55,6 +56,7 @@ type stored struct {
 	segments []history.Segment
 	timeline []history.Entry
 	events   []history.LoggedEvent
+	usage    []history.UsageRecord
 	hits     []string
 }
 
@@ -74,6 +76,8 @@ func readAll(t *testing.T, s history.Store, id string) stored {
 	st.timeline, err = s.Timeline(ctx, id)
 	require.NoError(t, err)
 	st.events, err = s.Events(ctx, id, 0, 0)
+	require.NoError(t, err)
+	st.usage, err = s.Usage(ctx, id)
 	require.NoError(t, err)
 	st.hits = hitIDs(search(t, s, id, "ledger", history.MaxSearchLimit).Hits)
 	return st
@@ -97,6 +101,7 @@ func sameStored(t *testing.T, want, got stored) {
 	}
 	assert.Equal(t, entryKeys(want.timeline), entryKeys(got.timeline))
 	equalEvents(t, want.events, got.events)
+	equalUsage(t, want.usage, got.usage)
 	assert.Equal(t, want.hits, got.hits)
 }
 
@@ -115,6 +120,8 @@ func goneFrom(t *testing.T, s history.Store, id string) {
 	assert.ErrorIs(t, err, history.ErrNotFound, "Events")
 	_, err = s.Search(ctx, id, history.SearchQuery{Text: "ledger"})
 	assert.ErrorIs(t, err, history.ErrNotFound, "Search")
+	_, err = s.Usage(ctx, id)
+	assert.ErrorIs(t, err, history.ErrNotFound, "Usage")
 	assert.NotContains(t, listAll(t, s, history.ListOptions{}, nil), id, "ListSessions")
 }
 
@@ -132,6 +139,7 @@ func testDelete(t *testing.T, h Harness) {
 	gone := readAll(t, s, "gone")
 	require.NotEmpty(t, gone.segments)
 	require.NotEmpty(t, gone.events)
+	require.NotEmpty(t, gone.usage)
 	require.NotEmpty(t, gone.hits, "the session is indexed")
 
 	require.NoError(t, s.Delete(ctx, "gone"))
@@ -161,6 +169,7 @@ func testDelete(t *testing.T, h Harness) {
 	assert.Empty(t, again.segments)
 	assert.Empty(t, again.timeline)
 	assert.Empty(t, again.events)
+	assert.Empty(t, again.usage, "the usage ledger holds nothing of the deleted session")
 	assert.Empty(t, again.hits, "the search index holds nothing of the deleted session")
 	v := appendMsgs(t, s, "gone", snap.Version, []history.Message{text("n0", 0, "a new ledger question")})
 	assert.Equal(t, []string{"n0"}, hitIDs(search(t, s, "gone", "ledger", 0).Hits))

@@ -20,7 +20,7 @@
 // tool results, archived and Active messages, isolation between sessions,
 // any query text), the fidelity a Segment keeps, configuration changes
 // recorded in the timeline, undo, the event log with its reservations of
-// sequence numbers, listing and deletion (every part of a session goes,
+// sequence numbers, the usage ledger, listing and deletion (every part of a session goes,
 // nothing of another); with [Harness.Leases], the lease cases of
 // [history.Leaser] too.
 package historytest
@@ -114,6 +114,8 @@ func Run(t *testing.T, h Harness) {
 		{"SearchInvalid", testSearchInvalid},
 		{"SearchSameAsMemstore", testSearchSameAsMemstore},
 		{"SegmentFidelity", testSegmentFidelity},
+		{"UsageLedger", testUsageLedger},
+		{"UsageInvalid", testUsageInvalid},
 		{"Delete", testDelete},
 		{"DeleteMissing", testDeleteMissing},
 	}

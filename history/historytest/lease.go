@@ -282,6 +282,11 @@ func testLeaseTakeoverAfterExpiry(t *testing.T, h LeaseHarness) {
 	assert.ErrorIs(t, err, history.ErrFenced)
 	_, _, err = la.Store().Recover(ctx, "s", v, time.Now())
 	assert.ErrorIs(t, err, history.ErrFenced)
+	err = la.Store().RecordUsage(ctx, "s", []history.UsageRecord{usageRec("stale", "turn", 1, 1)})
+	assert.ErrorIs(t, err, history.ErrFenced, "a stale holder's usage record")
+	if used, err := b.Usage(ctx, "s"); assert.NoError(t, err) {
+		assert.Empty(t, used, "the fenced usage write changed nothing")
+	}
 	loaded, err := b.Load(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, v, loaded.Version)

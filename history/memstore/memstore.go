@@ -47,8 +47,10 @@ type session struct {
 	created     time.Time
 	updated     time.Time // of the last write
 	events      []history.LoggedEvent
-	lastSeq     uint64 // Through of the last EventBatch
-	logCovers   int64  // the highest EventBatch.Covers
+	lastSeq     uint64                // Through of the last EventBatch
+	logCovers   int64                 // the highest EventBatch.Covers
+	usage       []history.UsageRecord // the ledger, in the order recorded
+	usageIDs    map[string]bool       // the IDs of usage
 	// The word index of Search, kept by Append under the same lock as the
 	// messages: words maps a stem to the indexes into messages of the
 	// messages holding it, ascending; tools[i] is the name of the tool
@@ -252,11 +254,15 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 }
 
 // Append implements [history.Store].
-func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
+func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
 	if err := storekit.CheckMessages(msgs); err != nil {
 		return 0, err
 	}
+	if err := storekit.CheckUsage(usage); err != nil {
+		return 0, err
+	}
 	return s.update(ctx, id, version, func(ss *session) error {
+		ss.record(usage)
 		for _, m := range cloneMessages(msgs) {
 			ss.messages = append(ss.messages, m)
 			ss.positions = append(ss.positions, ss.nextPos)
@@ -377,6 +383,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		}
 		ss.segments = append(ss.segments, seg)
 		ss.activeFrom = seg.upto
+		ss.record(c.Usage)
 		ss.summary = c.Summary
 		out = new(history.Segment)
 		*out = seg.seg
@@ -550,6 +557,41 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 		ss.logCovers = max(ss.logCovers, b.Covers)
 		return nil
 	})
+}
+
+// record adds recs to the ledger, leaving out the IDs it holds. recs
+// have passed storekit.CheckUsage.
+func (ss *session) record(recs []history.UsageRecord) {
+	for _, r := range recs {
+		if ss.usageIDs == nil {
+			ss.usageIDs = make(map[string]bool)
+		}
+		if !ss.usageIDs[r.ID] {
+			ss.usageIDs[r.ID] = true
+			ss.usage = append(ss.usage, r)
+		}
+	}
+}
+
+// RecordUsage implements [history.Ledger].
+func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.UsageRecord) error {
+	if err := storekit.CheckUsage(recs); err != nil {
+		return err
+	}
+	return s.view(ctx, id, func(ss *session) error {
+		ss.record(recs)
+		return nil
+	})
+}
+
+// Usage implements [history.Ledger].
+func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, error) {
+	var out []history.UsageRecord
+	err := s.view(ctx, id, func(ss *session) error {
+		out = slices.Clone(ss.usage)
+		return nil
+	})
+	return out, err
 }
 
 // ReserveSeqs implements [history.EventLog].

@@ -9,7 +9,8 @@ import (
 // Delete implements [history.Catalog]: in one transaction, after the
 // lease check of every write, it removes the session's messages (and so
 // its search index, their search column), compactions (Segments and undos
-// are their rows), events and sessions row. The leases row stays: tokens
+// are their rows), events, configs, usage ledger and sessions
+// row. The leases row stays: tokens
 // only grow.
 //
 // The lock order is that of swap: a lease's delete locks the lease row
@@ -42,6 +43,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			`DELETE FROM compactions WHERE session_id = $1`,
 			`DELETE FROM events WHERE session_id = $1`,
 			`DELETE FROM configs WHERE session_id = $1`,
+			`DELETE FROM usage_records WHERE session_id = $1`,
 			`DELETE FROM sessions WHERE id = $1`,
 		} {
 			if _, err := tx.Exec(ctx, q, key); err != nil {

@@ -159,7 +159,33 @@ ALTER TABLE compactions
 	// the log (history.EventBatch.Covers). Sessions stored before take 0:
 	// the next open logs the events of their whole timeline.
 	`ALTER TABLE sessions ADD COLUMN log_covers bigint NOT NULL DEFAULT 0;`,
+	// 10: the usage ledger (history.Ledger): one row per provider
+	// response, in num order (the order recorded).
+	migrationUsage,
 }
+
+// migrationUsage creates the usage ledger (history.Ledger, usage.go). A
+// record's ID is unique per session: a retried write records it once.
+const migrationUsage = `
+CREATE TABLE usage_records (
+	num                bigserial NOT NULL,
+	session_id         bytea     NOT NULL REFERENCES sessions (id),
+	id                 bytea     NOT NULL,
+	purpose            bytea     NOT NULL,
+	provider           bytea     NOT NULL,
+	model              bytea     NOT NULL,
+	turn_id            bytea     NOT NULL,
+	compact_id         bytea     NOT NULL,
+	input_tokens       bigint    NOT NULL,
+	output_tokens      bigint    NOT NULL,
+	cache_read_tokens  bigint    NOT NULL,
+	cache_write_tokens bigint    NOT NULL,
+	cost               float8    NOT NULL,
+	currency           bytea     NOT NULL,
+	at                 bigint, -- unix nanoseconds; NULL means zero
+	PRIMARY KEY (session_id, id)
+);
+`
 
 // migrationConfigs records configuration changes at their timeline
 // positions (history.Writer.RecordConfig): data is the change's opaque JSON.

@@ -418,9 +418,12 @@ func (s *Store) strings(ctx context.Context, tx pgx.Tx, op, query string, args .
 
 // Append implements [history.Store]. Each message takes the next timeline
 // position and the next message number; all of them go in with one INSERT.
-func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
+func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
 	const op = "append"
 	if err := storekit.CheckMessages(msgs); err != nil {
+		return 0, err
+	}
+	if err := storekit.CheckUsage(usage); err != nil {
 		return 0, err
 	}
 	b, err := encodeMessages(msgs)
@@ -443,7 +446,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
-		return nil
+		return s.recordUsage(ctx, tx, op, id, usage)
 	})
 }
 
@@ -636,6 +639,9 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 			bin(id), to+1, int64(c.Archive), bin(c.Summary))
 		if err != nil {
 			return s.fail(ctx, op, err)
+		}
+		if err := s.recordUsage(ctx, tx, op, id, c.Usage); err != nil {
+			return err
 		}
 		rec.FinishedAt = decodeTime(at)
 		seg = storekit.CommittedSegment(&c, rec)

@@ -152,7 +152,32 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	// the log (history.EventBatch.Covers). Sessions stored before take 0:
 	// the next open logs the events of their whole timeline.
 	`ALTER TABLE sessions ADD COLUMN log_covers INTEGER NOT NULL DEFAULT 0;`,
+	// 11: the usage ledger (history.Ledger): one row per provider
+	// response, in rowid order (the order recorded).
+	migrationUsage,
 }
+
+// migrationUsage creates the usage ledger (history.Ledger, usage.go). A
+// record's ID is unique per session: a retried write records it once.
+const migrationUsage = `
+CREATE TABLE usage_records (
+	session_id         TEXT    NOT NULL REFERENCES sessions (id),
+	id                 TEXT    NOT NULL,
+	purpose            TEXT    NOT NULL,
+	provider           TEXT    NOT NULL,
+	model              TEXT    NOT NULL,
+	turn_id            TEXT    NOT NULL,
+	compact_id         TEXT    NOT NULL,
+	input_tokens       INTEGER NOT NULL,
+	output_tokens      INTEGER NOT NULL,
+	cache_read_tokens  INTEGER NOT NULL,
+	cache_write_tokens INTEGER NOT NULL,
+	cost               REAL    NOT NULL,
+	currency           TEXT    NOT NULL,
+	at                 INTEGER, -- unix nanoseconds; NULL means zero
+	UNIQUE (session_id, id)
+);
+`
 
 // migrationConfigs records configuration changes at their timeline
 // positions (history.Writer.RecordConfig): data is the change's opaque JSON.

@@ -419,8 +419,11 @@ func (s *Store) strings(ctx context.Context, tx *sql.Tx, op, query string, args 
 
 // Append implements [history.Store]. Each message takes the next timeline
 // position and the next message number.
-func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message) (uint64, error) {
+func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
 	if err := storekit.CheckMessages(msgs); err != nil {
+		return 0, err
+	}
+	if err := storekit.CheckUsage(usage); err != nil {
 		return 0, err
 	}
 	rows, err := encodeMessages(msgs)
@@ -437,6 +440,9 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 			}
 			pos++
 			seq++
+		}
+		if err := s.recordUsage(ctx, tx, "append", id, usage); err != nil {
+			return err
 		}
 		return s.index(ctx, tx, id, st, msgs)
 	})
@@ -645,6 +651,9 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 			to+1, c.Archive, c.Summary, id)
 		if err != nil {
 			return s.fail(ctx, op, err)
+		}
+		if err := s.recordUsage(ctx, tx, op, id, c.Usage); err != nil {
+			return err
 		}
 		rec.FinishedAt = decodeTime(at)
 		seg = storekit.CommittedSegment(&c, rec)

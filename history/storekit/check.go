@@ -34,7 +34,7 @@ func CheckCommit(c *history.Commit, active int) error {
 	case len(c.Fidelity.Missing) > history.MaxFidelityMissing:
 		return fmt.Errorf("%w: commit fidelity lists %d missing facts, at most %d", history.ErrInvalid, len(c.Fidelity.Missing), history.MaxFidelityMissing)
 	}
-	return nil
+	return CheckUsage(c.Usage)
 }
 
 // CheckBegin validates a compaction record passed to BeginCompaction.
@@ -129,3 +129,20 @@ func CheckSeqGap(gap uint64) error {
 // for a reservation of gap numbers: the raise and another gap above it stay
 // within history.MaxSeq. gap has passed CheckSeqGap.
 func SeqRoom(last, gap uint64) bool { return last <= history.MaxSeq-2*gap }
+
+// CheckUsage validates usage records for history.Writer.Append,
+// history.Commit.Usage and history.Ledger.RecordUsage: each valid
+// (history.UsageRecord.Validate), no two of one ID.
+func CheckUsage(recs []history.UsageRecord) error {
+	for i := range recs {
+		if err := recs[i].Validate(); err != nil {
+			return err
+		}
+		for j := range i {
+			if recs[j].ID == recs[i].ID {
+				return fmt.Errorf("%w: two usage records have ID %q", history.ErrInvalid, recs[i].ID)
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package historytest
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// usageRec returns a usage record for tests.
+func usageRec(id, purpose string, in, out int) history.UsageRecord {
+	return history.UsageRecord{
+		ID: id, Purpose: purpose, Provider: "prov", Model: "model-" + id, TurnID: "turn-" + id,
+		InputTokens: in, OutputTokens: out, CacheReadTokens: in / 2, CacheWriteTokens: in / 4,
+		Cost: float64(in) / 1000, Currency: "USD", At: t0.Add(time.Duration(in) * time.Second),
+	}
+}
+
+// equalUsage asserts that two ledgers are equal record by record (times
+// compared with Equal).
+func equalUsage(t *testing.T, want, got []history.UsageRecord) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i := range want {
+		w, g := want[i], got[i]
+		assert.True(t, w.At.Equal(g.At), "record %s At: want %v, got %v", w.ID, w.At, g.At)
+		w.At, g.At = time.Time{}, time.Time{}
+		assert.Equal(t, w, g, "record %d", i)
+	}
+}
+
+// testUsageLedger: usage recorded by Append, by a compaction commit and
+// by RecordUsage is read back by Usage in the order recorded, every field
+// kept, also after a reopen; a record whose ID the ledger holds is not
+// recorded again (a retried write counts once); a compaction and an
+// Uncompact take nothing out; sessions do not share ledgers.
+func testUsageLedger(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "s")
+	other := create(t, s, "other")
+	got, err := s.Usage(ctx, "s")
+	require.NoError(t, err)
+	assert.Empty(t, got, "a new session's ledger")
+
+	r1, r2 := usageRec("r1", "turn", 100, 10), usageRec("r2", "turn", 200, 20)
+	r2.Provider, r2.Model, r2.TurnID, r2.CacheReadTokens, r2.CacheWriteTokens, r2.Cost, r2.Currency = "", "", "", 0, 0, 0, ""
+	nv, err := s.Append(ctx, "s", v, Msgs("a", 2), r1)
+	require.NoError(t, err)
+	v = nv
+	v = appendMsgs(t, s, "s", v, Msgs("b", 2))
+	nv, err = s.Append(ctx, "s", v, Msgs("c", 1), r2)
+	require.NoError(t, err)
+	v = nv
+
+	sum := usageRec("sum1", "summary", 300, 30)
+	sum.TurnID, sum.CompactID = "", "c1"
+	v, err = s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
+	v, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 3, Summary: "S", At: t0, Usage: []history.UsageRecord{sum}})
+	require.NoError(t, err)
+
+	failed := usageRec("sum2", "summary", 400, 0)
+	failed.CompactID = "c2"
+	require.NoError(t, s.RecordUsage(ctx, "s", []history.UsageRecord{failed}))
+	// Retried writes: the IDs are recorded, nothing is counted twice.
+	require.NoError(t, s.RecordUsage(ctx, "s", []history.UsageRecord{failed, r1}))
+	v, err = s.Append(ctx, "s", v, Msgs("d", 1), r2)
+	require.NoError(t, err)
+	require.NoError(t, s.RecordUsage(ctx, "s", nil), "an empty batch")
+
+	_, _, err = s.Uncompact(ctx, "s", v, history.Uncompaction{ID: "u1", At: t0})
+	require.NoError(t, err)
+
+	want := []history.UsageRecord{r1, r2, sum, failed}
+	got, err = s.Usage(ctx, "s")
+	require.NoError(t, err)
+	equalUsage(t, want, got)
+	s = h.reopen(t, s)
+	got, err = s.Usage(ctx, "s")
+	require.NoError(t, err)
+	equalUsage(t, want, got)
+
+	// The same ID in another session is another record.
+	_, err = s.Append(ctx, "other", other, Msgs("o", 1), r1)
+	require.NoError(t, err)
+	got, err = s.Usage(ctx, "other")
+	require.NoError(t, err)
+	equalUsage(t, []history.UsageRecord{r1}, got)
+	got, err = s.Usage(ctx, "s")
+	require.NoError(t, err)
+	assert.Len(t, got, 4)
+}
+
+// testUsageInvalid: a malformed record (no ID, no purpose, a negative
+// figure, a negative, not finite or unbounded cost, a cost without a
+// currency, two records of one ID) fails with ErrInvalid naming what is
+// wrong, through Append, a commit and RecordUsage alike, and writes
+// nothing: no message, no commit, no record. An unknown session is
+// ErrNotFound.
+func testUsageInvalid(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "s")
+	v = appendMsgs(t, s, "s", v, Msgs("a", 2))
+	v, err := s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerManual, Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
+	good := usageRec("ok", "turn", 1, 1)
+	bad := map[string]func(r *history.UsageRecord){
+		"ID":               func(r *history.UsageRecord) { r.ID = "" },
+		"Purpose":          func(r *history.UsageRecord) { r.Purpose = "" },
+		"InputTokens":      func(r *history.UsageRecord) { r.InputTokens = -1 },
+		"OutputTokens":     func(r *history.UsageRecord) { r.OutputTokens = -5 },
+		"CacheReadTokens":  func(r *history.UsageRecord) { r.CacheReadTokens = -1 },
+		"CacheWriteTokens": func(r *history.UsageRecord) { r.CacheWriteTokens = -1 },
+		"Cost":             func(r *history.UsageRecord) { r.Cost = -0.5 },
+		"Cost NaN":         func(r *history.UsageRecord) { r.Cost = math.NaN() },
+		"Cost Inf":         func(r *history.UsageRecord) { r.Cost = math.Inf(1) },
+		"Currency":         func(r *history.UsageRecord) { r.Currency = "" },
+	}
+	for name, spoil := range bad {
+		t.Run(name, func(t *testing.T) {
+			r := usageRec("x", "turn", 3, 3)
+			spoil(&r)
+			field := name
+			if i := len(field); i > 4 && (field[i-3:] == "NaN" || field[i-3:] == "Inf") {
+				field = field[:i-4]
+			}
+			checkRefused := func(what string, err error) {
+				t.Helper()
+				require.ErrorIs(t, err, history.ErrInvalid, what)
+				if field != "ID" {
+					assert.Contains(t, err.Error(), field, "%s: the error names the field", what)
+				}
+			}
+			_, err := s.Append(ctx, "s", v, Msgs("n", 1), good, r)
+			checkRefused("Append", err)
+			_, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 1, Summary: "S", At: t0, Usage: []history.UsageRecord{r}})
+			checkRefused("CommitCompaction", err)
+			checkRefused("RecordUsage", s.RecordUsage(ctx, "s", []history.UsageRecord{good, r}))
+		})
+	}
+	dup := []history.UsageRecord{usageRec("d", "turn", 1, 1), usageRec("d", "summary", 2, 2)}
+	_, err = s.Append(ctx, "s", v, Msgs("n", 1), dup...)
+	assert.ErrorIs(t, err, history.ErrInvalid, "two records of one ID")
+	assert.ErrorIs(t, s.RecordUsage(ctx, "s", dup), history.ErrInvalid, "two records of one ID")
+
+	snap, err := s.Load(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, v, snap.Version, "nothing was written")
+	assert.Len(t, snap.Active, 2)
+	assert.Equal(t, []string{"c1"}, snap.Interrupted, "the compaction is still in progress")
+	got, err := s.Usage(ctx, "s")
+	require.NoError(t, err)
+	assert.Empty(t, got, "no record of a refused write")
+
+	err = s.RecordUsage(ctx, "nope", []history.UsageRecord{good})
+	assert.ErrorIs(t, err, history.ErrNotFound)
+	_, err = s.Usage(ctx, "nope")
+	assert.ErrorIs(t, err, history.ErrNotFound)
+	assert.False(t, errors.Is(err, history.ErrInvalid))
+}

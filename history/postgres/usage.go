@@ -1,0 +1,109 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
+)
+
+// recordUsage inserts recs, which have passed storekit.CheckUsage, in tx
+// (the transaction of the write that records them), in one statement. A
+// record whose ID the session holds is left out (history.Ledger: a retried
+// write counts once).
+func (s *Store) recordUsage(ctx context.Context, tx pgx.Tx, op, id string, recs []history.UsageRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	n := len(recs)
+	var (
+		ids, purposes, provs, models = make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		turns, compacts, currencies  = make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		in, out, cr, cw              = make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		costs                        = make([]float64, n)
+		ats                          = make([]*int64, n)
+	)
+	for i := range recs {
+		r := &recs[i]
+		at, err := encodeTime(r.At)
+		if err != nil {
+			return err
+		}
+		ids[i], purposes[i], provs[i], models[i] = bin(r.ID), bin(r.Purpose), bin(r.Provider), bin(r.Model)
+		turns[i], compacts[i], currencies[i] = bin(r.TurnID), bin(r.CompactID), bin(r.Currency)
+		in[i], out[i], cr[i], cw[i] = int64(r.InputTokens), int64(r.OutputTokens), int64(r.CacheReadTokens), int64(r.CacheWriteTokens)
+		costs[i], ats[i] = r.Cost, at
+	}
+	_, err := tx.Exec(ctx, `
+		INSERT INTO usage_records (session_id, id, purpose, provider, model, turn_id, compact_id,
+			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at)
+		SELECT $1, u.id, u.purpose, u.provider, u.model, u.turn_id, u.compact_id, u.i, u.o, u.cr, u.cw, u.cost, u.currency, u.at
+		FROM unnest($2::bytea[], $3::bytea[], $4::bytea[], $5::bytea[], $6::bytea[], $7::bytea[],
+			$8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[], $12::float8[], $13::bytea[], $14::bigint[])
+			WITH ORDINALITY AS u (id, purpose, provider, model, turn_id, compact_id, i, o, cr, cw, cost, currency, at, ord)
+		ORDER BY u.ord
+		ON CONFLICT (session_id, id) DO NOTHING`,
+		bin(id), ids, purposes, provs, models, turns, compacts, in, out, cr, cw, costs, currencies, ats)
+	if err != nil {
+		return s.fail(ctx, op, err)
+	}
+	return nil
+}
+
+// RecordUsage implements [history.Ledger]: one transaction with the lease
+// check of every write and without the version compare-and-swap, like
+// LogEvents.
+func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.UsageRecord) error {
+	const op = "record usage"
+	if err := storekit.CheckUsage(recs); err != nil {
+		return err
+	}
+	return s.inTx(ctx, op, id, func(tx pgx.Tx) error {
+		if err := s.checkLease(ctx, tx, op, id); err != nil {
+			return err
+		}
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, bin(id)).Scan(&one)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
+		}
+		return s.recordUsage(ctx, tx, op, id, recs)
+	})
+}
+
+// Usage implements [history.Ledger]: the rows in the order of num, the
+// order they were inserted in.
+func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, error) {
+	const op = "usage"
+	var out []history.UsageRecord
+	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
+		if _, err := s.exists(ctx, tx, op, id); err != nil {
+			return err
+		}
+		return s.each(ctx, tx, op, `SELECT id, purpose, provider, model, turn_id, compact_id,
+			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
+			FROM usage_records WHERE session_id = $1 ORDER BY num`, []any{bin(id)}, func(rows pgx.Rows) error {
+			var (
+				ids, purpose, prov, model, turn, comp, cur []byte
+				in, o, cr, cw                              int64
+				r                                          history.UsageRecord
+				at                                         *int64
+			)
+			if err := rows.Scan(&ids, &purpose, &prov, &model, &turn, &comp, &in, &o, &cr, &cw, &r.Cost, &cur, &at); err != nil {
+				return err
+			}
+			r.ID, r.Purpose, r.Provider, r.Model = string(ids), string(purpose), string(prov), string(model)
+			r.TurnID, r.CompactID, r.Currency = string(turn), string(comp), string(cur)
+			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens = int(in), int(o), int(cr), int(cw)
+			r.At = decodeTime(at)
+			out = append(out, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -1,0 +1,81 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
+)
+
+// insertUsage is the insert of one ledger row; a record whose ID the
+// session holds is left out (history.Ledger: a retried write counts once).
+const insertUsage = `INSERT INTO usage_records (session_id, id, purpose, provider, model, turn_id, compact_id,
+	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at)
+	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, id) DO NOTHING`
+
+// recordUsage inserts recs, which have passed storekit.CheckUsage, in tx:
+// the transaction of the write that recorded them.
+func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, op, id string, recs []history.UsageRecord) error {
+	for i := range recs {
+		r := &recs[i]
+		at, err := encodeTime(r.At)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, insertUsage, id, r.ID, r.Purpose, r.Provider, r.Model, r.TurnID, r.CompactID,
+			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens, r.Cost, r.Currency, at); err != nil {
+			return s.fail(ctx, op, err)
+		}
+	}
+	return nil
+}
+
+// RecordUsage implements [history.Ledger]: one write of the committer,
+// with the lease check of every write and without the version
+// compare-and-swap, like LogEvents.
+func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.UsageRecord) error {
+	const op = "record usage"
+	if err := storekit.CheckUsage(recs); err != nil {
+		return err
+	}
+	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
+		if err := s.found(ctx, op, id, err); err != nil {
+			return err
+		}
+		return s.recordUsage(ctx, tx, op, id, recs)
+	})
+}
+
+// Usage implements [history.Ledger]: the rows in rowid order, the order
+// they were inserted in.
+func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, error) {
+	const op = "usage"
+	var out []history.UsageRecord
+	err := s.read(ctx, op, func(tx *sql.Tx) error {
+		if _, err := s.exists(ctx, tx, op, id); err != nil {
+			return err
+		}
+		return s.each(ctx, tx, op, `SELECT id, purpose, provider, model, turn_id, compact_id,
+			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
+			FROM usage_records WHERE session_id = ? ORDER BY rowid`, []any{id}, func(rows *sql.Rows) error {
+			var (
+				r  history.UsageRecord
+				at sql.NullInt64
+			)
+			if err := rows.Scan(&r.ID, &r.Purpose, &r.Provider, &r.Model, &r.TurnID, &r.CompactID,
+				&r.InputTokens, &r.OutputTokens, &r.CacheReadTokens, &r.CacheWriteTokens, &r.Cost, &r.Currency, &at); err != nil {
+				return err
+			}
+			r.At = decodeTime(at)
+			out = append(out, r)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
