@@ -209,7 +209,10 @@ func (c *Composer) maxToolOutput() int {
 // Summarize makes exactly one provider call that summarizes in, forwarding
 // text deltas to onDelta (which may be nil) as they arrive. It returns
 // ErrEmptySummary for a blank reply, and the provider's error (wrapping
-// ctx.Err() when cancelled) otherwise.
+// ctx.Err() when cancelled) otherwise. When the provider answered, the
+// Summary is returned with the error too, without Text: its Usage and
+// Model say what the call used, which the provider billed (an empty
+// summary, a cancel after the answer came).
 func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)) (*Summary, error) {
 	if c.Provider == nil {
 		return nil, errors.New("compact: composer has no provider")
@@ -219,14 +222,21 @@ func (c *Composer) Summarize(ctx context.Context, in Input, onDelta func(string)
 	if err != nil {
 		return nil, fmt.Errorf("compact: summary call: %w", err)
 	}
+	if resp == nil {
+		return nil, errors.New("compact: summary call: the provider returned no response")
+	}
+	// The provider answered, and billed the call, whatever comes next:
+	// the usage goes back with an error too.
+	billed := &Summary{Usage: resp.Usage, Model: resp.Model, LeftOut: leftOut}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("compact: summary call: %w", err)
+		return billed, fmt.Errorf("compact: summary call: %w", err)
 	}
 	text := strings.TrimSpace(resp.Message.Text)
 	if text == "" {
-		return nil, ErrEmptySummary
+		return billed, ErrEmptySummary
 	}
-	return &Summary{Text: text, Usage: resp.Usage, Model: resp.Model, LeftOut: leftOut}, nil
+	billed.Text = text
+	return billed, nil
 }
 
 // Transcript renders messages as the transcript a summary is made from: one

@@ -17,9 +17,9 @@ import (
 
 // usage records the provider-reported usage of a turn response and queues an
 // automatic compaction when it reaches the threshold (docs/design.md §3).
-func (l *loop) usage(u provider.Usage) {
-	l.contextTokens = u.Total()
-	l.publish(&UsageEvent{Purpose: provider.PurposeTurn, Usage: u, ContextTokens: l.contextTokens, TurnID: l.turnID()})
+func (l *loop) usage(r *history.UsageRecord) {
+	l.contextTokens = r.InputTokens + r.OutputTokens
+	l.spent(r, l.contextTokens)
 	thr := l.set.threshold()
 	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked || l.autoFailures >= maxAutoFailures {
 		return
@@ -115,10 +115,11 @@ type compaction struct {
 	hook     func(context.Context, *PendingCompaction) error
 	actionID string // the commit's action
 
-	hookErr  error            // the hook vetoed the compaction (or panicked)
-	supplied string           // the summary the hook supplied
-	sum      *compact.Summary // the summary, once made
-	facts    []compact.Fact   // the prefix's facts, extracted beside the summary call
+	hookErr  error                // the hook vetoed the compaction (or panicked)
+	supplied string               // the summary the hook supplied
+	sum      *compact.Summary     // the summary, once made
+	billed   *history.UsageRecord // the summary call's ledger record; nil when no call answered
+	facts    []compact.Fact       // the prefix's facts, extracted beside the summary call
 }
 
 // newCompaction makes compaction c the running one, with what its phases
@@ -182,7 +183,7 @@ func (l *loop) beginCompaction(k *compaction) {
 // deltas. A compaction that fails here (§4.5) or is cancelled (§4.8)
 // commits nothing and publishes no action; the same job records its end.
 func (l *loop) summarize(k *compaction) {
-	c, w, v, run := k.c, l.writer(), l.version, *k
+	c, w, v, run, m, turnID := k.c, l.writer(), l.version, *k, l.meter, l.turnID()
 	l.submit(func(post progress) func(*loop) {
 		// The prefix's facts (for the Segment's fidelity) are extracted
 		// beside the summary call, from the prefix the compaction holds
@@ -191,9 +192,14 @@ func (l *loop) summarize(k *compaction) {
 		go func() { factsc <- compact.Facts(run.in.Prefix) }()
 		sum, info, err := run.summary(post)
 		facts := <-factsc
+		var billed *history.UsageRecord
+		if sum != nil && run.supplied == "" && run.hookErr == nil { // a model call answered
+			r := m.record(provider.PurposeSummary, info, sum.Model, sum.Usage, turnID, c.id)
+			billed = &r
+		}
 		if err == nil {
 			return func(l *loop) {
-				k.sum, k.info, k.facts = sum, info, facts
+				k.sum, k.info, k.facts, k.billed = sum, info, facts, billed
 				// §4.6: the canonical commit. From here on it is never torn.
 				l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural(k.archive, "message") + ".", CompactID: c.id})
 				l.publish(l.compactionEvent(c, PhaseCommitting))
@@ -206,8 +212,15 @@ func (l *loop) summarize(k *compaction) {
 			status = history.StatusCancelled
 			err = context.Cause(run.ctx) // ErrCancelled or ErrClosed
 		}
+		// The call was paid for: its record goes in the ledger, though the
+		// compaction stores nothing else.
+		var uerr error
+		if billed != nil {
+			uerr = w.recordUsage([]history.UsageRecord{*billed})
+		}
 		nv, snap, ferr := w.finish(v, c.id, status, err.Error())
 		return func(l *loop) {
+			l.billed(billed, uerr)
 			switch {
 			case ferr != nil:
 				// It stays in progress in the store; the next open records
@@ -222,8 +235,8 @@ func (l *loop) summarize(k *compaction) {
 			res := compactFailed(c, err)
 			res.Cancelled = cancelled
 			res.ContextBefore = k.before
-			if sum != nil {
-				res.Usage = sum.Usage
+			if billed != nil {
+				res.Usage, res.Cost = usageOf(billed), costOf(billed)
 			}
 			l.finishCompaction(c, res)
 		}
@@ -299,18 +312,32 @@ func (l *loop) commitCompaction(k *compaction) {
 		ContextBefore:   k.before,
 		ContextAfter:    after,
 	}
+	if k.billed != nil {
+		commit.Usage = []history.UsageRecord{*k.billed}
+		commit.InputTokens, commit.OutputTokens = k.billed.InputTokens, k.billed.OutputTokens
+	}
 	w, v, rec, archived, facts := l.writer(), l.version, k.rec, l.archived, k.facts
 	l.submit(func(progress) func(*loop) {
 		commit.Fidelity = compact.FidelityOf(facts, sum.Text)
 		commit.At = time.Now()
 		rec.FinishedAt = commit.At
 		nv, seg, snap, err := w.commit(v, commit, rec, archived)
+		var uerr error
+		if err != nil {
+			// The commit did not land, the summary call was paid for all
+			// the same.
+			uerr = w.recordUsage(commit.Usage)
+		}
 		return func(l *loop) {
+			l.billed(k.billed, uerr)
 			if err != nil {
 				l.resync(snap)
 				l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionFailed, Text: "Compaction failed: " + err.Error(), CompactID: c.id})
 				res := compactFailed(c, err)
 				res.Usage, res.ContextBefore, res.LeftOut = sum.Usage, k.before, sum.LeftOut
+				if k.billed != nil {
+					res.Usage, res.Cost = usageOf(k.billed), costOf(k.billed)
+				}
 				l.finishCompaction(c, res)
 				return
 			}
@@ -325,10 +352,26 @@ func (l *loop) commitCompaction(k *compaction) {
 				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,
 				ContextBefore: k.before, ContextAfter: after, LeftOut: sum.LeftOut, Fidelity: commit.Fidelity,
 			}
+			if k.billed != nil {
+				res.Usage, res.Cost = usageOf(k.billed), costOf(k.billed)
+			}
 			res.ContextGrew, res.Note = contextNote(k.before, after)
 			l.finishCompaction(c, res)
 		}
 	})
+}
+
+// billed publishes the UsageEvent of a summary call recorded in the
+// ledger (r nil: no call answered); uerr is the error of recording it,
+// when it was recorded apart from the commit.
+func (l *loop) billed(r *history.UsageRecord, uerr error) {
+	switch {
+	case r == nil:
+	case uerr != nil:
+		l.log.Warn("cannot record the usage of a summary call", zap.String("compaction", r.CompactID), zap.Error(uerr))
+	default:
+		l.spent(r, 0)
+	}
 }
 
 // contextNote reports a compaction that did not make the context smaller

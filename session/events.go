@@ -109,15 +109,24 @@ type CompactionEvent struct {
 // record in the store's timeline.
 const NoPosition int64 = -1
 
-// UsageEvent reports provider-reported usage after a provider response.
+// UsageEvent reports provider-reported usage after a provider response,
+// once its record is in the session's usage ledger ([Session.Usage]): a
+// turn step's (Purpose "turn") or a summary call's (Purpose "summary",
+// with its CompactID, published before the compaction's finished event).
 type UsageEvent struct {
 	Purpose provider.Purpose
 	Usage   provider.Usage
 	// ContextTokens is the context the conversation now holds (input plus
 	// output tokens of the latest turn response); 0 when unknown, as after
-	// a compaction until the next turn response.
+	// a compaction until the next turn response, and for a summary call.
 	ContextTokens int
 	TurnID        string
+	CompactID     string // the compaction of a summary call
+	Model         string // the model that answered, "" when unknown
+	// Cost is what the response cost (Config.Pricing), the zero Cost when
+	// it was not priced; SessionCost is the session's cost so far, this
+	// response included (UsageReport.Total.Cost), which never decreases.
+	Cost, SessionCost provider.Cost
 }
 
 // TurnPhase is the phase a TurnEvent reports.

@@ -151,6 +151,9 @@ type loop struct {
 	// closeTimer ends the store calls closeGrace after the close began.
 	closeTimer *time.Timer
 
+	meter meter         // makes the usage ledger's records
+	cost  provider.Cost // the session's cumulative cost (UsageEvent.SessionCost)
+
 	// Automatic compaction state (docs/design.md §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale
 	autoQueued    bool // an automatic compaction is queued or running

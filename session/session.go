@@ -265,6 +265,17 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		start = repairLog(ctx, store, &elog, id, snap.LogCovers, nextPos, start, set, snap.Title, snap.Cwd, log)
 	}
 
+	// The cost so far, which every UsageEvent carries on from: what the
+	// processes before this one recorded.
+	var cost provider.Cost
+	if !created {
+		recs, err := store.Usage(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("session: read usage: %w", err)
+		}
+		cost = TallyUsage(recs).Total.Cost
+	}
+
 	maxQueue := cfg.MaxQueue
 	if maxQueue == 0 {
 		maxQueue = DefaultMaxQueue
@@ -310,6 +321,8 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		storeTO:  storeTimeout,
 		title:    snap.Title,
 		cwd:      snap.Cwd,
+		meter:    meter{pricing: cfg.Pricing, log: log},
+		cost:     cost,
 	}
 	l.publishSettings()
 	opened = true

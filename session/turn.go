@@ -67,7 +67,7 @@ func (l *loop) step() {
 		Messages: l.requestMessages(),
 		Tools:    l.requestTools(),
 	}
-	w, v, prov, ctx, turnID := l.writer(), l.version, l.prov, t.ctx, t.cmd.id
+	w, v, prov, ctx, turnID, m := l.writer(), l.version, l.prov, t.ctx, t.cmd.id, l.meter
 	// The assistant message's ID is chosen before it streams, so that every
 	// delta names the message it belongs to.
 	msgID := newID()
@@ -109,7 +109,13 @@ func (l *loop) step() {
 			}
 		}
 		msg := assistantMessage(resp.Message, msgID)
-		nv, snap, err := w.append(v, []history.Message{msg})
+		model := resp.Model
+		if model == "" {
+			model = req.Model
+		}
+		rec := m.record(provider.PurposeTurn, provider.Describe(prov), model, resp.Usage, turnID, "")
+		// The response's record goes with its message, in one transaction.
+		nv, snap, err := w.append(v, []history.Message{msg}, rec)
 		return func(l *loop) {
 			if err != nil {
 				l.draft.id = ""
@@ -120,8 +126,8 @@ func (l *loop) step() {
 			}
 			l.appended(nv, msg)
 			l.turn.overflowed, l.turn.overflowErr = false, nil
-			l.turn.usage = resp.Usage
-			l.usage(resp.Usage)
+			l.turn.usage = usageOf(&rec)
+			l.usage(&rec)
 			if len(msg.ToolCalls) > 0 {
 				l.turn.phase = phaseTools
 			} else {

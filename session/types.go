@@ -106,6 +106,11 @@ type Config struct {
 	AutoCompactTokens   int         // 0 = automatic compaction off (docs/design.md §3)
 	CompactInstructions string      // extra guidance for every summary
 	Logger              *zap.Logger // nil = no-op
+	// Pricing prices every provider response the session records in its
+	// usage ledger ([Session.Usage], UsageEvent.Cost); nil = nothing is
+	// priced (the tokens are counted all the same). provider.PriceTable
+	// is one.
+	Pricing provider.Pricing
 
 	// ContextWindow and AutoCompactRatio give the automatic threshold as a
 	// fraction of the model's context window (docs/design.md §3.4); used when
@@ -550,6 +555,11 @@ type CompactResult struct {
 	Trigger   history.Trigger  // TriggerManual, TriggerAuto or TriggerOverflow
 	Segment   *history.Segment // non-nil when Compacted
 	Usage     provider.Usage   // of the summary call (zero when BeforeCompact supplied the summary)
+	// Cost is what the summary call cost (Config.Pricing); zero when it
+	// was not priced or not made. A summary call that answered is paid
+	// for whatever the outcome: Usage and Cost are set also when the
+	// compaction ends compact_failed (an empty summary, a failed commit).
+	Cost provider.Cost
 	// ContextBefore is the context the conversation held when the
 	// compaction started, as the provider last reported it (input plus
 	// output tokens of the latest turn response); 0 when no fresh figure

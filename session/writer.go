@@ -59,10 +59,13 @@ func (w writer) reload() *history.Snapshot {
 	return snap
 }
 
-func (w writer) append(v uint64, msgs []history.Message) (uint64, *history.Snapshot, error) {
+// append stores msgs and, in the same transaction, usage (the record of
+// the response that made them). A failed write that landed after all
+// landed whole: its usage is recorded once.
+func (w writer) append(v uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, *history.Snapshot, error) {
 	var nv uint64
 	err := w.call(func(ctx context.Context) (err error) {
-		nv, err = w.store.Append(ctx, w.id, v, msgs)
+		nv, err = w.store.Append(ctx, w.id, v, msgs, usage...)
 		return err
 	})
 	if err == nil {
@@ -73,6 +76,16 @@ func (w writer) append(v uint64, msgs []history.Message) (uint64, *history.Snaps
 		return snap.Version, nil, nil
 	}
 	return 0, snap, err
+}
+
+// recordUsage records responses that produced nothing the store keeps (a
+// summary whose compaction failed), unversioned; a record the ledger holds
+// already is left out, so a retry after a failure that landed counts once.
+func (w writer) recordUsage(recs []history.UsageRecord) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	return w.call(func(ctx context.Context) error { return w.store.RecordUsage(ctx, w.id, recs) })
 }
 
 // endsWith reports whether active ends with msgs (by ID).
