@@ -36,7 +36,10 @@
 // same clean environment (plus what the editor sets for them), their
 // stderr goes to the log.
 // At most --max-sessions sessions (256) are open at once on the
-// connection; one more is refused until one closes.
+// connection; one more is refused until one closes. A turn step the model
+// rejects as longer than its context is recovered by one compaction and a
+// retry (session.Config.CompactOnOverflow; --compact-on-overflow=false
+// makes such a turn fail instead).
 //
 // Sessions are kept in a SQLite file (--store), so session/load works across
 // restarts, or in PostgreSQL when --store is a postgres:// URL. Either way
@@ -130,6 +133,7 @@ type config struct {
 	allowAll      bool
 	verbose       bool
 	recall        bool
+	overflow      bool           // --compact-on-overflow: recover a turn step the model's context cannot hold
 	sandbox       sandbox.Policy // run_command's mode, network and added environment
 	maxSessions   int
 	provider      string
@@ -158,6 +162,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.IntVar(&c.deltaSize, "offline-delta-size", 0, "the offline provider streams its replies and summaries this many words at a time (0 = its default; for demos and tests of streaming)")
 	flags.BoolVar(&c.allowAll, "allow-all", false, "start sessions in full-auto mode, where nothing asks the user's permission (for scripts; the editor may switch the mode)")
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
+	flags.BoolVar(&c.overflow, "compact-on-overflow", true, "when the model rejects a turn step as longer than its context, compact once and retry the step (--compact-on-overflow=false turns it off: the turn fails)")
 	flags.BoolVar(&c.recall, "recall", true, "give the model the recall tool, which searches and reads the archived conversation (-recall=false turns it off)")
 	c.sandbox.Mode = sandbox.Auto
 	flags.Func("sandbox", "run_command's Landlock sandbox: off, auto (confine where the kernel can, warn elsewhere) or required (refuse commands where it cannot) (default auto)", func(s string) error {
@@ -295,6 +300,7 @@ func run(args []string) error {
 			Tools:             demoTools,
 			Logger:            log,
 			Recall:            c.recall,
+			CompactOnOverflow: c.overflow,
 		},
 		SessionTools:  sessionTools(workspace.Options{Sandbox: c.sandbox}, mcp.Options{}, log),
 		Modes:         modes(c.allowAll),
