@@ -84,7 +84,8 @@ func asRPCError(err error) error {
 // The connection's dispatcher hands every update for a session to that
 // session's RemoteSession, in receive order; a session is registered (by
 // NewSession, LoadSession, ResumeSession) before any update the agent sends
-// for it after the response that names it can be dispatched.
+// for it after the response that names it can be dispatched, and the
+// updates a new session received before that response are applied first.
 type Client struct {
 	conn *jsonrpc.Conn
 	log  *zap.Logger
@@ -95,7 +96,20 @@ type Client struct {
 	mu       sync.Mutex // guards the registry
 	sessions map[string]*RemoteSession
 	cause    error // why the connection ended
+	// While a session/new waits for its response, updates for a session
+	// not registered yet are kept here in receive order (at most
+	// maxEarlyUpdates): an agent may write one (available_commands_update,
+	// say) before the response that names the session. The session that
+	// response registers applies them before anything later; the rest are
+	// dropped when no session/new waits any more.
+	creating int
+	early    map[string][]schema.SessionUpdate
+	earlyN   int
 }
+
+// maxEarlyUpdates bounds the updates kept for sessions not registered yet
+// (Client.early); past it they are dropped, with a warning in the log.
+const maxEarlyUpdates = 256
 
 // Dial speaks ACP as a client over r and w: it sends initialize (with the
 // session.compaction capability unless opts.NoCompaction) and returns once
@@ -301,20 +315,24 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 	}
 	got := make(chan answer, 1)
 	// The session is registered by the dispatcher, before it dispatches the
-	// updates the agent sends right after its response.
+	// updates the agent sends right after its response; the updates it sent
+	// before the response are applied first.
+	c.creatingSession(1)
 	err := c.conn.Send(ctx, schema.MethodSessionNew, c.surf.newSession(cwd), func(raw json.RawMessage, err error) {
 		var resp schema.NewSessionResponse
 		if err == nil {
 			err = json.Unmarshal(raw, &resp)
 		}
 		if err != nil {
+			c.creatingSession(-1)
 			got <- answer{err: fmt.Errorf("acp: session/new: %w", asRPCError(err))}
 			return
 		}
-		rs, err := c.register(resp.SessionID)
+		rs, err := c.registerNew(resp.SessionID)
 		got <- answer{rs, err}
 	})
 	if err != nil {
+		c.creatingSession(-1)
 		return nil, fmt.Errorf("acp: session/new: %w", err)
 	}
 	select {
@@ -417,6 +435,63 @@ func (c *Client) register(id string) (*RemoteSession, error) {
 	return rs, nil
 }
 
+// creatingSession counts the session/new requests waiting for their
+// response (by delta); when none waits, the updates kept for sessions not
+// registered are dropped.
+func (c *Client) creatingSession(delta int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.creating += delta
+	if c.creating == 0 && c.earlyN > 0 {
+		c.log.Warn("updates for sessions no session/new named were dropped", zap.Int("updates", c.earlyN))
+		c.early, c.earlyN = nil, 0
+	}
+}
+
+// registerNew registers the session a session/new response names, on the
+// dispatcher, and hands its owner the updates received for it before the
+// response, in receive order: they are applied before the response is
+// delivered and before any update received after it.
+func (c *Client) registerNew(id string) (*RemoteSession, error) {
+	rs, err := c.register(id)
+	c.mu.Lock()
+	kept := c.early[id]
+	delete(c.early, id)
+	c.earlyN -= len(kept)
+	c.mu.Unlock()
+	c.creatingSession(-1)
+	if rs != nil {
+		for _, u := range kept {
+			rs.post(func() { rs.update(u) })
+		}
+	}
+	return rs, err
+}
+
+// route returns the registered session id, or keeps u for it while a
+// session/new waits for its response (the agent may have written u before
+// that response); nil when there is no session to hand u to now.
+func (c *Client) route(id string, u schema.SessionUpdate) *RemoteSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if rs := c.sessions[id]; rs != nil {
+		return rs
+	}
+	switch {
+	case c.creating == 0:
+		c.log.Debug("update for a session this client does not hold", zap.String("session", id))
+	case c.earlyN >= maxEarlyUpdates:
+		c.log.Warn("update for a session not created yet dropped: too many kept", zap.String("session", id), zap.Int("kept", c.earlyN))
+	default:
+		if c.early == nil {
+			c.early = map[string][]schema.SessionUpdate{}
+		}
+		c.early[id] = append(c.early[id], u)
+		c.earlyN++
+	}
+	return nil
+}
+
 // forget unregisters rs, unless another took its place.
 func (c *Client) forget(rs *RemoteSession) {
 	c.mu.Lock()
@@ -442,10 +517,8 @@ func (c *Client) handle(_ context.Context, req *jsonrpc.Request) (any, error) {
 			c.log.Warn("malformed session/update", zap.Error(err))
 			return nil, err
 		}
-		if rs := c.session(n.SessionID); rs != nil {
+		if rs := c.route(n.SessionID, n.Update); rs != nil {
 			rs.post(func() { rs.update(n.Update) })
-		} else {
-			c.log.Debug("update for a session this client does not hold", zap.String("session", n.SessionID))
 		}
 		return nil, nil
 	case schema.MethodCompactFinished:

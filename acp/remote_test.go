@@ -166,6 +166,14 @@ func (ra *rawAgent) respond(req map[string]any, result string) {
 
 func (ra *rawAgent) newSession(c *acp.Client, commands string) *acp.RemoteSession {
 	ra.t.Helper()
+	return ra.newSessionUpdated(c, commands, false)
+}
+
+// newSessionUpdated is newSession with the available_commands_update
+// written before the session/new response that names the session when
+// early is set.
+func (ra *rawAgent) newSessionUpdated(c *acp.Client, commands string, early bool) *acp.RemoteSession {
+	ra.t.Helper()
 	ch := make(chan *acp.RemoteSession, 1)
 	go func() {
 		rs, err := c.NewSession(context.Background(), "/w")
@@ -174,11 +182,15 @@ func (ra *rawAgent) newSession(c *acp.Client, commands string) *acp.RemoteSessio
 	}()
 	req := ra.read()
 	require.Equal(ra.t, "session/new", req["method"])
+	update := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"available_commands_update","availableCommands":` + commands + `}}}`
+	if early {
+		ra.write(update)
+	}
 	ra.respond(req, `{"sessionId":"s1"}`)
-	if commands != "" {
+	if commands != "" && !early {
 		// Right after the response, as agents do: NewSession may not have
 		// registered the session yet, and the update must not be lost.
-		ra.write(`{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"available_commands_update","availableCommands":` + commands + `}}}`)
+		ra.write(update)
 	}
 	return <-ch
 }
