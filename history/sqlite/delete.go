@@ -8,7 +8,8 @@ import (
 // Delete implements [history.Catalog]: one write of the committer, after
 // the lease check of every write (exec), that removes the session's search
 // rows (one rowid range of message_fts, see rowidOf), messages,
-// compactions (Segments and undos are their rows), events and sessions row.
+// compactions (Segments and undos are their rows), events, configs, usage
+// ledger and sessions row.
 // The leases row stays: tokens only grow.
 func (s *Store) Delete(ctx context.Context, id string) error {
 	const op = "delete"
@@ -28,6 +29,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			{`DELETE FROM compactions WHERE session_id = ?`, []any{id}},
 			{`DELETE FROM events WHERE session_id = ?`, []any{id}},
 			{`DELETE FROM configs WHERE session_id = ?`, []any{id}},
+			{`DELETE FROM usage_records WHERE session_id = ?`, []any{id}},
 			{`DELETE FROM sessions WHERE id = ?`, []any{id}},
 		}
 		for _, st := range steps {
