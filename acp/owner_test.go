@@ -68,8 +68,7 @@ func TestServe_LoadDuringRunningCompaction(t *testing.T) {
 	conversation(t, c, fake, sid)
 	gate := make(chan struct{})
 	fake.QueueSummary(providertest.Reply{Text: "the summary", Deltas: []string{"the ", "summary"}, Gate: gate})
-	compacted := make(chan string, 1)
-	go func() { compacted <- c.prompt(sid, "/compact") }()
+	compacted := c.promptAsync(sid, "/compact")
 	c.waitFor("compaction_update")
 	require.NoError(t, fake.WaitCalls(t.Context(), 3)) // the summary call is running
 	c.take()
@@ -77,7 +76,7 @@ func TestServe_LoadDuringRunningCompaction(t *testing.T) {
 	c.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, &load)
 	replayed := compactionUpdates(updates(t, c.take()))
 	close(gate)
-	assert.Equal(t, "end_turn", <-compacted)
+	assert.Equal(t, "end_turn", compacted())
 	live := compactionUpdates(updates(t, c.take()))
 
 	require.NotEmpty(t, replayed)
@@ -157,13 +156,13 @@ func TestServe_LaggingClientLosesNothing(t *testing.T) {
 	}
 	fake.QueueSummary(providertest.Reply{Text: strings.Join(summary, ""), Deltas: summary})
 	gate.pause()
-	long := make(chan string, 1)
-	go func() { long <- c.prompt(sid, "a long answer, please") }()
+	long := c.promptAsync(sid, "a long answer, please")
 	require.NoError(t, fake.WaitCalls(t.Context(), 3))
 	compact := make(chan error, 1)
 	go func() {
 		var acc schema.CompactAccepted
-		compact <- c.call(schema.MethodCompact, map[string]any{"sessionId": sid}, &acc)
+		// Its answer waits in the paused pipe too: bounded by the test.
+		compact <- c.conn.Call(t.Context(), schema.MethodCompact, map[string]any{"sessionId": sid}, &acc)
 	}()
 	close(release)
 	require.NoError(t, fake.WaitCalls(t.Context(), 4)) // the summary call: the turn is over
@@ -172,17 +171,17 @@ func TestServe_LaggingClientLosesNothing(t *testing.T) {
 	// far behind what the session retains for resubscribers.
 	const later = 4
 	fake.SetDefault(func(*provider.Request) providertest.Reply { return providertest.Reply{Text: "later"} })
-	more := make(chan string, later)
+	more := make([]func() string, later)
 	for i := range later {
-		go func() { more <- c.prompt(sid, fmt.Sprintf("later %d", i)) }()
+		more[i] = c.promptAsync(sid, fmt.Sprintf("later %d", i))
 	}
 	require.NoError(t, fake.WaitCalls(t.Context(), 4+later))
 	// Everything happened while the client did not read; now it reads.
 	gate.resume()
-	assert.Equal(t, "end_turn", <-long)
+	assert.Equal(t, "end_turn", long())
 	require.NoError(t, <-compact)
-	for range later {
-		assert.Equal(t, "end_turn", <-more)
+	for _, wait := range more {
+		assert.Equal(t, "end_turn", wait())
 	}
 	c.waitFor("usage_update")
 

@@ -136,6 +136,32 @@ func (c *client) prompt(sid, text string) string {
 	return resp.StopReason
 }
 
+// promptAsync sends a session/prompt from another goroutine and returns a
+// function that waits for its stop reason on the test's goroutine. The
+// call itself never fails the test (FailNow off the test's goroutine would
+// leave the test waiting forever); the wait does, naming the error. The
+// call may take as long as the test makes it wait (a client that stops
+// reading, gates), so it is bounded by the test's context, not by call's
+// 10 s.
+func (c *client) promptAsync(sid, text string) func() string {
+	type result struct {
+		StopReason string
+		err        error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.err = c.conn.Call(c.t.Context(), "session/prompt", map[string]any{"sessionId": sid, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &r)
+		done <- r
+	}()
+	return func() string {
+		c.t.Helper()
+		r := <-done
+		require.NoError(c.t, r.err, "session/prompt %q", text)
+		return r.StopReason
+	}
+}
+
 // take returns and forgets the notifications received so far.
 func (c *client) take() []note {
 	c.mu.Lock()
@@ -309,11 +335,10 @@ func TestServe_CancelDuringCompaction(t *testing.T) {
 	gate := make(chan struct{})
 	defer close(gate)
 	fake.QueueSummary(providertest.Reply{Text: "never", Gate: gate})
-	stop := make(chan string, 1)
-	go func() { stop <- c.prompt(sid, "/compact") }()
+	stop := c.promptAsync(sid, "/compact")
 	require.NoError(t, fake.WaitCalls(context.Background(), 3))
 	require.NoError(t, c.conn.Notify(context.Background(), "session/cancel", map[string]any{"sessionId": sid}))
-	assert.Equal(t, "cancelled", <-stop)
+	assert.Equal(t, "cancelled", stop())
 	ups := compactionUpdates(updates(t, c.take()))
 	assert.Equal(t, []string{"compaction_update:in_progress", "compaction_update:cancelled"}, kinds(ups))
 	assert.Nil(t, ups[1]["summary"])
