@@ -165,7 +165,9 @@ func TestStuckStoreDoesNotHoldTheStop(t *testing.T) {
 // SQLite's busy timeout.
 func holdWriteLock(t *testing.T, path string) {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+path)
+	// The agent may be writing at this moment (the command's tool call):
+	// wait for its write rather than fail at once.
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")
 	require.NoError(t, err)
 	ctx := context.Background()
 	holder, err := db.Conn(ctx)

@@ -172,17 +172,24 @@ func isLockTimeout(err error) bool {
 	return errors.As(err, &e) && e.Code == lockNotAvailable
 }
 
+// holderLookup bounds busy's read of the lease holder: one row by its key,
+// which waits for no lock, so the bound is only for a stalled server. It
+// is not the lock timeout, which a store may set far shorter than a read
+// takes on a loaded machine (the holder was then missing from the error).
+const holderLookup = 2 * time.Second
+
 // busy turns err, when it is a lock wait that lock_timeout ended, into a
 // *history.BusyError for op on session id that names the session's lease
 // holder, read afterwards without waiting for any lock (a plain SELECT
-// takes none that a row lock blocks). Other errors pass unchanged.
+// takes none that a row lock blocks), within holderLookup however short
+// the lock timeout. Other errors pass unchanged.
 func (s *Store) busy(ctx context.Context, op, id string, err error) error {
 	if !isLockTimeout(err) {
 		return err
 	}
 	be := &history.BusyError{Session: id, Op: op, Waited: s.lockTimeout}
 	if id != "" {
-		rctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
+		rctx, cancel := context.WithTimeout(ctx, max(s.lockTimeout, holderLookup))
 		defer cancel()
 		var expires time.Time
 		if s.pool.QueryRow(rctx, `SELECT holder, expires_at FROM leases WHERE session_id = $1`, bin(id)).Scan(&be.Holder, &expires) == nil && be.Holder != "" {
