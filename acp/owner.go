@@ -14,6 +14,7 @@ import (
 	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -73,6 +74,7 @@ type agentSession struct {
 	sent       int                         // bytes of its text queued so far
 	afterText  bool                        // the last queued update is agent text
 	used       uint64                      // the last context figure reported
+	cost       provider.Cost               // the session's cost as last reported: it only rises (usage.go)
 	closing    *jsonrpc.Responder          // a session/close waiting for the session to end
 	queuedText int                         // bytes of text in queue
 	title      string                      // the title last reported (session_info_update)
@@ -347,6 +349,13 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 		return err
 	}
 	a.sub = rep.Sub
+	// The cost so far, before the replayed events (whose costs are older):
+	// what a client is told never goes down.
+	if rep, err := a.sess.Usage(context.Background()); err == nil {
+		a.raiseCost(rep.Total.Cost)
+	} else {
+		a.log.Warn("cannot read the session's usage", zap.Error(err))
+	}
 	if full {
 		a.open = map[string]int64{}
 		a.lastPos, a.lastSeq, a.draft, a.sent, a.afterText, a.title = -1, 0, "", 0, false, ""
@@ -354,6 +363,11 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 	}
 	for _, ev := range rep.Events {
 		a.forward(ev, true)
+	}
+	// The timeline holds no usage: a client that loads the session is told
+	// its cost so far.
+	if full && a.cost.Known() {
+		a.enqueue(a.usageUpdate(nil))
 	}
 	// Prompts whose command finished before the cut: their end is in
 	// neither the replay nor the new subscription.
@@ -506,9 +520,15 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 		a.lastPos = max(a.lastPos, p.Position)
 		a.message(p.Message, p.TurnID, replayed)
 	case *session.UsageEvent:
-		if p.ContextTokens > 0 {
+		rose := a.raiseCost(p.SessionCost)
+		switch {
+		case p.ContextTokens > 0:
 			a.used = uint64(p.ContextTokens)
-			a.enqueue(&schema.UsageUpdate{Used: a.used, Size: a.srv.contextWindow()})
+			a.enqueue(a.usageUpdate(nil))
+		case rose && p.Purpose != provider.PurposeSummary:
+			// A summary call's cost goes out with the compaction's end
+			// (usageAfter).
+			a.enqueue(a.usageUpdate(nil))
 		}
 	case *session.CompactionEvent:
 		a.compaction(p, replayed)
@@ -830,11 +850,11 @@ func fallbackText(status schema.CompactionStatus, errText string, archived int) 
 // and never triggers anything.
 func (a *agentSession) usageAfter(res *session.CompactResult) {
 	if !res.Compacted {
-		if a.used > 0 {
-			a.enqueue(&schema.UsageUpdate{Used: a.used, Size: a.srv.contextWindow()})
+		if a.used > 0 || a.cost.Known() {
+			a.enqueue(a.usageUpdate(nil))
 		}
 		return
 	}
 	a.used = uint64(max(res.ContextAfter, 0))
-	a.enqueue(&schema.UsageUpdate{Used: a.used, Size: a.srv.contextWindow(), Meta: map[string]any{schema.MetaKey: map[string]any{"estimate": true}}})
+	a.enqueue(a.usageUpdate(map[string]any{schema.MetaKey: map[string]any{"estimate": true}}))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/eventfeed"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -621,7 +622,11 @@ func (r *RemoteSession) update(u schema.SessionUpdate) {
 		if t != nil {
 			r.flush(t)
 		}
-		r.feed.Publish(&session.UsageEvent{Purpose: "turn", ContextTokens: int(v.Used), TurnID: turnID})
+		ev := &session.UsageEvent{Purpose: "turn", ContextTokens: int(v.Used), TurnID: turnID}
+		if v.Cost != nil {
+			ev.SessionCost = provider.Cost{Amount: v.Cost.Amount, Currency: v.Cost.Currency}
+		}
+		r.feed.Publish(ev)
 	case *schema.CompactionUpdate:
 		// A message whose chunks name it goes on after the compaction
 		// entity (one message stays one message); one whose chunks do not

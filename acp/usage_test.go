@@ -11,7 +11,9 @@ import (
 	"github.com/sessionkit/sessionkit/acp"
 	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
+	"github.com/sessionkit/sessionkit/session"
 )
 
 // The usage_update after a completed compaction reports the session's own
@@ -52,5 +54,97 @@ func TestServe_UsageAfterCompactionIsTheSessionsEstimate(t *testing.T) {
 		require.NotNil(t, usage, "a usage_update after the completed compaction: %v", ups)
 		assert.EqualValues(t, want, usage["used"], "summary %q: the session's estimate", summary[:1])
 		assert.Equal(t, map[string]any{schema.MetaKey: map[string]any{"estimate": true}}, usage["_meta"])
+	}
+}
+
+// usageCosts returns the cost amounts of the usage_updates in notes, in
+// order (-1 for one without a cost).
+func usageCosts(t *testing.T, notes []note) []float64 {
+	var out []float64
+	for _, u := range updates(t, notes) {
+		if u["sessionUpdate"] != "usage_update" {
+			continue
+		}
+		c, ok := u["cost"].(map[string]any)
+		if !ok {
+			out = append(out, -1)
+			continue
+		}
+		assert.Equal(t, "USD", c["currency"])
+		out = append(out, c["amount"].(float64))
+	}
+	return out
+}
+
+// TestServe_UsageCostIsCumulative: with prices, every usage_update carries
+// the session's cumulative cost: after each turn, after a /compact with
+// its summary call's cost included, after a compaction whose summary came
+// back empty (paid for all the same), and on another agent's session/load
+// of the session; it never decreases.
+func TestServe_UsageCostIsCumulative(t *testing.T) {
+	prices := provider.PriceTable{"m": {Input: 3, Output: 15}}
+	price := func(u provider.Usage) float64 {
+		c, ok := prices.Price("m", u)
+		require.True(t, ok)
+		return c.Amount
+	}
+	fake := providertest.New()
+	store := memstore.New()
+	opts := acp.ServerOptions{Session: session.Config{Pricing: prices}}
+	c := serve(t, fake, store, opts)
+	c.initialize(`{"session":{"compaction":{}}}`)
+	sid := c.newSession()
+	c.take()
+
+	t1, t2 := provider.Usage{InputTokens: 1000, OutputTokens: 100}, provider.Usage{InputTokens: 2000, OutputTokens: 50}
+	fake.QueueTurn(providertest.Reply{Text: "one", Usage: t1, Model: "m"}, providertest.Reply{Text: "two", Usage: t2, Model: "m"})
+	require.Equal(t, "end_turn", c.prompt(sid, "first"))
+	require.Equal(t, "end_turn", c.prompt(sid, "second"))
+	costs := usageCosts(t, c.take())
+	require.Len(t, costs, 2)
+	assert.InDelta(t, price(t1), costs[0], 1e-12)
+	assert.InDelta(t, price(t1)+price(t2), costs[1], 1e-12)
+	total := price(t1) + price(t2)
+
+	s1 := provider.Usage{InputTokens: 3000, OutputTokens: 200}
+	fake.QueueSummary(providertest.Reply{Text: "S", Usage: s1, Model: "m"})
+	require.Equal(t, "end_turn", c.prompt(sid, "/compact"))
+	total += price(s1)
+	costs = usageCosts(t, c.take())
+	require.NotEmpty(t, costs)
+	assert.InDelta(t, total, costs[len(costs)-1], 1e-12, "after the compaction, its summary call included")
+
+	t3 := provider.Usage{InputTokens: 500, OutputTokens: 10}
+	fake.QueueTurn(providertest.Reply{Text: "three", Usage: t3, Model: "m"}, providertest.Reply{Text: "four", Usage: t3, Model: "m"})
+	require.Equal(t, "end_turn", c.prompt(sid, "third"))
+	require.Equal(t, "end_turn", c.prompt(sid, "fourth"))
+	total += 2 * price(t3)
+	s2 := provider.Usage{InputTokens: 800, OutputTokens: 1}
+	fake.QueueSummary(providertest.Reply{Text: " ", Usage: s2, Model: "m"})
+	c.prompt(sid, "/compact")
+	total += price(s2)
+	costs = append(costs, usageCosts(t, c.take())...)
+	require.NotEmpty(t, costs)
+	assert.InDelta(t, total, costs[len(costs)-1], 1e-12, "an empty summary is paid for")
+
+	// Another agent loads the session: the replayed updates carry the
+	// cost so far, which does not go down.
+	c2 := serve(t, fake, store, opts)
+	c2.initialize(`{}`)
+	c2.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, nil)
+	loaded := usageCosts(t, c2.take())
+	require.NotEmpty(t, loaded)
+	for _, v := range loaded {
+		assert.InDelta(t, total, v, 1e-12, "session/load reports the cost so far")
+	}
+	fake.QueueTurn(providertest.Reply{Text: "five", Usage: t3, Model: "m"})
+	require.Equal(t, "end_turn", c2.prompt(sid, "fifth"))
+	total += price(t3)
+	costs = append(costs, loaded...)
+	costs = append(costs, usageCosts(t, c2.take())...)
+	assert.InDelta(t, total, costs[len(costs)-1], 1e-12)
+	for i := 1; i < len(costs); i++ {
+		assert.GreaterOrEqual(t, costs[i], costs[i-1], "usage_update %d: the cost never decreases (%v)", i, costs)
+		assert.GreaterOrEqual(t, costs[i], 0.0, "every usage_update carries the cost")
 	}
 }

@@ -141,7 +141,9 @@ type config struct {
 	idleTimeout   time.Duration
 	waitLog       time.Duration
 	version       bool
-	models        []string // --models: the models a session may choose
+	models        []string            // --models: the models a session may choose
+	prices        provider.PriceTable // --prices: nil = none
+	pricesFile    string
 }
 
 // parseFlags parses and checks the command line. Every error is an
@@ -187,6 +189,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.DurationVar(&c.idleTimeout, "idle-timeout", openai.DefaultIdleTimeout, "longest a model call may go without a byte from the server (then it fails, retryable)")
 	flags.DurationVar(&c.waitLog, "wait-log-interval", 30*time.Second, "log a line this often while a model call is waiting (0 = never)")
 	flags.BoolVar(&c.version, "version", false, "print the version and exit")
+	flags.StringVar(&c.pricesFile, "prices", "", "a JSON `file` of model prices per million tokens ({\"model\": {\"input\": 2.5, \"output\": 10, \"cache_read\": 1.25}}): usage_update then carries the session's cost")
 	flags.Func("models", "the models a session may use, a comma `list` (the editor's model picker; the first is a new session's; default: the provider's configured model alone)", func(s string) error {
 		for m := range strings.SplitSeq(s, ",") {
 			m = strings.TrimSpace(m)
@@ -234,6 +237,15 @@ func parseFlags(args []string) (*config, error) {
 	case strings.TrimSpace(c.store) == "":
 		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
 	}
+	if c.pricesFile != "" {
+		data, err := os.ReadFile(c.pricesFile)
+		if err != nil {
+			return nil, usagef("--prices: %v", err)
+		}
+		if c.prices, err = provider.ParsePriceTable(data); err != nil {
+			return nil, usagef("--prices %s: %v", c.pricesFile, err)
+		}
+	}
 	return &c, nil
 }
 
@@ -274,6 +286,7 @@ func run(args []string) error {
 		prov = logWaits(offline.New(offline.WithDeltaSize(c.deltaSize)), log, c.waitLog)
 	}
 	offered := models(c.models, prov) // before slowSummary, which does not describe the model
+	unpriced(c, offered, &notice)
 	if c.summaryDelay > 0 {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
 	}
@@ -301,6 +314,7 @@ func run(args []string) error {
 			Logger:            log,
 			Recall:            c.recall,
 			CompactOnOverflow: c.overflow,
+			Pricing:           pricing(c.prices),
 		},
 		SessionTools:  sessionTools(workspace.Options{Sandbox: c.sandbox}, mcp.Options{}, log),
 		Modes:         modes(c.allowAll),
@@ -312,6 +326,32 @@ func run(args []string) error {
 		MaxSessions:   c.maxSessions,
 		Logger:        log,
 	})
+}
+
+// unpriced says, with --prices, which of the models offered the table has
+// no price for: their responses are counted and not priced.
+func unpriced(c *config, offered []acp.Model, notice *strings.Builder) {
+	if c.prices == nil {
+		return
+	}
+	var missing []string
+	for _, m := range offered {
+		if !c.prices.Has(m.ID) {
+			missing = append(missing, m.ID)
+		}
+	}
+	if len(missing) > 0 {
+		fmt.Fprintf(notice, "--prices %s has no price for %s: its responses are counted but not priced.\n", c.pricesFile, strings.Join(missing, ", "))
+	}
+}
+
+// pricing is the session's Pricing: nil without a table (a nil
+// PriceTable in the interface would not be nil).
+func pricing(t provider.PriceTable) provider.Pricing {
+	if t == nil {
+		return nil
+	}
+	return t
 }
 
 // modes are the session modes (workspace.Modes): the first is a new
