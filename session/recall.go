@@ -322,13 +322,36 @@ func (l *loop) recallLimit() int {
 	return compact.DefaultMaxToolOutput
 }
 
-// requestTools are the tools a turn request offers: Config.Tools, and
-// recall when it is on.
+// requestTools are the tools a turn request offers: those of Config.Tools
+// that are offered now (Tool.Offered), and recall when it is on.
 func (l *loop) requestTools() []provider.ToolSpec {
+	specs := l.offeredSpecs()
 	if !l.set.Recall {
+		return specs
+	}
+	return append(slices.Clip(specs), recallSpec)
+}
+
+// offeredSpecs are the specs of Config.Tools without those whose Offered
+// reports false; l.specs itself when none is left out.
+func (l *loop) offeredSpecs() []provider.ToolSpec {
+	var out []provider.ToolSpec
+	for i, sp := range l.specs {
+		if f := l.tools[sp.Name].Offered; f != nil && !f() {
+			if out == nil {
+				out = make([]provider.ToolSpec, i, len(l.specs))
+				copy(out, l.specs[:i])
+			}
+			continue
+		}
+		if out != nil {
+			out = append(out, sp)
+		}
+	}
+	if out == nil {
 		return l.specs
 	}
-	return append(slices.Clip(l.specs), recallSpec)
+	return out
 }
 
 // runnable are the tools a turn may run now.

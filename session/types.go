@@ -76,6 +76,16 @@ type Tool struct {
 	// the order the model called them, all on one goroutine of its own: a
 	// session's tools may keep state of that session without a lock.
 	Run func(ctx context.Context, args json.RawMessage) (string, error)
+	// Offered, when set, reports whether the model is offered the tool in
+	// the turn request being built: the session calls it on its own
+	// goroutine for every turn request (every step) and leaves the tool out
+	// of provider.Request.Tools when it reports false, as an agent's mode
+	// that lets the model change nothing wants (tools/workspace's
+	// read-only mode). It must be quick and must not call the Session
+	// (Settings, which reads an atomic value, is fine). nil = always
+	// offered. A call the model makes of a tool it was not offered still
+	// goes to Run, which decides what to answer.
+	Offered func() bool
 }
 
 type toolCallKey struct{}

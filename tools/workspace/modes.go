@@ -18,7 +18,8 @@ import (
 // option (v1 and v2); [Options.Mode] reads the current one at every call.
 const (
 	// ModeReadOnly: the reading tools (read_file, list_files, search) and
-	// recall only; changes, commands and MCP calls are refused.
+	// recall only: the model is offered no other tool of Tools and Guard
+	// (session.Tool.Offered), and a call of one is refused.
 	ModeReadOnly = "read-only"
 	// ModeAsk, the default: the user's permission before every change,
 	// command and MCP call.
@@ -132,14 +133,20 @@ func (t tools) gate(a action, tool string, run func(context.Context, json.RawMes
 	}
 }
 
+// offered is the session.Tool.Offered of a tool that does a: offered
+// unless the current mode refuses a.
+func (t tools) offered(a action) func() bool {
+	return func() bool { return decide(t.o.mode(), a) != refuse }
+}
+
 // network reports whether commands get the network: in full-auto mode, or
 // when the operator's policy gives it always (Sandbox.Network).
 func (o Options) network() bool {
 	return o.Sandbox.Network || o.mode() == ModeFullAuto
 }
 
-// Guard returns t with the permission and mode rules of a command: refused
-// in read-only mode, run after the user's permission in ask and auto-edit
+// Guard returns t with the permission and mode rules of a command: not
+// offered to the model and refused in read-only mode, run after the user's permission in ask and auto-edit
 // mode (the request titled title(arguments), quoted unless it is one line
 // of printable text, showing the arguments escaped and cut to 4 KiB, and
 // offering to allow the tool always in this session), run at once in
@@ -151,6 +158,8 @@ func Guard(t session.Tool, o Options, title func(args json.RawMessage) string) s
 	g := tools{o: o, allowed: allowed{}}
 	run := t.Run
 	name := t.Name
+	own, offered := t.Offered, g.offered(actExtern)
+	t.Offered = func() bool { return offered() && (own == nil || own()) }
 	t.Run = func(ctx context.Context, args json.RawMessage) (string, error) {
 		if run == nil {
 			return "", errors.New("the tool cannot run")

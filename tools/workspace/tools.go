@@ -97,7 +97,10 @@ func (o Options) withDefaults() Options {
 }
 
 // Tools returns the workspace's tools: read_file, write_file, edit_file,
-// list_files, search and run_command, each confined to the workspace.
+// list_files, search and run_command, each confined to the workspace. In
+// a mode that refuses changes or commands (ModeReadOnly) the model is not
+// offered write_file, edit_file and run_command (session.Tool.Offered),
+// and a call of one is refused all the same.
 func (w *Workspace) Tools(o Options) []session.Tool {
 	o = o.withDefaults()
 	t := tools{w: w, o: o, allowed: allowed{}}
@@ -107,9 +110,11 @@ func (w *Workspace) Tools(o Options) []session.Tool {
 			Run:        t.readFile},
 		{Name: "write_file", Description: "Create or replace a file of the workspace with the given content (parent directories are created).",
 			Parameters: schema(`"path":{"type":"string"},"content":{"type":"string"}`, "path", "content"),
+			Offered:    t.offered(actEdit),
 			Run:        t.gate(actEdit, "write_file", t.writeFile)},
 		{Name: "edit_file", Description: "Replace the one occurrence of old_text in a file with new_text; fails when old_text is absent or occurs more than once.",
 			Parameters: schema(`"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}`, "path", "old_text", "new_text"),
+			Offered:    t.offered(actEdit),
 			Run:        t.gate(actEdit, "edit_file", t.editFile)},
 		{Name: "list_files", Description: "List a directory of the workspace (default: the working directory); directories end in /.",
 			Parameters: schema(`"path":{"type":"string"}`),
@@ -119,6 +124,7 @@ func (w *Workspace) Tools(o Options) []session.Tool {
 			Run:        t.search},
 		{Name: "run_command", Description: "Run a shell command line in the working directory; answers its exit status and output.",
 			Parameters: schema(`"command":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1}`, "command"),
+			Offered:    t.offered(actCommand),
 			Run:        t.gate(actCommand, "run_command", t.runCommand)},
 	}
 }
