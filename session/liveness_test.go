@@ -95,10 +95,10 @@ func TestClose_StuckStore(t *testing.T) {
 // open, and once the store answers again the next turn works.
 func TestStoreTimeout_FailsTheWrite(t *testing.T) {
 	t.Parallel()
-	s, url, end := stuckSession(t, session.Config{StoreTimeout: 300 * time.Millisecond})
+	s, url, end := stuckSession(t, session.Config{StoreTimeout: time.Second})
 	res := wait(t, mustPrompt(t, s, "second"))
 	require.Error(t, res.Err)
-	assert.Contains(t, res.Err.Error(), "did not finish within 300ms (Config.StoreTimeout)")
+	assert.Contains(t, res.Err.Error(), "did not finish within 1s (Config.StoreTimeout)")
 	end()
 	acknowledgedTurn(t, url)
 	require.NoError(t, wait(t, mustPrompt(t, s, "third")).Err, "the session goes on")
