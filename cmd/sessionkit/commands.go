@@ -89,8 +89,14 @@ func runShow(ctx context.Context, r *reader, id string, o *options, stdout, stde
 	if err != nil {
 		return err
 	}
+	usage, err := readUsage(ctx, r.st, id)
+	if err != nil {
+		return err
+	}
 	if o.json {
-		return writeJSON(stdout, toShow(snap, lease))
+		out := toShow(snap, lease)
+		out.Usage = toUsage(usage)
+		return writeJSON(stdout, out)
 	}
 	fmt.Fprintf(stdout, "session   %s\n", snap.ID)
 	fmt.Fprintf(stdout, "title     %s\n", orDash(snap.Title))
@@ -101,6 +107,8 @@ func runShow(ctx context.Context, r *reader, id string, o *options, stdout, stde
 		fmt.Fprintln(stdout, "served    no")
 	}
 	fmt.Fprintf(stdout, "messages  %d active, %d archived\n", len(snap.Active), snap.Archived)
+	fmt.Fprintln(stdout, "\nusage (every provider response, compactions included)")
+	printUsage(stdout, usage)
 	fmt.Fprintln(stdout, "\nsettings")
 	printSettings(stdout, snap.Config)
 	fmt.Fprintln(stdout, "\nretained summary")

@@ -166,6 +166,7 @@ type showJSON struct {
 	Summary  text            `json:"summary"`
 	Archived int64           `json:"archived"`
 	Active   []messageJSON   `json:"active"`
+	Usage    *usageJSON      `json:"usage,omitempty"` // show only: the usage ledger added up
 }
 
 // exportJSON is the document of export.

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/storekit"
+	"github.com/sessionkit/sessionkit/session"
 )
 
 // The pages of sessionkit serve. Every page is rendered on the server from
@@ -91,6 +92,8 @@ func newServer(r *reader, cfg serveConfig) *server {
 // funcs are the templates' functions.
 var funcs = template.FuncMap{
 	"showTime":  showTime,
+	"costText":  costText,
+	"usageRow":  func(name string, t session.UsageTotals) usageRow { return usageRow{Name: name, UsageTotals: t} },
 	"oneLine":   oneLine,
 	"roleLabel": roleLabel,
 	"pathEsc":   pathEsc,
@@ -355,6 +358,7 @@ type sessionView struct {
 	Segments    []history.Segment
 	LastSeq     uint64
 	Inline      bool
+	Usage       *usageView
 }
 
 // pageOf is the page (1-based) that shows the entry at index i.
@@ -384,7 +388,7 @@ func (s *server) session(w http.ResponseWriter, req *http.Request) error {
 // sessionView is the page of a session with entries [from, to).
 func (s *server) sessionView(v *view, from, to int) *sessionView {
 	sv := &sessionView{Snap: v.snap, Lease: v.lease, Threshold: threshold(v.snap.Config), Curve: v.curve,
-		Total: len(v.entries), From: from, Segments: v.segs, LastSeq: v.snap.LastSeq, Page: 1, Pages: 1}
+		Total: len(v.entries), From: from, Segments: v.segs, LastSeq: v.snap.LastSeq, Page: 1, Pages: 1, Usage: v.usage}
 	sv.Settings, sv.RawSettings = settingsOf(v.snap.Config)
 	sv.Chart = v.curve.svg(func(pos int64) string { return v.link(pos, false) }, sv.Threshold)
 	for i := from; i < to; i++ {
@@ -535,6 +539,7 @@ type view struct {
 	entries []history.Entry
 	byComp  map[string]*history.Segment
 	curve   *curve
+	usage   *usageView
 }
 
 // link is the URL of the timeline entry at position pos: on its page, or
@@ -612,8 +617,9 @@ func (s *server) view(ctx context.Context, id string) (*view, error) {
 	// view cached under it is read again once the version moves on.
 	v := &view{snap: snap, lease: lease, byComp: map[string]*history.Segment{}, curve: &curve{}}
 	var wg sync.WaitGroup
-	var segErr, tlErr, curveErr error
+	var segErr, tlErr, curveErr, usageErr error
 	wg.Go(func() { v.segs, segErr = s.r.st.Segments(ctx, id) })
+	wg.Go(func() { v.usage, usageErr = readUsage(ctx, s.r.st, id) })
 	wg.Go(func() { v.entries, tlErr = s.r.st.Timeline(ctx, id) })
 	wg.Go(func() {
 		var c *curve
@@ -622,7 +628,7 @@ func (s *server) view(ctx context.Context, id string) (*view, error) {
 		}
 	})
 	wg.Wait()
-	if err := errors.Join(segErr, tlErr, curveErr); err != nil {
+	if err := errors.Join(segErr, tlErr, curveErr, usageErr); err != nil {
 		return nil, notFound(id, err)
 	}
 	for i := range v.segs {
