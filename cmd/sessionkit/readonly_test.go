@@ -342,10 +342,11 @@ func TestMessagesNameFlagsAsHelp(t *testing.T) {
 }
 
 // undoMigrations5to7 take a store file of the current schema version back
-// to version 4: what the log's coverage, the configs migration (recorded
+// to version 4: what the usage ledger, the log's coverage, the configs migration (recorded
 // settings changes), 7 (fidelity), 6 (the search index) and 5 (the event
 // log) added is dropped, so the file is what an older sessionkit wrote.
 var undoMigrations5to7 = []string{
+	`DROP TABLE usage_records`,
 	`ALTER TABLE sessions DROP COLUMN log_covers`,
 	`DROP TABLE configs`,
 	`ALTER TABLE compactions DROP COLUMN fidelity_facts`,
