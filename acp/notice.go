@@ -70,8 +70,22 @@ func summarized(n int) string {
 }
 
 // autoCompactNotice tells the user that automatic compaction was
-// suspended or resumed.
+// suspended, resumed or held (an automatic compaction did not get the
+// context under the threshold).
 func autoCompactNotice(p *session.AutoCompactEvent) schema.Notice {
+	if p.Held {
+		what := "left the context at"
+		if p.Grew {
+			what = fmt.Sprintf("grew the context from %d to", p.ContextBefore)
+		}
+		return schema.Notice{
+			Severity: schema.NoticeWarning,
+			Title:    "Automatic compaction held: it cannot get the context under the threshold",
+			Description: fmt.Sprintf("The last automatic compaction %s %d tokens, at or above the threshold of %d. Compacting again would not help, so the conversation is not compacted automatically until the context reaches %d tokens. "+
+				"To change this: raise the threshold (or the context window), shorten the system prompt or the tools, or run /compact with instructions for a shorter summary.",
+				what, p.ContextAfter, p.Threshold, p.ResumeAt),
+		}
+	}
 	if p.Suspended {
 		return schema.Notice{
 			Severity:    schema.NoticeWarning,

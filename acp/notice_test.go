@@ -378,3 +378,43 @@ func TestNotice_SummaryCallRetry(t *testing.T) {
 		})
 	}
 }
+
+// TestNotice_AutoCompactionHeld: an automatic compaction that leaves the
+// context above the threshold (the model reports 500 tokens whatever the
+// history holds; the threshold is 100) holds automatic compaction, and the
+// user is told once what is happening and what to change: a notice where
+// the client takes notices, agent text otherwise. The steps after it run
+// no compaction and tell nothing more.
+func TestNotice_AutoCompactionHeld(t *testing.T) {
+	for _, cl := range noticeClients {
+		t.Run(cl.name, func(t *testing.T) {
+			fake := providertest.New()
+			fake.SetDefault(func(req *provider.Request) providertest.Reply {
+				if req.Purpose == provider.PurposeSummary {
+					return providertest.Reply{Text: "a summary"}
+				}
+				return providertest.Reply{Text: "noted", Usage: provider.Usage{InputTokens: 500}}
+			})
+			c := hostileServe(t, fake, memstore.New(), acp.ServerOptions{Session: session.Config{AutoCompactTokens: 100}})
+			sid := openFor(t, c, cl.init, cl.v2)
+			start := c.lastSeq()
+			for i := range 6 {
+				promptDone(t, c, cl.v2, sid, fmt.Sprintf("prompt %d", i))
+			}
+			assert.Equal(t, 1, fake.Calls(provider.PurposeSummary), "one automatic compaction, then the hold")
+			const title = "Automatic compaction held: it cannot get the context under the threshold"
+			const desc = "The last automatic compaction grew the context from 500 to 500 tokens, at or above the threshold of 100. Compacting again would not help, so the conversation is not compacted automatically until the context reaches 525 tokens. " +
+				"To change this: raise the threshold (or the context window), shorten the system prompt or the tools, or run /compact with instructions for a shorter summary."
+			if cl.notices {
+				got := noticesSince(t, c, start)
+				require.Len(t, got, 1, "told once")
+				assert.Equal(t, schema.Notice{Severity: schema.NoticeWarning, Title: title, Description: desc}, got[0])
+				assert.NotContains(t, agentText(c, start), title, "not also as text")
+			} else {
+				assert.Empty(t, noticesSince(t, c, start))
+				text := agentText(c, start)
+				assert.Equal(t, 1, strings.Count(text, title+": "+desc), "told once, as text")
+			}
+		})
+	}
+}

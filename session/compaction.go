@@ -21,7 +21,8 @@ func (l *loop) usage(r *history.UsageRecord) {
 	l.contextTokens = r.InputTokens + r.OutputTokens
 	l.spent(r, l.contextTokens)
 	thr := l.set.threshold()
-	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked || l.autoFailures >= maxAutoFailures {
+	l.measureHold(thr)
+	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked || l.autoFailures >= maxAutoFailures || l.contextTokens < l.autoHold {
 		return
 	}
 	l.autoQueued = true
@@ -435,6 +436,9 @@ func (l *loop) finishCompaction(c *command, res CompactResult) {
 	}
 	if c.trigger == TriggerAuto {
 		l.autoQueued = false
+		if res.Compacted {
+			l.autoCheck = &res
+		}
 		// §3.3: no second automatic compaction in this turn after one that
 		// did not compact, whatever the turn appends meanwhile.
 		l.autoBlocked = !res.Compacted
@@ -506,17 +510,84 @@ func (l *loop) resumeAuto(why string) {
 	}
 }
 
+// autoHoldMargin is how much the context must grow, past what an automatic
+// compaction left it at, before another automatic compaction may run when
+// that one did not get the context under the threshold thr: a quarter of
+// the threshold (docs/compaction.md "When compaction cannot help").
+func autoHoldMargin(thr int) int { return max(thr/4, 1) }
+
+// measureHold applies the guard against compactions that cannot help,
+// with the context just reported and the threshold thr. The first report
+// after an automatic compaction measures it: at or above the threshold,
+// no automatic compaction runs until the context has grown by
+// autoHoldMargin(thr) past it (the hold), and the first hold since the
+// context was last under the threshold is reported (AutoCompactEvent with
+// Held). A context under the threshold ends a hold.
+func (l *loop) measureHold(thr int) {
+	check := l.autoCheck
+	l.autoCheck = nil
+	if thr == 0 || l.contextTokens < thr {
+		l.releaseHold()
+		return
+	}
+	if check == nil {
+		return
+	}
+	l.autoHold = l.contextTokens + autoHoldMargin(thr)
+	if l.autoTold {
+		l.log.Debug("automatic compaction held again", zap.Int("context_tokens", l.contextTokens), zap.Int("resume_at", l.autoHold))
+		return
+	}
+	l.autoTold = true
+	ev := &AutoCompactEvent{
+		Held: true, CompactID: check.CompactID, Threshold: thr, ResumeAt: l.autoHold,
+		ContextBefore: check.ContextBefore, ContextAfter: l.contextTokens,
+		Grew: check.ContextBefore > 0 && l.contextTokens >= check.ContextBefore, TurnID: l.turnID(),
+	}
+	l.log.Warn("automatic compaction held: the last one left the context above the threshold",
+		zap.Int("context_before", ev.ContextBefore), zap.Int("context_after", ev.ContextAfter), zap.Int("threshold", thr), zap.Int("resume_at", ev.ResumeAt))
+	l.publish(ev)
+}
+
+// releaseHold ends a hold of automatic compaction (the context is under
+// the threshold, or the threshold was configured): the next hold is
+// reported again.
+func (l *loop) releaseHold() {
+	l.autoHold, l.autoTold = 0, false
+}
+
 // AutoCompactEvent reports that automatic compaction was suspended or
-// resumed (docs/design.md §3.3). After 3 automatic compactions in a row have
-// failed, none is queued any more (Suspended, with the count and the last
-// error) until a compaction, manual or automatic, succeeds or Configure sets
-// the threshold again (not Suspended). Manual compactions are never
-// suspended.
+// resumed (docs/design.md §3.3), or held. After 3 automatic compactions in
+// a row have failed, none is queued any more (Suspended, with the count and
+// the last error) until a compaction, manual or automatic, succeeds or
+// Configure sets the threshold again (not Suspended). Manual compactions are
+// never suspended.
+//
+// Held reports an automatic compaction that did not get the context under
+// the threshold: the first context the provider reported after it
+// (ContextAfter) is still at or above Threshold, or larger than before
+// (Grew). Compacting again at once would not help and would run at every
+// step, so no automatic compaction runs until the context reaches ResumeAt
+// (ContextAfter plus a quarter of the threshold); then one may run, and if
+// it does not help either the hold starts again, silently. A context under
+// the threshold or a Configure of the threshold ends the hold. It is
+// reported once, until the context is under the threshold again. What to
+// change: a higher threshold (or larger context window), a shorter system
+// prompt or fewer tools, or a manual Compact with instructions for a
+// shorter summary.
 type AutoCompactEvent struct {
 	Suspended bool
 	Failures  int    // consecutive failed automatic compactions; Suspended only
 	Error     string // the last failure's error; Suspended only
 	TurnID    string // the turn it happened in, "" when the session was idle
+
+	Held          bool   // automatic compaction is held (see above)
+	CompactID     string // Held: the automatic compaction that did not help
+	ContextBefore int    // Held: the context when it started (0 = unknown)
+	ContextAfter  int    // Held: the first context reported after it
+	Threshold     int    // Held: the automatic threshold
+	ResumeAt      int    // Held: no automatic compaction until the context reaches it
+	Grew          bool   // Held: ContextAfter is not smaller than ContextBefore
 }
 
 func (*AutoCompactEvent) payload() {}

@@ -159,6 +159,11 @@ type loop struct {
 	autoQueued    bool // an automatic compaction is queued or running
 	autoBlocked   bool // an automatic compaction of this turn failed or had nothing to do; cleared when a turn starts
 	autoFailures  int  // consecutive failed automatic compactions; suspended at maxAutoFailures
+	// The guard against compactions that cannot get the context under the
+	// threshold (docs/compaction.md "When compaction cannot help").
+	autoCheck *CompactResult // an automatic compaction committed: the next usage report measures it
+	autoHold  int            // no automatic compaction until the context reaches it; 0 = no hold
+	autoTold  bool           // the hold was reported (AutoCompactEvent.Held) since the context was last under the threshold
 
 	jobs    chan func()
 	results chan func(*loop)
@@ -504,6 +509,7 @@ func (l *loop) startConfigure(c *command) {
 			}
 			if r := c.configure; r.AutoCompactTokens != nil || r.ContextWindow != nil || r.AutoCompactRatio != nil {
 				l.resumeAuto("the threshold was configured")
+				l.releaseHold()
 			}
 			c.finishConf(ConfigureResult{})
 		}
