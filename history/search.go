@@ -21,6 +21,11 @@ type SearchHit struct {
 	// still in Active. A message of an undone Segment is Active again, and
 	// its hit has SegmentID "".
 	SegmentID string
+	// Compaction is the number of the compaction whose Segment archived
+	// the message: 1 for the session's first Segment, in the order of
+	// [Reader.Segments] (undone Segments keep their numbers). It is 0 for
+	// a message in Active, exactly when SegmentID is "".
+	Compaction int
 	// Position is the message's timeline position.
 	Position int64
 	Role     Role

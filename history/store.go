@@ -75,7 +75,8 @@ type Writer interface {
 }
 
 // Reader is the reads of one session: what opening it, replaying it and
-// the recall tool read. Reads write nothing and take no version.
+// the recall tool (Search, then Window) read. Reads write nothing and
+// take no version.
 type Reader interface {
 	// Load reads a session's Active messages, retained summary and
 	// configuration in one consistent read.
@@ -92,6 +93,16 @@ type Reader interface {
 	// unknown session and with an error wrapping ErrInvalid for a negative
 	// Limit or a malformed Cursor; never for the text of the query.
 	Search(ctx context.Context, id string, q SearchQuery) (SearchPage, error)
+	// Window returns the message q.Around and up to q.Before messages
+	// before and q.After after it, Active and archived alike, in timeline
+	// order, each with the Segment and the compaction that archived it.
+	// Its cost grows with the window, never with the session's history:
+	// it reads neither the Timeline nor the Segments. It fails with
+	// ErrNotFound for an unknown session, with an error wrapping ErrInvalid
+	// for an empty Around or a Before or After outside 0..[MaxWindow], and
+	// with one wrapping ErrInvalid and [ErrUnknownMessage] for a message ID
+	// the session does not hold (another session's message included).
+	Window(ctx context.Context, id string, q WindowQuery) ([]WindowMessage, error)
 }
 
 // EventLog keeps each session's timeline events, so that sequence numbers

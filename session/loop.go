@@ -102,21 +102,16 @@ type turn struct {
 // worker goroutine receives copies in closures and posts results back as
 // functions that the loop applies.
 type loop struct {
-	s       *Session
-	log     *zap.Logger
-	store   history.Store
-	prov    provider.Provider
-	sumProv provider.Provider // Config.SummaryProvider; nil = prov
-	hook    func(context.Context, *PendingCompaction) error
-	tools   map[string]Tool
-	specs   []provider.ToolSpec
-	maxTool int
-	prune   PruneConfig
-	// segNo numbers the session's Segments (oldest 1) by ID, for the
-	// "archived by compaction N" of search hits: a cache that Search fills
-	// from the store (a Segment's number never changes).
-	segNo map[string]int
-
+	s        *Session
+	log      *zap.Logger
+	store    history.Store
+	prov     provider.Provider
+	sumProv  provider.Provider // Config.SummaryProvider; nil = prov
+	hook     func(context.Context, *PendingCompaction) error
+	tools    map[string]Tool
+	specs    []provider.ToolSpec
+	maxTool  int
+	prune    PruneConfig
 	set      settings
 	title    string // the session's title; "" until it has one
 	cwd      string

@@ -34,14 +34,11 @@ type SearchRequest struct {
 	Limit int
 }
 
-// SearchHit is one message a search found: the store's hit and where the
-// message sits.
+// SearchHit is one message a search found: the store's hit, which says
+// where the message sits (its Segment and the number of the compaction that
+// archived it, history.SearchHit.Compaction).
 type SearchHit struct {
 	history.SearchHit
-	// Compaction is the number of the compaction whose Segment archived
-	// the message (1 = the session's first Segment, in the order of
-	// Session.Segments), 0 for a message in Active.
-	Compaction int
 }
 
 // MessagesRequest asks for the messages around one ([Session.Messages]).
@@ -54,11 +51,11 @@ type MessagesRequest struct {
 }
 
 // Search searches the session's messages, archived and active, with the
-// store's search (history.Reader.Search): the best hits first, each with the compaction
-// that archived it. Like Segments it reads the store in the caller's
-// goroutine (a search never holds the session up); it also works after
-// Close while the store is open. Errors: ErrInvalid for a blank query or a
-// negative limit, ctx's
+// store's search (history.Reader.Search): the best hits first, each with
+// the Segment and the compaction that archived it. Like Segments it reads
+// the store in the caller's goroutine, in one store call (a search never
+// holds the session up); it also works after Close while the store is
+// open. Errors: ErrInvalid for a blank query or a negative limit, ctx's
 // error, or the store's.
 func (s *Session) Search(ctx context.Context, req SearchRequest) ([]SearchHit, error) {
 	switch {
@@ -72,112 +69,50 @@ func (s *Session) Search(ctx context.Context, req SearchRequest) ([]SearchHit, e
 		return nil, fmt.Errorf("session: search: %w", err)
 	}
 	hits := make([]SearchHit, len(page.Hits))
-	var segs []string
 	for i, h := range page.Hits {
 		hits[i].SearchHit = h
-		if h.SegmentID != "" {
-			segs = append(segs, h.SegmentID)
-		}
-	}
-	if len(segs) == 0 {
-		return hits, nil
-	}
-	nums, err := s.segmentNumbers(ctx, segs)
-	if err != nil {
-		return nil, err
-	}
-	for i := range hits {
-		hits[i].Compaction = nums[hits[i].SegmentID]
 	}
 	return hits, nil
-}
-
-// segmentNumbers returns the numbers of Segments ids: from the loop's cache,
-// or, when one is not in it, from the store (every Segment a search found
-// is there), which then fills the cache. A Segment's number never changes:
-// Segments are only ever added at the end, and an undone one stays.
-func (s *Session) segmentNumbers(ctx context.Context, ids []string) (map[string]int, error) {
-	nums := make(map[string]int, len(ids))
-	missing := false
-	err := s.read(ctx, func(l *loop) {
-		for _, id := range ids {
-			n, ok := l.segNo[id]
-			nums[id] = n
-			missing = missing || !ok
-		}
-	})
-	if err != nil && !errors.Is(err, ErrClosed) {
-		return nil, err
-	}
-	if !missing && err == nil {
-		return nums, nil
-	}
-	all, err := s.store.Segments(ctx, s.id)
-	if err != nil {
-		return nil, fmt.Errorf("session: search: read the archive: %w", err)
-	}
-	fresh := make(map[string]int, len(all))
-	for i := range all {
-		fresh[all[i].ID] = i + 1
-	}
-	_ = s.read(ctx, func(l *loop) {
-		if len(fresh) > len(l.segNo) {
-			l.segNo = fresh
-		}
-	}) // a closed session keeps no cache
-	for _, id := range ids {
-		nums[id] = fresh[id]
-	}
-	return nums, nil
 }
 
 // Messages reads messages of the session verbatim, archived or active: the
 // message req.Around and up to req.Before before and req.After after it, in
 // timeline order (as a search hit's MessageID names it, or a pruned tool
-// result's line). It reads the store's timeline in the caller's goroutine.
-// Errors: ErrInvalid for an empty Around or a negative bound, an error
-// wrapping ErrInvalid and ErrUnknownMessage for an ID the session does not
-// hold, ctx's error, or the store's.
+// result's line). It reads the window in one store call in the caller's
+// goroutine (history.Reader.Window), whose cost grows with the window, not
+// with the session. Errors: ErrInvalid for an empty Around or a negative
+// bound, an error wrapping ErrInvalid and ErrUnknownMessage for an ID the
+// session does not hold, ctx's error, or the store's.
 func (s *Session) Messages(ctx context.Context, req MessagesRequest) ([]history.Message, error) {
-	msgs, _, err := s.messagesAround(ctx, req)
-	return msgs, err
+	w, err := s.window(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	msgs := make([]history.Message, len(w))
+	for i := range w {
+		msgs[i] = w[i].Message
+	}
+	return msgs, nil
 }
 
-// messagesAround is Messages, also returning the names of the tools the
-// messages' tool results answer (by call ID), which a window that starts
-// after the call does not show.
-func (s *Session) messagesAround(ctx context.Context, req MessagesRequest) ([]history.Message, map[string]string, error) {
+// window is Messages as the store reads it: each message with where it
+// sits and the tool a tool result answers.
+func (s *Session) window(ctx context.Context, req MessagesRequest) ([]history.WindowMessage, error) {
 	switch {
 	case req.Around == "":
-		return nil, nil, invalid("Messages needs a message ID (Around)")
+		return nil, invalid("Messages needs a message ID (Around)")
 	case req.Before < 0 || req.After < 0:
-		return nil, nil, invalid("Messages: Before (%d) and After (%d) must not be negative", req.Before, req.After)
+		return nil, invalid("Messages: Before (%d) and After (%d) must not be negative", req.Before, req.After)
 	}
-	tl, err := s.store.Timeline(ctx, s.id)
+	q := history.WindowQuery{Around: req.Around, Before: min(req.Before, history.MaxWindow), After: min(req.After, history.MaxWindow)}
+	w, err := s.store.Window(ctx, s.id, q)
+	if errors.Is(err, history.ErrUnknownMessage) {
+		return nil, fmt.Errorf("%w: %w: %q", ErrInvalid, ErrUnknownMessage, req.Around)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("session: read messages: %w", err)
+		return nil, fmt.Errorf("session: read messages: %w", err)
 	}
-	msgs := make([]history.Message, 0, len(tl))
-	names := map[string]string{}
-	at := -1
-	for _, e := range tl {
-		if e.Message == nil {
-			continue
-		}
-		if e.Message.ID == req.Around {
-			at = len(msgs)
-		}
-		for _, c := range e.Message.ToolCalls {
-			names[c.ID] = c.Name
-		}
-		msgs = append(msgs, *e.Message)
-	}
-	if at < 0 {
-		return nil, nil, fmt.Errorf("%w: %w: %q", ErrInvalid, ErrUnknownMessage, req.Around)
-	}
-	from := max(0, at-req.Before)
-	to := at + 1 + min(req.After, len(msgs)-at-1)
-	return slices.Clone(msgs[from:to]), names, nil
+	return w, nil
 }
 
 // The recall tool's bounds.
@@ -229,11 +164,11 @@ func (s *Session) recallTool(limit int, exclude map[string]bool) Tool {
 				// The model's window is clamped, so that the message it asked
 				// for is never cut off the end of the bounded output.
 				before, after := min(a.Before, maxRecallWindow), min(a.After, maxRecallWindow)
-				msgs, names, err := s.messagesAround(ctx, MessagesRequest{Around: a.MessageID, Before: before, After: after})
+				w, err := s.window(ctx, MessagesRequest{Around: a.MessageID, Before: before, After: after})
 				if err != nil {
 					return "", err
 				}
-				return bound(recallMessages(a.MessageID, msgs, names), limit), nil
+				return bound(recallMessages(a.MessageID, w), limit), nil
 			case a.Query != "":
 				hits, err := s.Search(ctx, SearchRequest{Query: a.Query, Limit: recallHits + len(exclude)})
 				if err != nil {
@@ -271,13 +206,14 @@ func recallHitsText(query string, hits []SearchHit) string {
 // recallMessages is the recall tool's answer to a read: each message with
 // its ID and role, verbatim (a user message's attachments as the model
 // first read them, images named).
-func recallMessages(around string, msgs []history.Message, names map[string]string) string {
+func recallMessages(around string, w []history.WindowMessage) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s around message %s, verbatim:\n", plural(len(msgs), "message"), around)
-	for _, m := range msgs {
+	fmt.Fprintf(&b, "%s around message %s, verbatim:\n", plural(len(w), "message"), around)
+	for i := range w {
+		m := &w[i].Message
 		switch m.Role {
 		case history.RoleTool:
-			name := names[m.ToolCallID]
+			name := w[i].ToolName
 			if name == "" {
 				name = "a tool"
 			}
@@ -285,7 +221,7 @@ func recallMessages(around string, msgs []history.Message, names map[string]stri
 		default:
 			// A user message's attachments read as text where they stand
 			// (an image named, not sent again).
-			fmt.Fprintf(&b, "\n[message %s, %s]\n%s\n", m.ID, m.Role, provider.Content(&m, false)[0].Text)
+			fmt.Fprintf(&b, "\n[message %s, %s]\n%s\n", m.ID, m.Role, provider.Content(m, false)[0].Text)
 			for _, c := range m.ToolCalls {
 				fmt.Fprintf(&b, "(called %s %s)\n", c.Name, c.Arguments)
 			}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -23,9 +24,10 @@ import (
 	"github.com/sessionkit/sessionkit/session"
 )
 
-// searchStore is a memstore with a naive history.Searcher: a hit is a
-// message holding one of the query's words (of three letters or more),
-// ranked by how many; enough for the session's side of search. It also
+// searchStore is a memstore with a naive search: a hit is a message
+// holding one of the query's words (of three letters or more), ranked by
+// how many, with its Segment and compaction number; enough for the
+// session's side of search. It also
 // records the commits it is given.
 type searchStore struct {
 	*memstore.Store
@@ -51,13 +53,13 @@ func (s *searchStore) Search(ctx context.Context, id string, q history.SearchQue
 	if err != nil {
 		return history.SearchPage{}, err
 	}
-	segOf := map[string]string{}
-	for _, g := range segs {
+	segOf, numOf := map[string]string{}, map[string]int{}
+	for i, g := range segs {
 		if g.Undone() {
 			continue
 		}
 		for _, m := range g.Messages {
-			segOf[m.ID] = g.ID
+			segOf[m.ID], numOf[m.ID] = g.ID, i+1
 		}
 	}
 	var words []string
@@ -84,7 +86,7 @@ func (s *searchStore) Search(ctx context.Context, id string, q history.SearchQue
 			}
 		}
 		if n > 0 {
-			hits = append(hits, history.SearchHit{MessageID: m.ID, SegmentID: segOf[m.ID], Position: e.Position, Role: m.Role,
+			hits = append(hits, history.SearchHit{MessageID: m.ID, SegmentID: segOf[m.ID], Compaction: numOf[m.ID], Position: e.Position, Role: m.Role,
 				ToolName: names[m.ToolCallID], Snippet: snippet, Score: float64(n)})
 		}
 	}
@@ -150,7 +152,7 @@ func TestSearch_ArchivedAndActiveWithTheirCompaction(t *testing.T) {
 
 func TestSearch_SecondCompactionNumberedTwo(t *testing.T) {
 	s, fake, _ := archivedConversation(t, session.Config{})
-	_, err := s.Search(ctxT(t), session.SearchRequest{Query: "cobra"}) // fills the cache with Segment 1
+	_, err := s.Search(ctxT(t), session.SearchRequest{Query: "cobra"}) // a search before the second compaction
 	require.NoError(t, err)
 	fake.QueueSummary(providertest.Reply{Text: "- building falcon, with tests"})
 	require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
@@ -578,4 +580,65 @@ func TestRecall_ReadOfAUserMessageShowsItsAttachments(t *testing.T) {
 	res = wait(t, mustPrompt(t, s, "read it"))
 	require.NoError(t, res.Err)
 	assert.Equal(t, fmt.Sprintf("1 message around message %s, verbatim:\n\n[message %s, user]\nsee\n[a.go](file:///w/a.go)\n[image: x.png, image/png]\n\n", user.ID, user.ID), toolResults(res.Messages)[0])
+}
+
+// wholeReads is a store that counts the reads whose cost grows with the
+// session's history: Timeline and Segments.
+type wholeReads struct {
+	history.Store
+	n atomic.Int64
+}
+
+func (w *wholeReads) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
+	w.n.Add(1)
+	return w.Store.Timeline(ctx, id)
+}
+
+func (w *wholeReads) Segments(ctx context.Context, id string) ([]history.Segment, error) {
+	w.n.Add(1)
+	return w.Store.Segments(ctx, id)
+}
+
+// Search, Messages and the recall tool read what they show, never the
+// whole history: a hit's compaction comes with the hit, and a read of a
+// message's neighbours reads just the window (history.Reader.Window).
+func TestRecall_ReadsNeitherTimelineNorArchive(t *testing.T) {
+	st := &wholeReads{Store: memstore.New()}
+	s, fake, _ := archivedConversation(t, session.Config{Recall: true, Store: st})
+	segs, err := s.Segments(ctxT(t))
+	require.NoError(t, err)
+	archived := segs[0].Messages[1]
+	before := st.n.Load()
+
+	hits, err := s.Search(ctxT(t), session.SearchRequest{Query: "cobra"})
+	require.NoError(t, err)
+	require.NotEmpty(t, hits)
+	assert.Equal(t, 1, hits[0].Compaction)
+	msgs, err := s.Messages(ctxT(t), session.MessagesRequest{Around: archived.ID, Before: 1, After: 1})
+	require.NoError(t, err)
+	assert.Len(t, msgs, 3)
+	fake.QueueTurn(
+		providertest.Reply{ToolCalls: []history.ToolCall{call("c1", session.RecallTool, `{"query":"cobra"}`)}},
+		providertest.Reply{ToolCalls: []history.ToolCall{call("c2", session.RecallTool, fmt.Sprintf(`{"message_id":%q,"before":1}`, archived.ID))}},
+		providertest.Reply{Text: "flag"},
+	)
+	res := wait(t, mustPrompt(t, s, "Which flag package?"))
+	require.NoError(t, res.Err)
+	out := toolResults(res.Messages)
+	require.Len(t, out, 2)
+	assert.Contains(t, out[0], "archived by compaction 1")
+	assert.Contains(t, out[1], "2 messages around message "+archived.ID)
+	assert.Equal(t, before, st.n.Load(), "no Timeline or Segments read")
+}
+
+// Messages takes at most history.MaxWindow messages on each side: a larger
+// bound reads as far as that.
+func TestMessages_BoundsAboveMaxWindow(t *testing.T) {
+	s, _, _ := archivedConversation(t, session.Config{})
+	active := mustActive(t, s)
+	last := active[len(active)-1]
+	msgs, err := s.Messages(ctxT(t), session.MessagesRequest{Around: last.ID, Before: history.MaxWindow + 1000, After: 1 << 40})
+	require.NoError(t, err)
+	assert.Len(t, msgs, 8, "the whole history, fewer than MaxWindow")
+	assert.Equal(t, last.ID, msgs[7].ID)
 }

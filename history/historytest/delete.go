@@ -122,6 +122,8 @@ func goneFrom(t *testing.T, s history.Store, id string) {
 	assert.ErrorIs(t, err, history.ErrNotFound, "Search")
 	_, err = s.Usage(ctx, id)
 	assert.ErrorIs(t, err, history.ErrNotFound, "Usage")
+	_, err = s.Window(ctx, id, history.WindowQuery{Around: "m0"})
+	assert.ErrorIs(t, err, history.ErrNotFound, "Window")
 	assert.NotContains(t, listAll(t, s, history.ListOptions{}, nil), id, "ListSessions")
 }
 

@@ -18,11 +18,11 @@
 // loads that each see one committed state while compactions commit, the
 // timeline order that replay relies on, search (ranking, stemming, paging,
 // tool results, archived and Active messages, isolation between sessions,
-// any query text), the fidelity a Segment keeps, configuration changes
-// recorded in the timeline, undo, the event log with its reservations of
-// sequence numbers, the usage ledger, listing and deletion (every part of a session goes,
-// nothing of another); with [Harness.Leases], the lease cases of
-// [history.Leaser] too.
+// any query text), window reads around a message, the fidelity a Segment
+// keeps, configuration changes recorded in the timeline, undo, the event
+// log with its reservations of sequence numbers, the usage ledger, listing
+// and deletion (every part of a session goes, nothing of another); with
+// [Harness.Leases], the lease cases of [history.Leaser] too.
 package historytest
 
 import (
@@ -113,6 +113,9 @@ func Run(t *testing.T, h Harness) {
 		{"SearchAnyText", testSearchAnyText},
 		{"SearchInvalid", testSearchInvalid},
 		{"SearchSameAsMemstore", testSearchSameAsMemstore},
+		{"Window", testWindow},
+		{"WindowPlaces", testWindowPlaces},
+		{"WindowInvalid", testWindowInvalid},
 		{"SegmentFidelity", testSegmentFidelity},
 		{"UsageLedger", testUsageLedger},
 		{"UsageInvalid", testUsageInvalid},

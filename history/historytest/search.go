@@ -184,6 +184,9 @@ func testSearchArchived(t *testing.T, h Harness) {
 		out := map[string]string{}
 		for _, hit := range search(t, s, "s", "migration", 0).Hits {
 			out[hit.MessageID] = hit.SegmentID
+			// The number of the compaction is the Segment's place in
+			// Segments, read in the same search.
+			assert.Equal(t, compactionOf(t, s, "s", hit.SegmentID), hit.Compaction, "the compaction of %s", hit.MessageID)
 		}
 		return out
 	}
@@ -196,6 +199,25 @@ func testSearchArchived(t *testing.T, h Harness) {
 	assert.Equal(t, map[string]string{"m0": "seg-c1", "m1": "seg-c1", "m2": "", "m3": "", "m4": ""}, where(), "the undone Segment's message is Active again")
 	_, _ = compact(t, s, "s", v, "c3", 2, "S3")
 	assert.Equal(t, map[string]string{"m0": "seg-c1", "m1": "seg-c1", "m2": "seg-c3", "m3": "seg-c3", "m4": ""}, where())
+	assert.Equal(t, 3, hitOf(t, search(t, s, "s", "fourth", 0), "m3").Compaction, "the undone Segment keeps its number: c3 made the third")
+}
+
+// compactionOf is the number of the compaction that made Segment seg (its
+// place in Segments, from 1), 0 for "".
+func compactionOf(t *testing.T, s history.Store, id, seg string) int {
+	t.Helper()
+	if seg == "" {
+		return 0
+	}
+	segs, err := s.Segments(context.Background(), id)
+	require.NoError(t, err)
+	for i := range segs {
+		if segs[i].ID == seg {
+			return i + 1
+		}
+	}
+	require.Failf(t, "no segment", "session %s has no Segment %s", id, seg)
+	return 0
 }
 
 // testSearchSessions: a session's search never returns another session's

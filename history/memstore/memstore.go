@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/segments"
 	"github.com/sessionkit/sessionkit/history/internal/textsearch"
 	"github.com/sessionkit/sessionkit/history/storekit"
 )
@@ -659,25 +660,60 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		}
 		slices.Sort(idx)
 		idx = slices.Compact(idx)
-		var spans []storekit.SegmentSpan
-		var ids []string
-		for _, g := range ss.segments {
-			if !g.seg.Undone() {
-				spans = append(spans, storekit.SegmentSpan{From: int64(g.from), To: int64(g.upto - 1)})
-				ids = append(ids, g.seg.ID)
-			}
-		}
+		standing := ss.standing()
 		cands := make([]textsearch.Candidate, len(idx))
 		for k, i := range idx {
 			cands[k] = textsearch.Candidate{
-				Message:   cloneMessages(ss.messages[i : i+1])[0],
-				Position:  ss.positions[i],
-				SegmentID: textsearch.SegmentAt(int64(i), int64(ss.activeFrom), spans, ids),
-				ToolName:  ss.tools[i],
+				Message:  cloneMessages(ss.messages[i : i+1])[0],
+				Position: ss.positions[i],
+				ToolName: ss.tools[i],
 			}
+			cands[k].SegmentID, cands[k].Compaction = standing.At(int64(i), int64(ss.activeFrom))
 		}
 		page = textsearch.Page(q, offset, limit, cands, st)
 		return nil
 	})
 	return page, err
+}
+
+// standing is the session's standing Segments, their spans as indexes
+// into messages; a Segment's compaction number is its place in segments
+// (commit order), from 1.
+func (ss *session) standing() *segments.Standing {
+	var st segments.Standing
+	for k, g := range ss.segments {
+		if !g.seg.Undone() {
+			st.Add(g.seg.ID, storekit.SegmentSpan{From: int64(g.from), To: int64(g.upto - 1)}, k+1)
+		}
+	}
+	return &st
+}
+
+// Window implements [history.Reader]: the newest message with the ID
+// q.Around and its neighbours, from the session's messages in memory.
+func (s *Store) Window(ctx context.Context, id string, q history.WindowQuery) ([]history.WindowMessage, error) {
+	if err := storekit.CheckWindow(q); err != nil {
+		return nil, err
+	}
+	var out []history.WindowMessage
+	err := s.view(ctx, id, func(ss *session) error {
+		at := len(ss.messages) - 1
+		for at >= 0 && ss.messages[at].ID != q.Around {
+			at--
+		}
+		if at < 0 {
+			return storekit.UnknownMessage(id, q.Around)
+		}
+		from, to := max(0, at-q.Before), min(len(ss.messages), at+q.After+1)
+		msgs, standing := cloneMessages(ss.messages[from:to]), ss.standing()
+		out = make([]history.WindowMessage, len(msgs))
+		for k := range msgs {
+			i := from + k
+			w := &out[k]
+			w.Message, w.Position, w.ToolName = msgs[k], ss.positions[i], ss.tools[i]
+			w.SegmentID, w.Compaction = standing.At(int64(i), int64(ss.activeFrom))
+		}
+		return nil
+	})
+	return out, err
 }

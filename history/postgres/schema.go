@@ -162,6 +162,9 @@ ALTER TABLE compactions
 	// 10: the usage ledger (history.Ledger): one row per provider
 	// response, in num order (the order recorded).
 	migrationUsage,
+	// 11: the window read (history.Reader.Window, window.go) finds a
+	// message by its ID.
+	`CREATE INDEX messages_id ON messages (session_id, id);`,
 }
 
 // migrationUsage creates the usage ledger (history.Ledger, usage.go). A

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/segments"
 	"github.com/sessionkit/sessionkit/history/internal/textsearch"
 	"github.com/sessionkit/sessionkit/history/storekit"
 )
@@ -127,27 +128,11 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				return err
 			}
 		}
-		var (
-			spans []storekit.SegmentSpan
-			ids   []string
-		)
-		err = s.each(ctx, tx, op, `
-			SELECT segment_id, from_pos, to_pos FROM compactions
-			WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
-			var (
-				g  []byte
-				sp storekit.SegmentSpan
-			)
-			if err := rows.Scan(&g, &sp.From, &sp.To); err != nil {
-				return err
-			}
-			spans, ids = append(spans, sp), append(ids, string(g))
-			return nil
-		})
+		standing, err := s.standing(ctx, tx, op, id)
 		if err != nil {
 			return err
 		}
-		textsearch.Place(cands, activeFrom, spans, ids)
+		textsearch.Place(cands, activeFrom, standing)
 		page = textsearch.Page(q, offset, limit, cands, st)
 		return nil
 	})
@@ -155,6 +140,28 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		return history.SearchPage{}, err
 	}
 	return page, nil
+}
+
+// standing reads the session's standing Segments with their compaction
+// numbers (segments.StandingQuery).
+func (s *Store) standing(ctx context.Context, tx pgx.Tx, op, id string) (*segments.Standing, error) {
+	var st segments.Standing
+	err := s.each(ctx, tx, op, segments.StandingQuery, []any{bin(id)}, func(rows pgx.Rows) error {
+		var (
+			g   []byte
+			sp  storekit.SegmentSpan
+			num int
+		)
+		if err := rows.Scan(&g, &sp.From, &sp.To, &num); err != nil {
+			return err
+		}
+		st.Add(string(g), sp, num)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // encodeMissing is the fidelity_missing column: NULL for none.

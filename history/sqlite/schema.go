@@ -155,6 +155,10 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	// 11: the usage ledger (history.Ledger): one row per provider
 	// response, in rowid order (the order recorded).
 	migrationUsage,
+	// 12: the window read (history.Reader.Window, window.go) finds a
+	// message by its ID: an index of the ID inside each body. No row
+	// changes.
+	`CREATE INDEX messages_id ON messages (session_id, ` + messageIDExpr + `);`,
 }
 
 // migrationUsage creates the usage ledger (history.Ledger, usage.go). A
@@ -178,6 +182,13 @@ CREATE TABLE usage_records (
 	UNIQUE (session_id, id)
 );
 `
+
+// messageIDExpr is a message's ID as the body column holds it (encode.go,
+// encodeBody): the bytes after the header, as many as its first length
+// says. It is a BLOB (migration 4 left TEXT bodies, and substr counts bytes
+// only in a BLOB). The index messages_id and selectPosOfID spell it alike,
+// so that SQLite finds the one through the other.
+const messageIDExpr = `substr(CAST(body AS BLOB), 60, CAST(CAST(substr(CAST(body AS BLOB), 20, 10) AS TEXT) AS INTEGER))`
 
 // migrationConfigs records configuration changes at their timeline
 // positions (history.Writer.RecordConfig): data is the change's opaque JSON.

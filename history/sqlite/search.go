@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/segments"
 	"github.com/sessionkit/sessionkit/history/internal/textsearch"
 	"github.com/sessionkit/sessionkit/history/storekit"
 )
@@ -124,11 +125,11 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		if err != nil {
 			return err
 		}
-		spans, ids, err := s.standing(ctx, tx, id)
+		standing, err := s.standing(ctx, tx, op, id)
 		if err != nil {
 			return err
 		}
-		textsearch.Place(cands, activeFrom, spans, ids)
+		textsearch.Place(cands, activeFrom, standing)
 		page = textsearch.Page(q, offset, limit, cands, st)
 		return nil
 	})
@@ -167,27 +168,26 @@ func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64) ([]t
 	return out, nil
 }
 
-// standing reads the spans and IDs of the session's standing Segments, in
-// archive order.
-func (s *Store) standing(ctx context.Context, tx *sql.Tx, id string) ([]storekit.SegmentSpan, []string, error) {
-	var (
-		spans []storekit.SegmentSpan
-		ids   []string
-	)
-	err := s.each(ctx, tx, "search", `
-		SELECT segment_id, from_pos, to_pos FROM compactions
-		WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos`, []any{id}, func(rows *sql.Rows) error {
+// standing reads the session's standing Segments with their compaction
+// numbers (segments.StandingQuery).
+func (s *Store) standing(ctx context.Context, tx *sql.Tx, op, id string) (*segments.Standing, error) {
+	var st segments.Standing
+	err := s.each(ctx, tx, op, segments.StandingQuery, []any{id}, func(rows *sql.Rows) error {
 		var (
-			g  string
-			sp storekit.SegmentSpan
+			g   string
+			sp  storekit.SegmentSpan
+			num int
 		)
-		if err := rows.Scan(&g, &sp.From, &sp.To); err != nil {
+		if err := rows.Scan(&g, &sp.From, &sp.To, &num); err != nil {
 			return err
 		}
-		spans, ids = append(spans, sp), append(ids, g)
+		st.Add(g, sp, num)
 		return nil
 	})
-	return spans, ids, err
+	if err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // encodeMissing is the fidelity_missing column of missing facts.

@@ -325,6 +325,7 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT ` + messageColumns + ` FROM messages ` + whereRange, []any{"a", 1, 5}, "SEARCH messages USING PRIMARY KEY (session_id=? AND pos>? AND pos<?)"},
 		{selectPosOfSeq, []any{"a", 7}, "SEARCH messages USING COVERING INDEX messages_seq (session_id=? AND seq=?)"},
 		{selectInProgress, []any{"a"}, "SEARCH compactions USING COVERING INDEX compactions_in_progress (session_id=?)"},
+		{selectPosOfID, []any{"a", []byte("m1")}, "SEARCH messages USING COVERING INDEX messages_id (session_id=? AND <expr>=?)"},
 	} {
 		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+tt.query, tt.args...)
 		require.NoError(t, err)

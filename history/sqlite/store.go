@@ -39,6 +39,9 @@ const (
 	selectPosOfSeq = `SELECT pos FROM messages WHERE session_id = ? AND seq = ?`
 	// selectInProgress lists in-progress compactions through a partial index.
 	selectInProgress = `SELECT compact_id FROM compactions WHERE session_id = ? AND status = 'in_progress' ORDER BY pos`
+	// selectPosOfID finds the position of the newest message with an ID
+	// (bound as a BLOB) through the messages_id index (window.go).
+	selectPosOfID = `SELECT pos FROM messages WHERE session_id = ? AND ` + messageIDExpr + ` = ? ORDER BY pos DESC LIMIT 1`
 )
 
 // state is the sessions row as a write transaction sees it after its version

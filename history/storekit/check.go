@@ -146,3 +146,24 @@ func CheckUsage(recs []history.UsageRecord) error {
 	}
 	return nil
 }
+
+// CheckWindow validates q, passed to [history.Reader.Window]: an Around,
+// and Before and After in 0..[history.MaxWindow].
+func CheckWindow(q history.WindowQuery) error {
+	switch {
+	case q.Around == "":
+		return fmt.Errorf("%w: window: Around (a message ID) is empty", history.ErrInvalid)
+	case q.Before < 0 || q.Before > history.MaxWindow:
+		return fmt.Errorf("%w: window: Before %d is outside 0..%d", history.ErrInvalid, q.Before, history.MaxWindow)
+	case q.After < 0 || q.After > history.MaxWindow:
+		return fmt.Errorf("%w: window: After %d is outside 0..%d", history.ErrInvalid, q.After, history.MaxWindow)
+	}
+	return nil
+}
+
+// UnknownMessage is the error of [history.Reader.Window] for a message
+// ID that session id does not hold: it wraps [history.ErrInvalid] and
+// [history.ErrUnknownMessage].
+func UnknownMessage(id, around string) error {
+	return fmt.Errorf("%w: %w: session %q has no message %q", history.ErrInvalid, history.ErrUnknownMessage, id, around)
+}

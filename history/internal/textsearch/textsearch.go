@@ -24,7 +24,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
-	"github.com/sessionkit/sessionkit/history/storekit"
+	"github.com/sessionkit/sessionkit/history/internal/segments"
 )
 
 // MaxTerms bounds the distinct words of a query that count; the rest of a
@@ -627,7 +627,10 @@ type Candidate struct {
 	Message   history.Message
 	Position  int64
 	SegmentID string // "" while Active
-	ToolName  string
+	// Compaction is the number of the compaction that archived the
+	// message (history.SearchHit.Compaction), 0 while Active.
+	Compaction int
+	ToolName   string
 }
 
 // Page ranks the candidates (see [Rank]) and returns the page of limit
@@ -648,13 +651,14 @@ func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.Searc
 	for _, r := range ranked[offset:end] {
 		c := &cands[r.Index]
 		page.Hits = append(page.Hits, history.SearchHit{
-			MessageID: c.Message.ID,
-			SegmentID: c.SegmentID,
-			Position:  c.Position,
-			Role:      c.Message.Role,
-			ToolName:  c.ToolName,
-			Snippet:   Snippet(q, docs[r.Index].Text),
-			Score:     r.Score,
+			MessageID:  c.Message.ID,
+			SegmentID:  c.SegmentID,
+			Compaction: c.Compaction,
+			Position:   c.Position,
+			Role:       c.Message.Role,
+			ToolName:   c.ToolName,
+			Snippet:    Snippet(q, docs[r.Index].Text),
+			Score:      r.Score,
 		})
 	}
 	if end < len(ranked) {
@@ -663,32 +667,10 @@ func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.Searc
 	return page
 }
 
-// Place sets the SegmentID of each candidate from its position (see
-// [SegmentAt]).
-func Place(cands []Candidate, activeFrom int64, spans []storekit.SegmentSpan, ids []string) {
+// Place sets the SegmentID and Compaction of each candidate from its
+// position (see [segments.Standing.At]).
+func Place(cands []Candidate, activeFrom int64, standing *segments.Standing) {
 	for i := range cands {
-		cands[i].SegmentID = SegmentAt(cands[i].Position, activeFrom, spans, ids)
+		cands[i].SegmentID, cands[i].Compaction = standing.At(cands[i].Position, activeFrom)
 	}
-}
-
-// SegmentAt finds the Segment that archives the message at pos: spans are
-// the standing Segments' spans and ids their IDs; a message at or after
-// activeFrom is Active ("").
-func SegmentAt(pos, activeFrom int64, spans []storekit.SegmentSpan, ids []string) string {
-	if pos >= activeFrom {
-		return ""
-	}
-	i, ok := slices.BinarySearchFunc(spans, pos, func(sp storekit.SegmentSpan, p int64) int {
-		switch {
-		case sp.To < p:
-			return -1
-		case sp.From > p:
-			return 1
-		}
-		return 0
-	})
-	if !ok {
-		return ""
-	}
-	return ids[i]
 }
