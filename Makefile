@@ -61,6 +61,7 @@ bench:
 	$(GO) test -run='^$$' -bench='Open' -benchtime=100x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='ReopenScan' -benchtime=20x ./session/
 	$(GO) test -run='^$$' -bench='SessionSearch' -benchtime=1000x ./session/
+	$(GO) test -run='^$$' -bench='RecallRead' -benchtime=20x ./session/
 	$(GO) test -run='^$$' -bench='IdleSession' -benchtime=1x ./session/
 	$(GO) test -run='^$$' -bench=. -skip='BenchmarkSearch|IndexCost' -benchtime=50x -benchmem ./history/sqlite/
 	$(GO) test -run='^$$' -bench='BenchmarkSearch|IndexCost' -benchtime=1000x ./history/sqlite/
