@@ -107,6 +107,15 @@ func runShow(ctx context.Context, r *reader, id string, o *options, stdout, stde
 		fmt.Fprintln(stdout, "served    no")
 	}
 	fmt.Fprintf(stdout, "messages  %d active, %d archived\n", len(snap.Active), snap.Archived)
+	segs, err := readAll(ctx, r, id, stderr, r.st.Segments)
+	if err != nil {
+		return err
+	}
+	for i := range segs {
+		if s := &segs[i]; grew(s) {
+			fmt.Fprintf(stdout, "GREW      compaction %s (segment %d, %s) grew the context: %d tokens before, about %d after\n", s.CompactID, i+1, s.Trigger, s.ContextBefore, s.ContextAfter)
+		}
+	}
 	fmt.Fprintln(stdout, "\nusage (every provider response, compactions included)")
 	printUsage(stdout, usage)
 	fmt.Fprintln(stdout, "\nsettings")
@@ -192,7 +201,7 @@ func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, 
 		fmt.Fprintf(stdout, "  archived  %d messages\n", len(s.Messages))
 		fmt.Fprintf(stdout, "  tokens    summary call: %d input, %d output\n", s.InputTokens, s.OutputTokens)
 		if s.ContextBefore > 0 || s.ContextAfter > 0 {
-			fmt.Fprintf(stdout, "  context   %d tokens before, about %d after\n", s.ContextBefore, s.ContextAfter)
+			fmt.Fprintf(stdout, "  context   %d tokens before, about %d after%s\n", s.ContextBefore, s.ContextAfter, grewNote(s))
 		}
 		if s.SummaryProvider != "" {
 			fmt.Fprintf(stdout, "  summary by %s (%s)\n", s.SummaryProvider, s.SummaryModel)
@@ -216,6 +225,21 @@ func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, 
 		}
 	}
 	return nil
+}
+
+// grew reports a compaction that did not make the context smaller: its
+// estimate after is not below the provider's figure before (both known).
+func grew(s *history.Segment) bool {
+	return s.ContextBefore > 0 && s.ContextAfter >= s.ContextBefore
+}
+
+// grewNote is what segments adds to the context line of a compaction
+// that grew the context.
+func grewNote(s *history.Segment) string {
+	if !grew(s) {
+		return ""
+	}
+	return "  GREW: the summary is longer than what it archived"
 }
 
 // runTimeline prints every message and compaction in timeline order.

@@ -327,8 +327,13 @@ func (pr *printer) event(ev session.Event) {
 		}
 		pr.context = p.ContextTokens
 		if pr.before > 0 {
-			fmt.Fprintf(out, "usage     context %d tokens: %d before the compaction, so %d smaller with this turn's new messages in it\n",
-				p.ContextTokens, pr.before, pr.before-p.ContextTokens)
+			if d := pr.before - p.ContextTokens; d > 0 {
+				fmt.Fprintf(out, "usage     context %d tokens: %d before the compaction, so %d smaller with this turn's new messages in it\n",
+					p.ContextTokens, pr.before, d)
+			} else {
+				fmt.Fprintf(out, "usage     context %d tokens: %d before the compaction, so %d LARGER: the compaction grew the context (its summary and this turn's new messages outweigh what it archived)\n",
+					p.ContextTokens, pr.before, -d)
+			}
 			pr.before = 0
 			return
 		}
@@ -337,6 +342,11 @@ func (pr *printer) event(ev session.Event) {
 		pr.compaction(p)
 	case *session.ActionEvent:
 		fmt.Fprintf(out, "action    [%s] %s\n", p.Status, p.Text)
+	case *session.AutoCompactEvent:
+		if p.Held {
+			fmt.Fprintf(out, "compact   held: the automatic compaction left the context at %d tokens, above the threshold of %d; compacting again would not help, so none runs until the context reaches %d tokens\n",
+				p.ContextAfter, p.Threshold, p.ResumeAt)
+		}
 	}
 }
 
@@ -365,6 +375,9 @@ func (pr *printer) compaction(p *session.CompactionEvent) {
 			pr.before = 0
 		}
 		fmt.Fprintf(out, "compact   finished (%s): %s\n", p.Trigger, r.Reason)
+		if r.ContextGrew {
+			fmt.Fprintf(out, "compact   GREW the context: %s\n", r.Note)
+		}
 	}
 }
 

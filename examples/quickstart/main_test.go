@@ -39,6 +39,11 @@ func TestQuickstart(t *testing.T) {
 		"compact   queued (auto): the model reported 540 tokens of context, at or above the threshold of 450",
 		"  summary │ ## Summary of earlier conversation\n  summary │ ### User requests\n",
 		"before the compaction, so",
+		// The second automatic compaction's summary outweighs what it
+		// archived: flagged, and automatic compaction is held.
+		"compact   GREW the context: the context did not shrink",
+		"so 266 LARGER: the compaction grew the context",
+		"compact   held: the automatic compaction left the context at 933 tokens, above the threshold of 450",
 		"archived: summary call",
 		"fidelity: the summary kept ",
 		// The recall after the compactions: a search, a read of the best
