@@ -56,53 +56,45 @@ func BenchmarkSessionSearch(b *testing.B) {
 func BenchmarkRecallRead(b *testing.B) {
 	s, st, msgs := largeSession(b)
 	around := func(i int) string { return msgs[(i*7919)%len(msgs)].ID }
-	b.Run("window", func(b *testing.B) {
-		var lat historytest.SearchLatencies
-		i := 0
-		for b.Loop() {
-			id := around(i)
-			i++
-			lat.Time(func() {
-				got, err := s.Messages(context.Background(), session.MessagesRequest{Around: id, Before: 10, After: 10})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if len(got) == 0 || len(got) > 21 {
-					b.Fatalf("%d messages around %s", len(got), id)
-				}
-			})
+	timed := func(read func(b *testing.B, id string)) func(b *testing.B) {
+		return func(b *testing.B) {
+			var lat historytest.SearchLatencies
+			for i := 0; b.Loop(); i++ {
+				id := around(i)
+				lat.Time(func() { read(b, id) })
+			}
+			lat.Report(b)
 		}
-		lat.Report(b)
-	})
-	b.Run("timeline", func(b *testing.B) {
-		var lat historytest.SearchLatencies
-		i := 0
-		for b.Loop() {
-			id := around(i)
-			i++
-			lat.Time(func() {
-				tl, err := st.Timeline(context.Background(), "s")
-				if err != nil {
-					b.Fatal(err)
-				}
-				var all []history.Message
-				at := -1
-				for _, e := range tl {
-					if e.Message != nil {
-						if e.Message.ID == id {
-							at = len(all)
-						}
-						all = append(all, *e.Message)
-					}
-				}
-				if at < 0 {
-					b.Fatalf("no message %s", id)
-				}
-				_ = all[max(0, at-10):min(len(all), at+11)]
-			})
+	}
+	b.Run("window", timed(func(b *testing.B, id string) {
+		got, err := s.Messages(context.Background(), session.MessagesRequest{Around: id, Before: 10, After: 10})
+		if err != nil {
+			b.Fatal(err)
 		}
-		lat.Report(b)
-	})
+		if len(got) == 0 || len(got) > 21 {
+			b.Fatalf("%d messages around %s", len(got), id)
+		}
+	}))
+	b.Run("timeline", timed(func(b *testing.B, id string) {
+		tl, err := st.Timeline(context.Background(), "s")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var all []history.Message
+		at := -1
+		for _, e := range tl {
+			if e.Message != nil {
+				if e.Message.ID == id {
+					at = len(all)
+				}
+				all = append(all, *e.Message)
+			}
+		}
+		if at < 0 {
+			b.Fatalf("no message %s", id)
+		}
+		_ = all[max(0, at-10):min(len(all), at+11)]
+	}))
 }
 
 // largeSession opens session "s" of a SQLite file holding 100,000 archived
