@@ -345,6 +345,16 @@ type Entry struct {
 	Config       *ConfigRecord
 }
 
+// EntryQuery selects the entries [Reader.Entries] returns.
+type EntryQuery struct {
+	// From is the position of the first entry read, To the position after
+	// the last one; To 0 reads to the end of the timeline.
+	From, To int64
+	// Records leaves the messages out: only the compaction, uncompaction
+	// and configuration records at those positions are returned.
+	Records bool
+}
+
 // ConfigChange is one change of a session's configuration (see
 // [Writer.RecordConfig]).
 type ConfigChange struct {

@@ -86,6 +86,21 @@ type Reader interface {
 	// Timeline returns every message and record (compactions,
 	// uncompactions and configuration changes) in timeline order.
 	Timeline(ctx context.Context, id string) ([]Entry, error)
+	// Entries returns the entries of Timeline at positions from q.From up
+	// to, not including, q.To (to the end of the timeline when q.To is 0),
+	// in timeline order and each as Timeline returns it; q.Records leaves
+	// the messages out. Its cost grows with the entries it returns, not
+	// with the session: a reader takes what it needs by position (a
+	// replay, the entries its events name) or a long timeline in bounded
+	// batches. It fails with ErrNotFound for an unknown session and with
+	// an error wrapping ErrInvalid for a negative From or To, or a To
+	// below From.
+	Entries(ctx context.Context, id string, q EntryQuery) ([]Entry, error)
+	// SegmentHeaders returns the session's Segments as Segments does, in
+	// the same order, each without its messages (Messages nil): what a
+	// reader needs of each compaction when it reads the messages otherwise
+	// or not at all. Its cost does not grow with the archive.
+	SegmentHeaders(ctx context.Context, id string) ([]Segment, error)
 	// Search returns one page of the session's messages, Active and
 	// archived, that hold words of q.Text, best first. A stored message is
 	// searchable as soon as the write that stored it returns: the index is

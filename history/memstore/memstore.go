@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -481,18 +482,71 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
 	var out []history.Entry
 	err := s.view(ctx, id, func(ss *session) error {
-		var activeFrom int64 = ss.nextPos
-		if ss.activeFrom < len(ss.positions) {
-			activeFrom = ss.positions[ss.activeFrom]
+		out = ss.entries(0, math.MaxInt64, false)
+		return nil
+	})
+	return out, err
+}
+
+// Entries implements [history.Reader]: the messages in the range are
+// found by binary search.
+func (s *Store) Entries(ctx context.Context, id string, q history.EntryQuery) ([]history.Entry, error) {
+	to, err := storekit.CheckEntryQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	var out []history.Entry
+	err = s.view(ctx, id, func(ss *session) error {
+		out = ss.entries(q.From, to, q.Records)
+		return nil
+	})
+	return out, err
+}
+
+// entries returns copies of the timeline entries at positions from up to,
+// not including, to; without the messages when records.
+func (ss *session) entries(from, to int64, records bool) []history.Entry {
+	activeFrom := ss.nextPos
+	if ss.activeFrom < len(ss.positions) {
+		activeFrom = ss.positions[ss.activeFrom]
+	}
+	var (
+		positions []int64
+		msgs      []history.Message
+	)
+	if !records {
+		i, _ := slices.BinarySearch(ss.positions, from)
+		j, _ := slices.BinarySearch(ss.positions, to)
+		positions, msgs = slices.Clone(ss.positions[i:j]), cloneMessages(ss.messages[i:j])
+	}
+	recs := inRange(ss.compactions, from, to, func(r history.CompactionRecord) int64 { return r.Position })
+	undos := inRange(ss.undos, from, to, func(r history.UncompactionRecord) int64 { return r.Position })
+	configs := inRange(ss.configs, from, to, func(r history.ConfigRecord) int64 { return r.Position })
+	for i := range configs {
+		configs[i].Data = slices.Clone(configs[i].Data)
+	}
+	return storekit.MergeConfigs(storekit.MergeEntries(positions, msgs, recs, undos, activeFrom), configs)
+}
+
+// inRange returns a copy of the records of recs (in position order) at
+// positions from up to, not including, to.
+func inRange[R any](recs []R, from, to int64, pos func(R) int64) []R {
+	i := sort.Search(len(recs), func(k int) bool { return pos(recs[k]) >= from })
+	j := sort.Search(len(recs), func(k int) bool { return pos(recs[k]) >= to })
+	return slices.Clone(recs[i:j])
+}
+
+// SegmentHeaders implements [history.Reader].
+func (s *Store) SegmentHeaders(ctx context.Context, id string) ([]history.Segment, error) {
+	var out []history.Segment
+	err := s.view(ctx, id, func(ss *session) error {
+		out = make([]history.Segment, 0, len(ss.segments))
+		for i := range ss.segments {
+			seg := ss.segments[i].seg
+			seg.Fidelity = seg.Fidelity.Clone()
+			seg.Messages = nil
+			out = append(out, seg)
 		}
-		out = storekit.MergeEntries(slices.Clone(ss.positions), cloneMessages(ss.messages),
-			slices.Clone(ss.compactions), slices.Clone(ss.undos), activeFrom)
-		configs := make([]history.ConfigRecord, len(ss.configs))
-		for i, r := range ss.configs {
-			r.Data = slices.Clone(r.Data)
-			configs[i] = r
-		}
-		out = storekit.MergeConfigs(out, configs)
 		return nil
 	})
 	return out, err

@@ -501,9 +501,9 @@ func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c h
 }
 
 // configs reads a session's configuration records in timeline order.
-func (s *Store) configs(ctx context.Context, tx pgx.Tx, op, id string) ([]history.ConfigRecord, error) {
+func (s *Store) configs(ctx context.Context, tx pgx.Tx, op, id string, from, to int64) ([]history.ConfigRecord, error) {
 	var out []history.ConfigRecord
-	err := s.each(ctx, tx, op, `SELECT pos, at, data FROM configs WHERE session_id = $1 ORDER BY pos`, []any{bin(id)}, func(rows pgx.Rows) error {
+	err := s.each(ctx, tx, op, `SELECT pos, at, data FROM configs WHERE session_id = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, []any{bin(id), from, to}, func(rows pgx.Rows) error {
 		var (
 			r  history.ConfigRecord
 			at *int64
@@ -707,7 +707,18 @@ func (s *Store) exists(ctx context.Context, tx pgx.Tx, op, id string) (activeFro
 // and the messages before the watermark in one read transaction, and the
 // messages of undone segments (Active again) by their ranges.
 func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
-	const op = "segments"
+	return s.segments(ctx, "segments", id, true)
+}
+
+// SegmentHeaders implements [history.Reader]: Segments' read of the
+// completed compactions, without their messages.
+func (s *Store) SegmentHeaders(ctx context.Context, id string) ([]history.Segment, error) {
+	return s.segments(ctx, "segment headers", id, false)
+}
+
+// segments reads the session's Segments, with their messages when
+// messages.
+func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]history.Segment, error) {
 	var out []history.Segment
 	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
 		activeFrom, err := s.exists(ctx, tx, op, id)
@@ -750,7 +761,8 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 			b.Add(g, sp, undoID != nil)
 			return nil
 		})
-		if err != nil {
+		if err != nil || !messages {
+			out = b.Headers()
 			return err
 		}
 		out, err = b.Finish(func() ([]int64, []history.Message, error) {
@@ -846,26 +858,48 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 // compaction record of the session in one read transaction and merges them
 // by position.
 func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
-	const op = "timeline"
+	return s.entries(ctx, "timeline", id, 0, math.MaxInt64, false)
+}
+
+// Entries implements [history.Reader]: each table is read over the
+// range of its primary key (or position index) only.
+func (s *Store) Entries(ctx context.Context, id string, q history.EntryQuery) ([]history.Entry, error) {
+	to, err := storekit.CheckEntryQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.entries(ctx, "entries", id, q.From, to, q.Records)
+}
+
+// entries reads the timeline entries at positions from up to, not
+// including, to, in one read transaction; without the messages when
+// records.
+func (s *Store) entries(ctx context.Context, op, id string, from, to int64, records bool) ([]history.Entry, error) {
 	var out []history.Entry
 	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
 		activeFrom, err := s.exists(ctx, tx, op, id)
 		if err != nil {
 			return err
 		}
-		positions, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 ORDER BY pos`, bin(id))
+		var (
+			positions []int64
+			msgs      []history.Message
+		)
+		if !records {
+			positions, msgs, err = s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, bin(id), from, to)
+			if err != nil {
+				return err
+			}
+		}
+		recs, err := s.records(ctx, tx, op, id, from, to)
 		if err != nil {
 			return err
 		}
-		recs, err := s.records(ctx, tx, op, id)
+		undos, err := s.undos(ctx, tx, op, id, from, to)
 		if err != nil {
 			return err
 		}
-		undos, err := s.undos(ctx, tx, op, id)
-		if err != nil {
-			return err
-		}
-		configs, err := s.configs(ctx, tx, op, id)
+		configs, err := s.configs(ctx, tx, op, id, from, to)
 		if err != nil {
 			return err
 		}
@@ -879,11 +913,11 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 }
 
 // undos reads a session's uncompaction records in timeline order.
-func (s *Store) undos(ctx context.Context, tx pgx.Tx, op, id string) ([]history.UncompactionRecord, error) {
+func (s *Store) undos(ctx context.Context, tx pgx.Tx, op, id string, from, to int64) ([]history.UncompactionRecord, error) {
 	var out []history.UncompactionRecord
 	err := s.each(ctx, tx, op, `
 		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
-		FROM compactions WHERE session_id = $1 AND undo_id IS NOT NULL ORDER BY undo_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
+		FROM compactions WHERE session_id = $1 AND undo_id IS NOT NULL AND undo_pos >= $2 AND undo_pos < $3 ORDER BY undo_pos`, []any{bin(id), from, to}, func(rows pgx.Rows) error {
 		var (
 			r                        history.UncompactionRecord
 			undoID, segID, compactID []byte
@@ -905,11 +939,11 @@ func (s *Store) undos(ctx context.Context, tx pgx.Tx, op, id string) ([]history.
 }
 
 // records reads a session's compaction records in timeline order.
-func (s *Store) records(ctx context.Context, tx pgx.Tx, op, id string) ([]history.CompactionRecord, error) {
+func (s *Store) records(ctx context.Context, tx pgx.Tx, op, id string, from, to int64) ([]history.CompactionRecord, error) {
 	var recs []history.CompactionRecord
 	err := s.each(ctx, tx, op, `
 		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
-		FROM compactions WHERE session_id = $1 ORDER BY pos`, []any{bin(id)}, func(rows pgx.Rows) error {
+		FROM compactions WHERE session_id = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, []any{bin(id), from, to}, func(rows pgx.Rows) error {
 		var (
 			r                                     history.CompactionRecord
 			status                                string

@@ -34,6 +34,9 @@ const (
 	whereActive = `WHERE session_id = ? AND pos >= ? ORDER BY pos`
 	// whereRange selects the messages of an archived range.
 	whereRange = `WHERE session_id = ? AND pos BETWEEN ? AND ? ORDER BY pos`
+	// whereSpan selects the messages at positions from up to, not
+	// including, to.
+	whereSpan = `WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`
 	// selectPosOfSeq finds a message's position from its number through the
 	// (session_id, seq) index.
 	selectPosOfSeq = `SELECT pos FROM messages WHERE session_id = ? AND seq = ?`
@@ -494,9 +497,9 @@ func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c h
 }
 
 // configs reads a session's configuration records in timeline order.
-func (s *Store) configs(ctx context.Context, tx *sql.Tx, id string) ([]history.ConfigRecord, error) {
+func (s *Store) configs(ctx context.Context, tx *sql.Tx, op, id string, from, to int64) ([]history.ConfigRecord, error) {
 	var out []history.ConfigRecord
-	err := s.each(ctx, tx, "timeline", `SELECT pos, at, data FROM configs WHERE session_id = ? ORDER BY pos`, []any{id}, func(rows *sql.Rows) error {
+	err := s.each(ctx, tx, op, `SELECT pos, at, data FROM configs WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows *sql.Rows) error {
 		var (
 			r  history.ConfigRecord
 			at sql.NullInt64
@@ -714,7 +717,18 @@ func (s *Store) exists(ctx context.Context, tx *sql.Tx, op, id string) (activeFr
 // and the messages before the watermark in one read transaction, and the
 // messages of undone segments (Active again) by their ranges.
 func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, error) {
-	const op = "segments"
+	return s.segments(ctx, "segments", id, true)
+}
+
+// SegmentHeaders implements [history.Reader]: Segments' read of the
+// completed compactions, without their messages.
+func (s *Store) SegmentHeaders(ctx context.Context, id string) ([]history.Segment, error) {
+	return s.segments(ctx, "segment headers", id, false)
+}
+
+// segments reads the session's Segments, with their messages when
+// messages.
+func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]history.Segment, error) {
 	var out []history.Segment
 	err := s.read(ctx, op, func(tx *sql.Tx) error {
 		activeFrom, err := s.exists(ctx, tx, op, id)
@@ -758,7 +772,8 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 			b.Add(g, sp, undoID.Valid)
 			return nil
 		})
-		if err != nil {
+		if err != nil || !messages {
+			out = b.Headers()
 			return err
 		}
 		out, err = b.Finish(func() ([]int64, []history.Message, error) {
@@ -849,26 +864,48 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 // compaction record of the session in one read transaction and merges them
 // by position.
 func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
-	const op = "timeline"
+	return s.entries(ctx, "timeline", id, 0, math.MaxInt64, false)
+}
+
+// Entries implements [history.Reader]: each table is read over the
+// range of its primary key (or position index) only.
+func (s *Store) Entries(ctx context.Context, id string, q history.EntryQuery) ([]history.Entry, error) {
+	to, err := storekit.CheckEntryQuery(q)
+	if err != nil {
+		return nil, err
+	}
+	return s.entries(ctx, "entries", id, q.From, to, q.Records)
+}
+
+// entries reads the timeline entries at positions from up to, not
+// including, to, in one read transaction; without the messages when
+// records.
+func (s *Store) entries(ctx context.Context, op, id string, from, to int64, records bool) ([]history.Entry, error) {
 	var out []history.Entry
 	err := s.read(ctx, op, func(tx *sql.Tx) error {
 		activeFrom, err := s.exists(ctx, tx, op, id)
 		if err != nil {
 			return err
 		}
-		positions, msgs, err := s.positioned(ctx, tx, op, `WHERE session_id = ? ORDER BY pos`, id)
+		var (
+			positions []int64
+			msgs      []history.Message
+		)
+		if !records {
+			positions, msgs, err = s.positioned(ctx, tx, op, whereSpan, id, from, to)
+			if err != nil {
+				return err
+			}
+		}
+		recs, err := s.records(ctx, tx, op, id, from, to)
 		if err != nil {
 			return err
 		}
-		recs, err := s.records(ctx, tx, id)
+		undos, err := s.undos(ctx, tx, op, id, from, to)
 		if err != nil {
 			return err
 		}
-		undos, err := s.undos(ctx, tx, id)
-		if err != nil {
-			return err
-		}
-		configs, err := s.configs(ctx, tx, id)
+		configs, err := s.configs(ctx, tx, op, id, from, to)
 		if err != nil {
 			return err
 		}
@@ -882,11 +919,11 @@ func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error
 }
 
 // undos reads a session's uncompaction records in timeline order.
-func (s *Store) undos(ctx context.Context, tx *sql.Tx, id string) ([]history.UncompactionRecord, error) {
+func (s *Store) undos(ctx context.Context, tx *sql.Tx, op, id string, from, to int64) ([]history.UncompactionRecord, error) {
 	var out []history.UncompactionRecord
-	err := s.each(ctx, tx, "timeline", `
+	err := s.each(ctx, tx, op, `
 		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
-		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL ORDER BY undo_pos`, []any{id}, func(rows *sql.Rows) error {
+		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL AND undo_pos >= ? AND undo_pos < ? ORDER BY undo_pos`, []any{id, from, to}, func(rows *sql.Rows) error {
 		var (
 			r        history.UncompactionRecord
 			restored int64
@@ -906,11 +943,11 @@ func (s *Store) undos(ctx context.Context, tx *sql.Tx, id string) ([]history.Unc
 }
 
 // records reads a session's compaction records in timeline order.
-func (s *Store) records(ctx context.Context, tx *sql.Tx, id string) ([]history.CompactionRecord, error) {
+func (s *Store) records(ctx context.Context, tx *sql.Tx, op, id string, from, to int64) ([]history.CompactionRecord, error) {
 	var recs []history.CompactionRecord
-	err := s.each(ctx, tx, "timeline", `
+	err := s.each(ctx, tx, op, `
 		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
-		FROM compactions WHERE session_id = ? ORDER BY pos`, []any{id}, func(rows *sql.Rows) error {
+		FROM compactions WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows *sql.Rows) error {
 		var (
 			r                 history.CompactionRecord
 			status            string

@@ -3,6 +3,7 @@ package storekit
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -166,4 +167,21 @@ func CheckWindow(q history.WindowQuery) error {
 // [history.ErrUnknownMessage].
 func UnknownMessage(id, around string) error {
 	return fmt.Errorf("%w: %w: session %q has no message %q", history.ErrInvalid, history.ErrUnknownMessage, id, around)
+}
+
+// CheckEntryQuery validates q, passed to [history.Reader.Entries], and
+// returns the end of its range: q.To, or math.MaxInt64 for a q.To of 0 (to
+// the end of the timeline).
+func CheckEntryQuery(q history.EntryQuery) (to int64, err error) {
+	switch {
+	case q.From < 0:
+		return 0, fmt.Errorf("%w: entry query: From %d is negative", history.ErrInvalid, q.From)
+	case q.To < 0:
+		return 0, fmt.Errorf("%w: entry query: To %d is negative", history.ErrInvalid, q.To)
+	case q.To == 0:
+		return math.MaxInt64, nil
+	case q.To < q.From:
+		return 0, fmt.Errorf("%w: entry query: To %d is below From %d", history.ErrInvalid, q.To, q.From)
+	}
+	return q.To, nil
 }

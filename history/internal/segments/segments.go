@@ -32,6 +32,10 @@ func (b *Builder) Add(g history.Segment, sp storekit.SegmentSpan, undone bool) {
 	b.out = append(b.out, g)
 }
 
+// Headers returns the segments without their messages, in the order they
+// were added (nil when there are none).
+func (b *Builder) Headers() []history.Segment { return b.out }
+
 // Finish returns the segments with their messages (nil when there are
 // none). archived reads the positions and messages before the watermark,
 // which [storekit.AssignSegments] shares among the standing segments (its
