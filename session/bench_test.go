@@ -308,23 +308,8 @@ func BenchmarkReopenScan(b *testing.B) {
 			var reopen, scan, warmScan []time.Duration
 			for b.Loop() {
 				reopen = append(reopen, timeReopen(b, path, rows))
-				start := time.Now()
-				db, err := sql.Open("sqlite", path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				stmt, err := db.Prepare(bareScan)
-				if err != nil {
-					b.Fatal(err)
-				}
-				scanRows(b, stmt, activeFrom, rows)
-				scan = append(scan, time.Since(start))
-				start = time.Now()
-				scanRows(b, stmt, activeFrom, rows)
-				warmScan = append(warmScan, time.Since(start))
-				if err := errors.Join(stmt.Close(), db.Close()); err != nil {
-					b.Fatal(err)
-				}
+				cold, warm := timeScans(b, path, activeFrom, rows)
+				scan, warmScan = append(scan, cold), append(warmScan, warm)
 			}
 			toScan, toWarm := ratios(reopen, scan), ratios(reopen, warmScan)
 			r, s, w := median(reopen), median(scan), median(warmScan)
@@ -344,6 +329,32 @@ func BenchmarkReopenScan(b *testing.B) {
 // bareScan is the bare scan's one statement: the bodies of the Active
 // messages, the range of the primary key from the watermark that Load reads.
 const bareScan = `SELECT body FROM messages WHERE session_id = ? AND pos >= ? ORDER BY pos`
+
+// timeScans times the bare scan of the want messages of session "s" from
+// position from on a database/sql handle opened on the file at path: cold
+// (the handle opened, the statement prepared, the rows read) and then warm
+// (the same statement run again on that connection).
+func timeScans(b *testing.B, path string, from int64, want int) (cold, warm time.Duration) {
+	b.Helper()
+	start := time.Now()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	stmt, err := db.Prepare(bareScan)
+	if err != nil {
+		b.Fatal(err)
+	}
+	scanRows(b, stmt, from, want)
+	cold = time.Since(start)
+	start = time.Now()
+	scanRows(b, stmt, from, want)
+	warm = time.Since(start)
+	if err := errors.Join(stmt.Close(), db.Close()); err != nil {
+		b.Fatal(err)
+	}
+	return cold, warm
+}
 
 // scanRows runs the bare scan and checks that it read want rows.
 func scanRows(b *testing.B, stmt *sql.Stmt, activeFrom int64, want int) {
@@ -462,3 +473,65 @@ func median(d []time.Duration) time.Duration {
 
 // msOf is d in milliseconds.
 func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkReplay measures a full Replay (ReplayOptions.After 0) of a
+// session of N messages of 500 bytes whose oldest half one compaction
+// archived, every entry in the event log, against the bare read of the
+// rows it returns. The session is open on a SQLite file; each repetition
+// times, one after the other:
+//
+//   - replay: Session.Replay from the start, its subscription closed;
+//   - scan: the bare scan of every message of the timeline on a
+//     database/sql handle opened on the file: one prepared SELECT of the
+//     bodies, read as sql.RawBytes, nothing decoded;
+//   - warm: the same statement run again on that connection.
+//
+// It reports the medians in milliseconds and the medians of the ratios of
+// each repetition's replay to its scans (replay/scan, replay/warm).
+func BenchmarkReplay(b *testing.B) {
+	for _, n := range []int{10000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			path := filepath.Join(b.TempDir(), "replay.db")
+			buildCompacted(b, path, n)
+			st, err := sqlite.Open(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = st.Close() })
+			s := benchSession(b, st, "s")
+			var replay, scan, warmScan []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				rep, err := s.Replay(ctx, session.ReplayOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				replay = append(replay, time.Since(start))
+				rep.Sub.Close()
+				if msgs := countMessages(rep.Events); msgs != n {
+					b.Fatalf("replay: %d messages, want %d", msgs, n)
+				}
+				cold, warm := timeScans(b, path, 0, n)
+				scan, warmScan = append(scan, cold), append(warmScan, warm)
+			}
+			toScan, toWarm := ratios(replay, scan), ratios(replay, warmScan)
+			b.ReportMetric(msOf(median(replay)), "replay-ms")
+			b.ReportMetric(msOf(median(scan)), "scan-ms")
+			b.ReportMetric(msOf(median(warmScan)), "warm-ms")
+			b.ReportMetric(float64(median(toScan))/1000, "replay/scan")
+			b.ReportMetric(float64(median(toWarm))/1000, "replay/warm")
+		})
+	}
+}
+
+// countMessages is how many of evs are MessageEvents.
+func countMessages(evs []session.Event) int {
+	n := 0
+	for _, ev := range evs {
+		if _, ok := ev.Payload.(*session.MessageEvent); ok {
+			n++
+		}
+	}
+	return n
+}

@@ -169,16 +169,20 @@ func encodeEvent(ev Event) (history.LoggedEvent, error) {
 
 // replayLog reads the logged events of session id with Seq in (after,
 // upto] and decodes them, reading back from the store the messages they
-// name. timeline (Replay) keeps only the events of timeline entries (see
-// inTimelineOrder) and leaves a compacted result's Segment without its
-// archived messages.
+// name: only the entries at the positions the events name (one
+// Entries read of their range), not the whole timeline. timeline (Replay)
+// keeps only the events of timeline entries (see inTimelineOrder) and
+// leaves a compacted result's Segment without its archived messages.
 func replayLog(ctx context.Context, store history.Store, log history.EventLog, id string, after, upto uint64, timeline bool) ([]Event, error) {
 	logged, err := log.Events(ctx, id, after, 0)
 	if err != nil {
 		return nil, fmt.Errorf("session: read the event log: %w", err)
 	}
 	d := decoder{ctx: ctx, store: store, id: id, noArchive: timeline}
-	var out []Event
+	// The messages the events name, by position: their range is read
+	// once, before the events are decoded.
+	kept := logged[:0]
+	msgs := make([]loggedMessage, 0, len(logged))
 	for _, le := range logged {
 		if le.Seq > upto {
 			break
@@ -186,7 +190,29 @@ func replayLog(ctx context.Context, store history.Store, log history.EventLog, i
 		if timeline && !timelineKinds[le.Kind] {
 			continue
 		}
-		p, err := d.decode(le)
+		kept = append(kept, le)
+		if le.Kind != logMessage {
+			continue
+		}
+		var lm loggedMessage
+		if err := json.Unmarshal(le.Data, &lm); err != nil {
+			return nil, fmt.Errorf("session: event %d of the log: %w", le.Seq, err)
+		}
+		msgs = append(msgs, lm)
+	}
+	if err := d.positions(msgs); err != nil {
+		return nil, err
+	}
+	out := make([]Event, 0, len(kept))
+	next := 0 // the next of msgs
+	for _, le := range kept {
+		var p Payload
+		if le.Kind == logMessage {
+			p, err = d.message(msgs[next])
+			next++
+		} else {
+			p, err = d.decode(le)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("session: event %d of the log: %w", le.Seq, err)
 		}
@@ -195,37 +221,62 @@ func replayLog(ctx context.Context, store history.Store, log history.EventLog, i
 	return out, nil
 }
 
-// decoder turns logged events back into payloads, reading the store's
-// timeline and archive once, when an event first needs them.
+// decoder turns logged events back into payloads, reading from the store
+// the entries they name: the range of positions of the logged messages
+// once (positions), the whole timeline and the archive once, when an event
+// first needs them (the messages of a turn, by ID; a Segment's messages).
 type decoder struct {
 	ctx       context.Context
 	store     history.Store
 	id        string
 	noArchive bool // a Segment is left without its messages
-	entries   []history.Entry
-	byPos     map[int64]history.Message
+	byPos     map[int64]*history.Message
 	byID      map[string]history.Message
 	segments  map[string][]history.Message
+}
+
+// positions reads the entries at the positions of msgs, from the lowest
+// to the highest.
+func (d *decoder) positions(msgs []loggedMessage) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	lo, hi := msgs[0].Position, msgs[0].Position
+	for _, lm := range msgs[1:] {
+		lo, hi = min(lo, lm.Position), max(hi, lm.Position)
+	}
+	if lo < 0 {
+		return fmt.Errorf("session: the event log names message %s at position %d", msgs[0].ID, lo)
+	}
+	entries, err := d.store.Entries(d.ctx, d.id, history.EntryQuery{From: lo, To: hi + 1})
+	if err != nil {
+		return err
+	}
+	d.byPos = make(map[int64]*history.Message, len(msgs))
+	for _, e := range entries {
+		if e.Message != nil {
+			d.byPos[e.Position] = e.Message
+		}
+	}
+	return nil
+}
+
+// message is the MessageEvent of lm, its message read by positions.
+func (d *decoder) message(lm loggedMessage) (Payload, error) {
+	m := d.byPos[lm.Position]
+	if m == nil || m.ID != lm.ID {
+		return nil, fmt.Errorf("message %s is not at position %d of the store", lm.ID, lm.Position)
+	}
+	return &MessageEvent{Message: *m, TurnID: lm.TurnID, Position: lm.Position}, nil
 }
 
 // timelineKinds are the logged kinds of the events of timeline entries.
 var timelineKinds = map[string]bool{logMessage: true, logCompaction: true, logUncompact: true, logSettings: true}
 
+// decode decodes le, of any kind but logMessage (replayLog decodes those
+// with the range of their messages).
 func (d *decoder) decode(le history.LoggedEvent) (Payload, error) {
 	switch le.Kind {
-	case logMessage:
-		var lm loggedMessage
-		if err := json.Unmarshal(le.Data, &lm); err != nil {
-			return nil, err
-		}
-		if err := d.timeline(); err != nil {
-			return nil, err
-		}
-		m, ok := d.byPos[lm.Position]
-		if !ok || m.ID != lm.ID {
-			return nil, fmt.Errorf("message %s is not at position %d of the store", lm.ID, lm.Position)
-		}
-		return &MessageEvent{Message: m, TurnID: lm.TurnID, Position: lm.Position}, nil
 	case logTurn:
 		var lt loggedTurn
 		if err := json.Unmarshal(le.Data, &lt); err != nil {
@@ -291,34 +342,18 @@ func unmarshalPayload[T any, P interface {
 	return p, nil
 }
 
-// timeline reads the store's messages by position, once.
-func (d *decoder) timeline() error {
-	if d.byPos != nil {
+// messagesByID indexes the store's messages by ID, reading the whole
+// timeline once.
+func (d *decoder) messagesByID() error {
+	if d.byID != nil {
 		return nil
 	}
 	entries, err := d.store.Timeline(d.ctx, d.id)
 	if err != nil {
 		return err
 	}
-	d.entries, d.byPos = entries, make(map[int64]history.Message, len(entries))
+	d.byID = make(map[string]history.Message, len(entries))
 	for _, e := range entries {
-		if e.Message != nil {
-			d.byPos[e.Position] = *e.Message
-		}
-	}
-	return nil
-}
-
-// messagesByID indexes the store's messages by ID, once.
-func (d *decoder) messagesByID() error {
-	if d.byID != nil {
-		return nil
-	}
-	if err := d.timeline(); err != nil {
-		return err
-	}
-	d.byID = make(map[string]history.Message, len(d.byPos))
-	for _, e := range d.entries {
 		if e.Message != nil {
 			d.byID[e.Message.ID] = *e.Message
 		}

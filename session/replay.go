@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -227,78 +228,128 @@ func inTimelineOrder(evs []Event) []Event {
 	return res
 }
 
+// repairBatch is how many timeline positions repairLog reads and logs at
+// a time: its memory does not grow with the session.
+const repairBatch = 4096
+
 // repairLog logs the events of the timeline entries at positions from
 // covers on, which the session's log lacks (a process stored them and was
-// killed before it logged them, or sessions stored before the log kept
-// its coverage), as a batch numbered after start, and returns where the
-// loop's numbering starts then. The events are those a Replay rebuilt
-// from the store: set, title and cwd are the session's settings now.
+// killed before it logged them, sessions stored before the log kept its
+// coverage, or written by another tool), numbered after start, and
+// returns where the loop's numbering starts then. It reads and logs them
+// in batches of repairBatch positions, each batch one LogEvents that
+// records how far the log covers, so that its memory does not depend on
+// the session's size and a process killed in the middle leaves the rest
+// to the next open. The events are those a Replay rebuilt from the store:
+// set, title and cwd are the session's settings now.
 func repairLog(ctx context.Context, store history.Store, elog *eventLog, id string, covers, next int64, start uint64, set settings, title, cwd string, log *zap.Logger) uint64 {
-	tl, err := store.Timeline(ctx, id)
-	var segs []history.Segment
-	if err == nil && slices.ContainsFunc(tl, func(e history.Entry) bool {
-		return e.Position >= covers && e.Compaction != nil && e.Compaction.Status == history.StatusCompleted
-	}) {
-		segs, err = store.Segments(ctx, id)
-	}
-	var evs []Event
-	if err == nil {
-		evs, err = timelineEvents(tl, segs, covers, set, title, cwd)
+	r, err := newRepair(ctx, store, id, covers, next, set, title, cwd)
+	seq := start
+	for from := covers; err == nil && from < next; from += repairBatch {
+		to := min(from+repairBatch, next)
+		var tl []history.Entry
+		if tl, err = store.Entries(ctx, id, history.EntryQuery{From: from, To: to}); err != nil {
+			break
+		}
+		var evs []Event
+		if evs, err = r.events(tl); err != nil {
+			break
+		}
+		batch := history.EventBatch{Covers: to, Events: make([]history.LoggedEvent, 0, len(evs))}
+		for _, ev := range evs {
+			seq++
+			ev.Seq = seq
+			le, err := encodeEvent(ev)
+			if err != nil {
+				log.Error("an event cannot be logged", zap.String("session", id), zap.Error(err))
+				continue
+			}
+			batch.Events = append(batch.Events, le)
+		}
+		batch.Through = seq
+		if err := elog.store.LogEvents(ctx, id, batch); err != nil {
+			// It may have landed: the numbers it took are not given again.
+			log.Warn("the event log could not be completed from the store; the next open tries again", zap.String("session", id), zap.Error(err))
+			return seq
+		}
+		elog.logged = seq
 	}
 	if err != nil {
 		log.Warn("the event log cannot be completed from the store; the next open tries again", zap.String("session", id), zap.Error(err))
-		return start
 	}
-	batch := history.EventBatch{Covers: next}
-	seq := start
-	for _, ev := range evs {
-		seq++
-		ev.Seq = seq
-		le, err := encodeEvent(ev)
-		if err != nil {
-			log.Error("an event cannot be logged", zap.String("session", id), zap.Error(err))
-			continue
-		}
-		batch.Events = append(batch.Events, le)
-	}
-	batch.Through = seq
-	if err := elog.store.LogEvents(ctx, id, batch); err != nil {
-		// It may have landed: the numbers it took are not given again.
-		log.Warn("the event log could not be completed from the store; the next open tries again", zap.String("session", id), zap.Error(err))
-		return seq
-	}
-	elog.logged = seq
 	return seq
 }
 
-// timelineEvents rebuilds the events of the timeline entries tl at
-// positions from on: a message, a recorded settings change, an undo, and a
-// compaction as finished (one still in progress as failed, as the next open
-// records it; a completed one with its Segment among segs), with the title
-// event right after the first message.
-func timelineEvents(tl []history.Entry, segs []history.Segment, from int64, cur settings, title, cwd string) ([]Event, error) {
-	titling, err := titledBy(tl, cur, title, cwd)
+// repair is what repairLog needs besides the entries of a batch: where
+// the session's first message is, the title event to log after it, and
+// the Segments (without their messages) of the completed compactions it
+// logs.
+type repair struct {
+	first   int64          // the position of the session's first message; -1 when unknown or before covers
+	titling *SettingsEvent // the title event after it, or nil
+	segs    []history.Segment
+	cwd     string
+}
+
+// newRepair reads what repairLog needs of the session besides its
+// entries from covers up to next: its records (compactions,
+// uncompactions, settings changes), and, when the session has a title its
+// first message may have given, the entries up to its first message, in
+// batches.
+func newRepair(ctx context.Context, store history.Store, id string, covers, next int64, set settings, title, cwd string) (*repair, error) {
+	r := &repair{first: -1, cwd: cwd}
+	recs, err := store.Entries(ctx, id, history.EntryQuery{Records: true})
 	if err != nil {
 		return nil, err
 	}
-	var out []Event
-	first := true // the next message is the session's first
+	if slices.ContainsFunc(recs, func(e history.Entry) bool {
+		return e.Position >= covers && e.Compaction != nil && e.Compaction.Status == history.StatusCompleted
+	}) {
+		if r.segs, err = store.SegmentHeaders(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	if title == "" {
+		return r, nil // no title event to log
+	}
+	var first *history.Entry
+	for from := int64(0); first == nil && from < next; from += repairBatch {
+		tl, err := store.Entries(ctx, id, history.EntryQuery{From: from, To: min(from+repairBatch, next)})
+		if err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(tl, func(e history.Entry) bool { return e.Message != nil }); i >= 0 {
+			first = &tl[i]
+		}
+	}
+	if first == nil || first.Position < covers {
+		return r, nil // logged already, with its title event
+	}
+	// The records and the first message, in timeline order: all titledBy
+	// reads.
+	at, _ := slices.BinarySearchFunc(recs, first.Position, func(e history.Entry, pos int64) int { return cmp.Compare(e.Position, pos) })
+	sparse := slices.Insert(recs, at, *first)
+	r.first = first.Position
+	r.titling, err = titledBy(sparse, set, title, cwd)
+	return r, err
+}
+
+// events rebuilds the events of the timeline entries tl: a message, a
+// recorded settings change, an undo, and a compaction as finished (one
+// still in progress as failed, as the next open records it; a completed
+// one with its Segment), with the title event right after the first
+// message.
+func (r *repair) events(tl []history.Entry) ([]Event, error) {
+	out := make([]Event, 0, len(tl))
 	for _, e := range tl {
-		isFirst := first && e.Message != nil
-		if e.Message != nil {
-			first = false
-		}
-		if e.Position < from {
-			continue
-		}
 		switch {
 		case e.Message != nil:
 			out = append(out, Event{Time: e.Message.CreatedAt, Payload: &MessageEvent{Message: *e.Message, Position: e.Position}})
-			if isFirst && titling != nil {
-				out = append(out, Event{Time: e.Message.CreatedAt, Payload: titling})
+			if e.Position == r.first && r.titling != nil {
+				out = append(out, Event{Time: e.Message.CreatedAt, Payload: r.titling})
 			}
 		case e.Config != nil:
-			ev, err := replayedSettings(e.Config, cwd)
+			ev, err := replayedSettings(e.Config, r.cwd)
 			if err != nil {
 				return nil, err
 			}
@@ -310,9 +361,8 @@ func timelineEvents(tl []history.Entry, segs []history.Segment, from int64, cur 
 			}})
 		case e.Compaction != nil:
 			ev := replayedCompaction(e.Compaction)
-			if i := slices.IndexFunc(segs, func(g history.Segment) bool { return g.CompactID == e.Compaction.CompactID }); i >= 0 && ev.Result.Segment != nil {
-				g := segs[i]
-				g.Messages = nil
+			if i := slices.IndexFunc(r.segs, func(g history.Segment) bool { return g.CompactID == e.Compaction.CompactID }); i >= 0 && ev.Result.Segment != nil {
+				g := r.segs[i]
 				ev.Result.Segment = &g
 			}
 			out = append(out, Event{Time: e.Compaction.FinishedAt, Payload: ev})
