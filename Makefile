@@ -58,8 +58,10 @@ fuzz:
 bench:
 	$(GO) test -run='^$$' -bench='Admission|Turn$$' -benchtime=2000x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='CompactionOverhead' -benchtime=3x -benchmem ./session/
-	$(GO) test -run='^$$' -bench='Open' -benchtime=100x -benchmem ./session/
+	$(GO) test -run='^$$' -bench='^BenchmarkOpen$$' -benchtime=100x -benchmem ./session/
 	$(GO) test -run='^$$' -bench='ReopenScan' -benchtime=20x ./session/
+	$(GO) test -run='^$$' -bench='BenchmarkReplay' -benchtime=20x ./session/
+	$(GO) test -run='^$$' -bench='FirstOpen' -benchtime=2x ./session/
 	$(GO) test -run='^$$' -bench='SessionSearch' -benchtime=1000x ./session/
 	$(GO) test -run='^$$' -bench='RecallRead' -benchtime=20x ./session/
 	$(GO) test -run='^$$' -bench='IdleSession' -benchtime=1x ./session/

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"testing"
 	"time"
@@ -534,4 +535,87 @@ func countMessages(evs []session.Event) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkFirstOpen measures the first open of a session of N messages
+// of 500 bytes filled through the store's own appends (as another tool,
+// or a sessionkit from before the event log, writes them), whose oldest
+// half one compaction archived: that open logs the events of every entry
+// (docs/design.md §6.1). It reports the open's time and the peak of the
+// live heap while it ran (sampled every millisecond), above the heap
+// before it.
+func BenchmarkFirstOpen(b *testing.B) {
+	for _, n := range []int{100000} {
+		b.Run(fmt.Sprintf("N=%d", n), func(b *testing.B) {
+			ctx := context.Background()
+			st, err := sqlite.Open(filepath.Join(b.TempDir(), "first.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = st.Close() })
+			var open, peak []time.Duration // peak in bytes, as a duration for median
+			i := 0
+			for b.Loop() {
+				b.StopTimer()
+				id := fmt.Sprintf("s%d", i)
+				i++
+				fill(b, st, id, n)
+				snap, err := st.Load(ctx, id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				v, err := st.BeginCompaction(ctx, id, snap.Version, history.CompactionRecord{CompactID: "c", Trigger: "manual", Status: history.StatusInProgress})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, _, err := st.CommitCompaction(ctx, id, v, history.Commit{CompactID: "c", SegmentID: "g", Archive: n / 2, Summary: "S"}); err != nil {
+					b.Fatal(err)
+				}
+				runtime.GC()
+				base := liveHeap()
+				stop := make(chan struct{})
+				top := make(chan uint64)
+				go func() {
+					m := base
+					tick := time.NewTicker(time.Millisecond)
+					defer tick.Stop()
+					for {
+						select {
+						case <-tick.C:
+							m = max(m, liveHeap())
+						case <-stop:
+							top <- max(m, liveHeap())
+							return
+						}
+					}
+				}()
+				b.StartTimer()
+				start := time.Now()
+				s, err := session.Open(ctx, session.Config{ID: id, Provider: instant{}, Store: st})
+				if err != nil {
+					b.Fatal(err)
+				}
+				open = append(open, time.Since(start))
+				b.StopTimer()
+				close(stop)
+				peak = append(peak, time.Duration(<-top-base))
+				if err := s.Close(); err != nil {
+					b.Fatal(err)
+				}
+				if snap, err = st.Load(ctx, id); err != nil || snap.LogCovers != snap.NextPosition {
+					b.Fatalf("the log covers %d of %d positions: %v", snap.LogCovers, snap.NextPosition, err)
+				}
+				b.StartTimer()
+			}
+			b.ReportMetric(msOf(median(open)), "open-ms")
+			b.ReportMetric(float64(median(peak))/(1<<20), "peak-heap-MB")
+		})
+	}
+}
+
+// liveHeap is the bytes of the heap's live and not yet swept objects.
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -173,12 +173,25 @@ func encodeEvent(ev Event) (history.LoggedEvent, error) {
 // Entries read of their range), not the whole timeline. timeline (Replay)
 // keeps only the events of timeline entries (see inTimelineOrder) and
 // leaves a compacted result's Segment without its archived messages.
-func replayLog(ctx context.Context, store history.Store, log history.EventLog, id string, after, upto uint64, timeline bool) ([]Event, error) {
+//
+// whole, when above 0, is a position every entry the events name lies
+// below (the session's next position at the cut), given for a replay of
+// the whole log (after 0), which names every entry: the entries below it
+// are then read beside the log, not after it.
+func replayLog(ctx context.Context, store history.Store, log history.EventLog, id string, after, upto uint64, timeline bool, whole int64) ([]Event, error) {
+	d := decoder{ctx: ctx, store: store, id: id, noArchive: timeline}
+	if after == 0 && whole > 0 {
+		ch := make(chan prefetched, 1) // the reader never waits for us
+		d.whole, d.prefetched = whole, ch
+		go func() {
+			es, err := store.Entries(ctx, id, history.EntryQuery{To: whole})
+			ch <- prefetched{es, err}
+		}()
+	}
 	logged, err := log.Events(ctx, id, after, 0)
 	if err != nil {
 		return nil, fmt.Errorf("session: read the event log: %w", err)
 	}
-	d := decoder{ctx: ctx, store: store, id: id, noArchive: timeline}
 	// The messages the events name, by position: their range is read
 	// once, before the events are decoded.
 	kept := logged[:0]
@@ -230,9 +243,13 @@ type decoder struct {
 	store     history.Store
 	id        string
 	noArchive bool // a Segment is left without its messages
-	byPos     map[int64]*history.Message
-	byID      map[string]history.Message
-	segments  map[string][]history.Message
+	// whole and prefetched: the entries at positions below whole, read
+	// beside the log; whole is 0 when none are.
+	whole      int64
+	prefetched chan prefetched
+	byPos      map[int64]*history.Message
+	byID       map[string]history.Message
+	segments   map[string][]history.Message
 }
 
 // positions reads the entries at the positions of msgs, from the lowest
@@ -248,7 +265,17 @@ func (d *decoder) positions(msgs []loggedMessage) error {
 	if lo < 0 {
 		return fmt.Errorf("session: the event log names message %s at position %d", msgs[0].ID, lo)
 	}
-	entries, err := d.store.Entries(d.ctx, d.id, history.EntryQuery{From: lo, To: hi + 1})
+	var (
+		entries []history.Entry
+		err     error
+	)
+	if d.whole > 0 && hi < d.whole {
+		p := <-d.prefetched
+		d.whole = 0
+		entries, err = p.entries, p.err
+	} else {
+		entries, err = d.store.Entries(d.ctx, d.id, history.EntryQuery{From: lo, To: hi + 1})
+	}
 	if err != nil {
 		return err
 	}
@@ -259,6 +286,12 @@ func (d *decoder) positions(msgs []loggedMessage) error {
 		}
 	}
 	return nil
+}
+
+// prefetched is the outcome of a read of entries beside the log.
+type prefetched struct {
+	entries []history.Entry
+	err     error
 }
 
 // message is the MessageEvent of lm, its message read by positions.

@@ -89,13 +89,14 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		elog     history.EventLog
 		logged   uint64 // the log holds every durable event up to it
 		recent   []Event
+		nextPos  int64
 	)
 	err := s.read(ctx, func(l *loop) {
 		if opts.After > l.feed.Seq() {
 			subErr = invalid("replay after sequence number %d: the last one given is %d", opts.After, l.feed.Seq())
 			return
 		}
-		elog, logged = l.elog.store, l.elog.logged
+		elog, logged, nextPos = l.elog.store, l.elog.logged, l.nextPos
 		// The loop retains every durable event the log does not hold yet.
 		if recent, subErr = l.feed.Retained(max(opts.After, logged)); subErr != nil {
 			return
@@ -129,7 +130,7 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 	}
 	var evs []Event
 	if elog != nil && opts.After < logged {
-		if evs, err = replayLog(ctx, s.store, elog, s.id, opts.After, logged, true); err != nil {
+		if evs, err = replayLog(ctx, s.store, elog, s.id, opts.After, logged, true, nextPos); err != nil {
 			rep.Sub.Close()
 			return nil, err
 		}

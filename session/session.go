@@ -610,7 +610,7 @@ func (s *Session) Subscribe(ctx context.Context, opts SubscribeOptions) (*Subscr
 	// then subscribe after logged. Should memory have moved past logged
 	// meanwhile (more was logged and trimmed), read again.
 	for attempt := 0; ; attempt++ {
-		prefix, err := replayLog(ctx, s.store, elog, s.id, opts.After, logged, false)
+		prefix, err := replayLog(ctx, s.store, elog, s.id, opts.After, logged, false, 0)
 		if err != nil {
 			return nil, err
 		}

@@ -112,18 +112,19 @@ func (s *Store) reserveSeqs(ctx context.Context, tx *sql.Tx, op, id string, gap 
 	return history.SeqReservation{Found: true, Last: uint64(last)}, nil
 }
 
-// Events implements [history.EventLog].
+// Events implements [history.EventLog], through the store's raw readers
+// when it has them (view.go).
 func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
 	var out []history.LoggedEvent
-	err := s.read(ctx, "events", func(tx *sql.Tx) error {
-		if _, err := s.exists(ctx, tx, "events", id); err != nil {
+	err := s.view(ctx, "events", func(q querier) error {
+		if _, err := s.existsIn(ctx, q, "events", id); err != nil {
 			return err
 		}
-		return s.each(ctx, tx, "events", `SELECT seq, at, kind, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
-			[]any{id, sqlstore.SeqAfter(after), limit}, func(rows *sql.Rows) error {
+		return q.query(`SELECT seq, at, kind, data FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`,
+			[]any{id, sqlstore.SeqAfter(after), int64(limit)}, func(rows rowScanner) error {
 				var (
 					e  history.LoggedEvent
 					at int64

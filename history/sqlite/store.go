@@ -369,6 +369,11 @@ func (s *Store) positioned(ctx context.Context, tx *sql.Tx, op, where string, ar
 // scan reads the messages selected by where, and their positions if
 // withPos; expect is how many there should be (a capacity hint).
 func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, expect int, where string, args ...any) ([]int64, []history.Message, error) {
+	return scanIn(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, withPos, expect, where, args...)
+}
+
+// scanIn is scan through q.
+func scanIn(q querier, withPos bool, expect int, where string, args ...any) ([]int64, []history.Message, error) {
 	var (
 		positions []int64
 		msgs      = make([]history.Message, 0, max(expect, 0))
@@ -380,7 +385,7 @@ func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, e
 	if withPos {
 		columns, dest = messageColumns, []any{&pos, &body}
 	}
-	err := s.each(ctx, tx, op, `SELECT `+columns+` FROM messages `+where, args, func(rows *sql.Rows) error {
+	err := q.query(`SELECT `+columns+` FROM messages `+where, args, func(rows rowScanner) error {
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
@@ -497,9 +502,9 @@ func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c h
 }
 
 // configs reads a session's configuration records in timeline order.
-func (s *Store) configs(ctx context.Context, tx *sql.Tx, op, id string, from, to int64) ([]history.ConfigRecord, error) {
+func configs(q querier, id string, from, to int64) ([]history.ConfigRecord, error) {
 	var out []history.ConfigRecord
-	err := s.each(ctx, tx, op, `SELECT pos, at, data FROM configs WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows *sql.Rows) error {
+	err := q.query(`SELECT pos, at, data FROM configs WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows rowScanner) error {
 		var (
 			r  history.ConfigRecord
 			at sql.NullInt64
@@ -879,11 +884,11 @@ func (s *Store) Entries(ctx context.Context, id string, q history.EntryQuery) ([
 
 // entries reads the timeline entries at positions from up to, not
 // including, to, in one read transaction; without the messages when
-// records.
-func (s *Store) entries(ctx context.Context, op, id string, from, to int64, records bool) ([]history.Entry, error) {
+// recordsOnly.
+func (s *Store) entries(ctx context.Context, op, id string, from, to int64, recordsOnly bool) ([]history.Entry, error) {
 	var out []history.Entry
-	err := s.read(ctx, op, func(tx *sql.Tx) error {
-		activeFrom, err := s.exists(ctx, tx, op, id)
+	err := s.view(ctx, op, func(q querier) error {
+		activeFrom, err := s.existsIn(ctx, q, op, id)
 		if err != nil {
 			return err
 		}
@@ -891,21 +896,21 @@ func (s *Store) entries(ctx context.Context, op, id string, from, to int64, reco
 			positions []int64
 			msgs      []history.Message
 		)
-		if !records {
-			positions, msgs, err = s.positioned(ctx, tx, op, whereSpan, id, from, to)
+		if !recordsOnly {
+			positions, msgs, err = scanIn(q, true, 0, whereSpan, id, from, to)
 			if err != nil {
 				return err
 			}
 		}
-		recs, err := s.records(ctx, tx, op, id, from, to)
+		recs, err := records(q, id, from, to)
 		if err != nil {
 			return err
 		}
-		undos, err := s.undos(ctx, tx, op, id, from, to)
+		undos, err := undos(q, id, from, to)
 		if err != nil {
 			return err
 		}
-		configs, err := s.configs(ctx, tx, op, id, from, to)
+		configs, err := configs(q, id, from, to)
 		if err != nil {
 			return err
 		}
@@ -919,11 +924,11 @@ func (s *Store) entries(ctx context.Context, op, id string, from, to int64, reco
 }
 
 // undos reads a session's uncompaction records in timeline order.
-func (s *Store) undos(ctx context.Context, tx *sql.Tx, op, id string, from, to int64) ([]history.UncompactionRecord, error) {
+func undos(q querier, id string, from, to int64) ([]history.UncompactionRecord, error) {
 	var out []history.UncompactionRecord
-	err := s.each(ctx, tx, op, `
+	err := q.query(`
 		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
-		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL AND undo_pos >= ? AND undo_pos < ? ORDER BY undo_pos`, []any{id, from, to}, func(rows *sql.Rows) error {
+		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL AND undo_pos >= ? AND undo_pos < ? ORDER BY undo_pos`, []any{id, from, to}, func(rows rowScanner) error {
 		var (
 			r        history.UncompactionRecord
 			restored int64
@@ -943,11 +948,11 @@ func (s *Store) undos(ctx context.Context, tx *sql.Tx, op, id string, from, to i
 }
 
 // records reads a session's compaction records in timeline order.
-func (s *Store) records(ctx context.Context, tx *sql.Tx, op, id string, from, to int64) ([]history.CompactionRecord, error) {
+func records(q querier, id string, from, to int64) ([]history.CompactionRecord, error) {
 	var recs []history.CompactionRecord
-	err := s.each(ctx, tx, op, `
+	err := q.query(`
 		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
-		FROM compactions WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows *sql.Rows) error {
+		FROM compactions WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows rowScanner) error {
 		var (
 			r                 history.CompactionRecord
 			status            string
