@@ -247,7 +247,8 @@ type decoder struct {
 	// beside the log; whole is 0 when none are.
 	whole      int64
 	prefetched chan prefetched
-	byPos      map[int64]*history.Message
+	byPos      []*history.Message // the messages at positions lo, lo+1, ...
+	lo         int64
 	byID       map[string]history.Message
 	segments   map[string][]history.Message
 }
@@ -279,10 +280,10 @@ func (d *decoder) positions(msgs []loggedMessage) error {
 	if err != nil {
 		return err
 	}
-	d.byPos = make(map[int64]*history.Message, len(msgs))
+	d.lo, d.byPos = lo, make([]*history.Message, hi-lo+1)
 	for _, e := range entries {
-		if e.Message != nil {
-			d.byPos[e.Position] = e.Message
+		if e.Message != nil && e.Position >= lo && e.Position <= hi {
+			d.byPos[e.Position-lo] = e.Message
 		}
 	}
 	return nil
@@ -296,7 +297,10 @@ type prefetched struct {
 
 // message is the MessageEvent of lm, its message read by positions.
 func (d *decoder) message(lm loggedMessage) (Payload, error) {
-	m := d.byPos[lm.Position]
+	var m *history.Message
+	if i := lm.Position - d.lo; i >= 0 && i < int64(len(d.byPos)) {
+		m = d.byPos[i]
+	}
 	if m == nil || m.ID != lm.ID {
 		return nil, fmt.Errorf("message %s is not at position %d of the store", lm.ID, lm.Position)
 	}

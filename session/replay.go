@@ -184,10 +184,11 @@ func inTimelineOrder(evs []Event) []Event {
 		ev  Event
 	}
 	var (
-		out    []keyed
+		out    = make([]keyed, 0, len(evs))
 		seen   = map[int64]bool{}
 		last   = int64(-1)
 		repeat bool // the last entry was a repeat
+		sorted = true
 	)
 	for _, ev := range evs {
 		pos := NoPosition
@@ -218,10 +219,13 @@ func inTimelineOrder(evs []Event) []Event {
 		if repeat = seen[pos]; repeat {
 			continue
 		}
+		sorted = sorted && pos > last
 		seen[pos], last = true, pos
 		out = append(out, keyed{pos, ev})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].pos < out[j].pos })
+	if !sorted { // an entry logged again after later ones
+		sort.SliceStable(out, func(i, j int) bool { return out[i].pos < out[j].pos })
+	}
 	res := make([]Event, len(out))
 	for i, k := range out {
 		res[i] = k.ev
