@@ -125,3 +125,37 @@ func TestOpen_LogsUnloggedEntriesInBatches(t *testing.T) {
 		}
 	}
 }
+
+// TestReplay_ReadsTheEntriesItsEventsName: a replay after a sequence
+// number near the end reads from the store the entries its logged events
+// name, not the timeline.
+func TestReplay_ReadsTheEntriesItsEventsName(t *testing.T) {
+	ctx := ctxT(t)
+	st := &readCounter{Store: memstore.New()}
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{Store: st})
+	converse(t, s, fake, 10)
+	id := s.ID()
+	require.NoError(t, s.Close())
+
+	s, err := session.Open(ctx, session.Config{ID: id, Provider: fake, Store: st})
+	require.NoError(t, err)
+	defer s.Close()
+	all, err := s.Replay(ctx, session.ReplayOptions{})
+	require.NoError(t, err)
+	all.Sub.Close()
+	require.Equal(t, 20, countMessages(all.Events))
+	st.mu.Lock()
+	st.maxEntries, st.whole = 0, nil
+	st.mu.Unlock()
+
+	after := all.Events[len(all.Events)-3].Seq
+	rep, err := s.Replay(ctx, session.ReplayOptions{After: after})
+	require.NoError(t, err)
+	rep.Sub.Close()
+	assert.Equal(t, all.Events[len(all.Events)-2:], rep.Events)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	assert.Empty(t, st.whole, "no read of the whole timeline")
+	assert.LessOrEqual(t, st.maxEntries, 2, "the entries of the two messages replayed")
+}
