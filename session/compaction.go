@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/compact"
@@ -114,6 +115,7 @@ type compaction struct {
 	system   string        // the system prompt, for the estimates
 	before   int           // ContextBefore
 	hook     func(context.Context, *PendingCompaction) error
+	tel      *telemetry
 	actionID string // the commit's action
 
 	hookErr  error                // the hook vetoed the compaction (or panicked)
@@ -129,6 +131,14 @@ func (l *loop) newCompaction(c *command, plan compact.Cut, rec history.Compactio
 	rec.Status = history.StatusInProgress
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l.running, l.cancelJ = c, cancel
+	if l.tel != nil {
+		if l.turn != nil { // a child of the turn it runs in
+			ctx = trace.ContextWithSpan(ctx, trace.SpanFromContext(l.turn.ctx))
+		}
+		ctx, l.compSpan = l.tel.start(ctx, CompactionSpanName, trace.SpanKindInternal,
+			keyOperation.String(CompactionSpanName), keyCompactID.String(c.id), keyTrigger.String(string(c.trigger)),
+			keyArchived.Int(plan.Archive), keyCtxBefore.Int(l.contextTokens), l.tel.conv)
+	}
 	l.runSummary.Reset()
 	composer := l.composer()
 	all := l.shareActive(len(l.active))
@@ -141,6 +151,7 @@ func (l *loop) newCompaction(c *command, plan compact.Cut, rec history.Compactio
 		system:   l.set.SystemPrompt,
 		before:   l.contextTokens,
 		hook:     l.hook,
+		tel:      l.tel,
 		actionID: newID(),
 	}
 }
@@ -273,6 +284,16 @@ func (k compaction) summary(post progress) (*compact.Summary, provider.Info, err
 				l.publish(ev)
 			})
 		})
+		var span *chat
+		rctx, span = k.tel.startChat(rctx, k.info, "")
+		defer func() {
+			var rec *history.UsageRecord
+			if sum != nil {
+				u, _ := cleanUsage(sum.Usage)
+				rec = &history.UsageRecord{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, CacheReadTokens: u.CacheReadTokens, CacheWriteTokens: u.CacheWriteTokens}
+			}
+			span.end(rec, modelOf(sum), err)
+		}()
 		sum, err = k.composer.Summarize(rctx, k.in, func(delta string) {
 			if delta != "" {
 				post(func(l *loop) {
@@ -424,9 +445,40 @@ func bytesPerToken(system, summary string, active []history.Message, contextToke
 	return min(max(bpt, 1), 2*compact.DefaultBytesPerToken)
 }
 
+// modelOf is the model a summary reported, "" for none.
+func modelOf(sum *compact.Summary) string {
+	if sum == nil {
+		return ""
+	}
+	return sum.Model
+}
+
+// endCompactionSpan ends the span of the running compaction with its
+// outcome.
+func (l *loop) endCompactionSpan(res *CompactResult) {
+	span := l.compSpan
+	l.compSpan = nil
+	if span == nil {
+		return
+	}
+	span.SetAttributes(keyCompactDone.String(string(res.Reason)), keyCtxAfter.Int(res.ContextAfter))
+	if res.Compacted && res.Fidelity.Facts > 0 {
+		span.SetAttributes(keyFidelity.Float64(float64(res.Fidelity.Kept) / float64(res.Fidelity.Facts)))
+	}
+	var err error
+	if res.Reason == ReasonCompactFailed {
+		err = errors.New(res.Error)
+		if res.Cancelled {
+			err = ErrCancelled
+		}
+	}
+	endSpan(span, err)
+}
+
 // finishCompaction publishes the result and finishes the handle.
 func (l *loop) finishCompaction(c *command, res CompactResult) {
 	if l.running == c {
+		l.endCompactionSpan(&res)
 		l.cancelJ(nil) // its phases are over: release the context
 		l.running, l.cancelJ = nil, nil
 		l.runSummary.Reset()

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -96,6 +97,7 @@ type turn struct {
 	// toolCalls are the tool calls of the last assistant message, by ID:
 	// CancelToolCall cancels one through it (runTools makes them).
 	toolCalls map[string]*toolCall
+	span      trace.Span // invoke_agent; nil without telemetry
 }
 
 // loop owns a session's state. Only its goroutine touches these fields; the
@@ -146,8 +148,12 @@ type loop struct {
 	// closeTimer ends the store calls closeGrace after the close began.
 	closeTimer *time.Timer
 
-	meter meter         // makes the usage ledger's records
-	cost  provider.Cost // the session's cumulative cost (UsageEvent.SessionCost)
+	tel *telemetry // nil = no telemetry
+	// compSpan is the span of the running compaction (a no-op one
+	// without telemetry).
+	compSpan trace.Span
+	meter    meter         // makes the usage ledger's records
+	cost     provider.Cost // the session's cumulative cost (UsageEvent.SessionCost)
 
 	// Automatic compaction state (docs/design.md §3).
 	contextTokens int  // input+output of the latest turn response; 0 when stale

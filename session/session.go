@@ -322,6 +322,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		title:    snap.Title,
 		cwd:      snap.Cwd,
 		meter:    meter{pricing: cfg.Pricing, log: log},
+		tel:      newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
 		cost:     cost,
 	}
 	l.publishSettings()

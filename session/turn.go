@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -27,6 +28,10 @@ func (l *loop) maxSteps() int {
 func (l *loop) startTurn(c *command) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l.turn = &turn{cmd: c, ctx: ctx, cancel: cancel, phase: phaseStep}
+	if l.tel != nil {
+		l.turn.ctx, l.turn.span = l.tel.start(ctx, "invoke_agent", trace.SpanKindInternal,
+			keyOperation.String("invoke_agent"), keyProvider.String(provider.Describe(l.prov).Name), keyModel.String(l.set.Model), l.tel.conv)
+	}
 	l.autoBlocked = false // §3.3: the back-off of the last turn ends with it
 	l.publish(&TurnEvent{TurnID: c.id, Phase: TurnStarted})
 	msg := history.Message{ID: newID(), Role: history.RoleUser, Text: c.text, Attachments: c.attachments, CreatedAt: time.Now()}
@@ -67,14 +72,16 @@ func (l *loop) step() {
 		Messages: l.requestMessages(),
 		Tools:    l.requestTools(),
 	}
-	w, v, prov, ctx, turnID, m := l.writer(), l.version, l.prov, t.ctx, t.cmd.id, l.meter
+	w, v, prov, ctx, turnID, m, tel := l.writer(), l.version, l.prov, t.ctx, t.cmd.id, l.meter, l.tel
 	// The assistant message's ID is chosen before it streams, so that every
 	// delta names the message it belongs to.
 	msgID := newID()
 	l.draft.id = msgID
 	l.draft.text.Reset()
 	l.submit(func(post progress) func(*loop) {
-		rctx := provider.WithRetryReports(ctx, func(r provider.Retry) {
+		cctx, span := tel.startChat(ctx, provider.Describe(prov), req.Model)
+		rctx := provider.WithRetryReports(cctx, func(r provider.Retry) {
+			span.retried(r)
 			post(func(l *loop) { l.publish(retryEvent(turnID, r)) })
 		})
 		resp, err := prov.Complete(rctx, req, func(text string) {
@@ -89,6 +96,7 @@ func (l *loop) step() {
 			err = errors.New("provider returned no response")
 		}
 		if err != nil {
+			span.end(nil, "", err)
 			return func(l *loop) {
 				l.draft.id = ""
 				l.draft.text.Reset()
@@ -114,6 +122,7 @@ func (l *loop) step() {
 			model = req.Model
 		}
 		rec := m.record(provider.PurposeTurn, provider.Describe(prov), model, resp.Usage, turnID, "")
+		span.end(&rec, resp.Model, nil)
 		// The response's record goes with its message, in one transaction.
 		nv, snap, err := w.append(v, []history.Message{msg}, rec)
 		return func(l *loop) {
@@ -169,7 +178,7 @@ func assistantMessage(m history.Message, id string) history.Message {
 func (l *loop) runTools() {
 	t := l.turn
 	calls := unanswered(l.active)
-	w, v, ctx, tools, log := l.writer(), l.version, t.ctx, l.runnable(), l.log
+	w, v, ctx, tools, log, tel := l.writer(), l.version, t.ctx, l.runnable(), l.log, l.tel
 	// Each call runs on a context of its own, made here on the loop so
 	// that CancelToolCall finds it before the worker starts the call.
 	states := make([]*toolCall, len(calls))
@@ -189,7 +198,9 @@ func (l *loop) runTools() {
 			case c.state.Load() == toolCallCancelled:
 				text = ToolCallCancelledText + ": " + tc.Name + " did not run"
 			default:
-				text = runTool(c.ctx, log, tools, tc)
+				tctx, span := tel.startTool(c.ctx, tc)
+				text = runTool(tctx, log, tools, tc)
+				endTool(span, text)
 				// The call is over: a cancel from now on finds nothing to
 				// cancel. One that came first makes the result say so.
 				if !c.state.CompareAndSwap(toolCallRunning, toolCallDone) && ctx.Err() == nil {
@@ -257,6 +268,9 @@ func (l *loop) endTurn() {
 func (l *loop) finishTurn(t *turn) {
 	l.turn = nil
 	t.cancel(nil)
+	if t.span != nil {
+		endSpan(t.span, t.err)
+	}
 	res := TurnResult{Messages: t.messages, Usage: t.usage, Err: t.err}
 	l.publish(&TurnEvent{TurnID: t.cmd.id, Phase: TurnFinished, Result: &res})
 	t.cmd.finishTurn(res)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -121,6 +123,16 @@ type Config struct {
 	// priced (the tokens are counted all the same). provider.PriceTable
 	// is one.
 	Pricing provider.Pricing
+	// TracerProvider and MeterProvider, when set, trace the session with
+	// OpenTelemetry spans (invoke_agent for a turn, chat {model} for each
+	// provider request, execute_tool {tool} for each tool call, and
+	// CompactionSpanName for a compaction, its summary call a child) and
+	// record the gen_ai.client.token.usage and
+	// gen_ai.client.operation.duration metrics, with the GenAI
+	// attributes (docs/observability.md). No prompt, completion or tool
+	// text is recorded. nil = none, at no cost.
+	TracerProvider trace.TracerProvider
+	MeterProvider  metric.MeterProvider
 
 	// ContextWindow and AutoCompactRatio give the automatic threshold as a
 	// fraction of the model's context window (docs/design.md §3.4); used when
