@@ -148,7 +148,7 @@ func (l *loop) newCompaction(c *command, plan compact.Cut, rec history.Compactio
 		all:      all,
 		composer: *composer,
 		info:     provider.Describe(composer.Provider),
-		system:   l.set.SystemPrompt,
+		system:   l.set.system(),
 		before:   l.contextTokens,
 		hook:     l.hook,
 		tel:      l.tel,

@@ -185,3 +185,50 @@ func TestLease_TwoSQLiteStoresOneSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, active, 8)
 }
+
+// TestSettings_SystemPromptParts: the system prompt of a request is
+// SystemPrompt, Instructions and an appended ClientPrompt in that order (an
+// overriding one takes SystemPrompt's place); a reopen with a zero
+// ClientPrompt keeps the stored one, Instructions are Config's at every
+// open and never stored.
+func TestSettings_SystemPromptParts(t *testing.T) {
+	for name, newStore := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			store := newStore()
+			fake := providertest.New()
+			cfg := session.Config{ID: "s", Store: store, SystemPrompt: "agent", Instructions: "project v1",
+				ClientPrompt: session.ClientPrompt{Text: "client"}}
+			s := newSession(t, fake, cfg)
+			assert.Equal(t, "agent\n\nproject v1\n\nclient", s.Settings().System)
+			fake.QueueTurn(providertest.Reply{Text: "ok"})
+			require.NoError(t, wait(t, mustPrompt(t, s, "hi")).Err)
+			assert.Equal(t, "agent\n\nproject v1\n\nclient", fake.Requests()[0].System)
+			require.NoError(t, s.Close())
+
+			// Reopened without the client's prompt: it is kept; the new
+			// instructions take effect.
+			s2 := newSession(t, fake, session.Config{ID: "s", Store: store, SystemPrompt: "agent", Instructions: "project v2"})
+			assert.Equal(t, session.ClientPrompt{Text: "client"}, s2.Settings().ClientPrompt)
+			assert.Equal(t, "agent\n\nproject v2\n\nclient", s2.Settings().System)
+			require.NoError(t, s2.Close())
+
+			// Reopened with an overriding prompt and no instructions.
+			s3 := newSession(t, fake, session.Config{ID: "s", Store: store, SystemPrompt: "agent",
+				ClientPrompt: session.ClientPrompt{Text: "only me", Override: true}})
+			assert.Equal(t, "only me", s3.Settings().System)
+			fake.QueueTurn(providertest.Reply{Text: "ok"})
+			require.NoError(t, wait(t, mustPrompt(t, s3, "again")).Err)
+			reqs := fake.Requests()
+			assert.Equal(t, "only me", reqs[len(reqs)-1].System)
+			require.NoError(t, s3.Close())
+
+			snap, err := store.Load(context.Background(), "s")
+			require.NoError(t, err)
+			assert.NotContains(t, string(snap.Config), "project v", "instructions are never stored")
+			assert.Contains(t, string(snap.Config), "only me")
+
+			_, err = session.New(context.Background(), session.Config{Provider: fake, ClientPrompt: session.ClientPrompt{Override: true, Text: " "}})
+			require.ErrorIs(t, err, session.ErrInvalid, "an override with no text")
+		})
+	}
+}

@@ -139,6 +139,8 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		Recall:              cfg.Recall,
 		Model:               cfg.Model,
 		Mode:                cfg.Mode,
+		ClientPrompt:        cfg.ClientPrompt,
+		Instructions:        cfg.Instructions,
 	}
 	if err := set.validate(); err != nil {
 		return nil, err

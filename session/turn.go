@@ -67,7 +67,7 @@ func (l *loop) step() {
 	req := &provider.Request{
 		Purpose:  provider.PurposeTurn,
 		Model:    l.set.Model,
-		System:   l.set.SystemPrompt,
+		System:   l.set.system(),
 		Summary:  l.requestSummary(),
 		Messages: l.requestMessages(),
 		Tools:    l.requestTools(),

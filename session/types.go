@@ -116,6 +116,18 @@ type Config struct {
 	SystemPrompt        string
 	Tools               []Tool
 	AutoCompactTokens   int         // 0 = automatic compaction off (docs/design.md §3)
+	// Instructions are the instructions of the project the session works
+	// in (a coding agent's AGENTS.md files, say: workspace.ReadInstructions),
+	// sent as part of the system prompt after SystemPrompt (see
+	// [Settings].System for the order). They are Config's at every open,
+	// never stored, and like all of the system prompt never summarized.
+	Instructions string
+	// ClientPrompt is system-level text from the session's client (ACP's
+	// systemPrompt): it follows the rest of the system prompt, or replaces
+	// SystemPrompt when ClientPrompt.Override is set. It is stored with the
+	// session's settings: a session opened again with a zero ClientPrompt
+	// keeps the stored one, a non-zero one replaces it.
+	ClientPrompt ClientPrompt
 	CompactInstructions string      // extra guidance for every summary
 	Logger              *zap.Logger // nil = no-op
 	// Pricing prices every provider response the session records in its
@@ -290,6 +302,43 @@ type settings struct {
 	Model               string   `json:"model,omitempty"`
 	Mode                string   `json:"mode,omitempty"`
 	Configured          []string `json:"configured,omitempty"`
+	// ClientPrompt is kept on reopen when Config's is zero (see reopened).
+	ClientPrompt ClientPrompt `json:"client_prompt,omitzero"`
+	// Instructions are Config's at every open, never stored.
+	Instructions string `json:"-"`
+}
+
+// ClientPrompt is system-level text a session's client sends
+// (Config.ClientPrompt; ACP's systemPrompt). The zero value is none.
+type ClientPrompt struct {
+	// Text is the client's instructions.
+	Text string `json:"text,omitempty"`
+	// Override makes Text replace Config.SystemPrompt (the agent's own
+	// default instructions) instead of following the whole system prompt.
+	// Project instructions (Config.Instructions) stay either way.
+	Override bool `json:"override,omitempty"`
+}
+
+// IsZero reports whether p is no client prompt.
+func (p ClientPrompt) IsZero() bool { return p == ClientPrompt{} }
+
+// system is the system prompt a request is sent with: SystemPrompt (or
+// an overriding client prompt), then Instructions, then an appended client
+// prompt, each part that is not empty separated by a blank line.
+func (s *settings) system() string {
+	base, tail := s.SystemPrompt, ""
+	if s.ClientPrompt.Override {
+		base = s.ClientPrompt.Text
+	} else {
+		tail = s.ClientPrompt.Text
+	}
+	var parts []string
+	for _, p := range []string{base, s.Instructions, tail} {
+		if strings.TrimSpace(p) != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // setting is one stored setting, by the name Settings.Configured lists it
@@ -356,6 +405,9 @@ func settingNamed(name string) setting {
 func reopened(cfg, stored settings) (settings, []setting) {
 	out := cfg
 	out.Configured = slices.Clone(stored.Configured)
+	if cfg.ClientPrompt.IsZero() { // a client that does not send its prompt again keeps it
+		out.ClientPrompt = stored.ClientPrompt
+	}
 	for _, name := range stored.Configured {
 		if f := settingNamed(name); f != nil {
 			f.take(&out, &stored)
@@ -386,6 +438,16 @@ type Settings struct {
 	// set. They keep their values when the session is opened again; the
 	// others take the values of the Config it is opened with (see [New]).
 	Configured []string
+	// ClientPrompt is the client's system prompt in effect: Config's, or
+	// the stored one when Config's is zero (see [Config].ClientPrompt).
+	ClientPrompt ClientPrompt
+	// Instructions are Config.Instructions.
+	Instructions string
+	// System is the whole system prompt every model request is sent with:
+	// SystemPrompt, or the client prompt in its place when it overrides
+	// it; then Instructions; then the client prompt when it does not
+	// override; the parts that are not blank joined by a blank line.
+	System string
 	// Title is the session's title: Config.Title when it was created, or
 	// else a default made from its first message (history.DefaultTitle);
 	// "" until it has one. It changes at most once, when the first prompt
@@ -409,6 +471,9 @@ func (s *settings) public(title, cwd string) Settings {
 		Model:               s.Model,
 		Mode:                s.Mode,
 		Configured:          slices.Clone(s.Configured),
+		ClientPrompt:        s.ClientPrompt,
+		Instructions:        s.Instructions,
+		System:              s.system(),
 		Title:               title,
 		Cwd:                 cwd,
 	}
@@ -435,6 +500,8 @@ func (s *settings) validate() error {
 		return invalid("AutoCompactRatio %v is outside [0, 1]", s.AutoCompactRatio)
 	case s.MaxSteps < 0:
 		return invalid("MaxSteps is negative")
+	case s.ClientPrompt.Override && strings.TrimSpace(s.ClientPrompt.Text) == "":
+		return invalid("ClientPrompt overrides the system prompt with no text")
 	}
 	return nil
 }
