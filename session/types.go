@@ -110,12 +110,12 @@ func WithToolCallID(ctx context.Context, id string) context.Context {
 
 // Config configures a session. Provider is required.
 type Config struct {
-	ID                  string            // "" = new UUID; a stored ID resumes that session; any other ID creates it (New) or fails (Open)
-	Provider            provider.Provider // required
-	Store               history.Store     // nil = in-memory; see New for stores with and without leases
-	SystemPrompt        string
-	Tools               []Tool
-	AutoCompactTokens   int         // 0 = automatic compaction off (docs/design.md §3)
+	ID                string            // "" = new UUID; a stored ID resumes that session; any other ID creates it (New) or fails (Open)
+	Provider          provider.Provider // required
+	Store             history.Store     // nil = in-memory; see New for stores with and without leases
+	SystemPrompt      string
+	Tools             []Tool
+	AutoCompactTokens int // 0 = automatic compaction off (docs/design.md §3)
 	// Instructions are the instructions of the project the session works
 	// in (a coding agent's AGENTS.md files, say: workspace.ReadInstructions),
 	// sent as part of the system prompt after SystemPrompt (see
@@ -127,7 +127,7 @@ type Config struct {
 	// SystemPrompt when ClientPrompt.Override is set. It is stored with the
 	// session's settings: a session opened again with a zero ClientPrompt
 	// keeps the stored one, a non-zero one replaces it.
-	ClientPrompt ClientPrompt
+	ClientPrompt        ClientPrompt
 	CompactInstructions string      // extra guidance for every summary
 	Logger              *zap.Logger // nil = no-op
 	// Pricing prices every provider response the session records in its
