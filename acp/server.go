@@ -48,6 +48,16 @@ type ServerOptions struct {
 	// permission via the client. An error refuses the request with invalid
 	// params.
 	SessionTools func(s ToolSession) (Toolset, error)
+	// Instructions, when set, gives each session opened here (session/new,
+	// session/load, session/resume) the instructions of its project, read
+	// then: it is called with the directories the client named, and the
+	// text it returns becomes the session's session.Config.Instructions,
+	// part of its system prompt (after Session.SystemPrompt, before the
+	// client's appended systemPrompt), so never summarized. The files it
+	// names are logged and listed in the _meta of the response that opens
+	// the session, under sessionkit.projectInstructions. examples/acp-agent
+	// reads AGENTS.md files with workspace.ReadInstructions.
+	Instructions func(cwd string, dirs []string) Instructions
 	// AgentInfo is reported in the initialize response; zero means
 	// sessionkit and Version.
 	AgentInfo schema.Implementation

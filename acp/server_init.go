@@ -78,7 +78,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested schema.ProtocolVer
 		ProtocolVersion: schema.ProtocolVersion2,
 		Info:            info,
 		Capabilities: schema.AgentCapabilitiesV2{
-			Session: &schema.SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: &schema.Capability{}, Mcp: s.mcpV2()},
+			Session: &schema.SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: &schema.Capability{}, Mcp: s.mcpV2(), SystemPrompt: systemPromptCapabilities()},
 			Meta:    extensionMeta(),
 		},
 	}, nil
@@ -118,7 +118,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 // when sessions have tools of their own (ServerOptions.SessionTools), which
 // are given those directories.
 func (s *server) sessionCapabilities() schema.SessionCapabilities {
-	caps := schema.SessionCapabilities{Resume: &schema.Capability{}, Close: &schema.Capability{}, Delete: &schema.Capability{}, List: &schema.Capability{}}
+	caps := schema.SessionCapabilities{Resume: &schema.Capability{}, Close: &schema.Capability{}, Delete: &schema.Capability{}, List: &schema.Capability{}, SystemPrompt: systemPromptCapabilities()}
 	if s.opts.SessionTools != nil {
 		caps.AdditionalDirectories = &schema.Capability{}
 	}

@@ -63,9 +63,10 @@ func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, e
 // place is where the client opens a session: its directories, and the
 // MCP servers it asked for.
 type place struct {
-	cwd  string
-	dirs []string
-	mcp  []schema.McpServer
+	cwd    string
+	dirs   []string
+	mcp    []schema.McpServer
+	prompt session.ClientPrompt // the client's systemPrompt; zero = none sent
 }
 
 // opener is a session being opened: what open prepared on the handler's
@@ -77,6 +78,7 @@ type opener struct {
 	client *ToolClient
 	set    Toolset
 	reader promptReader
+	files  []string // the project instruction files read
 }
 
 // open starts a session.Session for id ("" = new) and its ACP session,
@@ -96,6 +98,10 @@ func (s *server) open(ctx context.Context, id string, at place, o opening, backg
 	if err != nil {
 		s.release()
 		return err
+	}
+	if files := op.files; len(files) > 0 {
+		result := o.result
+		o.result = func(id string) any { return withInstructions(result(id), files) }
 	}
 	if !background {
 		return s.startSession(ctx, op, o)
@@ -151,6 +157,8 @@ func (s *server) prepare(id string, at place) (*opener, error) {
 	if op.id == "" {
 		cfg.Cwd = cwd
 	}
+	cfg.ClientPrompt = at.prompt
+	op.files = s.readInstructions(&cfg, id, at)
 	op.cfg = cfg
 	return op, nil
 }
@@ -226,7 +234,11 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, func(id string) any { return schema.NewSessionResponse{SessionID: id} })
+	prompt, err := clientPrompt(p.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, p.McpServers, prompt}, func(id string) any { return schema.NewSessionResponse{SessionID: id} })
 }
 
 // create opens a new session at at; its response is result(its ID).
@@ -259,6 +271,8 @@ func (s *server) attach(ctx context.Context, id string, at place, replay bool, r
 	switch {
 	case loading:
 		return nil, o.resp.Respond(nil, loadingSession(id))
+	case open && !at.prompt.IsZero() && a.sess.Settings().ClientPrompt != at.prompt:
+		return nil, o.resp.Respond(nil, invalidParams(`field "systemPrompt": session %s is open on this connection with another system prompt: close it first`, id))
 	case open:
 		return a.attach(ctx, o)
 	}
@@ -273,7 +287,11 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, true, schema.LoadSessionResponse{})
+	prompt, err := clientPrompt(p.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers, prompt}, true, schema.LoadSessionResponse{})
 }
 
 func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -281,7 +299,11 @@ func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers}, false, schema.ResumeSessionResponse{})
+	prompt, err := clientPrompt(p.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers, prompt}, false, schema.ResumeSessionResponse{})
 }
 
 // closeSession handles session/close: the session is forgotten at once (a

@@ -34,7 +34,11 @@ func (s *server) newSessionV2(ctx context.Context, req *jsonrpc.Request) (any, e
 	if err != nil {
 		return nil, err
 	}
-	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, servers}, func(id string) any { return schema.NewSessionResponseV2{SessionID: id} })
+	prompt, err := clientPrompt(p.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, servers, prompt}, func(id string) any { return schema.NewSessionResponseV2{SessionID: id} })
 }
 
 // resumeSessionV2 handles session/resume: with replayFrom {"type":"start"}
@@ -53,5 +57,9 @@ func (s *server) resumeSessionV2(ctx context.Context, req *jsonrpc.Request) (any
 	if err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, servers}, replay, schema.ResumeSessionResponseV2{})
+	prompt, err := clientPrompt(p.SystemPrompt)
+	if err != nil {
+		return nil, err
+	}
+	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, servers, prompt}, replay, schema.ResumeSessionResponseV2{})
 }

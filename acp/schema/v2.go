@@ -67,7 +67,10 @@ type SessionCapabilitiesV2 struct {
 	Prompt *PromptCapabilitiesV2 `json:"prompt,omitzero" acp:"lenient"`
 	Delete *Capability           `json:"delete,omitzero" acp:"lenient"` // session/delete
 	Mcp    *McpCapabilitiesV2    `json:"mcp,omitzero" acp:"lenient"`
-	Meta   map[string]any        `json:"_meta,omitzero" acp:"lenient"`
+	// SystemPrompt advertises the systemPrompt field of session/new and
+	// session/resume.
+	SystemPrompt *SystemPromptCapabilities `json:"systemPrompt,omitzero" acp:"lenient"`
+	Meta         map[string]any            `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // McpCapabilitiesV2 say which MCP transports a v2 agent takes; each
@@ -101,6 +104,7 @@ type NewSessionRequestV2 struct {
 	Cwd                   string          `json:"cwd" acp:"required"`
 	AdditionalDirectories []string        `json:"additionalDirectories,omitzero" acp:"nulldefault"`
 	McpServers            json.RawMessage `json:"mcpServers,omitzero"`
+	SystemPrompt          *SystemPrompt   `json:"systemPrompt,omitzero"`
 	Meta                  map[string]any  `json:"_meta,omitzero" acp:"lenient"`
 }
 
@@ -121,6 +125,7 @@ type ResumeSessionRequestV2 struct {
 	AdditionalDirectories []string        `json:"additionalDirectories,omitzero" acp:"nulldefault"`
 	McpServers            json.RawMessage `json:"mcpServers,omitzero"`
 	ReplayFrom            *ReplayFrom     `json:"replayFrom,omitzero"`
+	SystemPrompt          *SystemPrompt   `json:"systemPrompt,omitzero"`
 	Meta                  map[string]any  `json:"_meta,omitzero" acp:"lenient"`
 }
 

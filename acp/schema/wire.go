@@ -177,12 +177,15 @@ type McpCapabilities struct {
 // SessionCapabilities say which optional session methods the agent
 // supports; a non-nil field advertises the method (sent as {}).
 type SessionCapabilities struct {
-	List                  *Capability    `json:"list,omitzero" acp:"lenient"`
-	Delete                *Capability    `json:"delete,omitzero" acp:"lenient"`
-	AdditionalDirectories *Capability    `json:"additionalDirectories,omitzero" acp:"lenient"`
-	Resume                *Capability    `json:"resume,omitzero" acp:"lenient"`
-	Close                 *Capability    `json:"close,omitzero" acp:"lenient"`
-	Meta                  map[string]any `json:"_meta,omitzero" acp:"lenient"`
+	List                  *Capability `json:"list,omitzero" acp:"lenient"`
+	Delete                *Capability `json:"delete,omitzero" acp:"lenient"`
+	AdditionalDirectories *Capability `json:"additionalDirectories,omitzero" acp:"lenient"`
+	Resume                *Capability `json:"resume,omitzero" acp:"lenient"`
+	Close                 *Capability `json:"close,omitzero" acp:"lenient"`
+	// SystemPrompt advertises the systemPrompt field of session/new,
+	// session/load and session/resume.
+	SystemPrompt *SystemPromptCapabilities `json:"systemPrompt,omitzero" acp:"lenient"`
+	Meta         map[string]any            `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // AgentAuthCapabilities are the agent's authentication capabilities.
@@ -228,6 +231,7 @@ type NewSessionRequest struct {
 	Cwd                   string         `json:"cwd" acp:"required"`
 	AdditionalDirectories []string       `json:"additionalDirectories,omitzero" acp:"nulldefault"`
 	McpServers            []McpServer    `json:"mcpServers" acp:"required,nulldefault"`
+	SystemPrompt          *SystemPrompt  `json:"systemPrompt,omitzero"`
 	Meta                  map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 
@@ -245,6 +249,7 @@ type LoadSessionRequest struct {
 	Cwd                   string         `json:"cwd" acp:"required"`
 	AdditionalDirectories []string       `json:"additionalDirectories,omitzero" acp:"nulldefault"`
 	SessionID             string         `json:"sessionId" acp:"required"`
+	SystemPrompt          *SystemPrompt  `json:"systemPrompt,omitzero"`
 	Meta                  map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 
@@ -263,6 +268,7 @@ type ResumeSessionRequest struct {
 	Cwd                   string         `json:"cwd" acp:"required"`
 	AdditionalDirectories []string       `json:"additionalDirectories,omitzero" acp:"nulldefault"`
 	McpServers            []McpServer    `json:"mcpServers,omitzero" acp:"nulldefault"`
+	SystemPrompt          *SystemPrompt  `json:"systemPrompt,omitzero"`
 	Meta                  map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 

@@ -14,6 +14,13 @@
 // URLs work with or without "/v1". Every model call is bounded by
 // --request-timeout (the whole attempt) and --idle-timeout (no byte for
 // that long); a call still waiting is logged every --wait-log-interval.
+// A session's system prompt is --system, then its project's instructions
+// (AGENTS.md, or CLAUDE.md where a directory has no AGENTS.md, in the cwd
+// and each parent up to the repository root or an additional directory,
+// outermost first, at most 32 KiB; the files are logged and named in the
+// response's _meta.sessionkit.projectInstructions;
+// --no-project-instructions leaves them out), then what the editor sends
+// as systemPrompt (append; override replaces --system).
 // Each session gets the workspace tools (read_file, write_file, edit_file,
 // list_files, search, run_command) confined to the directories the editor
 // named; files and commands go through the editor when it offers fs and
@@ -144,6 +151,7 @@ type config struct {
 	models        []string            // --models: the models a session may choose
 	prices        provider.PriceTable // --prices: nil = none
 	pricesFile    string
+	noProject     bool // --no-project-instructions
 }
 
 // parseFlags parses and checks the command line. Every error is an
@@ -190,6 +198,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.DurationVar(&c.waitLog, "wait-log-interval", 30*time.Second, "log a line this often while a model call is waiting (0 = never)")
 	flags.BoolVar(&c.version, "version", false, "print the version and exit")
 	flags.StringVar(&c.pricesFile, "prices", "", "a JSON `file` of model prices per million tokens ({\"model\": {\"input\": 2.5, \"output\": 10, \"cache_read\": 1.25}}): usage_update then carries the session's cost")
+	flags.BoolVar(&c.noProject, "no-project-instructions", false, "do not read the project's AGENTS.md (or CLAUDE.md) files into the system prompt")
 	flags.Func("models", "the models a session may use, a comma `list` (the editor's model picker; the first is a new session's; default: the provider's configured model alone)", func(s string) error {
 		for m := range strings.SplitSeq(s, ",") {
 			m = strings.TrimSpace(m)
@@ -317,6 +326,7 @@ func run(args []string) error {
 			Pricing:           pricing(c.prices),
 		},
 		SessionTools:  sessionTools(workspace.Options{Sandbox: c.sandbox}, mcp.Options{}, log),
+		Instructions:  projectInstructions(c.noProject, log),
 		Modes:         modes(c.allowAll),
 		Models:        offered,
 		McpHTTP:       true,
@@ -352,6 +362,26 @@ func pricing(t provider.PriceTable) provider.Pricing {
 		return nil
 	}
 	return t
+}
+
+// projectInstructions reads a session's AGENTS.md files
+// (workspace.ReadInstructions: from its cwd up to the repository root or
+// an additional directory); nil under --no-project-instructions. A bound
+// that cut them, and a file that could not be read, are logged.
+func projectInstructions(off bool, log *zap.Logger) func(cwd string, dirs []string) acp.Instructions {
+	if off {
+		return nil
+	}
+	return func(cwd string, dirs []string) acp.Instructions {
+		in, err := workspace.ReadInstructions(cwd, workspace.InstructionOptions{Stops: dirs})
+		if err != nil {
+			log.Warn("project instructions: some could not be read", zap.String("cwd", cwd), zap.Error(err))
+		}
+		if in.Cut {
+			log.Warn("project instructions were cut to their bound", zap.String("cwd", cwd), zap.Int("max_bytes", workspace.DefaultInstructionBytes), zap.Strings("files", in.Files))
+		}
+		return acp.Instructions{Text: in.Text, Files: in.Files}
+	}
 }
 
 // modes are the session modes (workspace.Modes): the first is a new

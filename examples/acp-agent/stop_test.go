@@ -202,17 +202,25 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 func TestPipedRequestsAreAnswered(t *testing.T) {
 	clearProviderEnv(t)
 	dir := t.TempDir()
-	cmd := exec.Command(agentBinary(t), "--store", filepath.Join(t.TempDir(), "s.db"))
+	results, _ := pipeNewSession(t, dir)
+	assert.Contains(t, string(results["1"]), `"protocolVersion":1`)
+	assert.Contains(t, string(results["2"]), `"sessionId"`)
+}
+
+// pipeNewSession runs the agent with a new store and args, with stdin an
+// initialize and a session/new in cwd and then EOF, checks that it exits
+// 0, and returns its responses by ID and its stderr.
+func pipeNewSession(t *testing.T, cwd string, args ...string) (map[string]json.RawMessage, string) {
+	t.Helper()
+	cmd := exec.Command(agentBinary(t), append([]string{"--store", filepath.Join(t.TempDir(), "s.db")}, args...)...)
 	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}` + "\n" +
-		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, dir) + "\n")
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":%q,"mcpServers":[]}}`, cwd) + "\n")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.Output()
 	require.NoError(t, err, "exit status 0; stderr:\n%s", &stderr)
-	results := responses(t, out)
-	assert.Contains(t, string(results["1"]), `"protocolVersion":1`)
-	assert.Contains(t, string(results["2"]), `"sessionId"`)
+	return responses(t, out), stderr.String()
 }
 
 // A prompt read before stdin closes is answered when its turn ends, and

@@ -1,0 +1,116 @@
+package acp
+
+import (
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/sessionkit/sessionkit/acp/schema"
+	"github.com/sessionkit/sessionkit/session"
+)
+
+// Instructions are a session's project instructions
+// ([ServerOptions.Instructions]).
+type Instructions struct {
+	// Text is added to the system prompt (session.Config.Instructions).
+	Text string
+	// Files name where Text came from, for the log and the response's
+	// _meta (sessionkit.projectInstructions).
+	Files []string
+}
+
+// MetaProjectInstructions is the key under _meta.sessionkit of a response
+// that opens a session (session/new, session/load, session/resume) that
+// lists the project instruction files read for it
+// ([ServerOptions.Instructions]).
+const MetaProjectInstructions = "projectInstructions"
+
+// systemPromptCapabilities advertise the client's system prompt, append
+// and override (v1 sessionCapabilities.systemPrompt, v2
+// session.systemPrompt).
+func systemPromptCapabilities() *schema.SystemPromptCapabilities {
+	return &schema.SystemPromptCapabilities{Mode: &schema.SystemPromptModeCapabilities{Override: &schema.Capability{}}}
+}
+
+// clientPrompt checks the systemPrompt of a lifecycle request and returns
+// it as the session takes it (zero for none: the stored one is kept).
+// What it cannot apply is invalid params naming the field: a mode other
+// than append and override, no content, a block that is not text, text
+// that is blank.
+func clientPrompt(p *schema.SystemPrompt) (session.ClientPrompt, error) {
+	if p == nil {
+		return session.ClientPrompt{}, nil
+	}
+	var out session.ClientPrompt
+	switch p.Mode {
+	case schema.SystemPromptAppend:
+	case schema.SystemPromptOverride:
+		out.Override = true
+	default:
+		return out, invalidParams(`field "systemPrompt.mode": %q is not a mode this agent takes ("append" or "override")`, p.Mode)
+	}
+	if len(p.Content) == 0 {
+		return out, invalidParams(`field "systemPrompt.content": must not be empty`)
+	}
+	texts := make([]string, 0, len(p.Content))
+	for i, b := range p.Content {
+		if b.Text == nil {
+			return out, invalidParams(`field "systemPrompt.content[%d]": a %q block: a system prompt takes text blocks only`, i, b.Type())
+		}
+		texts = append(texts, b.Text.Text)
+	}
+	out.Text = strings.Join(texts, "\n\n")
+	if strings.TrimSpace(out.Text) == "" {
+		return out, invalidParams(`field "systemPrompt.content": has no text`)
+	}
+	return out, nil
+}
+
+// readInstructions reads the project instructions of a session opened at
+// at into cfg, logs the files and returns them.
+func (s *server) readInstructions(cfg *session.Config, id string, at place) []string {
+	if s.opts.Instructions == nil {
+		return nil
+	}
+	in := s.opts.Instructions(at.cwd, at.dirs)
+	cfg.Instructions = in.Text
+	if len(in.Files) > 0 {
+		s.log.Info("project instructions", zap.String("session", id), zap.String("cwd", at.cwd), zap.Strings("files", in.Files))
+	}
+	return in.Files
+}
+
+// withInstructions is result, a response that opens a session, with the
+// project instruction files read for it in its _meta.
+func withInstructions(result any, files []string) any {
+	meta := func(m map[string]any) map[string]any {
+		if m == nil {
+			m = map[string]any{}
+		}
+		mine, _ := m[schema.MetaKey].(map[string]any)
+		if mine == nil {
+			mine = map[string]any{}
+		}
+		mine[MetaProjectInstructions] = files
+		m[schema.MetaKey] = mine
+		return m
+	}
+	switch r := result.(type) {
+	case schema.NewSessionResponse:
+		r.Meta = meta(r.Meta)
+		return r
+	case schema.LoadSessionResponse:
+		r.Meta = meta(r.Meta)
+		return r
+	case schema.ResumeSessionResponse:
+		r.Meta = meta(r.Meta)
+		return r
+	case schema.NewSessionResponseV2:
+		r.Meta = meta(r.Meta)
+		return r
+	case schema.ResumeSessionResponseV2:
+		r.Meta = meta(r.Meta)
+		return r
+	}
+	return result
+}
