@@ -14,6 +14,7 @@ import (
 	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/jsonrpc"
+	"github.com/sessionkit/sessionkit/internal/plural"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -493,7 +494,7 @@ func uncompactText(p *session.UncompactEvent) string {
 	if p.Error != "" {
 		return "Nothing was undone: " + p.Error + "\n\n"
 	}
-	return fmt.Sprintf("Undid the last compaction: restored %d messages to the active history.\n\n", p.Restored)
+	return "Undid the last compaction: restored " + plural.Count(p.Restored, "message") + " to the active history.\n\n"
 }
 
 // forward turns one session event into queued updates. replayed events come

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/plural"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -213,7 +214,7 @@ func (l *loop) summarize(k *compaction) {
 			return func(l *loop) {
 				k.sum, k.info, k.facts, k.billed = sum, info, facts, billed
 				// §4.6: the canonical commit. From here on it is never torn.
-				l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural(k.archive, "message") + ".", CompactID: c.id})
+				l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural.Count(k.archive, "message") + ".", CompactID: c.id})
 				l.publish(l.compactionEvent(c, PhaseCommitting))
 				l.commitCompaction(k)
 			}
@@ -369,7 +370,7 @@ func (l *loop) commitCompaction(k *compaction) {
 			l.summary = seg.Summary
 			l.archived += int64(k.archive)
 			l.contextTokens = 0 // stale until the next turn response (§3.3)
-			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural(k.archive, "message") + " into a summary.", CompactID: c.id})
+			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural.Count(k.archive, "message") + " into a summary.", CompactID: c.id})
 			res := CompactResult{
 				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,
 				ContextBefore: k.before, ContextAfter: after, LeftOut: sum.LeftOut, Fidelity: commit.Fidelity,
@@ -646,10 +647,3 @@ func (*AutoCompactEvent) payload() {}
 
 // Durable implements Payload.
 func (*AutoCompactEvent) Durable() bool { return true }
-
-func plural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
-	}
-	return fmt.Sprintf("%d %ss", n, word)
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/plural"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -188,7 +189,7 @@ func recallHitsText(query string, hits []SearchHit) string {
 		return fmt.Sprintf("No earlier message matches %q.", query)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s match %q, best first (read one in full with {\"message_id\": ID, \"before\": 2, \"after\": 2}):\n", plural(len(hits), "message"), query)
+	fmt.Fprintf(&b, "%s match %q, best first (read one in full with {\"message_id\": ID, \"before\": 2, \"after\": 2}):\n", plural.Count(len(hits), "message"), query)
 	for _, h := range hits {
 		who := string(h.Role)
 		if h.ToolName != "" {
@@ -208,7 +209,7 @@ func recallHitsText(query string, hits []SearchHit) string {
 // first read them, images named).
 func recallMessages(around string, w []history.WindowMessage) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s around message %s, verbatim:\n", plural(len(w), "message"), around)
+	fmt.Fprintf(&b, "%s around message %s, verbatim:\n", plural.Count(len(w), "message"), around)
 	for i := range w {
 		m := &w[i].Message
 		switch m.Role {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/plural"
 )
 
 // ErrCannotUncompact was the error of an Uncompact on a session whose
@@ -91,7 +92,7 @@ func (l *loop) finishUncompact(c *command, rec *history.UncompactionRecord, err 
 		return
 	}
 	l.publish(&ActionEvent{ID: newID(), Kind: ActionKindUncompact, Status: ActionCompleted,
-		Text: "Undid the last compaction: restored " + plural(rec.Restored, "message") + " to the active history."})
+		Text: "Undid the last compaction: restored " + plural.Count(rec.Restored, "message") + " to the active history."})
 	l.publish(&UncompactEvent{ID: c.id, SegmentID: rec.SegmentID, CompactID: rec.CompactID, Restored: rec.Restored, TurnID: l.turnID(), Position: rec.Position})
 	c.finishUnc(UncompactResult{SegmentID: rec.SegmentID, Restored: rec.Restored})
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/plural"
 )
 
 // timeFormat is how the text output shows times.
@@ -126,7 +127,7 @@ func runShow(ctx context.Context, r *reader, id string, o *options, stdout, stde
 	} else {
 		fmt.Fprintln(stdout, indent(snap.Summary, "  "))
 	}
-	fmt.Fprintf(stdout, "\nactive history (%d messages)\n", len(snap.Active))
+	fmt.Fprintf(stdout, "\nactive history (%s)\n", plural.Count(len(snap.Active), "message"))
 	for i := range snap.Active {
 		printMessage(stdout, &snap.Active[i], "  ")
 	}
@@ -198,7 +199,7 @@ func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, 
 		}
 		fmt.Fprintf(stdout, "segment %d  %s  trigger=%s  compaction=%s  position=%d\n", i+1, s.ID, s.Trigger, s.CompactID, s.Position)
 		fmt.Fprintf(stdout, "  when      started %s, committed %s\n", showTime(s.StartedAt), showTime(s.CreatedAt))
-		fmt.Fprintf(stdout, "  archived  %d messages\n", len(s.Messages))
+		fmt.Fprintf(stdout, "  archived  %s\n", plural.Count(len(s.Messages), "message"))
 		fmt.Fprintf(stdout, "  tokens    summary call: %d input, %d output\n", s.InputTokens, s.OutputTokens)
 		if s.ContextBefore > 0 || s.ContextAfter > 0 {
 			fmt.Fprintf(stdout, "  context   %d tokens before, about %d after%s\n", s.ContextBefore, s.ContextAfter, grewNote(s))
@@ -263,7 +264,7 @@ func runTimeline(ctx context.Context, r *reader, id string, o *options, stdout, 
 			continue
 		}
 		if u := e.Uncompaction; u != nil {
-			fmt.Fprintf(stdout, "%5d %-8s uncompaction %s of %s: %d messages restored\n", e.Position, "", u.ID, u.CompactID, u.Restored)
+			fmt.Fprintf(stdout, "%5d %-8s uncompaction %s of %s: %s restored\n", e.Position, "", u.ID, u.CompactID, plural.Count(u.Restored, "message"))
 			continue
 		}
 		if cf := e.Config; cf != nil {

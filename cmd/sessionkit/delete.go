@@ -13,6 +13,7 @@ import (
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/internal/envconfig"
+	"github.com/sessionkit/sessionkit/internal/plural"
 )
 
 // runDelete is sessionkit delete ID [--yes], the one command that writes.
@@ -45,8 +46,8 @@ func runDelete(ctx context.Context, args []string, store string, in console, std
 		return err
 	}
 	if !*yes {
-		fmt.Fprintf(stderr, "Delete session %s%s (%d Active messages, %d archived) and everything stored of it? This cannot be undone. [y/N] ",
-			id, titled(snap.Title), len(snap.Active), snap.Archived)
+		fmt.Fprintf(stderr, "Delete session %s%s (%s, %d archived) and everything stored of it? This cannot be undone. [y/N] ",
+			id, titled(snap.Title), plural.Count(len(snap.Active), "Active message"), snap.Archived)
 		ok, err := confirm(ctx, in.in, stderr)
 		if err != nil {
 			return fmt.Errorf("session %s not deleted: %w", id, err)

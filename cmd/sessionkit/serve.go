@@ -68,11 +68,7 @@ func runServe(ctx context.Context, args []string, store string, stdout, stderr i
 		return fmt.Errorf("--addr %s: %w", cfg.addr, err)
 	}
 	srv := &http.Server{Handler: newServer(r, cfg), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	u := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/"}
-	if cfg.token != "" {
-		u.RawQuery = url.Values{"token": {cfg.token}}.Encode()
-	}
-	fmt.Fprintf(stdout, "sessionkit serve: reading %s (read only) at %s\n", displayStore(store), u.String())
+	fmt.Fprintf(stdout, "sessionkit serve: reading %s (read only) at %s\n", displayStore(store), serveURL(cfg.addr, ln.Addr(), cfg.token))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -87,6 +83,27 @@ func runServe(ctx context.Context, args []string, store string, stdout, stderr i
 		return err
 	}
 	return nil
+}
+
+// serveURL is the URL serve prints for a listener at ln started with
+// --addr addr: the host as addr names it (a listener of every interface
+// names itself "[::]", even for 0.0.0.0: not what the user typed, nor an
+// address to open), "0.0.0.0" for none, the port ln took (for port 0),
+// and the token.
+func serveURL(addr string, ln net.Addr, token string) string {
+	host, _, _ := net.SplitHostPort(addr)
+	if host == "" {
+		host = "0.0.0.0"
+	}
+	port := ""
+	if _, p, err := net.SplitHostPort(ln.String()); err == nil {
+		port = p
+	}
+	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/"}
+	if token != "" {
+		u.RawQuery = url.Values{"token": {token}}.Encode()
+	}
+	return u.String()
 }
 
 // checkServeAddr validates --addr and --token: an address that is not on

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/storekit"
+	"github.com/sessionkit/sessionkit/internal/plural"
 	"github.com/sessionkit/sessionkit/session"
 )
 
@@ -98,12 +99,13 @@ var funcs = template.FuncMap{
 	"roleLabel": roleLabel,
 	"pathEsc":   pathEsc,
 	"add":       func(a, b int) int { return a + b },
+	"count":     count, // {{count 1 "Segment"}}: 1 Segment
 	"lines": func(s string) string {
 		n := strings.Count(strings.TrimRight(s, "\n"), "\n") + 1
 		if s == "" {
 			n = 0
 		}
-		return webPlural(n, "line")
+		return plural.Count(n, "line")
 	},
 	// pretty indents a tool call's JSON arguments (as stored when they do
 	// not indent).
@@ -119,12 +121,16 @@ var funcs = template.FuncMap{
 	},
 }
 
-// webPlural is "1 line", "2 lines".
-func webPlural(n int, word string) string {
-	if n == 1 {
-		return "1 " + word
+// count is n (an int or int64) and noun, in the singular for one
+// (plural.Count), for the templates.
+func count(n any, noun string) (string, error) {
+	switch n := n.(type) {
+	case int:
+		return plural.Count(n, noun), nil
+	case int64:
+		return plural.Count(int(n), noun), nil
 	}
-	return strconv.Itoa(n) + " " + word + "s"
+	return "", fmt.Errorf("count: %T is not a number", n)
 }
 
 // httpError is an error with the HTTP status it answers with.

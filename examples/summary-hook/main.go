@@ -114,7 +114,7 @@ func run(ctx context.Context, w io.Writer) error {
 			fmt.Fprintf(w, " (%s)", res.Error)
 		}
 		if res.Compacted {
-			fmt.Fprintf(w, ", %d messages archived, summary by %s/%s", len(res.Segment.Messages), res.Segment.SummaryProvider, res.Segment.SummaryModel)
+			fmt.Fprintf(w, ", %s archived, summary by %s", messages(len(res.Segment.Messages)), madeBy(res.Segment.SummaryProvider, res.Segment.SummaryModel))
 		}
 		fmt.Fprintln(w)
 		return res, nil
@@ -158,8 +158,8 @@ func run(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	for i, g := range segs {
-		fmt.Fprintf(w, "segment %d: trigger=%s messages=%d summary by %s/%s, context %d tokens before, about %d after\n",
-			i+1, g.Trigger, len(g.Messages), g.SummaryProvider, g.SummaryModel, g.ContextBefore, g.ContextAfter)
+		fmt.Fprintf(w, "segment %d: trigger=%s messages=%d summary by %s, context %d tokens before, about %d after\n",
+			i+1, g.Trigger, len(g.Messages), madeBy(g.SummaryProvider, g.SummaryModel), g.ContextBefore, g.ContextAfter)
 	}
 
 	// 4. Undo the last compaction: its messages are Active again.
@@ -174,7 +174,24 @@ func run(ctx context.Context, w io.Writer) error {
 	if u.Err != nil {
 		return u.Err
 	}
-	fmt.Fprintf(w, "uncompact: restored %d messages\n", u.Restored)
+	fmt.Fprintf(w, "uncompact: restored %s\n", messages(u.Restored))
 	fmt.Fprintf(w, "model calls: main %d, summaries %d\n", large.calls.Load(), small.calls.Load())
 	return nil
+}
+
+// madeBy names what wrote a summary: provider/model, or the provider alone
+// when it names no model (a summary the hook wrote is by "hook").
+func madeBy(provider, model string) string {
+	if model == "" {
+		return provider
+	}
+	return provider + "/" + model
+}
+
+// messages is n messages, "1 message" for one.
+func messages(n int) string {
+	if n == 1 {
+		return "1 message"
+	}
+	return fmt.Sprintf("%d messages", n)
 }

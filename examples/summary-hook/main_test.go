@@ -23,11 +23,14 @@ func TestSummaryHook(t *testing.T) {
 	for _, want := range []string{
 		"compact: compacted, 4 messages archived, summary by offline/offline-small",
 		"compact: compact_failed (session: BeforeCompact vetoed the compaction: the user pinned this part of the conversation)",
-		"summary by hook/",
+		"compacted, 2 messages archived, summary by hook\n",
+		"summary by hook, context",
 		"segment 1: trigger=manual",
-		"uncompact: restored",
+		"uncompact: restored 2 messages\n",
 		"model calls: main 6, summaries 1",
 	} {
 		assert.Contains(t, text, want)
 	}
+	assert.NotContains(t, text, "hook/", "a summary the hook wrote names no model")
+	assert.Equal(t, "1 message", messages(1))
 }
