@@ -155,8 +155,8 @@ func (o *options) check() error {
 		problem = "the API key is blank (only white space)"
 	case o.model == "":
 		problem = "a model is required (WithModel)"
-	case o.baseURL != "" && !httpURL(o.baseURL):
-		problem = fmt.Sprintf("base URL %q is not an http:// or https:// URL", o.baseURL)
+	case o.baseURL != "" && internaloptions.BaseURLProblem(o.baseURL) != "":
+		problem = fmt.Sprintf("base URL %q %s", o.baseURL, internaloptions.BaseURLProblem(o.baseURL))
 	case o.maxTokens <= 0:
 		problem = fmt.Sprintf("max tokens %d is not positive", o.maxTokens)
 	case o.maxRetries < 0:
@@ -171,12 +171,6 @@ func (o *options) check() error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrConfig, problem)
-}
-
-// httpURL reports whether raw is an absolute http or https URL with a host.
-func httpURL(raw string) bool {
-	u, err := url.Parse(raw)
-	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }
 
 // apply returns the defaults with opts applied.
@@ -261,8 +255,8 @@ func New(opts ...Option) (*Provider, error) {
 func FromEnv(opts ...Option) (*Provider, error) {
 	env := []Option{WithModel(internaloptions.EnvModel(DefaultEnvModel))}
 	if v := os.Getenv("ANTHROPIC_BASE_URL"); v != "" {
-		if !httpURL(v) {
-			return nil, fmt.Errorf("%w: ANTHROPIC_BASE_URL %q is not an http:// or https:// URL", ErrConfig, v)
+		if problem := internaloptions.BaseURLProblem(v); problem != "" {
+			return nil, fmt.Errorf("%w: ANTHROPIC_BASE_URL %q %s", ErrConfig, v, problem)
 		}
 		env = append(env, WithBaseURL(v))
 	}

@@ -253,3 +253,13 @@ func TestBaseURLChecked(t *testing.T) {
 		assert.Contains(t, err.Error(), "ANTHROPIC_BASE_URL", bad)
 	}
 }
+
+// TestFromEnvMalformedBaseURL: an ANTHROPIC_BASE_URL that does not parse
+// is said to be malformed, with why.
+func TestFromEnvMalformedBaseURL(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "k")
+	t.Setenv("ANTHROPIC_BASE_URL", "http://[::1")
+	_, err := FromEnv()
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), `ANTHROPIC_BASE_URL "http://[::1" is not a valid URL (missing ']' in host)`)
+}

@@ -161,9 +161,8 @@ func apply(opts []Option) options {
 // checkBaseURL reports a base URL that is not an absolute http or https URL
 // with a host, so that a typo fails here and not at the first request.
 func checkBaseURL(raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%w: base URL %q is not an http:// or https:// URL", ErrConfig, raw)
+	if problem := internaloptions.BaseURLProblem(raw); problem != "" {
+		return fmt.Errorf("%w: base URL %q %s", ErrConfig, raw, problem)
 	}
 	return nil
 }

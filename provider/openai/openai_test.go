@@ -1143,3 +1143,14 @@ func TestImages(t *testing.T) {
 	require.ErrorIs(t, err, ErrConfig)
 	assert.Contains(t, err.Error(), ImagesVar)
 }
+
+// TestFromEnvMalformedBaseURL: an OPENAI_BASE_URL that does not parse is
+// said to be malformed, with why, not called "not an http:// URL".
+func TestFromEnvMalformedBaseURL(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("OPENAI_BASE_URL", "http://[::1")
+	_, err := FromEnv()
+	require.ErrorIs(t, err, ErrConfig)
+	assert.Contains(t, err.Error(), `OPENAI_BASE_URL: `)
+	assert.Contains(t, err.Error(), `"http://[::1" is not a valid URL (missing ']' in host)`)
+}
