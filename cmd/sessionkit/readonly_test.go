@@ -217,7 +217,8 @@ func TestReadOnlyStores(t *testing.T) {
 			}
 			if path == wal {
 				assert.Contains(t, res.stderr, "reading the file as immutable", args)
-				assert.Contains(t, res.stderr, "changes still in its WAL", args)
+				assert.Contains(t, res.stderr, "it has no WAL file beside it: every change is in the file", args)
+				assert.NotContains(t, res.stderr, "-wal", "no -wal file is named that does not exist")
 			}
 		}
 	}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -40,4 +42,16 @@ func TestServeCounts(t *testing.T) {
 	assert.Contains(t, body, "4 archived messages ·")
 	assert.NotContains(t, body, "1 Segments")
 	assert.False(t, strings.Contains(body, " 1 messages"), "no \"1 messages\"")
+}
+
+// TestImmutableNote: the note names the WAL file and what it holds only
+// when there is one with changes in it.
+func TestImmutableNote(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "s.db")
+	note := immutableNote(path, path)
+	assert.Contains(t, note, "reading the file as immutable")
+	assert.NotContains(t, note, "-wal")
+	require.NoError(t, os.WriteFile(path+"-wal", []byte("frames"), 0o600))
+	note = immutableNote(path, path)
+	assert.Contains(t, note, "changes still in its WAL ("+path+"-wal)")
 }

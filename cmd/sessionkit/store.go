@@ -70,7 +70,7 @@ func openReader(ctx context.Context, spec string, stderr io.Writer) (*reader, er
 		if errors.Is(err, sqlite.ErrNeedsImmutable) {
 			lite, err = sqlite.OpenReadOnly(spec, sqlite.WithImmutable())
 			if err == nil {
-				fmt.Fprintf(stderr, "sessionkit: --store %s is in WAL mode without its index file (%s-shm), which this directory does not let sessionkit create: reading the file as immutable; changes still in its WAL (%s-wal), not yet checkpointed into the file, are not seen\n", name, name, name)
+				fmt.Fprintln(stderr, immutableNote(spec, name))
 			}
 		}
 		if err != nil {
@@ -79,6 +79,17 @@ func openReader(ctx context.Context, spec string, stderr io.Writer) (*reader, er
 		st = lite
 	}
 	return &reader{st: st}, nil
+}
+
+// immutableNote is what stderr says of the SQLite file at spec (shown as
+// name) read as immutable: why, and what is not seen, which depends on
+// whether a WAL file (spec-wal) is beside it with changes in it.
+func immutableNote(spec, name string) string {
+	note := fmt.Sprintf("sessionkit: --store %s is in WAL mode without its index file (%s-shm), which this directory does not let sessionkit create: reading the file as immutable", name, name)
+	if fi, err := os.Stat(spec + "-wal"); err == nil && fi.Size() > 0 {
+		return note + fmt.Sprintf("; changes still in its WAL (%s-wal), not yet checkpointed into the file, are not seen", name)
+	}
+	return note + " (it has no WAL file beside it: every change is in the file)"
 }
 
 // storeError is a SQLite store that cannot be read: "--store PATH: " and

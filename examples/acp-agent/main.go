@@ -90,6 +90,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -153,6 +154,11 @@ type config struct {
 	pricesFile    string
 	noProject     bool // --no-project-instructions
 }
+
+// flagName finds the flags the flag package names in its errors ("flag
+// provided but not defined: -x", "invalid value ... for flag -x"), which
+// the errors name as the README does, --x.
+var flagName = regexp.MustCompile(`(: |for flag |for )-([A-Za-z][\w-]*)`)
 
 // parseFlags parses and checks the command line. Every error is an
 // *usageError of one line that names the flag or argument at fault; -h
@@ -220,23 +226,23 @@ func parseFlags(args []string) (*config, error) {
 			fmt.Fprint(os.Stderr, exitStatuses)
 			return nil, err
 		}
-		return nil, usagef("%v", err)
+		return nil, usagef("%s", flagName.ReplaceAllString(err.Error(), "$1--$2"))
 	}
 	switch {
 	case flags.NArg() > 0:
 		return nil, usagef("unexpected argument %q: acp-agent takes flags only (see -h)", flags.Arg(0))
 	case c.autoTokens < 0:
-		return nil, usagef("-auto-compact-tokens %d is negative (0 turns automatic compaction off)", c.autoTokens)
+		return nil, usagef("--auto-compact-tokens %d is negative (0 turns automatic compaction off)", c.autoTokens)
 	case c.contextWindow < 0:
-		return nil, usagef("-context-window %d is negative (0 means the default)", c.contextWindow)
+		return nil, usagef("--context-window %d is negative (0 means the default)", c.contextWindow)
 	case c.leaseTTL <= 0:
-		return nil, usagef("-lease-ttl %v is not positive", c.leaseTTL)
+		return nil, usagef("--lease-ttl %v is not positive", c.leaseTTL)
 	case c.summaryDelay < 0:
-		return nil, usagef("-summary-delay %v is negative", c.summaryDelay)
+		return nil, usagef("--summary-delay %v is negative", c.summaryDelay)
 	case c.deltaSize < 0:
-		return nil, usagef("-offline-delta-size %d is negative (0 means the default)", c.deltaSize)
+		return nil, usagef("--offline-delta-size %d is negative (0 means the default)", c.deltaSize)
 	case c.maxSessions <= 0:
-		return nil, usagef("-max-sessions %d is not positive: give the most sessions open at once on the connection (default %d)", c.maxSessions, acp.DefaultMaxSessions)
+		return nil, usagef("--max-sessions %d is not positive: give the most sessions open at once on the connection (default %d)", c.maxSessions, acp.DefaultMaxSessions)
 	case c.reqTimeout <= 0:
 		return nil, usagef("--request-timeout %v is not positive", c.reqTimeout)
 	case c.idleTimeout <= 0:
@@ -244,7 +250,7 @@ func parseFlags(args []string) (*config, error) {
 	case c.waitLog < 0:
 		return nil, usagef("--wait-log-interval %v is negative (0 turns the lines off)", c.waitLog)
 	case strings.TrimSpace(c.store) == "":
-		return nil, usagef("-store is empty: give a SQLite file path or a postgres:// URL")
+		return nil, usagef("--store is empty: give a SQLite file path or a postgres:// URL")
 	}
 	if c.pricesFile != "" {
 		data, err := os.ReadFile(c.pricesFile)
@@ -437,12 +443,12 @@ type closingStore interface {
 // URL and the SQLite file at any other path. It returns the store and how to
 // name it in logs (postgres.Redact: without a password). A malformed URL, or
 // a path that is a directory or cannot be written, is a *usageError that
-// names -store (and never shows a password).
+// names --store (and never shows a password).
 func openStore(ctx context.Context, spec string, leaseTTL time.Duration) (closingStore, string, error) {
 	if isPostgresURL(spec) {
 		where := postgres.Redact(spec)
 		if _, err := url.Parse(spec); err != nil {
-			return nil, "", usagef("-store %s: not a valid postgres:// URL (%s)", where, redactedParseError(err))
+			return nil, "", usagef("--store %s: not a valid postgres:// URL (%s)", where, redactedParseError(err))
 		}
 		st, err := postgres.Open(ctx, spec, postgres.WithLeaseTTL(leaseTTL))
 		if err != nil {
@@ -477,22 +483,22 @@ func redactedParseError(err error) string {
 func checkStorePath(path string) error {
 	name := postgres.Redact(path) // a mistyped key=value connection string, say
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-		return usagef("-store %s is a directory: give the path of a SQLite file", name)
+		return usagef("--store %s is a directory: give the path of a SQLite file", name)
 	}
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return usagef("-store %s: cannot make its directory: %v", name, pathReason(err))
+		return usagef("--store %s: cannot make its directory: %v", name, pathReason(err))
 	}
 	probe, err := os.CreateTemp(dir, ".sessionkit-probe-*")
 	if err != nil {
-		return usagef("-store %s: its directory is not writable: %v", name, pathReason(err))
+		return usagef("--store %s: its directory is not writable: %v", name, pathReason(err))
 	}
 	_ = probe.Close()
 	_ = os.Remove(probe.Name())
 	if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
 		_ = f.Close()
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return usagef("-store %s is not writable: %v", name, pathReason(err))
+		return usagef("--store %s is not writable: %v", name, pathReason(err))
 	}
 	return nil
 }

@@ -64,24 +64,25 @@ func TestStartupErrors(t *testing.T) {
 		env   map[string]string
 		wants []string // in the one line of stderr
 	}{
-		{"negative auto-compact-tokens", []string{"--store", good, "--auto-compact-tokens", "-5"}, nil, []string{"-auto-compact-tokens", "-5", "negative"}},
-		{"non-numeric auto-compact-tokens", []string{"--store", good, "--auto-compact-tokens", "lots"}, nil, []string{"-auto-compact-tokens", `"lots"`}},
-		{"negative context-window", []string{"--store", good, "--context-window", "-1"}, nil, []string{"-context-window", "negative"}},
-		{"non-numeric context-window", []string{"--store", good, "--context-window", "1e5x"}, nil, []string{"-context-window"}},
-		{"zero lease-ttl", []string{"--store", good, "--lease-ttl", "0s"}, nil, []string{"-lease-ttl"}},
-		{"negative summary-delay", []string{"--store", good, "--summary-delay", "-1s"}, nil, []string{"-summary-delay"}},
-		{"negative offline-delta-size", []string{"--store", good, "--offline-delta-size", "-2"}, nil, []string{"-offline-delta-size"}},
-		{"zero max-sessions", []string{"--store", good, "--max-sessions", "0"}, nil, []string{"-max-sessions", "0", "not positive"}},
-		{"non-numeric max-sessions", []string{"--store", good, "--max-sessions", "many"}, nil, []string{"-max-sessions", `"many"`}},
-		{"allow-all not a boolean", []string{"--store", good, "--allow-all=sometimes"}, nil, []string{"-allow-all", `"sometimes"`}},
-		{"unknown flag", []string{"--store", good, "--auto-compact", "5"}, nil, []string{"-auto-compact"}},
+		{"negative auto-compact-tokens", []string{"--store", good, "--auto-compact-tokens", "-5"}, nil, []string{"--auto-compact-tokens", "-5", "negative"}},
+		{"non-numeric auto-compact-tokens", []string{"--store", good, "--auto-compact-tokens", "lots"}, nil, []string{"--auto-compact-tokens", `"lots"`}},
+		{"negative context-window", []string{"--store", good, "--context-window", "-1"}, nil, []string{"--context-window", "negative"}},
+		{"non-numeric context-window", []string{"--store", good, "--context-window", "1e5x"}, nil, []string{"--context-window"}},
+		{"zero lease-ttl", []string{"--store", good, "--lease-ttl", "0s"}, nil, []string{"--lease-ttl"}},
+		{"negative summary-delay", []string{"--store", good, "--summary-delay", "-1s"}, nil, []string{"--summary-delay"}},
+		{"negative offline-delta-size", []string{"--store", good, "--offline-delta-size", "-2"}, nil, []string{"--offline-delta-size"}},
+		{"zero max-sessions", []string{"--store", good, "--max-sessions", "0"}, nil, []string{"--max-sessions", "0", "not positive"}},
+		{"non-numeric max-sessions", []string{"--store", good, "--max-sessions", "many"}, nil, []string{"--max-sessions", `"many"`}},
+		{"allow-all not a boolean", []string{"--store", good, "--allow-all=sometimes"}, nil, []string{"--allow-all", `"sometimes"`}},
+		{"unknown flag", []string{"--store", good, "--auto-compact", "5"}, nil, []string{"--auto-compact"}},
 		{"positional argument", []string{"--store", good, "serve"}, nil, []string{`"serve"`, "argument"}},
-		{"store is a directory", []string{"--store", dir}, nil, []string{"-store", dir, "is a directory: give the path of a SQLite file"}},
-		{"store under a file", []string{"--store", filepath.Join(notDir, "sessions.db")}, nil, []string{"-store", "cannot make its directory", "not a directory"}},
-		{"empty store", []string{"--store", ""}, nil, []string{"-store", "empty"}},
-		{"malformed postgres URL", []string{"--store", "postgres://u:secret@[::1/db"}, nil, []string{"-store", "postgres://"}},
+		{"store is a directory", []string{"--store", dir}, nil, []string{"--store", dir, "is a directory: give the path of a SQLite file"}},
+		{"store under a file", []string{"--store", filepath.Join(notDir, "sessions.db")}, nil, []string{"--store", "cannot make its directory", "not a directory"}},
+		{"empty store", []string{"--store", ""}, nil, []string{"--store", "empty"}},
+		{"malformed postgres URL", []string{"--store", "postgres://u:secret@[::1/db"}, nil, []string{"--store", "postgres://"}},
 		{"malformed OPENAI_BASE_URL", []string{"--store", good}, map[string]string{"OPENAI_BASE_URL": "not a url"}, []string{"OPENAI_BASE_URL", `"not a url"`}},
 		{"OPENAI_BASE_URL without scheme", []string{"--store", good}, map[string]string{"OPENAI_BASE_URL": "localhost:8080/v1"}, []string{"OPENAI_BASE_URL"}},
+		{"OPENAI_BASE_URL that does not parse", []string{"--store", good}, map[string]string{"OPENAI_BASE_URL": "http://[::1"}, []string{"OPENAI_BASE_URL", `"http://[::1" is not a valid URL (missing ']' in host)`}},
 		{"malformed ANTHROPIC_BASE_URL", []string{"--store", good}, map[string]string{"ANTHROPIC_API_KEY": "sk-ant", "ANTHROPIC_BASE_URL": "::"}, []string{"ANTHROPIC_BASE_URL"}},
 		// A provider variable that is set but not enough never means the
 		// offline provider.
@@ -115,7 +116,7 @@ func TestStartupErrors(t *testing.T) {
 			args  []string
 			env   map[string]string
 			wants []string
-		}{"store in an unwritable directory", []string{"--store", filepath.Join(ro, "sessions.db")}, nil, []string{"-store", "not writable"}})
+		}{"store in an unwritable directory", []string{"--store", filepath.Join(ro, "sessions.db")}, nil, []string{"--store", "not writable"}})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

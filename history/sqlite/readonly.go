@@ -91,6 +91,7 @@ func OpenReadOnly(path string, opts ...Option) (*Store, error) {
 		if !o.immutable && needsImmutable(abs) {
 			err = fmt.Errorf("%w (%v)", ErrNeedsImmutable, err)
 		}
+		err = notADatabase(err)
 		return nil, errors.Join(fmt.Errorf("sqlite: open read-only %s: %w", path, err), r.Close())
 	}
 	switch known := len(migrations); {

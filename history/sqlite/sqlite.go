@@ -143,7 +143,8 @@ var ErrNewerSchema = errors.New("sqlite: the file's schema is newer than this ve
 // Open opens the SQLite file at path, creating it (mode 0600) if it does not
 // exist, and brings its schema up to date ([OpenReadOnly] does neither). The parent directory must exist.
 // It fails with an error wrapping [ErrNewerSchema] if the file was written by
-// a newer schema. Close the Store when done.
+// a newer schema, and with one wrapping [ErrNotAStore] for a file that is
+// not a SQLite database. Close the Store when done.
 func Open(path string, opts ...Option) (*Store, error) {
 	o := defaultOptions()
 	for _, opt := range opts {
@@ -176,7 +177,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	w.SetConnMaxLifetime(0)
 	w.SetConnMaxIdleTime(0)
 	if err := migrate(w, o.migrations); err != nil {
-		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), w.Close())
+		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, notADatabase(err)), w.Close())
 	}
 
 	r, err := sql.Open("sqlite", dsn(abs, busy, "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)", "_pragma=query_only(1)"))
@@ -195,6 +196,19 @@ func Open(path string, opts ...Option) (*Store, error) {
 		ttl: o.ttl, holder: o.holder, busyTimeout: o.busyTimeout, host: host, pid: os.Getpid(), checkable: checkable,
 		hooks: o.hooks,
 	}}, nil
+}
+
+// sqliteNotADB is SQLite's SQLITE_NOTADB: the file is not a database.
+const sqliteNotADB = 26
+
+// notADatabase is err, or for SQLite's "file is not a database (26)" an
+// error wrapping [ErrNotAStore] that says so in words.
+func notADatabase(err error) error {
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) && coded.Code()&0xff == sqliteNotADB {
+		return fmt.Errorf("%w: the file is not a SQLite database (a file of another program, or a damaged or encrypted one): give the path of a sessionkit store, or of a file that does not exist yet", ErrNotAStore)
+	}
+	return err
 }
 
 // createFile creates path with mode 0600 unless it exists. It never creates
