@@ -18,6 +18,9 @@ var (
 		return regexp.MustCompile(`(?i)\breplace\s+(?:` + quotedArg + `)\s+with\s+(?:` + quotedArg + `)\s+in\s+(\S+)`)
 	})
 	runRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?i)\\brun\\s+`([^`]+)`") })
+	listRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`(?i)\b(?:list|show(?:\s+me)?)\s+(?:all\s+)?(?:the\s+)?files\b|\bwhat\s+files\b|\bwhich\s+files\b`)
+	})
 	fileRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?:^|[\s(\["'` + "`" + `])((?:[\w.-]+/)*[\w-][\w.-]*\.(?:go|mod|sum|txt|md|json|ya?ml|toml|js|mjs|ts|tsx|py|rs|c|h|cc|cpp|java|kt|rb|sh|html|css|sql|csv|xml|ini|cfg|conf|lock))\b`)
 	})
@@ -28,7 +31,10 @@ var (
 // properties (edit_file); "run `cmd`" one with a command property
 // (run_command); a message that names a file (a name with a common source
 // or text extension) one whose name says it reads and that has a path
-// property (read_file). X and Y may be quoted ("…", `…`, '…').
+// property (read_file); "list the files" (or "list files", "show me the
+// files", "what files", "which files") one whose name says it lists and
+// that has a path property (list_files), with the directory after "in" or
+// none. X and Y may be quoted ("…", `…`, '…').
 func intent(text string, tools []provider.ToolSpec) (provider.ToolSpec, json.RawMessage, bool) {
 	if m := editRE().FindStringSubmatch(text); m != nil {
 		old, nw, file := firstOf(m[1:5]), firstOf(m[5:9]), trimToken(m[9])
@@ -55,6 +61,22 @@ func intent(text string, tools []provider.ToolSpec) (provider.ToolSpec, json.Raw
 			for _, p := range schemaProperties(t.Parameters) {
 				if p.name == "command" {
 					return t, object("command", m[1]), true
+				}
+			}
+		}
+	}
+	if listRE().MatchString(text) {
+		for _, t := range tools {
+			if !strings.Contains(strings.ToLower(t.Name), "list") {
+				continue
+			}
+			for _, p := range schemaProperties(t.Parameters) {
+				if pathish(p.name) {
+					b := argBuilder{text: text, after: text}
+					if dir := b.placeAfter(); dir != "" {
+						return t, object(p.name, dir), true
+					}
+					return t, json.RawMessage(`{}`), true
 				}
 			}
 		}

@@ -185,7 +185,7 @@ func (b *argBuilder) stringValue(p property, first bool) (any, bool) {
 		return nil, false
 	}
 	for _, q := range b.quoted {
-		if !b.used[q] {
+		if !b.used[q] && !b.isToolName(q) {
 			return b.take(q)
 		}
 	}
@@ -193,17 +193,68 @@ func (b *argBuilder) stringValue(p property, first bool) (any, bool) {
 		return nil, false
 	}
 	guesses := []func() string{b.phrase, b.pathLike}
-	if pathish(p.name) {
-		guesses = []func() string{b.pathLike, b.phrase}
+	switch {
+	case pathish(p.name) && !p.required:
+		// An optional path is a path the text names, or none: never the
+		// words of the request ("Use list_files" lists ".", not a
+		// directory named "Use list_files").
+		guesses = []func() string{b.pathLike, b.placeAfter}
+	case pathish(p.name):
+		guesses = []func() string{b.pathLike, b.placeAfter, b.phrase, b.rest, func() string { return trimValue(b.text) }}
+	default:
+		guesses = append(guesses, b.rest, func() string { return trimValue(b.text) })
 	}
-	guesses = append(guesses, b.rest, func() string { return trimValue(b.text) })
 	for _, g := range guesses {
-		if v := g(); v != "" && !b.used[v] {
+		if v := g(); v != "" && !b.used[v] && !b.isToolName(v) && !b.mentionsTool(v) {
 			return b.take(v)
 		}
 	}
+	if !p.required {
+		return nil, false
+	}
 	return "", true
 }
+
+// isToolName reports whether v is the tool's name (as written or spaced).
+func (b *argBuilder) isToolName(v string) bool {
+	v = strings.ToLower(strings.TrimSpace(v))
+	for _, n := range nameVariants(b.toolName) {
+		if v == n {
+			return true
+		}
+	}
+	return false
+}
+
+// mentionsTool reports whether v is words around the tool's name ("Use
+// list_files"), which are the request, not an argument.
+func (b *argBuilder) mentionsTool(v string) bool {
+	lower := strings.ToLower(v)
+	for _, n := range nameVariants(b.toolName) {
+		if findWord(lower, n) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+var placeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(?:in|under|inside|of)\s+(?:the\s+)?(?:directory\s+|folder\s+)?(\S+)`) })
+
+// placeAfter is the word after "in", "under", "inside" or "of" ("the
+// files in src"), preferring the part after the tool's mention.
+func (b *argBuilder) placeAfter() string {
+	for _, s := range []string{b.after, b.text} {
+		if m := placeRE().FindStringSubmatch(s); m != nil {
+			if v := trimToken(m[1]); v != "" && !stopWords[strings.ToLower(v)] {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// stopWords are words after "in" that name no place.
+var stopWords = map[string]bool{"it": true, "there": true, "here": true, "this": true, "that": true, "order": true, "full": true, "detail": true}
 
 // pathish reports whether a property name asks for a path or address.
 func pathish(name string) bool {

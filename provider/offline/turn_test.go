@@ -248,3 +248,28 @@ func TestAttachmentsAreText(t *testing.T) {
 	assert.Len(t, req.Messages[0].Attachments, 2, "the request is not changed")
 	assert.Equal(t, "see", req.Messages[0].Text)
 }
+
+// TestTurnListFiles: a request to list files calls the listing tool with
+// the directory it names or none; the words of the request, and the tool's
+// own name, are never taken for its path.
+func TestTurnListFiles(t *testing.T) {
+	tools := []provider.ToolSpec{
+		{Name: "read_file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)},
+		{Name: "list_files", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)},
+	}
+	for text, want := range map[string]string{
+		"Use list_files":                   `{}`,
+		"Call list_files.":                 `{}`,
+		"Use `list_files` please":          `{}`,
+		"list_files in src":                `{"path":"src"}`,
+		"Please list the files":            `{}`,
+		"What files are there?":            `{}`,
+		"Please list the files in src/app": `{"path":"src/app"}`,
+	} {
+		r := turnReply(&provider.Request{Purpose: provider.PurposeTurn, Messages: []history.Message{{Role: history.RoleUser, Text: text}}, Tools: tools})
+		if assert.Len(t, r.ToolCalls, 1, text) {
+			assert.Equal(t, "list_files", r.ToolCalls[0].Name, text)
+			assert.JSONEq(t, want, string(r.ToolCalls[0].Arguments), text)
+		}
+	}
+}
