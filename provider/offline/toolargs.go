@@ -238,7 +238,9 @@ func (b *argBuilder) mentionsTool(v string) bool {
 	return false
 }
 
-var placeRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)\b(?:in|under|inside|of)\s+(?:the\s+)?(?:directory\s+|folder\s+)?(\S+)`) })
+var placeRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)\b(?:in|under|inside|of)\s+(?:the\s+)?(?:directory\s+|folder\s+)?(\S+)`)
+})
 
 // placeAfter is the word after "in", "under", "inside" or "of" ("the
 // files in src"), preferring the part after the tool's mention.
