@@ -448,7 +448,11 @@ func TestServeLive(t *testing.T) {
 			}
 			if strings.Contains(row.HTML, `class="entry undo"`) {
 				seenUndo = true
-				assert.Contains(t, row.HTML, fmt.Sprintf("restored %d messages of Segment <code>%s</code>", undo.Restored, undo.SegmentID))
+				restored := fmt.Sprintf("%d messages", undo.Restored)
+				if undo.Restored == 1 {
+					restored = "1 message"
+				}
+				assert.Contains(t, row.HTML, fmt.Sprintf("restored %s of Segment <code>%s</code>", restored, undo.SegmentID))
 			}
 		}
 	}
