@@ -21,9 +21,10 @@ import (
 // was shown live. cwd need not exist (a replay on another machine).
 //
 // The diff of edit_file is the replaced text and its replacement; that of
-// write_file is the new content with oldText null (for a new file; and for
-// a replaced one, whose previous content history does not keep: its
-// permission request showed the whole change). A call that failed or that
+// write_file is the new content with oldText null: for a new file the whole
+// file (an "add" with its patch on ACP v2, as its permission request
+// showed it), for a replaced one a partial diff, as history does not keep
+// the previous content (its permission request showed the whole change). A call that failed or that
 // the user declined shows no diff.
 func Describe(cwd string) func(call history.ToolCall, result *history.Message) acp.ToolCallDisplay {
 	cwd = filepath.Clean(cwd)
@@ -67,6 +68,11 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 		case "write_file":
 			d.Kind, d.Title, d.Locations = acpschema.ToolKindEdit, "Write "+shownName(in.Path), here(0)
 			diff("", in.Content)
+			if created(result) && len(d.Content) == 1 {
+				// A new file: the content is the whole file, and the diff
+				// an "add", as the permission request showed it.
+				d.Content[0].Diff.Partial = false
+			}
 		case "edit_file":
 			d.Kind, d.Title, d.Locations = acpschema.ToolKindEdit, "Edit "+shownName(in.Path), here(editedLine(result))
 			diff(in.OldText, in.NewText)
@@ -81,6 +87,12 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 		}
 		return d
 	}
+}
+
+// created reports whether a write_file result says it made a new file
+// ("wrote PATH (N bytes)"; one that replaced a file says so).
+func created(result *history.Message) bool {
+	return result != nil && strings.HasPrefix(result.Text, "wrote ") && !strings.Contains(result.Text, "; replaced the previous ")
 }
 
 var editedRE = regexp.MustCompile(`^edited .* at line (\d+)$`)

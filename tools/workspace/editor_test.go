@@ -321,6 +321,13 @@ func TestDescribe(t *testing.T) {
 
 	write := d(call("write_file", `{"path":"/w/new.txt","content":"hi\n"}`), nil)
 	assert.Equal(t, []schema.ToolCallContent{{Diff: &schema.ToolDiff{Path: "/w/new.txt", NewText: "hi\n", Partial: true}}}, write.Content, "oldText null; partial: the file may have existed")
+	// Finished: a new file is the whole file (an "add" on v2, as its
+	// permission request was); a replaced one stays partial.
+	wcall := call("write_file", `{"path":"/w/new.txt","content":"hi\n"}`)
+	made := d(wcall, &history.Message{Text: "wrote new.txt (3 bytes)"})
+	assert.Equal(t, []schema.ToolCallContent{{Diff: &schema.ToolDiff{Path: "/w/new.txt", NewText: "hi\n"}}}, made.Content, "a new file: not partial")
+	replaced := d(wcall, &history.Message{Text: "wrote new.txt (3 bytes; replaced the previous 9 bytes)"})
+	assert.True(t, replaced.Content[0].Diff.Partial, "a replaced file: partial")
 
 	run := d(call("run_command", `{"command":"go test ./..."}`), nil)
 	assert.Equal(t, schema.ToolKindExecute, run.Kind)
