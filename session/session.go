@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,50 +124,12 @@ func Open(ctx context.Context, cfg Config) (*Session, error) {
 	return start(ctx, cfg, false)
 }
 
-// start is New (create true) and Open.
+// start is New (create true) and Open, in named steps: check cfg, take the
+// lease, open or create the session, make its history whole, start the loop.
 func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
-	if cfg.Provider == nil {
-		return nil, invalid("Config.Provider is required")
-	}
-	set := settings{
-		SystemPrompt:        cfg.SystemPrompt,
-		AutoCompactTokens:   cfg.AutoCompactTokens,
-		CompactInstructions: cfg.CompactInstructions,
-		ContextWindow:       cfg.ContextWindow,
-		AutoCompactRatio:    cfg.AutoCompactRatio,
-		MaxSteps:            cfg.MaxSteps,
-		CompactOnOverflow:   cfg.CompactOnOverflow,
-		Recall:              cfg.Recall,
-		Model:               cfg.Model,
-		Mode:                cfg.Mode,
-		ClientPrompt:        cfg.ClientPrompt,
-		Instructions:        cfg.Instructions,
-	}
-	if err := set.validate(); err != nil {
+	set, tools, specs, err := checkConfig(cfg)
+	if err != nil {
 		return nil, err
-	}
-	if cfg.MaxQueue < 0 || cfg.EventHistory < 0 || cfg.MaxToolOutput < 0 || cfg.StoreTimeout < 0 {
-		return nil, invalid("MaxQueue, EventHistory, MaxToolOutput and StoreTimeout must not be negative")
-	}
-	if p := cfg.PruneToolResults; p.KeepRecent < 0 || p.MinBytes < 0 {
-		return nil, invalid("PruneToolResults: KeepRecent and MinBytes must not be negative")
-	}
-	tools := make(map[string]Tool, len(cfg.Tools))
-	specs := make([]provider.ToolSpec, 0, len(cfg.Tools))
-	for _, t := range cfg.Tools {
-		switch {
-		case t.Name == "":
-			return nil, invalid("a tool has no name")
-		case t.Run == nil:
-			return nil, invalid("tool %q has no Run function", t.Name)
-		case len(t.Parameters) > 0 && !json.Valid(t.Parameters):
-			return nil, invalid("tool %q parameters are not JSON", t.Name)
-		}
-		if _, dup := tools[t.Name]; dup {
-			return nil, invalid("tool %q is declared twice", t.Name)
-		}
-		tools[t.Name] = t
-		specs = append(specs, provider.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -184,22 +147,11 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	// On a shared store the lease comes first: what follows reads the
 	// session and recovers its interrupted compactions, which is only right
 	// once no other process serves it.
-	var (
-		lease    history.Lease
-		reserved *history.SeqReservation // made with the lease, when the store can
-	)
-	if leaser, ok := store.(history.Leaser); ok {
-		// The sequence-number reservation of an existing session rides in
-		// the lease's transaction: one write instead of two.
-		take := func(ctx context.Context, id string) (history.Lease, error) {
-			l, r, err := leaser.AcquireReserving(ctx, id, seqGap)
-			reserved = &r
-			return l, err
-		}
-		var err error
-		if lease, err = acquire(ctx, take, id, cfg.WaitForLease); err != nil {
-			return nil, err
-		}
+	lease, reserved, err := takeLease(ctx, store, id, cfg.WaitForLease)
+	if err != nil {
+		return nil, err
+	}
+	if lease != nil {
 		store = lease.Store()
 	}
 	opened := false
@@ -211,13 +163,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 
 	// Recall is checked before anything is written: with the settings
 	// given, and again with the ones a stored session resumes with.
-	checkRecall := func(set settings) error {
-		if _, mine := tools[RecallTool]; mine && set.Recall {
-			return invalid("tool %q is the built-in tool of Config.Recall: rename it or turn Recall off", RecallTool)
-		}
-		return nil
-	}
-	if err := checkRecall(set); err != nil {
+	if err := checkRecall(tools, set); err != nil {
 		return nil, err
 	}
 	snap, created, err := open(ctx, store, id, set, cfg, create)
@@ -234,30 +180,13 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		if version, set, err = resume(ctx, store, snap, set, cfg, log); err != nil {
 			return nil, err
 		}
-		if err := checkRecall(set); err != nil {
+		if err := checkRecall(tools, set); err != nil {
 			return nil, err
 		}
 	}
-	if len(snap.Interrupted) > 0 {
-		v, ids, err := store.Recover(ctx, id, version, time.Now())
-		if err != nil {
-			return nil, fmt.Errorf("session: recover interrupted compactions: %w", err)
-		}
-		version = v
-		log.Info("recorded interrupted compactions as failed", zap.String("session", id), zap.Strings("compactions", ids))
-	}
-	active, nextPos := snap.Active, snap.NextPosition
-	// A process that stopped between a tool call and its results left calls
-	// without answers; a provider would reject that history.
-	if missing := unanswered(active); len(missing) > 0 {
-		msgs := notRun(missing, "the session stopped before this tool call ran")
-		v, err := store.Append(ctx, id, version, msgs)
-		if err != nil {
-			return nil, fmt.Errorf("session: answer interrupted tool calls: %w", err)
-		}
-		version = v
-		active = append(active, msgs...)
-		nextPos += int64(len(msgs))
+	active, nextPos, version, err := mend(ctx, store, snap, version, log)
+	if err != nil {
+		return nil, err
 	}
 
 	// The log lacks the entries a process before stored and did not log
@@ -269,34 +198,12 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 
 	// The cost so far, which every UsageEvent carries on from: what the
 	// processes before this one recorded.
-	var cost provider.Cost
-	if !created {
-		recs, err := store.Usage(ctx, id)
-		if err != nil {
-			return nil, fmt.Errorf("session: read usage: %w", err)
-		}
-		cost = TallyUsage(recs).Total.Cost
+	cost, err := costSoFar(ctx, store, id, created)
+	if err != nil {
+		return nil, err
 	}
 
-	maxQueue := cfg.MaxQueue
-	if maxQueue == 0 {
-		maxQueue = DefaultMaxQueue
-	}
-
-	s := &Session{
-		id:      id,
-		store:   store,
-		inbox:   make(chan *command),
-		ctl:     make(chan func(*loop)),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
-		prov:    cfg.Provider,
-	}
-	s.storeCtx, s.stopStore = context.WithCancel(context.Background())
-	storeTimeout := cfg.StoreTimeout
-	if storeTimeout == 0 {
-		storeTimeout = DefaultStoreTimeout
-	}
+	s := newSession(id, store, cfg.Provider)
 	l := &loop{
 		s:        s,
 		log:      log.With(zap.String("session", id)),
@@ -315,12 +222,12 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		feed:     newFeed(cfg.EventHistory, start, elog),
 		elog:     elog,
 		maxTool:  cfg.MaxToolOutput,
-		maxQueue: maxQueue,
+		maxQueue: cmp.Or(cfg.MaxQueue, DefaultMaxQueue),
 		prune:    cfg.PruneToolResults,
 		jobs:     make(chan func()),
 		results:  make(chan func(*loop)),
 		lease:    lease,
-		storeTO:  storeTimeout,
+		storeTO:  cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
 		title:    snap.Title,
 		cwd:      snap.Cwd,
 		meter:    meter{pricing: cfg.Pricing, log: log},
@@ -332,6 +239,143 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	go l.work()
 	go l.run()
 	return s, nil
+}
+
+// newSession is the Session of session id, whose loop is yet to start.
+func newSession(id string, store history.Store, prov provider.Provider) *Session {
+	s := &Session{
+		id:      id,
+		store:   store,
+		inbox:   make(chan *command),
+		ctl:     make(chan func(*loop)),
+		closing: make(chan struct{}),
+		done:    make(chan struct{}),
+		prov:    prov,
+	}
+	s.storeCtx, s.stopStore = context.WithCancel(context.Background())
+	return s
+}
+
+// costSoFar is the cost of session id that the processes before this one
+// recorded (none for a session just created).
+func costSoFar(ctx context.Context, store history.Store, id string, created bool) (provider.Cost, error) {
+	if created {
+		return provider.Cost{}, nil
+	}
+	recs, err := store.Usage(ctx, id)
+	if err != nil {
+		return provider.Cost{}, fmt.Errorf("session: read usage: %w", err)
+	}
+	return TallyUsage(recs).Total.Cost, nil
+}
+
+// checkConfig validates cfg and returns its settings and its tools, by name
+// and as the provider sees them. Every error wraps ErrInvalid.
+func checkConfig(cfg Config) (settings, map[string]Tool, []provider.ToolSpec, error) {
+	if cfg.Provider == nil {
+		return settings{}, nil, nil, invalid("Config.Provider is required")
+	}
+	set := settings{
+		SystemPrompt:        cfg.SystemPrompt,
+		AutoCompactTokens:   cfg.AutoCompactTokens,
+		CompactInstructions: cfg.CompactInstructions,
+		ContextWindow:       cfg.ContextWindow,
+		AutoCompactRatio:    cfg.AutoCompactRatio,
+		MaxSteps:            cfg.MaxSteps,
+		CompactOnOverflow:   cfg.CompactOnOverflow,
+		Recall:              cfg.Recall,
+		Model:               cfg.Model,
+		Mode:                cfg.Mode,
+		ClientPrompt:        cfg.ClientPrompt,
+		Instructions:        cfg.Instructions,
+	}
+	if err := set.validate(); err != nil {
+		return settings{}, nil, nil, err
+	}
+	if cfg.MaxQueue < 0 || cfg.EventHistory < 0 || cfg.MaxToolOutput < 0 || cfg.StoreTimeout < 0 {
+		return settings{}, nil, nil, invalid("MaxQueue, EventHistory, MaxToolOutput and StoreTimeout must not be negative")
+	}
+	if p := cfg.PruneToolResults; p.KeepRecent < 0 || p.MinBytes < 0 {
+		return settings{}, nil, nil, invalid("PruneToolResults: KeepRecent and MinBytes must not be negative")
+	}
+	tools := make(map[string]Tool, len(cfg.Tools))
+	specs := make([]provider.ToolSpec, 0, len(cfg.Tools))
+	for _, t := range cfg.Tools {
+		switch {
+		case t.Name == "":
+			return settings{}, nil, nil, invalid("a tool has no name")
+		case t.Run == nil:
+			return settings{}, nil, nil, invalid("tool %q has no Run function", t.Name)
+		case len(t.Parameters) > 0 && !json.Valid(t.Parameters):
+			return settings{}, nil, nil, invalid("tool %q parameters are not JSON", t.Name)
+		}
+		if _, dup := tools[t.Name]; dup {
+			return settings{}, nil, nil, invalid("tool %q is declared twice", t.Name)
+		}
+		tools[t.Name] = t
+		specs = append(specs, provider.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	return set, tools, specs, nil
+}
+
+// checkRecall refuses an application tool named like the built-in recall
+// tool while set turns Recall on.
+func checkRecall(tools map[string]Tool, set settings) error {
+	if _, mine := tools[RecallTool]; mine && set.Recall {
+		return invalid("tool %q is the built-in tool of Config.Recall: rename it or turn Recall off", RecallTool)
+	}
+	return nil
+}
+
+// takeLease takes the lease of session id when store has leases (nil
+// otherwise), waiting for it with wait. The sequence-number reservation of
+// an existing session rides in the lease's transaction: one write instead
+// of two.
+func takeLease(ctx context.Context, store history.Store, id string, wait bool) (history.Lease, *history.SeqReservation, error) {
+	leaser, ok := store.(history.Leaser)
+	if !ok {
+		return nil, nil, nil
+	}
+	var reserved *history.SeqReservation
+	take := func(ctx context.Context, id string) (history.Lease, error) {
+		l, r, err := leaser.AcquireReserving(ctx, id, seqGap)
+		reserved = &r
+		return l, err
+	}
+	lease, err := acquire(ctx, take, id, wait)
+	if err != nil {
+		return nil, nil, err
+	}
+	return lease, reserved, nil
+}
+
+// mend makes an opened session's history whole before it serves: it records
+// the compactions a previous process left in progress as failed, and answers
+// the tool calls it left without results. It returns the session's Active,
+// next position and version after that.
+func mend(ctx context.Context, store history.Store, snap *history.Snapshot, version uint64, log *zap.Logger) ([]history.Message, int64, uint64, error) {
+	if len(snap.Interrupted) > 0 {
+		v, ids, err := store.Recover(ctx, snap.ID, version, time.Now())
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("session: recover interrupted compactions: %w", err)
+		}
+		version = v
+		log.Info("recorded interrupted compactions as failed", zap.String("session", snap.ID), zap.Strings("compactions", ids))
+	}
+	active, nextPos := snap.Active, snap.NextPosition
+	// A process that stopped between a tool call and its results left calls
+	// without answers; a provider would reject that history.
+	if missing := unanswered(active); len(missing) > 0 {
+		msgs := notRun(missing, "the session stopped before this tool call ran")
+		v, err := store.Append(ctx, snap.ID, version, msgs)
+		if err != nil {
+			return nil, 0, 0, fmt.Errorf("session: answer interrupted tool calls: %w", err)
+		}
+		version = v
+		active = append(active, msgs...)
+		nextPos += int64(len(msgs))
+	}
+	return active, nextPos, version, nil
 }
 
 // acquire takes the lease of session id with take; with wait it retries
