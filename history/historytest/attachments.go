@@ -40,10 +40,8 @@ func attachmentMessages() []history.Message {
 // that break a rule of history.ValidAttachments are refused whole.
 func testAttachments(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "att")
 	msgs := attachmentMessages()
-	v = appendMsgs(t, s, "att", v, msgs)
+	s, v := h.seeded(t, "att", msgs)
 	snap, err := s.Load(ctx, "att")
 	require.NoError(t, err)
 	EqualMessages(t, msgs, snap.Active)

@@ -20,9 +20,7 @@ import (
 // follow go on after it.
 func testConfigRecords(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "s")
-	v = appendMsgs(t, s, "s", v, Msgs("a", 2))
+	s, v := h.seeded(t, "s", Msgs("a", 2))
 	at := t0.Add(time.Minute)
 	v2, rec, err := s.RecordConfig(ctx, "s", v, history.ConfigChange{
 		Config: json.RawMessage(`{"model":"m2"}`), Data: json.RawMessage(`{"changed":["Model"]}`), At: at,

@@ -241,237 +241,20 @@ func NewCrashModel(version uint64) *CrashModel {
 // interrupted compactions that Recover recorded; an error means the session
 // could not be read at all.
 func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops []CrashOp, fenced bool, violate func(format string, args ...any)) (loaded *history.Snapshot, recovered []string, err error) {
-	// What the acknowledgements promise, and the one write that may or may
-	// not have happened.
-	ackedTotal, lastVersion := m.Total, m.Version
-	var (
-		commits []CrashOp
-		pending *CrashOp
-		begun   = map[string]bool{}
-	)
-	for i, op := range ops {
-		if !op.Ack {
-			if i != len(ops)-1 {
-				if next := ops[i+1]; !next.Ack || next.Kind != op.Kind {
-					violate("a %s was not acknowledged before the next write", op.Kind)
-				}
-			}
-			pending = &ops[i]
-			continue
-		}
-		pending = nil
-		if op.Version <= lastVersion {
-			violate("acknowledged version %d does not increase (after %d)", op.Version, lastVersion)
-		}
-		lastVersion = op.Version
-		switch op.Kind {
-		case "append":
-			if op.First != ackedTotal {
-				violate("append acknowledged at message %d, expected %d", op.First, ackedTotal)
-			}
-			ackedTotal = op.First + op.N
-		case "begin":
-			begun[op.CID] = true
-		case "commit":
-			commits = append(commits, op)
-			m.committed[op.CID] = true
-		case "finish":
-			m.failed[op.CID] = true
-		case "uncompact":
-			m.undone[op.CID] = op.UID
-		}
-	}
-
-	snap, err := s.Load(ctx, id)
+	r := &crashRound{m: m, violate: violate, begun: map[string]bool{}}
+	r.readAcks(ops)
+	snap, rv, ids, err := r.recoverAndRead(ctx, s, id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("load: %w", err)
+		return snap, ids, err
 	}
-	if snap.Version < lastVersion {
-		violate("stored version %d is older than the last acknowledged %d", snap.Version, lastVersion)
-	}
-	rv, ids, err := s.Recover(ctx, id, snap.Version, time.Now())
-	if err != nil {
-		return snap, nil, fmt.Errorf("recover: %w", err)
-	}
-	if fmt.Sprint(ids) != fmt.Sprint(snap.Interrupted) {
-		violate("Recover recorded %v, Load reported %v interrupted", ids, snap.Interrupted)
-	}
-	if (len(ids) > 0) != (rv > snap.Version) {
-		violate("Recover of %d compactions went from version %d to %d", len(ids), snap.Version, rv)
-	}
-	after, err := s.Load(ctx, id)
-	if err != nil {
-		return snap, ids, fmt.Errorf("load after recover: %w", err)
-	}
-	segs, err := s.Segments(ctx, id)
-	if err != nil {
-		return snap, ids, fmt.Errorf("segments: %w", err)
-	}
-	tl, err := s.Timeline(ctx, id)
-	if err != nil {
-		return snap, ids, fmt.Errorf("timeline: %w", err)
-	}
-	if after.Version != rv || len(after.Interrupted) > 0 {
-		violate("after Recover: version %d (want %d), interrupted %v", after.Version, rv, after.Interrupted)
-	}
+	r.checkMessages()
+	r.checkSegments()
+	r.checkTimeline()
+	r.checkInFlight(fenced)
 
-	// The standing segments + Active is every message ever appended, in
-	// order, each exactly as written; an undone segment keeps its messages,
-	// which are Active again.
-	var all []history.Message
-	for _, g := range segs {
-		if !g.Undone() {
-			all = append(all, g.Messages...)
-		}
-	}
-	archived := len(all)
-	all = append(all, after.Active...)
-	bad := 0
-	for i := range all {
-		if want := CrashMessage(i); !sameMessage(&want, &all[i]) {
-			if bad++; bad <= 3 {
-				violate("message %d is %s %q, want %s", i, all[i].ID, all[i].Text, want.ID)
-			}
-		}
-	}
-	switch {
-	case len(all) == ackedTotal:
-	case pending != nil && pending.Kind == "append" && len(all) == ackedTotal+pending.N:
-	default:
-		violate("%d messages stored, %d acknowledged (pending %+v)", len(all), ackedTotal, pending)
-	}
-	if int64(archived) != after.Archived {
-		violate("Snapshot.Archived %d, segments hold %d", after.Archived, archived)
-	}
-
-	// The segments are the earlier ones, the acknowledged commits and at most
-	// the pending one, each with the summary and size it was committed with.
-	want := append([]string(nil), m.Segments...)
-	wantSizes := append([]int(nil), m.Sizes...)
-	for _, c := range commits {
-		want, wantSizes = append(want, c.CID), append(wantSizes, c.N)
-	}
-	if pending != nil && pending.Kind == "commit" && len(segs) == len(want)+1 {
-		want, wantSizes = append(want, pending.CID), append(wantSizes, pending.N)
-		m.committed[pending.CID] = true
-	}
-	if len(segs) != len(want) {
-		violate("%d segments stored, want %d", len(segs), len(want))
-	}
-	undoneStored := false // the pending uncompaction is stored
-	for i := range min(len(segs), len(want)) {
-		g := segs[i]
-		if g.CompactID != want[i] || g.ID != "seg-"+want[i] || len(g.Messages) != wantSizes[i] || g.Summary != "summary of "+want[i] {
-			violate("segment %d is %s/%s with %d messages and %q, want %s with %d", i, g.ID, g.CompactID, len(g.Messages), g.Summary, want[i], wantSizes[i])
-		}
-		uid, acked := m.undone[g.CompactID]
-		switch {
-		case acked && g.UndoID != uid:
-			violate("segment %s undone by %q, want %q", g.CompactID, g.UndoID, uid)
-		case !acked && g.Undone() && pending != nil && pending.Kind == "uncompact" && g.UndoID == pending.UID && !undoneStored:
-			undoneStored = true
-		case !acked && g.Undone():
-			violate("segment %s undone by %q without an acknowledged or pending uncompaction", g.CompactID, g.UndoID)
-		}
-	}
-	// Undone segments are the newest ones: no standing segment after one.
-	for i := 1; i < len(segs); i++ {
-		if segs[i-1].Undone() && !segs[i].Undone() && segs[i].Position < segs[i-1].Position {
-			violate("segment %s stands after the undone %s", segs[i].CompactID, segs[i-1].CompactID)
-		}
-	}
-	wantSummary := ""
-	for _, g := range segs {
-		if !g.Undone() {
-			wantSummary = g.Summary
-		}
-	}
-	if after.Summary != wantSummary {
-		violate("retained summary %q, last segment's %q", after.Summary, wantSummary)
-	}
-
-	// The timeline: positions increase, every message once, no compaction
-	// in progress, acknowledged outcomes recorded.
-	mi := 0
-	records := map[string]history.CompactionRecord{}
-	undos := map[string]history.UncompactionRecord{}
-	for i, e := range tl {
-		if i > 0 && e.Position <= tl[i-1].Position {
-			violate("timeline position %d after %d", e.Position, tl[i-1].Position)
-		}
-		switch {
-		case e.Message != nil:
-			if mi >= len(all) || e.Message.ID != all[mi].ID || e.Archived != (mi < archived) {
-				violate("timeline message %s (archived %v) at index %d", e.Message.ID, e.Archived, mi)
-			}
-			mi++
-		case e.Compaction != nil:
-			c := *e.Compaction
-			records[c.CompactID] = c
-			if !c.Status.Terminal() {
-				violate("compaction %s is %s after Recover", c.CompactID, c.Status)
-			}
-		case e.Uncompaction != nil:
-			undos[e.Uncompaction.ID] = *e.Uncompaction
-		}
-	}
-	for cid, uid := range m.undone {
-		if u, ok := undos[uid]; !ok || u.CompactID != cid {
-			violate("acknowledged uncompaction %s of %s is not in the timeline (%+v)", uid, cid, u)
-		}
-	}
-	if mi != len(all) {
-		violate("timeline has %d messages, segments and Active %d", mi, len(all))
-	}
-	for cid := range begun {
-		if _, ok := records[cid]; !ok {
-			violate("acknowledged compaction %s is not in the timeline", cid)
-		}
-	}
-	for cid, c := range records {
-		switch {
-		case m.committed[cid] && c.Status != history.StatusCompleted:
-			violate("committed compaction %s is %s", cid, c.Status)
-		case m.failed[cid] && (c.Status != history.StatusFailed || c.Error != "model failed"):
-			violate("finished compaction %s is %s %q", cid, c.Status, c.Error)
-		case !m.committed[cid] && c.Status == history.StatusCompleted:
-			violate("compaction %s completed without a commit", cid)
-		}
-	}
-
-	if pending != nil {
-		stored := false
-		switch pending.Kind {
-		case "append":
-			stored = len(all) > ackedTotal
-		case "begin":
-			_, stored = records[pending.CID]
-		case "commit":
-			stored = records[pending.CID].Status == history.StatusCompleted
-		case "finish":
-			stored = records[pending.CID].Error == "model failed"
-		case "uncompact":
-			_, inTimeline := undos[pending.UID]
-			if inTimeline != undoneStored {
-				violate("uncompaction %s: in the timeline %v, segment undone %v", pending.UID, inTimeline, undoneStored)
-			}
-			stored = undoneStored
-		}
-		switch {
-		case stored && fenced:
-			violate("the fenced %s was stored", pending.Kind)
-		case stored:
-			m.InFlightStored[pending.Kind]++
-		default:
-			m.InFlightLost[pending.Kind]++
-		}
-	} else if fenced {
-		violate("the child reported a fenced write but had none in flight")
-	}
-
-	m.Total = len(all)
+	m.Total = len(r.all)
 	m.Segments, m.Sizes, m.Undone = m.Segments[:0], m.Sizes[:0], m.Undone[:0]
-	for _, g := range segs {
+	for _, g := range r.segs {
 		m.Segments = append(m.Segments, g.CompactID)
 		m.Sizes = append(m.Sizes, len(g.Messages))
 		m.Undone = append(m.Undone, g.Undone())
@@ -481,4 +264,274 @@ func (m *CrashModel) Verify(ctx context.Context, s history.Store, id string, ops
 	}
 	m.Version = rv
 	return snap, ids, nil
+}
+
+// crashRound is one Verify: what the acknowledgements promise, what the
+// store holds after Recover, and what the checks found on the way.
+type crashRound struct {
+	m       *CrashModel
+	violate func(format string, args ...any)
+
+	// from the acknowledgements: the messages and version they promise, the
+	// acknowledged commits and begun compactions, and the one write that
+	// may or may not have happened
+	ackedTotal  int
+	lastVersion uint64
+	commits     []CrashOp
+	pending     *CrashOp
+	begun       map[string]bool
+
+	// stored after Recover
+	after *history.Snapshot
+	segs  []history.Segment
+	tl    []history.Entry
+
+	all          []history.Message // standing segments' messages, then Active
+	archived     int               // how many of all are archived
+	undoneStored bool              // the pending uncompaction is stored
+	records      map[string]history.CompactionRecord
+	undos        map[string]history.UncompactionRecord
+}
+
+// readAcks takes in the writes the child reported: each acknowledged one
+// joins the model's promises, an unacknowledged one is pending.
+func (r *crashRound) readAcks(ops []CrashOp) {
+	m := r.m
+	r.ackedTotal, r.lastVersion = m.Total, m.Version
+	for i, op := range ops {
+		if !op.Ack {
+			if i != len(ops)-1 {
+				if next := ops[i+1]; !next.Ack || next.Kind != op.Kind {
+					r.violate("a %s was not acknowledged before the next write", op.Kind)
+				}
+			}
+			r.pending = &ops[i]
+			continue
+		}
+		r.pending = nil
+		if op.Version <= r.lastVersion {
+			r.violate("acknowledged version %d does not increase (after %d)", op.Version, r.lastVersion)
+		}
+		r.lastVersion = op.Version
+		switch op.Kind {
+		case "append":
+			if op.First != r.ackedTotal {
+				r.violate("append acknowledged at message %d, expected %d", op.First, r.ackedTotal)
+			}
+			r.ackedTotal = op.First + op.N
+		case "begin":
+			r.begun[op.CID] = true
+		case "commit":
+			r.commits = append(r.commits, op)
+			m.committed[op.CID] = true
+		case "finish":
+			m.failed[op.CID] = true
+		case "uncompact":
+			m.undone[op.CID] = op.UID
+		}
+	}
+}
+
+// recoverAndRead loads session id, recovers it and reads it again with its
+// segments and timeline. It returns the session as loaded before Recover,
+// the version after Recover and the compactions it recorded.
+func (r *crashRound) recoverAndRead(ctx context.Context, s history.Store, id string) (*history.Snapshot, uint64, []string, error) {
+	snap, err := s.Load(ctx, id)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("load: %w", err)
+	}
+	if snap.Version < r.lastVersion {
+		r.violate("stored version %d is older than the last acknowledged %d", snap.Version, r.lastVersion)
+	}
+	rv, ids, err := s.Recover(ctx, id, snap.Version, time.Now())
+	if err != nil {
+		return snap, 0, nil, fmt.Errorf("recover: %w", err)
+	}
+	if fmt.Sprint(ids) != fmt.Sprint(snap.Interrupted) {
+		r.violate("Recover recorded %v, Load reported %v interrupted", ids, snap.Interrupted)
+	}
+	if (len(ids) > 0) != (rv > snap.Version) {
+		r.violate("Recover of %d compactions went from version %d to %d", len(ids), snap.Version, rv)
+	}
+	if r.after, err = s.Load(ctx, id); err != nil {
+		return snap, 0, ids, fmt.Errorf("load after recover: %w", err)
+	}
+	if r.segs, err = s.Segments(ctx, id); err != nil {
+		return snap, 0, ids, fmt.Errorf("segments: %w", err)
+	}
+	if r.tl, err = s.Timeline(ctx, id); err != nil {
+		return snap, 0, ids, fmt.Errorf("timeline: %w", err)
+	}
+	if r.after.Version != rv || len(r.after.Interrupted) > 0 {
+		r.violate("after Recover: version %d (want %d), interrupted %v", r.after.Version, rv, r.after.Interrupted)
+	}
+	return snap, rv, ids, nil
+}
+
+// checkMessages checks that the standing segments + Active is every message
+// ever appended, in order, each exactly as written; an undone segment keeps
+// its messages, which are Active again.
+func (r *crashRound) checkMessages() {
+	for _, g := range r.segs {
+		if !g.Undone() {
+			r.all = append(r.all, g.Messages...)
+		}
+	}
+	r.archived = len(r.all)
+	r.all = append(r.all, r.after.Active...)
+	bad := 0
+	for i := range r.all {
+		if want := CrashMessage(i); !sameMessage(&want, &r.all[i]) {
+			if bad++; bad <= 3 {
+				r.violate("message %d is %s %q, want %s", i, r.all[i].ID, r.all[i].Text, want.ID)
+			}
+		}
+	}
+	switch pending := r.pending; {
+	case len(r.all) == r.ackedTotal:
+	case pending != nil && pending.Kind == "append" && len(r.all) == r.ackedTotal+pending.N:
+	default:
+		r.violate("%d messages stored, %d acknowledged (pending %+v)", len(r.all), r.ackedTotal, pending)
+	}
+	if int64(r.archived) != r.after.Archived {
+		r.violate("Snapshot.Archived %d, segments hold %d", r.after.Archived, r.archived)
+	}
+}
+
+// checkSegments checks that the segments are the earlier ones, the
+// acknowledged commits and at most the pending one, each with the summary
+// and size it was committed with.
+func (r *crashRound) checkSegments() {
+	m, segs, pending := r.m, r.segs, r.pending
+	want := append([]string(nil), m.Segments...)
+	wantSizes := append([]int(nil), m.Sizes...)
+	for _, c := range r.commits {
+		want, wantSizes = append(want, c.CID), append(wantSizes, c.N)
+	}
+	if pending != nil && pending.Kind == "commit" && len(segs) == len(want)+1 {
+		want, wantSizes = append(want, pending.CID), append(wantSizes, pending.N)
+		m.committed[pending.CID] = true
+	}
+	if len(segs) != len(want) {
+		r.violate("%d segments stored, want %d", len(segs), len(want))
+	}
+	for i := range min(len(segs), len(want)) {
+		g := segs[i]
+		if g.CompactID != want[i] || g.ID != "seg-"+want[i] || len(g.Messages) != wantSizes[i] || g.Summary != "summary of "+want[i] {
+			r.violate("segment %d is %s/%s with %d messages and %q, want %s with %d", i, g.ID, g.CompactID, len(g.Messages), g.Summary, want[i], wantSizes[i])
+		}
+		uid, acked := m.undone[g.CompactID]
+		switch {
+		case acked && g.UndoID != uid:
+			r.violate("segment %s undone by %q, want %q", g.CompactID, g.UndoID, uid)
+		case !acked && g.Undone() && pending != nil && pending.Kind == "uncompact" && g.UndoID == pending.UID && !r.undoneStored:
+			r.undoneStored = true
+		case !acked && g.Undone():
+			r.violate("segment %s undone by %q without an acknowledged or pending uncompaction", g.CompactID, g.UndoID)
+		}
+	}
+	// Undone segments are the newest ones: no standing segment after one.
+	for i := 1; i < len(segs); i++ {
+		if segs[i-1].Undone() && !segs[i].Undone() && segs[i].Position < segs[i-1].Position {
+			r.violate("segment %s stands after the undone %s", segs[i].CompactID, segs[i-1].CompactID)
+		}
+	}
+	wantSummary := ""
+	for _, g := range segs {
+		if !g.Undone() {
+			wantSummary = g.Summary
+		}
+	}
+	if r.after.Summary != wantSummary {
+		r.violate("retained summary %q, last segment's %q", r.after.Summary, wantSummary)
+	}
+}
+
+// checkTimeline checks the timeline: positions increase, every message
+// once, no compaction in progress, acknowledged outcomes recorded.
+func (r *crashRound) checkTimeline() {
+	m, tl := r.m, r.tl
+	mi := 0
+	r.records = map[string]history.CompactionRecord{}
+	r.undos = map[string]history.UncompactionRecord{}
+	for i, e := range tl {
+		if i > 0 && e.Position <= tl[i-1].Position {
+			r.violate("timeline position %d after %d", e.Position, tl[i-1].Position)
+		}
+		switch {
+		case e.Message != nil:
+			if mi >= len(r.all) || e.Message.ID != r.all[mi].ID || e.Archived != (mi < r.archived) {
+				r.violate("timeline message %s (archived %v) at index %d", e.Message.ID, e.Archived, mi)
+			}
+			mi++
+		case e.Compaction != nil:
+			c := *e.Compaction
+			r.records[c.CompactID] = c
+			if !c.Status.Terminal() {
+				r.violate("compaction %s is %s after Recover", c.CompactID, c.Status)
+			}
+		case e.Uncompaction != nil:
+			r.undos[e.Uncompaction.ID] = *e.Uncompaction
+		}
+	}
+	for cid, uid := range m.undone {
+		if u, ok := r.undos[uid]; !ok || u.CompactID != cid {
+			r.violate("acknowledged uncompaction %s of %s is not in the timeline (%+v)", uid, cid, u)
+		}
+	}
+	if mi != len(r.all) {
+		r.violate("timeline has %d messages, segments and Active %d", mi, len(r.all))
+	}
+	for cid := range r.begun {
+		if _, ok := r.records[cid]; !ok {
+			r.violate("acknowledged compaction %s is not in the timeline", cid)
+		}
+	}
+	for cid, c := range r.records {
+		switch {
+		case m.committed[cid] && c.Status != history.StatusCompleted:
+			r.violate("committed compaction %s is %s", cid, c.Status)
+		case m.failed[cid] && (c.Status != history.StatusFailed || c.Error != "model failed"):
+			r.violate("finished compaction %s is %s %q", cid, c.Status, c.Error)
+		case !m.committed[cid] && c.Status == history.StatusCompleted:
+			r.violate("compaction %s completed without a commit", cid)
+		}
+	}
+}
+
+// checkInFlight counts the write in flight at the kill as stored or lost;
+// with fenced it must be lost.
+func (r *crashRound) checkInFlight(fenced bool) {
+	pending := r.pending
+	if pending == nil {
+		if fenced {
+			r.violate("the child reported a fenced write but had none in flight")
+		}
+		return
+	}
+	stored := false
+	switch pending.Kind {
+	case "append":
+		stored = len(r.all) > r.ackedTotal
+	case "begin":
+		_, stored = r.records[pending.CID]
+	case "commit":
+		stored = r.records[pending.CID].Status == history.StatusCompleted
+	case "finish":
+		stored = r.records[pending.CID].Error == "model failed"
+	case "uncompact":
+		_, inTimeline := r.undos[pending.UID]
+		if inTimeline != r.undoneStored {
+			r.violate("uncompaction %s: in the timeline %v, segment undone %v", pending.UID, inTimeline, r.undoneStored)
+		}
+		stored = r.undoneStored
+	}
+	switch {
+	case stored && fenced:
+		r.violate("the fenced %s was stored", pending.Kind)
+	case stored:
+		r.m.InFlightStored[pending.Kind]++
+	default:
+		r.m.InFlightLost[pending.Kind]++
+	}
 }

@@ -153,6 +153,14 @@ func Msgs(prefix string, n int) []history.Message {
 	return out
 }
 
+// seeded is a new store of h that holds session id with msgs appended, and
+// the session's version.
+func (h Harness) seeded(t *testing.T, id string, msgs []history.Message) (history.Store, uint64) {
+	t.Helper()
+	s := h.New(t)
+	return s, appendMsgs(t, s, id, create(t, s, id), msgs)
+}
+
 func create(t *testing.T, s history.Store, id string) uint64 {
 	t.Helper()
 	snap, err := s.Create(context.Background(), history.NewSession{ID: id, Config: json.RawMessage(`{"k":1}`)})
@@ -177,6 +185,15 @@ func compact(t *testing.T, s history.Store, id string, v uint64, cid string, arc
 	v, seg, err := s.CommitCompaction(ctx, id, v, history.Commit{CompactID: cid, SegmentID: "seg-" + cid, Archive: archive, Summary: summary, InputTokens: 10, OutputTokens: 3, At: t0.Add(time.Minute)})
 	require.NoError(t, err)
 	return v, seg
+}
+
+// begin begins compaction cid of session id, automatic, and returns the
+// session's version.
+func begin(t *testing.T, s history.Store, id string, v uint64, cid string) uint64 {
+	t.Helper()
+	v, err := s.BeginCompaction(context.Background(), id, v, history.CompactionRecord{CompactID: cid, Trigger: "auto", Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
+	return v
 }
 
 func ids(msgs []history.Message) []string {
@@ -267,9 +284,7 @@ func testMessageFidelity(t *testing.T, h Harness) {
 
 func testInvalidWrites(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "i")
-	v = appendMsgs(t, s, "i", v, Msgs("m", 4))
+	s, v := h.seeded(t, "i", Msgs("m", 4))
 	bad := map[string][]history.Message{
 		"empty":             nil,
 		"no id":             {{Role: history.RoleUser, Text: "x"}},
@@ -349,10 +364,8 @@ func testConfig(t *testing.T, h Harness) {
 
 func testCompactionCommit(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "k")
 	all := Msgs("m", 6)
-	v = appendMsgs(t, s, "k", v, all)
+	s, v := h.seeded(t, "k", all)
 	v, seg := compact(t, s, "k", v, "c1", 3, "summary one")
 	require.NotNil(t, seg)
 	assert.Equal(t, "seg-c1", seg.ID)
@@ -389,16 +402,10 @@ func testCompactionCommit(t *testing.T, h Harness) {
 
 func testFailedCommitLeavesNoTrace(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "n")
-	v = appendMsgs(t, s, "n", v, Msgs("m", 8))
+	s, v := h.seeded(t, "n", Msgs("m", 8))
 	v, _ = compact(t, s, "n", v, "c1", 2, "first")
-	v, err := s.BeginCompaction(ctx, "n", v, history.CompactionRecord{CompactID: "c2", Trigger: "auto", Status: history.StatusInProgress, StartedAt: t0})
-	require.NoError(t, err)
-	before, err := s.Load(ctx, "n")
-	require.NoError(t, err)
-	beforeTL, err := s.Timeline(ctx, "n")
-	require.NoError(t, err)
+	v = begin(t, s, "n", v, "c2")
+	before := readAll(t, s, "n")
 
 	failing := []history.Commit{
 		{CompactID: "c2", SegmentID: "seg-c1", Archive: 2, Summary: "dup segment"}, // fails half-way on the segment
@@ -411,29 +418,23 @@ func testFailedCommitLeavesNoTrace(t *testing.T, h Harness) {
 		_, _, err := s.CommitCompaction(ctx, "n", v, c)
 		require.Error(t, err, c.Summary)
 	}
-	_, _, err = s.CommitCompaction(ctx, "n", v-1, history.Commit{CompactID: "c2", SegmentID: "s2", Archive: 2, Summary: "stale"})
+	_, _, err := s.CommitCompaction(ctx, "n", v-1, history.Commit{CompactID: "c2", SegmentID: "s2", Archive: 2, Summary: "stale"})
 	assert.ErrorIs(t, err, history.ErrConflict)
 
 	for pass := range 2 {
 		if pass == 1 {
 			s = h.reopen(t, s)
 		}
-		st := s
-		after, err := st.Load(ctx, "n")
-		require.NoError(t, err)
-		assert.Equal(t, before.Version, after.Version)
-		assert.Equal(t, before.Summary, after.Summary)
-		assert.Equal(t, before.Archived, after.Archived)
-		EqualMessages(t, before.Active, after.Active)
-		afterTL, err := st.Timeline(ctx, "n")
-		require.NoError(t, err)
-		assert.Equal(t, entryKeys(beforeTL), entryKeys(afterTL))
-		segs, err := st.Segments(ctx, "n")
-		require.NoError(t, err)
-		assert.Len(t, segs, 1)
+		after := readAll(t, s, "n")
+		assert.Equal(t, before.snap.Version, after.snap.Version)
+		assert.Equal(t, before.snap.Summary, after.snap.Summary)
+		assert.Equal(t, before.snap.Archived, after.snap.Archived)
+		EqualMessages(t, before.snap.Active, after.snap.Active)
+		assert.Equal(t, entryKeys(before.timeline), entryKeys(after.timeline))
+		assert.Len(t, after.segments, 1)
 	}
 	// The compaction can still commit afterwards.
-	_, _, err = s.CommitCompaction(ctx, "n", before.Version, history.Commit{CompactID: "c2", SegmentID: "s2", Archive: 2, Summary: "second", At: t0})
+	_, _, err = s.CommitCompaction(ctx, "n", before.snap.Version, history.Commit{CompactID: "c2", SegmentID: "s2", Archive: 2, Summary: "second", At: t0})
 	require.NoError(t, err)
 	segs, err := s.Segments(ctx, "n")
 	require.NoError(t, err)
@@ -443,9 +444,7 @@ func testFailedCommitLeavesNoTrace(t *testing.T, h Harness) {
 
 func testFinishAndRecover(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "r")
-	v = appendMsgs(t, s, "r", v, Msgs("m", 4))
+	s, v := h.seeded(t, "r", Msgs("m", 4))
 	var err error
 	for _, cid := range []string{"failed", "cancelled", "lost"} {
 		v, err = s.BeginCompaction(ctx, "r", v, history.CompactionRecord{CompactID: cid, Trigger: "manual", Status: history.StatusInProgress, StartedAt: t0})
@@ -501,10 +500,8 @@ func testFinishAndRecover(t *testing.T, h Harness) {
 
 func testConsecutiveCompactions(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "cc")
 	all := Msgs("m", 10)
-	v = appendMsgs(t, s, "cc", v, all[:6])
+	s, v := h.seeded(t, "cc", all[:6])
 	v, _ = compact(t, s, "cc", v, "c1", 3, "one")
 	v = appendMsgs(t, s, "cc", v, all[6:])
 	v, _ = compact(t, s, "cc", v, "c2", 4, "two")
@@ -575,27 +572,13 @@ func testCommitRangeAcrossRecords(t *testing.T, h Harness) {
 }
 
 func testReopenIdentical(t *testing.T, h Harness) {
-	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "ro")
-	v = appendMsgs(t, s, "ro", v, Msgs("m", 5))
+	s, v := h.seeded(t, "ro", Msgs("m", 5))
 	v, _ = compact(t, s, "ro", v, "c1", 2, "sum")
-	_, err := s.BeginCompaction(ctx, "ro", v, history.CompactionRecord{CompactID: "c2", Trigger: "auto", Status: history.StatusInProgress, StartedAt: t0})
-	require.NoError(t, err)
-	snap1, err := s.Load(ctx, "ro")
-	require.NoError(t, err)
-	tl1, err := s.Timeline(ctx, "ro")
-	require.NoError(t, err)
-	segs1, err := s.Segments(ctx, "ro")
-	require.NoError(t, err)
-
-	s = h.reopen(t, s)
-	snap2, err := s.Load(ctx, "ro")
-	require.NoError(t, err)
-	tl2, err := s.Timeline(ctx, "ro")
-	require.NoError(t, err)
-	segs2, err := s.Segments(ctx, "ro")
-	require.NoError(t, err)
+	begin(t, s, "ro", v, "c2")
+	one := readAll(t, s, "ro")
+	two := readAll(t, h.reopen(t, s), "ro")
+	snap1, tl1, segs1 := one.snap, one.timeline, one.segments
+	snap2, tl2, segs2 := two.snap, two.timeline, two.segments
 	assert.Equal(t, snap1.Version, snap2.Version)
 	assert.Equal(t, snap1.Summary, snap2.Summary)
 	assert.Equal(t, snap1.Interrupted, snap2.Interrupted)
@@ -817,9 +800,7 @@ func testConsistentReads(t *testing.T, h Harness) {
 
 func testTimelineOrder(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "t")
-	v = appendMsgs(t, s, "t", v, Msgs("a", 4))
+	s, v := h.seeded(t, "t", Msgs("a", 4))
 	v, _ = compact(t, s, "t", v, "c1", 2, "one")
 	v = appendMsgs(t, s, "t", v, Msgs("b", 2))
 	v, err := s.BeginCompaction(ctx, "t", v, history.CompactionRecord{CompactID: "c2", Trigger: "manual", Status: history.StatusInProgress})

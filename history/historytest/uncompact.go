@@ -16,9 +16,7 @@ import (
 // figures come back with the Segment, and the overflow trigger is valid.
 func testCommitRecordsControls(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "s")
-	v = appendMsgs(t, s, "s", v, Msgs("m", 4))
+	s, v := h.seeded(t, "s", Msgs("m", 4))
 	v, err := s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerOverflow, Status: history.StatusInProgress, StartedAt: t0})
 	require.NoError(t, err)
 	_, seg, err := s.CommitCompaction(ctx, "s", v, history.Commit{
@@ -51,10 +49,8 @@ func testCommitRecordsControls(t *testing.T, h Harness) {
 // compaction after an undo archives the restored messages again.
 func testUncompact(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "s")
 	msgs := Msgs("m", 8)
-	v = appendMsgs(t, s, "s", v, msgs[:6])
+	s, v := h.seeded(t, "s", msgs[:6])
 	v, _ = compact(t, s, "s", v, "c1", 2, "S1")
 	v = appendMsgs(t, s, "s", v, msgs[6:])
 	v, _ = compact(t, s, "s", v, "c2", 3, "S2")
