@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -83,29 +81,14 @@ func encodeToolCalls(calls []history.ToolCall) ([]byte, error) {
 		out[i].Name, out[i].NameBase64 = sqlstore.Exact(c.Name)
 		out[i].Arguments, out[i].ArgumentsBase64 = sqlstore.Arguments(c.Arguments)
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return sqlstore.Marshal(out)
 }
 
 // decodeToolCalls is the inverse of encodeToolCalls.
 func decodeToolCalls(b []byte) ([]history.ToolCall, error) {
-	if b == nil {
-		return nil, nil
-	}
-	var calls []toolCallJSON
-	if err := json.Unmarshal(b, &calls); err != nil {
-		return nil, err
-	}
-	out := make([]history.ToolCall, len(calls))
-	for i, c := range calls {
-		out[i] = history.ToolCall{ID: sqlstore.Unexact(c.ID, c.IDBase64), Name: sqlstore.Unexact(c.Name, c.NameBase64), Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
-	}
-	return out, nil
+	return sqlstore.Unmarshal(b, func(c toolCallJSON) history.ToolCall {
+		return history.ToolCall{ID: sqlstore.Unexact(c.ID, c.IDBase64), Name: sqlstore.Unexact(c.Name, c.NameBase64), Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
+	})
 }
 
 // messageBatch is a list of messages in column form: one array per column,

@@ -55,10 +55,7 @@ func WithImmutable() Option {
 // [WithReadConns] and [WithImmutable] have no effect. ReadLease reports the
 // leases of the processes that serve the file.
 func OpenReadOnly(path string, opts ...Option) (*Store, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	if path == "" {
 		return nil, errors.New("sqlite: open read-only: empty path")
 	}

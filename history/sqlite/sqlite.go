@@ -88,9 +88,14 @@ type hooks struct {
 	noIndex bool
 }
 
-// defaultOptions are the options of Open and OpenReadOnly before theirs.
-func defaultOptions() options {
-	return options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL, migrations: migrations}
+// newOptions is the options of Open and OpenReadOnly: the defaults, then
+// opts.
+func newOptions(opts []Option) options {
+	o := options{busyTimeout: 5 * time.Second, readConns: max(4, runtime.GOMAXPROCS(0)), ttl: DefaultLeaseTTL, migrations: migrations}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
 }
 
 // DefaultLeaseTTL is how long a lease lives without being renewed unless
@@ -146,10 +151,7 @@ var ErrNewerSchema = errors.New("sqlite: the file's schema is newer than this ve
 // a newer schema, and with one wrapping [ErrNotAStore] for a file that is
 // not a SQLite database. Close the Store when done.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
+	o := newOptions(opts)
 	if path == "" {
 		return nil, errors.New("sqlite: open: empty path")
 	}

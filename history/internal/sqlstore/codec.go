@@ -135,10 +135,16 @@ func Attachments(in []history.Attachment) ([]byte, error) {
 		o.Text, o.TextBase64 = Exact(a.Text)
 		o.Note, o.NoteBase64 = Exact(a.Note)
 	}
+	return Marshal(out)
+}
+
+// Marshal encodes v as JSON as stored: without escaping HTML characters
+// (the stored text stays readable) and without a trailing newline.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(out); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
@@ -146,20 +152,28 @@ func Attachments(in []history.Attachment) ([]byte, error) {
 
 // FromAttachments is the inverse of Attachments (nil for nil).
 func FromAttachments(b []byte) ([]history.Attachment, error) {
-	if b == nil {
-		return nil, nil
-	}
-	var in []attachmentJSON
-	if err := json.Unmarshal(b, &in); err != nil {
-		return nil, err
-	}
-	out := make([]history.Attachment, len(in))
-	for i, a := range in {
-		out[i] = history.Attachment{
+	return Unmarshal(b, func(a attachmentJSON) history.Attachment {
+		return history.Attachment{
 			Kind: history.AttachmentKind(a.Kind), At: a.At, Data: a.Data,
 			Name: Unexact(a.Name, a.NameBase64), URI: Unexact(a.URI, a.URIBase64), MIMEType: Unexact(a.MIME, a.MIMEBase64),
 			Text: Unexact(a.Text, a.TextBase64), Note: Unexact(a.Note, a.NoteBase64),
 		}
+	})
+}
+
+// Unmarshal decodes b, a JSON array of stored forms S, into their values
+// (each from), nil for nil.
+func Unmarshal[S, T any](b []byte, from func(S) T) ([]T, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var in []S
+	if err := json.Unmarshal(b, &in); err != nil {
+		return nil, err
+	}
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[i] = from(v)
 	}
 	return out, nil
 }
