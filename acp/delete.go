@@ -6,7 +6,6 @@ import (
 
 	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
-	"github.com/sessionkit/sessionkit/internal/jsonrpc"
 )
 
 // deleteSession handles session/delete on both versions. A session open on
@@ -19,11 +18,7 @@ import (
 // session gone. A session that another process serves is refused, naming
 // it (servedElsewhere), and nothing is deleted; an unknown one is the
 // unknown-session error.
-func (s *server) deleteSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.DeleteSessionRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) deleteSession(ctx context.Context, p schema.DeleteSessionRequest) (any, error) {
 	if p.SessionID == "" {
 		return nil, invalidParams(`field "sessionId": must not be empty`)
 	}

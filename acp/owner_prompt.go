@@ -34,44 +34,32 @@ type waitingPrompt struct {
 // admitPromptV1 admits a v1 prompt; on the owner.
 func (a *agentSession) admitPromptV1(ctx context.Context, resp *jsonrpc.Responder, in session.PromptRequest) {
 	w := &waitingPrompt{resp: resp}
-	var id string
 	if cid, _, cancelled, ok := a.slashPrompt(ctx, resp, in, w); ok {
 		if cid == "" {
 			return // refused; the error response is queued
 		}
-		id = cid
 		w.answer = func(ev session.Payload) (any, error) {
 			if cancelled(ev) {
 				return schema.PromptResponse{StopReason: schema.StopCancelled}, nil
 			}
 			return schema.PromptResponse{StopReason: schema.StopEndTurn}, nil
 		}
-	} else {
-		h, err := a.sess.Prompt(ctx, in)
-		if err != nil {
-			a.respond(resp, nil, sessionError(err))
-			return
-		}
-		id, w.cancel = h.ID(), h.Cancel
-		w.answer = func(ev session.Payload) (any, error) {
-			return turnResponse(turnResult(h, ev))
-		}
+		a.watch(ctx, cid, w)
+		return
 	}
-	a.prompts[id] = w
-	w.stop = context.AfterFunc(ctx, func() {
-		a.post(func() {
-			if w := a.prompts[id]; w != nil {
-				w.cancelled = true
-				w.cancel() // this prompt's command only: removed if queued, stopped if running
-			}
-		})
-	})
+	h, ok := a.startTurn(ctx, resp, in, w)
+	if !ok {
+		return
+	}
+	w.answer = func(ev session.Payload) (any, error) {
+		return turnResponse(turnResult(h, ev))
+	}
+	a.watch(ctx, h.ID(), w)
 }
 
 // admitPromptV2 admits a v2 prompt; on the owner.
 func (a *agentSession) admitPromptV2(ctx context.Context, resp *jsonrpc.Responder, in session.PromptRequest) {
 	w := &waitingPrompt{resp: resp}
-	var id string
 	if cid, name, cancelled, ok := a.slashPrompt(ctx, resp, in, w); ok {
 		if cid == "" {
 			return // refused; the error response is queued
@@ -91,17 +79,34 @@ func (a *agentSession) admitPromptV2(ctx context.Context, resp *jsonrpc.Responde
 		a.insert(w, msgID)
 		return
 	}
-	h, err := a.sess.Prompt(ctx, in)
-	if err != nil {
-		a.respond(resp, nil, sessionError(err))
+	h, ok := a.startTurn(ctx, resp, in, w)
+	if !ok {
 		return
 	}
-	id, w.cancel = h.ID(), h.Cancel
 	w.end = func(ev session.Payload) (schema.StopReason, *schema.ErrorObject) {
 		return turnEnd(turnResult(h, ev))
 	}
+	a.watch(ctx, h.ID(), w)
+}
+
+// startTurn queues prompt in as a turn of the session, whose cancel is then
+// w's; false when the session refused it (the error response is queued).
+func (a *agentSession) startTurn(ctx context.Context, resp *jsonrpc.Responder, in session.PromptRequest, w *waitingPrompt) (*session.Handle[session.TurnResult], bool) {
+	h, err := a.sess.Prompt(ctx, in)
+	if err != nil {
+		a.respond(resp, nil, sessionError(err))
+		return nil, false
+	}
+	w.cancel = h.Cancel
+	return h, true
+}
+
+// watch makes w the waiting prompt of command id. Until it is inserted (v2's
+// receipt; a v1 prompt never is), the end of its request ctx (a
+// $/cancel_request) cancels it: this prompt's command only, removed if
+// queued, stopped if running.
+func (a *agentSession) watch(ctx context.Context, id string, w *waitingPrompt) {
 	a.prompts[id] = w
-	// Until it is inserted, a $/cancel_request removes the prompt.
 	w.stop = context.AfterFunc(ctx, func() {
 		a.post(func() {
 			if w := a.prompts[id]; w != nil && !w.inserted {

@@ -147,6 +147,16 @@ func (r *RemoteSession) do(f func()) bool {
 	}
 }
 
+// try runs f on the owner goroutine and returns its error, or the error of
+// a session whose owner has exited.
+func (r *RemoteSession) try(f func() error) error {
+	var err error
+	if !r.do(func() { err = f() }) {
+		return r.gone()
+	}
+	return err
+}
+
 // post runs f on the owner goroutine without waiting for it to finish; it
 // returns once the owner has taken f, so functions posted one after the
 // other run in that order.
@@ -225,30 +235,25 @@ func (r *RemoteSession) Prompt(ctx context.Context, req session.PromptRequest) (
 	}
 	id := newHandleID()
 	h, finish := newHandle[session.TurnResult](r, id)
-	var err error
-	ran := r.do(func() {
+	err := r.try(func() error {
 		if r.closed != nil {
-			err = r.closed
-			return
+			return r.closed
 		}
 		user := history.Message{ID: id, Role: history.RoleUser, Text: req.Text, Attachments: req.Attachments, CreatedAt: time.Now()}
 		t := &remoteTurn{id: id, finish: finish, messages: []history.Message{user}}
 		params := schema.PromptRequest{SessionID: r.id, Prompt: messageBlocks(&user)}
-		err = r.c.conn.Send(ctx, schema.MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
+		err := r.c.conn.Send(ctx, schema.MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
 			r.post(func() { r.answered(t, raw, err) })
 		})
 		if err != nil {
-			err = r.wrap(err)
-			return
+			return r.wrap(err)
 		}
 		r.turns = append(r.turns, t)
 		t.timer = r.timeout(func(err error) { r.endTurn(t, err) })
 		r.feed.Publish(&session.TurnEvent{TurnID: id, Phase: session.TurnStarted})
 		r.feed.Publish(&session.MessageEvent{Message: t.messages[0], TurnID: id})
+		return nil
 	})
-	if !ran {
-		return nil, r.gone()
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -348,14 +353,12 @@ func (r *RemoteSession) compactExtension(ctx context.Context, req session.Compac
 		err error
 	}
 	got := make(chan accepted, 1)
-	var err error
-	ran := r.do(func() {
+	err := r.try(func() error {
 		if r.closed != nil {
-			err = r.closed
-			return
+			return r.closed
 		}
 		params := schema.CompactParams{SessionID: r.id, Instructions: req.Instructions}
-		err = r.c.conn.Send(ctx, schema.MethodCompact, params, func(raw json.RawMessage, err error) {
+		err := r.c.conn.Send(ctx, schema.MethodCompact, params, func(raw json.RawMessage, err error) {
 			r.post(func() {
 				var acc schema.CompactAccepted
 				if err == nil {
@@ -376,11 +379,8 @@ func (r *RemoteSession) compactExtension(ctx context.Context, req session.Compac
 				got <- accepted{h: h}
 			})
 		})
-		err = r.wrap(err)
+		return r.wrap(err)
 	})
-	if !ran {
-		return nil, r.gone()
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -420,31 +420,25 @@ func (r *RemoteSession) compactFallback(ctx context.Context, req session.Compact
 	if s := strings.TrimSpace(req.Instructions); s != "" {
 		text += " " + s
 	}
-	var err error
-	ran := r.do(func() {
+	err := r.try(func() error {
 		switch {
 		case r.closed != nil:
-			err = r.closed
-			return
+			return r.closed
 		case r.fallback != nil:
-			err = fmt.Errorf("%w: a /%s is already in flight", session.ErrQueueFull, CompactCommand)
-			return
+			return fmt.Errorf("%w: a /%s is already in flight", session.ErrQueueFull, CompactCommand)
 		}
 		fc := &remoteCompact{id: id, finish: finish}
 		params := schema.PromptRequest{SessionID: r.id, Prompt: []schema.ContentBlock{schema.TextBlock(text)}}
-		err = r.c.conn.Send(ctx, schema.MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
+		err := r.c.conn.Send(ctx, schema.MethodSessionPrompt, params, func(raw json.RawMessage, err error) {
 			r.post(func() { r.fallbackAnswered(fc, raw, err) })
 		})
 		if err != nil {
-			err = r.wrap(err)
-			return
+			return r.wrap(err)
 		}
 		r.fallback = fc
 		fc.timer = r.timeout(func(err error) { r.endFallback(fc, failedCompact(id, err)) })
+		return nil
 	})
-	if !ran {
-		return nil, r.gone()
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -495,22 +489,17 @@ func (r *RemoteSession) endFallback(fc *remoteCompact, res session.CompactResult
 // *CompactionEvent (started, delta, finished), in the order the updates
 // arrived. Sequence numbers are this RemoteSession's own.
 func (r *RemoteSession) Subscribe(ctx context.Context, opts session.SubscribeOptions) (*session.Subscription, error) {
-	var (
-		sub *eventfeed.Subscription[session.Event]
-		err error
-	)
-	ran := r.do(func() {
+	var sub *eventfeed.Subscription[session.Event]
+	err := r.try(func() error {
 		if r.closed != nil {
-			err = session.ErrClosed
-			return
+			return session.ErrClosed
 		}
+		var err error
 		sub, err = r.feed.Subscribe(ctx, opts.After, opts.Buffer, func(s *eventfeed.Subscription[session.Event]) {
 			r.post(func() { r.feed.Unsubscribe(s, nil) })
 		})
+		return err
 	})
-	if !ran {
-		return nil, r.gone()
-	}
 	if err != nil {
 		return nil, err
 	}

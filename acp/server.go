@@ -284,73 +284,91 @@ func (s *server) contextWindow() uint64 {
 	return DefaultContextWindow
 }
 
-// handle dispatches one request or notification.
+// handle dispatches one request or notification: initialize, then the
+// methods of the negotiated version (v2 has no authenticate and no
+// session/load: session/resume with replayFrom replays; its request IDs must
+// not be null), then those both versions share.
 func (s *server) handle(ctx context.Context, req *jsonrpc.Request) (any, error) {
 	if req.Method == schema.MethodInitialize {
 		return s.initialize(req)
 	}
+	own := methodsV1
 	switch s.negotiated.version {
 	case 0:
 		return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "%s before initialize: send initialize first", req.Method)
 	case schema.ProtocolVersion2:
-		return s.handleV2(ctx, req)
+		if string(req.ID) == "null" {
+			return nil, jsonrpc.NewError(jsonrpc.InvalidRequest, "ACP v2 request IDs must be strings or integers")
+		}
+		own = methodsV2
 	}
-	switch req.Method {
-	case schema.MethodAuthenticate:
-		var p schema.AuthenticateRequest
+	m, ok := own[req.Method]
+	if !ok {
+		m, ok = methodsShared[req.Method]
+	}
+	if !ok {
+		return nil, jsonrpc.MethodNotFoundError(req.Method)
+	}
+	return m(s, ctx, req)
+}
+
+// A method handles one request or notification of a connection that
+// negotiated its version.
+type method func(s *server, ctx context.Context, req *jsonrpc.Request) (any, error)
+
+// typed is the method h of params P: params that do not decode as P are
+// answered with the decoding error, and h is not called.
+func typed[P any](h func(s *server, ctx context.Context, p P) (any, error)) method {
+	return func(s *server, ctx context.Context, req *jsonrpc.Request) (any, error) {
+		var p P
 		if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 			return nil, err
 		}
-		return schema.AuthenticateResponse{}, nil
-	case schema.MethodSessionNew:
-		return s.newSession(ctx, req)
-	case schema.MethodSessionLoad:
-		return s.loadSession(ctx, req)
-	case schema.MethodSessionResume:
-		return s.resumeSession(ctx, req)
-	case schema.MethodSetMode:
-		return s.setMode(ctx, req)
+		return h(s, ctx, p)
 	}
-	return s.handleShared(ctx, req)
 }
 
-// handleShared dispatches the methods whose handling is the same in v1 and
-// v2 (the owner answers each as its version says).
-func (s *server) handleShared(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	switch req.Method {
-	case schema.MethodSessionPrompt:
-		return s.prompt(ctx, req)
-	case schema.MethodSessionCancel:
-		return nil, s.cancel(req)
-	case schema.MethodSessionClose:
-		return s.closeSession(ctx, req)
-	case schema.MethodSessionList:
-		return s.listSessions(ctx, req)
-	case schema.MethodSessionDelete:
-		return s.deleteSession(ctx, req) // delete.go
-	case schema.MethodCompact:
-		return s.compact(ctx, req)
-	case schema.MethodUncompact:
-		return s.uncompact(ctx, req)
-	case schema.MethodSetConfigOption:
-		return s.setConfigOption(ctx, req)
+// The methods of each version, and those whose handling is the same in v1
+// and v2 (the owner answers each as its version says).
+var (
+	methodsV1 = map[string]method{
+		schema.MethodAuthenticate:  typed((*server).authenticate),
+		schema.MethodSessionNew:    (*server).newSession,
+		schema.MethodSessionLoad:   (*server).loadSession,
+		schema.MethodSessionResume: (*server).resumeSession,
+		schema.MethodSetMode:       typed((*server).setMode), // server_modes.go
 	}
-	return nil, jsonrpc.MethodNotFoundError(req.Method)
+	methodsV2 = map[string]method{ // server_v2.go
+		schema.MethodSessionNew:     typed((*server).newSessionV2),
+		schema.MethodSessionResume:  typed((*server).resumeSessionV2),
+		schema.MethodToolCallCancel: typed((*server).cancelToolCall), // toolcancel.go
+	}
+	methodsShared = map[string]method{
+		schema.MethodSessionPrompt:   typed((*server).prompt), // server_prompt.go
+		schema.MethodSessionCancel:   typed((*server).cancel),
+		schema.MethodSessionClose:    (*server).closeSession, // server_sessions.go
+		schema.MethodSessionList:     (*server).listSessions,
+		schema.MethodSessionDelete:   typed((*server).deleteSession), // delete.go
+		schema.MethodCompact:         typed((*server).compact),       // server_extension.go
+		schema.MethodUncompact:       typed((*server).uncompact),
+		schema.MethodSetConfigOption: typed((*server).setConfigOption),
+	}
+)
+
+// authenticate answers authenticate (v1): sessionkit asks for none.
+func (s *server) authenticate(context.Context, schema.AuthenticateRequest) (any, error) {
+	return schema.AuthenticateResponse{}, nil
 }
 
 // cancel handles a session/cancel: the session it names is cancelled as its
 // version says (agentSession.cancel).
-func (s *server) cancel(req *jsonrpc.Request) error {
-	var p schema.CancelNotification
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return err
-	}
+func (s *server) cancel(_ context.Context, p schema.CancelNotification) (any, error) {
 	a, err := s.session(p.SessionID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	a.cancel()
-	return nil
+	return nil, nil
 }
 
 // session returns the open session with the given ID.

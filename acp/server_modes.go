@@ -132,11 +132,7 @@ func (s *server) validChoice(id, value string) bool {
 }
 
 // setMode handles the v1 session/set_mode.
-func (s *server) setMode(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.SetSessionModeRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) setMode(ctx context.Context, p schema.SetSessionModeRequest) (any, error) {
 	a, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err
@@ -148,11 +144,7 @@ func (s *server) setMode(ctx context.Context, req *jsonrpc.Request) (any, error)
 }
 
 // setConfigOption handles session/set_config_option of either version.
-func (s *server) setConfigOption(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.SetConfigOptionRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) setConfigOption(ctx context.Context, p schema.SetConfigOptionRequest) (any, error) {
 	a, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err

@@ -10,11 +10,7 @@ import (
 // prompt handles session/prompt of either version: it decodes and checks
 // the prompt (promptReader.content), and hands it with its deferred Responder to the session's
 // owner, which admits it and answers (agentSession.prompt).
-func (s *server) prompt(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.PromptRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) prompt(ctx context.Context, p schema.PromptRequest) (any, error) {
 	a, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err

@@ -18,11 +18,7 @@ import (
 // the session has accepted the cancellation; a call that is unknown,
 // already final or not running in the session's turn is -32602, as the
 // schema says.
-func (s *server) cancelToolCall(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.CancelToolCallRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) cancelToolCall(ctx context.Context, p schema.CancelToolCallRequest) (any, error) {
 	if p.ToolCallID == "" {
 		return nil, invalidParams(`field "toolCallId": must not be empty`)
 	}
