@@ -59,14 +59,9 @@ type v1Surface struct {
 func (v v1Surface) capable() bool { return v.compaction }
 
 func (v1Surface) commands() schema.SessionUpdate {
-	return &schema.AvailableCommandsUpdate{AvailableCommands: []schema.AvailableCommand{{
-		Name:        CompactCommand,
-		Description: compactDescription,
-		Input:       &schema.AvailableCommandInput{Hint: compactHint},
-	}, {
-		Name:        UncompactCommand,
-		Description: uncompactDescription,
-	}}}
+	return &schema.AvailableCommandsUpdate{AvailableCommands: slashCommands(func(c advertised) schema.AvailableCommand {
+		return schema.AvailableCommand{Name: c.name, Description: c.description, Input: withHint(c.hint, func(h string) *schema.AvailableCommandInput { return &schema.AvailableCommandInput{Hint: h} })}
+	})}
 }
 
 func (v1Surface) agentChunk(id string) func(string) schema.SessionUpdate {
@@ -136,14 +131,9 @@ type v2Surface struct {
 func (v2Surface) capable() bool { return true }
 
 func (v2Surface) commands() schema.SessionUpdate {
-	return &schema.AvailableCommandsUpdateV2{AvailableCommands: []schema.CommandV2{{
-		Name:        CompactCommand,
-		Description: compactDescription,
-		Input:       &schema.TextCommandInput{Hint: compactHint},
-	}, {
-		Name:        UncompactCommand,
-		Description: uncompactDescription,
-	}}}
+	return &schema.AvailableCommandsUpdateV2{AvailableCommands: slashCommands(func(c advertised) schema.CommandV2 {
+		return schema.CommandV2{Name: c.name, Description: c.description, Input: withHint(c.hint, func(h string) *schema.TextCommandInput { return &schema.TextCommandInput{Hint: h} })}
+	})}
 }
 
 func (v2Surface) agentChunk(id string) func(string) schema.SessionUpdate {
@@ -212,9 +202,30 @@ func (v v2Surface) permission(sessionID string, toolCall schema.ToolCallUpdate, 
 	return schema.RequestPermissionRequestV2{SessionID: sessionID, Title: title, Subject: &schema.PermissionSubject{ToolCall: toolCall}, Options: options}
 }
 
-// The /compact command as advertised.
-const (
-	compactDescription   = "Compact the conversation: summarize the older half of the history to free context"
-	compactHint          = "optional instructions for the summary"
-	uncompactDescription = "Undo the last compaction: put its messages back into the active history"
-)
+// advertised is a command a session advertises, in either version's
+// form: its input, when it takes one, is free text described by hint.
+type advertised struct{ name, description, hint string }
+
+// The /compact and /uncompact commands as advertised.
+var commandList = []advertised{
+	{CompactCommand, "Compact the conversation: summarize the older half of the history to free context", "optional instructions for the summary"},
+	{UncompactCommand, "Undo the last compaction: put its messages back into the active history", ""},
+}
+
+// slashCommands is commandList in a version's form (each as form makes it).
+func slashCommands[C any](form func(advertised) C) []C {
+	out := make([]C, len(commandList))
+	for i, c := range commandList {
+		out[i] = form(c)
+	}
+	return out
+}
+
+// withHint is the input of a command that takes free text described by
+// hint (as input makes it), nil for a command that takes none.
+func withHint[I any](hint string, input func(string) *I) *I {
+	if hint == "" {
+		return nil
+	}
+	return input(hint)
+}

@@ -63,16 +63,26 @@ func (w writer) reload() *history.Snapshot {
 // the response that made them). A failed write that landed after all
 // landed whole: its usage is recorded once.
 func (w writer) append(v uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, *history.Snapshot, error) {
+	return w.write(func(ctx context.Context) (uint64, error) {
+		return w.store.Append(ctx, w.id, v, msgs, usage...)
+	}, func(snap *history.Snapshot) bool { return endsWith(snap.Active, msgs) })
+}
+
+// write runs one versioned store write f. When it fails, the writer reads
+// the session back: a write that landed (landed(snap) reports it) counts
+// as done at the version read; otherwise write returns the error with the
+// snapshot read (nil when that failed too).
+func (w writer) write(f func(ctx context.Context) (uint64, error), landed func(snap *history.Snapshot) bool) (uint64, *history.Snapshot, error) {
 	var nv uint64
 	err := w.call(func(ctx context.Context) (err error) {
-		nv, err = w.store.Append(ctx, w.id, v, msgs, usage...)
+		nv, err = f(ctx)
 		return err
 	})
 	if err == nil {
 		return nv, nil, nil
 	}
 	snap := w.reload()
-	if snap != nil && endsWith(snap.Active, msgs) {
+	if snap != nil && landed(snap) {
 		return snap.Version, nil, nil
 	}
 	return 0, snap, err
@@ -103,19 +113,9 @@ func endsWith(active, msgs []history.Message) bool {
 }
 
 func (w writer) setConfig(v uint64, blob json.RawMessage) (uint64, *history.Snapshot, error) {
-	var nv uint64
-	err := w.call(func(ctx context.Context) (err error) {
-		nv, err = w.store.SetConfig(ctx, w.id, v, blob)
-		return err
-	})
-	if err == nil {
-		return nv, nil, nil
-	}
-	snap := w.reload()
-	if snap != nil && string(snap.Config) == string(blob) {
-		return snap.Version, nil, nil
-	}
-	return 0, snap, err
+	return w.write(func(ctx context.Context) (uint64, error) {
+		return w.store.SetConfig(ctx, w.id, v, blob)
+	}, func(snap *history.Snapshot) bool { return string(snap.Config) == string(blob) })
 }
 
 // recordConfig stores the settings blob and, with data, the record of the
@@ -128,54 +128,42 @@ func (w writer) recordConfig(v uint64, blob, data json.RawMessage, pos int64) (n
 		nv, snap, err = w.setConfig(v, blob)
 		return nv, false, snap, err
 	}
-	err = w.call(func(ctx context.Context) (err error) {
-		nv, _, err = w.store.RecordConfig(ctx, w.id, v, history.ConfigChange{Config: blob, Data: data, At: time.Now()})
-		return err
+	nv, snap, err = w.write(func(ctx context.Context) (uint64, error) {
+		nv, _, err := w.store.RecordConfig(ctx, w.id, v, history.ConfigChange{Config: blob, Data: data, At: time.Now()})
+		return nv, err
+	}, func(snap *history.Snapshot) bool {
+		return string(snap.Config) == string(blob) && snap.NextPosition == pos+1
 	})
-	if err == nil {
-		return nv, true, nil, nil
-	}
-	snap = w.reload()
-	if snap != nil && string(snap.Config) == string(blob) && snap.NextPosition == pos+1 {
-		return snap.Version, true, nil, nil
-	}
-	return 0, false, snap, err
+	return nv, err == nil, snap, err
 }
 
 // begin records the start of compaction rec (in progress).
 func (w writer) begin(v uint64, rec history.CompactionRecord) (uint64, *history.Snapshot, error) {
-	var nv uint64
-	err := w.call(func(ctx context.Context) (err error) {
-		nv, err = w.store.BeginCompaction(ctx, w.id, v, rec)
-		return err
+	return w.write(func(ctx context.Context) (uint64, error) {
+		return w.store.BeginCompaction(ctx, w.id, v, rec)
+	}, func(snap *history.Snapshot) bool {
+		return rec.Status == history.StatusInProgress && slices.Contains(snap.Interrupted, rec.CompactID)
 	})
-	if err == nil {
-		return nv, nil, nil
-	}
-	snap := w.reload()
-	if snap != nil && rec.Status == history.StatusInProgress && slices.Contains(snap.Interrupted, rec.CompactID) {
-		return snap.Version, nil, nil
-	}
-	return 0, snap, err
 }
 
 // finish records the end of an in-progress compaction without a commit.
 func (w writer) finish(v uint64, compactID string, status history.CompactionStatus, errText string) (uint64, *history.Snapshot, error) {
-	var nv uint64
-	err := w.call(func(ctx context.Context) (err error) {
-		nv, err = w.store.FinishCompaction(ctx, w.id, v, compactID, status, errText, time.Now())
-		return err
-	})
-	if err == nil {
-		return nv, nil, nil
-	}
-	snap := w.reload()
-	if snap != nil && !slices.Contains(snap.Interrupted, compactID) {
+	var adopt *history.Snapshot
+	nv, snap, err := w.write(func(ctx context.Context) (uint64, error) {
+		return w.store.FinishCompaction(ctx, w.id, v, compactID, status, errText, time.Now())
+	}, func(snap *history.Snapshot) bool {
 		// Not in progress any more: finished, or committed after all. The
 		// caller adopts snap either way.
-		return snap.Version, snap, nil
+		if slices.Contains(snap.Interrupted, compactID) {
+			return false
+		}
+		adopt = snap
+		return true
+	})
+	if adopt != nil {
+		return nv, adopt, nil
 	}
-	return 0, snap, err
+	return nv, snap, err
 }
 
 // commit is the canonical compaction commit; archived is the number of

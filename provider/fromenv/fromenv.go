@@ -136,18 +136,24 @@ func buildAnthropic(s Selection, named string) (provider.Provider, string, error
 		}
 		return nil, "", fmt.Errorf("%s but ANTHROPIC_API_KEY is not: set the key (or choose another provider with --provider or %s)", why, ProviderVar)
 	}
-	opts := []anthropic.Option{anthropic.WithLogger(s.Log)}
-	if s.RequestTimeout > 0 {
-		opts = append(opts, anthropic.WithTimeout(s.RequestTimeout))
-	}
-	if s.IdleTimeout > 0 {
-		opts = append(opts, anthropic.WithIdleTimeout(s.IdleTimeout))
-	}
-	p, err := anthropic.FromEnv(opts...)
+	p, err := anthropic.FromEnv(options(s, anthropic.WithLogger, anthropic.WithTimeout, anthropic.WithIdleTimeout)...)
 	if err != nil {
 		return nil, "", err
 	}
 	return p, "anthropic:" + p.Model(), nil
+}
+
+// options are the options of s for a provider package whose options log,
+// timeout and idle make: its logger, and the timeouts s sets.
+func options[O any](s Selection, log func(*zap.Logger) O, timeout, idle func(time.Duration) O) []O {
+	opts := []O{log(s.Log)}
+	if s.RequestTimeout > 0 {
+		opts = append(opts, timeout(s.RequestTimeout))
+	}
+	if s.IdleTimeout > 0 {
+		opts = append(opts, idle(s.IdleTimeout))
+	}
+	return opts
 }
 
 // buildOpenAI builds provider/openai from the environment (see
@@ -156,14 +162,7 @@ func buildOpenAI(s Selection, named string) (provider.Provider, string, error) {
 	if !set("OPENAI_API_KEY") && !set("OPENAI_BASE_URL") {
 		return nil, "", fmt.Errorf("%s is openai but neither OPENAI_API_KEY (OpenAI's API) nor OPENAI_BASE_URL (another OpenAI-compatible server) is set", named)
 	}
-	opts := []openai.Option{openai.WithLogger(s.Log)}
-	if s.RequestTimeout > 0 {
-		opts = append(opts, openai.WithTimeout(s.RequestTimeout))
-	}
-	if s.IdleTimeout > 0 {
-		opts = append(opts, openai.WithIdleTimeout(s.IdleTimeout))
-	}
-	p, err := openai.FromEnv(opts...)
+	p, err := openai.FromEnv(options(s, openai.WithLogger, openai.WithTimeout, openai.WithIdleTimeout)...)
 	if err != nil {
 		return nil, "", err
 	}

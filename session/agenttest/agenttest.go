@@ -59,6 +59,14 @@ func wait[R any](t *testing.T, h *session.Handle[R]) R {
 	return r
 }
 
+// compactNow compacts a and waits for the result.
+func compactNow(t *testing.T, a session.Agent) session.CompactResult {
+	t.Helper()
+	c, err := a.Compact(context.Background(), session.CompactRequest{})
+	require.NoError(t, err)
+	return wait(t, c)
+}
+
 // converse makes n turns answered by the fake.
 func converse(t *testing.T, a session.Agent, fake *providertest.Fake, n int) {
 	t.Helper()
@@ -144,9 +152,7 @@ func testCompactDuringTurn(t *testing.T, h Harness) {
 func testNothingToCompact(t *testing.T, h Harness) {
 	fake := providertest.New()
 	a := h.New(t, fake)
-	c, err := a.Compact(context.Background(), session.CompactRequest{})
-	require.NoError(t, err)
-	res := wait(t, c)
+	res := compactNow(t, a)
 	assert.True(t, res.Success)
 	assert.False(t, res.Compacted)
 	assert.Equal(t, session.ReasonNothingToCompact, res.Reason)
@@ -159,9 +165,7 @@ func testFailedSummary(t *testing.T, h Harness) {
 	a := h.New(t, fake)
 	converse(t, a, fake, 2)
 	fake.QueueSummary(providertest.Reply{Err: errors.New("summary model down")})
-	c, err := a.Compact(context.Background(), session.CompactRequest{})
-	require.NoError(t, err)
-	res := wait(t, c)
+	res := compactNow(t, a)
 	assert.False(t, res.Success)
 	assert.False(t, res.Compacted)
 	assert.Equal(t, session.ReasonCompactFailed, res.Reason)
@@ -169,9 +173,7 @@ func testFailedSummary(t *testing.T, h Harness) {
 	assert.Nil(t, res.Segment)
 	// History is unchanged: the next compaction archives the same prefix.
 	fake.QueueSummary(providertest.Reply{Text: "S"})
-	c, err = a.Compact(context.Background(), session.CompactRequest{})
-	require.NoError(t, err)
-	res = wait(t, c)
+	res = compactNow(t, a)
 	require.True(t, res.Compacted)
 	assert.Len(t, res.Segment.Messages, 2)
 }

@@ -103,15 +103,14 @@ func links(st fs.FileInfo) uint64 {
 	return 1
 }
 
-func (t tools) readFile(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Path      string `json:"path"`
-		StartLine int    `json:"start_line"`
-		EndLine   int    `json:"end_line"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
+// readFileArgs are the arguments of readFile.
+type readFileArgs struct {
+	Path      string `json:"path"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+}
+
+func (t tools) readFile(ctx context.Context, in readFileArgs) (string, error) {
 	l, err := t.w.resolve(in.Path)
 	if err != nil {
 		return "", err
@@ -438,14 +437,13 @@ func rmdirs(l loc, made []string) {
 	}
 }
 
-func (t tools) writeFile(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Path    string `json:"path"`
-		Content string `json:"content"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
+// writeFileArgs are the arguments of writeFile.
+type writeFileArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+func (t tools) writeFile(ctx context.Context, in writeFileArgs) (string, error) {
 	l, err := t.w.resolve(in.Path)
 	if err != nil {
 		return "", err
@@ -468,15 +466,14 @@ func (t tools) writeFile(ctx context.Context, raw json.RawMessage) (string, erro
 	return fmt.Sprintf("wrote %s (%d bytes)", t.w.rel(l), len(in.Content)), nil
 }
 
-func (t tools) editFile(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Path    string `json:"path"`
-		OldText string `json:"old_text"`
-		NewText string `json:"new_text"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
+// editFileArgs are the arguments of editFile.
+type editFileArgs struct {
+	Path    string `json:"path"`
+	OldText string `json:"old_text"`
+	NewText string `json:"new_text"`
+}
+
+func (t tools) editFile(ctx context.Context, in editFileArgs) (string, error) {
 	if in.OldText == "" {
 		return "", errors.New("old_text is empty")
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,15 +22,14 @@ const lineShown = 512
 // maxNamed bounds the files a note of search names.
 const maxNamed = 10
 
-func (t tools) search(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Pattern string `json:"pattern"`
-		Path    string `json:"path"`
-		Regex   bool   `json:"regex"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
+// searchArgs are the arguments of search.
+type searchArgs struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"`
+	Regex   bool   `json:"regex"`
+}
+
+func (t tools) search(ctx context.Context, in searchArgs) (string, error) {
 	if in.Pattern == "" {
 		return "", errors.New("pattern is empty")
 	}

@@ -107,25 +107,25 @@ func (w *Workspace) Tools(o Options) []session.Tool {
 	return []session.Tool{
 		{Name: "read_file", Description: "Read a text file of the workspace, optionally lines start_line..end_line (1-based, inclusive).",
 			Parameters: schema(`"path":{"type":"string"},"start_line":{"type":"integer","minimum":1},"end_line":{"type":"integer","minimum":1}`, "path"),
-			Run:        t.readFile},
+			Run:        typed(t.readFile)},
 		{Name: "write_file", Description: "Create or replace a file of the workspace with the given content (parent directories are created).",
 			Parameters: schema(`"path":{"type":"string"},"content":{"type":"string"}`, "path", "content"),
 			Offered:    t.offered(actEdit),
-			Run:        t.gate(actEdit, "write_file", t.writeFile)},
+			Run:        t.gate(actEdit, "write_file", typed(t.writeFile))},
 		{Name: "edit_file", Description: "Replace the one occurrence of old_text in a file with new_text; fails when old_text is absent or occurs more than once.",
 			Parameters: schema(`"path":{"type":"string"},"old_text":{"type":"string"},"new_text":{"type":"string"}`, "path", "old_text", "new_text"),
 			Offered:    t.offered(actEdit),
-			Run:        t.gate(actEdit, "edit_file", t.editFile)},
+			Run:        t.gate(actEdit, "edit_file", typed(t.editFile))},
 		{Name: "list_files", Description: "List a directory of the workspace (default: the working directory); directories end in /.",
 			Parameters: schema(`"path":{"type":"string"}`),
 			Run:        t.listFiles},
 		{Name: "search", Description: "Search the workspace's text files for a fixed string, or a regular expression with regex: true; answers path:line: text.",
 			Parameters: schema(`"pattern":{"type":"string"},"path":{"type":"string"},"regex":{"type":"boolean"}`, "pattern"),
-			Run:        t.search},
+			Run:        typed(t.search)},
 		{Name: "run_command", Description: "Run a shell command line in the working directory; answers its exit status and output.",
 			Parameters: schema(`"command":{"type":"string"},"timeout_seconds":{"type":"integer","minimum":1}`, "command"),
 			Offered:    t.offered(actCommand),
-			Run:        t.gate(actCommand, "run_command", t.runCommand)},
+			Run:        t.gate(actCommand, "run_command", typed(t.runCommand))},
 	}
 }
 
@@ -167,6 +167,18 @@ func args(raw json.RawMessage, v any) error {
 	return nil
 }
 
+// typed is the Run function of a tool whose arguments decode as In (see
+// args).
+func typed[In any](run func(context.Context, In) (string, error)) func(context.Context, json.RawMessage) (string, error) {
+	return func(ctx context.Context, raw json.RawMessage) (string, error) {
+		var in In
+		if err := args(raw, &in); err != nil {
+			return "", err
+		}
+		return run(ctx, in)
+	}
+}
+
 // maxShown bounds a command line, a path or a pattern in a title.
 const maxShown = 300
 
@@ -177,14 +189,13 @@ const maxShown = 300
 // Nothing the model writes may make a title lie.
 func shownName(s string) string { return textcut.Quote(s, maxShown) }
 
-func (t tools) runCommand(ctx context.Context, raw json.RawMessage) (string, error) {
-	var in struct {
-		Command        string `json:"command"`
-		TimeoutSeconds int    `json:"timeout_seconds"`
-	}
-	if err := args(raw, &in); err != nil {
-		return "", err
-	}
+// runCommandArgs are the arguments of runCommand.
+type runCommandArgs struct {
+	Command        string `json:"command"`
+	TimeoutSeconds int    `json:"timeout_seconds"`
+}
+
+func (t tools) runCommand(ctx context.Context, in runCommandArgs) (string, error) {
 	if strings.TrimSpace(in.Command) == "" {
 		return "", errors.New("command is empty")
 	}
