@@ -89,6 +89,7 @@ func TestV2_ToolDiffPatchesApply(t *testing.T) {
 		Patch   *struct{ Format, Text string }
 	}
 	patches := map[string][]string{}
+	fromArgs := map[string]string{} // the completed reports' patches, by call
 	for _, n := range c.notesSince(seq) {
 		if n.kind != "tool_call_update" {
 			continue
@@ -109,7 +110,14 @@ func TestV2_ToolDiffPatchesApply(t *testing.T) {
 			assert.True(t, filepath.IsAbs(d.Changes[0].Path), "the change names the absolute path: %s", d.Changes[0].Path)
 			if u.Status != "" {
 				// The first report (in_progress) and the completed one are
-				// made from the arguments.
+				// made from the arguments: fragments have no patch, but
+				// the completed write of a new file is the whole file, an
+				// "add" whose patch is exact; it must be the written one.
+				if d.Changes[0].Operation == "add" && u.Status == "completed" {
+					require.NotNil(t, d.Patch, "a new file's completed report has its patch: %s", raw)
+					fromArgs[u.ToolCallID] = d.Patch.Text
+					continue
+				}
 				assert.Nil(t, d.Patch, "a report made from the arguments has no patch: %s", raw)
 				continue
 			}
@@ -122,6 +130,7 @@ func TestV2_ToolDiffPatchesApply(t *testing.T) {
 	for _, id := range []string{"e1", "e2", "w1"} {
 		require.Len(t, patches[id], 1, "one patch for %s, once it is written", id)
 	}
+	assert.Equal(t, map[string]string{"w1": patches["w1"][0]}, fromArgs, "only the new file's completed report has a patch, the one it was written with")
 	assert.Contains(t, patches["e1"][0], "-HOWDY notes\n+hello notes\n", "whole lines")
 	assert.Contains(t, patches["e1"][0], "a/notes.txt")
 	assert.Contains(t, patches["w1"][0], "b/sub/new.txt")
