@@ -187,15 +187,6 @@ func compact(t *testing.T, s history.Store, id string, v uint64, cid string, arc
 	return v, seg
 }
 
-// begin begins compaction cid of session id, automatic, and returns the
-// session's version.
-func begin(t *testing.T, s history.Store, id string, v uint64, cid string) uint64 {
-	t.Helper()
-	v, err := s.BeginCompaction(context.Background(), id, v, history.CompactionRecord{CompactID: cid, Trigger: "auto", Status: history.StatusInProgress, StartedAt: t0})
-	require.NoError(t, err)
-	return v
-}
-
 func ids(msgs []history.Message) []string {
 	out := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -404,7 +395,8 @@ func testFailedCommitLeavesNoTrace(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s, v := h.seeded(t, "n", Msgs("m", 8))
 	v, _ = compact(t, s, "n", v, "c1", 2, "first")
-	v = begin(t, s, "n", v, "c2")
+	v, err := s.BeginCompaction(ctx, "n", v, history.CompactionRecord{CompactID: "c2", Trigger: "auto", Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
 	before := readAll(t, s, "n")
 
 	failing := []history.Commit{
@@ -418,7 +410,7 @@ func testFailedCommitLeavesNoTrace(t *testing.T, h Harness) {
 		_, _, err := s.CommitCompaction(ctx, "n", v, c)
 		require.Error(t, err, c.Summary)
 	}
-	_, _, err := s.CommitCompaction(ctx, "n", v-1, history.Commit{CompactID: "c2", SegmentID: "s2", Archive: 2, Summary: "stale"})
+	_, _, err = s.CommitCompaction(ctx, "n", v-1, history.Commit{CompactID: "c2", SegmentID: "s2", Archive: 2, Summary: "stale"})
 	assert.ErrorIs(t, err, history.ErrConflict)
 
 	for pass := range 2 {
@@ -574,7 +566,8 @@ func testCommitRangeAcrossRecords(t *testing.T, h Harness) {
 func testReopenIdentical(t *testing.T, h Harness) {
 	s, v := h.seeded(t, "ro", Msgs("m", 5))
 	v, _ = compact(t, s, "ro", v, "c1", 2, "sum")
-	begin(t, s, "ro", v, "c2")
+	_, err := s.BeginCompaction(context.Background(), "ro", v, history.CompactionRecord{CompactID: "c2", Trigger: "auto", Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
 	one := readAll(t, s, "ro")
 	two := readAll(t, h.reopen(t, s), "ro")
 	snap1, tl1, segs1 := one.snap, one.timeline, one.segments

@@ -406,21 +406,21 @@ func (s *Store) each(ctx context.Context, tx pgx.Tx, op, query string, args []an
 		pgx.Rows.Close, scan, func(err error) error { return s.fail(ctx, op, err) })
 }
 
+// collect reads the rows of a query as values, each as read makes it from
+// its row (sqlstore.Collect).
+func collect[T any](ctx context.Context, s *Store, tx pgx.Tx, op, query string, args []any, read func(rows pgx.Rows) (T, error)) ([]T, error) {
+	return sqlstore.Collect(func(scan func(pgx.Rows) error) error { return s.each(ctx, tx, op, query, args, scan) }, read)
+}
+
 // strings reads a one-column query of bytea as strings.
 func (s *Store) strings(ctx context.Context, tx pgx.Tx, op, query string, args ...any) ([]string, error) {
-	var out []string
-	err := s.each(ctx, tx, op, query, args, func(rows pgx.Rows) error {
+	return collect(ctx, s, tx, op, query, args, func(rows pgx.Rows) (string, error) {
 		var v []byte
 		if err := rows.Scan(&v); err != nil {
-			return err
+			return "", err
 		}
-		out = append(out, string(v))
-		return nil
+		return string(v), nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Append implements [history.Store]. Each message takes the next timeline
@@ -502,23 +502,17 @@ func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c h
 
 // configs reads a session's configuration records in timeline order.
 func (s *Store) configs(ctx context.Context, tx pgx.Tx, op, id string, from, to int64) ([]history.ConfigRecord, error) {
-	var out []history.ConfigRecord
-	err := s.each(ctx, tx, op, `SELECT pos, at, data FROM configs WHERE session_id = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, []any{bin(id), from, to}, func(rows pgx.Rows) error {
+	return collect(ctx, s, tx, op, `SELECT pos, at, data FROM configs WHERE session_id = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, []any{bin(id), from, to}, func(rows pgx.Rows) (history.ConfigRecord, error) {
 		var (
 			r  history.ConfigRecord
 			at *int64
 		)
 		if err := rows.Scan(&r.Position, &at, &r.Data); err != nil {
-			return err
+			return r, err
 		}
 		r.At = decodeTime(at)
-		out = append(out, r)
-		return nil
+		return r, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // BeginCompaction implements [history.Store]. The record takes the next
@@ -914,10 +908,9 @@ func (s *Store) entries(ctx context.Context, op, id string, from, to int64, reco
 
 // undos reads a session's uncompaction records in timeline order.
 func (s *Store) undos(ctx context.Context, tx pgx.Tx, op, id string, from, to int64) ([]history.UncompactionRecord, error) {
-	var out []history.UncompactionRecord
-	err := s.each(ctx, tx, op, `
+	return collect(ctx, s, tx, op, `
 		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
-		FROM compactions WHERE session_id = $1 AND undo_id IS NOT NULL AND undo_pos >= $2 AND undo_pos < $3 ORDER BY undo_pos`, []any{bin(id), from, to}, func(rows pgx.Rows) error {
+		FROM compactions WHERE session_id = $1 AND undo_id IS NOT NULL AND undo_pos >= $2 AND undo_pos < $3 ORDER BY undo_pos`, []any{bin(id), from, to}, func(rows pgx.Rows) (history.UncompactionRecord, error) {
 		var (
 			r                        history.UncompactionRecord
 			undoID, segID, compactID []byte
@@ -925,25 +918,19 @@ func (s *Store) undos(ctx context.Context, tx pgx.Tx, op, id string, from, to in
 			at                       *int64
 		)
 		if err := rows.Scan(&undoID, &segID, &compactID, &restored, &at, &r.Position); err != nil {
-			return err
+			return r, err
 		}
 		r.ID, r.SegmentID, r.CompactID = string(undoID), string(segID), string(compactID)
 		r.Restored, r.At = int(restored), decodeTime(at)
-		out = append(out, r)
-		return nil
+		return r, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // records reads a session's compaction records in timeline order.
 func (s *Store) records(ctx context.Context, tx pgx.Tx, op, id string, from, to int64) ([]history.CompactionRecord, error) {
-	var recs []history.CompactionRecord
-	err := s.each(ctx, tx, op, `
+	return collect(ctx, s, tx, op, `
 		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
-		FROM compactions WHERE session_id = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, []any{bin(id), from, to}, func(rows pgx.Rows) error {
+		FROM compactions WHERE session_id = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, []any{bin(id), from, to}, func(rows pgx.Rows) (history.CompactionRecord, error) {
 		var (
 			r                                     history.CompactionRecord
 			status                                string
@@ -951,18 +938,13 @@ func (s *Store) records(ctx context.Context, tx pgx.Tx, op, id string, from, to 
 			started, finished                     *int64
 		)
 		if err := rows.Scan(&compactID, &r.Trigger, &instrs, &status, &summary, &errorText, &started, &finished, &r.Position); err != nil {
-			return err
+			return r, err
 		}
 		r.CompactID, r.Instructions, r.Summary, r.Error = string(compactID), string(instrs), string(summary), string(errorText)
 		r.Status = history.CompactionStatus(status)
 		r.StartedAt, r.FinishedAt = decodeTime(started), decodeTime(finished)
-		recs = append(recs, r)
-		return nil
+		return r, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
 }
 
 // found maps the error of reading the row of session id (sqlstore.Found).

@@ -411,21 +411,21 @@ func (s *Store) each(ctx context.Context, tx *sql.Tx, op, query string, args []a
 		func(rows *sql.Rows) { _ = rows.Close() }, scan, func(err error) error { return s.fail(ctx, op, err) })
 }
 
+// collect reads the rows of a query as values, each as read makes it from
+// its row (sqlstore.Collect).
+func collect[T any](q querier, query string, args []any, read func(rows rowScanner) (T, error)) ([]T, error) {
+	return sqlstore.Collect(func(scan func(rowScanner) error) error { return q.query(query, args, scan) }, read)
+}
+
 // strings reads a one-column query of text.
 func (s *Store) strings(ctx context.Context, tx *sql.Tx, op, query string, args ...any) ([]string, error) {
-	var out []string
-	err := s.each(ctx, tx, op, query, args, func(rows *sql.Rows) error {
+	return collect(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, query, args, func(rows rowScanner) (string, error) {
 		var v string
 		if err := rows.Scan(&v); err != nil {
-			return err
+			return "", err
 		}
-		out = append(out, v)
-		return nil
+		return v, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Append implements [history.Store]. Each message takes the next timeline
@@ -503,23 +503,17 @@ func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c h
 
 // configs reads a session's configuration records in timeline order.
 func configs(q querier, id string, from, to int64) ([]history.ConfigRecord, error) {
-	var out []history.ConfigRecord
-	err := q.query(`SELECT pos, at, data FROM configs WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows rowScanner) error {
+	return collect(q, `SELECT pos, at, data FROM configs WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows rowScanner) (history.ConfigRecord, error) {
 		var (
 			r  history.ConfigRecord
 			at sql.NullInt64
 		)
 		if err := rows.Scan(&r.Position, &at, &r.Data); err != nil {
-			return err
+			return r, err
 		}
 		r.At = decodeTime(at)
-		out = append(out, r)
-		return nil
+		return r, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // BeginCompaction implements [history.Store]. The record takes the next
@@ -925,51 +919,39 @@ func (s *Store) entries(ctx context.Context, op, id string, from, to int64, reco
 
 // undos reads a session's uncompaction records in timeline order.
 func undos(q querier, id string, from, to int64) ([]history.UncompactionRecord, error) {
-	var out []history.UncompactionRecord
-	err := q.query(`
+	return collect(q, `
 		SELECT undo_id, segment_id, compact_id, restored, undone_at, undo_pos
-		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL AND undo_pos >= ? AND undo_pos < ? ORDER BY undo_pos`, []any{id, from, to}, func(rows rowScanner) error {
+		FROM compactions WHERE session_id = ? AND undo_id IS NOT NULL AND undo_pos >= ? AND undo_pos < ? ORDER BY undo_pos`, []any{id, from, to}, func(rows rowScanner) (history.UncompactionRecord, error) {
 		var (
 			r        history.UncompactionRecord
 			restored int64
 			at       sql.NullInt64
 		)
 		if err := rows.Scan(&r.ID, &r.SegmentID, &r.CompactID, &restored, &at, &r.Position); err != nil {
-			return err
+			return r, err
 		}
 		r.Restored, r.At = int(restored), decodeTime(at)
-		out = append(out, r)
-		return nil
+		return r, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // records reads a session's compaction records in timeline order.
 func records(q querier, id string, from, to int64) ([]history.CompactionRecord, error) {
-	var recs []history.CompactionRecord
-	err := q.query(`
+	return collect(q, `
 		SELECT compact_id, trigger_kind, instructions, status, summary, error, started_at, finished_at, pos
-		FROM compactions WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows rowScanner) error {
+		FROM compactions WHERE session_id = ? AND pos >= ? AND pos < ? ORDER BY pos`, []any{id, from, to}, func(rows rowScanner) (history.CompactionRecord, error) {
 		var (
 			r                 history.CompactionRecord
 			status            string
 			started, finished sql.NullInt64
 		)
 		if err := rows.Scan(&r.CompactID, &r.Trigger, &r.Instructions, &status, &r.Summary, &r.Error, &started, &finished, &r.Position); err != nil {
-			return err
+			return r, err
 		}
 		r.Status = history.CompactionStatus(status)
 		r.StartedAt, r.FinishedAt = decodeTime(started), decodeTime(finished)
-		recs = append(recs, r)
-		return nil
+		return r, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return recs, nil
 }
 
 // found maps the error of reading the row of session id (sqlstore.Found).

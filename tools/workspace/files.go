@@ -255,11 +255,15 @@ func (tg *target) close() {
 	}
 }
 
-// target opens the file at l to change it: on the disk by descriptor (a
-// regular file of at most MaxFileSize bytes, inside; open to write unless
-// the editor writes files) and its text, through the editor when it reads
-// files (it sees unsaved changes).
-func (t tools) target(ctx context.Context, l loc) (*target, error) {
+// target opens the file at path, resolved in the workspace, to change it:
+// on the disk by descriptor (a regular file of at most MaxFileSize bytes,
+// inside; open to write unless the editor writes files) and its text,
+// through the editor when it reads files (it sees unsaved changes).
+func (t tools) target(ctx context.Context, path string) (*target, error) {
+	l, err := t.w.resolve(path)
+	if err != nil {
+		return nil, err
+	}
 	tg := &target{l: l}
 	flag := os.O_RDWR // written through this descriptor
 	if ed := t.o.Editor; ed != nil && ed.CanWriteFiles() {
@@ -444,26 +448,18 @@ type writeFileArgs struct {
 }
 
 func (t tools) writeFile(ctx context.Context, in writeFileArgs) (string, error) {
-	l, err := t.w.resolve(in.Path)
-	if err != nil {
-		return "", err
-	}
-	tg, err := t.target(ctx, l)
+	tg, err := t.target(ctx, in.Path)
 	if err != nil {
 		return "", err
 	}
 	defer tg.close()
-	if declined, err := t.permitChange(ctx, "write_file", "Write "+shownName(t.w.rel(l)), tg, in.Content); declined != "" || err != nil {
+	if declined, err := t.change(ctx, "write_file", "Write", tg, in.Content); declined != "" || err != nil {
 		return declined, err
 	}
-	if err := t.commit(ctx, tg, in.Content); err != nil {
-		return "", err
-	}
-	t.showDiff(ctx, l, tg.text, in.Content)
 	if tg.exists {
-		return fmt.Sprintf("wrote %s (%d bytes; replaced the previous %d bytes)", t.w.rel(l), len(in.Content), len(tg.text)), nil
+		return fmt.Sprintf("wrote %s (%d bytes; replaced the previous %d bytes)", t.w.rel(tg.l), len(in.Content), len(tg.text)), nil
 	}
-	return fmt.Sprintf("wrote %s (%d bytes)", t.w.rel(l), len(in.Content)), nil
+	return fmt.Sprintf("wrote %s (%d bytes)", t.w.rel(tg.l), len(in.Content)), nil
 }
 
 // editFileArgs are the arguments of editFile.
@@ -477,11 +473,7 @@ func (t tools) editFile(ctx context.Context, in editFileArgs) (string, error) {
 	if in.OldText == "" {
 		return "", errors.New("old_text is empty")
 	}
-	l, err := t.w.resolve(in.Path)
-	if err != nil {
-		return "", err
-	}
-	tg, err := t.target(ctx, l)
+	tg, err := t.target(ctx, in.Path)
 	if err != nil {
 		return "", err
 	}
@@ -499,14 +491,24 @@ func (t tools) editFile(ctx context.Context, in editFileArgs) (string, error) {
 	}
 	out := strings.Replace(data, in.OldText, in.NewText, 1)
 	line := 1 + strings.Count(data[:strings.Index(data, in.OldText)], "\n")
-	if declined, err := t.permitChange(ctx, "edit_file", "Edit "+shownName(t.w.rel(l)), tg, out); declined != "" || err != nil {
+	if declined, err := t.change(ctx, "edit_file", "Edit", tg, out); declined != "" || err != nil {
 		return declined, err
 	}
-	if err := t.commit(ctx, tg, out); err != nil {
+	return fmt.Sprintf("edited %s at line %d", t.w.rel(tg.l), line), nil
+}
+
+// change writes text to tg for tool once the user permits it (the request
+// titled verb and the file's name; declined is the answer of a change not
+// permitted) and shows the change in the editor.
+func (t tools) change(ctx context.Context, tool, verb string, tg *target, text string) (declined string, err error) {
+	if declined, err := t.permitChange(ctx, tool, verb+" "+shownName(t.w.rel(tg.l)), tg, text); declined != "" || err != nil {
+		return declined, err
+	}
+	if err := t.commit(ctx, tg, text); err != nil {
 		return "", err
 	}
-	t.showDiff(ctx, l, data, out)
-	return fmt.Sprintf("edited %s at line %d", t.w.rel(l), line), nil
+	t.showDiff(ctx, tg.l, tg.text, text)
+	return "", nil
 }
 
 func (t tools) listFiles(ctx context.Context, raw json.RawMessage) (string, error) {

@@ -119,6 +119,24 @@ func Query[R Rows](open func() (R, error), close func(R), scan func(R) error, fa
 	return nil
 }
 
+// Collect reads the rows of a query as values, each as read makes it from
+// its row (nil for no rows); each reads a query as Query does.
+func Collect[R any, T any](each func(scan func(R) error) error, read func(R) (T, error)) ([]T, error) {
+	var out []T
+	err := each(func(rows R) error {
+		v, err := read(rows)
+		if err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Found maps the error of reading the row of session id: the driver's
 // noRows (sql.ErrNoRows, pgx.ErrNoRows) is history.ErrNotFound, any other
 // error is wrapped for op as Fail wraps it, and nil stays nil.
