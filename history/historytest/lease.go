@@ -75,6 +75,21 @@ func runLeaser(t *testing.T, h LeaseHarness) {
 	}
 }
 
+// pair opens two stores of h on the same data, holders "a" and "b", with
+// lease TTL ttl (0: the store's default).
+func (h LeaseHarness) pair(t *testing.T, ttl time.Duration) (a, b LeaseStore) {
+	open := h.New(t)
+	return open("a", ttl), open("b", ttl)
+}
+
+// created creates session id through lease l and fails the test otherwise.
+func created(t *testing.T, l history.Lease, id string) *history.Snapshot {
+	t.Helper()
+	snap, err := l.Store().Create(context.Background(), history.NewSession{ID: id})
+	require.NoError(t, err)
+	return snap
+}
+
 // acquire takes the lease of id and fails the test otherwise.
 func acquire(t testing.TB, s history.Leaser, id string) history.Lease {
 	t.Helper()
@@ -237,13 +252,10 @@ func testLeasedWritersNeverInterleave(t *testing.T, h LeaseHarness) {
 // change nothing, and its Lost channel closes.
 func testLeaseTakeoverAfterExpiry(t *testing.T, h LeaseHarness) {
 	t.Parallel()
-	open := h.New(t)
-	a := open("a", shortTTL)
-	b := open("b", shortTTL)
+	a, b := h.pair(t, shortTTL)
 	ctx := context.Background()
 	la := acquire(t, a, "s")
-	snap, err := la.Store().Create(ctx, history.NewSession{ID: "s"})
-	require.NoError(t, err)
+	snap := created(t, la, "s")
 	v, err := la.Store().Append(ctx, "s", snap.Version, Msgs("a", 2))
 	require.NoError(t, err)
 
@@ -304,14 +316,11 @@ func testLeaseTakeoverAfterExpiry(t *testing.T, h LeaseHarness) {
 
 func testReleaseLetsAnotherAcquire(t *testing.T, h LeaseHarness) {
 	t.Parallel()
-	open := h.New(t)
-	a := open("a", 0)
-	b := open("b", 0)
+	a, b := h.pair(t, 0)
 	ctx := context.Background()
 	la := acquire(t, a, "s")
-	snap, err := la.Store().Create(ctx, history.NewSession{ID: "s"})
-	require.NoError(t, err)
-	_, err = b.Acquire(ctx, "s")
+	snap := created(t, la, "s")
+	_, err := b.Acquire(ctx, "s")
 	LeaseError(t, err, "s", "a")
 
 	require.NoError(t, la.Release(ctx))
@@ -337,8 +346,7 @@ func testUnfencedStoreRefusedOnLeasedSession(t *testing.T, h LeaseHarness) {
 	other := open("other", 0)
 	ctx := context.Background()
 	l := acquire(t, a, "s")
-	snap, err := l.Store().Create(ctx, history.NewSession{ID: "s"})
-	require.NoError(t, err)
+	snap := created(t, l, "s")
 	v, err := l.Store().Append(ctx, "s", snap.Version, Msgs("m", 2))
 	require.NoError(t, err)
 	v, err = l.Store().BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c", Trigger: "auto", Status: history.StatusInProgress})
@@ -387,9 +395,7 @@ func testUnfencedStoreRefusedOnLeasedSession(t *testing.T, h LeaseHarness) {
 
 func testTokensIncrease(t *testing.T, h LeaseHarness) {
 	t.Parallel()
-	open := h.New(t)
-	a := open("a", shortTTL)
-	b := open("b", shortTTL)
+	a, b := h.pair(t, shortTTL)
 	ctx := context.Background()
 	var last uint64
 	for i := range 4 {

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,24 +103,12 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	if o.MaxOutput <= 0 {
-		o.MaxOutput = DefaultMaxOutput
-	}
-	if o.MaxDescription <= 0 {
-		o.MaxDescription = DefaultMaxDescription
-	}
-	if o.MaxSchema <= 0 {
-		o.MaxSchema = DefaultMaxSchema
-	}
-	if o.MaxTools <= 0 {
-		o.MaxTools = DefaultMaxTools
-	}
-	if o.StartTimeout <= 0 {
-		o.StartTimeout = DefaultStartTimeout
-	}
-	if o.StopGrace <= 0 {
-		o.StopGrace = DefaultStopGrace
-	}
+	o.MaxOutput = cmp.Or(max(o.MaxOutput, 0), DefaultMaxOutput)
+	o.MaxDescription = cmp.Or(max(o.MaxDescription, 0), DefaultMaxDescription)
+	o.MaxSchema = cmp.Or(max(o.MaxSchema, 0), DefaultMaxSchema)
+	o.MaxTools = cmp.Or(max(o.MaxTools, 0), DefaultMaxTools)
+	o.StartTimeout = cmp.Or(max(o.StartTimeout, 0), DefaultStartTimeout)
+	o.StopGrace = cmp.Or(max(o.StopGrace, 0), DefaultStopGrace)
 	if o.Environ == nil {
 		o.Environ = os.Environ()
 	}

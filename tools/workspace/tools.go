@@ -2,6 +2,7 @@ package workspace
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,24 +76,12 @@ const (
 )
 
 func (o Options) withDefaults() Options {
-	if o.MaxOutput <= 0 {
-		o.MaxOutput = DefaultMaxOutput
-	}
-	if o.MaxEntries <= 0 {
-		o.MaxEntries = DefaultMaxEntries
-	}
-	if o.MaxFileSize <= 0 {
-		o.MaxFileSize = DefaultMaxFileSize
-	}
-	if o.SearchBytes <= 0 {
-		o.SearchBytes = DefaultSearchBytes
-	}
-	if o.SearchTime <= 0 {
-		o.SearchTime = DefaultSearchTime
-	}
-	if o.CommandTimeout <= 0 {
-		o.CommandTimeout = DefaultCommandTimeout
-	}
+	o.MaxOutput = cmp.Or(max(o.MaxOutput, 0), DefaultMaxOutput)
+	o.MaxEntries = cmp.Or(max(o.MaxEntries, 0), DefaultMaxEntries)
+	o.MaxFileSize = cmp.Or(max(o.MaxFileSize, 0), DefaultMaxFileSize)
+	o.SearchBytes = cmp.Or(max(o.SearchBytes, 0), DefaultSearchBytes)
+	o.SearchTime = cmp.Or(max(o.SearchTime, 0), DefaultSearchTime)
+	o.CommandTimeout = cmp.Or(max(o.CommandTimeout, 0), DefaultCommandTimeout)
 	return o
 }
 
