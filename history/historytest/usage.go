@@ -106,9 +106,7 @@ func testUsageLedger(t *testing.T, h Harness) {
 // ErrNotFound.
 func testUsageInvalid(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "s")
-	v = appendMsgs(t, s, "s", v, Msgs("a", 2))
+	s, v := h.seeded(t, "s", Msgs("a", 2))
 	v, err := s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerManual, Status: history.StatusInProgress, StartedAt: t0})
 	require.NoError(t, err)
 	good := usageRec("ok", "turn", 1, 1)

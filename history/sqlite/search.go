@@ -150,22 +150,14 @@ func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64) ([]t
 	if err != nil {
 		return nil, err
 	}
-	out := make([]textsearch.Candidate, 0, len(rowids))
-	err = s.each(ctx, tx, "search", `
+	return collect(txQuerier{s: s, ctx: ctx, tx: tx, op: "search"}, `
 		SELECT f.text, f.tool, f.id, f.role, f.pos FROM json_each(?) AS j
 		JOIN message_fts AS f ON f.rowid = j.value`,
-		[]any{string(list)}, func(rows *sql.Rows) error {
+		[]any{string(list)}, func(rows rowScanner) (textsearch.Candidate, error) {
 			var c textsearch.Candidate
-			if err := rows.Scan(&c.Message.Text, &c.ToolName, &c.Message.ID, &c.Message.Role, &c.Position); err != nil {
-				return err
-			}
-			out = append(out, c)
-			return nil
+			err := rows.Scan(&c.Message.Text, &c.ToolName, &c.Message.ID, &c.Message.Role, &c.Position)
+			return c, err
 		})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // standing reads the session's standing Segments with their compaction
