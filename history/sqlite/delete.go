@@ -15,8 +15,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	const op = "delete"
 	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
 		var num int64
-		err := tx.QueryRowContext(ctx, `SELECT num FROM sessions WHERE id = ?`, id).Scan(&num)
-		if err := s.found(ctx, op, id, err); err != nil {
+		if err := s.row(ctx, tx, op, id, "num", &num); err != nil {
 			return err
 		}
 		// The children first: their foreign keys name the sessions row.

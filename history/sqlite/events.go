@@ -37,8 +37,7 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 	const op = "log events"
 	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
 		var last seqColumn
-		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last)
-		if err := s.found(ctx, op, id, err); err != nil {
+		if err := s.row(ctx, tx, op, id, "last_seq", &last); err != nil {
 			return err
 		}
 		if err := storekit.CheckEventBatch(&b, uint64(last)); err != nil {

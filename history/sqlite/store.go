@@ -172,8 +172,7 @@ func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uin
 		return nil, err
 	}
 	var current uint64
-	err = tx.QueryRowContext(ctx, `SELECT version FROM sessions WHERE id = ?`, id).Scan(&current)
-	if err := s.found(ctx, op, id, err); err != nil {
+	if err := s.row(ctx, tx, op, id, "version", &current); err != nil {
 		return nil, err
 	}
 	return nil, fmt.Errorf("%w: session %q is at version %d, not %d", history.ErrConflict, id, current, version)
@@ -705,8 +704,7 @@ func (s *Store) Recover(ctx context.Context, id string, version uint64, at time.
 // exists fails with history.ErrNotFound unless the session exists, and
 // returns its watermark.
 func (s *Store) exists(ctx context.Context, tx *sql.Tx, op, id string) (activeFrom int64, err error) {
-	err = tx.QueryRowContext(ctx, `SELECT active_from FROM sessions WHERE id = ?`, id).Scan(&activeFrom)
-	if err := s.found(ctx, op, id, err); err != nil {
+	if err := s.row(ctx, tx, op, id, "active_from", &activeFrom); err != nil {
 		return 0, err
 	}
 	return activeFrom, nil
@@ -952,6 +950,13 @@ func records(q querier, id string, from, to int64) ([]history.CompactionRecord, 
 		r.StartedAt, r.FinishedAt = decodeTime(started), decodeTime(finished)
 		return r, nil
 	})
+}
+
+// row reads columns of the sessions row of session id into dest; a session
+// that does not exist is history.ErrNotFound (found).
+func (s *Store) row(ctx context.Context, tx *sql.Tx, op, id, columns string, dest ...any) error {
+	err := tx.QueryRowContext(ctx, `SELECT `+columns+` FROM sessions WHERE id = ?`, id).Scan(dest...)
+	return s.found(ctx, op, id, err)
 }
 
 // found maps the error of reading the row of session id (sqlstore.Found).

@@ -41,8 +41,7 @@ func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.Usage
 	}
 	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
 		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
-		if err := s.found(ctx, op, id, err); err != nil {
+		if err := s.row(ctx, tx, op, id, "1", &one); err != nil {
 			return err
 		}
 		return s.recordUsage(ctx, tx, op, id, recs)
