@@ -257,10 +257,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 
 // Append implements [history.Store].
 func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
-	if err := storekit.CheckMessages(msgs); err != nil {
-		return 0, err
-	}
-	if err := storekit.CheckUsage(usage); err != nil {
+	if err := storekit.CheckAppend(msgs, usage); err != nil {
 		return 0, err
 	}
 	return s.update(ctx, id, version, func(ss *session) error {

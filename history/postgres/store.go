@@ -427,10 +427,7 @@ func (s *Store) strings(ctx context.Context, tx pgx.Tx, op, query string, args .
 // position and the next message number; all of them go in with one INSERT.
 func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
 	const op = "append"
-	if err := storekit.CheckMessages(msgs); err != nil {
-		return 0, err
-	}
-	if err := storekit.CheckUsage(usage); err != nil {
+	if err := storekit.CheckAppend(msgs, usage); err != nil {
 		return 0, err
 	}
 	b, err := encodeMessages(msgs)

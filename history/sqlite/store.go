@@ -430,10 +430,7 @@ func (s *Store) strings(ctx context.Context, tx *sql.Tx, op, query string, args 
 // Append implements [history.Store]. Each message takes the next timeline
 // position and the next message number.
 func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []history.Message, usage ...history.UsageRecord) (uint64, error) {
-	if err := storekit.CheckMessages(msgs); err != nil {
-		return 0, err
-	}
-	if err := storekit.CheckUsage(usage); err != nil {
+	if err := storekit.CheckAppend(msgs, usage); err != nil {
 		return 0, err
 	}
 	rows, err := encodeMessages(msgs)

@@ -59,6 +59,15 @@ func CheckFinish(status history.CompactionStatus) error {
 	return nil
 }
 
+// CheckAppend validates the arguments of history.Writer.Append: the
+// messages (CheckMessages) and their usage records (CheckUsage).
+func CheckAppend(msgs []history.Message, usage []history.UsageRecord) error {
+	if err := CheckMessages(msgs); err != nil {
+		return err
+	}
+	return CheckUsage(usage)
+}
+
 // CheckMessages validates messages passed to Append.
 func CheckMessages(msgs []history.Message) error {
 	if len(msgs) == 0 {
