@@ -188,11 +188,14 @@ test("x2. v1: a mode change makes the next edit ask or not ask; read-only refuse
       const set = await proc.request("session/set_config_option", { sessionId: sid, configId: "mode", value: "read-only" });
       rawResult(proc, "session/set_config_option", schema.zSetSessionConfigOptionResponse);
       assert.equal(set.configOptions.find((o) => o.id === "mode").currentValue, "read-only");
+      const before = proc.wireUpdates(sid).length;
       await proc.prompt(sid, 'replace "May" with "June" in notes.txt');
       assert.equal(asked.length, 1, "read-only: nothing asks");
       assert.equal(readFileSync(p.file, "utf8"), "The release is in May.\n", "read-only: nothing changes");
-      const refused = proc.wireUpdates(sid).findLast((l) => upd(l).status === "failed");
-      assert.match(JSON.stringify(upd(refused).content), /not allowed in read-only mode/);
+      // Read-only offers the model only the reading tools: no edit is even
+      // called (a call made anyway would still be refused by its gate).
+      const edits = proc.wireUpdates(sid).slice(before).filter((l) => upd(l).sessionUpdate === "tool_call" && upd(l).kind === "edit");
+      assert.deepEqual(edits, [], "read-only: no edit is called");
 
       await assert.rejects(proc.request("session/set_mode", { sessionId: sid, modeId: "yolo" }), (e) => e.code === -32602);
       await proc.request("session/set_mode", { sessionId: sid, modeId: "ask" });

@@ -18,6 +18,10 @@ import { acp, buildAgent, cleanupBuild, startAgent, tempStore, tick } from "./ha
 
 const CAPABLE = { session: { compaction: {} } };
 const EDITOR_CAPS = { fs: { readTextFile: true, writeTextFile: true }, terminal: true, ...CAPABLE };
+// t7's editor also takes notices: what the agent tells the user that is not
+// session history (automatic compaction held, say) then comes as notice
+// updates, not as agent text that a replay could not show.
+const T7_CAPS = { ...EDITOR_CAPS, session: { compaction: {}, notices: {} } };
 
 before(() => buildAgent());
 after(() => cleanupBuild());
@@ -388,7 +392,7 @@ test("t7. a conversation that compacts automatically in the middle of tool use, 
   ];
   try {
     const live = await withEditor(t, { editor: new Editor(), store, args }, async (proc) => {
-      await proc.initialize(EDITOR_CAPS);
+      await proc.initialize(T7_CAPS);
       const sid = await proc.newSession(p.dir);
       for (const text of prompts) assert.equal((await proc.prompt(sid, text)).response.stopReason, "end_turn");
       await proc.settle();
@@ -404,7 +408,7 @@ test("t7. a conversation that compacts automatically in the middle of tool use, 
     assert.equal(readFileSync(p.file, "utf8"), "The release is in March.\n", "the editor wrote, not the agent");
 
     const replayed = await withEditor(t, { editor: new Editor(), store, args }, async (proc) => {
-      await proc.initialize(EDITOR_CAPS);
+      await proc.initialize(T7_CAPS);
       await proc.loadSession(live.sid, p.dir);
       await proc.settle();
       return durable(proc.wireUpdates(live.sid));
