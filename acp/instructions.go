@@ -83,33 +83,23 @@ func (s *server) readInstructions(cfg *session.Config, id string, at place) []st
 // withInstructions is result, a response that opens a session, with the
 // project instruction files read for it in its _meta.
 func withInstructions(result any, files []string) any {
-	meta := func(m map[string]any) map[string]any {
-		if m == nil {
-			m = map[string]any{}
-		}
-		mine, _ := m[schema.MetaKey].(map[string]any)
-		if mine == nil {
-			mine = map[string]any{}
-		}
-		mine[MetaProjectInstructions] = files
-		m[schema.MetaKey] = mine
-		return m
-	}
+	// withMeta copies: a response's map may be shared with its maker.
+	set := func(m *map[string]any) { *m, _ = withMeta(schema.Value(*m), MetaProjectInstructions, files).Get() }
 	switch r := result.(type) {
 	case schema.NewSessionResponse:
-		r.Meta = meta(r.Meta)
+		set(&r.Meta)
 		return r
 	case schema.LoadSessionResponse:
-		r.Meta = meta(r.Meta)
+		set(&r.Meta)
 		return r
 	case schema.ResumeSessionResponse:
-		r.Meta = meta(r.Meta)
+		set(&r.Meta)
 		return r
 	case schema.NewSessionResponseV2:
-		r.Meta = meta(r.Meta)
+		set(&r.Meta)
 		return r
 	case schema.ResumeSessionResponseV2:
-		r.Meta = meta(r.Meta)
+		set(&r.Meta)
 		return r
 	}
 	return result

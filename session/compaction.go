@@ -20,7 +20,7 @@ import (
 // usage records the provider-reported usage of a turn response and queues an
 // automatic compaction when it reaches the threshold (docs/design.md §3).
 func (l *loop) usage(r *history.UsageRecord) {
-	l.contextTokens = r.InputTokens + r.OutputTokens
+	l.contextTokens = usageOf(r).Total()
 	l.spent(r, l.contextTokens)
 	thr := l.set.threshold()
 	l.measureHold(thr)
@@ -288,6 +288,9 @@ func (k compaction) summary(post progress) (*compact.Summary, provider.Info, err
 		var span *chat
 		rctx, span = k.tel.startChat(rctx, k.info, "")
 		defer func() {
+			if span == nil {
+				return // no telemetry: nothing to clean or allocate
+			}
 			var rec *history.UsageRecord
 			if sum != nil {
 				u, _ := cleanUsage(sum.Usage)

@@ -149,8 +149,8 @@ type loop struct {
 	closeTimer *time.Timer
 
 	tel *telemetry // nil = no telemetry
-	// compSpan is the span of the running compaction (a no-op one
-	// without telemetry).
+	// compSpan is the span of the running compaction (nil without
+	// telemetry).
 	compSpan trace.Span
 	meter    meter         // makes the usage ledger's records
 	cost     provider.Cost // the session's cumulative cost (UsageEvent.SessionCost)

@@ -20,10 +20,7 @@ func (s *Store) Window(ctx context.Context, id string, q history.WindowQuery) ([
 	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
 		var err error
 		out, err = segments.ReadWindow(id, q, segments.WindowReads{
-			Session: func() (activeFrom int64, err error) {
-				err = tx.QueryRow(ctx, `SELECT active_from FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom)
-				return activeFrom, s.found(ctx, op, id, err)
-			},
+			Session: func() (int64, error) { return s.exists(ctx, tx, op, id) },
 			Find: func(msgID string) (pos int64, found bool, err error) {
 				err = tx.QueryRow(ctx, `SELECT pos FROM messages WHERE session_id = $1 AND id = $2 ORDER BY pos DESC LIMIT 1`, bin(id), bin(msgID)).Scan(&pos)
 				switch {

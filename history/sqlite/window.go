@@ -29,8 +29,7 @@ func (s *Store) windowReads(ctx context.Context, tx *sql.Tx, id string) segments
 	var num int64 // the session's number: its messages' rowids in message_fts
 	return segments.WindowReads{
 		Session: func() (activeFrom int64, err error) {
-			err = tx.QueryRowContext(ctx, `SELECT num, active_from FROM sessions WHERE id = ?`, id).Scan(&num, &activeFrom)
-			return activeFrom, s.found(ctx, op, id, err)
+			return activeFrom, s.row(ctx, tx, op, id, "num, active_from", &num, &activeFrom)
 		},
 		Find: func(msgID string) (pos int64, found bool, err error) {
 			err = tx.QueryRowContext(ctx, selectPosOfID, id, []byte(msgID)).Scan(&pos)

@@ -138,11 +138,22 @@ func instructionDirs(cwd string, stops []string) []string {
 
 // readInstructionFile reads at most limit bytes of the first of
 // InstructionFiles in dir, and returns its path; "" when dir has none (or
-// only one that is not a regular file).
+// only one that is not a regular file). It reads through an os.Root of
+// dir: a file that is a link out of dir (AGENTS.md -> ~/.aws/credentials,
+// committed to a repository) is refused, never sent to the model; a link
+// to another file of dir (CLAUDE.md -> AGENTS.md) is read.
 func readInstructionFile(dir string, limit int) (string, []byte, error) {
+	root, err := os.OpenRoot(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil, nil
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("project instructions in %s: %w", dir, err)
+	}
+	defer root.Close()
 	for _, name := range InstructionFiles {
 		path := filepath.Join(dir, name)
-		st, err := os.Stat(path)
+		st, err := root.Stat(name)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			continue
@@ -151,7 +162,7 @@ func readInstructionFile(dir string, limit int) (string, []byte, error) {
 		case !st.Mode().IsRegular():
 			continue // a directory named AGENTS.md, a FIFO: not instructions
 		}
-		f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+		f, err := root.OpenFile(name, os.O_RDONLY|openFlags, 0)
 		if err != nil {
 			return "", nil, fmt.Errorf("project instructions %s: %w", path, err)
 		}

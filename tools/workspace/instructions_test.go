@@ -104,3 +104,26 @@ func TestReadInstructions_Hostile(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{filepath.Join(top, "CLAUDE.md")}, got.Files, "a FIFO is not instructions: the next name is read")
 }
+
+// TestReadInstructions_LinkOut: an instruction file that is a link out of
+// its directory (a repository's AGENTS.md -> a credentials file) is never
+// read into the system prompt; a link to another file of the directory
+// (CLAUDE.md -> AGENTS.md is common) is.
+func TestReadInstructions_LinkOut(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "credentials")
+	require.NoError(t, os.WriteFile(secret, []byte("aws_secret_access_key = SECRET"), 0o600))
+	repo := t.TempDir()
+	writeFiles(t, repo, map[string]string{".git/HEAD": "ref: refs/heads/main\n"})
+	require.NoError(t, os.Symlink(secret, filepath.Join(repo, "AGENTS.md")))
+	got, err := workspace.ReadInstructions(repo, workspace.InstructionOptions{})
+	require.Error(t, err, "the link out is refused, and said")
+	assert.NotContains(t, got.Text, "SECRET")
+	assert.Empty(t, got.Files)
+
+	inside := t.TempDir()
+	writeFiles(t, inside, map[string]string{".git/HEAD": "x", "rules.md": "inside rules"})
+	require.NoError(t, os.Symlink("rules.md", filepath.Join(inside, "AGENTS.md")))
+	got, err = workspace.ReadInstructions(inside, workspace.InstructionOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, got.Text, "inside rules")
+}

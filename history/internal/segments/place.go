@@ -48,7 +48,7 @@ func (s *Standing) At(pos, activeFrom int64) (segmentID string, compaction int) 
 }
 
 // StandingQuery selects, for one session (the one parameter, written
-// $1 here and ? in SQLite, where the caller replaces it), the standing
+// $1, which PostgreSQL and SQLite both bind to the first argument), the standing
 // Segments' IDs, spans and compaction numbers in archive order, as
 // [Standing.Add] takes them: the numbers count every Segment in the
 // order Segments lists them (commit order; rows from before commit
