@@ -93,7 +93,7 @@ type Client struct {
 	surf clientSurface // the version the agent answered initialize with
 	stop func() error  // ends the agent process (Start only)
 
-	mu       sync.Mutex // guards the registry
+	mu       sync.Mutex // guards the registry, cause and the early updates (creating, early, earlyN)
 	sessions map[string]*RemoteSession
 	cause    error // why the connection ended
 	// While a session/new waits for its response, updates for a session
@@ -318,7 +318,7 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 	// updates the agent sends right after its response; the updates it sent
 	// before the response are applied first.
 	c.creatingSession(1)
-	err := c.conn.Send(ctx, schema.MethodSessionNew, c.surf.newSession(cwd), func(raw json.RawMessage, err error) {
+	id, err := c.conn.SendID(ctx, schema.MethodSessionNew, c.surf.newSession(cwd), func(raw json.RawMessage, err error) {
 		var resp schema.NewSessionResponse
 		if err == nil {
 			err = json.Unmarshal(raw, &resp)
@@ -339,6 +339,11 @@ func (c *Client) NewSession(ctx context.Context, cwd string) (*RemoteSession, er
 	case a := <-got:
 		return a.rs, a.err
 	case <-ctx.Done():
+		// Given up: a late response is ignored, and updates for sessions
+		// not yet known are no longer kept for this one.
+		if c.conn.Abandon(id) {
+			c.creatingSession(-1)
+		}
 		return nil, ctx.Err()
 	}
 }
