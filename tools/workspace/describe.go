@@ -92,8 +92,12 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 // created reports whether a write_file result says it made a new file
 // ("wrote PATH (N bytes)"; one that replaced a file says so).
 func created(result *history.Message) bool {
-	return result != nil && strings.HasPrefix(result.Text, "wrote ") && !strings.Contains(result.Text, "; replaced the previous ")
+	return result != nil && createdRE.MatchString(result.Text)
 }
+
+// createdRE is write_file's result for a new file, anchored at its end:
+// a path the model chose cannot make a replaced file's result look new.
+var createdRE = regexp.MustCompile(`^wrote .* \(\d+ bytes\)$`)
 
 var editedRE = regexp.MustCompile(`^edited .* at line (\d+)$`)
 

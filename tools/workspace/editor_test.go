@@ -328,6 +328,8 @@ func TestDescribe(t *testing.T) {
 	assert.Equal(t, []schema.ToolCallContent{{Diff: &schema.ToolDiff{Path: "/w/new.txt", NewText: "hi\n"}}}, made.Content, "a new file: not partial")
 	replaced := d(wcall, &history.Message{Text: "wrote new.txt (3 bytes; replaced the previous 9 bytes)"})
 	assert.True(t, replaced.Content[0].Diff.Partial, "a replaced file: partial")
+	odd := d(wcall, &history.Message{Text: "wrote x; replaced the previous y (3 bytes)"})
+	assert.False(t, odd.Content[0].Diff.Partial, "a new file whose name holds the replaced wording is still new")
 
 	run := d(call("run_command", `{"command":"go test ./..."}`), nil)
 	assert.Equal(t, schema.ToolKindExecute, run.Kind)
