@@ -352,8 +352,9 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 	a.sub = rep.Sub
 	// The cost so far, before the replayed events (whose costs are older):
 	// what a client is told never goes down.
+	rose := false
 	if rep, err := a.sess.Usage(context.Background()); err == nil {
-		a.raiseCost(rep.Total.Cost)
+		rose = a.raiseCost(rep.Total.Cost)
 	} else {
 		a.log.Warn("cannot read the session's usage", zap.Error(err))
 	}
@@ -366,8 +367,8 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 		a.forward(ev, true)
 	}
 	// The timeline holds no usage: a client that loads the session is told
-	// its cost so far.
-	if full && a.cost.Known() {
+	// its cost so far, and one that fell behind the cost it missed.
+	if (full && a.cost.Known()) || rose {
 		a.enqueue(a.usageUpdate(nil))
 	}
 	// Prompts whose command finished before the cut: their end is in

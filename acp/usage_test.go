@@ -2,6 +2,7 @@ package acp_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -147,4 +148,36 @@ func TestServe_UsageCostIsCumulative(t *testing.T) {
 		assert.GreaterOrEqual(t, costs[i], costs[i-1], "usage_update %d: the cost never decreases (%v)", i, costs)
 		assert.GreaterOrEqual(t, costs[i], 0.0, "every usage_update carries the cost")
 	}
+}
+
+// An owner that falls behind its session and continues from the store
+// with a Replay (its subscription holds one event here) is handed events
+// again, older costs among them: the cost the client is told never goes
+// down, and ends at the session's total.
+func TestServe_UsageCostNeverDecreasesBehind(t *testing.T) {
+	defer acp.SetSubscriptionBuffer(1)()
+	prices := provider.PriceTable{"m": {Input: 3, Output: 15}}
+	fake := providertest.New()
+	c := serve(t, fake, memstore.New(), acp.ServerOptions{Session: session.Config{Pricing: prices}})
+	c.initialize(`{"session":{"compaction":{}}}`)
+	sid := c.newSession()
+	c.take()
+	u := provider.Usage{InputTokens: 1000, OutputTokens: 100}
+	deltas := make([]string, 500)
+	for i := range deltas {
+		deltas[i] = fmt.Sprintf("w%d ", i)
+	}
+	total := 0.0
+	for range 4 {
+		fake.QueueTurn(providertest.Reply{Text: strings.Join(deltas, ""), Deltas: deltas, Usage: u, Model: "m"})
+		require.Equal(t, "end_turn", c.prompt(sid, "a long answer, please"))
+		p, _ := prices.Price("m", u)
+		total += p.Amount
+	}
+	costs := usageCosts(t, c.take())
+	require.NotEmpty(t, costs)
+	for i := 1; i < len(costs); i++ {
+		assert.GreaterOrEqual(t, costs[i], costs[i-1], "usage_update cost went down: %v", costs)
+	}
+	assert.InDelta(t, total, costs[len(costs)-1], 1e-12)
 }
