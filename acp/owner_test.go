@@ -156,7 +156,8 @@ func TestServe_LaggingClientLosesNothing(t *testing.T) {
 	}
 	fake.QueueSummary(providertest.Reply{Text: strings.Join(summary, ""), Deltas: summary})
 	gate.pause()
-	long := c.promptAsync(sid, "a long answer, please")
+	long := make(chan string, 1)
+	go func() { long <- c.prompt(sid, "a long answer, please") }()
 	require.NoError(t, fake.WaitCalls(t.Context(), 3))
 	compact := make(chan error, 1)
 	go func() {
@@ -171,17 +172,17 @@ func TestServe_LaggingClientLosesNothing(t *testing.T) {
 	// far behind what the session retains for resubscribers.
 	const later = 4
 	fake.SetDefault(func(*provider.Request) providertest.Reply { return providertest.Reply{Text: "later"} })
-	more := make([]func() string, later)
+	more := make(chan string, later)
 	for i := range later {
-		more[i] = c.promptAsync(sid, fmt.Sprintf("later %d", i))
+		go func() { more <- c.prompt(sid, fmt.Sprintf("later %d", i)) }()
 	}
 	require.NoError(t, fake.WaitCalls(t.Context(), 4+later))
 	// Everything happened while the client did not read; now it reads.
 	gate.resume()
-	assert.Equal(t, "end_turn", long())
+	assert.Equal(t, "end_turn", <-long)
 	require.NoError(t, <-compact)
-	for _, wait := range more {
-		assert.Equal(t, "end_turn", wait())
+	for range later {
+		assert.Equal(t, "end_turn", <-more)
 	}
 	c.waitFor("usage_update")
 
