@@ -165,7 +165,23 @@ ALTER TABLE compactions
 	// 11: the window read (history.Reader.Window, window.go) finds a
 	// message by its ID.
 	`CREATE INDEX messages_id ON messages (session_id, id);`,
+	// 12: forks (history.Catalog.Fork, fork.go): a fork names its parent
+	// and the parent's timeline position it was made at, and how many
+	// messages it inherits; a session deleted while forks still read it is
+	// kept, marked deleted. Existing sessions are no forks.
+	migrationForks,
 }
+
+// migrationForks is migration 12: the fork columns of sessions.
+const migrationForks = `
+ALTER TABLE sessions
+	ADD COLUMN fork_of  bytea,                      -- the parent; NULL for none
+	ADD COLUMN fork_pos bigint  NOT NULL DEFAULT -1, -- the parent's position forked at
+	ADD COLUMN fork_seq bigint  NOT NULL DEFAULT 0,  -- messages inherited: the seq of the first own one
+	ADD COLUMN fork_at  bytea   NOT NULL DEFAULT '', -- the message forked at; '' for the newest entry
+	ADD COLUMN deleted  boolean NOT NULL DEFAULT false; -- deleted, kept while forks read it
+CREATE INDEX sessions_fork_of ON sessions (fork_of) WHERE fork_of IS NOT NULL;
+`
 
 // migrationUsage creates the usage ledger (history.Ledger, usage.go). A
 // record's ID is unique per session: a retried write records it once.

@@ -159,7 +159,22 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	// message by its ID: an index of the ID inside each body. No row
 	// changes.
 	`CREATE INDEX messages_id ON messages (session_id, ` + messageIDExpr + `);`,
+	// 13: forks (history.Catalog.Fork, fork.go): a fork names its parent
+	// and the parent's timeline position it was made at, and how many
+	// messages it inherits; a session deleted while forks still read it is
+	// kept, marked deleted. Existing sessions are no forks.
+	migrationForks,
 }
+
+// migrationForks is migration 13: the fork columns of sessions.
+const migrationForks = `
+ALTER TABLE sessions ADD COLUMN fork_of  TEXT;                       -- the parent; NULL for none
+ALTER TABLE sessions ADD COLUMN fork_pos INTEGER NOT NULL DEFAULT -1; -- the parent's position forked at
+ALTER TABLE sessions ADD COLUMN fork_seq INTEGER NOT NULL DEFAULT 0;  -- messages inherited: the seq of the first own one
+ALTER TABLE sessions ADD COLUMN fork_at  TEXT    NOT NULL DEFAULT ''; -- the message forked at; '' for the newest entry
+ALTER TABLE sessions ADD COLUMN deleted  INTEGER NOT NULL DEFAULT 0;  -- deleted, kept while forks read it
+CREATE INDEX sessions_fork_of ON sessions (fork_of) WHERE fork_of IS NOT NULL;
+`
 
 // migrationUsage creates the usage ledger (history.Ledger, usage.go). A
 // record's ID is unique per session: a retried write records it once.
