@@ -92,6 +92,10 @@ type Message struct {
 	// to resources, embedded resources and images, in the order the user
 	// gave them, each at its place in Text (user only; nil for none).
 	Attachments []Attachment
+	// Files are the files the tool call this message answers read or
+	// changed, in the order it did (tool only; nil for none): what a
+	// session's file ledger is folded from (see [FileAccess]).
+	Files []FileAccess
 }
 
 // AttachmentKind is what an [Attachment] is.
@@ -162,6 +166,11 @@ func (m *Message) Validate() error {
 		return fmt.Errorf("%w: message %s: only user messages can be steers", ErrInvalid, m.ID)
 	case m.Role != RoleUser && len(m.Attachments) > 0:
 		return fmt.Errorf("%w: message %s: only user messages carry attachments", ErrInvalid, m.ID)
+	case m.Role != RoleTool && len(m.Files) > 0:
+		return fmt.Errorf("%w: message %s: only tool messages record files", ErrInvalid, m.ID)
+	}
+	if err := validFiles(m.Files); err != nil {
+		return fmt.Errorf("%w: message %s: %w", ErrInvalid, m.ID, err)
 	}
 	if err := ValidAttachments(m.Text, m.Attachments); err != nil {
 		return fmt.Errorf("%w: message %s: %w", ErrInvalid, m.ID, err)
@@ -288,6 +297,10 @@ type Segment struct {
 	// archive with its messages, which are Active again.
 	UndoneAt time.Time
 	UndoID   string
+	// Files are the files the archived messages read or changed
+	// ([Message.Files] folded: each path once, with its last access),
+	// newest access first, at most [MaxFiles] (the newest); nil for none.
+	Files []FileState
 }
 
 // Undone reports whether an Uncompact undid the Segment.
@@ -442,6 +455,9 @@ type Commit struct {
 	// transaction: the summary call's record (none for a summary the
 	// application supplied).
 	Usage []UsageRecord
+	// Files are recorded with the Segment (see [Segment].Files), checked
+	// with [ValidFileStates]; optional.
+	Files []FileState
 }
 
 // Uncompaction names one undo (see [Writer.Uncompact]).

@@ -55,15 +55,7 @@ func testAttachments(t *testing.T, h Harness) {
 	snap, err = s.Load(ctx, "att")
 	require.NoError(t, err)
 	EqualMessages(t, msgs[2:], snap.Active)
-	tl, err := s.Timeline(ctx, "att")
-	require.NoError(t, err)
-	var got []history.Message
-	for _, e := range tl {
-		if e.Message != nil {
-			got = append(got, *e.Message)
-		}
-	}
-	EqualMessages(t, msgs, got)
+	EqualMessages(t, msgs, timelineMessages(t, s, "att"))
 
 	over := make([]byte, history.MaxAttachmentData+1)
 	bad := map[string]history.Attachment{

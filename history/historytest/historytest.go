@@ -77,6 +77,7 @@ func Run(t *testing.T, h Harness) {
 		{"CreateLoad", testCreateLoad},
 		{"MessageFidelity", testMessageFidelity},
 		{"Attachments", testAttachments},
+		{"Files", testFiles},
 		{"InvalidWrites", testInvalidWrites},
 		{"VersionConflict", testVersionConflict},
 		{"Config", testConfig},

@@ -387,6 +387,7 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		out = new(history.Segment)
 		*out = seg.seg
 		out.Fidelity = seg.seg.Fidelity.Clone()
+		out.Files = slices.Clone(seg.seg.Files)
 		return nil
 	})
 	if err != nil {
@@ -437,6 +438,7 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 func (ss *session) segmentOf(s *segment) *history.Segment {
 	seg := s.seg
 	seg.Fidelity = seg.Fidelity.Clone()
+	seg.Files = slices.Clone(seg.Files)
 	seg.Messages = cloneMessages(ss.messages[s.from:s.upto])
 	return &seg
 }
@@ -541,6 +543,7 @@ func (s *Store) SegmentHeaders(ctx context.Context, id string) ([]history.Segmen
 		for i := range ss.segments {
 			seg := ss.segments[i].seg
 			seg.Fidelity = seg.Fidelity.Clone()
+			seg.Files = slices.Clone(seg.Files)
 			seg.Messages = nil
 			out = append(out, seg)
 		}
@@ -560,6 +563,7 @@ func cloneMessages(msgs []history.Message) []history.Message {
 		for j := range m.Attachments {
 			m.Attachments[j].Data = slices.Clone(m.Attachments[j].Data)
 		}
+		m.Files = slices.Clone(m.Files)
 		out[i] = m
 	}
 	return out

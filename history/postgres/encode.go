@@ -97,6 +97,7 @@ func decodeToolCalls(b []byte) ([]history.ToolCall, error) {
 type messageBatch struct {
 	ids, texts, toolCalls, toolCallIDs [][]byte
 	attachments                        [][]byte // NULL for none
+	files                              [][]byte // NULL for none
 	roles                              []string
 	steers                             []bool
 	createdAts                         []*int64
@@ -108,6 +109,7 @@ func encodeMessages(msgs []history.Message) (*messageBatch, error) {
 	b := &messageBatch{
 		ids: make([][]byte, n), texts: make([][]byte, n), toolCalls: make([][]byte, n), toolCallIDs: make([][]byte, n),
 		roles: make([]string, n), steers: make([]bool, n), createdAts: make([]*int64, n), attachments: make([][]byte, n),
+		files: make([][]byte, n),
 	}
 	for i := range msgs {
 		m := &msgs[i]
@@ -121,6 +123,9 @@ func encodeMessages(msgs []history.Message) (*messageBatch, error) {
 		if b.attachments[i], err = sqlstore.Attachments(m.Attachments); err != nil {
 			return nil, fmt.Errorf("%w: message %s attachments: %v", history.ErrInvalid, m.ID, err)
 		}
+		if b.files[i], err = sqlstore.Files(m.Files); err != nil {
+			return nil, fmt.Errorf("%w: message %s files: %v", history.ErrInvalid, m.ID, err)
+		}
 		b.ids[i], b.texts[i], b.toolCallIDs[i] = bin(m.ID), bin(m.Text), bin(m.ToolCallID)
 		b.roles[i], b.steers[i] = string(m.Role), m.Steer
 	}
@@ -128,7 +133,7 @@ func encodeMessages(msgs []history.Message) (*messageBatch, error) {
 }
 
 // messageColumns are the columns scanMessage scans, in order.
-const messageColumns = `pos, id, role, text, tool_calls, tool_call_id, steer, created_at, attachments`
+const messageColumns = `pos, id, role, text, tool_calls, tool_call_id, steer, created_at, attachments, files`
 
 // scanMessage scans one row of messageColumns, followed by the columns
 // of extra.
@@ -136,13 +141,13 @@ func scanMessage(rows pgx.Rows, extra ...any) (int64, history.Message, error) {
 	var (
 		pos                       int64
 		id, text, calls, toolCall []byte
-		attachments               []byte
+		attachments, files        []byte
 		role                      string
 		steer                     bool
 		createdAt                 *int64
 		m                         history.Message
 	)
-	if err := rows.Scan(append([]any{&pos, &id, &role, &text, &calls, &toolCall, &steer, &createdAt, &attachments}, extra...)...); err != nil {
+	if err := rows.Scan(append([]any{&pos, &id, &role, &text, &calls, &toolCall, &steer, &createdAt, &attachments, &files}, extra...)...); err != nil {
 		return 0, m, err
 	}
 	m = history.Message{ID: string(id), Role: history.Role(role), Text: string(text), ToolCallID: string(toolCall), Steer: steer, CreatedAt: decodeTime(createdAt)}
@@ -152,6 +157,9 @@ func scanMessage(rows pgx.Rows, extra ...any) (int64, history.Message, error) {
 	}
 	if m.Attachments, err = sqlstore.FromAttachments(attachments); err != nil {
 		return 0, m, fmt.Errorf("message %s: attachments: %w", m.ID, err)
+	}
+	if m.Files, err = sqlstore.FromFiles(files); err != nil {
+		return 0, m, fmt.Errorf("message %s: files: %w", m.ID, err)
 	}
 	return pos, m, nil
 }

@@ -170,6 +170,13 @@ ALTER TABLE compactions
 	// messages it inherits; a session deleted while forks still read it is
 	// kept, marked deleted. Existing sessions are no forks.
 	migrationForks,
+	// 13: the file ledger (docs/compaction.md, "Files"): a tool message's
+	// files and a segment's files, JSON arrays (history/internal/sqlstore,
+	// Files and FileStates); NULL means none.
+	`
+ALTER TABLE messages ADD COLUMN files bytea;
+ALTER TABLE compactions ADD COLUMN files bytea;
+`,
 }
 
 // migrationForks is migration 12: the fork columns of sessions.

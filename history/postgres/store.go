@@ -441,12 +441,12 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 			return err
 		}
 		_, err = tx.Exec(ctx, `
-			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, search, attachments)
+			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, search, attachments, files)
 			SELECT $1, $2 + m.ord - 1, $3 + m.ord - 1, m.id, m.role, m.text, m.tool_calls, m.tool_call_id, m.steer, m.created_at,
-				m.tool_name, to_tsvector('english', m.doc), m.attachments
-			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[], $11::bytea[], $12::text[], $13::bytea[])
-				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, doc, attachments, ord)`,
-			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts, tools, docs, b.attachments)
+				m.tool_name, to_tsvector('english', m.doc), m.attachments, m.files
+			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[], $11::bytea[], $12::text[], $13::bytea[], $14::bytea[])
+				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, doc, attachments, files, ord)`,
+			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts, tools, docs, b.attachments, b.files)
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
@@ -612,6 +612,10 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		// The last archived message is the one numbered archived+Archive-1,
 		// found through the (session_id, seq) index without reading any
 		// other row. The archived range is [active_from, its position].
+		files, err := sqlstore.FileStates(c.Files)
+		if err != nil {
+			return fmt.Errorf("%w: files: %v", history.ErrInvalid, err)
+		}
 		from := st.activeFrom
 		var to int64
 		if err := tx.QueryRow(ctx, selectPosOfSeq, bin(id), st.archived+int64(c.Archive)-1).Scan(&to); err != nil {
@@ -621,11 +625,11 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 			UPDATE compactions SET status = 'completed', summary = $3, finished_at = $4,
 				segment_id = $5, from_pos = $6, to_pos = $7, input_tokens = $8, output_tokens = $9,
 				summary_provider = $10, summary_model = $11, context_before = $12, context_after = $13, commit_version = $14,
-				fidelity_facts = $15, fidelity_kept = $16, fidelity_missing = $17
+				fidelity_facts = $15, fidelity_kept = $16, fidelity_missing = $17, files = $18
 			WHERE session_id = $1 AND compact_id = $2`,
 			bin(id), bin(c.CompactID), bin(c.Summary), at, bin(c.SegmentID), from, to, int64(c.InputTokens), int64(c.OutputTokens),
 			bin(c.SummaryProvider), bin(c.SummaryModel), int64(c.ContextBefore), int64(c.ContextAfter), int64(version)+1,
-			int64(c.Fidelity.Facts), int64(c.Fidelity.Kept), encodeMissing(c.Fidelity.Missing))
+			int64(c.Fidelity.Facts), int64(c.Fidelity.Kept), encodeMissing(c.Fidelity.Missing), files)
 		switch {
 		case isUniqueViolation(err):
 			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
@@ -721,7 +725,7 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
 				input_tokens, output_tokens, pos, from_pos, to_pos,
 				summary_provider, summary_model, context_before, context_after, undo_id, undone_at,
-				fidelity_facts, fidelity_kept, fidelity_missing
+				fidelity_facts, fidelity_kept, fidelity_missing, files
 			FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
 			ORDER BY COALESCE(commit_version, 0), from_pos`, []any{bin(id)}, func(rows pgx.Rows) error {
 			var (
@@ -733,14 +737,19 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 				inTokens, outTokens               int64
 				before, after, facts, kept        int64
 				missing                           [][]byte
+				files                             []byte
 			)
 			if err := rows.Scan(&segID, &compactID, &g.Trigger, &summary, &instrs, &created, &started,
 				&inTokens, &outTokens, &g.Position, &sp.From, &sp.To,
 				&sumProvider, &sumModel, &before, &after, &undoID, &undoneAt,
-				&facts, &kept, &missing); err != nil {
+				&facts, &kept, &missing, &files); err != nil {
 				return err
 			}
 			g.Fidelity = history.Fidelity{Facts: int(facts), Kept: int(kept), Missing: decodeMissing(missing)}
+			var err error
+			if g.Files, err = sqlstore.FromFileStates(files); err != nil {
+				return fmt.Errorf("segment %s: files: %w", g.ID, err)
+			}
 			g.ID, g.CompactID, g.Summary, g.Instructions = string(segID), string(compactID), string(summary), string(instrs)
 			g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
 			g.InputTokens, g.OutputTokens = int(inTokens), int(outTokens)

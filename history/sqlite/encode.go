@@ -42,9 +42,10 @@ type messageRow struct {
 // fields' bytes:
 //
 //	steer      '0' or '1'
-//	tool calls 'n' (none: nil), 'j' (the JSON is the tool calls' array) or
+//	tool calls 'n' (none: nil), 'j' (the JSON is the tool calls' array),
 //	           'a' (the JSON is the attachments' array, sqlstore.Attachments;
-//	           a user message's, which has no tool calls)
+//	           a user message's, which has no tool calls) or 'f' (the JSON
+//	           is the files' array, sqlstore.Files; a tool message's)
 //	created    'n' (the zero time) or 't'
 //	created_at 16 hex digits, unix nanoseconds as a two's complement uint64
 //	lengths    10 decimal digits each: id, role, tool_call_id, JSON
@@ -52,14 +53,14 @@ type messageRow struct {
 //
 // Marker 'a' came with schema version 8, so that a sessionkit that does not
 // know it refuses the file (ErrNewerSchema) rather than find its bodies
-// malformed.
+// malformed; marker 'f' came with schema version 14 for the same reason.
 // Migration 3 builds the same value in SQL from the columns of version 2
 // (TestBodyMatchesMigration checks that both agree), and titleColumn reads
 // the text of a session's first message out of it.
 const bodyHeader = 3 + 16 + 4*10
 
 // encodeBody is the body column of a message with those fields.
-// kind is the marker of the JSON ('j' or 'a'; ignored when toolCalls is not
+// kind is the marker of the JSON ('j', 'a' or 'f'; ignored when toolCalls is not
 // valid).
 func encodeBody(id, role, toolCallID, text string, toolCalls sql.NullString, kind byte, steer bool, createdAt sql.NullInt64) []byte {
 	b := make([]byte, 0, bodyHeader+len(id)+len(role)+len(toolCallID)+len(toolCalls.String)+len(text))
@@ -141,7 +142,7 @@ var errBody = errors.New("malformed message body")
 // string (Load's, see activeColumns) is not copied: the text fields are
 // substrings of it.
 func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, err error) {
-	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' && body[1] != 'a' || body[2] != 'n' && body[2] != 't' {
+	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' && body[1] != 'a' && body[1] != 'f' || body[2] != 'n' && body[2] != 't' {
 		return toolCalls, errBody
 	}
 	created, ok := parseHex(body[3:19])
@@ -177,6 +178,10 @@ func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, e
 	case 'a':
 		if m.Attachments, err = sqlstore.FromAttachments([]byte(calls)); err != nil {
 			return toolCalls, fmt.Errorf("message %s: attachments: %w", m.ID, err)
+		}
+	case 'f':
+		if m.Files, err = sqlstore.FromFiles([]byte(calls)); err != nil {
+			return toolCalls, fmt.Errorf("message %s: files: %w", m.ID, err)
 		}
 	}
 	return toolCalls, nil
@@ -233,6 +238,15 @@ func encodeMessage(m *history.Message) (messageRow, error) {
 			return messageRow{}, fmt.Errorf("%w: message %s attachments: %v", history.ErrInvalid, m.ID, err)
 		}
 		toolCalls, kind = sql.NullString{String: string(b), Valid: b != nil}, 'a'
+	}
+	if m.Files != nil {
+		// Validate let only a tool message, which has neither tool calls
+		// nor attachments, record files: they take the JSON's place.
+		b, err := sqlstore.Files(m.Files)
+		if err != nil {
+			return messageRow{}, fmt.Errorf("%w: message %s files: %v", history.ErrInvalid, m.ID, err)
+		}
+		toolCalls, kind = sql.NullString{String: string(b), Valid: b != nil}, 'f'
 	}
 	return messageRow{body: encodeBody(m.ID, string(m.Role), m.ToolCallID, m.Text, toolCalls, kind, m.Steer, createdAt)}, nil
 }

@@ -164,6 +164,12 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	// messages it inherits; a session deleted while forks still read it is
 	// kept, marked deleted. Existing sessions are no forks.
 	migrationForks,
+	// 14: the file ledger (docs/compaction.md, "Files"): a tool message's
+	// files in its body under the marker 'f' (encode.go), which a
+	// sessionkit that does not know it must not read (the version makes
+	// it leave the file alone, ErrNewerSchema), and a segment's files, a
+	// JSON array (sqlstore.FileStates); NULL means none.
+	`ALTER TABLE compactions ADD COLUMN files TEXT;`,
 }
 
 // migrationForks is migration 13: the fork columns of sessions.

@@ -632,15 +632,19 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 		if err != nil {
 			return fmt.Errorf("%w: fidelity: %v", history.ErrInvalid, err)
 		}
+		files, err := sqlstore.FileStates(c.Files)
+		if err != nil {
+			return fmt.Errorf("%w: files: %v", history.ErrInvalid, err)
+		}
 		_, err = tx.ExecContext(ctx, `
 			UPDATE compactions SET status = 'completed', summary = ?, finished_at = ?,
 				segment_id = ?, from_pos = ?, to_pos = ?, input_tokens = ?, output_tokens = ?,
 				summary_provider = ?, summary_model = ?, context_before = ?, context_after = ?, commit_version = ?,
-				fidelity_facts = ?, fidelity_kept = ?, fidelity_missing = ?
+				fidelity_facts = ?, fidelity_kept = ?, fidelity_missing = ?, files = ?
 			WHERE session_id = ? AND compact_id = ?`,
 			c.Summary, at, c.SegmentID, from, to, c.InputTokens, c.OutputTokens,
 			c.SummaryProvider, c.SummaryModel, c.ContextBefore, c.ContextAfter, int64(version)+1,
-			c.Fidelity.Facts, c.Fidelity.Kept, missing, id, c.CompactID)
+			c.Fidelity.Facts, c.Fidelity.Kept, missing, sql.NullString{String: string(files), Valid: files != nil}, id, c.CompactID)
 		switch {
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE):
 			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
@@ -734,7 +738,7 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 			SELECT segment_id, compact_id, trigger_kind, summary, instructions, finished_at, started_at,
 				input_tokens, output_tokens, pos, from_pos, to_pos,
 				summary_provider, summary_model, context_before, context_after, undo_id, undone_at,
-				fidelity_facts, fidelity_kept, fidelity_missing
+				fidelity_facts, fidelity_kept, fidelity_missing, files
 			FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL
 			ORDER BY COALESCE(commit_version, 0), from_pos`, []any{id}, func(rows *sql.Rows) error {
 			var (
@@ -743,19 +747,24 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 				sp                       storekit.SegmentSpan
 				inTokens, outTokns       int64
 				before, after            int64
-				undoID, missing          sql.NullString
+				undoID, missing, files   sql.NullString
 				facts, kept              int64
 			)
 			if err := rows.Scan(&g.ID, &g.CompactID, &g.Trigger, &g.Summary, &g.Instructions, &created, &started,
 				&inTokens, &outTokns, &g.Position, &sp.From, &sp.To,
 				&g.SummaryProvider, &g.SummaryModel, &before, &after, &undoID, &undoAt,
-				&facts, &kept, &missing); err != nil {
+				&facts, &kept, &missing, &files); err != nil {
 				return err
 			}
 			g.Fidelity.Facts, g.Fidelity.Kept = int(facts), int(kept)
 			var err error
 			if g.Fidelity.Missing, err = decodeMissing(missing); err != nil {
 				return fmt.Errorf("segment %s: fidelity: %w", g.ID, err)
+			}
+			if files.Valid {
+				if g.Files, err = sqlstore.FromFileStates([]byte(files.String)); err != nil {
+					return fmt.Errorf("segment %s: files: %w", g.ID, err)
+				}
 			}
 			g.CreatedAt, g.StartedAt = decodeTime(created), decodeTime(started)
 			g.InputTokens, g.OutputTokens = int(inTokens), int(outTokns)

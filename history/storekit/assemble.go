@@ -3,6 +3,7 @@ package storekit
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/sessionkit/sessionkit/history"
 )
@@ -31,6 +32,7 @@ func CommittedSegment(c *history.Commit, rec *history.CompactionRecord) *history
 		ContextBefore:   c.ContextBefore,
 		ContextAfter:    c.ContextAfter,
 		Fidelity:        c.Fidelity.Clone(),
+		Files:           slices.Clone(c.Files),
 	}
 }
 

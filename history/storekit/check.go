@@ -35,6 +35,9 @@ func CheckCommit(c *history.Commit, active int) error {
 	case len(c.Fidelity.Missing) > history.MaxFidelityMissing:
 		return fmt.Errorf("%w: commit fidelity lists %d missing facts, at most %d", history.ErrInvalid, len(c.Fidelity.Missing), history.MaxFidelityMissing)
 	}
+	if err := history.ValidFileStates(c.Files); err != nil {
+		return fmt.Errorf("%w: commit files: %w", history.ErrInvalid, err)
+	}
 	return CheckUsage(c.Usage)
 }
 
