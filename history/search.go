@@ -12,6 +12,9 @@ type SearchQuery struct {
 	Limit int
 	// Cursor is SearchPage.Next of the previous page; "" = the first page.
 	Cursor string
+	// Neighbors is how many messages before and after each hit to return
+	// with it ([SearchHit.Neighbors]): 0 (none) to MaxNeighbors.
+	Neighbors int
 }
 
 // SearchHit is one message a search found.
@@ -42,6 +45,18 @@ type SearchHit struct {
 	// with the same code, so they agree. Scores compare within one search
 	// only.
 	Score float64
+	// Neighbors are, with [SearchQuery.Neighbors] n > 0, the messages
+	// around the hit, in timeline order, the hit itself not among them: up
+	// to n before it and n after it (fewer at the ends of the history).
+	// The windows of a page's hits are merged where they overlap: a
+	// message is returned once on a page, with the best hit whose window
+	// holds it, and never as a neighbour when it is a hit of the page. So
+	// a question's hit carries the answer that follows it, unless that
+	// answer is a hit of its own.
+	Neighbors []Message
+	// NeighborsBefore is how many of Neighbors come before the hit; the
+	// rest come after it.
+	NeighborsBefore int
 }
 
 // SearchPage is one page of hits, best first.
@@ -50,10 +65,11 @@ type SearchPage struct {
 	Next string // the Cursor of the next page; "" = last page
 }
 
-// Limits of [SearchQuery.Limit].
+// Limits of [SearchQuery.Limit] and [SearchQuery.Neighbors].
 const (
 	DefaultSearchLimit = 10
 	MaxSearchLimit     = 100
+	MaxNeighbors       = 5
 )
 
 // Fidelity is how much of a compacted prefix's facts its summary kept (see

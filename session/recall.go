@@ -33,11 +33,17 @@ type SearchRequest struct {
 	// Limit is the most hits; 0 = history.DefaultSearchLimit; above
 	// history.MaxSearchLimit it is history.MaxSearchLimit.
 	Limit int
+	// Neighbors is how many messages before and after each hit to return
+	// with it (SearchHit.Neighbors, history.SearchHit.Neighbors): 0 to
+	// history.MaxNeighbors. A question's hit then carries the answer
+	// that followed it.
+	Neighbors int
 }
 
 // SearchHit is one message a search found: the store's hit, which says
 // where the message sits (its Segment and the number of the compaction that
-// archived it, history.SearchHit.Compaction).
+// archived it, history.SearchHit.Compaction), and with
+// SearchRequest.Neighbors its neighbours (history.SearchHit.Neighbors).
 type SearchHit struct {
 	history.SearchHit
 }
@@ -56,16 +62,18 @@ type MessagesRequest struct {
 // the Segment and the compaction that archived it. Like Segments it reads
 // the store in the caller's goroutine, in one store call (a search never
 // holds the session up); it also works after Close while the store is
-// open. Errors: ErrInvalid for a blank query or a negative limit, ctx's
-// error, or the store's.
+// open. Errors: ErrInvalid for a blank query, a negative limit or
+// Neighbors outside 0..history.MaxNeighbors, ctx's error, or the store's.
 func (s *Session) Search(ctx context.Context, req SearchRequest) ([]SearchHit, error) {
 	switch {
 	case strings.TrimSpace(req.Query) == "":
 		return nil, invalid("search query is empty")
 	case req.Limit < 0:
 		return nil, invalid("search limit %d is negative", req.Limit)
+	case req.Neighbors < 0 || req.Neighbors > history.MaxNeighbors:
+		return nil, invalid("search Neighbors %d is outside 0..%d", req.Neighbors, history.MaxNeighbors)
 	}
-	page, err := s.store.Search(ctx, s.id, history.SearchQuery{Text: req.Query, Limit: min(req.Limit, history.MaxSearchLimit)})
+	page, err := s.store.Search(ctx, s.id, history.SearchQuery{Text: req.Query, Limit: min(req.Limit, history.MaxSearchLimit), Neighbors: req.Neighbors})
 	if err != nil {
 		return nil, fmt.Errorf("session: search: %w", err)
 	}
@@ -118,14 +126,16 @@ func (s *Session) window(ctx context.Context, req MessagesRequest) ([]history.Wi
 
 // The recall tool's bounds.
 const (
-	recallHits = 5 // hits a query returns
+	recallHits          = 5   // hits a query returns
+	recallNeighbors     = 1   // messages on each side of a hit it returns
+	recallNeighborRunes = 400 // the most of a neighbour's text it shows
 )
 
 // recallSpec is how the model is told about the recall tool.
 var recallSpec = provider.ToolSpec{
 	Name: RecallTool,
 	Description: "Searches this conversation's earlier messages, including those a compaction archived and the summary replaced, " +
-		`and reads them back verbatim. {"query": "a question or keywords"} returns the best matching messages with their IDs; ` +
+		`and reads them back verbatim. {"query": "a question or keywords"} returns the best matching messages with their IDs, each with the message before and after it; ` +
 		`{"message_id": "ID", "before": 2, "after": 2} returns that message and its neighbours word for word.`,
 	Parameters: json.RawMessage(`{"type":"object","properties":{` +
 		`"query":{"type":"string","description":"what to find, e.g. a question"},` +
@@ -171,11 +181,14 @@ func (s *Session) recallTool(limit int, exclude map[string]bool) Tool {
 				}
 				return bound(recallMessages(a.MessageID, w), limit), nil
 			case a.Query != "":
-				hits, err := s.Search(ctx, SearchRequest{Query: a.Query, Limit: recallHits + len(exclude)})
+				hits, err := s.Search(ctx, SearchRequest{Query: a.Query, Limit: recallHits + len(exclude), Neighbors: recallNeighbors})
 				if err != nil {
 					return "", err
 				}
 				hits = slices.DeleteFunc(hits, func(h SearchHit) bool { return exclude[h.MessageID] })
+				for i := range hits {
+					dropNeighbors(&hits[i].SearchHit, exclude)
+				}
 				return bound(recallHitsText(a.Query, hits[:min(len(hits), recallHits)]), limit), nil
 			}
 			return "", errors.New(`give "query" (what to find) or "message_id" (what to read)`)
@@ -200,8 +213,57 @@ func recallHitsText(query string, hits []SearchHit) string {
 			where = fmt.Sprintf("archived by compaction %d", h.Compaction)
 		}
 		fmt.Fprintf(&b, "- message %s [%s], %s: %s\n", h.MessageID, who, where, strings.Join(strings.Fields(h.Snippet), " "))
+		for k := range h.Neighbors {
+			side := "after"
+			if k < h.NeighborsBefore {
+				side = "before"
+			}
+			m := &h.Neighbors[k]
+			fmt.Fprintf(&b, "  %s it, message %s [%s]: %s\n", side, m.ID, m.Role, neighborText(m))
+		}
 	}
 	return b.String()
+}
+
+// neighborText is a neighbour of a hit as the recall tool shows it: its
+// text on one line, cut to recallNeighborRunes, or the tools it called.
+func neighborText(m *history.Message) string {
+	text := strings.Join(strings.Fields(m.Text), " ")
+	if text == "" {
+		var calls []string
+		for _, c := range m.ToolCalls {
+			calls = append(calls, c.Name)
+		}
+		if len(calls) > 0 {
+			return "(called " + strings.Join(calls, ", ") + ")"
+		}
+	}
+	if utf8.RuneCountInString(text) <= recallNeighborRunes {
+		return text
+	}
+	cut, n := 0, 0
+	for cut < len(text) && n < recallNeighborRunes {
+		_, size := utf8.DecodeRuneInString(text[cut:])
+		cut += size
+		n++
+	}
+	return text[:cut] + "…"
+}
+
+// dropNeighbors removes the messages of exclude from h's neighbours.
+func dropNeighbors(h *history.SearchHit, exclude map[string]bool) {
+	var kept []history.Message
+	before := 0
+	for k, m := range h.Neighbors {
+		if exclude[m.ID] {
+			continue
+		}
+		if k < h.NeighborsBefore {
+			before++
+		}
+		kept = append(kept, m)
+	}
+	h.Neighbors, h.NeighborsBefore = kept, before
 }
 
 // recallMessages is the recall tool's answer to a read: each message with

@@ -642,3 +642,40 @@ func TestMessages_BoundsAboveMaxWindow(t *testing.T) {
 	assert.Len(t, msgs, 8, "the whole history, fewer than MaxWindow")
 	assert.Equal(t, last.ID, msgs[7].ID)
 }
+
+func TestSearch_NeighborsCarryTheAnswer(t *testing.T) {
+	s, _, _ := archivedConversation(t, session.Config{Store: memstore.New()})
+	hits, err := s.Search(ctxT(t), session.SearchRequest{Query: "release binary", Neighbors: 1})
+	require.NoError(t, err)
+	require.Len(t, hits, 1)
+	assert.Equal(t, []string{"assistant:Noted: flag, no cobra.", "assistant:Noted: -trimpath."}, texts(hits[0].Neighbors),
+		"the message before and the answer after, in timeline order")
+	assert.Equal(t, 1, hits[0].NeighborsBefore)
+	hits, err = s.Search(ctxT(t), session.SearchRequest{Query: "release binary"})
+	require.NoError(t, err)
+	assert.Empty(t, hits[0].Neighbors, "none unless asked for")
+	for _, n := range []int{-1, history.MaxNeighbors + 1} {
+		_, err = s.Search(ctxT(t), session.SearchRequest{Query: "release", Neighbors: n})
+		require.ErrorIs(t, err, session.ErrInvalid, "neighbors %d", n)
+		assert.Contains(t, err.Error(), "Neighbors")
+	}
+}
+
+func TestRecall_HitsComeWithTheirNeighbors(t *testing.T) {
+	s, fake, _ := archivedConversation(t, session.Config{Recall: true, Store: memstore.New()})
+	fake.QueueTurn(
+		providertest.Reply{ToolCalls: []history.ToolCall{call("c1", session.RecallTool, `{"query":"release binary"}`)}},
+		providertest.Reply{ToolCalls: []history.ToolCall{call("c2", session.RecallTool, `{"query":"tests"}`)}},
+		providertest.Reply{Text: "done"},
+	)
+	res := wait(t, mustPrompt(t, s, "And the checks?"))
+	require.NoError(t, res.Err)
+	out := toolResults(res.Messages)
+	require.Len(t, out, 2)
+	assert.Regexp(t, `\[user\], archived by compaction 1: The «release» «binary» is built with -trimpath.\n`+
+		`  before it, message \S+ \[assistant\]: Noted: flag, no cobra.\n`+
+		`  after it, message \S+ \[assistant\]: Noted: -trimpath.\n`, out[0])
+	assert.NotContains(t, out[1], res.Messages[0].ID, "the turn's own question is in view, not a neighbour")
+	assert.NotContains(t, out[1], "after it", "the answer's only neighbour after it is the turn's question")
+	assert.Contains(t, out[1], "before it, message")
+}

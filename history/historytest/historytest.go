@@ -116,6 +116,7 @@ func Run(t *testing.T, h Harness) {
 		{"SearchPages", testSearchPages},
 		{"SearchAnyText", testSearchAnyText},
 		{"SearchInvalid", testSearchInvalid},
+		{"SearchNeighbors", testSearchNeighbors},
 		{"SearchSameAsMemstore", testSearchSameAsMemstore},
 		{"Window", testWindow},
 		{"WindowPlaces", testWindowPlaces},

@@ -726,7 +726,22 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			cands[k].SegmentID, cands[k].Compaction = standing.At(int64(i), int64(ss.activeFrom))
 		}
 		page = textsearch.Page(q, offset, limit, cands, st)
-		return nil
+		return textsearch.AddNeighbors(&page, sq.Neighbors, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
+			at, _ := slices.BinarySearch(ss.positions, pos) // the hit's index
+			from, to := max(0, at-limit), at
+			if after {
+				from, to = at+1, min(len(ss.messages), at+1+limit)
+			}
+			msgs := cloneMessages(ss.messages[from:to])
+			out := make([]history.WindowMessage, len(msgs))
+			for k := range msgs {
+				out[k] = history.WindowMessage{Message: msgs[k], Position: ss.positions[from+k]}
+			}
+			if !after {
+				slices.Reverse(out)
+			}
+			return out, nil
+		})
 	})
 	return page, err
 }

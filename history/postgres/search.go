@@ -134,7 +134,13 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		}
 		textsearch.Place(cands, activeFrom, standing)
 		page = textsearch.Page(q, offset, limit, cands, st)
-		return nil
+		return textsearch.AddNeighbors(&page, sq.Neighbors, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
+			where := `pos < $2 ORDER BY pos DESC`
+			if after {
+				where = `pos > $2 ORDER BY pos`
+			}
+			return s.windowRange(ctx, tx, where, id, pos, limit)
+		})
 	})
 	if err != nil {
 		return history.SearchPage{}, err

@@ -131,7 +131,13 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		}
 		textsearch.Place(cands, activeFrom, standing)
 		page = textsearch.Page(q, offset, limit, cands, st)
-		return nil
+		return textsearch.AddNeighbors(&page, sq.Neighbors, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
+			where := `m.pos < ? ORDER BY m.pos DESC`
+			if after {
+				where = `m.pos > ? ORDER BY m.pos`
+			}
+			return s.windowRange(ctx, tx, where, num, id, pos, limit)
+		})
 	})
 	if err != nil {
 		return history.SearchPage{}, err

@@ -603,13 +603,15 @@ func ToolName(msgs []history.Message, i int, before func(fn func(m *history.Mess
 // searches for the call it answers.
 const ToolLookback = 256
 
-// Request checks a search query's Limit and Cursor and parses its text:
+// Request checks a search query's Limit, Neighbors and Cursor and parses its text:
 // it returns the query, the offset of the requested page and its limit,
 // or an error wrapping history.ErrInvalid.
 func Request(sq history.SearchQuery) (q Query, offset, limit int, err error) {
 	switch {
 	case sq.Limit < 0:
 		return q, 0, 0, fmt.Errorf("%w: search limit %d is negative", history.ErrInvalid, sq.Limit)
+	case sq.Neighbors < 0 || sq.Neighbors > history.MaxNeighbors:
+		return q, 0, 0, fmt.Errorf("%w: search Neighbors %d is outside 0..%d", history.ErrInvalid, sq.Neighbors, history.MaxNeighbors)
 	case sq.Limit == 0:
 		limit = history.DefaultSearchLimit
 	default:
@@ -673,4 +675,48 @@ func Place(cands []Candidate, activeFrom int64, standing *segments.Standing) {
 	for i := range cands {
 		cands[i].SegmentID, cands[i].Compaction = standing.At(cands[i].Position, activeFrom)
 	}
+}
+
+// Around reads the neighbours of a hit for [AddNeighbors]: at most limit
+// messages of the session before position pos, newest first (after
+// false), or after it, oldest first (after true).
+type Around func(pos int64, limit int, after bool) ([]history.WindowMessage, error)
+
+// AddNeighbors sets the Neighbors of each hit of page to the n messages
+// on each side of it that read returns (see [history.SearchHit.Neighbors]):
+// the hits are served best first, and a message already on the page (a
+// hit, or a neighbour of a better hit) is not returned again.
+func AddNeighbors(page *history.SearchPage, n int, read Around) error {
+	if n <= 0 {
+		return nil
+	}
+	taken := make(map[int64]bool, len(page.Hits)*(2*n+1))
+	for _, h := range page.Hits {
+		taken[h.Position] = true
+	}
+	for i := range page.Hits {
+		h := &page.Hits[i]
+		before, err := read(h.Position, n, false)
+		if err != nil {
+			return err
+		}
+		after, err := read(h.Position, n, true)
+		if err != nil {
+			return err
+		}
+		for j := len(before) - 1; j >= 0; j-- {
+			if w := &before[j]; !taken[w.Position] {
+				taken[w.Position] = true
+				h.Neighbors = append(h.Neighbors, w.Message)
+				h.NeighborsBefore++
+			}
+		}
+		for j := range after {
+			if w := &after[j]; !taken[w.Position] {
+				taken[w.Position] = true
+				h.Neighbors = append(h.Neighbors, w.Message)
+			}
+		}
+	}
+	return nil
 }
