@@ -430,6 +430,11 @@ type Snapshot struct {
 	// LastSeq is the Through of the last [EventBatch] logged for the
 	// session: 0 when none.
 	LastSeq uint64
+	// ForkOf and ForkAt are as [SessionInfo] has them; ForkPosition is
+	// the position in ForkOf's timeline the fork was made at (the last
+	// entry it inherited; 0 when ForkOf is "").
+	ForkOf, ForkAt string
+	ForkPosition   int64
 	// LogCovers is the highest [EventBatch.Covers] logged for the session:
 	// every timeline entry below it has its event in the log. 0 when none
 	// was.

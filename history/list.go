@@ -20,6 +20,10 @@ type SessionInfo struct {
 	Title, Cwd string
 	// Messages counts the session's messages, Active and archived.
 	Messages int
+	// ForkOf is the session this one is a fork of ([Catalog.Fork]), ""
+	// for none; ForkAt the message of ForkOf it was forked at ("" when
+	// forked at the newest entry of a session with no message).
+	ForkOf, ForkAt string
 }
 
 // ListOptions selects and pages the sessions [Catalog.ListSessions] returns.

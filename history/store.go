@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -176,4 +177,45 @@ type Catalog interface {
 	// fencing tokens of a session created again under the same ID keep
 	// growing.
 	Delete(ctx context.Context, id string) error
+	// Fork creates session spec.ID as a fork of session spec.From at
+	// the message spec.At ("" = From's newest entry): the fork's history
+	// is From's as it stood just after that entry was committed (its
+	// messages up to there, Active and archived, and the compactions,
+	// uncompactions and configuration records before it; a compaction
+	// committed later in From is no compaction of the fork), its
+	// configuration spec.Config (From's as it stands when nil), and its
+	// event log, usage ledger, sequence numbers and lease its own, empty.
+	// Later writes to either session never show in the other. It reads
+	// From's committed history and takes no lease of it; it writes only
+	// the fork, in one transaction, and returns its snapshot.
+	//
+	// It fails, writing nothing, with ErrNotFound for an unknown From,
+	// ErrExists for an ID that exists, an error wrapping ErrInvalid and
+	// [ErrUnknownMessage] for an At that is no message of From, and one
+	// wrapping ErrInvalid and [ErrForkInCompaction] for a fork point
+	// inside a compaction: after the record of a compaction still in
+	// progress, or before a message that a compaction begun before the
+	// fork point archived. docs/storage.md, "Forks", says how each store
+	// keeps a fork.
+	Fork(ctx context.Context, spec ForkSpec) (*Snapshot, error)
 }
+
+// ForkSpec describes a fork to create ([Catalog.Fork]).
+type ForkSpec struct {
+	// ID is the fork's session ID; it must not exist.
+	ID string
+	// From is the session forked.
+	From string
+	// At is the ID of a message of From (the newest with that ID): the
+	// fork takes From's history up to and including it. "" forks at
+	// From's newest entry, message or record.
+	At string
+	// Config is the fork's configuration; nil takes From's as it stands.
+	Config json.RawMessage
+	// Title and Cwd are the fork's listing metadata; "" takes From's.
+	Title, Cwd string
+}
+
+// ErrForkInCompaction is wrapped, together with [ErrInvalid], by the error
+// of [Catalog.Fork] for a fork point inside a compaction (see there).
+var ErrForkInCompaction = errors.New("history: fork point inside a compaction")

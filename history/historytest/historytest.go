@@ -126,6 +126,10 @@ func Run(t *testing.T, h Harness) {
 		{"UsageInvalid", testUsageInvalid},
 		{"Delete", testDelete},
 		{"DeleteMissing", testDeleteMissing},
+		{"ForkState", testForkState},
+		{"ForkWrites", testForkWrites},
+		{"ForkInvalid", testForkInvalid},
+		{"ForkListDelete", testForkListDelete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

@@ -59,6 +59,9 @@ type session struct {
 	// messages[i] answers.
 	words map[string][]int
 	tools []string
+	// forkOf, forkAt and forkPos say what the session is a fork of (fork.go).
+	forkOf, forkAt string
+	forkPos        int64
 }
 
 // index adds messages[i] to the word index.
@@ -88,7 +91,7 @@ func (ss *session) touch() {
 
 // info is the session as ListSessions lists it.
 func (ss *session) info(id string) history.SessionInfo {
-	return history.SessionInfo{ID: id, CreatedAt: ss.created, UpdatedAt: ss.updated, Title: ss.titled(), Cwd: ss.cwd, Messages: len(ss.messages)}
+	return history.SessionInfo{ID: id, CreatedAt: ss.created, UpdatedAt: ss.updated, Title: ss.titled(), Cwd: ss.cwd, Messages: len(ss.messages), ForkOf: ss.forkOf, ForkAt: ss.forkAt}
 }
 
 // titled is the session's title, or the default one of its first message.
@@ -224,6 +227,9 @@ func (ss *session) snapshot(id string) *history.Snapshot {
 		NextPosition: ss.nextPos,
 		LastSeq:      ss.lastSeq,
 		LogCovers:    ss.logCovers,
+		ForkOf:       ss.forkOf,
+		ForkAt:       ss.forkAt,
+		ForkPosition: ss.forkPos,
 	}
 	for _, c := range ss.compactions {
 		if c.Status == history.StatusInProgress {

@@ -42,11 +42,13 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 			var (
 				info             history.SessionInfo
 				id, title, cwd   []byte
+				forkOf, forkAt   []byte
 				created, updated int64
 			)
-			if err := rows.Scan(&id, &created, &updated, &title, &cwd, &info.Messages); err != nil {
+			if err := rows.Scan(&id, &created, &updated, &title, &cwd, &info.Messages, &forkOf, &forkAt); err != nil {
 				return err
 			}
+			info.ForkOf, info.ForkAt = string(forkOf), string(forkAt)
 			info.ID, info.Title, info.Cwd = string(id), defaultTitle(title), string(cwd)
 			info.CreatedAt, info.UpdatedAt = decodeTime(&created), decodeTime(&updated)
 			out = append(out, info)

@@ -356,15 +356,22 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		var (
 			activeFrom, lastSeq         int64
 			config, summary, title, cwd []byte
+			forkOf, forkAt              []byte
+			forkPos                     int64
 		)
-		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, last_seq, log_covers FROM sessions WHERE id = $1`, bin(id)).
-			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition, &lastSeq, &snap.LogCovers)
+		err := tx.QueryRow(ctx, `SELECT version, config, summary, active_from, archived, `+titleColumn+`, cwd, next_pos, last_seq, log_covers,
+				fork_of, fork_at, fork_pos FROM sessions WHERE id = $1`, bin(id)).
+			Scan(&snap.Version, &config, &summary, &activeFrom, &snap.Archived, &title, &cwd, &snap.NextPosition, &lastSeq, &snap.LogCovers,
+				&forkOf, &forkAt, &forkPos)
 		if err := s.found(ctx, op, id, err); err != nil {
 			return err
 		}
 		snap.Config, snap.Summary = config, string(summary)
 		snap.Title, snap.Cwd = defaultTitle(title), string(cwd)
 		snap.LastSeq = uint64(lastSeq)
+		if forkOf != nil {
+			snap.ForkOf, snap.ForkAt, snap.ForkPosition = string(forkOf), string(forkAt), forkPos
+		}
 		if _, snap.Active, err = s.messages(ctx, tx, op, whereActive, bin(id), activeFrom); err != nil {
 			return err
 		}

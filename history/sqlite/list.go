@@ -48,10 +48,12 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 				info             history.SessionInfo
 				created, updated sql.NullInt64
 				title            string
+				forkOf           sql.NullString
 			)
-			if err := rows.Scan(&info.ID, &created, &updated, &title, &info.Cwd, &info.Messages); err != nil {
+			if err := rows.Scan(&info.ID, &created, &updated, &title, &info.Cwd, &info.Messages, &forkOf, &info.ForkAt); err != nil {
 				return err
 			}
+			info.ForkOf = forkOf.String
 			info.CreatedAt, info.UpdatedAt, info.Title = decodeTime(created), decodeTime(updated), defaultTitle(title)
 			out = append(out, info)
 			return nil

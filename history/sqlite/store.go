@@ -247,12 +247,16 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			config            []byte
 		)
 		err := tx.QueryRowContext(ctx, selectLoad, id).
-			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count, (*seqColumn)(&snap.LastSeq), &snap.LogCovers)
+			Scan(&snap.Version, &config, &snap.Summary, &activeFrom, &snap.Archived, &snap.Title, &snap.Cwd, &snap.NextPosition, &count, (*seqColumn)(&snap.LastSeq), &snap.LogCovers,
+				&snap.ForkOf, &snap.ForkAt, &snap.ForkPosition)
 		if err := s.found(ctx, "load", id, err); err != nil {
 			return err
 		}
 		snap.Config = config
 		snap.Title = defaultTitle(snap.Title)
+		if snap.ForkOf == "" {
+			snap.ForkPosition = 0
+		}
 		if _, snap.Active, err = s.scan(ctx, tx, "load", false, int(count-int64(snap.Archived)), whereActive, id, activeFrom); err != nil {
 			return err
 		}
@@ -266,7 +270,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 }
 
 // selectLoad reads what Load returns of the sessions row.
-const selectLoad = `SELECT version, config, summary, active_from, archived, ` + titleColumn + `, cwd, next_pos, message_count, last_seq, log_covers FROM sessions WHERE id = ?`
+const selectLoad = `SELECT version, config, summary, active_from, archived, ` + titleColumn + `, cwd, next_pos, message_count, last_seq, log_covers, COALESCE(fork_of, ''), fork_at, fork_pos FROM sessions WHERE id = ?`
 
 // loadRaw is Load through the store's raw readers (rawread.go): the same
 // statements in one read transaction, each row's body copied once.
@@ -300,6 +304,9 @@ func (s *Store) loadRaw(ctx context.Context, id string) (*history.Snapshot, erro
 			return fmt.Errorf("sequence number column holds %d", seq)
 		}
 		snap.LastSeq, snap.LogCovers = uint64(seq), row.int64(10)
+		if snap.ForkOf = row.text(11); snap.ForkOf != "" {
+			snap.ForkAt, snap.ForkPosition = row.text(12), row.int64(13)
+		}
 
 		msgs, err := r.stmt(`SELECT `+activeColumns+` FROM messages `+whereActive, id, activeFrom)
 		if err != nil {

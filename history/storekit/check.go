@@ -197,3 +197,31 @@ func CheckEntryQuery(q history.EntryQuery) (to int64, err error) {
 	}
 	return q.To, nil
 }
+
+// CheckFork validates spec, passed to [history.Catalog.Fork], before
+// anything is read: the fork's ID and its source must be given and
+// differ, and a configuration, when given, must be JSON. Each error wraps
+// [history.ErrInvalid] and names the field.
+func CheckFork(spec *history.ForkSpec) error {
+	switch {
+	case spec.ID == "":
+		return fmt.Errorf("%w: fork: ID is empty", history.ErrInvalid)
+	case spec.From == "":
+		return fmt.Errorf("%w: fork: From is empty", history.ErrInvalid)
+	case spec.ID == spec.From:
+		return fmt.Errorf("%w: fork: ID %q is From", history.ErrInvalid, spec.ID)
+	}
+	if spec.Config != nil {
+		if err := CheckConfig(spec.Config); err != nil {
+			return fmt.Errorf("fork: Config: %w", err)
+		}
+	}
+	return nil
+}
+
+// ForkInCompaction is the error of [history.Catalog.Fork] for a fork of
+// session from at position at, inside compaction compactID: it wraps
+// [history.ErrInvalid] and [history.ErrForkInCompaction].
+func ForkInCompaction(from string, at int64, compactID string) error {
+	return fmt.Errorf("%w: %w: session %q: position %d lies inside compaction %q (in progress, or archiving messages after it)", history.ErrInvalid, history.ErrForkInCompaction, from, at, compactID)
+}

@@ -26,9 +26,25 @@ func ListQuery(opts history.ListOptions, title string, arg func(v any) string, t
 	if after != nil {
 		where = append(where, `(updated_at, id) < (`+arg(after.UpdatedAt)+`, `+arg(text(after.ID))+`)`)
 	}
-	q = `SELECT id, created_at, updated_at, ` + title + `, cwd, message_count FROM sessions`
+	q = `SELECT id, created_at, updated_at, ` + title + `, cwd, message_count, fork_of, fork_at FROM sessions`
 	if len(where) > 0 {
 		q += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	return q + ` ORDER BY updated_at DESC, id DESC LIMIT ` + arg(limit+1), limit, nil
+}
+
+// CopyRows is the statement that writes the rows of table whose
+// session_id is the parameter from and whose position is at most the
+// parameter at again, with the parameter to as their session_id: cols are
+// the table's columns, each copied as it is but session_id.
+func CopyRows(table string, cols []string, to, from, at string) string {
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		sel[i] = c
+		if c == "session_id" {
+			sel[i] = to
+		}
+	}
+	return `INSERT INTO ` + table + ` (` + strings.Join(cols, ", ") + `) SELECT ` + strings.Join(sel, ", ") +
+		` FROM ` + table + ` WHERE session_id = ` + from + ` AND pos <= ` + at
 }

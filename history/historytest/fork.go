@@ -1,0 +1,340 @@
+package historytest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// forkState is what the reads of a store say of a session's history, as a
+// fork must read it back: the state a fork made at a point has to equal
+// the source's state captured at that point.
+type forkState struct {
+	active   []history.Message
+	summary  string
+	archived int64
+	next     int64
+	segments []string // ID, undo and message IDs of each Segment
+	segMsgs  [][]history.Message
+	timeline []string
+	hits     map[string][]string // word -> hit IDs with their Segment and compaction number
+	windows  map[string][]string // message -> window IDs with their Segment
+}
+
+// forkWords are searched in every captured state: words of every message
+// of forkSource, and words only its later messages hold.
+var forkWords = []string{"alpha", "bravo", "charlie", "later", "text"}
+
+// captureFork reads session id of s through every read.
+func captureFork(t *testing.T, s history.Store, id string) forkState {
+	t.Helper()
+	ctx := context.Background()
+	snap, err := s.Load(ctx, id)
+	require.NoError(t, err)
+	st := forkState{active: snap.Active, summary: snap.Summary, archived: snap.Archived, next: snap.NextPosition,
+		hits: map[string][]string{}, windows: map[string][]string{}}
+	segs, err := s.Segments(ctx, id)
+	require.NoError(t, err)
+	heads, err := s.SegmentHeaders(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, heads, len(segs))
+	for i, g := range segs {
+		st.segments = append(st.segments, fmt.Sprintf("%s %s undo=%q summary=%q pos=%d %v", g.ID, g.CompactID, g.UndoID, g.Summary, g.Position, ids(g.Messages)))
+		st.segMsgs = append(st.segMsgs, g.Messages)
+		assert.Equal(t, g.ID, heads[i].ID)
+		assert.Equal(t, g.UndoID, heads[i].UndoID)
+	}
+	tl, err := s.Timeline(ctx, id)
+	require.NoError(t, err)
+	st.timeline = entryKeys(tl)
+	for i, e := range tl {
+		if e.Compaction != nil {
+			st.timeline[i] += " " + string(e.Compaction.Status)
+		}
+	}
+	part, err := s.Entries(ctx, id, history.EntryQuery{From: 1, To: max(2, snap.NextPosition-1)})
+	require.NoError(t, err)
+	want := []string{}
+	for _, e := range tl {
+		if e.Position >= 1 && e.Position < max(2, snap.NextPosition-1) {
+			want = append(want, entryKeys([]history.Entry{e})...)
+		}
+	}
+	assert.Equal(t, want, entryKeys(part), "Entries of a range")
+	for _, w := range forkWords {
+		p := search(t, s, id, w, history.MaxSearchLimit)
+		for _, h := range p.Hits {
+			st.hits[w] = append(st.hits[w], fmt.Sprintf("%s %s %d %d", h.MessageID, h.SegmentID, h.Compaction, h.Position))
+		}
+	}
+	for _, e := range tl {
+		if e.Message == nil {
+			continue
+		}
+		win, err := s.Window(ctx, id, history.WindowQuery{Around: e.Message.ID, Before: 2, After: 2})
+		require.NoError(t, err)
+		for _, m := range win {
+			st.windows[e.Message.ID] = append(st.windows[e.Message.ID], fmt.Sprintf("%s %s %d", m.Message.ID, m.SegmentID, m.Compaction))
+		}
+	}
+	return st
+}
+
+// sameForkState asserts that a fork reads as the source read when captured.
+func sameForkState(t *testing.T, want, got forkState) {
+	t.Helper()
+	EqualMessages(t, want.active, got.active)
+	assert.Equal(t, want.summary, got.summary, "summary")
+	assert.Equal(t, want.archived, got.archived, "archived")
+	assert.Equal(t, want.next, got.next, "next position")
+	assert.Equal(t, want.segments, got.segments, "segments")
+	for i := range min(len(want.segMsgs), len(got.segMsgs)) {
+		EqualMessages(t, want.segMsgs[i], got.segMsgs[i])
+	}
+	assert.Equal(t, want.timeline, got.timeline, "timeline")
+	assert.Equal(t, want.hits, got.hits, "search")
+	assert.Equal(t, want.windows, got.windows, "windows")
+}
+
+// forkMsg is message i of a fork case, holding the word w.
+func forkMsg(id string, i int, w string) history.Message {
+	return text(id, i, fmt.Sprintf("%s text %d", w, i))
+}
+
+// fork forks session from at message at as id, failing the test on error.
+func fork(t *testing.T, s history.Store, id, from, at string) *history.Snapshot {
+	t.Helper()
+	snap, err := s.Fork(context.Background(), history.ForkSpec{ID: id, From: from, At: at})
+	require.NoError(t, err, "fork %s of %s at %q", id, from, at)
+	return snap
+}
+
+// testForkState: a fork made at a message reads exactly as its source read
+// just after that message was committed (Active, summary, Segments with
+// their undo state, timeline, search hits and windows), whatever the
+// source did after: more messages, compactions that archived the fork
+// point, an undo of a Segment the fork keeps. Cases: at an Active message,
+// at a message archived later, after an undo, at the newest entry.
+func testForkState(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "src")
+	capture := map[string]forkState{}
+	at := func(m string) { capture[m] = captureFork(t, s, "src") }
+
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m0", 0, "alpha"), forkMsg("m1", 1, "alpha"), forkMsg("m2", 2, "bravo")})
+	at("m2") // no compaction yet; m2 is archived later
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m3", 3, "bravo"), forkMsg("m4", 4, "charlie")})
+	v, _ = compact(t, s, "src", v, "c1", 2, "S1")
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m5", 5, "charlie")})
+	at("m5") // c1 stands, m5 Active
+	v, _ = compact(t, s, "src", v, "c2", 2, "S2")
+	v, _, err := s.Uncompact(ctx, "src", v, history.Uncompaction{ID: "u1", At: t0.Add(time.Hour)})
+	require.NoError(t, err)
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m6", 6, "alpha")})
+	at("m6") // c2 undone, c1 stands
+	v, _, err = s.Uncompact(ctx, "src", v, history.Uncompaction{ID: "u2", At: t0.Add(2 * time.Hour)})
+	require.NoError(t, err)
+	v, _ = compact(t, s, "src", v, "c3", 5, "S3")
+	v, _, err = s.RecordConfig(ctx, "src", v, history.ConfigChange{Config: json.RawMessage(`{"k":2}`), Data: json.RawMessage(`{"changed":["k"]}`), At: t0})
+	require.NoError(t, err)
+	newest := captureFork(t, s, "src")
+	snap := fork(t, s, "f-newest", "src", "")
+	assert.Equal(t, "m6", snap.ForkAt)
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m7", 7, "later alpha"), forkMsg("m8", 8, "later bravo")})
+	v, _ = compact(t, s, "src", v, "c4", 2, "S4")
+	_ = v
+
+	for _, m := range []string{"m2", "m5", "m6"} {
+		snap := fork(t, s, "f-"+m, "src", m)
+		assert.Equal(t, "src", snap.ForkOf)
+		assert.Equal(t, m, snap.ForkAt)
+		assert.Equal(t, capture[m].next-1, snap.ForkPosition)
+		EqualMessages(t, capture[m].active, snap.Active)
+		assert.Equal(t, capture[m].summary, snap.Summary)
+	}
+	s = h.reopen(t, s)
+	for _, m := range []string{"m2", "m5", "m6"} {
+		t.Run("at "+m, func(t *testing.T) { sameForkState(t, capture[m], captureFork(t, s, "f-"+m)) })
+	}
+	t.Run("newest", func(t *testing.T) { sameForkState(t, newest, captureFork(t, s, "f-newest")) })
+	snap, err = s.Load(ctx, "f-newest")
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"k":2}`, string(snap.Config), "a fork takes the source's configuration as it stands")
+	assert.Equal(t, "src", snap.ForkOf)
+	assert.Zero(t, snap.LastSeq, "a fork's event log is its own")
+	ev, err := s.Events(ctx, "f-newest", 0, 0)
+	require.NoError(t, err)
+	assert.Empty(t, ev)
+	u, err := s.Usage(ctx, "f-newest")
+	require.NoError(t, err)
+	assert.Empty(t, u, "a fork's usage ledger is its own and starts empty")
+}
+
+// testForkWrites: a fork and its source are written independently: a
+// fork's messages, compactions and undos (of a Segment it inherited
+// included) never show in the source, nor the source's later writes in
+// the fork; forks of forks, to depth 4, each read as their parent did
+// at the fork point.
+func testForkWrites(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "src")
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m0", 0, "alpha"), forkMsg("m1", 1, "bravo"), forkMsg("m2", 2, "charlie"), forkMsg("m3", 3, "alpha")})
+	v, _ = compact(t, s, "src", v, "c1", 2, "S1")
+	srcBefore := captureFork(t, s, "src")
+	snap := fork(t, s, "f1", "src", "")
+	assert.Equal(t, "m3", snap.ForkAt)
+	fv := snap.Version
+	// Undo in the fork of a Segment it inherited.
+	fv, rec, err := s.Uncompact(ctx, "f1", fv, history.Uncompaction{ID: "fu1", At: t0})
+	require.NoError(t, err)
+	assert.Equal(t, "seg-c1", rec.SegmentID)
+	assert.Equal(t, 2, rec.Restored)
+	fv = appendMsgs(t, s, "f1", fv, []history.Message{forkMsg("f1-0", 10, "later"), forkMsg("f1-1", 11, "later")})
+	fv, _ = compact(t, s, "f1", fv, "fc1", 5, "F1")
+	sameForkState(t, srcBefore, captureFork(t, s, "src"))
+	// The source goes on; the fork does not see it.
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m4", 4, "later charlie")})
+	v, _ = compact(t, s, "src", v, "c2", 2, "S2")
+	_ = v
+	f1 := captureFork(t, s, "f1")
+	assert.Equal(t, []string{"m0 archived", "m1 archived", "m2 archived", "m3 archived", "compaction c1 completed S1 completed",
+		"uncompaction fu1 seg-c1 2", "f1-0 archived", "f1-1", "compaction fc1 completed F1 completed"}, f1.timeline)
+	assert.Equal(t, "F1", f1.summary)
+	assert.Equal(t, int64(5), f1.archived)
+	EqualMessages(t, []history.Message{forkMsg("f1-1", 11, "later")}, f1.active)
+	assert.Len(t, f1.segments, 2)
+	for _, hs := range f1.hits {
+		for _, h := range hs {
+			assert.NotContains(t, h, "m4", "a fork never finds a message its source got later")
+		}
+	}
+	_, err = s.Window(ctx, "f1", history.WindowQuery{Around: "m4"})
+	assert.ErrorIs(t, err, history.ErrUnknownMessage)
+
+	// Depth: f2 of f1, f3 of f2, f4 of f3, each at its parent's newest
+	// message (f2 before fc1's record: fc1 is no compaction of f2).
+	parent, msg := "f1", "f1-1"
+	for d := 2; d <= 4; d++ {
+		id := fmt.Sprintf("f%d", d)
+		want := captureFork(t, s, parent)
+		snap := fork(t, s, id, parent, msg)
+		assert.Equal(t, parent, snap.ForkOf)
+		msg = fmt.Sprintf("f%d-0", d)
+		v := appendMsgs(t, s, id, snap.Version, []history.Message{forkMsg(msg, 20+d, "bravo")})
+		_ = v
+		// The parent reads as before.
+		sameForkState(t, want, captureFork(t, s, parent))
+		parent = id
+	}
+	s = h.reopen(t, s)
+	f4 := captureFork(t, s, "f4")
+	ids := ids(f4.active)
+	assert.Equal(t, []string{"m0", "m1", "m2", "m3", "f1-0", "f1-1", "f2-0", "f3-0", "f4-0"}, ids)
+	assert.Equal(t, []string{"seg-c1 c1 undo=\"fu1\" summary=\"S1\" pos=4 [m0 m1]"}, f4.segments)
+	assert.Len(t, f4.hits["bravo"], 4, "m1 (archived) and the three forks' messages: %v", f4.hits["bravo"])
+	fs, err := s.Load(ctx, "f4")
+	require.NoError(t, err)
+	assert.Equal(t, "f3", fs.ForkOf)
+	assert.Equal(t, "f3-0", fs.ForkAt)
+}
+
+// testForkInvalid: each bad fork fails with its error and writes nothing.
+func testForkInvalid(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "src")
+	v = appendMsgs(t, s, "src", v, Msgs("m", 4))
+	other := create(t, s, "other")
+	appendMsgs(t, s, "other", other, []history.Message{Msg("o-0", 0)})
+	create(t, s, "taken")
+	before := captureFork(t, s, "src")
+	list := func() int {
+		p, err := s.ListSessions(ctx, history.ListOptions{Limit: history.MaxListLimit})
+		require.NoError(t, err)
+		return len(p.Sessions)
+	}
+	n := list()
+	for _, c := range []struct {
+		name string
+		spec history.ForkSpec
+		is   []error
+	}{
+		{"no ID", history.ForkSpec{From: "src"}, []error{history.ErrInvalid}},
+		{"no From", history.ForkSpec{ID: "f"}, []error{history.ErrInvalid}},
+		{"ID is From", history.ForkSpec{ID: "src", From: "src"}, []error{history.ErrInvalid}},
+		{"bad config", history.ForkSpec{ID: "f", From: "src", Config: json.RawMessage(`{`)}, []error{history.ErrInvalid}},
+		{"unknown source", history.ForkSpec{ID: "f", From: "nobody"}, []error{history.ErrNotFound}},
+		{"unknown message", history.ForkSpec{ID: "f", From: "src", At: "nope"}, []error{history.ErrInvalid, history.ErrUnknownMessage}},
+		{"message of another session", history.ForkSpec{ID: "f", From: "src", At: "o-0"}, []error{history.ErrInvalid, history.ErrUnknownMessage}},
+		{"ID exists", history.ForkSpec{ID: "taken", From: "src"}, []error{history.ErrExists}},
+	} {
+		_, err := s.Fork(ctx, c.spec)
+		for _, want := range c.is {
+			assert.ErrorIs(t, err, want, c.name)
+		}
+	}
+	// A compaction in progress: a fork at or after its record is inside it.
+	v, err := s.BeginCompaction(ctx, "src", v, history.CompactionRecord{CompactID: "c1", Trigger: "manual", Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
+	v = appendMsgs(t, s, "src", v, []history.Message{Msg("m-4", 4), Msg("m-5", 5)})
+	for _, at := range []string{"", "m-4"} {
+		_, err = s.Fork(ctx, history.ForkSpec{ID: "f", From: "src", At: at})
+		assert.ErrorIs(t, err, history.ErrInvalid, "at %q", at)
+		assert.ErrorIs(t, err, history.ErrForkInCompaction, "at %q", at)
+	}
+	// Before the record it is no compaction of the fork.
+	snap := fork(t, s, "f", "src", "m-3")
+	EqualMessages(t, before.active, snap.Active)
+	// A commit that archived a message after the fork point.
+	v, _, err = s.CommitCompaction(ctx, "src", v, history.Commit{CompactID: "c1", SegmentID: "seg-c1", Archive: 6, Summary: "S", At: t0})
+	require.NoError(t, err)
+	_ = v
+	_, err = s.Fork(ctx, history.ForkSpec{ID: "g", From: "src", At: "m-4"})
+	assert.ErrorIs(t, err, history.ErrForkInCompaction)
+	assert.Equal(t, n+1, list(), "only the good fork was written")
+	_, err = s.Load(ctx, "g")
+	assert.ErrorIs(t, err, history.ErrNotFound)
+}
+
+// testForkListDelete: listings name a fork's source and fork point;
+// deleting the source leaves its forks whole, deleting a fork leaves its
+// source whole, and a deleted ID can be created again.
+func testForkListDelete(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "src")
+	v = appendMsgs(t, s, "src", v, Msgs("m", 4))
+	v, _ = compact(t, s, "src", v, "c1", 2, "S1")
+	_ = v
+	fork(t, s, "f1", "src", "m-3")
+	fork(t, s, "f2", "f1", "")
+	p, err := s.ListSessions(ctx, history.ListOptions{})
+	require.NoError(t, err)
+	forks := map[string][2]string{}
+	for _, i := range p.Sessions {
+		forks[i.ID] = [2]string{i.ForkOf, i.ForkAt}
+		assert.Equal(t, 4, i.Messages, i.ID)
+	}
+	assert.Equal(t, map[string][2]string{"src": {}, "f1": {"src", "m-3"}, "f2": {"f1", "m-3"}}, forks)
+	f2 := captureFork(t, s, "f2")
+	src := captureFork(t, s, "src")
+	require.NoError(t, s.Delete(ctx, "f1"))
+	goneFrom(t, s, "f1")
+	sameForkState(t, f2, captureFork(t, s, "f2"))
+	require.NoError(t, s.Delete(ctx, "src"))
+	goneFrom(t, s, "src")
+	sameForkState(t, f2, captureFork(t, s, "f2"))
+	require.NoError(t, s.Delete(ctx, "f2"))
+	goneFrom(t, s, "f2")
+	create(t, s, "src")
+	_ = src
+}

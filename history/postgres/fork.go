@@ -1,0 +1,163 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
+)
+
+// Fork implements [history.Catalog] as the SQLite store does
+// (docs/storage.md, "Forks"): in one transaction, after the lease check
+// of the fork's ID (as Create), it reads the source's rows up to the fork
+// point, its sessions row locked FOR SHARE so that a delete of the source
+// waits for the fork or the fork finds no source, and writes the fork's.
+func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snapshot, error) {
+	const op = "fork"
+	if err := storekit.CheckFork(&spec); err != nil {
+		return nil, err
+	}
+	from, key := bin(spec.From), bin(spec.ID)
+	var snap *history.Snapshot
+	err := s.inTx(ctx, op, spec.ID, func(tx pgx.Tx) error {
+		if s.l != nil {
+			if err := s.l.check(ctx, op, tx.QueryRow(ctx, checkToken, key)); err != nil {
+				return err
+			}
+		}
+		var (
+			nextPos, count     int64
+			config, title, cwd []byte
+		)
+		err := tx.QueryRow(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd FROM sessions WHERE id = $1 FOR SHARE`, from).
+			Scan(&nextPos, &count, &config, &title, &cwd)
+		if err := s.found(ctx, op, spec.From, err); err != nil {
+			return err
+		}
+		var one int
+		switch err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1`, key).Scan(&one); {
+		case err == nil:
+			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
+		case !errors.Is(err, pgx.ErrNoRows):
+			return s.fail(ctx, op, err)
+		}
+		// at is the fork point, n the number of messages inherited.
+		at, n := nextPos-1, count
+		if spec.At != "" {
+			var seq int64
+			err := tx.QueryRow(ctx, `SELECT pos, seq FROM messages WHERE session_id = $1 AND id = $2 ORDER BY pos DESC LIMIT 1`,
+				from, bin(spec.At)).Scan(&at, &seq)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return storekit.UnknownMessage(spec.From, spec.At)
+			case err != nil:
+				return s.fail(ctx, op, err)
+			}
+			n = seq + 1
+		}
+		var inside []byte
+		err = tx.QueryRow(ctx, `SELECT compact_id FROM compactions WHERE session_id = $1 AND pos <= $2
+			AND (status = 'in_progress' OR (segment_id IS NOT NULL AND to_pos > $2)) ORDER BY pos LIMIT 1`, from, at).Scan(&inside)
+		switch {
+		case err == nil:
+			return storekit.ForkInCompaction(spec.From, at, string(inside))
+		case !errors.Is(err, pgx.ErrNoRows):
+			return s.fail(ctx, op, err)
+		}
+		// The state at the fork point: the newest Segment standing then.
+		var (
+			activeFrom, archived, toPos int64
+			summary                     []byte
+		)
+		err = tx.QueryRow(ctx, `SELECT to_pos, summary FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
+			AND pos <= $2 AND (undo_pos IS NULL OR undo_pos > $2) ORDER BY from_pos DESC LIMIT 1`, from, at).Scan(&toPos, &summary)
+		switch {
+		case err == nil:
+			var seq int64
+			if err := tx.QueryRow(ctx, `SELECT seq FROM messages WHERE session_id = $1 AND pos = $2`, from, toPos).Scan(&seq); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			activeFrom, archived = toPos+1, seq+1
+		case !errors.Is(err, pgx.ErrNoRows):
+			return s.fail(ctx, op, err)
+		}
+		var forkAt []byte
+		if n > 0 {
+			if err := tx.QueryRow(ctx, `SELECT id FROM messages WHERE session_id = $1 AND seq = $2`, from, n-1).Scan(&forkAt); err != nil {
+				return s.fail(ctx, op, err)
+			}
+		}
+		if summary == nil {
+			summary = []byte{}
+		}
+		if spec.Config != nil {
+			config = spec.Config
+		}
+		t := defaultTitle(title)
+		if spec.Title != "" {
+			t = spec.Title
+		}
+		c := string(cwd)
+		if spec.Cwd != "" {
+			c = spec.Cwd
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
+				title, cwd, created_at, updated_at, fork_of, fork_pos, fork_seq, fork_at)
+			VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, `+nowNanos+`, `+nowNanos+`, $10, $11, $12, $13)`,
+			key, nullable(config), summary, activeFrom, archived, n, at+1, bin(t), bin(c), from, at, n, bin(string(forkAt)))
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
+		if s.l == nil {
+			if err := s.checkUnleased(ctx, op, spec.ID, tx.QueryRow(ctx, checkLive, key)); err != nil {
+				return err
+			}
+		}
+		for _, table := range []string{"messages", "compactions", "configs"} {
+			if err := s.copyRows(ctx, tx, table, key, from, at); err != nil {
+				return err
+			}
+		}
+		// A Segment undone after the fork point stands in the fork.
+		if _, err := tx.Exec(ctx, `UPDATE compactions SET undo_id = NULL, undo_pos = NULL, undone_at = NULL, restored = NULL
+				WHERE session_id = $1 AND undo_pos > $2`, key, at); err != nil {
+			return s.fail(ctx, op, err)
+		}
+		snap = &history.Snapshot{ID: spec.ID, Version: 1, Config: config, Summary: string(summary), Title: t, Cwd: c,
+			Archived: archived, NextPosition: at + 1, ForkOf: spec.From, ForkAt: string(forkAt), ForkPosition: at}
+		_, snap.Active, err = s.messages(ctx, tx, op, whereActive, key, activeFrom)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// copyRows writes the rows of table of session from at positions up to
+// at again, as rows of session to: every column as it is but session_id.
+func (s *Store) copyRows(ctx context.Context, tx pgx.Tx, table string, to, from []byte, at int64) error {
+	var cols []string
+	err := s.each(ctx, tx, "fork", `SELECT column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER' ORDER BY ordinal_position`, []any{table}, func(rows pgx.Rows) error {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return err
+		}
+		cols = append(cols, c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, sqlstore.CopyRows(table, cols, "$1", "$2", "$3"), to, from, at)
+	if err != nil {
+		return s.fail(ctx, "fork", err)
+	}
+	return nil
+}

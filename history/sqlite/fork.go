@@ -1,0 +1,182 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
+	"github.com/sessionkit/sessionkit/history/storekit"
+)
+
+// Fork implements [history.Catalog]: one write of the committer, after the
+// lease check of the fork's ID (as Create), that reads the source's rows
+// up to the fork point and writes the fork's in the same transaction, so
+// that a source deleted meanwhile is either forked whole or not found.
+// The fork's rows are the source's up to the fork point, written under
+// the fork's ID by INSERT ... SELECT (docs/storage.md, "Forks"): its
+// messages and their search rows, its compaction records (a Segment undone
+// after the fork point stands in the fork) and its configuration records.
+func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snapshot, error) {
+	const op = "fork"
+	if err := storekit.CheckFork(&spec); err != nil {
+		return nil, err
+	}
+	var snap *history.Snapshot
+	err := s.exec(ctx, op, spec.ID, false, func(ctx context.Context, tx *sql.Tx) error {
+		var (
+			nextPos, count, num int64
+			config              []byte
+			title, cwd          string
+		)
+		err := tx.QueryRowContext(ctx, `SELECT next_pos, message_count, num, config, `+titleColumn+`, cwd FROM sessions WHERE id = ?`, spec.From).
+			Scan(&nextPos, &count, &num, &config, &title, &cwd)
+		if err := s.found(ctx, op, spec.From, err); err != nil {
+			return err
+		}
+		var exists int
+		switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, spec.ID).Scan(&exists); {
+		case err == nil:
+			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
+		case !errors.Is(err, sql.ErrNoRows):
+			return s.fail(ctx, op, err)
+		}
+		// at is the fork point, n the number of messages inherited.
+		at, n := nextPos-1, count
+		if spec.At != "" {
+			var seq int64
+			err := tx.QueryRowContext(ctx, `SELECT pos, seq FROM messages WHERE session_id = ? AND `+messageIDExpr+` = ? ORDER BY pos DESC LIMIT 1`,
+				spec.From, []byte(spec.At)).Scan(&at, &seq)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return storekit.UnknownMessage(spec.From, spec.At)
+			case err != nil:
+				return s.fail(ctx, op, err)
+			}
+			n = seq + 1
+		}
+		var inside string
+		err = tx.QueryRowContext(ctx, `SELECT compact_id FROM compactions WHERE session_id = ? AND pos <= ?
+			AND (status = 'in_progress' OR (segment_id IS NOT NULL AND to_pos > ?)) ORDER BY pos LIMIT 1`, spec.From, at, at).Scan(&inside)
+		switch {
+		case err == nil:
+			return storekit.ForkInCompaction(spec.From, at, inside)
+		case !errors.Is(err, sql.ErrNoRows):
+			return s.fail(ctx, op, err)
+		}
+		// The state at the fork point: the newest Segment standing then.
+		var (
+			activeFrom, archived int64
+			summary              string
+			toPos                sql.NullInt64
+		)
+		err = tx.QueryRowContext(ctx, `SELECT to_pos, summary FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL
+			AND pos <= ? AND (undo_pos IS NULL OR undo_pos > ?) ORDER BY from_pos DESC LIMIT 1`, spec.From, at, at).Scan(&toPos, &summary)
+		switch {
+		case err == nil:
+			var seq int64
+			if err := tx.QueryRowContext(ctx, `SELECT seq FROM messages WHERE session_id = ? AND pos = ?`, spec.From, toPos.Int64).Scan(&seq); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			activeFrom, archived = toPos.Int64+1, seq+1
+		case !errors.Is(err, sql.ErrNoRows):
+			return s.fail(ctx, op, err)
+		}
+		var forkAt string
+		if n > 0 {
+			var body []byte
+			if err := tx.QueryRowContext(ctx, `SELECT body FROM messages WHERE session_id = ? AND seq = ?`, spec.From, n-1).Scan(&body); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			var m history.Message
+			if _, err := decodeBody(body, &m); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			forkAt = m.ID
+		}
+		if spec.Config != nil {
+			config = spec.Config
+		}
+		if spec.Title != "" {
+			title = spec.Title
+		} else {
+			title = defaultTitle(title)
+		}
+		if spec.Cwd != "" {
+			cwd = spec.Cwd
+		}
+		now := time.Now().UnixNano()
+		var forkNum int64
+		err = tx.QueryRowContext(ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
+				title, cwd, created_at, updated_at, num, fork_of, fork_pos, fork_seq, fork_at)
+			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions), ?, ?, ?, ?) RETURNING num`,
+			spec.ID, nullBytes(config), summary, activeFrom, archived, n, at+1, title, cwd, now, now,
+			spec.From, at, n, forkAt).Scan(&forkNum)
+		switch {
+		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
+			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
+		case err != nil:
+			return s.fail(ctx, op, err)
+		}
+		for _, table := range []string{"messages", "compactions", "configs"} {
+			if err := s.copyRows(ctx, tx, table, spec.ID, spec.From, at); err != nil {
+				return err
+			}
+		}
+		steps := []struct {
+			query string
+			args  []any
+		}{
+			// A Segment undone after the fork point stands in the fork.
+			{`UPDATE compactions SET undo_id = NULL, undo_pos = NULL, undone_at = NULL, restored = NULL
+				WHERE session_id = ? AND undo_pos > ?`, []any{spec.ID, at}},
+			{`INSERT INTO message_fts (rowid, text, tool, id, role, pos)
+				SELECT ? + (rowid - ?), text, tool, id, role, pos FROM message_fts WHERE rowid BETWEEN ? AND ?`,
+				[]any{rowidOf(forkNum, 0), rowidOf(num, 0), rowidOf(num, 0), rowidOf(num, n-1)}},
+		}
+		for _, st := range steps {
+			if n == 0 && strings.Contains(st.query, "message_fts") {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, st.query, st.args...); err != nil {
+				return s.fail(ctx, op, err)
+			}
+		}
+		snap = &history.Snapshot{ID: spec.ID, Version: 1, Config: config, Summary: summary, Title: title, Cwd: cwd,
+			Archived: archived, NextPosition: at + 1, ForkOf: spec.From, ForkAt: forkAt, ForkPosition: at}
+		snap.Active, err = s.messages(ctx, tx, op, whereActive, spec.ID, activeFrom)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return snap, nil
+}
+
+// copyRows writes the rows of table of session from at positions up to
+// at again, as rows of session to: every column as it is but session_id.
+func (s *Store) copyRows(ctx context.Context, tx *sql.Tx, table, to, from string, at int64) error {
+	var cols []string
+	err := s.each(ctx, tx, "fork", `SELECT name FROM pragma_table_info(?) ORDER BY cid`, []any{table}, func(rows *sql.Rows) error {
+		var c string
+		if err := rows.Scan(&c); err != nil {
+			return err
+		}
+		cols = append(cols, c)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, sqlstore.CopyRows(table, cols, "?", "?", "?"), to, from, at)
+	if err != nil {
+		return s.fail(ctx, "fork", err)
+	}
+	return nil
+}
