@@ -69,6 +69,8 @@ type agentSession struct {
 	prompts    map[string]*waitingPrompt   // by command ID
 	extension  map[string]bool             // compactions requested with _sessionkit/compact
 	open       map[string]int64            // compaction entities in progress on the client, by ID: their position
+	summarized map[string]int              // bytes of each open entity's summary queued as chunks
+	loading    bool                        // replaying the whole timeline (session/load)
 	lastPos    int64                       // the newest timeline position forwarded
 	lastSeq    uint64                      // the newest sequence number forwarded
 	draft      string                      // the assistant message being streamed
@@ -115,22 +117,23 @@ type outItem struct {
 // from start on.
 func newAgentSession(srv *server, sess *session.Session, surf surface, set Toolset, reader promptReader) *agentSession {
 	return &agentSession{
-		srv:       srv,
-		surf:      surf,
-		describe:  set.Describe,
-		tools:     toolState{close: set.Close},
-		reader:    reader,
-		sess:      sess,
-		id:        sess.ID(),
-		log:       srv.log.With(zap.String("session", sess.ID())),
-		ops:       make(chan func()),
-		out:       make(chan []*outItem),
-		done:      make(chan struct{}),
-		prompts:   map[string]*waitingPrompt{},
-		extension: map[string]bool{},
-		open:      map[string]int64{},
-		calls:     map[string]history.ToolCall{},
-		lastPos:   -1,
+		srv:        srv,
+		surf:       surf,
+		describe:   set.Describe,
+		tools:      toolState{close: set.Close},
+		reader:     reader,
+		sess:       sess,
+		id:         sess.ID(),
+		log:        srv.log.With(zap.String("session", sess.ID())),
+		ops:        make(chan func()),
+		out:        make(chan []*outItem),
+		done:       make(chan struct{}),
+		prompts:    map[string]*waitingPrompt{},
+		extension:  map[string]bool{},
+		open:       map[string]int64{},
+		summarized: map[string]int{},
+		calls:      map[string]history.ToolCall{},
+		lastPos:    -1,
 	}
 }
 
@@ -359,16 +362,23 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 		a.log.Warn("cannot read the session's usage", zap.Error(err))
 	}
 	if full {
-		a.open = map[string]int64{}
+		a.open, a.summarized = map[string]int64{}, map[string]int{}
 		a.lastPos, a.lastSeq, a.draft, a.sent, a.afterText, a.title = -1, 0, "", 0, false, ""
 		a.told = a.srv.defaultChoice() // what the replayed changes start from
 	}
+	a.loading = full
 	for _, ev := range rep.Events {
 		a.forward(ev, true)
 	}
+	a.loading = false
 	// The timeline holds no usage: a client that loads the session is told
-	// its cost so far, and one that fell behind the cost it missed.
-	if (full && a.cost.Known()) || rose {
+	// its cost so far, and one that fell behind the cost and the context
+	// size it missed.
+	resized := rep.ContextTokens > 0 && uint64(rep.ContextTokens) != a.used
+	if resized {
+		a.used = uint64(rep.ContextTokens)
+	}
+	if (full && a.cost.Known()) || rose || (resized && !full) {
 		a.enqueue(a.usageUpdate(nil))
 	}
 	// Prompts whose command finished before the cut: their end is in
@@ -682,16 +692,34 @@ func (a *agentSession) compaction(p *session.CompactionEvent, replayed bool) {
 		if !capable || a.srv.opts.OmitSummaries {
 			return
 		}
-		if replayed {
-			// The summary so far, as one replacement: the client may hold
-			// part of it already.
+		chunk := func(t string) schema.SessionUpdate {
+			return &schema.CompactionSummaryChunk{CompactionID: p.CompactID, Content: schema.TextBlock(t)}
+		}
+		if a.loading {
+			// The summary so far, as one replacement: a client that loads
+			// the session may hold part of it already.
 			a.enqueue(&schema.CompactionUpdate{CompactionID: p.CompactID, Status: schema.CompactionInProgress, Summary: schema.Value([]schema.ContentBlock{schema.TextBlock(p.Delta)})})
 			return
 		}
-		a.enqueueText("c:"+p.CompactID, p.Delta, true, func(t string) schema.SessionUpdate {
-			return &schema.CompactionSummaryChunk{CompactionID: p.CompactID, Content: schema.TextBlock(t)}
-		})
+		// Live, or replayed to this client after it fell behind: the
+		// replay holds the summary so far, of which the client lacks what
+		// was not queued for it. Once a delta was left out (a client far
+		// behind), none follows: the terminal update carries the whole
+		// summary.
+		sent, text := a.summarized[p.CompactID], p.Delta
+		if sent < 0 {
+			return
+		}
+		if replayed {
+			text = unsent(text, sent)
+		}
+		if a.enqueueText("c:"+p.CompactID, text, !replayed, chunk) {
+			a.summarized[p.CompactID] = sent + len(text)
+		} else {
+			a.summarized[p.CompactID] = -1
+		}
 	case session.PhaseFinished:
+		delete(a.summarized, p.CompactID)
 		a.finished(p, replayed, capable)
 	}
 }
@@ -726,7 +754,7 @@ func (a *agentSession) finished(p *session.CompactionEvent, replayed, capable bo
 		delete(a.open, p.CompactID)
 		a.terminal(p.CompactID, res, capable)
 		a.sendHeld()
-		if !replayed {
+		if !a.loading { // live, or replayed to a client that fell behind
 			a.usageAfter(res)
 		}
 	}

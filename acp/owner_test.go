@@ -156,8 +156,7 @@ func TestServe_LaggingClientLosesNothing(t *testing.T) {
 	}
 	fake.QueueSummary(providertest.Reply{Text: strings.Join(summary, ""), Deltas: summary})
 	gate.pause()
-	long := make(chan string, 1)
-	go func() { long <- c.prompt(sid, "a long answer, please") }()
+	long := c.promptAsync(sid, "a long answer, please")
 	require.NoError(t, fake.WaitCalls(t.Context(), 3))
 	compact := make(chan error, 1)
 	go func() {
@@ -172,17 +171,17 @@ func TestServe_LaggingClientLosesNothing(t *testing.T) {
 	// far behind what the session retains for resubscribers.
 	const later = 4
 	fake.SetDefault(func(*provider.Request) providertest.Reply { return providertest.Reply{Text: "later"} })
-	more := make(chan string, later)
+	more := make([]func() string, later)
 	for i := range later {
-		go func() { more <- c.prompt(sid, fmt.Sprintf("later %d", i)) }()
+		more[i] = c.promptAsync(sid, fmt.Sprintf("later %d", i))
 	}
 	require.NoError(t, fake.WaitCalls(t.Context(), 4+later))
 	// Everything happened while the client did not read; now it reads.
 	gate.resume()
-	assert.Equal(t, "end_turn", <-long)
+	assert.Equal(t, "end_turn", long())
 	require.NoError(t, <-compact)
-	for range later {
-		assert.Equal(t, "end_turn", <-more)
+	for _, wait := range more {
+		assert.Equal(t, "end_turn", wait())
 	}
 	c.waitFor("usage_update")
 
@@ -261,17 +260,38 @@ func TestServe_OwnerFallsBehindTheSession(t *testing.T) {
 	}
 	fake.QueueTurn(providertest.Reply{Text: strings.Join(deltas, ""), Deltas: deltas})
 	assert.Equal(t, "end_turn", c.prompt(sid, "a long answer, please"))
-	fake.QueueSummary(providertest.Reply{Text: "the summary", Deltas: []string{"the ", "summary"}})
+	summary := make([]string, 500)
+	for i := range summary {
+		summary[i] = fmt.Sprintf("s%d ", i)
+	}
+	fake.QueueSummary(providertest.Reply{Text: strings.Join(summary, ""), Deltas: summary})
 	assert.Equal(t, "end_turn", c.prompt(sid, "/compact"))
+	// A turn after the compaction whose usage event the owner may miss
+	// while it continues from the log: the context it reports still
+	// reaches the client.
+	fake.QueueTurn(providertest.Reply{Text: strings.Join(deltas, ""), Deltas: deltas, Usage: provider.Usage{InputTokens: 4321, OutputTokens: 99}})
+	assert.Equal(t, "end_turn", c.prompt(sid, "again"))
 	ups := updates(t, c.take())
-	assert.Equal(t, []string{strings.Join(deltas, "")}, agentTexts(ups), "the long reply, whole and once")
-	var statuses []string
-	for _, u := range compactionUpdates(ups) {
-		if s, ok := u["status"].(string); ok {
-			statuses = append(statuses, s)
+	assert.Equal(t, []string{strings.Join(deltas, ""), strings.Join(deltas, "")}, agentTexts(ups), "the long replies, whole and once")
+	var (
+		statuses []string
+		chunks   strings.Builder
+		used     any
+	)
+	for _, u := range ups {
+		switch u["sessionUpdate"] {
+		case "compaction_update":
+			statuses = append(statuses, u["status"].(string))
+			if u["status"] == "in_progress" {
+				assert.Nil(t, u["summary"], "the summary so far as a replacement")
+			}
+		case "compaction_summary_chunk":
+			chunks.WriteString(u["content"].(map[string]any)["text"].(string))
+		case "usage_update":
+			used = u["used"]
 		}
 	}
-	assert.Equal(t, "in_progress", statuses[0])
-	assert.Equal(t, "completed", statuses[len(statuses)-1])
-	assert.Equal(t, 1, strings.Count(strings.Join(statuses, " "), "completed"), "one terminal update: %v", statuses)
+	assert.Equal(t, []string{"in_progress", "completed"}, statuses, "the compaction's start and its one terminal update")
+	assert.True(t, strings.HasPrefix(strings.Join(summary, ""), chunks.String()), "summary chunks, each part once: %.200q", chunks.String())
+	assert.EqualValues(t, 4321+99, used, "the context of the last turn")
 }

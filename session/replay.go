@@ -63,6 +63,13 @@ type Replay struct {
 	// that finished before the cut is not pending, and its end is not in
 	// Sub.
 	Pending []string
+	// ContextTokens is the context the conversation held at the cut, in
+	// tokens, as the provider last reported it (the ContextTokens of the
+	// newest [UsageEvent] that had one); 0 when no fresh figure exists:
+	// before the first response of this process, and after a compaction
+	// until the next turn response. The event log holds no usage, so a
+	// subscriber that continues from it learns the context here.
+	ContextTokens int
 	// Sub delivers the live events published after the cut, with the
 	// behaviour of [Session.Subscribe].
 	Sub *Subscription
@@ -105,7 +112,7 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		if subErr != nil {
 			return
 		}
-		rep.Through = l.feed.Seq()
+		rep.Through, rep.ContextTokens = l.feed.Seq(), l.contextTokens
 		rep.Pending = l.q.IDs()
 		if l.turn != nil {
 			rep.Pending = append(rep.Pending, l.turn.cmd.id)

@@ -14,6 +14,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/history/sqlite"
+	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -284,4 +285,27 @@ func TestReplay_UnloggedCompactionWithoutArchive(t *testing.T) {
 	assert.Equal(t, res.Segment.ID, fin.Result.Segment.ID)
 	assert.Empty(t, fin.Result.Segment.Messages, "without the archived messages")
 	assert.NotEmpty(t, res.Segment.Messages, "the published result keeps them")
+}
+
+// Replay carries the context the provider last reported, which the event
+// log does not hold: a subscriber that continues from the log learns it
+// there. A compaction makes it stale (0) until the next turn response.
+func TestReplay_ContextTokens(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{})
+	contextAt := func() int {
+		t.Helper()
+		rep, err := s.Replay(ctxT(t), session.ReplayOptions{})
+		require.NoError(t, err)
+		rep.Sub.Close()
+		return rep.ContextTokens
+	}
+	assert.Zero(t, contextAt(), "no response yet")
+	converse(t, s, fake, 2)
+	fake.QueueTurn(providertest.Reply{Text: "sized", Usage: provider.Usage{InputTokens: 700, OutputTokens: 42}})
+	wait(t, mustPrompt(t, s, "how big?"))
+	assert.Equal(t, 742, contextAt())
+	fake.QueueSummary(providertest.Reply{Text: "S"})
+	require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
+	assert.Zero(t, contextAt(), "stale after the compaction")
 }
