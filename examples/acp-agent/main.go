@@ -55,6 +55,12 @@
 // time: another process asking for it is told which one serves it
 // (docs/scale-out.md).
 //
+// With OTEL_EXPORTER_OTLP_ENDPOINT (or its _TRACES_ and _METRICS_
+// variants) set, the sessions' traces and metrics are exported over
+// OTLP/HTTP (never to stdout); the other standard OTEL_* variables apply,
+// and a value it cannot honour is a startup error naming the variable
+// (docs/observability.md).
+//
 // A configuration it cannot serve (a negative or non-numeric count or
 // duration, an unknown flag or argument, a malformed URL in --store,
 // OPENAI_BASE_URL or ANTHROPIC_BASE_URL, an unknown --provider, a provider
@@ -306,18 +312,27 @@ func run(args []string) error {
 		prov = slowSummary{Provider: prov, delay: c.summaryDelay}
 	}
 	prov = demoProvider(prov)
+	tel, err := otelFromEnv(context.Background(), os.Getenv, log)
+	if err != nil {
+		return err
+	}
 	ctx, stop := stopOnSignal(log, stopBound, os.Exit)
 	defer stop() // after the store is closed: a stuck Close is bounded too
 	store, where, err := openStore(ctx, c.store, c.leaseTTL)
 	if err != nil {
+		tel.flush(log)
 		return err
 	}
 	defer store.Close()
+	defer tel.flush(log) // once Serve has closed the sessions: their last spans are sent
 	if notice.Len() > 0 {
 		fmt.Fprint(os.Stderr, "acp-agent: ", notice.String())
 	}
 	log.Info("acp-agent starting", zap.String("provider", name), zap.String("store", where))
 	logSandbox(log, c.sandbox)
+	if len(tel.where) > 0 {
+		log.Info("exporting OpenTelemetry over OTLP/HTTP", zap.Strings("signals", tel.where))
+	}
 
 	return acp.Serve(ctx, interruptible(os.Stdin), os.Stdout, acp.ServerOptions{
 		Session: session.Config{
@@ -330,6 +345,8 @@ func run(args []string) error {
 			Recall:            c.recall,
 			CompactOnOverflow: c.overflow,
 			Pricing:           pricing(c.prices),
+			TracerProvider:    tel.tracer,
+			MeterProvider:     tel.meter,
 		},
 		SessionTools:  sessionTools(workspace.Options{Sandbox: c.sandbox}, mcp.Options{}, log),
 		Instructions:  projectInstructions(c.noProject, log),
