@@ -83,6 +83,8 @@ type agentSession struct {
 	title      string                      // the title last reported (session_info_update)
 	told       choice                      // the mode and model last reported (the opening response, then SettingsEvents)
 	calls      map[string]history.ToolCall // tool calls sent whose results are not, by ID
+	shown      map[string]string           // the title each of calls was shown with
+	plans      bool                        // calls of session.PlanTool are the built-in plan tool's (isPlan)
 	running    bool                        // v2: the last state_update sent is running
 	tools      toolState                   // of the Toolset (mcp.go)
 	held       []schema.Notice             // notices waiting for the compaction that caused them to end (notice.go)
@@ -113,10 +115,12 @@ type outItem struct {
 
 // newAgentSession is the ACP session of sess on srv's connection, speaking
 // surf, with the session's Toolset (its Describe, nil for the defaults;
-// its Close); reader is what its prompts are read with. Its goroutines run
-// from start on.
-func newAgentSession(srv *server, sess *session.Session, surf surface, set Toolset, reader promptReader) *agentSession {
+// its Close); reader is what its prompts are read with; plans says
+// whether calls named session.PlanTool are the built-in plan tool's. Its
+// goroutines run from start on.
+func newAgentSession(srv *server, sess *session.Session, surf surface, set Toolset, reader promptReader, plans bool) *agentSession {
 	return &agentSession{
+		plans:      plans,
 		srv:        srv,
 		surf:       surf,
 		describe:   set.Describe,
@@ -133,6 +137,7 @@ func newAgentSession(srv *server, sess *session.Session, surf surface, set Tools
 		open:       map[string]int64{},
 		summarized: map[string]int{},
 		calls:      map[string]history.ToolCall{},
+		shown:      map[string]string{},
 		lastPos:    -1,
 	}
 }
@@ -598,7 +603,12 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 		a.enqueueText("m:"+m.ID, unsent(m.Text, sent), false, a.surf.agentChunk(m.ID))
 		for _, c := range m.ToolCalls {
 			a.calls[c.ID] = c
-			a.enqueue(a.surf.toolCall(c, a.display(c, nil)))
+			if a.isPlan(c) {
+				continue // shown as the plan it sets, once it has (planned)
+			}
+			d := a.display(c, nil)
+			a.shown[c.ID], _ = shownAs(c, d)
+			a.enqueue(a.surf.toolCall(c, d))
 		}
 	case history.RoleTool:
 		c, ok := a.calls[m.ToolCallID]
@@ -606,8 +616,44 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 		if !ok {
 			c = history.ToolCall{ID: m.ToolCallID} // its call was not seen (a replay from the middle)
 		}
-		a.enqueue(a.surf.toolUpdate(toolResult(c, m, a.display(c, &m))))
+		if a.isPlan(c) {
+			a.planned(c, m)
+			return
+		}
+		d := a.display(c, &m)
+		if d.Title == "" {
+			// The title the call was shown with: a call replayed without
+			// its tool (an MCP server the load did not send again) keeps
+			// its name as title to the end.
+			d.Title = a.shown[c.ID]
+		}
+		delete(a.shown, c.ID)
+		a.enqueue(a.surf.toolUpdate(toolResult(c, m, d)))
 	}
+}
+
+// isPlan reports whether c is a call of the session's built-in plan tool
+// (session.Config.Plan), shown as plan updates rather than as a tool call.
+func (a *agentSession) isPlan(c history.ToolCall) bool {
+	return a.plans && c.Name == session.PlanTool
+}
+
+// planned reports the plan that plan tool call c set, m being its result:
+// nothing for a call that failed (the model reads why; the plan is as it
+// was).
+func (a *agentSession) planned(c history.ToolCall, m history.Message) {
+	if strings.HasPrefix(m.Text, "error:") {
+		return
+	}
+	entries, err := session.ParsePlan(c.Arguments)
+	if err != nil {
+		return
+	}
+	wire := make([]schema.PlanEntry, len(entries))
+	for i, e := range entries {
+		wire[i] = schema.PlanEntry{Content: e.Content, Priority: schema.PlanEntryPriority(e.Priority), Status: schema.PlanEntryStatus(e.Status)}
+	}
+	a.enqueue(a.surf.plan(wire))
 }
 
 // titled reports the session's title t (session_info_update) unless it is

@@ -226,7 +226,7 @@ func (n negotiated) surface(cwd string) surface {
 	if n.version == schema.ProtocolVersion2 {
 		return v2Surface{cwd: cwd}
 	}
-	return v1Surface{compaction: n.compaction, notices: n.clientCaps.SupportsNotices()}
+	return v1Surface{compaction: n.compaction, notices: n.clientCaps.SupportsNotices(), plans: n.clientCaps.SupportsPlans()}
 }
 
 // wait returns when the connection has shut down. After the client's EOF

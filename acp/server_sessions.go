@@ -196,7 +196,10 @@ func (s *server) startSession(ctx context.Context, op *opener, o opening) error 
 	case err != nil:
 		return fmt.Errorf("open session: %w", err)
 	}
-	a := newAgentSession(s, sess, op.surf, op.set, op.reader)
+	// The plan tool's calls: Config.Plan's, or a stored session's when no
+	// tool of the application has the name.
+	plans := op.cfg.Plan || !slices.ContainsFunc(op.cfg.Tools, func(t session.Tool) bool { return t.Name == session.PlanTool })
+	a := newAgentSession(s, sess, op.surf, op.set, op.reader, plans)
 	owned = true
 	op.client.a.Store(a)
 	o.client = op.client

@@ -28,6 +28,9 @@ type surface interface {
 	toolCall(c history.ToolCall, d ToolCallDisplay) schema.SessionUpdate
 	// toolUpdate is the update that patches a tool call with u.
 	toolUpdate(u *schema.ToolCallUpdate) schema.SessionUpdate
+	// plan is the update that shows the session's plan as entries (none:
+	// the plan is cleared).
+	plan(entries []schema.PlanEntry) schema.SessionUpdate
 	// receipts reports whether a prompt is answered at its insertion (v2)
 	// rather than at the end of its turn (v1).
 	receipts() bool
@@ -54,6 +57,7 @@ type surface interface {
 type v1Surface struct {
 	compaction bool
 	notices    bool // session.notices (an object)
+	plans      bool // clientCapabilities.plan (an object)
 }
 
 func (v v1Surface) capable() bool { return v.compaction }
@@ -92,6 +96,29 @@ func (v1Surface) toolCall(c history.ToolCall, d ToolCallDisplay) schema.SessionU
 }
 
 func (v1Surface) toolUpdate(u *schema.ToolCallUpdate) schema.SessionUpdate { return v1ToolUpdate(u) }
+
+// planID is the ID of a session's one plan in plan_update and
+// plan_removed.
+const planID = "plan"
+
+// plan is plan_update (plan_removed for none) to a client that advertised
+// clientCapabilities.plan, the legacy plan update otherwise.
+func (v v1Surface) plan(entries []schema.PlanEntry) schema.SessionUpdate {
+	switch {
+	case !v.plans && entries == nil:
+		return &schema.Plan{Entries: []schema.PlanEntry{}} // required: [], not null
+	case !v.plans:
+		return &schema.Plan{Entries: entries}
+	case len(entries) == 0:
+		return &schema.PlanRemoved{PlanID: planID}
+	}
+	return planItems(entries)
+}
+
+// planItems is the plan_update of a plan of entries.
+func planItems(entries []schema.PlanEntry) *schema.PlanUpdate {
+	return &schema.PlanUpdate{Plan: schema.PlanContent{Type: schema.PlanTypeItems, PlanID: planID, Entries: entries}}
+}
 
 // shownAs is the title and kind of tool call c shown as d says.
 func shownAs(c history.ToolCall, d ToolCallDisplay) (string, schema.ToolKind) {
@@ -178,6 +205,10 @@ func (v v2Surface) toolUpdate(u *schema.ToolCallUpdate) schema.SessionUpdate {
 	}
 	return &c
 }
+
+// plan is plan_update (v2 has no plan_removed: a cleared plan has no
+// entries).
+func (v2Surface) plan(entries []schema.PlanEntry) schema.SessionUpdate { return planItems(entries) }
 
 func (v2Surface) receipts() bool { return true }
 

@@ -113,6 +113,7 @@ type loop struct {
 	tools    map[string]Tool
 	specs    []provider.ToolSpec
 	maxTool  int
+	planOn   bool // Config.Plan: tools[PlanTool] is the built-in plan tool
 	prune    PruneConfig
 	set      settings
 	title    string // the session's title; "" until it has one

@@ -375,11 +375,23 @@ func (l *loop) runnable() map[string]Tool {
 // requestSummary is the retained summary as a turn request carries it:
 // with Recall on, followed by a line that says how many earlier messages
 // are archived and searchable.
+//
+// With a plan (Config.Plan) whose last call is no longer in Active (a
+// compaction archived it), the plan follows: the model never loses it
+// to a summary. Once the model calls the tool again, Active has the plan
+// and the summary is sent without it.
 func (l *loop) requestSummary() string {
-	if !l.set.Recall || l.archived == 0 || l.summary == "" {
-		return l.summary
+	s := l.summary
+	if s == "" {
+		return ""
 	}
-	return l.summary + "\n\n" + archiveNote(l.archived)
+	if l.set.Recall && l.archived > 0 {
+		s += "\n\n" + archiveNote(l.archived)
+	}
+	if len(l.set.Plan) > 0 && !planInActive(l.active) {
+		s += "\n\n" + planText(l.set.Plan)
+	}
+	return s
 }
 
 // archiveNote is the line after the retained summary in a turn request of a

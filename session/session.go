@@ -222,6 +222,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		feed:     newFeed(cfg.EventHistory, start, elog),
 		elog:     elog,
 		maxTool:  cfg.MaxToolOutput,
+		planOn:   cfg.Plan,
 		maxQueue: cmp.Or(cfg.MaxQueue, DefaultMaxQueue),
 		prune:    cfg.PruneToolResults,
 		jobs:     make(chan func()),
@@ -314,6 +315,13 @@ func checkConfig(cfg Config) (settings, map[string]Tool, []provider.ToolSpec, er
 		}
 		tools[t.Name] = t
 		specs = append(specs, provider.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters})
+	}
+	if cfg.Plan {
+		if _, mine := tools[PlanTool]; mine {
+			return settings{}, nil, nil, invalid("tool %q is the built-in tool of Config.Plan: rename it or turn Plan off", PlanTool)
+		}
+		tools[PlanTool] = planTool()
+		specs = append(specs, planSpec)
 	}
 	return set, tools, specs, nil
 }

@@ -179,6 +179,7 @@ func (l *loop) runTools() {
 	t := l.turn
 	calls := unanswered(l.active)
 	w, v, ctx, tools, log, tel := l.writer(), l.version, t.ctx, l.runnable(), l.log, l.tel
+	set, planOn := l.set, l.planOn
 	// Each call runs on a context of its own, made here on the loop so
 	// that CancelToolCall finds it before the worker starts the call.
 	states := make([]*toolCall, len(calls))
@@ -219,6 +220,24 @@ func (l *loop) runTools() {
 			}
 			v = nv
 			post(func(l *loop) { l.appended(nv, msg) })
+			if tc.Name == PlanTool && planOn {
+				pv, next, snap, err := keepPlan(w, v, set, tc, text)
+				switch {
+				case errors.Is(err, errNoPlan):
+				case err != nil:
+					return func(l *loop) {
+						l.resync(snap)
+						l.endWith(fmt.Errorf("session: store plan: %w", err))
+					}
+				default:
+					v, set = pv, next
+					post(func(l *loop) {
+						l.version = pv
+						l.set.Plan = next.Plan
+						l.publishSettings()
+					})
+				}
+			}
 		}
 		return func(l *loop) { l.turn.phase = phaseCheckpoint }
 	})

@@ -210,6 +210,16 @@ type Config struct {
 	// summary instructions tell the summarizer so. Configure can change
 	// it. A tool of Config.Tools cannot be named recall then.
 	Recall bool
+	// Plan gives the model the built-in tool plan ([PlanTool]), with which
+	// it keeps a checklist of its task ([PlanEntry]): each call replaces
+	// the plan. The session keeps the plan with its settings
+	// ([Settings].Plan; stored, so a reopened session has it whatever
+	// Config says), and after a compaction that archived the plan's last
+	// call the retained summary the model is sent ends with the plan, so a
+	// summary never loses it. An ACP agent shows the plan to the editor
+	// (docs/acp.md). The tool is offered in every mode. A tool of
+	// Config.Tools cannot be named plan then.
+	Plan bool
 	// Model is the model the provider is asked for in every turn request
 	// (provider.Request.Model); "" = the provider's configured model.
 	// Summaries are made with their provider's configured model
@@ -304,6 +314,9 @@ type settings struct {
 	Configured          []string `json:"configured,omitempty"`
 	// ClientPrompt is kept on reopen when Config's is zero (see reopened).
 	ClientPrompt ClientPrompt `json:"client_prompt,omitzero"`
+	// Plan is the plan the model keeps with the plan tool; it is not a
+	// setting of Config: a reopened session keeps the stored one.
+	Plan []PlanEntry `json:"plan,omitempty"`
 	// Instructions are Config's at every open, never stored.
 	Instructions string `json:"-"`
 }
@@ -405,6 +418,7 @@ func settingNamed(name string) setting {
 func reopened(cfg, stored settings) (settings, []setting) {
 	out := cfg
 	out.Configured = slices.Clone(stored.Configured)
+	out.Plan = stored.Plan
 	if cfg.ClientPrompt.IsZero() { // a client that does not send its prompt again keeps it
 		out.ClientPrompt = stored.ClientPrompt
 	}
@@ -443,6 +457,9 @@ type Settings struct {
 	ClientPrompt ClientPrompt
 	// Instructions are Config.Instructions.
 	Instructions string
+	// Plan is the plan the model keeps with the plan tool (Config.Plan),
+	// as its last successful call set it; nil for none.
+	Plan []PlanEntry
 	// System is the whole system prompt every model request is sent with:
 	// SystemPrompt, or the client prompt in its place when it overrides
 	// it; then Instructions; then the client prompt when it does not
@@ -473,6 +490,7 @@ func (s *settings) public(title, cwd string) Settings {
 		Configured:          slices.Clone(s.Configured),
 		ClientPrompt:        s.ClientPrompt,
 		Instructions:        s.Instructions,
+		Plan:                slices.Clone(s.Plan),
 		System:              s.system(),
 		Title:               title,
 		Cwd:                 cwd,

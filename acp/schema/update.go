@@ -47,7 +47,8 @@ func (n *SessionNotification) UnmarshalJSON(data []byte) error { return DecodeOb
 // *UserMessageChunk, *AgentMessageChunk, *AgentThoughtChunk, *ToolCall,
 // *ToolCallUpdate, *Plan, *AvailableCommandsUpdate, *CurrentModeUpdate,
 // *UsageUpdate, *CompactionUpdate, *CompactionSummaryChunk,
-// *SessionInfoUpdate, *ConfigOptionUpdate, *Notice and *UnknownSessionUpdate.
+// *SessionInfoUpdate, *ConfigOptionUpdate, *Notice, *PlanUpdate,
+// *PlanRemoved and *UnknownSessionUpdate.
 // Each encodes with its discriminator.
 //
 // *ConfigOptionUpdate is v1's config_option_update.
@@ -112,6 +113,10 @@ func newSessionUpdate(kind string) SessionUpdate {
 		return new(ConfigOptionUpdate)
 	case UpdateNotice:
 		return new(Notice)
+	case UpdatePlanUpdate:
+		return new(PlanUpdate)
+	case UpdatePlanRemoved:
+		return new(PlanRemoved)
 	}
 	return nil
 }

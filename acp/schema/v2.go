@@ -296,7 +296,7 @@ func newSessionUpdateV2(kind string) SessionUpdate {
 		return new(AvailableCommandsUpdateV2)
 	case UpdateConfigOption:
 		return new(ConfigOptionUpdateV2)
-	case UpdateToolCallUpdate, UpdateUsage, UpdateSessionInfo, UpdateCompaction, UpdateCompactionSummaryChunk, UpdateNotice:
+	case UpdateToolCallUpdate, UpdateUsage, UpdateSessionInfo, UpdateCompaction, UpdateCompactionSummaryChunk, UpdateNotice, UpdatePlanUpdate:
 		return newSessionUpdate(kind) // the variants v1 shares
 	}
 	return nil

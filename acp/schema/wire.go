@@ -70,8 +70,17 @@ type ClientCapabilities struct {
 	Session     json.RawMessage        `json:"session,omitzero"`
 	Auth        AuthCapabilities       `json:"auth,omitzero" acp:"lenient"`
 	Elicitation json.RawMessage        `json:"elicitation,omitzero"`
-	Meta        map[string]any         `json:"_meta,omitzero" acp:"lenient"`
+	// Plan is clientCapabilities.plan as the client sent it (nil when
+	// absent): see [ClientCapabilities.SupportsPlans].
+	Plan json.RawMessage `json:"plan,omitzero"`
+	Meta map[string]any  `json:"_meta,omitzero" acp:"lenient"`
 }
+
+// SupportsPlans reports whether the client advertised
+// clientCapabilities.plan as a JSON object: it takes the plan_update and
+// plan_removed updates (sessionkit sends the legacy plan update otherwise).
+// Absent, null or anything but an object means no.
+func (c ClientCapabilities) SupportsPlans() bool { return jsonKind(c.Plan) == "object" }
 
 // SupportsCompaction reports whether the client advertised
 // clientCapabilities.session.compaction as a JSON object, the only form that

@@ -147,6 +147,7 @@ type config struct {
 	allowAll      bool
 	verbose       bool
 	recall        bool
+	plan          bool           // --plan: the plan tool, shown to the editor as plan updates
 	overflow      bool           // --compact-on-overflow: recover a turn step the model's context cannot hold
 	sandbox       sandbox.Policy // run_command's mode, network and added environment
 	maxSessions   int
@@ -186,6 +187,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
 	flags.BoolVar(&c.overflow, "compact-on-overflow", true, "when the model rejects a turn step as longer than its context, compact once and retry the step (--compact-on-overflow=false turns it off: the turn fails)")
 	flags.BoolVar(&c.recall, "recall", true, "give the model the recall tool, which searches and reads the archived conversation (-recall=false turns it off)")
+	flags.BoolVar(&c.plan, "plan", true, "give the model the plan tool, whose checklist the editor shows as the agent's plan (--plan=false turns it off)")
 	c.sandbox.Mode = sandbox.Auto
 	flags.Func("sandbox", "run_command's Landlock sandbox: off, auto (confine where the kernel can, warn elsewhere) or required (refuse commands where it cannot) (default auto)", func(s string) error {
 		m, err := sandbox.ParseMode(s)
@@ -343,6 +345,7 @@ func run(args []string) error {
 			Tools:             demoTools,
 			Logger:            log,
 			Recall:            c.recall,
+			Plan:              c.plan,
 			CompactOnOverflow: c.overflow,
 			Pricing:           pricing(c.prices),
 			TracerProvider:    tel.tracer,
