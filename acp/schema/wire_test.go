@@ -194,6 +194,9 @@ func TestDecodeSessionUpdateMalformed(t *testing.T) {
 		{"tool call without title", `{"sessionUpdate":"tool_call","toolCallId":"t"}`, `session update "tool_call": missing required field "title"`},
 		{"tool call update without id", `{"sessionUpdate":"tool_call_update","status":"completed"}`, `missing required field "toolCallId"`},
 		{"plan without entries", `{"sessionUpdate":"plan"}`, `missing required field "entries"`},
+		{"plan_update without plan", `{"sessionUpdate":"plan_update","entries":"<b>"}`, `missing required field "plan"`},
+		{"plan_update without planId", `{"sessionUpdate":"plan_update","plan":{"type":"items","entries":[]}}`, `missing required field "planId"`},
+		{"plan_removed without planId", `{"sessionUpdate":"plan_removed"}`, `missing required field "planId"`},
 		{"mode id number", `{"sessionUpdate":"current_mode_update","currentModeId":3}`, `field "currentModeId": expected string, got number`},
 	}
 	for _, tt := range tests {
@@ -212,7 +215,7 @@ func TestDecodeSessionUpdateUnknownKinds(t *testing.T) {
 		{`{"sessionUpdate":"_vendor_banner","severity":"info","message":"m"}`, "_vendor_banner", `{"sessionUpdate":"_vendor_banner","severity":"info","message":"m"}`},
 		{`{ "sessionUpdate" : "future_kind", "x" : [1, 2] }`, "future_kind", `{"sessionUpdate":"future_kind","x":[1,2]}`},
 		{`{"sessionUpdate":"Compaction_Update","compactionId":"c"}`, "Compaction_Update", `{"sessionUpdate":"Compaction_Update","compactionId":"c"}`},
-		{`{"sessionUpdate":"plan_update","entries":"<b>"}`, "plan_update", `{"sessionUpdate":"plan_update","entries":"\u003cb\u003e"}`},
+		{`{"sessionUpdate":"plan_moved","entries":"<b>"}`, "plan_moved", `{"sessionUpdate":"plan_moved","entries":"\u003cb\u003e"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.kind, func(t *testing.T) {
