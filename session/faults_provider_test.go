@@ -11,6 +11,7 @@ package session_test
 // gates and channels only.
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +84,7 @@ func newChatServer(t *testing.T, w *faultWire, script ...http.HandlerFunc) *chat
 		case cs.arrived <- req.Purpose:
 		default:
 		}
+		r.Body = io.NopCloser(bytes.NewReader(raw)) // for a handler that reads it again
 		h(rw, r)
 	}))
 	t.Cleanup(cs.srv.Close)
