@@ -38,21 +38,23 @@ type SearchHit struct {
 	// Snippet is an excerpt of the message around the words that matched,
 	// each marked as «word».
 	Snippet string
-	// Score orders hits: higher is better. Hits are ranked first by how many
-	// of the query's distinct content words (after stemming) the message
-	// holds, then by bm25 over the message's words; the Score is that count
-	// plus the bm25 mapped into [0, 1). The three stores of sessionkit rank
-	// with the same code, so they agree. Scores compare within one search
-	// only.
+	// Score orders hits: higher is better. Hits are ranked first by the
+	// evidence of the query's words the message holds: the idf (how rare
+	// each word is among the session's messages) of the distinct content
+	// words it holds (after stemming and irregular forms), as a share of
+	// the idf of all of them, so one rare word outweighs several common
+	// ones; then, within 0.001, by how close together the words stand and
+	// by bm25. The three stores of sessionkit rank with the same code, so
+	// they agree. Scores compare within one search only.
 	Score float64
 	// Neighbors are, with [SearchQuery.Neighbors] n > 0, the messages
 	// around the hit, in timeline order, the hit itself not among them: up
 	// to n before it and n after it (fewer at the ends of the history).
 	// The windows of a page's hits are merged where they overlap: a
 	// message is returned once on a page, with the best hit whose window
-	// holds it, and never as a neighbour when it is a hit of the page. So
-	// a question's hit carries the answer that follows it, unless that
-	// answer is a hit of its own.
+	// holds it; a lower hit in that window is returned as its neighbour,
+	// not as a hit (the page takes the next hit instead). So a question's
+	// hit carries the answer that follows it.
 	Neighbors []Message
 	// NeighborsBefore is how many of Neighbors come before the hit; the
 	// rest come after it.

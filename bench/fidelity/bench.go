@@ -78,8 +78,9 @@ type Stats struct {
 	// first RecallK hits of Session.Search for the fact's query: all of
 	// them, and the archived ones.
 	Recall, RecallArchived int
-	// Top counts the facts whose message is the first hit.
-	Top int
+	// Top counts the facts whose message is the first hit; Ten those
+	// whose message is among the first 10.
+	Top, Ten int
 	// Searched reports whether the store searched at all.
 	Searched bool
 	// ContextAfter sums CompactResult.ContextAfter.
@@ -186,7 +187,7 @@ func runOne(ctx context.Context, col *Column, store history.Store, s *Script, su
 					st.KeptByKind[f.Kind]++
 				}
 			}
-			hits, err := search(ctx, sess, f.Query, RecallK)
+			hits, err := search(ctx, sess, f.Query, 10)
 			if err != nil {
 				return fmt.Errorf("search %q: %w", f.Query, err)
 			}
@@ -195,6 +196,9 @@ func runOne(ctx context.Context, col *Column, store history.Store, s *Script, su
 				st.Top++
 			}
 			if slices.Contains(hits, id) {
+				st.Ten++
+			}
+			if slices.Contains(hits[:min(RecallK, len(hits))], id) {
 				st.Recall++
 				if archived[id] {
 					st.RecallArchived++

@@ -188,3 +188,28 @@ func TestKept(t *testing.T) {
 	assert.False(t, Kept("renamed parseLedger", []string{"parseLedger", "parseEntries"}))
 	assert.True(t, Kept("new dependencies", []string{"dependenc"}))
 }
+
+// TestConvQuestionsAreParaphrases: every planted answer shares at most one
+// content word with its question, in every filling the generator makes.
+func TestConvQuestionsAreParaphrases(t *testing.T) {
+	convs := GenerateConv(3, 20, 200, len(convFacts))
+	n := 0
+	for _, c := range convs {
+		for _, q := range c.Questions {
+			n++
+			ans := c.Msgs[q.Answer].Text
+			var shared []string
+			for _, w := range ContentWords(q.Question) {
+				if slices.Contains(ContentWords(ans), w) {
+					shared = append(shared, w)
+				}
+			}
+			if len(shared) > 1 {
+				t.Errorf("%q and its answer %q share %v", q.Question, ans, shared)
+			}
+		}
+	}
+	if n < 20*len(convFacts)*9/10 {
+		t.Fatalf("only %d questions", n)
+	}
+}

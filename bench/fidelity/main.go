@@ -44,6 +44,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	flags.IntVar(&o.Gen.FactsPerKind, "facts", 2, "planted facts of each kind per session")
 	flags.StringVar(&o.Store, "store", "sqlite", "store: sqlite (a temporary file) or memstore")
 	flags.BoolVar(&o.Recall, "recall", false, "sessions with Config.Recall on (the summarizer is told the archive is searchable)")
+	conv := flags.Int("conv", 40, "conversations of the conversational part (0: none)")
+	convMsgs := flags.Int("conv-messages", 400, "messages of each conversation")
+	convOnly := flags.Bool("conv-only", false, "only the conversational part")
 	offlineOnly := flags.Bool("offline", false, "only the offline provider, whatever the environment selects")
 	quiet := flags.Bool("q", false, "no progress lines on stderr")
 	if err := flags.Parse(args); err != nil {
@@ -56,6 +59,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return envconfig.Usagef("-messages must be at least 1")
 	case o.Gen.FactsPerKind < 1 || o.Gen.FactsPerKind > 6:
 		return envconfig.Usagef("-facts must be between 1 and 6")
+	case *conv < 0 || *convMsgs < 2*len(convFacts):
+		return envconfig.Usagef("-conv must not be negative and -conv-messages at least %d", 2*len(convFacts))
 	case o.Store != "sqlite" && o.Store != "memstore":
 		return envconfig.Usagef("-store must be sqlite or memstore, not %q", o.Store)
 	}
@@ -74,6 +79,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if *conv > 0 {
+		rec, err := RunConv(ctx, GenerateConv(o.Gen.Seed, *conv, *convMsgs, len(convFacts)/2), o.Store, dir)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Conversational part: %d conversations of %d messages, questions in other words (store %s, seed %d)\n\n", *conv, *convMsgs, o.Store, o.Gen.Seed)
+		WriteConv(stdout, rec)
+		fmt.Fprintln(stdout)
+	}
+	if *convOnly {
+		return nil
+	}
 	cols := []Column{}
 	col, err := Run(ctx, o, fromenv.Offline, offline.New())
 	if err != nil {

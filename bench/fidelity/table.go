@@ -47,6 +47,12 @@ var rows = []row{
 		}
 		return ratio(s.Top, s.Facts)
 	}},
+	{"recall@10, all facts", func(s *Stats) string {
+		if !s.Searched {
+			return "no search"
+		}
+		return ratio(s.Ten, s.Facts)
+	}},
 	{"context tokens after (mean)", func(s *Stats) string { return mean(s.ContextAfter, s.Sessions-s.Failed) }},
 	{"Segment fidelity, mean Kept/Facts", func(s *Stats) string {
 		if s.FidelityN == 0 {

@@ -117,6 +117,7 @@ func Run(t *testing.T, h Harness) {
 		{"SearchAnyText", testSearchAnyText},
 		{"SearchInvalid", testSearchInvalid},
 		{"SearchNeighbors", testSearchNeighbors},
+		{"SearchConversation", testSearchConversation},
 		{"SearchSameAsMemstore", testSearchSameAsMemstore},
 		{"Window", testWindow},
 		{"WindowPlaces", testWindowPlaces},

@@ -731,8 +731,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			}
 			cands[k].SegmentID, cands[k].Compaction = standing.At(int64(i), int64(ss.activeFrom))
 		}
-		page = textsearch.Page(q, offset, limit, cands, st)
-		return textsearch.AddNeighbors(&page, sq.Neighbors, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
+		page, err = textsearch.Page(q, offset, limit, sq.Neighbors, cands, st, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
 			at, _ := slices.BinarySearch(ss.positions, pos) // the hit's index
 			from, to := max(0, at-limit), at
 			if after {
@@ -748,6 +747,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			}
 			return out, nil
 		})
+		return err
 	})
 	return page, err
 }

@@ -106,7 +106,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		if err != nil {
 			return err
 		}
-		seqs := textsearch.Prune(lists, offset+limit+1)
+		seqs := textsearch.Prune(lists, st, textsearch.Need(offset, limit, sq.Neighbors))
 		var cands []textsearch.Candidate
 		if len(seqs) > 0 {
 			err = s.each(ctx, tx, op, `SELECT `+messageColumns+`, tool_name FROM messages WHERE session_id = $1 AND seq = ANY($2)`,
@@ -133,14 +133,14 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			return err
 		}
 		textsearch.Place(cands, activeFrom, standing)
-		page = textsearch.Page(q, offset, limit, cands, st)
-		return textsearch.AddNeighbors(&page, sq.Neighbors, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
+		page, err = textsearch.Page(q, offset, limit, sq.Neighbors, cands, st, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
 			where := `pos < $2 ORDER BY pos DESC`
 			if after {
 				where = `pos > $2 ORDER BY pos`
 			}
 			return s.windowRange(ctx, tx, where, id, pos, limit)
 		})
+		return err
 	})
 	if err != nil {
 		return history.SearchPage{}, err

@@ -120,7 +120,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		if err != nil {
 			return err
 		}
-		rowids := textsearch.Prune(lists, offset+limit+1)
+		rowids := textsearch.Prune(lists, st, textsearch.Need(offset, limit, sq.Neighbors))
 		cands, err := s.candidates(ctx, tx, rowids)
 		if err != nil {
 			return err
@@ -130,14 +130,14 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			return err
 		}
 		textsearch.Place(cands, activeFrom, standing)
-		page = textsearch.Page(q, offset, limit, cands, st)
-		return textsearch.AddNeighbors(&page, sq.Neighbors, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
+		page, err = textsearch.Page(q, offset, limit, sq.Neighbors, cands, st, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
 			where := `m.pos < ? ORDER BY m.pos DESC`
 			if after {
 				where = `m.pos > ? ORDER BY m.pos`
 			}
 			return s.windowRange(ctx, tx, where, num, id, pos, limit)
 		})
+		return err
 	})
 	if err != nil {
 		return history.SearchPage{}, err

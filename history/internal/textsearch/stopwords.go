@@ -16,7 +16,7 @@ var stopWords = func() map[string]bool {
 		"theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too",
 		"under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who",
 		"whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves",
-		"s", "t", "don", "shall", "may", "might", "also", "us", "let", "get", "got",
+		"s", "t", "don", "shall", "might", "also", "us", "let", "get", "got",
 	} {
 		m[w] = true
 	}

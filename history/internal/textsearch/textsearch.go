@@ -13,6 +13,7 @@
 package textsearch
 
 import (
+	"cmp"
 	"encoding/base64"
 	"fmt"
 	"hash/fnv"
@@ -117,8 +118,9 @@ func lower(w string) string {
 	return w
 }
 
-// Term is the form a word is matched in: its Porter stem.
-func Term(word string) string { return Stem(word) }
+// Term is the form a word (lowercase) is matched in: the Porter stem of
+// its lemma ([Lemma]: "met" is matched as "meet").
+func Term(word string) string { return Stem(Lemma(word)) }
 
 // Query is a parsed search query.
 type Query struct {
@@ -128,6 +130,10 @@ type Query struct {
 	// Words[i] is the word Terms[i] came from (its first occurrence), for
 	// an index that stems on its own side.
 	Words []string
+	// Forms[i] are the words such an index is asked for Terms[i]:
+	// Words[i], and the lemma and irregular forms of the term ("meet",
+	// "met"), each once.
+	Forms [][]string
 }
 
 // ParseQuery returns the content words of text: every word of [Words] that
@@ -143,6 +149,13 @@ func ParseQuery(text string) Query {
 		if !slices.Contains(q.Terms, t) {
 			q.Terms = append(q.Terms, t)
 			q.Words = append(q.Words, w)
+			forms := []string{w}
+			for _, f := range formsOf[t] {
+				if f != w {
+					forms = append(forms, f)
+				}
+			}
+			q.Forms = append(q.Forms, forms)
 		}
 		return len(q.Terms) < MaxTerms
 	})
@@ -203,53 +216,97 @@ func Gather(q Query, n, total int, first int64, keys func(word string, limit int
 	per := max(32, total/max(1, len(q.Terms)))
 	st := Stats{N: n, DF: make([]int, len(q.Terms))}
 	lists := make([]TermHits, len(q.Terms))
-	for i, w := range q.Words {
-		k, err := keys(w, per+1)
+	for i := range q.Terms {
+		k, complete, err := union(q.forms(i), per, keys)
 		if err != nil {
 			return nil, Stats{}, err
 		}
-		lists[i] = TermHits{Keys: k, Complete: len(k) <= per}
+		lists[i] = TermHits{Keys: k, Complete: complete}
 		st.DF[i] = len(k)
-		if !lists[i].Complete {
-			lists[i].Keys = k[:per]
-			st.DF[i] = Estimate(per, n-int(k[per-1]-first), n)
+		if !complete && len(k) > 0 {
+			st.DF[i] = Estimate(len(k), n-int(k[len(k)-1]-first), n)
 		}
 	}
 	return lists, st, nil
 }
 
-// Prune returns the keys of the messages among lists that can be among the
-// need best by Cover (see [Rank]); the others are left out without being
-// read. A message's Cover is at least the number of lists that hold it; it
-// can be more only by the terms whose list is not Complete and whose last
-// key is newer than the message. With fewer than need messages, all are
-// kept.
-func Prune(lists []TermHits, need int) []int64 {
-	lb := map[int64]int{}
+// forms are the words of Forms[i], or Words[i] for a Query built without
+// Forms.
+func (q Query) forms(i int) []string {
+	if i < len(q.Forms) {
+		return q.Forms[i]
+	}
+	return q.Words[i : i+1]
+}
+
+// union asks keys for the newest per+1 messages holding each of words
+// and returns the newest of all of them, at most per, newest first, and
+// whether they are every message holding one of the words. A list that was
+// cut holds every match newer than its last key; the union keeps the keys
+// no older than the newest such cut, where every list is whole.
+func union(words []string, per int, keys func(word string, limit int) ([]int64, error)) ([]int64, bool, error) {
+	var all []int64
+	complete, floor := true, int64(math.MinInt64)
+	for _, w := range words {
+		k, err := keys(w, per+1)
+		if err != nil {
+			return nil, false, err
+		}
+		if len(k) > per {
+			complete = false
+			k = k[:per]
+			floor = max(floor, k[per-1])
+		}
+		if len(words) == 1 {
+			return k, complete, nil
+		}
+		all = append(all, k...)
+	}
+	slices.SortFunc(all, func(a, b int64) int { return cmp.Compare(b, a) })
+	all = slices.Compact(all)
+	if i := slices.IndexFunc(all, func(k int64) bool { return k < floor }); i >= 0 {
+		all = all[:i]
+	}
+	if len(all) > per {
+		all, complete = all[:per], false
+	}
+	return all, complete, nil
+}
+
+// Prune returns the keys of the messages among lists (those of the terms
+// of a query, in order, with the query's Stats) that can be among the need
+// best by Cover (see [Rank]); the others are left out without being read.
+// A message's Cover is at least the weight of the lists that hold it; it
+// can be more only by the weights of the terms whose list is not Complete
+// and whose last key is newer than the message. With fewer than need
+// messages, all are kept.
+func Prune(lists []TermHits, st Stats, need int) []int64 {
+	w := weights(len(lists), st)
+	lb := map[int64]float64{}
 	var keys []int64
-	for _, l := range lists {
+	for i, l := range lists {
 		for _, k := range l.Keys {
-			if lb[k] == 0 {
+			if _, ok := lb[k]; !ok {
 				keys = append(keys, k)
 			}
-			lb[k]++
+			lb[k] += w[i]
 		}
 	}
 	if len(keys) <= need {
 		return keys
 	}
-	counts := make([]int, 0, len(keys))
+	covers := make([]float64, 0, len(keys))
 	for _, k := range keys {
-		counts = append(counts, lb[k])
+		covers = append(covers, lb[k])
 	}
-	slices.Sort(counts)
-	floor := counts[len(counts)-need] // the need-th largest lower bound
+	slices.Sort(covers)
+	floor := covers[len(covers)-need] - tieRoom // the need-th largest lower bound
 	out := keys[:0]
 	for _, k := range keys {
 		ub := lb[k]
-		for _, l := range lists {
+		for i, l := range lists {
 			if !l.Complete && len(l.Keys) > 0 && k < l.Keys[len(l.Keys)-1] {
-				ub++
+				ub += w[i]
 			}
 		}
 		if ub >= floor {
@@ -259,15 +316,52 @@ func Prune(lists []TermHits, need int) []int64 {
 	return out
 }
 
+// idf is the bm25 idf of each of n terms with st.
+func idf(n int, st Stats) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		df := 1
+		if i < len(st.DF) {
+			df = max(st.DF[i], 1)
+		}
+		all := max(st.N, df)
+		out[i] = math.Log(1 + (float64(all-df)+0.5)/(float64(df)+0.5))
+	}
+	return out
+}
+
+// weights are the idf of n terms with st as shares of their sum: a
+// message's Cover is the sum of the weights of the terms it holds.
+func weights(n int, st Stats) []float64 {
+	w := idf(n, st)
+	sum := 0.0
+	for _, x := range w {
+		sum += x
+	}
+	for i := range w {
+		w[i] /= sum
+	}
+	return w
+}
+
 // Ranked is a candidate with its score.
 type Ranked struct {
 	Index int // the candidate's index in the slice given to Rank
-	// Cover is how many of the query's terms the message holds.
-	Cover int
-	// Score is Cover plus the message's bm25 mapped into [0, 1): every
-	// message that holds more of the query's words scores higher.
+	// Cover is the evidence of the query's terms the message holds: the
+	// sum of their idf (how rare each is in the session) as a share of the
+	// idf of all the query's terms, in (0, 1]. One rare word outweighs
+	// two that half the messages hold.
+	Cover float64
+	// Score is Cover plus, within tieRoom, the proximity of the matched
+	// words and then the message's bm25: a message with more evidence
+	// scores higher, and of two with the same terms, the one whose words
+	// stand closer together.
 	Score float64
 }
+
+// tieRoom bounds what proximity and bm25 add to a Cover: two Covers that
+// differ by more are never reordered by them.
+const tieRoom = 1e-3
 
 // AvgWords is the message length, in words, bm25 weighs lengths against.
 const AvgWords = 80
@@ -279,58 +373,51 @@ const (
 )
 
 // Rank scores docs against q and returns those that hold at least one of
-// its terms, best first: by Cover, then bm25, then the later candidate
-// (order[i] larger) first. Document lengths are counted in words and
-// weighed against AvgWords, a fixed length, so that a message's score does
-// not depend on which other messages were candidates.
+// its terms, best first: by Cover, then by proximity (the shortest run of
+// words holding every matched term once), then bm25, then the later
+// candidate (order[i] larger) first. Document lengths are counted in words
+// and weighed against AvgWords, a fixed length, so that a message's score
+// does not depend on which other messages were candidates.
 func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
 	if len(q.Terms) == 0 {
 		return nil
 	}
 	m := newMatcher(q.Terms)
-	type counted struct {
-		tf  []int
-		len int
-	}
-	cs := make([]counted, len(docs))
+	w := weights(len(q.Terms), st)
+	idfs := idf(len(q.Terms), st)
+	avg := float64(AvgWords)
+	tf := make([]int, len(q.Terms))
+	var hits []posTerm
+	var out []Ranked
 	for d := range docs {
-		tf := make([]int, len(q.Terms))
+		clear(tf)
+		hits = hits[:0]
 		n := 0
-		count := func(w string) bool {
-			n++
-			if i := m.match(w); i >= 0 {
+		count := func(word string) bool {
+			if i := m.match(word); i >= 0 {
 				tf[i]++
+				hits = append(hits, posTerm{n, i})
 			}
+			n++
 			return true
 		}
 		scan(docs[d].Text, count)
 		scan(docs[d].Tool, count)
-		cs[d] = counted{tf, n}
-	}
-	avg := float64(AvgWords)
-	idf := make([]float64, len(q.Terms))
-	for i := range q.Terms {
-		df := 1
-		if i < len(st.DF) {
-			df = max(st.DF[i], 1)
-		}
-		n := max(st.N, df)
-		idf[i] = math.Log(1 + (float64(n-df)+0.5)/(float64(df)+0.5))
-	}
-	var out []Ranked
-	for d, c := range cs {
-		cover, bm := 0, 0.0
-		for i, f := range c.tf {
+		cover, bm, matched := 0.0, 0.0, 0
+		for i, f := range tf {
 			if f == 0 {
 				continue
 			}
-			cover++
-			tf := float64(f)
-			bm += idf[i] * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(c.len)/avg))
+			matched++
+			cover += w[i]
+			t := float64(f)
+			bm += idfs[i] * t * (bm25K1 + 1) / (t + bm25K1*(1-bm25B+bm25B*float64(n)/avg))
 		}
-		if cover > 0 {
-			out = append(out, Ranked{Index: d, Cover: cover, Score: float64(cover) + bm/(1+bm)})
+		if matched == 0 {
+			continue
 		}
+		prox := float64(matched) / float64(span(hits, matched, len(q.Terms))) // 1: side by side
+		out = append(out, Ranked{Index: d, Cover: cover, Score: min(cover, 1) + tieRoom*(0.9*prox+0.09*bm/(1+bm))})
 	}
 	slices.SortStableFunc(out, func(a, b Ranked) int {
 		switch {
@@ -348,6 +435,34 @@ func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
 	return out
 }
 
+// posTerm is a word of a document that matched term at word position pos.
+type posTerm struct{ pos, term int }
+
+// span returns the length in words of the shortest run of hits (in
+// position order) that holds each of the matched distinct terms once.
+func span(hits []posTerm, matched, terms int) int {
+	if matched <= 1 {
+		return 1
+	}
+	have := make([]int, terms)
+	best, distinct, lo := math.MaxInt, 0, 0
+	for _, h := range hits {
+		if have[h.term] == 0 {
+			distinct++
+		}
+		have[h.term]++
+		for distinct == matched {
+			best = min(best, h.pos-hits[lo].pos+1)
+			have[hits[lo].term]--
+			if have[hits[lo].term] == 0 {
+				distinct--
+			}
+			lo++
+		}
+	}
+	return best
+}
+
 // matcher tells which term a word stems to without stemming most words: a
 // Porter stem is the word with its end rewritten, and all of the stem but
 // its last letter is a prefix of the word (the rewrites keep the letters
@@ -355,6 +470,7 @@ func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
 // "i", "biliti" to "ble"). A word whose start no term's prefix matches
 // cannot stem to a term.
 type matcher struct {
+	irr   map[string]int // irregular forms (lemmas) of the terms
 	idx   map[string]int
 	first [256][]int // terms by their first byte
 	pre   []string   // pre[i]: Terms[i] without its last letter (one letter at least)
@@ -363,6 +479,14 @@ type matcher struct {
 func newMatcher(terms []string) *matcher {
 	m := &matcher{idx: make(map[string]int, len(terms)), pre: make([]string, len(terms))}
 	for i, t := range terms {
+		for _, f := range formsOf[t] {
+			if Stem(f) != t { // a form the stem and prefix do not find
+				if m.irr == nil {
+					m.irr = map[string]int{}
+				}
+				m.irr[f] = i
+			}
+		}
 		m.idx[t] = i
 		m.pre[i] = t[:max(1, len(t)-1)]
 		m.first[t[0]] = append(m.first[t[0]], i)
@@ -374,6 +498,11 @@ func newMatcher(terms []string) *matcher {
 // stems to, or -1. It lowercases and stems only a word that starts like a
 // term.
 func (m *matcher) match(w string) int {
+	if m.irr != nil {
+		if i, ok := m.irr[lower(w)]; ok {
+			return i
+		}
+	}
 	c := w[0]
 	if c >= utf8.RuneSelf {
 		w = lower(w)
@@ -635,9 +764,20 @@ type Candidate struct {
 	ToolName   string
 }
 
+// Need is how many of the best candidates a page of limit hits from
+// offset on, with n neighbours a hit, may use (see [Prune]): every hit of
+// the page can take up to 2n lower ones as its neighbours.
+func Need(offset, limit, n int) int { return offset + limit*(2*n+1) + 1 }
+
 // Page ranks the candidates (see [Rank]) and returns the page of limit
-// hits from offset on.
-func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.SearchPage {
+// hits from offset on, each with the n messages on each side of it that
+// read returns (see [history.SearchHit.Neighbors]; read is not called for
+// n = 0). The hits are served best first; a message already on the page
+// (a hit, or a neighbour of a better hit) is not returned again, and a
+// candidate that is already a neighbour of a better hit is not a hit of
+// its own: the page then takes the next candidate, so that it still holds
+// limit hits while there are any.
+func Page(q Query, offset, limit, n int, cands []Candidate, st Stats, read Around) (history.SearchPage, error) {
 	docs := make([]Doc, len(cands))
 	order := make([]int64, len(cands))
 	for i := range cands {
@@ -646,13 +786,18 @@ func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.Searc
 	}
 	ranked := Rank(q, docs, order, st)
 	page := history.SearchPage{Hits: []history.SearchHit{}}
-	if offset >= len(ranked) {
-		return page
+	var taken map[int64]bool // the page's messages, by position
+	if n > 0 {
+		taken = map[int64]bool{}
 	}
-	end := min(len(ranked), offset+limit)
-	for _, r := range ranked[offset:end] {
+	end := offset
+	for ; end < len(ranked) && len(page.Hits) < limit; end++ {
+		r := ranked[end]
 		c := &cands[r.Index]
-		page.Hits = append(page.Hits, history.SearchHit{
+		if taken[c.Position] {
+			continue // a neighbour of a better hit
+		}
+		h := history.SearchHit{
 			MessageID:  c.Message.ID,
 			SegmentID:  c.SegmentID,
 			Compaction: c.Compaction,
@@ -661,12 +806,51 @@ func Page(q Query, offset, limit int, cands []Candidate, st Stats) history.Searc
 			ToolName:   c.ToolName,
 			Snippet:    Snippet(q, docs[r.Index].Text),
 			Score:      r.Score,
-		})
+		}
+		if n > 0 {
+			taken[c.Position] = true
+			if err := neighbors(&h, n, taken, read); err != nil {
+				return history.SearchPage{}, err
+			}
+		}
+		page.Hits = append(page.Hits, h)
 	}
 	if end < len(ranked) {
 		page.Next = Cursor(q, end)
 	}
-	return page
+	return page, nil
+}
+
+// Around reads the neighbours of a hit for [Page]: at most limit messages
+// of the session before position pos, newest first (after false), or
+// after it, oldest first (after true).
+type Around func(pos int64, limit int, after bool) ([]history.WindowMessage, error)
+
+// neighbors sets h's Neighbors to the n messages on each side of it that
+// read returns, less those taken already, and takes them.
+func neighbors(h *history.SearchHit, n int, taken map[int64]bool, read Around) error {
+	before, err := read(h.Position, n, false)
+	if err != nil {
+		return err
+	}
+	after, err := read(h.Position, n, true)
+	if err != nil {
+		return err
+	}
+	for j := len(before) - 1; j >= 0; j-- {
+		if w := &before[j]; !taken[w.Position] {
+			taken[w.Position] = true
+			h.Neighbors = append(h.Neighbors, w.Message)
+			h.NeighborsBefore++
+		}
+	}
+	for j := range after {
+		if w := &after[j]; !taken[w.Position] {
+			taken[w.Position] = true
+			h.Neighbors = append(h.Neighbors, w.Message)
+		}
+	}
+	return nil
 }
 
 // Place sets the SegmentID and Compaction of each candidate from its
@@ -675,48 +859,4 @@ func Place(cands []Candidate, activeFrom int64, standing *segments.Standing) {
 	for i := range cands {
 		cands[i].SegmentID, cands[i].Compaction = standing.At(cands[i].Position, activeFrom)
 	}
-}
-
-// Around reads the neighbours of a hit for [AddNeighbors]: at most limit
-// messages of the session before position pos, newest first (after
-// false), or after it, oldest first (after true).
-type Around func(pos int64, limit int, after bool) ([]history.WindowMessage, error)
-
-// AddNeighbors sets the Neighbors of each hit of page to the n messages
-// on each side of it that read returns (see [history.SearchHit.Neighbors]):
-// the hits are served best first, and a message already on the page (a
-// hit, or a neighbour of a better hit) is not returned again.
-func AddNeighbors(page *history.SearchPage, n int, read Around) error {
-	if n <= 0 {
-		return nil
-	}
-	taken := make(map[int64]bool, len(page.Hits)*(2*n+1))
-	for _, h := range page.Hits {
-		taken[h.Position] = true
-	}
-	for i := range page.Hits {
-		h := &page.Hits[i]
-		before, err := read(h.Position, n, false)
-		if err != nil {
-			return err
-		}
-		after, err := read(h.Position, n, true)
-		if err != nil {
-			return err
-		}
-		for j := len(before) - 1; j >= 0; j-- {
-			if w := &before[j]; !taken[w.Position] {
-				taken[w.Position] = true
-				h.Neighbors = append(h.Neighbors, w.Message)
-				h.NeighborsBefore++
-			}
-		}
-		for j := range after {
-			if w := &after[j]; !taken[w.Position] {
-				taken[w.Position] = true
-				h.Neighbors = append(h.Neighbors, w.Message)
-			}
-		}
-	}
-	return nil
 }

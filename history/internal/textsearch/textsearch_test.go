@@ -121,7 +121,7 @@ func TestPruneKeepsTheBest(t *testing.T) {
 			}
 			return out
 		}
-		if got, want := pick(Prune(lists, need)), pick(union); !slices.Equal(got, want) {
+		if got, want := pick(Prune(lists, st, need)), pick(union); !slices.Equal(got, want) {
 			t.Fatalf("round %d: the best %d of the pruned candidates are %v, of all %v", round, need, got, want)
 		}
 	}
