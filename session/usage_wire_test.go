@@ -81,7 +81,7 @@ func TestUsage_WireEndToEnd(t *testing.T) {
 		step(provider.PurposeTurn, "four", wireUsage{in: 700, out: 20, read: 512})
 		step(provider.PurposeTurn, "five", wireUsage{in: 900, out: 25, read: 640})
 		step(provider.PurposeSummary, "", wireUsage{in: 850, out: 2}) // empty: compact_failed, billed
-		script = append(script, w.httpError(http.StatusBadRequest))    // no response: nothing billed
+		script = append(script, w.httpError(http.StatusBadRequest))   // no response: nothing billed
 		step(provider.PurposeTurn, "six", wireUsage{in: 60000, out: 50, read: 59000})
 		step(provider.PurposeSummary, "Summary two.", wireUsage{in: 30000, out: 200, read: 20000})
 		beforeAuto := len(script) - 1
