@@ -64,14 +64,17 @@ func validFiles(files []FileAccess) error {
 		return fmt.Errorf("%d file accesses, at most %d", len(files), MaxFiles)
 	}
 	for i := range files {
-		if err := files[i].validate(); err != nil {
+		if err := files[i].Validate(); err != nil {
 			return fmt.Errorf("file %d: %w", i, err)
 		}
 	}
 	return nil
 }
 
-func (a *FileAccess) validate() error {
+// Validate reports the first problem of a: no path, an unknown Op, a
+// negative number, or a Length without a Line. The error does not wrap
+// ErrInvalid (Message.Validate wraps it).
+func (a *FileAccess) Validate() error {
 	switch {
 	case a.Path == "":
 		return fmt.Errorf("no path")
@@ -95,7 +98,7 @@ func ValidFileStates(files []FileState) error {
 	seen := make(map[string]bool, len(files))
 	for i := range files {
 		f := &files[i]
-		if err := f.validate(); err != nil {
+		if err := f.Validate(); err != nil {
 			return fmt.Errorf("file %d: %w", i, err)
 		}
 		if !f.Read && !f.Changed {

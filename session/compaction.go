@@ -337,6 +337,7 @@ func (l *loop) commitCompaction(k *compaction) {
 		SummaryModel:    model,
 		ContextBefore:   k.before,
 		ContextAfter:    after,
+		Files:           segmentFiles(k.in.Prefix),
 	}
 	if k.billed != nil {
 		commit.Usage = []history.UsageRecord{*k.billed}
@@ -372,6 +373,9 @@ func (l *loop) commitCompaction(k *compaction) {
 			l.active = slices.Clone(l.active[k.archive:])
 			l.summary = seg.Summary
 			l.archived += int64(k.archive)
+			if len(commit.Files) > 0 {
+				l.setSegFiles(append(slices.Clip(l.segFiles), commit.Files))
+			}
 			l.contextTokens = 0 // stale until the next turn response (§3.3)
 			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural.Count(k.archive, "message") + " into a summary.", CompactID: c.id})
 			res := CompactResult{

@@ -122,10 +122,18 @@ type loop struct {
 	active   []history.Message
 	summary  string
 	archived int64 // messages archived in Segments
-	nextPos  int64 // the timeline position the next stored entry takes (history.Snapshot.NextPosition)
-	feed     *feed
-	elog     eventLog // the event log (docs/design.md §6.1)
-	q        queue.Queue[*command]
+	// files is the file ledger (FileLedger): the fold of segFiles, the
+	// Files of the standing Segments oldest first, and of Active.
+	// filesStale: segFiles may no longer be the store's (a resync changed
+	// the archive); the next runTools reads them again.
+	files      *FileLedger
+	segFiles   [][]history.FileState
+	filesNote  string // filesNote(segFiles)
+	filesStale bool
+	nextPos    int64 // the timeline position the next stored entry takes (history.Snapshot.NextPosition)
+	feed       *feed
+	elog       eventLog // the event log (docs/design.md §6.1)
+	q          queue.Queue[*command]
 	// queued is how many commands in q count against maxQueue
 	// (command.counted); only enqueue, take, remove and drain change it.
 	queued, maxQueue int
@@ -404,6 +412,7 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 		titled = l.title != ""
 	}
 	l.active = append(l.active, msgs...)
+	l.files.foldMessages(msgs)
 	for i := range msgs {
 		if l.turn != nil && l.turn.phase != phaseEnded {
 			l.turn.messages = append(l.turn.messages, msgs[i])

@@ -373,8 +373,9 @@ func (l *loop) runnable() map[string]Tool {
 }
 
 // requestSummary is the retained summary as a turn request carries it:
-// with Recall on, followed by a line that says how many earlier messages
-// are archived and searchable.
+// followed by the files read and changed before it (filesNote), and with
+// Recall on by a line that says how many earlier messages are archived
+// and searchable.
 //
 // With a plan (Config.Plan) whose last call is no longer in Active (a
 // compaction archived it), the plan follows: the model never loses it
@@ -384,6 +385,9 @@ func (l *loop) requestSummary() string {
 	s := l.summary
 	if s == "" {
 		return ""
+	}
+	if l.filesNote != "" {
+		s += "\n\n" + l.filesNote
 	}
 	if l.set.Recall && l.archived > 0 {
 		s += "\n\n" + archiveNote(l.archived)

@@ -203,6 +203,16 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		return nil, err
 	}
 
+	// The file ledger: the files of the standing Segments, then Active's.
+	var segFiles [][]history.FileState
+	if snap.Archived > 0 {
+		heads, err := store.SegmentHeaders(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("session: read segments: %w", err)
+		}
+		segFiles = standingFiles(heads)
+	}
+
 	s := newSession(id, store, cfg.Provider)
 	l := &loop{
 		s:        s,
@@ -218,6 +228,8 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		active:   active,
 		summary:  snap.Summary,
 		archived: snap.Archived,
+		files:    ledgerOf(segFiles, active),
+		segFiles: segFiles,
 		nextPos:  nextPos,
 		feed:     newFeed(cfg.EventHistory, start, elog),
 		elog:     elog,
@@ -235,6 +247,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		tel:      newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
 		cost:     cost,
 	}
+	l.filesNote = filesNote(segFiles)
 	l.publishSettings()
 	opened = true
 	go l.work()

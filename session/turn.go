@@ -180,6 +180,9 @@ func (l *loop) runTools() {
 	calls := unanswered(l.active)
 	w, v, ctx, tools, log, tel := l.writer(), l.version, t.ctx, l.runnable(), l.log, l.tel
 	set, planOn := l.set, l.planOn
+	// The worker's own copy of the file ledger, which the calls read and
+	// record into; the loop folds the same accesses from the results.
+	led, stale, active := l.files.clone(), l.filesStale, l.shareActive(len(l.active))
 	// Each call runs on a context of its own, made here on the loop so
 	// that CancelToolCall finds it before the worker starts the call.
 	states := make([]*toolCall, len(calls))
@@ -190,6 +193,21 @@ func (l *loop) runTools() {
 		states[i], t.toolCalls[tc.ID] = c, c
 	}
 	l.submit(func(post progress) func(*loop) {
+		if stale {
+			// The archive changed under the session (a resync): its
+			// files are read again, so the guard never forgets a file
+			// for it.
+			var heads []history.Segment
+			err := w.call(func(ctx context.Context) (err error) {
+				heads, err = w.store.SegmentHeaders(ctx, w.id)
+				return err
+			})
+			if err == nil {
+				segs := standingFiles(heads)
+				led = ledgerOf(segs, active)
+				post(func(l *loop) { l.setSegFiles(segs) })
+			}
+		}
 		for i, tc := range calls {
 			c := states[i]
 			var text string
@@ -200,7 +218,7 @@ func (l *loop) runTools() {
 				text = ToolCallCancelledText + ": " + tc.Name + " did not run"
 			default:
 				tctx, span := tel.startTool(c.ctx, tc)
-				text = runTool(tctx, log, tools, tc)
+				text = runTool(WithFileLedger(tctx, led), log, tools, tc)
 				endTool(span, text)
 				// The call is over: a cancel from now on finds nothing to
 				// cancel. One that came first makes the result say so.
@@ -210,7 +228,7 @@ func (l *loop) runTools() {
 			}
 			c.state.Store(toolCallDone)
 			c.cancel(nil) // release the context
-			msg := history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: text, CreatedAt: time.Now()}
+			msg := history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: text, CreatedAt: time.Now(), Files: led.take(tc.ID)}
 			nv, snap, err := w.append(v, []history.Message{msg})
 			if err != nil {
 				return func(l *loop) {

@@ -219,7 +219,11 @@ func (l *loop) resync(snap *history.Snapshot) {
 	l.version = snap.Version
 	l.active = snap.Active
 	l.summary = snap.Summary
+	if snap.Archived != l.archived {
+		l.filesStale = true // the archive changed: its files are read again before the next tool call
+	}
 	l.archived = snap.Archived
+	l.files = ledgerOf(l.segFiles, l.active)
 	l.nextPos = snap.NextPosition
 	if len(snap.Config) > 0 {
 		var set settings

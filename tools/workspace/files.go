@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	acpschema "github.com/sessionkit/sessionkit/acp/schema"
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/textcut"
 )
 
@@ -110,13 +111,27 @@ type readFileArgs struct {
 	EndLine   int    `json:"end_line"`
 }
 
+// readFile reads the file and records what it saw in the session's file
+// ledger (see readSeen).
 func (t tools) readFile(ctx context.Context, in readFileArgs) (string, error) {
 	l, err := t.w.resolve(in.Path)
 	if err != nil {
 		return "", err
 	}
+	out, seen, err := t.readSeen(ctx, l, in)
+	if err == nil {
+		t.record(ctx, l, seen)
+	}
+	return out, err
+}
+
+// readSeen is read_file of l: its output, and what of the file the model
+// saw (the whole file, or the bytes from the start of a line, cut at the
+// output bound).
+func (t tools) readSeen(ctx context.Context, l loc, in readFileArgs) (string, history.FileAccess, error) {
+	var none history.FileAccess
 	if in.EndLine > 0 && in.StartLine > in.EndLine {
-		return "", fmt.Errorf("start_line %d is after end_line %d", in.StartLine, in.EndLine)
+		return "", none, fmt.Errorf("start_line %d is after end_line %d", in.StartLine, in.EndLine)
 	}
 	ranged := in.StartLine > 0 || in.EndLine > 0
 	start := max(in.StartLine, 1)
@@ -127,7 +142,7 @@ func (t tools) readFile(ctx context.Context, in readFileArgs) (string, error) {
 		if err == nil {
 			_ = f.Close()
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return "", err
+			return "", none, err
 		}
 		limit := 0
 		if in.EndLine > 0 {
@@ -138,38 +153,42 @@ func (t tools) readFile(ctx context.Context, in readFileArgs) (string, error) {
 			line = start
 		}
 		if err := t.w.held(l); err != nil { // just before the editor opens the name
-			return "", err
+			return "", none, err
 		}
 		text, err := ed.ReadTextFile(ctx, l.shown(), line, limit)
 		if err != nil {
-			return "", err
+			return "", none, err
 		}
 		if ranged && text == "" && start > 1 {
-			return "", fmt.Errorf("%s has fewer than %d lines; lines from %d on do not exist", in.Path, start, start)
+			return "", none, fmt.Errorf("%s has fewer than %d lines; lines from %d on do not exist", in.Path, start, start)
 		}
 		if len(text) <= t.o.MaxOutput {
-			return text, nil
+			if !ranged {
+				return text, seenWhole(history.FileRead, text), nil
+			}
+			return text, seenPart(text, start, 0), nil
 		}
 		kept := textcut.Prefix(text, t.o.MaxOutput)
+		seen := seenPart(kept, start, int64(len(text)))
 		if !ranged {
-			return kept + fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(kept), len(text)), nil
+			return kept + fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(kept), len(text)), seen, nil
 		}
-		return kept + readOn(len(kept), start+strings.Count(kept, "\n")), nil
+		return kept + readOn(len(kept), start+strings.Count(kept, "\n")), seen, nil
 	}
 	if err != nil {
-		return "", err
+		return "", none, err
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, readBuffer)
 	if head, _ := r.Peek(binaryProbe); bytes.IndexByte(head, 0) >= 0 {
-		return "", fmt.Errorf("%s is not a text file (it has a NUL byte)", in.Path)
+		return "", none, fmt.Errorf("%s is not a text file (it has a NUL byte)", in.Path)
 	}
 	text, cutIn, n, err := readLines(ctx, r, start, in.EndLine, t.o.MaxOutput)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", in.Path, err)
+		return "", none, fmt.Errorf("%s: %w", in.Path, err)
 	}
 	if cutIn == 0 && start > max(n, 1) {
-		return "", fmt.Errorf("%s has %d lines; lines from %d on do not exist", in.Path, n, start)
+		return "", none, fmt.Errorf("%s has %d lines; lines from %d on do not exist", in.Path, n, start)
 	}
 	if cutIn > 0 { // the cut may end inside a rune
 		for i := len(text); i > 0 && i > len(text)-utf8.UTFMax; i-- {
@@ -182,15 +201,18 @@ func (t tools) readFile(ctx context.Context, in readFileArgs) (string, error) {
 		}
 	}
 	if !utf8.Valid(text) {
-		return "", fmt.Errorf("%s is not a text file", in.Path)
+		return "", none, fmt.Errorf("%s is not a text file", in.Path)
 	}
+	seen := seenPart(string(text), start, st.Size())
 	switch {
+	case cutIn == 0 && !ranged:
+		return string(text), seenWhole(history.FileRead, string(text)), nil
 	case cutIn == 0:
-		return string(text), nil
+		return string(text), seen, nil
 	case !ranged:
-		return string(text) + fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(text), st.Size()), nil
+		return string(text) + fmt.Sprintf("\n[output cut: the first %d of %d bytes shown]", len(text), st.Size()), seen, nil
 	}
-	return string(text) + readOn(len(text), cutIn), nil
+	return string(text) + readOn(len(text), cutIn), seen, nil
 }
 
 // readOn is the note of a ranged read cut after n bytes, in line line.
@@ -453,6 +475,9 @@ func (t tools) writeFile(ctx context.Context, in writeFileArgs) (string, error) 
 		return "", err
 	}
 	defer tg.close()
+	if err := t.guard(ctx, "write_file", tg); err != nil {
+		return "", err
+	}
 	if declined, err := t.change(ctx, "write_file", "Write", tg, in.Content); declined != "" || err != nil {
 		return declined, err
 	}
@@ -481,6 +506,9 @@ func (t tools) editFile(ctx context.Context, in editFileArgs) (string, error) {
 	if !tg.exists {
 		return "", fmt.Errorf("%s does not exist; nothing was changed", in.Path)
 	}
+	if err := t.guard(ctx, "edit_file", tg); err != nil {
+		return "", err
+	}
 	data := tg.text
 	switch n := strings.Count(data, in.OldText); n {
 	case 0:
@@ -507,6 +535,7 @@ func (t tools) change(ctx context.Context, tool, verb string, tg *target, text s
 	if err := t.commit(ctx, tg, text); err != nil {
 		return "", err
 	}
+	t.record(ctx, tg.l, seenWhole(history.FileChanged, text))
 	t.showDiff(ctx, tg.l, tg.text, text)
 	return "", nil
 }

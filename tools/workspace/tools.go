@@ -47,6 +47,12 @@ type Options struct {
 	// AllowAll skips the permission requests (a mode that refuses a
 	// call still refuses it).
 	AllowAll bool
+	// NoFileGuard switches the guard against stale edits off: by default
+	// edit_file refuses a file the session has not read, and write_file
+	// and edit_file refuse a file that changed since the session last
+	// read or changed it (ErrNotRead, ErrChangedSinceRead; see the
+	// package doc, "The file ledger").
+	NoFileGuard bool
 	// Mode, when set, returns the session's current mode (ModeAsk,
 	// ModeReadOnly, ModeAutoEdit, ModeFullAuto), read at every call: it
 	// decides which calls ask, which run at once and which are refused,

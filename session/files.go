@@ -1,0 +1,282 @@
+package session
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/textcut"
+)
+
+// FileLedger is what a session knows of the files its tools read and
+// changed: for each path, the last access (the content hash and size the
+// agent saw, when, by which call) and whether it was read or changed
+// (docs/compaction.md, "Files"). A session keeps one, folded from what it
+// stores: the files of its standing Segments (history.Segment.Files),
+// oldest first, then those of its Active messages (history.Message.Files).
+// So it survives compaction, reopen, takeover and a client's session/load
+// alike, and a fork starts with its parent's at the fork point.
+//
+// A tool reads it and records into it through the ctx of its call
+// ([FileLedgerOf]): what a call records goes into the Files of the tool
+// result the session stores. The ledger is bounded: it keeps the newest
+// [history.MaxFiles] paths, and [FileLedger.Evicted] says how many older
+// ones it dropped, which a tool must treat as never read.
+//
+// A session's tools run one at a time on one goroutine; a FileLedger is
+// not safe for concurrent use.
+type FileLedger struct {
+	max     int
+	files   map[string]*list.Element // of order
+	order   *list.List               // of history.FileState, oldest access first
+	evicted int
+	pending []history.FileAccess // recorded by the call running, not yet stored
+}
+
+// NewFileLedger returns an empty ledger that keeps the newest max paths
+// (max ≤ 0 or above history.MaxFiles: history.MaxFiles), for tests of
+// tools and for agents that run tools themselves ([WithFileLedger]).
+func NewFileLedger(max int) *FileLedger {
+	if max <= 0 || max > history.MaxFiles {
+		max = history.MaxFiles
+	}
+	return &FileLedger{max: max, files: make(map[string]*list.Element), order: list.New()}
+}
+
+type fileLedgerKey struct{}
+
+// WithFileLedger returns a copy of ctx whose [FileLedgerOf] is f, for
+// tests of tools and for agents that run tools themselves.
+func WithFileLedger(ctx context.Context, f *FileLedger) context.Context {
+	return context.WithValue(ctx, fileLedgerKey{}, f)
+}
+
+// FileLedgerOf returns the file ledger of the session whose tool call ctx
+// is (see [Tool].Run), nil for any other ctx: a tool then has nothing to
+// go on and records nothing.
+func FileLedgerOf(ctx context.Context) *FileLedger {
+	f, _ := ctx.Value(fileLedgerKey{}).(*FileLedger)
+	return f
+}
+
+// Seen returns what the session last saw of the file at path (a
+// [history.FileAccess] Path), and false when it never read or changed it
+// or no longer remembers it (see Evicted).
+func (f *FileLedger) Seen(path string) (history.FileState, bool) {
+	if f == nil {
+		return history.FileState{}, false
+	}
+	e, ok := f.files[path]
+	if !ok {
+		return history.FileState{}, false
+	}
+	return e.Value.(history.FileState), true
+}
+
+// Record records that the tool call running read or changed a file: the
+// ledger knows it at once, and the session stores it with the call's
+// result (its ToolCallID and, when zero, At are the session's to fill).
+// It returns the error of an access that is not valid
+// ([history.FileAccess.Validate]), which it does not record.
+func (f *FileLedger) Record(a history.FileAccess) error {
+	if err := a.Validate(); err != nil {
+		return fmt.Errorf("session: file ledger: %w", err)
+	}
+	if f == nil {
+		return nil
+	}
+	if a.At.IsZero() {
+		a.At = time.Now()
+	}
+	a.At = a.At.UTC().Round(0) // as the stores give it back
+	f.fold(stateOf(a))
+	f.pending = append(f.pending, a)
+	return nil
+}
+
+// Evicted is how many paths the ledger dropped, oldest first, to keep
+// within its bound.
+func (f *FileLedger) Evicted() int {
+	if f == nil {
+		return 0
+	}
+	return f.evicted
+}
+
+// Max is the number of paths the ledger keeps at most.
+func (f *FileLedger) Max() int {
+	if f == nil {
+		return 0
+	}
+	return f.max
+}
+
+// Len is the number of paths the ledger holds.
+func (f *FileLedger) Len() int {
+	if f == nil {
+		return 0
+	}
+	return len(f.files)
+}
+
+// Newest returns up to n of the ledger's files, newest access first (all
+// of them for n ≤ 0).
+func (f *FileLedger) Newest(n int) []history.FileState {
+	if f == nil {
+		return nil
+	}
+	if n <= 0 || n > len(f.files) {
+		n = len(f.files)
+	}
+	out := make([]history.FileState, 0, n)
+	for e := f.order.Back(); e != nil && len(out) < n; e = e.Prev() {
+		out = append(out, e.Value.(history.FileState))
+	}
+	return out
+}
+
+func stateOf(a history.FileAccess) history.FileState {
+	return history.FileState{FileAccess: a, Read: a.Op == history.FileRead, Changed: a.Op == history.FileChanged}
+}
+
+// fold adds st, newer than everything folded before.
+func (f *FileLedger) fold(st history.FileState) {
+	if e, ok := f.files[st.Path]; ok {
+		was := e.Value.(history.FileState)
+		st.Read = st.Read || was.Read
+		st.Changed = st.Changed || was.Changed
+		e.Value = st
+		f.order.MoveToBack(e)
+		return
+	}
+	f.files[st.Path] = f.order.PushBack(st)
+	if len(f.files) > f.max {
+		oldest := f.order.Front()
+		delete(f.files, oldest.Value.(history.FileState).Path)
+		f.order.Remove(oldest)
+		f.evicted++
+	}
+}
+
+// foldStates folds a Segment's files, which list the newest first.
+func (f *FileLedger) foldStates(files []history.FileState) {
+	for i := len(files) - 1; i >= 0; i-- {
+		f.fold(files[i])
+	}
+}
+
+// foldMessages folds the files of msgs, oldest first.
+func (f *FileLedger) foldMessages(msgs []history.Message) {
+	for i := range msgs {
+		for _, a := range msgs[i].Files {
+			if a.ToolCallID == "" {
+				a.ToolCallID = msgs[i].ToolCallID
+			}
+			f.fold(stateOf(a))
+		}
+	}
+}
+
+// clone is a copy of f for the worker, without pending accesses.
+func (f *FileLedger) clone() *FileLedger {
+	c := NewFileLedger(f.max)
+	c.evicted = f.evicted
+	for e := f.order.Front(); e != nil; e = e.Next() {
+		st := e.Value.(history.FileState)
+		c.files[st.Path] = c.order.PushBack(st)
+	}
+	return c
+}
+
+// take returns the accesses recorded since the last take, for the result
+// of tool call id: the newest history.MaxFiles of them.
+func (f *FileLedger) take(id string) []history.FileAccess {
+	p := f.pending
+	f.pending = nil
+	if len(p) > history.MaxFiles {
+		p = p[len(p)-history.MaxFiles:]
+	}
+	for i := range p {
+		p[i].ToolCallID = id
+	}
+	return p
+}
+
+// ledgerOf folds the files of segs (the standing Segments' Files, oldest
+// Segment first) and of active.
+func ledgerOf(segs [][]history.FileState, active []history.Message) *FileLedger {
+	f := NewFileLedger(0)
+	for _, s := range segs {
+		f.foldStates(s)
+	}
+	f.foldMessages(active)
+	return f
+}
+
+// standingFiles are the Files of the Segments that stand, oldest first.
+func standingFiles(segs []history.Segment) [][]history.FileState {
+	var out [][]history.FileState
+	for i := range segs {
+		if !segs[i].Undone() && len(segs[i].Files) > 0 {
+			out = append(out, segs[i].Files)
+		}
+	}
+	return out
+}
+
+// segmentFiles are the files msgs (the prefix a compaction archives) read
+// or changed, as the Segment records them: newest first, at most
+// history.MaxFiles.
+func segmentFiles(msgs []history.Message) []history.FileState {
+	f := NewFileLedger(0)
+	f.foldMessages(msgs)
+	if f.Len() == 0 {
+		return nil
+	}
+	return f.Newest(0)
+}
+
+// Bounds of the files note of the retained summary view.
+const (
+	maxNoteFiles = 40
+	maxNotePath  = 200
+)
+
+// filesNote is the note after the retained summary that lists the files
+// read and changed before it (segs as standingFiles returns them), newest
+// first, at most maxNoteFiles of them; "" for none.
+func filesNote(segs [][]history.FileState) string {
+	if len(segs) == 0 {
+		return ""
+	}
+	files := ledgerOf(segs, nil).Newest(0)
+	var b strings.Builder
+	b.WriteString("Files read or changed before this summary, newest first (the file tools still know what you saw of each, so an unchanged file needs no new read before edit_file; read_file shows its content now, and a file changed since must be read again):")
+	for i, f := range files {
+		if i == maxNoteFiles {
+			fmt.Fprintf(&b, "\n- and %d more", len(files)-i)
+			break
+		}
+		what := "read"
+		switch {
+		case f.Read && f.Changed:
+			what = "read, changed"
+		case f.Changed:
+			what = "changed"
+		}
+		fmt.Fprintf(&b, "\n- %s (%s)", textcut.Quote(f.Path, maxNotePath), what)
+	}
+	return b.String()
+}
+
+// setSegFiles adopts segs as the standing Segments' files: the ledger and
+// the summary view's note are made again from them.
+func (l *loop) setSegFiles(segs [][]history.FileState) {
+	l.segFiles = segs
+	l.filesStale = false
+	l.files = ledgerOf(segs, l.active)
+	l.filesNote = filesNote(segs)
+}
