@@ -66,6 +66,16 @@ func testFiles(t *testing.T, h Harness) {
 	}
 	equalFiles(t, msgs, timelineMessages(t, s, "f"))
 
+	// A fork reads its source's files up to the fork point: the ledger
+	// of a forked session is its source's.
+	_, err = s.Fork(ctx, history.ForkSpec{ID: "f-fork", From: "f"})
+	require.NoError(t, err)
+	heads, err := s.SegmentHeaders(ctx, "f-fork")
+	require.NoError(t, err)
+	require.Len(t, heads, 1)
+	assert.Len(t, heads[0].Files, 2, "the fork's Segment")
+	equalFiles(t, msgs, timelineMessages(t, s, "f-fork"))
+
 	many := make([]history.FileAccess, history.MaxFiles+1)
 	for i := range many {
 		many[i] = history.FileAccess{Path: "p", Op: history.FileRead}

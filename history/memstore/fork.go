@@ -69,6 +69,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 			return nil, storekit.ForkInCompaction(spec.From, at, g.seg.CompactID)
 		}
 		g.seg.Fidelity = g.seg.Fidelity.Clone()
+		g.seg.Files = slices.Clone(g.seg.Files)
 		if !undone[g.seg.CompactID] {
 			g.seg.UndoID, g.seg.UndoneAt = "", time.Time{}
 			fork.activeFrom, fork.summary = g.upto, g.seg.Summary
