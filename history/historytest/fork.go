@@ -219,6 +219,23 @@ func testForkWrites(t *testing.T, h Harness) {
 	}
 	_, err = s.Window(ctx, "f1", history.WindowQuery{Around: "m4"})
 	assert.ErrorIs(t, err, history.ErrUnknownMessage)
+	// Windows across the fork point read both sides.
+	for _, c := range []struct {
+		around        string
+		before, after int
+		want          []string
+	}{
+		{"m3", 1, 2, []string{"m2 seg-fc1 2", "m3 seg-fc1 2", "f1-0 seg-fc1 2", "f1-1  0"}},
+		{"f1-0", 2, 1, []string{"m2 seg-fc1 2", "m3 seg-fc1 2", "f1-0 seg-fc1 2", "f1-1  0"}},
+	} {
+		win, err := s.Window(ctx, "f1", history.WindowQuery{Around: c.around, Before: c.before, After: c.after})
+		require.NoError(t, err)
+		var got []string
+		for _, m := range win {
+			got = append(got, fmt.Sprintf("%s %s %d", m.Message.ID, m.SegmentID, m.Compaction))
+		}
+		assert.Equal(t, c.want, got, "window around %s", c.around)
+	}
 
 	// Depth: f2 of f1, f3 of f2, f4 of f3, each at its parent's newest
 	// message (f2 before fc1's record: fc1 is no compaction of f2).

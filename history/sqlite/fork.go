@@ -5,7 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
+	"math"
 	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
@@ -31,12 +31,12 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 	var snap *history.Snapshot
 	err := s.exec(ctx, op, spec.ID, false, func(ctx context.Context, tx *sql.Tx) error {
 		var (
-			nextPos, count, num int64
-			config              []byte
-			title, cwd          string
+			nextPos, count int64
+			config         []byte
+			title, cwd     string
 		)
-		err := tx.QueryRowContext(ctx, `SELECT next_pos, message_count, num, config, `+titleColumn+`, cwd FROM sessions WHERE id = ?`, spec.From).
-			Scan(&nextPos, &count, &num, &config, &title, &cwd)
+		err := tx.QueryRowContext(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd FROM sessions WHERE id = ?`, spec.From).
+			Scan(&nextPos, &count, &config, &title, &cwd)
 		if err := s.found(ctx, op, spec.From, err); err != nil {
 			return err
 		}
@@ -47,19 +47,22 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		case !errors.Is(err, sql.ErrNoRows):
 			return s.fail(ctx, op, err)
 		}
+		q := txQuerier{s: s, ctx: ctx, tx: tx, op: op}
+		src, err := chainOf(q, spec.From)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
 		// at is the fork point, n the number of messages inherited.
 		at, n := nextPos-1, count
 		if spec.At != "" {
-			var seq int64
-			err := tx.QueryRowContext(ctx, `SELECT pos, seq FROM messages WHERE session_id = ? AND `+messageIDExpr+` = ? ORDER BY pos DESC LIMIT 1`,
-				spec.From, []byte(spec.At)).Scan(&at, &seq)
+			pos, seq, found, err := src.find(q, spec.At)
 			switch {
-			case errors.Is(err, sql.ErrNoRows):
-				return storekit.UnknownMessage(spec.From, spec.At)
 			case err != nil:
-				return s.fail(ctx, op, err)
+				return err
+			case !found:
+				return storekit.UnknownMessage(spec.From, spec.At)
 			}
-			n = seq + 1
+			at, n = pos, seq+1
 		}
 		var inside string
 		err = tx.QueryRowContext(ctx, `SELECT compact_id FROM compactions WHERE session_id = ? AND pos <= ?
@@ -81,7 +84,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		switch {
 		case err == nil:
 			var seq int64
-			if err := tx.QueryRowContext(ctx, `SELECT seq FROM messages WHERE session_id = ? AND pos = ?`, spec.From, toPos.Int64).Scan(&seq); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT seq FROM messages WHERE session_id = ? AND pos = ?`, src.byPos(toPos.Int64).id, toPos.Int64).Scan(&seq); err != nil {
 				return s.fail(ctx, op, err)
 			}
 			activeFrom, archived = toPos.Int64+1, seq+1
@@ -91,7 +94,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		var forkAt string
 		if n > 0 {
 			var body []byte
-			if err := tx.QueryRowContext(ctx, `SELECT body FROM messages WHERE session_id = ? AND seq = ?`, spec.From, n-1).Scan(&body); err != nil {
+			if err := tx.QueryRowContext(ctx, `SELECT body FROM messages WHERE session_id = ? AND seq = ?`, src.bySeq(n-1).id, n-1).Scan(&body); err != nil {
 				return s.fail(ctx, op, err)
 			}
 			var m history.Message
@@ -112,45 +115,35 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 			cwd = spec.Cwd
 		}
 		now := time.Now().UnixNano()
-		var forkNum int64
-		err = tx.QueryRowContext(ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
+		_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
 				title, cwd, created_at, updated_at, num, fork_of, fork_pos, fork_seq, fork_at)
-			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions), ?, ?, ?, ?) RETURNING num`,
+			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions), ?, ?, ?, ?)`,
 			spec.ID, nullBytes(config), summary, activeFrom, archived, n, at+1, title, cwd, now, now,
-			spec.From, at, n, forkAt).Scan(&forkNum)
+			spec.From, at, n, forkAt)
 		switch {
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
 			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
 		case err != nil:
 			return s.fail(ctx, op, err)
 		}
-		for _, table := range []string{"messages", "compactions", "configs"} {
+		for _, table := range []string{"compactions", "configs"} {
 			if err := s.copyRows(ctx, tx, table, spec.ID, spec.From, at); err != nil {
 				return err
 			}
 		}
-		steps := []struct {
-			query string
-			args  []any
-		}{
-			// A Segment undone after the fork point stands in the fork.
-			{`UPDATE compactions SET undo_id = NULL, undo_pos = NULL, undone_at = NULL, restored = NULL
-				WHERE session_id = ? AND undo_pos > ?`, []any{spec.ID, at}},
-			{`INSERT INTO message_fts (rowid, text, tool, id, role, pos)
-				SELECT ? + (rowid - ?), text, tool, id, role, pos FROM message_fts WHERE rowid BETWEEN ? AND ?`,
-				[]any{rowidOf(forkNum, 0), rowidOf(num, 0), rowidOf(num, 0), rowidOf(num, n-1)}},
+		// A Segment undone after the fork point stands in the fork.
+		_, err = tx.ExecContext(ctx, `UPDATE compactions SET undo_id = NULL, undo_pos = NULL, undone_at = NULL, restored = NULL
+			WHERE session_id = ? AND undo_pos > ?`, spec.ID, at)
+		if err != nil {
+			return s.fail(ctx, op, err)
 		}
-		for _, st := range steps {
-			if n == 0 && strings.Contains(st.query, "message_fts") {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, st.query, st.args...); err != nil {
-				return s.fail(ctx, op, err)
-			}
+		fc, err := chainOf(q, spec.ID)
+		if err != nil {
+			return s.fail(ctx, op, err)
 		}
 		snap = &history.Snapshot{ID: spec.ID, Version: 1, Config: config, Summary: summary, Title: title, Cwd: cwd,
 			Archived: archived, NextPosition: at + 1, ForkOf: spec.From, ForkAt: forkAt, ForkPosition: at}
-		snap.Active, err = s.messages(ctx, tx, op, whereActive, spec.ID, activeFrom)
+		_, snap.Active, err = fc.messages(q, false, activeFrom, math.MaxInt64)
 		return err
 	})
 	if err != nil {

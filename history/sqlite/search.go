@@ -103,8 +103,13 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			page = history.SearchPage{Hits: []history.SearchHit{}}
 			return nil
 		}
+		c, err := chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, id)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
 		lo, hi := rowidOf(num, 0), rowidOf(num, 1<<32-1)
-		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, lo, func(word string, limit int) ([]int64, error) {
+		var rowOf map[int64]int64 // a fork's keys are seqs: their rowids
+		keys := func(word string, limit int) ([]int64, error) {
 			var keys []int64
 			err := s.each(ctx, tx, op, `SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
 				[]any{ftsPhrase(word), lo, hi, limit}, func(rows *sql.Rows) error {
@@ -116,11 +121,44 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 					return nil
 				})
 			return keys, err
-		})
+		}
+		first := lo
+		if c.forked() {
+			first, rowOf = 0, map[int64]int64{}
+			keys = func(word string, limit int) ([]int64, error) {
+				var seqs []int64
+				for i := range c {
+					l := &c[i]
+					if len(seqs) >= limit {
+						break
+					}
+					err := s.each(ctx, tx, op, `SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
+						[]any{ftsPhrase(word), rowidOf(l.num, l.seqLo), rowidOf(l.num, min(l.seqHi, 1<<32)-1), limit - len(seqs)}, func(rows *sql.Rows) error {
+							var r int64
+							if err := rows.Scan(&r); err != nil {
+								return err
+							}
+							seqs = append(seqs, r&(1<<32-1))
+							rowOf[r&(1<<32-1)] = r
+							return nil
+						})
+					if err != nil {
+						return nil, err
+					}
+				}
+				return seqs, nil
+			}
+		}
+		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, first, keys)
 		if err != nil {
 			return err
 		}
 		rowids := textsearch.Prune(lists, st, textsearch.Need(offset, limit, sq.Neighbors))
+		if c.forked() {
+			for i, k := range rowids {
+				rowids[i] = rowOf[k]
+			}
+		}
 		cands, err := s.candidates(ctx, tx, rowids)
 		if err != nil {
 			return err
@@ -135,7 +173,10 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			if after {
 				where = `m.pos > ? ORDER BY m.pos`
 			}
-			return s.windowRange(ctx, tx, where, num, id, pos, limit)
+			if c.forked() {
+				return s.chainWindow(ctx, tx, c, pos, limit, after)
+			}
+			return s.windowRange(ctx, tx, where, num, id, limit, pos)
 		})
 		return err
 	})

@@ -256,8 +256,10 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		snap.Title = defaultTitle(snap.Title)
 		if snap.ForkOf == "" {
 			snap.ForkPosition = 0
-		}
-		if _, snap.Active, err = s.scan(ctx, tx, "load", false, int(count-int64(snap.Archived)), whereActive, id, activeFrom); err != nil {
+			if _, snap.Active, err = s.scan(ctx, tx, "load", false, int(count-int64(snap.Archived)), whereActive, id, activeFrom); err != nil {
+				return err
+			}
+		} else if snap.Active, err = s.forkActive(txQuerier{s: s, ctx: ctx, tx: tx, op: "load"}, id, activeFrom); err != nil {
 			return err
 		}
 		snap.Interrupted, err = s.strings(ctx, tx, "load", selectInProgress, id)
@@ -306,6 +308,12 @@ func (s *Store) loadRaw(ctx context.Context, id string) (*history.Snapshot, erro
 		snap.LastSeq, snap.LogCovers = uint64(seq), row.int64(10)
 		if snap.ForkOf = row.text(11); snap.ForkOf != "" {
 			snap.ForkAt, snap.ForkPosition = row.text(12), row.int64(13)
+			snap.Active, err = s.forkActive(rawQuerier{s: s, ctx: ctx, r: r, op: op}, id, activeFrom)
+			if err != nil {
+				return err
+			}
+			snap.Interrupted, err = rawStrings(r, selectInProgress, id)
+			return err
 		}
 
 		msgs, err := r.stmt(`SELECT `+activeColumns+` FROM messages `+whereActive, id, activeFrom)
@@ -607,7 +615,12 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 // (session_id, seq) index without reading any other row.
 func (s *Store) lastArchived(ctx context.Context, tx *sql.Tx, id string, st *state, n int) (int64, error) {
 	var pos int64
-	err := tx.QueryRowContext(ctx, selectPosOfSeq, id, st.archived+int64(n)-1).Scan(&pos)
+	seq := st.archived + int64(n) - 1
+	c, err := chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: "commit compaction"}, id)
+	if err != nil {
+		return 0, s.fail(ctx, "commit compaction", err)
+	}
+	err = tx.QueryRowContext(ctx, selectPosOfSeq, c.bySeq(seq).id, seq).Scan(&pos)
 	if err != nil {
 		return 0, s.fail(ctx, "commit compaction", err)
 	}
@@ -786,11 +799,23 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 			out = b.Headers()
 			return err
 		}
+		q := txQuerier{s: s, ctx: ctx, tx: tx, op: op}
+		c, err := chainOf(q, id)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
 		out, err = b.Finish(func() ([]int64, []history.Message, error) {
+			if c.forked() {
+				return c.messages(q, true, 0, activeFrom)
+			}
 			return s.positioned(ctx, tx, op, `WHERE session_id = ? AND pos < ? ORDER BY pos`, id, activeFrom)
 		}, func(err error) error {
 			return fmt.Errorf("sqlite: %s: session %q: %w", op, id, err)
 		}, func(sp storekit.SegmentSpan) ([]history.Message, error) {
+			if c.forked() {
+				_, m, err := c.messages(q, false, sp.From, sp.To+1)
+				return m, err
+			}
 			return s.messages(ctx, tx, op, whereRange, id, sp.From, sp.To)
 		})
 		return err
@@ -833,8 +858,17 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 		case err != nil:
 			return s.fail(ctx, op, err)
 		}
+		q := txQuerier{s: s, ctx: ctx, tx: tx, op: op}
+		c, err := chainOf(q, id)
+		if err != nil {
+			return s.fail(ctx, op, err)
+		}
 		var restored int64
-		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM messages `+whereRange, id, from, to).Scan(&restored); err != nil {
+		if c.forked() {
+			if restored, err = c.count(q, from, to); err != nil {
+				return err
+			}
+		} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM messages `+whereRange, id, from, to).Scan(&restored); err != nil {
 			return s.fail(ctx, op, err)
 		}
 		r.Restored = int(restored)
@@ -902,7 +936,15 @@ func (s *Store) entries(ctx context.Context, op, id string, from, to int64, reco
 			msgs      []history.Message
 		)
 		if !recordsOnly {
-			positions, msgs, err = scanIn(q, true, 0, whereSpan, id, from, to)
+			c, err := chainOf(q, id)
+			if err != nil {
+				return err
+			}
+			if c.forked() {
+				positions, msgs, err = c.messages(q, true, from, to)
+			} else {
+				positions, msgs, err = scanIn(q, true, 0, whereSpan, id, from, to)
+			}
 			if err != nil {
 				return err
 			}

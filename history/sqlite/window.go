@@ -26,12 +26,25 @@ func (s *Store) Window(ctx context.Context, id string, q history.WindowQuery) (o
 // windowReads are the reads of Window in tx.
 func (s *Store) windowReads(ctx context.Context, tx *sql.Tx, id string) segments.WindowReads {
 	const op = "window"
-	var num int64 // the session's number: its messages' rowids in message_fts
+	var (
+		num int64 // the session's number: its messages' rowids in message_fts
+		c   chain // a fork's chain
+	)
 	return segments.WindowReads{
 		Session: func() (activeFrom int64, err error) {
-			return activeFrom, s.row(ctx, tx, op, id, "num, active_from", &num, &activeFrom)
+			if err := s.row(ctx, tx, op, id, "num, active_from", &num, &activeFrom); err != nil {
+				return 0, err
+			}
+			if c, err = chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, id); err != nil {
+				return 0, s.fail(ctx, op, err)
+			}
+			return activeFrom, nil
 		},
 		Find: func(msgID string) (pos int64, found bool, err error) {
+			if c.forked() {
+				pos, _, found, err = c.find(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, msgID)
+				return pos, found, err
+			}
 			err = tx.QueryRowContext(ctx, selectPosOfID, id, []byte(msgID)).Scan(&pos)
 			if errors.Is(err, sql.ErrNoRows) {
 				return 0, false, nil
@@ -42,25 +55,32 @@ func (s *Store) windowReads(ctx context.Context, tx *sql.Tx, id string) segments
 			return pos, true, nil
 		},
 		Before: func(pos int64, limit int) ([]history.WindowMessage, error) {
-			return s.windowRange(ctx, tx, `m.pos < ? ORDER BY m.pos DESC`, num, id, pos, limit)
+			if c.forked() {
+				return s.chainWindow(ctx, tx, c, pos, limit, false)
+			}
+			return s.windowRange(ctx, tx, `m.pos < ? ORDER BY m.pos DESC`, num, id, limit, pos)
 		},
 		From: func(pos int64, limit int) ([]history.WindowMessage, error) {
-			return s.windowRange(ctx, tx, `m.pos >= ? ORDER BY m.pos`, num, id, pos, limit)
+			if c.forked() {
+				return s.chainWindow(ctx, tx, c, pos-1, limit, true)
+			}
+			return s.windowRange(ctx, tx, `m.pos >= ? ORDER BY m.pos`, num, id, limit, pos)
 		},
 		Standing: func() (*segments.Standing, error) { return s.standing(ctx, tx, op, id) },
 	}
 }
 
 // windowRange reads at most limit messages of session id (number num)
-// from position at in the direction where says, each with the tool name
+// from the position where says (bounds are its parameters) in the direction
+// it says, each with the tool name
 // its message_fts row holds (a LEFT JOIN: a message the index lacks has
 // none).
-func (s *Store) windowRange(ctx context.Context, tx *sql.Tx, where string, num int64, id string, at int64, limit int) ([]history.WindowMessage, error) {
+func (s *Store) windowRange(ctx context.Context, tx *sql.Tx, where string, num int64, id string, limit int, bounds ...any) ([]history.WindowMessage, error) {
 	var out []history.WindowMessage
 	err := s.each(ctx, tx, "window", `
 		SELECT m.pos, CAST(m.body AS TEXT), COALESCE(f.tool, '') FROM messages AS m
 		LEFT JOIN message_fts AS f ON f.rowid = ? + m.seq
-		WHERE m.session_id = ? AND `+where+` LIMIT ?`, []any{rowidOf(num, 0), id, at, limit}, func(rows *sql.Rows) error {
+		WHERE m.session_id = ? AND `+where+` LIMIT ?`, append(append([]any{rowidOf(num, 0), id}, bounds...), limit), func(rows *sql.Rows) error {
 		var (
 			w    history.WindowMessage
 			body string
@@ -75,4 +95,36 @@ func (s *Store) windowRange(ctx context.Context, tx *sql.Tx, where string, num i
 		return nil
 	})
 	return out, err
+}
+
+// chainWindow reads at most limit messages of chain c next to position
+// at: before it, newest first, or after it (after), oldest first; each
+// link's range of positions is read from its own rows.
+func (s *Store) chainWindow(ctx context.Context, tx *sql.Tx, c chain, at int64, limit int, after bool) ([]history.WindowMessage, error) {
+	var out []history.WindowMessage
+	for k := range c {
+		l := &c[k]
+		if after {
+			l = &c[len(c)-1-k]
+		}
+		n := limit - len(out)
+		if n <= 0 {
+			break
+		}
+		var (
+			got []history.WindowMessage
+			err error
+		)
+		switch {
+		case after && l.hi > at:
+			got, err = s.windowRange(ctx, tx, `m.pos > ? AND m.pos <= ? ORDER BY m.pos`, l.num, l.id, n, max(at, l.lo), l.hi)
+		case !after && l.lo+1 < at:
+			got, err = s.windowRange(ctx, tx, `m.pos < ? AND m.pos > ? ORDER BY m.pos DESC`, l.num, l.id, n, min(at, l.hi+1), l.lo)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
 }

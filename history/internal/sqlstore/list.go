@@ -14,12 +14,13 @@ import (
 // returns its placeholder; text is the argument value of a string column.
 // The page goes through the (updated_at, id) index, or the (cwd,
 // updated_at, id) index with a Cwd.
+// Sessions deleted while forks read them (marked deleted) are left out.
 func ListQuery(opts history.ListOptions, title string, arg func(v any) string, text func(string) any) (q string, limit int, err error) {
 	limit, after, err := storekit.ParseList(opts)
 	if err != nil {
 		return "", 0, err
 	}
-	var where []string
+	where := []string{`deleted = ` + arg(false)}
 	if opts.Cwd != "" {
 		where = append(where, `cwd = `+arg(text(opts.Cwd)))
 	}

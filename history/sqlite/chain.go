@@ -1,0 +1,150 @@
+package sqlite
+
+import (
+	"database/sql"
+	"errors"
+	"math"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// A fork's messages are not copied (docs/storage.md, "Forks"): the rows
+// of a fork hold its own messages, at positions after its fork point, and
+// the messages up to the fork point are its parent's rows (those of the
+// parent's parent below the parent's own fork point, and so on). A chain
+// lists where the messages of one session are, and each read of messages
+// reads each link's range of its primary key.
+
+// link is one session of a chain: its rows hold the chain's messages at
+// positions lo < pos <= hi, numbered seqLo <= seq < seqHi.
+type link struct {
+	id           string
+	num          int64 // the session's number (its message_fts rowids)
+	lo, hi       int64
+	seqLo, seqHi int64
+}
+
+// chain is the links of one session, the session itself first and its
+// root last: one link for a session that is no fork.
+type chain []link
+
+// forked reports whether the chain is a fork's.
+func (c chain) forked() bool { return len(c) > 1 }
+
+// chainOf returns the chain of session id through q; sql.ErrNoRows for an
+// unknown session.
+func chainOf(q querier, id string) (chain, error) {
+	var c chain
+	hi, seqHi := int64(math.MaxInt64), int64(math.MaxInt64)
+	for {
+		var (
+			l      = link{id: id, hi: hi, seqHi: seqHi}
+			forkOf sql.NullString
+		)
+		if err := queryRow(q, `SELECT num, fork_of, fork_pos, fork_seq FROM sessions WHERE id = ?`, []any{id}, &l.num, &forkOf, &l.lo, &l.seqLo); err != nil {
+			return nil, err
+		}
+		c = append(c, l)
+		if !forkOf.Valid {
+			return c, nil
+		}
+		id, hi, seqHi = forkOf.String, l.lo, l.seqLo
+	}
+}
+
+// span calls fn with each link's part of the positions from up to, not
+// including, to, oldest first, and stops at its first error.
+func (c chain) span(from, to int64, fn func(l *link, from, to int64) error) error {
+	for i := len(c) - 1; i >= 0; i-- {
+		l := &c[i]
+		f, t := max(from, l.lo+1), to
+		if l.hi < math.MaxInt64 {
+			t = min(to, l.hi+1)
+		}
+		if f >= t {
+			continue
+		}
+		if err := fn(l, f, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// messages reads the chain's messages at positions from up to, not
+// including, to, with their positions when withPos.
+func (c chain) messages(q querier, withPos bool, from, to int64) ([]int64, []history.Message, error) {
+	var (
+		positions []int64
+		msgs      []history.Message
+	)
+	err := c.span(from, to, func(l *link, f, t int64) error {
+		p, m, err := scanIn(q, withPos, 0, whereSpan, l.id, f, t)
+		positions, msgs = append(positions, p...), append(msgs, m...)
+		return err
+	})
+	if msgs == nil {
+		msgs = []history.Message{}
+	}
+	return positions, msgs, err
+}
+
+// count is the number of the chain's messages at positions from through to.
+func (c chain) count(q querier, from, to int64) (int64, error) {
+	var n int64
+	err := c.span(from, to+1, func(l *link, f, t int64) error {
+		var k int64
+		err := queryRow(q, `SELECT count(*) FROM messages `+whereSpan, []any{l.id, f, t}, &k)
+		n += k
+		return err
+	})
+	return n, err
+}
+
+// bySeq returns the link whose rows hold message number seq.
+func (c chain) bySeq(seq int64) *link {
+	for i := range c {
+		if seq >= c[i].seqLo && seq < c[i].seqHi {
+			return &c[i]
+		}
+	}
+	return &c[len(c)-1]
+}
+
+// byPos returns the link whose rows hold position pos.
+func (c chain) byPos(pos int64) *link {
+	for i := range c {
+		if pos > c[i].lo && pos <= c[i].hi {
+			return &c[i]
+		}
+	}
+	return &c[len(c)-1]
+}
+
+// find returns the position and number of the newest message of the
+// chain with ID msgID; found is false when there is none.
+func (c chain) find(q querier, msgID string) (pos, seq int64, found bool, err error) {
+	for i := range c {
+		l := &c[i]
+		err := queryRow(q, `SELECT pos, seq FROM messages WHERE session_id = ? AND `+messageIDExpr+` = ? AND pos > ? AND pos <= ?
+			ORDER BY pos DESC LIMIT 1`, []any{l.id, []byte(msgID), l.lo, l.hi}, &pos, &seq)
+		switch {
+		case err == nil:
+			return pos, seq, true, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return 0, 0, false, err
+		}
+	}
+	return 0, 0, false, nil
+}
+
+// forkActive reads the Active messages of fork id, from the watermark
+// activeFrom on, along its chain.
+func (s *Store) forkActive(q querier, id string, activeFrom int64) ([]history.Message, error) {
+	c, err := chainOf(q, id)
+	if err != nil {
+		return nil, err
+	}
+	_, msgs, err := c.messages(q, false, activeFrom, math.MaxInt64)
+	return msgs, err
+}
