@@ -3,7 +3,9 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -14,13 +16,18 @@ import (
 )
 
 // BenchmarkSearch searches a session of 100,000 archived messages
-// (historytest.SearchCorpus, with 1,000 Active ones after them) with
-// question-style queries; each operation is one Search of 10 hits. It
+// (historytest.SearchCorpus, with 1,000 Active ones after them; the
+// environment's SESSIONKIT_SEARCH_ARCHIVED sets another number, such as
+// 1000000) with question-style queries; each operation is one Search of 10
+// hits, without neighbours and with one on each side (neighbors=1). It
 // reports the latency quantiles (goal: p99 ≤ 10 ms, docs/performance.md)
 // and cpu-ms, the process's CPU time per search, which a loaded machine
 // does not inflate as it does the latencies.
 func BenchmarkSearch(b *testing.B) {
-	const archived, active = 100_000, 1_000
+	archived, active := 100_000, 1_000
+	if n, err := strconv.Atoi(os.Getenv("SESSIONKIT_SEARCH_ARCHIVED")); err == nil && n > 0 {
+		archived = n
+	}
 	ctx := context.Background()
 	s := benchOpen(b)
 	msgs := historytest.SearchCorpus(archived+active, 1)
@@ -36,27 +43,31 @@ func BenchmarkSearch(b *testing.B) {
 	_, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c", SegmentID: "seg-c", Archive: archived, Summary: "S", At: time.Now()})
 	require.NoError(b, err)
 	queries := historytest.SearchQueries(msgs, 200, 2)
-	var lat historytest.SearchLatencies
-	i, hits := 0, 0
-	cpu := processCPU()
-	for b.Loop() {
-		q := queries[i%len(queries)]
-		i++
-		lat.Time(func() {
-			p, err := s.Search(ctx, "s", history.SearchQuery{Text: q})
-			if err != nil {
-				b.Fatal(err)
+	for _, n := range []int{0, 1} {
+		b.Run(fmt.Sprintf("neighbors=%d", n), func(b *testing.B) {
+			var lat historytest.SearchLatencies
+			i, hits := 0, 0
+			cpu := processCPU()
+			for b.Loop() {
+				q := queries[i%len(queries)]
+				i++
+				lat.Time(func() {
+					p, err := s.Search(ctx, "s", history.SearchQuery{Text: q, Neighbors: n})
+					if err != nil {
+						b.Fatal(err)
+					}
+					hits += len(p.Hits)
+				})
 			}
-			hits += len(p.Hits)
+			cpu = processCPU() - cpu
+			if hits == 0 {
+				b.Fatal("no search found anything")
+			}
+			lat.Report(b)
+			if cpu > 0 {
+				b.ReportMetric(float64(cpu.Nanoseconds())/1e6/float64(b.N), "cpu-ms")
+			}
 		})
-	}
-	cpu = processCPU() - cpu
-	if hits == 0 {
-		b.Fatal("no search found anything")
-	}
-	lat.Report(b)
-	if cpu > 0 {
-		b.ReportMetric(float64(cpu.Nanoseconds())/1e6/float64(b.N), "cpu-ms")
 	}
 }
 
