@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -56,6 +57,68 @@ type telemetry struct {
 	tokens   metric.Int64Histogram   // nil without a MeterProvider
 	duration metric.Float64Histogram // nil without a MeterProvider
 	conv     attribute.KeyValue
+
+	mu  sync.Mutex
+	ops map[opKey]*opAttrs // built once each: see op
+}
+
+// opKey names an operation on one provider and model.
+type opKey struct{ op, provider, model, tool string }
+
+// opAttrs are what every span and measurement of one operation on one
+// provider and model share, built once (attribute sets sort and hash,
+// options allocate): the span's name and start options, and the metrics'
+// record options.
+type opAttrs struct {
+	name   string
+	attrs  []attribute.KeyValue // the metrics' attributes (no conversation ID)
+	start  []trace.SpanStartOption
+	input  []metric.RecordOption // gen_ai.client.token.usage, input tokens
+	output []metric.RecordOption // and output tokens
+	dur    []metric.RecordOption // gen_ai.client.operation.duration
+}
+
+// maxOps bounds how many operations a session keeps the attributes of (a
+// session that switches among more models builds the rest each time).
+const maxOps = 64
+
+// op returns the attributes of operation op (chat, invoke_agent,
+// execute_tool) on provider prov and model, or of tool: built on first
+// use and kept, so that a span and its measurements allocate no options.
+func (t *telemetry) op(op, prov, model, tool string, kind trace.SpanKind) *opAttrs {
+	k := opKey{op, prov, model, tool}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if a := t.ops[k]; a != nil {
+		return a
+	}
+	var attrs []attribute.KeyValue
+	name := op
+	if tool != "" {
+		attrs = []attribute.KeyValue{keyOperation.String(op), keyToolName.String(tool)}
+		name += " " + tool
+	} else {
+		attrs = []attribute.KeyValue{keyOperation.String(op), keyProvider.String(prov), keyModel.String(model)}
+		if op == "chat" && model != "" {
+			name += " " + model
+		}
+	}
+	a := &opAttrs{name: name, attrs: attrs,
+		start: []trace.SpanStartOption{trace.WithSpanKind(kind), trace.WithAttributes(append(attrs[:len(attrs):len(attrs)], t.conv)...)}}
+	if t.tokens != nil {
+		a.input = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(attrs[:len(attrs):len(attrs)], keyTokenType.String("input"))...))}
+		a.output = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(append(attrs[:len(attrs):len(attrs)], keyTokenType.String("output"))...))}
+	}
+	if t.duration != nil {
+		a.dur = []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(attrs...))}
+	}
+	if len(t.ops) < maxOps {
+		if t.ops == nil {
+			t.ops = make(map[opKey]*opAttrs)
+		}
+		t.ops[k] = a
+	}
+	return a
 }
 
 func newTelemetry(tp trace.TracerProvider, mp metric.MeterProvider, id string) *telemetry {
@@ -89,13 +152,28 @@ func (t *telemetry) start(ctx context.Context, name string, kind trace.SpanKind,
 	return t.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
 
+// startOp starts the span of operation a under ctx (see start).
+func (t *telemetry) startOp(ctx context.Context, a *opAttrs) (context.Context, trace.Span) {
+	if t == nil || t.tracer == nil {
+		return ctx, trace.SpanFromContext(context.Background())
+	}
+	return t.tracer.Start(ctx, a.name, a.start...)
+}
+
+// startTurn starts the invoke_agent span of a turn on provider prov and
+// model.
+func (t *telemetry) startTurn(ctx context.Context, prov, model string) (context.Context, trace.Span) {
+	return t.startOp(ctx, t.op("invoke_agent", prov, model, "", trace.SpanKindInternal))
+}
+
 // chat is one provider request as telemetry sees it: its span (a child of
 // the turn's or the compaction's) and its start, for the metrics.
 type chat struct {
 	t     *telemetry
 	span  trace.Span
-	attrs []attribute.KeyValue
+	a     *opAttrs
 	began time.Time
+	usage [5]attribute.KeyValue // the end's span attributes, here to allocate nothing more
 }
 
 // startChat starts the span of one provider request for purpose.
@@ -106,19 +184,15 @@ func (t *telemetry) startChat(ctx context.Context, info provider.Info, model str
 	if model == "" {
 		model = info.Model
 	}
-	attrs := []attribute.KeyValue{keyOperation.String("chat"), keyProvider.String(info.Name), keyModel.String(model)}
-	name := "chat"
-	if model != "" {
-		name += " " + model
-	}
-	ctx, span := t.start(ctx, name, trace.SpanKindClient, append(attrs, t.conv)...)
-	return ctx, &chat{t: t, span: span, attrs: attrs, began: time.Now()}
+	a := t.op("chat", info.Name, model, "", trace.SpanKindClient)
+	ctx, span := t.startOp(ctx, a)
+	return ctx, &chat{t: t, span: span, a: a, began: time.Now()}
 }
 
 // retried records a retry of the request as an event of its span, as the
 // conventions record retries of one operation.
 func (c *chat) retried(r provider.Retry) {
-	if c == nil {
+	if c == nil || !c.span.IsRecording() {
 		return
 	}
 	attrs := []attribute.KeyValue{attribute.Int("retry", r.Retry), attribute.Bool("rate_limited", r.RateLimited), attribute.String("wait", r.Wait.String())}
@@ -135,25 +209,34 @@ func (c *chat) end(rec *history.UsageRecord, respModel string, err error) {
 		return
 	}
 	ctx := context.Background()
-	attrs := c.attrs
+	dur := c.a.dur
 	if err != nil {
-		attrs = append(attrs[:len(attrs):len(attrs)], keyErrorType.String(errorType(err)))
-		c.span.RecordError(err)
-		c.span.SetStatus(codes.Error, errorType(err))
+		// Rare: the error's attributes are built for it.
+		attrs := append(c.a.attrs[:len(c.a.attrs):len(c.a.attrs)], keyErrorType.String(errorType(err)))
+		dur = []metric.RecordOption{metric.WithAttributes(attrs...)}
+		if c.span.IsRecording() {
+			c.span.RecordError(err)
+			c.span.SetStatus(codes.Error, errorType(err))
+		}
 	}
 	if rec != nil {
-		c.span.SetAttributes(keyIn.Int(rec.InputTokens), keyOut.Int(rec.OutputTokens),
-			keyCacheRead.Int(rec.CacheReadTokens), keyCacheWrite.Int(rec.CacheWriteTokens))
-		if respModel != "" {
-			c.span.SetAttributes(keyRespModel.String(respModel))
+		if c.span.IsRecording() {
+			c.usage = [5]attribute.KeyValue{keyIn.Int(rec.InputTokens), keyOut.Int(rec.OutputTokens),
+				keyCacheRead.Int(rec.CacheReadTokens), keyCacheWrite.Int(rec.CacheWriteTokens)}
+			n := 4
+			if respModel != "" {
+				c.usage[4] = keyRespModel.String(respModel)
+				n = 5
+			}
+			c.span.SetAttributes(c.usage[:n]...)
 		}
 		if c.t.tokens != nil {
-			c.t.tokens.Record(ctx, int64(rec.InputTokens), metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], keyTokenType.String("input"))...))
-			c.t.tokens.Record(ctx, int64(rec.OutputTokens), metric.WithAttributes(append(attrs[:len(attrs):len(attrs)], keyTokenType.String("output"))...))
+			c.t.tokens.Record(ctx, int64(rec.InputTokens), c.a.input...)
+			c.t.tokens.Record(ctx, int64(rec.OutputTokens), c.a.output...)
 		}
 	}
 	if c.t.duration != nil {
-		c.t.duration.Record(ctx, time.Since(c.began).Seconds(), metric.WithAttributes(attrs...))
+		c.t.duration.Record(ctx, time.Since(c.began).Seconds(), dur...)
 	}
 	c.span.End()
 }
@@ -179,8 +262,9 @@ func (t *telemetry) startTool(ctx context.Context, tc history.ToolCall) (context
 	if t == nil || t.tracer == nil {
 		return ctx, nil
 	}
-	return t.start(ctx, "execute_tool "+tc.Name, trace.SpanKindInternal,
-		keyOperation.String("execute_tool"), keyToolName.String(tc.Name), keyToolCallID.String(tc.ID), t.conv)
+	ctx, span := t.startOp(ctx, t.op("execute_tool", "", "", tc.Name, trace.SpanKindInternal))
+	span.SetAttributes(keyToolCallID.String(tc.ID))
+	return ctx, span
 }
 
 // endTool ends the span of a tool call whose result is text (nil span: no

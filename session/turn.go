@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -29,8 +28,7 @@ func (l *loop) startTurn(c *command) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	l.turn = &turn{cmd: c, ctx: ctx, cancel: cancel, phase: phaseStep}
 	if l.tel != nil {
-		l.turn.ctx, l.turn.span = l.tel.start(ctx, "invoke_agent", trace.SpanKindInternal,
-			keyOperation.String("invoke_agent"), keyProvider.String(provider.Describe(l.prov).Name), keyModel.String(l.set.Model), l.tel.conv)
+		l.turn.ctx, l.turn.span = l.tel.startTurn(ctx, provider.Describe(l.prov).Name, l.set.Model)
 	}
 	l.autoBlocked = false // §3.3: the back-off of the last turn ends with it
 	l.publish(&TurnEvent{TurnID: c.id, Phase: TurnStarted})
