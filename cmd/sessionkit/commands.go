@@ -210,6 +210,9 @@ func runSegments(ctx context.Context, r *reader, id string, o *options, stdout, 
 		if line := fidelityLine(s.Fidelity); line != "" {
 			fmt.Fprintln(stdout, line)
 		}
+		if line := filesLine(s.Files); line != "" {
+			fmt.Fprintln(stdout, line)
+		}
 		if s.Undone() {
 			fmt.Fprintf(stdout, "  undone    %s: its messages are active again\n", showTime(s.UndoneAt))
 		}

@@ -66,6 +66,28 @@ type messageJSON struct {
 	// Attachments are a user message's (history.Attachment); an image's
 	// data is base64.
 	Attachments []attachmentJSON `json:"attachments,omitempty"`
+	// Files are the files a tool result read or changed
+	// (history.FileAccess).
+	Files []fileJSON `json:"files,omitempty"`
+}
+
+// fileJSON is a history.FileAccess, and with read and changed a
+// history.FileState (a Segment's files).
+type fileJSON struct {
+	Path       text           `json:"path"`
+	Op         history.FileOp `json:"op"`
+	Hash       string         `json:"hash,omitempty"`
+	Size       int64          `json:"size"`
+	Line       int            `json:"line,omitempty"`
+	Length     int64          `json:"length,omitempty"`
+	At         time.Time      `json:"at,omitzero"`
+	ToolCallID text           `json:"tool_call_id,omitempty"`
+	Read       bool           `json:"read,omitempty"`
+	Changed    bool           `json:"changed,omitempty"`
+}
+
+func toFile(a *history.FileAccess) fileJSON {
+	return fileJSON{Path: text(a.Path), Op: a.Op, Hash: a.Hash, Size: a.Size, Line: a.Line, Length: a.Length, At: a.At, ToolCallID: text(a.ToolCallID)}
 }
 
 type attachmentJSON struct {
@@ -100,7 +122,10 @@ type segmentJSON struct {
 	Summary      text      `json:"summary"`
 	// How many of the archived messages' facts the summary kept (zero for
 	// a Segment committed before fidelity was recorded).
-	Fidelity fidelityJSON  `json:"fidelity"`
+	Fidelity fidelityJSON `json:"fidelity"`
+	// Files are the files the archived messages read or changed, newest
+	// first (history.Segment.Files).
+	Files    []fileJSON    `json:"files,omitempty"`
 	Messages []messageJSON `json:"messages"`
 }
 
@@ -189,6 +214,9 @@ func toMessage(m *history.Message) messageJSON {
 		out.Attachments = append(out.Attachments, attachmentJSON{Kind: a.Kind, At: a.At, Name: text(a.Name), URI: text(a.URI),
 			MIMEType: text(a.MIMEType), Text: text(a.Text), Data: a.Data, Note: text(a.Note)})
 	}
+	for i := range m.Files {
+		out.Files = append(out.Files, toFile(&m.Files[i]))
+	}
 	return out
 }
 
@@ -210,8 +238,19 @@ func toSegment(s *history.Segment) segmentJSON {
 		UndoID: s.UndoID, UndoneAt: s.UndoneAt,
 		Instructions: text(s.Instructions), Summary: text(s.Summary),
 		Fidelity: toFidelity(s.Fidelity),
+		Files:    toFiles(s.Files),
 		Messages: toMessages(s.Messages),
 	}
+}
+
+func toFiles(files []history.FileState) []fileJSON {
+	var out []fileJSON
+	for i := range files {
+		f := toFile(&files[i].FileAccess)
+		f.Read, f.Changed = files[i].Read, files[i].Changed
+		out = append(out, f)
+	}
+	return out
 }
 
 func toEntry(e *history.Entry) entryJSON {

@@ -53,8 +53,10 @@ func converse(t *testing.T, store history.Store, title string, keep bool) (strin
 			Name:        "read_file",
 			Description: "Reads a file.",
 			Parameters:  json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`),
-			Run: func(context.Context, json.RawMessage) (string, error) {
-				return "package main\n\nfunc main() {}\n", nil
+			Run: func(ctx context.Context, _ json.RawMessage) (string, error) {
+				// As tools/workspace records a read in the file ledger.
+				err := session.FileLedgerOf(ctx).Record(history.FileAccess{Path: "main.go", Op: history.FileRead, Hash: "xxh64:00000000000000aa", Size: 29})
+				return "package main\n\nfunc main() {}\n", err
 			},
 		}},
 	})
@@ -183,6 +185,7 @@ func TestSegments(t *testing.T) {
 	assert.Contains(t, res.stdout, "trigger=manual")
 	assert.Contains(t, res.stdout, "instructions  keep the flag decisions")
 	assert.Contains(t, res.stdout, "tokens    summary call:")
+	assert.Contains(t, res.stdout, "\n  files     read main.go\n", "the files its messages read")
 	assert.NotContains(t, res.stdout, "── user", "messages only with --messages")
 
 	res = sk(t, "--store", path, "segments", "--messages", ids[0])
@@ -454,7 +457,18 @@ func fromMessage(m *messageJSON) history.Message {
 		out.Attachments = append(out.Attachments, history.Attachment{Kind: a.Kind, At: a.At, Name: string(a.Name), URI: string(a.URI),
 			MIMEType: string(a.MIMEType), Text: string(a.Text), Data: a.Data, Note: string(a.Note)})
 	}
+	for i := range m.Files {
+		out.Files = append(out.Files, fromFile(&m.Files[i]).FileAccess)
+	}
 	return out
+}
+
+// fromFile is toFile's inverse, with read and changed.
+func fromFile(f *fileJSON) history.FileState {
+	return history.FileState{
+		FileAccess: history.FileAccess{Path: string(f.Path), Op: f.Op, Hash: f.Hash, Size: f.Size, Line: f.Line, Length: f.Length, At: f.At, ToolCallID: string(f.ToolCallID)},
+		Read:       f.Read, Changed: f.Changed,
+	}
 }
 
 // fromSegment is toSegment's inverse.
@@ -474,6 +488,9 @@ func fromSegment(s *segmentJSON) history.Segment {
 	}
 	for i := range s.Messages {
 		out.Messages = append(out.Messages, fromMessage(&s.Messages[i]))
+	}
+	for i := range s.Files {
+		out.Files = append(out.Files, fromFile(&s.Files[i]))
 	}
 	return out
 }

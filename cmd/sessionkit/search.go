@@ -101,3 +101,39 @@ func runSearch(ctx context.Context, r *reader, id string, o *options, stdout, st
 	}
 	return nil
 }
+
+// maxFilesShown bounds the paths filesLine names.
+const maxFilesShown = 12
+
+// filesLine is the line of a Segment's files in `segments`: the changed
+// ones, then the ones only read, newest first, at most maxFilesShown
+// paths; "" for none.
+func filesLine(files []history.FileState) string {
+	if len(files) == 0 {
+		return ""
+	}
+	var changed, read []string
+	for i := range files {
+		if len(changed)+len(read) == maxFilesShown {
+			break
+		}
+		p := oneLine(files[i].Path, 80)
+		if files[i].Changed {
+			changed = append(changed, p)
+		} else {
+			read = append(read, p)
+		}
+	}
+	var parts []string
+	if len(changed) > 0 {
+		parts = append(parts, "changed "+strings.Join(changed, ", "))
+	}
+	if len(read) > 0 {
+		parts = append(parts, "read "+strings.Join(read, ", "))
+	}
+	line := "  files     " + strings.Join(parts, "; ")
+	if n := len(files) - len(changed) - len(read); n > 0 {
+		line += fmt.Sprintf("; and %d more", n)
+	}
+	return line
+}

@@ -95,6 +95,18 @@ func TestServePages(t *testing.T) {
 	seg := segs[len(segs)-1]
 	status, body = get(t, srv.URL+"/s/"+id+"/segments/"+seg.ID)
 	require.Equal(t, 200, status, body)
+	withFiles := 0
+	for _, sg := range segs {
+		_, page := get(t, srv.URL+"/s/"+id+"/segments/"+sg.ID)
+		if len(sg.Files) == 0 {
+			assert.Contains(t, page, "None: its messages read and changed no file")
+			continue
+		}
+		withFiles++
+		assert.Contains(t, page, `<table id="seg-files">`)
+		assert.Contains(t, page, "<td><code>main.go</code></td><td>read</td><td></td>", "the Segment's files")
+	}
+	assert.Positive(t, withFiles, "a Segment archived the read of main.go")
 	for _, m := range seg.Messages {
 		assert.Contains(t, body, `id="msg-`+m.ID+`"`)
 		assert.Contains(t, body, escaped(m.Text))
