@@ -837,6 +837,9 @@ func (a *agentSession) terminal(id string, res *session.CompactResult, capable b
 		if status == schema.CompactionCompleted && res.Fidelity.Facts > 0 {
 			u.Meta = withMeta(u.Meta, "fidelity", fidelityMeta(res.Fidelity))
 		}
+		if status == schema.CompactionCompleted && res.Segment != nil && len(res.Segment.Files) > 0 {
+			u.Meta = withMeta(u.Meta, "files", filesMeta(res.Segment.Files))
+		}
 		if _, ok := u.Meta.Get(); ok {
 			// A v1 client replaces the entity's _meta with this one: the
 			// trigger stays in it.

@@ -34,6 +34,31 @@ func fidelityMeta(f history.Fidelity) map[string]any {
 	return m
 }
 
+// maxMetaFiles bounds the files a compaction_update names.
+const maxMetaFiles = 100
+
+// filesMeta is a Segment's files as _meta.sessionkit.files of the
+// completed compaction_update carries them: newest first, each
+// {"path", "read", "changed"} (the flags only when true), at most
+// maxMetaFiles, and then {"omitted": n} for the rest.
+func filesMeta(files []history.FileState) []any {
+	out := make([]any, 0, min(len(files), maxMetaFiles)+1)
+	for i := range files[:min(len(files), maxMetaFiles)] {
+		f := map[string]any{"path": files[i].Path}
+		if files[i].Read {
+			f["read"] = true
+		}
+		if files[i].Changed {
+			f["changed"] = true
+		}
+		out = append(out, f)
+	}
+	if n := len(files) - maxMetaFiles; n > 0 {
+		out = append(out, map[string]any{"omitted": n})
+	}
+	return out
+}
+
 // fidelityOf reads the fidelity a sessionkit agent puts in a completed
 // compaction entity's _meta; zero for other agents.
 func fidelityOf(meta map[string]any) history.Fidelity {
