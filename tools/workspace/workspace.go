@@ -62,6 +62,24 @@
 // Options.Sandbox): it may write only in the session's directories, with a
 // clean environment.
 //
+// # The file ledger
+//
+// Run by a session, the tools keep its file ledger (session.FileLedger,
+// docs/compaction.md "Files"): read_file records what it showed of a file
+// (the whole file, or the lines it returned, by a hash), write_file and
+// edit_file what they wrote, under one path per file (relative to the
+// working directory, links inside the workspace resolved). The ledger is
+// stored with the session and outlives compactions, reopening and forks.
+// The guard uses it: edit_file of a file the session never read is
+// refused with ErrNotRead, and write_file or edit_file of a file whose
+// content is no longer what the session last saw (changed on the disk, or
+// in the editor when the editor serves the files) with
+// ErrChangedSinceRead, each with a message that says what happened and
+// to read the file again; nothing is changed. A new file needs no read.
+// Options.NoFileGuard switches the guard off. The hash (xxHash64) is of
+// the bytes the model saw, never of more: a part read is compared as a
+// part, so a read of one line of a large file costs that line.
+//
 // # Bounds
 //
 // Every tool's output is bounded (Options.MaxOutput bytes; lists and
