@@ -96,6 +96,27 @@ type Message struct {
 	// changed, in the order it did (tool only; nil for none): what a
 	// session's file ledger is folded from (see [FileAccess]).
 	Files []FileAccess
+	// Thoughts are the reasoning the model returned with an assistant
+	// message (Anthropic's extended thinking, an OpenAI-compatible
+	// server's reasoning_content), in the order it came, before the text
+	// and tool calls (assistant only; nil for none). They are shown to the
+	// user (ACP agent_thought_chunk), sent back to a provider that requires
+	// them, never summarized and never searched.
+	Thoughts []Thought
+}
+
+// Thought is one block of reasoning of an assistant message (see
+// [Message].Thoughts).
+type Thought struct {
+	// Text is the reasoning as the model wrote it ("" for a redacted one).
+	Text string
+	// Signature is what the provider signed Text with (Anthropic: the
+	// thinking block's signature, which the API checks when the block is
+	// sent back); "" when none.
+	Signature string
+	// Redacted is the encrypted data of reasoning the provider withheld
+	// (Anthropic's redacted_thinking block); "" for readable reasoning.
+	Redacted string
 }
 
 // AttachmentKind is what an [Attachment] is.
@@ -168,6 +189,8 @@ func (m *Message) Validate() error {
 		return fmt.Errorf("%w: message %s: only user messages carry attachments", ErrInvalid, m.ID)
 	case m.Role != RoleTool && len(m.Files) > 0:
 		return fmt.Errorf("%w: message %s: only tool messages record files", ErrInvalid, m.ID)
+	case m.Role != RoleAssistant && len(m.Thoughts) > 0:
+		return fmt.Errorf("%w: message %s: only assistant messages carry thoughts", ErrInvalid, m.ID)
 	}
 	if err := validFiles(m.Files); err != nil {
 		return fmt.Errorf("%w: message %s: %w", ErrInvalid, m.ID, err)

@@ -78,6 +78,7 @@ func Run(t *testing.T, h Harness) {
 		{"MessageFidelity", testMessageFidelity},
 		{"Attachments", testAttachments},
 		{"Files", testFiles},
+		{"Thoughts", testThoughts},
 		{"InvalidWrites", testInvalidWrites},
 		{"VersionConflict", testVersionConflict},
 		{"Config", testConfig},

@@ -570,6 +570,7 @@ func cloneMessages(msgs []history.Message) []history.Message {
 			m.Attachments[j].Data = slices.Clone(m.Attachments[j].Data)
 		}
 		m.Files = slices.Clone(m.Files)
+		m.Thoughts = slices.Clone(m.Thoughts)
 		out[i] = m
 	}
 	return out

@@ -98,6 +98,7 @@ type messageBatch struct {
 	ids, texts, toolCalls, toolCallIDs [][]byte
 	attachments                        [][]byte // NULL for none
 	files                              [][]byte // NULL for none
+	thoughts                           [][]byte // NULL for none
 	roles                              []string
 	steers                             []bool
 	createdAts                         []*int64
@@ -109,7 +110,7 @@ func encodeMessages(msgs []history.Message) (*messageBatch, error) {
 	b := &messageBatch{
 		ids: make([][]byte, n), texts: make([][]byte, n), toolCalls: make([][]byte, n), toolCallIDs: make([][]byte, n),
 		roles: make([]string, n), steers: make([]bool, n), createdAts: make([]*int64, n), attachments: make([][]byte, n),
-		files: make([][]byte, n),
+		files: make([][]byte, n), thoughts: make([][]byte, n),
 	}
 	for i := range msgs {
 		m := &msgs[i]
@@ -126,6 +127,9 @@ func encodeMessages(msgs []history.Message) (*messageBatch, error) {
 		if b.files[i], err = sqlstore.Files(m.Files); err != nil {
 			return nil, fmt.Errorf("%w: message %s files: %v", history.ErrInvalid, m.ID, err)
 		}
+		if b.thoughts[i], err = sqlstore.Thoughts(m.Thoughts); err != nil {
+			return nil, fmt.Errorf("%w: message %s thoughts: %v", history.ErrInvalid, m.ID, err)
+		}
 		b.ids[i], b.texts[i], b.toolCallIDs[i] = bin(m.ID), bin(m.Text), bin(m.ToolCallID)
 		b.roles[i], b.steers[i] = string(m.Role), m.Steer
 	}
@@ -133,7 +137,7 @@ func encodeMessages(msgs []history.Message) (*messageBatch, error) {
 }
 
 // messageColumns are the columns scanMessage scans, in order.
-const messageColumns = `pos, id, role, text, tool_calls, tool_call_id, steer, created_at, attachments, files`
+const messageColumns = `pos, id, role, text, tool_calls, tool_call_id, steer, created_at, attachments, files, thoughts`
 
 // scanMessage scans one row of messageColumns, followed by the columns
 // of extra.
@@ -142,12 +146,13 @@ func scanMessage(rows pgx.Rows, extra ...any) (int64, history.Message, error) {
 		pos                       int64
 		id, text, calls, toolCall []byte
 		attachments, files        []byte
+		thoughts                  []byte
 		role                      string
 		steer                     bool
 		createdAt                 *int64
 		m                         history.Message
 	)
-	if err := rows.Scan(append([]any{&pos, &id, &role, &text, &calls, &toolCall, &steer, &createdAt, &attachments, &files}, extra...)...); err != nil {
+	if err := rows.Scan(append([]any{&pos, &id, &role, &text, &calls, &toolCall, &steer, &createdAt, &attachments, &files, &thoughts}, extra...)...); err != nil {
 		return 0, m, err
 	}
 	m = history.Message{ID: string(id), Role: history.Role(role), Text: string(text), ToolCallID: string(toolCall), Steer: steer, CreatedAt: decodeTime(createdAt)}
@@ -160,6 +165,9 @@ func scanMessage(rows pgx.Rows, extra ...any) (int64, history.Message, error) {
 	}
 	if m.Files, err = sqlstore.FromFiles(files); err != nil {
 		return 0, m, fmt.Errorf("message %s: files: %w", m.ID, err)
+	}
+	if m.Thoughts, err = sqlstore.FromThoughts(thoughts); err != nil {
+		return 0, m, fmt.Errorf("message %s: thoughts: %w", m.ID, err)
 	}
 	return pos, m, nil
 }

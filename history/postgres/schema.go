@@ -177,6 +177,9 @@ ALTER TABLE compactions
 ALTER TABLE messages ADD COLUMN files bytea;
 ALTER TABLE compactions ADD COLUMN files bytea;
 `,
+	// 14: an assistant message's thoughts (history.Thought), a JSON array
+	// (history/internal/sqlstore.Thoughts); NULL means none.
+	`ALTER TABLE messages ADD COLUMN thoughts bytea;`,
 }
 
 // migrationForks is migration 12: the fork columns of sessions.

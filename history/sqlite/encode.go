@@ -45,7 +45,9 @@ type messageRow struct {
 //	tool calls 'n' (none: nil), 'j' (the JSON is the tool calls' array),
 //	           'a' (the JSON is the attachments' array, sqlstore.Attachments;
 //	           a user message's, which has no tool calls) or 'f' (the JSON
-//	           is the files' array, sqlstore.Files; a tool message's)
+//	           is the files' array, sqlstore.Files; a tool message's) or
+//	           'r' (the JSON is an assistant message's tool calls and
+//	           thoughts, reasonedJSON)
 //	created    'n' (the zero time) or 't'
 //	created_at 16 hex digits, unix nanoseconds as a two's complement uint64
 //	lengths    10 decimal digits each: id, role, tool_call_id, JSON
@@ -53,14 +55,15 @@ type messageRow struct {
 //
 // Marker 'a' came with schema version 8, so that a sessionkit that does not
 // know it refuses the file (ErrNewerSchema) rather than find its bodies
-// malformed; marker 'f' came with schema version 14 for the same reason.
+// malformed; marker 'f' came with schema version 14 and 'r' with 15 for
+// the same reason.
 // Migration 3 builds the same value in SQL from the columns of version 2
 // (TestBodyMatchesMigration checks that both agree), and titleColumn reads
 // the text of a session's first message out of it.
 const bodyHeader = 3 + 16 + 4*10
 
 // encodeBody is the body column of a message with those fields.
-// kind is the marker of the JSON ('j', 'a' or 'f'; ignored when toolCalls is not
+// kind is the marker of the JSON ('j', 'a', 'f' or 'r'; ignored when toolCalls is not
 // valid).
 func encodeBody(id, role, toolCallID, text string, toolCalls sql.NullString, kind byte, steer bool, createdAt sql.NullInt64) []byte {
 	b := make([]byte, 0, bodyHeader+len(id)+len(role)+len(toolCallID)+len(toolCalls.String)+len(text))
@@ -142,7 +145,7 @@ var errBody = errors.New("malformed message body")
 // string (Load's, see activeColumns) is not copied: the text fields are
 // substrings of it.
 func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, err error) {
-	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' && body[1] != 'a' && body[1] != 'f' || body[2] != 'n' && body[2] != 't' {
+	if len(body) < bodyHeader || body[0] != '0' && body[0] != '1' || body[1] != 'n' && body[1] != 'j' && body[1] != 'a' && body[1] != 'f' && body[1] != 'r' || body[2] != 'n' && body[2] != 't' {
 		return toolCalls, errBody
 	}
 	created, ok := parseHex(body[3:19])
@@ -183,8 +186,35 @@ func decodeBody[T ~string | ~[]byte](body T, m *history.Message) (toolCalls T, e
 		if m.Files, err = sqlstore.FromFiles([]byte(calls)); err != nil {
 			return toolCalls, fmt.Errorf("message %s: files: %w", m.ID, err)
 		}
+	case 'r':
+		var r reasonedJSON
+		if err := json.Unmarshal([]byte(calls), &r); err != nil {
+			return toolCalls, fmt.Errorf("message %s: thoughts: %w", m.ID, err)
+		}
+		if m.Thoughts, err = sqlstore.FromThoughts(r.Thoughts); err != nil {
+			return toolCalls, fmt.Errorf("message %s: thoughts: %w", m.ID, err)
+		}
+		if r.Calls != nil {
+			m.ToolCalls = fromCallsJSON(r.Calls)
+		}
 	}
 	return toolCalls, nil
+}
+
+// reasonedJSON is the JSON of marker 'r': an assistant message's tool
+// calls (null for none) and its thoughts (sqlstore.Thoughts).
+type reasonedJSON struct {
+	Calls    []toolCallJSON  `json:"calls"`
+	Thoughts json.RawMessage `json:"thoughts"`
+}
+
+// fromCallsJSON converts stored tool calls.
+func fromCallsJSON(calls []toolCallJSON) []history.ToolCall {
+	out := make([]history.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
+	}
+	return out
 }
 
 // decodeText decodes a message's body read as a string (the scans of
@@ -202,10 +232,7 @@ func decodeText(body string, m *history.Message) error {
 		if err := json.Unmarshal([]byte(toolCalls), &calls); err != nil {
 			return fmt.Errorf("message %s: tool calls: %w", m.ID, err)
 		}
-		m.ToolCalls = make([]history.ToolCall, len(calls))
-		for i, c := range calls {
-			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
-		}
+		m.ToolCalls = fromCallsJSON(calls)
 	}
 	return nil
 }
@@ -216,9 +243,12 @@ func encodeMessage(m *history.Message) (messageRow, error) {
 	if err != nil {
 		return messageRow{}, fmt.Errorf("message %s: %w", m.ID, err)
 	}
-	var toolCalls sql.NullString
+	var (
+		toolCalls sql.NullString
+		calls     []toolCallJSON
+	)
 	if m.ToolCalls != nil {
-		calls := make([]toolCallJSON, len(m.ToolCalls))
+		calls = make([]toolCallJSON, len(m.ToolCalls))
 		for i, c := range m.ToolCalls {
 			calls[i] = toolCallJSON{ID: c.ID, Name: c.Name}
 			calls[i].Arguments, calls[i].ArgumentsBase64 = sqlstore.Arguments(c.Arguments)
@@ -230,6 +260,19 @@ func encodeMessage(m *history.Message) (messageRow, error) {
 		toolCalls = sql.NullString{String: string(b), Valid: true}
 	}
 	kind := byte('j')
+	if len(m.Thoughts) > 0 {
+		// Validate let only an assistant message carry thoughts: with its
+		// tool calls, they take the JSON's place.
+		th, err := sqlstore.Thoughts(m.Thoughts)
+		if err != nil {
+			return messageRow{}, fmt.Errorf("%w: message %s thoughts: %v", history.ErrInvalid, m.ID, err)
+		}
+		b, err := sqlstore.Marshal(reasonedJSON{Calls: calls, Thoughts: th})
+		if err != nil {
+			return messageRow{}, fmt.Errorf("%w: message %s thoughts: %v", history.ErrInvalid, m.ID, err)
+		}
+		toolCalls, kind = sql.NullString{String: string(b), Valid: true}, 'r'
+	}
 	if m.Attachments != nil {
 		// Validate let only a user message, which has no tool calls, carry
 		// attachments: they take the JSON's place.
@@ -308,10 +351,7 @@ func decodeBodyCalls(body []byte, m *history.Message) error {
 		if err := json.Unmarshal(toolCalls, &calls); err != nil {
 			return fmt.Errorf("message %s: tool calls: %w", m.ID, err)
 		}
-		m.ToolCalls = make([]history.ToolCall, len(calls))
-		for i, c := range calls {
-			m.ToolCalls[i] = history.ToolCall{ID: c.ID, Name: c.Name, Arguments: sqlstore.FromArguments(c.Arguments, c.ArgumentsBase64)}
-		}
+		m.ToolCalls = fromCallsJSON(calls)
 	}
 	return nil
 }

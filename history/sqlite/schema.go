@@ -170,6 +170,11 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	// it leave the file alone, ErrNewerSchema), and a segment's files, a
 	// JSON array (sqlstore.FileStates); NULL means none.
 	`ALTER TABLE compactions ADD COLUMN files TEXT;`,
+	// 15: an assistant message's thoughts (history.Thought) in its body,
+	// with its tool calls, under the marker 'r' (encode.go). No row
+	// changes: the version makes a sessionkit that does not know the
+	// marker leave the file alone (ErrNewerSchema).
+	`SELECT 1;`,
 }
 
 // migrationForks is migration 13: the fork columns of sessions.

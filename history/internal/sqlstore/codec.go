@@ -177,3 +177,36 @@ func Unmarshal[S, T any](b []byte, from func(S) T) ([]T, error) {
 	}
 	return out, nil
 }
+
+// thoughtJSON is the stored form of a [history.Thought].
+type thoughtJSON struct {
+	Text            string `json:"text,omitempty"`
+	TextBase64      []byte `json:"text_base64,omitempty"`
+	Signature       string `json:"signature,omitempty"`
+	SignatureBase64 []byte `json:"signature_base64,omitempty"`
+	Redacted        string `json:"redacted,omitempty"`
+	RedactedBase64  []byte `json:"redacted_base64,omitempty"`
+}
+
+// Thoughts returns the stored form of an assistant message's thoughts: a
+// JSON array, or nil for none.
+func Thoughts(in []history.Thought) ([]byte, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]thoughtJSON, len(in))
+	for i, t := range in {
+		o := &out[i]
+		o.Text, o.TextBase64 = Exact(t.Text)
+		o.Signature, o.SignatureBase64 = Exact(t.Signature)
+		o.Redacted, o.RedactedBase64 = Exact(t.Redacted)
+	}
+	return Marshal(out)
+}
+
+// FromThoughts is the inverse of Thoughts (nil for nil).
+func FromThoughts(b []byte) ([]history.Thought, error) {
+	return Unmarshal(b, func(t thoughtJSON) history.Thought {
+		return history.Thought{Text: Unexact(t.Text, t.TextBase64), Signature: Unexact(t.Signature, t.SignatureBase64), Redacted: Unexact(t.Redacted, t.RedactedBase64)}
+	})
+}
