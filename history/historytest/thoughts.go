@@ -17,7 +17,7 @@ func thoughtMessages() []history.Message {
 	return []history.Message{
 		{ID: "u1", Role: history.RoleUser, Text: "fix it", CreatedAt: t0},
 		{ID: "a1", Role: history.RoleAssistant, Text: "", CreatedAt: t0.Add(1),
-			Thoughts: []history.Thought{{Text: "the zanzibar flag is wrong", Signature: "sig\x00=="}, {Redacted: "opaque\xff"}},
+			Thoughts:  []history.Thought{{Text: "the zanzibar flag is wrong", Signature: "sig\x00=="}, {Redacted: "opaque\xff"}},
 			ToolCalls: []history.ToolCall{{ID: "c1", Name: "read", Arguments: json.RawMessage(`{"p":"a"}`)}}},
 		{ID: "t1", Role: history.RoleTool, ToolCallID: "c1", Text: "contents", CreatedAt: t0.Add(2)},
 		{ID: "a2", Role: history.RoleAssistant, Text: "fixed", CreatedAt: t0.Add(3), Thoughts: []history.Thought{{Text: "done \xfe now"}}},
