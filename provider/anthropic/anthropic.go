@@ -66,6 +66,7 @@ type options struct {
 	logger      *zap.Logger
 	timeout     time.Duration
 	idleTimeout time.Duration
+	thinking    int // WithThinkingBudget; 0 = off
 }
 
 // WithBaseURL sets the API base URL, for example "http://localhost:8080"
@@ -129,6 +130,21 @@ func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout =
 // configuration error. The default is [DefaultIdleTimeout].
 func WithIdleTimeout(d time.Duration) Option { return func(o *options) { o.idleTimeout = d } }
 
+// MinThinkingBudget is the smallest thinking budget the API takes.
+const MinThinkingBudget = 1024
+
+// WithThinkingBudget turns extended thinking on for turn requests, with
+// at most n tokens of reasoning per response (thinking.budget_tokens): the
+// model's reasoning is reported as thoughts as it streams
+// (provider.ReportThought) and kept, with its signature, in the
+// message's Thoughts, which later requests send back before the
+// message's text and tool calls, as the API requires within a turn of
+// tool use. Summary requests never think. 0 (the default) is off; a
+// budget below [MinThinkingBudget] or not below the max tokens
+// ([WithMaxTokens]) is a configuration error. A request whose own
+// MaxTokens is not above n is sent without thinking.
+func WithThinkingBudget(n int) Option { return func(o *options) { o.thinking = n } }
+
 // Provider is a [provider.Provider] for Anthropic's Messages API. It is safe
 // for concurrent use.
 type Provider struct {
@@ -167,6 +183,10 @@ func (o *options) check() error {
 		problem = fmt.Sprintf("timeout %v is negative (0 means no limit)", o.timeout)
 	case o.idleTimeout < 0:
 		problem = fmt.Sprintf("idle timeout %v is negative (0 means no limit)", o.idleTimeout)
+	case o.thinking != 0 && o.thinking < MinThinkingBudget:
+		problem = fmt.Sprintf("thinking budget %d is below the API's minimum of %d tokens (0 turns thinking off)", o.thinking, MinThinkingBudget)
+	case o.thinking >= o.maxTokens:
+		problem = fmt.Sprintf("thinking budget %d is not below max tokens %d (WithMaxTokens)", o.thinking, o.maxTokens)
 	default:
 		return nil
 	}
@@ -347,6 +367,10 @@ func (p *Provider) complete(ctx context.Context, params sdk.MessageNewParams) (*
 			out.Text += b.Text
 		case "tool_use":
 			out.ToolCalls = append(out.ToolCalls, history.ToolCall{ID: b.ID, Name: b.Name, Arguments: toolArgs(b.Input)})
+		case "thinking":
+			out.Thoughts = append(out.Thoughts, history.Thought{Text: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			out.Thoughts = append(out.Thoughts, history.Thought{Redacted: b.Data})
 		}
 	}
 	return &provider.Response{

@@ -42,6 +42,12 @@ func (p *Provider) buildParams(req *provider.Request) (sdk.MessageNewParams, err
 	if req.MaxTokens > 0 {
 		params.MaxTokens = int64(req.MaxTokens)
 	}
+	// Extended thinking, for turns only; its budget must be below the
+	// request's max tokens.
+	thinking := p.o.thinking > 0 && req.Purpose != provider.PurposeSummary && int64(p.o.thinking) < params.MaxTokens
+	if thinking {
+		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(p.o.thinking))
+	}
 	if req.System != "" {
 		params.System = append(params.System, sdk.TextBlockParam{Text: req.System})
 		p.breakpoint(&params.System[len(params.System)-1].CacheControl)
@@ -56,7 +62,7 @@ func (p *Provider) buildParams(req *provider.Request) (sdk.MessageNewParams, err
 		// as its one user message (docs/design.md §4.12).
 		return sdk.MessageNewParams{}, errors.New("the request has no messages")
 	}
-	msgs, err := wireMessages(req.Messages)
+	msgs, err := wireMessages(req.Messages, thinking)
 	if err != nil {
 		return sdk.MessageNewParams{}, err
 	}
@@ -121,8 +127,11 @@ func lastBlockCache(m *sdk.MessageParam) *sdk.CacheControlEphemeralParam {
 // tool_result block before any text block of its message, as the API
 // requires. The first message is a user message ([leadText] when history
 // starts with an assistant message). Every message has at least one block,
-// and no text block is empty.
-func wireMessages(in []history.Message) ([]sdk.MessageParam, error) {
+// and no text block is empty. With thinking, an assistant message's
+// thoughts that the API can check (signed, or redacted) lead its blocks,
+// as the API requires of the messages of a turn of tool use; without it
+// they are left out.
+func wireMessages(in []history.Message, thinking bool) ([]sdk.MessageParam, error) {
 	out := make([]sdk.MessageParam, 0, len(in))
 	// push appends blocks as a message of role, merged into the last
 	// message when it has the same role.
@@ -154,6 +163,9 @@ func wireMessages(in []history.Message) ([]sdk.MessageParam, error) {
 			push(true, userBlocks(m)...)
 		case history.RoleAssistant:
 			var blocks []sdk.ContentBlockParamUnion
+			if thinking {
+				blocks = thoughtBlocks(m.Thoughts)
+			}
 			if m.Text != "" || len(m.ToolCalls) == 0 {
 				blocks = append(blocks, sdk.NewTextBlock(nonEmpty(m.Text)))
 			}
@@ -179,6 +191,22 @@ func wireMessages(in []history.Message) ([]sdk.MessageParam, error) {
 		}
 	}
 	return out, nil
+}
+
+// thoughtBlocks are the thinking and redacted_thinking blocks of
+// thoughts, in order; a thought without a signature (another provider's)
+// cannot be sent back and is left out.
+func thoughtBlocks(thoughts []history.Thought) []sdk.ContentBlockParamUnion {
+	var out []sdk.ContentBlockParamUnion
+	for _, t := range thoughts {
+		switch {
+		case t.Redacted != "":
+			out = append(out, sdk.NewRedactedThinkingBlock(t.Redacted))
+		case t.Signature != "":
+			out = append(out, sdk.NewThinkingBlock(t.Signature, t.Text))
+		}
+	}
+	return out
 }
 
 // userBlocks are the content blocks of user message m: its text with its

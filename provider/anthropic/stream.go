@@ -31,6 +31,15 @@ type toolBlock struct {
 	args  []byte
 }
 
+// thoughtBlock is a thinking (or redacted_thinking) content block being
+// assembled from its thinking_delta and signature_delta events.
+type thoughtBlock struct {
+	index     int64
+	text      strings.Builder
+	signature string
+	redacted  string
+}
+
 // stream makes one streaming attempt. delivered reports whether any delta
 // reached onDelta, after which the attempt must not be retried.
 //
@@ -46,6 +55,7 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 
 	var (
 		text                       strings.Builder
+		thoughts                   []*thoughtBlock
 		tools                      []*toolBlock
 		started, stopped           bool
 		stopReason                 string
@@ -66,6 +76,14 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 		}
 		return nil
 	}
+	thought := func(index int64) *thoughtBlock {
+		for _, t := range thoughts {
+			if t.index == index {
+				return t
+			}
+		}
+		return nil
+	}
 	for s.Next() {
 		ev := s.Current()
 		switch ev.Type {
@@ -79,11 +97,31 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 				tools = append(tools, &toolBlock{index: ev.Index, call: history.ToolCall{ID: b.ID, Name: b.Name}})
 			case "text":
 				emit(b.Text)
+			case "thinking":
+				thoughts = append(thoughts, &thoughtBlock{index: ev.Index})
+				if b.Thinking != "" {
+					thoughts[len(thoughts)-1].text.WriteString(b.Thinking)
+					delivered = true
+					provider.ReportThought(ctx, b.Thinking)
+				}
+				thoughts[len(thoughts)-1].signature = b.Signature
+			case "redacted_thinking":
+				thoughts = append(thoughts, &thoughtBlock{index: ev.Index, redacted: b.Data})
 			}
 		case "content_block_delta":
 			switch d := ev.Delta; d.Type {
 			case "text_delta":
 				emit(d.Text)
+			case "thinking_delta":
+				if t := thought(ev.Index); t != nil && d.Thinking != "" {
+					t.text.WriteString(d.Thinking)
+					delivered = true
+					provider.ReportThought(ctx, d.Thinking)
+				}
+			case "signature_delta":
+				if t := thought(ev.Index); t != nil {
+					t.signature += d.Signature
+				}
 			case "input_json_delta":
 				if t := tool(ev.Index); t != nil {
 					t.args = append(t.args, d.PartialJSON...)
@@ -120,6 +158,9 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 		return nil, delivered, &truncatedError{missing: "message_stop"}
 	}
 	msg := history.Message{Role: history.RoleAssistant, Text: text.String()}
+	for _, t := range thoughts {
+		msg.Thoughts = append(msg.Thoughts, history.Thought{Text: t.text.String(), Signature: t.signature, Redacted: t.redacted})
+	}
 	for _, t := range tools {
 		t.call.Arguments = toolArgs(t.args)
 		if !json.Valid(t.call.Arguments) {

@@ -14,6 +14,7 @@ import (
 	goopenai "github.com/sashabaranov/go-openai"
 	"go.uber.org/zap"
 
+	"github.com/sessionkit/sessionkit/history"
 	internaloptions "github.com/sessionkit/sessionkit/internal/options"
 	"github.com/sessionkit/sessionkit/internal/retry"
 	"github.com/sessionkit/sessionkit/provider"
@@ -370,8 +371,12 @@ func (p *Provider) complete(ctx context.Context, creq goopenai.ChatCompletionReq
 	for _, tc := range choice.Message.ToolCalls {
 		calls = append(calls, toolCallParts{id: tc.ID, name: tc.Function.Name, args: []byte(tc.Function.Arguments)})
 	}
+	msg := assistantMessage(choice.Message.Content, calls)
+	if r := choice.Message.ReasoningContent; r != "" {
+		msg.Thoughts = []history.Thought{{Text: r}}
+	}
 	return &provider.Response{
-		Message: assistantMessage(choice.Message.Content, calls),
+		Message: msg,
 		Usage:   usageOf(&resp.Usage),
 		Model:   resp.Model,
 	}, nil

@@ -8,6 +8,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -94,6 +95,7 @@ func (p *Provider) stream(ctx context.Context, creq goopenai.ChatCompletionReque
 
 	var (
 		text     strings.Builder
+		thought  strings.Builder // reasoning_content (vLLM, Ollama, DeepSeek)
 		calls    = newAssembler()
 		finished bool
 		usage    *goopenai.Usage
@@ -121,6 +123,11 @@ func (p *Provider) stream(ctx context.Context, creq goopenai.ChatCompletionReque
 			if ch.Index != 0 {
 				continue // only one choice is requested
 			}
+			if r := ch.Delta.ReasoningContent; r != "" {
+				thought.WriteString(r)
+				delivered = true
+				provider.ReportThought(ctx, r)
+			}
 			if ch.Delta.Content != "" {
 				text.WriteString(ch.Delta.Content)
 				delivered = true
@@ -140,8 +147,14 @@ func (p *Provider) stream(ctx context.Context, creq goopenai.ChatCompletionReque
 	case usage == nil:
 		return nil, delivered, &truncatedError{missing: "usage chunk"}
 	}
+	msg := assistantMessage(text.String(), calls.calls)
+	if thought.Len() > 0 {
+		// Kept with the message and shown; never sent back (DeepSeek
+		// refuses a request whose messages carry reasoning_content).
+		msg.Thoughts = []history.Thought{{Text: thought.String()}}
+	}
 	return &provider.Response{
-		Message: assistantMessage(text.String(), calls.calls),
+		Message: msg,
 		Usage:   usageOf(usage),
 		Model:   model,
 	}, delivered, nil

@@ -16,6 +16,7 @@ package anthropictest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -100,6 +101,28 @@ func ToolStart(index int, id, name string) Event {
 // InputJSONDelta carries a fragment of the input of tool_use block index.
 func InputJSONDelta(index int, partial string) Event {
 	return event("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "input_json_delta", "partial_json": partial}})
+}
+
+// ThinkingStart opens thinking block index (extended thinking).
+func ThinkingStart(index int) Event {
+	return event("content_block_start", map[string]any{"index": index, "content_block": map[string]any{"type": "thinking", "thinking": "", "signature": ""}})
+}
+
+// ThinkingDelta carries a thinking_delta of block index.
+func ThinkingDelta(index int, thinking string) Event {
+	return event("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "thinking_delta", "thinking": thinking}})
+}
+
+// SignatureDelta carries the signature of thinking block index, sent
+// just before the block stops.
+func SignatureDelta(index int, signature string) Event {
+	return event("content_block_delta", map[string]any{"index": index, "delta": map[string]any{"type": "signature_delta", "signature": signature}})
+}
+
+// RedactedThinking opens redacted_thinking block index, whose data is
+// opaque.
+func RedactedThinking(index int, data string) Event {
+	return event("content_block_start", map[string]any{"index": index, "content_block": map[string]any{"type": "redacted_thinking", "data": data}})
 }
 
 // BlockStop closes block index.
@@ -210,6 +233,13 @@ type Request struct {
 	System    []Block   `json:"system"`
 	Messages  []Message `json:"messages"`
 	Tools     []Tool    `json:"tools"`
+	Thinking  *Thinking `json:"thinking,omitempty"`
+}
+
+// Thinking is the extended thinking configuration of a [Request].
+type Thinking struct {
+	Type         string `json:"type"` // "enabled"
+	BudgetTokens int    `json:"budget_tokens"`
 }
 
 // Message is one message of a [Request].
@@ -235,8 +265,8 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*[]Block)(c))
 }
 
-// Block is a content block of a request: text, image, tool_use or
-// tool_result.
+// Block is a content block of a request: text, image, tool_use,
+// tool_result, thinking or redacted_thinking.
 type Block struct {
 	Type         string          `json:"type"`
 	Text         string          `json:"text,omitempty"`
@@ -247,6 +277,9 @@ type Block struct {
 	ToolUseID    string          `json:"tool_use_id,omitempty"` // tool_result
 	Content      Content         `json:"content,omitempty"`     // tool_result
 	IsError      bool            `json:"is_error,omitempty"`    // tool_result
+	Thinking     string          `json:"thinking,omitempty"`    // thinking
+	Signature    string          `json:"signature,omitempty"`   // thinking
+	Data         string          `json:"data,omitempty"`        // redacted_thinking
 	CacheControl *CacheControl   `json:"cache_control,omitempty"`
 }
 
@@ -278,6 +311,42 @@ func imageError(req *Request) string {
 		}
 	}
 	return ""
+}
+
+// thinkingError is what the API says of a request with thinking whose
+// last assistant message, answered by tool results, does not begin with
+// its signed thinking (the API checks the signature; the server checks
+// there is one), or "". Without thinking, thinking blocks are refused
+// here too, which the API would ignore: a client sends them only with
+// thinking on.
+func thinkingError(req *Request) string {
+	if req.Thinking == nil {
+		for i, m := range req.Messages {
+			for j, b := range m.Content {
+				if b.Type == "thinking" || b.Type == "redacted_thinking" {
+					return fmt.Sprintf("messages.%d.content.%d: thinking blocks are sent back only with thinking enabled", i, j)
+				}
+			}
+		}
+		return ""
+	}
+	if req.Thinking.Type != "enabled" || req.Thinking.BudgetTokens < 1024 || req.Thinking.BudgetTokens >= req.MaxTokens {
+		return "thinking: enabled with budget_tokens of at least 1024 and below max_tokens"
+	}
+	n := len(req.Messages)
+	if n < 2 || req.Messages[n-1].Role != "user" || !slices.ContainsFunc(req.Messages[n-1].Content, func(b Block) bool { return b.Type == "tool_result" }) {
+		return ""
+	}
+	last := req.Messages[n-2]
+	if last.Role != "assistant" || len(last.Content) == 0 {
+		return ""
+	}
+	switch b := last.Content[0]; {
+	case b.Type == "thinking" && b.Signature != "", b.Type == "redacted_thinking" && b.Data != "":
+		return ""
+	default:
+		return fmt.Sprintf("messages.%d.content.0.type: Expected `thinking` or `redacted_thinking`, but found `%s`. When `thinking` is enabled, a final `assistant` message must start with a thinking block", n-2, b.Type)
+	}
 }
 
 var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/gif": true, "image/webp": true}
@@ -400,7 +469,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		HTTPError(http.StatusBadRequest, "invalid_request_error", "not a Messages request")(w, r)
 		return
 	}
-	if msg := imageError(req); msg != "" {
+	if msg := cmp.Or(imageError(req), thinkingError(req)); msg != "" {
 		HTTPError(http.StatusBadRequest, "invalid_request_error", msg)(w, r)
 		return
 	}

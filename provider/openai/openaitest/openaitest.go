@@ -50,6 +50,12 @@ func TextChunk(s string) string {
 	return Chunk(map[string]any{"index": 0, "delta": map[string]any{"content": s}, "finish_reason": nil})
 }
 
+// ReasoningChunk carries a reasoning_content delta, as vLLM, Ollama and
+// DeepSeek stream a reasoning model's thinking.
+func ReasoningChunk(s string) string {
+	return Chunk(map[string]any{"index": 0, "delta": map[string]any{"reasoning_content": s}, "finish_reason": nil})
+}
+
 // FinishChunk ends the choice with a finish reason.
 func FinishChunk(reason string) string {
 	return Chunk(map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": reason})
