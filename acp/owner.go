@@ -75,6 +75,8 @@ type agentSession struct {
 	lastSeq    uint64                      // the newest sequence number forwarded
 	draft      string                      // the assistant message being streamed
 	sent       int                         // bytes of its text queued so far
+	thinking   string                      // the assistant message whose reasoning is being streamed
+	thought    int                         // bytes of its reasoning queued so far
 	afterText  bool                        // the last queued update is agent text
 	used       uint64                      // the last context figure reported
 	cost       provider.Cost               // the session's cost as last reported: it only rises (usage.go)
@@ -530,6 +532,13 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 		if a.enqueueText("m:"+p.MessageID, text, true, a.surf.agentChunk(p.MessageID)) {
 			a.sent += len(text)
 		}
+	case *session.ThoughtDeltaEvent:
+		if p.MessageID != a.thinking {
+			a.thinking, a.thought = p.MessageID, 0
+		}
+		if a.enqueueText("t:"+p.MessageID, p.Text, true, a.surf.thoughtChunk(p.MessageID)) {
+			a.thought += len(p.Text)
+		}
 	case *session.MessageEvent:
 		if replayed && p.Position <= a.lastPos {
 			return
@@ -600,6 +609,13 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 			sent = a.sent
 		}
 		a.draft, a.sent = "", 0
+		// The reasoning first (what was not streamed: all of it on replay).
+		thought := 0
+		if m.ID == a.thinking {
+			thought = a.thought
+		}
+		a.thinking, a.thought = "", 0
+		a.enqueueText("t:"+m.ID, unsent(thoughtText(m.Thoughts), thought), false, a.surf.thoughtChunk(m.ID))
 		a.enqueueText("m:"+m.ID, unsent(m.Text, sent), false, a.surf.agentChunk(m.ID))
 		for _, c := range m.ToolCalls {
 			a.calls[c.ID] = c
@@ -630,6 +646,16 @@ func (a *agentSession) message(m history.Message, turnID string, replayed bool) 
 		delete(a.shown, c.ID)
 		a.enqueue(a.surf.toolUpdate(toolResult(c, m, d)))
 	}
+}
+
+// thoughtText is the readable reasoning of thoughts, as it streamed (the
+// texts one after the other; a redacted thought has none).
+func thoughtText(thoughts []history.Thought) string {
+	var b strings.Builder
+	for _, t := range thoughts {
+		b.WriteString(t.Text)
+	}
+	return b.String()
 }
 
 // isPlan reports whether c is a call of the session's built-in plan tool

@@ -18,6 +18,9 @@ type surface interface {
 	commands() schema.SessionUpdate
 	// agentChunk builds a text chunk of the agent message id.
 	agentChunk(id string) func(text string) schema.SessionUpdate
+	// thoughtChunk builds a chunk of the reasoning of the agent message
+	// id (its own message on the wire, thoughtID).
+	thoughtChunk(id string) func(text string) schema.SessionUpdate
 	// noteID is the message ID of agent text about a compaction (v1 sends
 	// it without one).
 	noteID(compactID string) string
@@ -73,6 +76,17 @@ func (v1Surface) agentChunk(id string) func(string) schema.SessionUpdate {
 		return &schema.AgentMessageChunk{Content: schema.TextBlock(t), MessageID: id}
 	}
 }
+
+func (v1Surface) thoughtChunk(id string) func(string) schema.SessionUpdate {
+	return func(t string) schema.SessionUpdate {
+		return &schema.AgentThoughtChunk{Content: schema.TextBlock(t), MessageID: thoughtID(id)}
+	}
+}
+
+// thoughtID is the message ID of the reasoning of the agent message id: a
+// message of its own (v2's agent_thought chunks are keyed apart from the
+// agent message's).
+func thoughtID(id string) string { return "thought_" + id }
 
 func (v1Surface) noteID(string) string { return "" }
 
@@ -166,6 +180,12 @@ func (v2Surface) commands() schema.SessionUpdate {
 func (v2Surface) agentChunk(id string) func(string) schema.SessionUpdate {
 	return func(t string) schema.SessionUpdate {
 		return &schema.AgentMessageChunkV2{MessageID: id, Content: schema.TextBlock(t)}
+	}
+}
+
+func (v2Surface) thoughtChunk(id string) func(string) schema.SessionUpdate {
+	return func(t string) schema.SessionUpdate {
+		return &schema.AgentThoughtChunkV2{MessageID: thoughtID(id), Content: schema.TextBlock(t)}
 	}
 }
 

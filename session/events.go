@@ -17,7 +17,7 @@ type Event struct {
 }
 
 // Payload is one of the event types of this package: *MessageEvent,
-// *DeltaEvent, *ActionEvent, *CompactionEvent, *UsageEvent, *TurnEvent,
+// *DeltaEvent, *ThoughtDeltaEvent, *ActionEvent, *CompactionEvent, *UsageEvent, *TurnEvent,
 // *AutoCompactEvent, *UncompactEvent, *SettingsEvent, *RetryEvent. The set is
 // sealed.
 type Payload interface {
@@ -45,6 +45,22 @@ type DeltaEvent struct {
 	MessageID string
 	Text      string
 }
+
+// ThoughtDeltaEvent is a delta of the reasoning of the assistant message
+// being generated (provider.ReportThought), live only: the committed
+// message holds the whole reasoning in its Thoughts (history.Message).
+type ThoughtDeltaEvent struct {
+	TurnID string
+	// MessageID is the ID the assistant message will have, as for
+	// DeltaEvent.
+	MessageID string
+	Text      string
+}
+
+func (*ThoughtDeltaEvent) payload() {}
+
+// Durable implements Payload: thought deltas are live only.
+func (*ThoughtDeltaEvent) Durable() bool { return false }
 
 // ActionStatus is the state of a timeline action (ActionEvent.Status).
 type ActionStatus string

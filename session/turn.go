@@ -82,6 +82,9 @@ func (l *loop) step() {
 			span.retried(r)
 			post(func(l *loop) { l.publish(retryEvent(turnID, r)) })
 		})
+		rctx = provider.WithThoughtDeltas(rctx, func(text string) {
+			post(func(l *loop) { l.publish(&ThoughtDeltaEvent{TurnID: turnID, MessageID: msgID, Text: text}) })
+		})
 		resp, err := prov.Complete(rctx, req, func(text string) {
 			if text != "" {
 				post(func(l *loop) {

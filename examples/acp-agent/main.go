@@ -111,6 +111,7 @@ import (
 	"github.com/sessionkit/sessionkit/history/postgres"
 	"github.com/sessionkit/sessionkit/history/sqlite"
 	"github.com/sessionkit/sessionkit/provider"
+	"github.com/sessionkit/sessionkit/provider/anthropic"
 	"github.com/sessionkit/sessionkit/provider/fromenv"
 	"github.com/sessionkit/sessionkit/provider/offline"
 	"github.com/sessionkit/sessionkit/provider/openai"
@@ -148,6 +149,7 @@ type config struct {
 	verbose       bool
 	recall        bool
 	plan          bool           // --plan: the plan tool, shown to the editor as plan updates
+	thinking      int            // --thinking-budget: extended thinking, tokens of reasoning per response; 0 = off
 	overflow      bool           // --compact-on-overflow: recover a turn step the model's context cannot hold
 	sandbox       sandbox.Policy // run_command's mode, network and added environment
 	maxSessions   int
@@ -187,6 +189,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.BoolVar(&c.verbose, "v", false, "debug logging")
 	flags.BoolVar(&c.overflow, "compact-on-overflow", true, "when the model rejects a turn step as longer than its context, compact once and retry the step (--compact-on-overflow=false turns it off: the turn fails)")
 	flags.BoolVar(&c.recall, "recall", true, "give the model the recall tool, which searches and reads the archived conversation (-recall=false turns it off)")
+	flags.IntVar(&c.thinking, "thinking-budget", 0, fmt.Sprintf("let Claude (the anthropic provider) think before it answers, with at most this many tokens of reasoning per response (%d to %d; 0 = off); the editor shows the reasoning as the agent's thoughts (OpenAI-compatible servers' reasoning_content is shown without it)", anthropic.MinThinkingBudget, anthropic.DefaultMaxTokens-1))
 	flags.BoolVar(&c.plan, "plan", true, "give the model the plan tool, whose checklist the editor shows as the agent's plan (--plan=false turns it off)")
 	c.sandbox.Mode = sandbox.Auto
 	flags.Func("sandbox", "run_command's Landlock sandbox: off, auto (confine where the kernel can, warn elsewhere) or required (refuse commands where it cannot) (default auto)", func(s string) error {
@@ -255,6 +258,12 @@ func parseFlags(args []string) (*config, error) {
 		return nil, usagef("--request-timeout %v is not positive", c.reqTimeout)
 	case c.idleTimeout <= 0:
 		return nil, usagef("--idle-timeout %v is not positive", c.idleTimeout)
+	case c.thinking < 0:
+		return nil, usagef("--thinking-budget %d is negative (0 turns thinking off)", c.thinking)
+	case c.thinking > 0 && c.thinking < anthropic.MinThinkingBudget:
+		return nil, usagef("--thinking-budget %d is below Anthropic's minimum of %d tokens (0 turns thinking off)", c.thinking, anthropic.MinThinkingBudget)
+	case c.thinking >= anthropic.DefaultMaxTokens:
+		return nil, usagef("--thinking-budget %d is not below the %d tokens a response may have: give at most %d", c.thinking, anthropic.DefaultMaxTokens, anthropic.DefaultMaxTokens-1)
 	case c.waitLog < 0:
 		return nil, usagef("--wait-log-interval %v is negative (0 turns the lines off)", c.waitLog)
 	case strings.TrimSpace(c.store) == "":
@@ -299,7 +308,7 @@ func run(args []string) error {
 	prov, name, err := fromenv.Select(fromenv.Selection{
 		Name: c.provider, From: "--provider",
 		RequestTimeout: c.reqTimeout, IdleTimeout: c.idleTimeout,
-		Log: log, Notice: &notice,
+		Log: log, Notice: &notice, ThinkingBudget: c.thinking,
 	})
 	if err != nil {
 		return usagef("%v", err)

@@ -95,6 +95,10 @@ func TestStartupErrors(t *testing.T) {
 		{"SESSIONKIT_PROVIDER anthropic without a key", []string{"--store", good}, map[string]string{"SESSIONKIT_PROVIDER": "anthropic"}, []string{"SESSIONKIT_PROVIDER is anthropic", "ANTHROPIC_API_KEY"}},
 		{"zero request-timeout", []string{"--store", good, "--request-timeout", "0s"}, nil, []string{"--request-timeout", "not positive"}},
 		{"negative idle-timeout", []string{"--store", good, "--idle-timeout", "-1s"}, nil, []string{"--idle-timeout", "not positive"}},
+		{"negative thinking-budget", []string{"--store", good, "--thinking-budget", "-1"}, nil, []string{"--thinking-budget", "-1", "negative"}},
+		{"thinking-budget below the minimum", []string{"--store", good, "--thinking-budget", "500"}, nil, []string{"--thinking-budget", "500", "minimum of 1024"}},
+		{"thinking-budget not below max tokens", []string{"--store", good, "--thinking-budget", "8192"}, nil, []string{"--thinking-budget", "8192", "at most 8191"}},
+		{"non-numeric thinking-budget", []string{"--store", good, "--thinking-budget", "lots"}, nil, []string{"--thinking-budget", `"lots"`}},
 		{"negative wait-log-interval", []string{"--store", good, "--wait-log-interval", "-1s"}, nil, []string{"--wait-log-interval", "negative"}},
 	}
 	// An unwritable directory: one of mode 0500, unless root runs the test

@@ -67,6 +67,10 @@ type Selection struct {
 	// Notice receives the one line that says the offline provider runs
 	// because no provider variable is set; nil discards it.
 	Notice io.Writer
+	// ThinkingBudget is anthropic's WithThinkingBudget (extended
+	// thinking); 0 = off. The other providers ignore it (an
+	// OpenAI-compatible server's reasoning_content needs no option).
+	ThinkingBudget int
 }
 
 // Provider is [Select] with the provider named by [ProviderVar] (or chosen
@@ -136,7 +140,11 @@ func buildAnthropic(s Selection, named string) (provider.Provider, string, error
 		}
 		return nil, "", fmt.Errorf("%s but ANTHROPIC_API_KEY is not: set the key (or choose another provider with --provider or %s)", why, ProviderVar)
 	}
-	p, err := anthropic.FromEnv(options(s, anthropic.WithLogger, anthropic.WithTimeout, anthropic.WithIdleTimeout)...)
+	opts := options(s, anthropic.WithLogger, anthropic.WithTimeout, anthropic.WithIdleTimeout)
+	if s.ThinkingBudget != 0 {
+		opts = append(opts, anthropic.WithThinkingBudget(s.ThinkingBudget))
+	}
+	p, err := anthropic.FromEnv(opts...)
 	if err != nil {
 		return nil, "", err
 	}

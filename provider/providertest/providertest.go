@@ -84,6 +84,10 @@ type Reply struct {
 	Purpose provider.Purpose
 	// Model is the Response's Model: the model the fake says answered.
 	Model string
+	// Thoughts are the message's reasoning (history.Message.Thoughts):
+	// their texts are reported as thought deltas (provider.ReportThought),
+	// one each, before the text deltas.
+	Thoughts []history.Thought
 }
 
 // Fake is a scripted provider. Build it with [New]. It is safe for
@@ -304,6 +308,9 @@ func (f *Fake) Complete(ctx context.Context, req *provider.Request, onDelta func
 	if text == "" && r.Deltas != nil {
 		text = strings.Join(r.Deltas, "")
 	}
+	for _, th := range r.Thoughts {
+		provider.ReportThought(ctx, th.Text)
+	}
 	for i, d := range deltas {
 		if r.Gate != nil && r.GateAfter > 0 && i == r.GateAfter {
 			if err := gate(); err != nil {
@@ -321,7 +328,7 @@ func (f *Fake) Complete(ctx context.Context, req *provider.Request, onDelta func
 		return nil, r.Err
 	}
 	return &provider.Response{
-		Message: history.Message{Role: history.RoleAssistant, Text: text, ToolCalls: r.ToolCalls},
+		Message: history.Message{Role: history.RoleAssistant, Text: text, ToolCalls: r.ToolCalls, Thoughts: r.Thoughts},
 		Usage:   r.Usage,
 		Model:   r.Model,
 	}, nil
@@ -357,6 +364,7 @@ func (f *Fake) defaultFunc() func(*provider.Request) Reply {
 func cloneReply(r Reply) Reply {
 	r.ToolCalls = cloneToolCalls(r.ToolCalls)
 	r.Deltas = slices.Clone(r.Deltas)
+	r.Thoughts = slices.Clone(r.Thoughts)
 	return r
 }
 
