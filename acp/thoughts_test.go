@@ -19,7 +19,6 @@ func thoughtTurn(fake *providertest.Fake) {
 	fake.QueueTurn(providertest.Reply{Text: "It is 4.", Thoughts: []history.Thought{{Text: "Two and two ", Signature: "s"}, {Redacted: "x"}, {Text: "make four."}}})
 }
 
-
 // TestThoughts_V1 sends a reply's reasoning as agent_thought_chunk before
 // its text, as it streams and on session/load, a redacted thought as
 // nothing.
