@@ -90,6 +90,19 @@
 // onDelta the request is a plain, non-streaming call (the SDK refuses one
 // whose max_tokens would take longer than ten minutes: stream those).
 //
+// # Extended thinking
+//
+// [WithThinkingBudget] turns extended thinking on for turn requests
+// (thinking: {type: enabled, budget_tokens}). The model's thinking_delta
+// events are reported as thoughts as they arrive (provider.ReportThought,
+// never onDelta), and each thinking block is kept, with the signature of
+// its signature_delta, in the message's Thoughts (a redacted_thinking
+// block as its data). Later requests send an assistant message's signed
+// thoughts back as its first blocks, before its text and tool_use, as the
+// API requires of the assistant message a turn's tool results answer;
+// thoughts without a signature (another provider's) are left out, and
+// without thinking no thought is sent. Summary requests never think.
+//
 // # Retries
 //
 // A failed attempt is retried, up to [WithMaxRetries] times (3 by default),

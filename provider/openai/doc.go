@@ -29,6 +29,15 @@
 // returns an error, never a partial response. Without onDelta the request is
 // a plain, non-streaming Chat Completions call.
 //
+// # Reasoning
+//
+// A reasoning model served by vLLM, Ollama or DeepSeek streams its
+// reasoning as reasoning_content deltas before its content: each is
+// reported as a thought (provider.ReportThought, never onDelta) and the
+// whole reasoning is the message's one Thought (history.Message.Thoughts),
+// streamed or not. It is never sent back: DeepSeek refuses requests whose
+// messages carry reasoning_content.
+//
 // # Usage
 //
 // [provider.Usage].InputTokens is prompt_tokens, which already counts the
