@@ -94,7 +94,8 @@ func TestSlowModelTimesOut(t *testing.T) {
 }
 
 // TestOnlyWorkspaceTools: the model is offered the six workspace tools and
-// the session's built-in recall (none with --recall=false), nothing else
+// the session's built-in recall and plan (neither with --recall=false
+// --plan=false), nothing else
 // (the request body a real provider receives), and the
 // offline provider's "run `echo made > f`" goes to run_command, which asks
 // first (this client grants nothing): nothing is run.
@@ -125,15 +126,15 @@ func TestOnlyWorkspaceTools(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", srv.URL+"/v1")
 	res := promptAgent(t, nil, io.Discard, t.TempDir(), "hello")
 	require.NoError(t, res.Err)
-	res = promptAgent(t, []string{"--recall=false"}, io.Discard, t.TempDir(), "hello")
+	res = promptAgent(t, []string{"--recall=false", "--plan=false"}, io.Discard, t.TempDir(), "hello")
 	require.NoError(t, res.Err)
 	mu.Lock()
 	require.Len(t, tools, 2)
 	got := slices.Sorted(slices.Values(tools[0]))
 	without := slices.Sorted(slices.Values(tools[1]))
 	mu.Unlock()
-	assert.Equal(t, []string{"edit_file", "list_files", "read_file", "recall", "run_command", "search", "write_file"}, got)
-	assert.Equal(t, []string{"edit_file", "list_files", "read_file", "run_command", "search", "write_file"}, without, "--recall=false")
+	assert.Equal(t, []string{"edit_file", "list_files", "plan", "read_file", "recall", "run_command", "search", "write_file"}, got)
+	assert.Equal(t, []string{"edit_file", "list_files", "read_file", "run_command", "search", "write_file"}, without, "--recall=false --plan=false")
 
 	t.Setenv("OPENAI_BASE_URL", "")
 	dir := t.TempDir()

@@ -17,6 +17,7 @@ var (
 	editRE    = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?i)\breplace\s+(?:` + quotedArg + `)\s+with\s+(?:` + quotedArg + `)\s+in\s+(\S+)`)
 	})
+	planRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^\s*plan\s*:\s*(\S.*)$`) })
 	runRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("(?i)\\brun\\s+`([^`]+)`") })
 	listRE = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(?i)\b(?:list|show(?:\s+me)?)\s+(?:all\s+)?(?:the\s+)?files\b|\bwhat\s+files\b|\bwhich\s+files\b`)
@@ -94,6 +95,48 @@ func intent(text string, tools []provider.ToolSpec) (provider.ToolSpec, json.Raw
 		}
 	}
 	return provider.ToolSpec{}, nil, false
+}
+
+// planIntent finds "plan: a; done b; c", which calls the tool named plan
+// (session.PlanTool) with the steps: one that begins "done " completed,
+// the first other one in progress, the rest pending; "plan: clear" clears
+// the plan. It comes before every other intent (the text names the tool).
+func planIntent(text string, tools []provider.ToolSpec) (provider.ToolSpec, json.RawMessage, bool) {
+	if m := planRE().FindStringSubmatch(strings.TrimSpace(text)); m != nil {
+		for _, t := range tools {
+			if t.Name == "plan" {
+				return t, planArgs(m[1]), true
+			}
+		}
+	}
+	return provider.ToolSpec{}, nil, false
+}
+
+// planArgs are the plan tool's arguments for steps, as planIntent says.
+func planArgs(steps string) json.RawMessage {
+	type entry struct {
+		Content string `json:"content"`
+		Status  string `json:"status"`
+	}
+	entries := []entry{}
+	if !strings.EqualFold(strings.TrimSpace(steps), "clear") {
+		current := false
+		for s := range strings.SplitSeq(steps, ";") {
+			s = strings.TrimSpace(s)
+			if s == "" {
+				continue
+			}
+			e := entry{Content: s, Status: "pending"}
+			if rest, ok := strings.CutPrefix(s, "done "); ok {
+				e = entry{Content: strings.TrimSpace(rest), Status: "completed"}
+			} else if !current {
+				e.Status, current = "in_progress", true
+			}
+			entries = append(entries, e)
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"entries": entries})
+	return b
 }
 
 // firstOf is the first non-empty group.

@@ -25,6 +25,11 @@ func turnReply(req *provider.Request) history.Message {
 		last := &req.Messages[n-1]
 		switch last.Role {
 		case history.RoleUser:
+			if tool, args, ok := planIntent(last.Text, req.Tools); ok {
+				reply.Text = "Updating the plan."
+				reply.ToolCalls = []history.ToolCall{{ID: "call_" + requestHash(req), Name: tool.Name, Arguments: args}}
+				return reply
+			}
 			if tool, end, ok := pickTool(last.Text, req.Tools); ok {
 				reply.Text = "Calling " + tool.Name + "."
 				reply.ToolCalls = []history.ToolCall{{

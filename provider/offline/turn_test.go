@@ -273,3 +273,18 @@ func TestTurnListFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestTurn_PlanIntent: "plan: a; done b; c" calls the plan tool with the
+// steps, the first open one in progress; "plan: clear" clears it.
+func TestTurn_PlanIntent(t *testing.T) {
+	tools := []provider.ToolSpec{{Name: "plan", Parameters: json.RawMessage(`{"type":"object"}`)}}
+	for text, want := range map[string]string{
+		"plan: read the code; done write tests; fix the bug": `{"entries":[{"content":"read the code","status":"in_progress"},{"content":"write tests","status":"completed"},{"content":"fix the bug","status":"pending"}]}`,
+		"Plan: clear": `{"entries":[]}`,
+	} {
+		reply := turnReply(&provider.Request{Purpose: provider.PurposeTurn, Tools: tools, Messages: []history.Message{{ID: "u", Role: history.RoleUser, Text: text}}})
+		require.Len(t, reply.ToolCalls, 1, text)
+		assert.Equal(t, "plan", reply.ToolCalls[0].Name)
+		assert.JSONEq(t, want, string(reply.ToolCalls[0].Arguments), text)
+	}
+}
