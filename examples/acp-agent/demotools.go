@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -49,21 +50,25 @@ func init() {
 //     automatic compaction fails, and is suspended after three failures);
 //   - SESSIONKIT_DEMO_RATE_LIMITED=1: every turn request first reports a
 //     rate-limited retry (provider.ReportRetry), as provider/openai and
-//     provider/anthropic do before they wait, then is answered.
+//     provider/anthropic do before they wait, then is answered;
+//   - SESSIONKIT_DEMO_THINKS=1: every turn response reasons first, as a
+//     model with thinking does: a thought reported as it streams
+//     (provider.ReportThought) and kept in the message's Thoughts.
 func init() {
 	failSummaries := os.Getenv("SESSIONKIT_DEMO_SUMMARY_FAILS") == "1"
 	rateLimited := os.Getenv("SESSIONKIT_DEMO_RATE_LIMITED") == "1"
-	if !failSummaries && !rateLimited {
+	thinks := os.Getenv("SESSIONKIT_DEMO_THINKS") == "1"
+	if !failSummaries && !rateLimited && !thinks {
 		return
 	}
 	demoProvider = func(p provider.Provider) provider.Provider {
-		return faultyProvider{Provider: p, failSummaries: failSummaries, rateLimited: rateLimited}
+		return faultyProvider{Provider: p, failSummaries: failSummaries, rateLimited: rateLimited, thinks: thinks}
 	}
 }
 
 type faultyProvider struct {
 	provider.Provider
-	failSummaries, rateLimited bool
+	failSummaries, rateLimited, thinks bool
 }
 
 func (p faultyProvider) Complete(ctx context.Context, req *provider.Request, onDelta func(string)) (*provider.Response, error) {
@@ -73,5 +78,18 @@ func (p faultyProvider) Complete(ctx context.Context, req *provider.Request, onD
 	case req.Purpose == provider.PurposeTurn && p.rateLimited:
 		provider.ReportRetry(ctx, provider.Retry{Retry: 1, MaxRetries: 3, Wait: 2 * time.Second, RateLimited: true, Err: errors.New("demo: HTTP 429: rate limited")})
 	}
-	return p.Provider.Complete(ctx, req, onDelta)
+	if !p.thinks || req.Purpose != provider.PurposeTurn || len(req.Messages) == 0 {
+		return p.Provider.Complete(ctx, req, onDelta)
+	}
+	last := req.Messages[len(req.Messages)-1]
+	thought := "The user said: " + last.Text
+	if last.Role == history.RoleTool {
+		thought = "The tool answered."
+	}
+	provider.ReportThought(ctx, thought)
+	resp, err := p.Provider.Complete(ctx, req, onDelta)
+	if err == nil {
+		resp.Message.Thoughts = append([]history.Thought{{Text: thought}}, resp.Message.Thoughts...)
+	}
+	return resp, err
 }
