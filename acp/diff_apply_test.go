@@ -71,6 +71,10 @@ func TestV2_ToolDiffPatchesApply(t *testing.T) {
 	}
 	fake.QueueTurn(
 		providertest.Reply{ToolCalls: []history.ToolCall{
+			// Read first: the workspace refuses to edit a file the session
+			// has not read (the file ledger's guard against stale edits).
+			call("r1", "read_file", map[string]string{"path": "notes.txt"}),
+			call("r2", "read_file", map[string]string{"path": "raw.txt"}),
 			call("e1", "edit_file", map[string]string{"path": "notes.txt", "old_text": "HOWDY", "new_text": "hello"}),
 			call("e2", "edit_file", map[string]string{"path": filepath.Join(dir, "raw.txt"), "old_text": "beta", "new_text": "gamma"}),
 			call("w1", "write_file", map[string]string{"path": "sub/new.txt", "content": "one\ntwo"}),
