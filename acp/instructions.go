@@ -95,6 +95,9 @@ func withInstructions(result any, files []string) any {
 	case schema.ResumeSessionResponse:
 		set(&r.Meta)
 		return r
+	case schema.ForkSessionResponse:
+		set(&r.Meta)
+		return r
 	case schema.NewSessionResponseV2:
 		set(&r.Meta)
 		return r

@@ -336,7 +336,8 @@ var (
 		schema.MethodSessionNew:    (*server).newSession,
 		schema.MethodSessionLoad:   (*server).loadSession,
 		schema.MethodSessionResume: (*server).resumeSession,
-		schema.MethodSetMode:       typed((*server).setMode), // server_modes.go
+		schema.MethodSessionFork:   typed((*server).forkSession), // fork.go
+		schema.MethodSetMode:       typed((*server).setMode),     // server_modes.go
 	}
 	methodsV2 = map[string]method{ // server_v2.go
 		schema.MethodSessionNew:     typed((*server).newSessionV2),

@@ -118,7 +118,7 @@ func (s *server) initializeV1(req *jsonrpc.Request) (any, error) {
 // when sessions have tools of their own (ServerOptions.SessionTools), which
 // are given those directories.
 func (s *server) sessionCapabilities() schema.SessionCapabilities {
-	caps := schema.SessionCapabilities{Resume: &schema.Capability{}, Close: &schema.Capability{}, Delete: &schema.Capability{}, List: &schema.Capability{}, SystemPrompt: systemPromptCapabilities()}
+	caps := schema.SessionCapabilities{Resume: &schema.Capability{}, Close: &schema.Capability{}, Delete: &schema.Capability{}, List: &schema.Capability{}, Fork: &schema.Capability{}, SystemPrompt: systemPromptCapabilities()}
 	if s.opts.SessionTools != nil {
 		caps.AdditionalDirectories = &schema.Capability{}
 	}

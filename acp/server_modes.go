@@ -109,6 +109,9 @@ func (s *server) withChoice(result any, c choice) any {
 	case schema.ResumeSessionResponse:
 		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
 		return r
+	case schema.ForkSessionResponse:
+		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
+		return r
 	case schema.NewSessionResponseV2:
 		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
 		return r

@@ -191,6 +191,8 @@ type SessionCapabilities struct {
 	AdditionalDirectories *Capability `json:"additionalDirectories,omitzero" acp:"lenient"`
 	Resume                *Capability `json:"resume,omitzero" acp:"lenient"`
 	Close                 *Capability `json:"close,omitzero" acp:"lenient"`
+	// Fork advertises session/fork ([MethodSessionFork]).
+	Fork *Capability `json:"fork,omitzero" acp:"lenient"`
 	// SystemPrompt advertises the systemPrompt field of session/new,
 	// session/load and session/resume.
 	SystemPrompt *SystemPromptCapabilities `json:"systemPrompt,omitzero" acp:"lenient"`
@@ -612,3 +614,40 @@ func (r *DeleteSessionResponse) UnmarshalJSON(data []byte) error { return Decode
 // allows notice updates on ACP v1. Absent, null and anything but an object
 // mean no support, as for [ClientCapabilities.SupportsCompaction].
 func (c ClientCapabilities) SupportsNotices() bool { return c.sessionObject("notices") }
+
+// MethodSessionFork is session/fork (v1, unstable in the schema the
+// official TypeScript SDK 2.4.0 ships; advertised under
+// sessionCapabilities.fork): a new session whose history is another's.
+const MethodSessionFork = "session/fork"
+
+// ForkSessionRequest is the params of session/fork: the session forked
+// and where the fork is served, as session/new takes them.
+// sessionkit reads _meta.sessionkit.messageId (MetaForkMessageID), the
+// message to fork at; without it the fork is made at the newest entry.
+type ForkSessionRequest struct {
+	SessionID             string         `json:"sessionId" acp:"required"`
+	Cwd                   string         `json:"cwd" acp:"required"`
+	AdditionalDirectories []string       `json:"additionalDirectories,omitzero" acp:"nulldefault"`
+	McpServers            []McpServer    `json:"mcpServers,omitzero" acp:"nulldefault"`
+	SystemPrompt          *SystemPrompt  `json:"systemPrompt,omitzero"`
+	Meta                  map[string]any `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// ForkSessionResponse is the result of session/fork: the new session's ID,
+// and its modes and configuration options as session/new gives them.
+type ForkSessionResponse struct {
+	SessionID     string                `json:"sessionId" acp:"required"`
+	Modes         *SessionModeState     `json:"modes,omitzero" acp:"lenient"`
+	ConfigOptions []SessionConfigOption `json:"configOptions,omitzero" acp:"lenient,skipinvalid"`
+	Meta          map[string]any        `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// MetaForkMessageID is the key under _meta.sessionkit of a
+// [ForkSessionRequest] that names the message to fork at.
+const MetaForkMessageID = "messageId"
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *ForkSessionRequest) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *ForkSessionResponse) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
