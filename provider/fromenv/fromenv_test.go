@@ -97,3 +97,19 @@ func TestSelect(t *testing.T) {
 	assert.Equal(t, "openai:gpt-4o-mini", name)
 	assert.NotNil(t, p)
 }
+
+// TestSelect_ThinkingBudget: the budget reaches the anthropic provider,
+// whose check refuses one it cannot take; the other providers ignore it.
+func TestSelect_ThinkingBudget(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("ANTHROPIC_API_KEY", "k")
+	_, name, err := Select(Selection{ThinkingBudget: 2048})
+	require.NoError(t, err)
+	assert.Equal(t, "anthropic:claude-sonnet-5-5", name)
+	_, _, err = Select(Selection{ThinkingBudget: 10})
+	assert.ErrorContains(t, err, "thinking budget 10 is below")
+	clearEnv(t)
+	_, name, err = Select(Selection{Name: Offline, ThinkingBudget: 10})
+	require.NoError(t, err)
+	assert.Equal(t, Offline, name)
+}
