@@ -187,7 +187,9 @@ type Catalog interface {
 	// event log, usage ledger, sequence numbers and lease its own, empty.
 	// Later writes to either session never show in the other. It reads
 	// From's committed history and takes no lease of it; it writes only
-	// the fork, in one transaction, and returns its snapshot.
+	// the fork, in one transaction, and returns its snapshot without its
+	// Active messages (Active nil, so that a fork costs what it writes,
+	// not what it inherits; Load reads them).
 	//
 	// It fails, writing nothing, with ErrNotFound for an unknown From,
 	// ErrExists for an ID that exists, an error wrapping ErrInvalid and

@@ -102,5 +102,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 	fork.created = time.Now().Round(0)
 	fork.updated = fork.created
 	s.sessions[spec.ID] = fork
-	return fork.snapshot(spec.ID), nil
+	snap := fork.snapshot(spec.ID)
+	snap.Active = nil
+	return snap, nil
 }

@@ -130,8 +130,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		}
 		snap = &history.Snapshot{ID: spec.ID, Version: 1, Config: config, Summary: string(summary), Title: t, Cwd: c,
 			Archived: archived, NextPosition: at + 1, ForkOf: spec.From, ForkAt: string(forkAt), ForkPosition: at}
-		_, snap.Active, err = s.messages(ctx, tx, op, whereActive, key, activeFrom)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err

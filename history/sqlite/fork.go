@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
@@ -137,14 +136,9 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
-		fc, err := chainOf(q, spec.ID)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
 		snap = &history.Snapshot{ID: spec.ID, Version: 1, Config: config, Summary: summary, Title: title, Cwd: cwd,
 			Archived: archived, NextPosition: at + 1, ForkOf: spec.From, ForkAt: forkAt, ForkPosition: at}
-		_, snap.Active, err = fc.messages(q, false, activeFrom, math.MaxInt64)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, err

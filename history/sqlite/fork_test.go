@@ -56,7 +56,9 @@ func TestForkCopiesNoMessage(t *testing.T) {
 	assert.Equal(t, before["messages"], after["messages"], "a fork copies no message")
 	assert.Equal(t, before["message_fts"], after["message_fts"], "nor its search rows")
 	assert.Equal(t, before["sessions"]+1, after["sessions"])
-	assert.Len(t, f.Active, 100)
+	loaded, err := s.Load(ctx, "f")
+	require.NoError(t, err)
+	assert.Len(t, loaded.Active, 100)
 	_, err = s.Append(ctx, "f", f.Version, historytest.Msgs("own", 3))
 	require.NoError(t, err)
 	var own int
