@@ -63,6 +63,7 @@ type options struct {
 	timeout     time.Duration
 	idleTimeout time.Duration
 	noImages    bool
+	embedModel  string
 }
 
 // WithImages says whether the model behind the endpoint reads images
@@ -71,6 +72,11 @@ type options struct {
 // does not advertise images, instead of the server failing the request.
 // Use it for an OpenAI-compatible server whose model reads text only.
 func WithImages(on bool) Option { return func(o *options) { o.noImages = !on } }
+
+// WithEmbeddingModel sets the model of [Provider.Embed] (for example
+// "text-embedding-3-small", or "nomic-embed-text" on Ollama); without it
+// Embed fails. The chat model ([WithModel]) is not used for embeddings.
+func WithEmbeddingModel(model string) Option { return func(o *options) { o.embedModel = model } }
 
 // WithBaseURL sets the API base URL, up to and including the version path,
 // for example "http://localhost:8080/v1". A URL without a path gets "/v1"
@@ -143,6 +149,7 @@ type Provider struct {
 	backoffMax  time.Duration
 	temperature *float32
 	noImages    bool
+	embedModel  string
 	log         *zap.Logger
 	limits      retry.Limits
 
@@ -228,6 +235,7 @@ func New(opts ...Option) (*Provider, error) {
 		backoffMax:  o.backoffMax,
 		temperature: o.temperature,
 		noImages:    o.noImages,
+		embedModel:  o.embedModel,
 		limits: retry.Limits{
 			Request: o.timeout, RequestName: "openai request timeout (WithTimeout)",
 			Idle: o.idleTimeout, IdleName: "openai idle timeout (WithIdleTimeout)",
