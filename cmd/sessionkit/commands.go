@@ -43,7 +43,8 @@ func runSessions(ctx context.Context, r *reader, _ string, o *options, stdout, _
 			if o.limit > 0 && len(list) == o.limit {
 				break
 			}
-			s := sessionJSON{ID: info.ID, Title: text(info.Title), Cwd: text(info.Cwd), CreatedAt: info.CreatedAt, UpdatedAt: info.UpdatedAt, Messages: info.Messages}
+			s := sessionJSON{ID: info.ID, Title: text(info.Title), Cwd: text(info.Cwd), CreatedAt: info.CreatedAt, UpdatedAt: info.UpdatedAt, Messages: info.Messages,
+				ForkOf: info.ForkOf, ForkAt: info.ForkAt}
 			if snap, err := r.st.Load(ctx, info.ID); err == nil {
 				s.Active, s.Archived = len(snap.Active), snap.Archived
 			} else {
@@ -73,15 +74,65 @@ func runSessions(ctx context.Context, r *reader, _ string, o *options, stdout, _
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tUPDATED\tMESSAGES\tACTIVE\tARCHIVED\tSERVED BY\tTITLE\tCWD")
-	for _, s := range list {
+	for _, row := range forkTree(list) {
+		s := row.s
 		served := "-"
 		if s.ServedBy != nil {
 			served = s.ServedBy.Holder
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", s.ID, showTime(s.UpdatedAt), s.Messages, s.Active, s.Archived,
+		id := s.ID
+		if row.depth > 0 {
+			id = strings.Repeat("  ", row.depth-1) + "└ " + id + " (fork at " + orDash(s.ForkAt) + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\n", id, showTime(s.UpdatedAt), s.Messages, s.Active, s.Archived,
 			served, oneLine(string(s.Title), 60), orDash(string(s.Cwd)))
 	}
 	return tw.Flush()
+}
+
+// treeRow is one line of the sessions table: a session and how deep it
+// is among the forks of a listed source (0: no fork of one listed).
+type treeRow struct {
+	s     *sessionJSON
+	depth int
+}
+
+// forkTree orders list (newest first) so that each fork follows its source,
+// its own forks after it, newest first among siblings; a fork whose
+// source is not listed (deleted, or on another page) stands on its own.
+func forkTree(list []sessionJSON) []treeRow {
+	listed := make(map[string]bool, len(list))
+	for _, s := range list {
+		listed[s.ID] = true
+	}
+	forks := map[string][]*sessionJSON{}
+	for i := range list {
+		if s := &list[i]; s.ForkOf != "" && listed[s.ForkOf] && s.ForkOf != s.ID {
+			forks[s.ForkOf] = append(forks[s.ForkOf], s)
+		}
+	}
+	var out []treeRow
+	seen := map[string]bool{}
+	var add func(s *sessionJSON, depth int)
+	add = func(s *sessionJSON, depth int) {
+		if seen[s.ID] {
+			return
+		}
+		seen[s.ID] = true
+		out = append(out, treeRow{s, depth})
+		for _, f := range forks[s.ID] {
+			add(f, depth+1)
+		}
+	}
+	for i := range list {
+		if s := &list[i]; s.ForkOf == "" || !listed[s.ForkOf] {
+			add(s, 0)
+		}
+	}
+	for i := range list { // a cycle cannot be stored; list anything left all the same
+		add(&list[i], 0)
+	}
+	return out
 }
 
 // runShow prints a session's settings, retained summary and Active history.
@@ -102,6 +153,9 @@ func runShow(ctx context.Context, r *reader, id string, o *options, stdout, stde
 	fmt.Fprintf(stdout, "session   %s\n", snap.ID)
 	fmt.Fprintf(stdout, "title     %s\n", orDash(snap.Title))
 	fmt.Fprintf(stdout, "cwd       %s\n", orDash(snap.Cwd))
+	if snap.ForkOf != "" {
+		fmt.Fprintf(stdout, "fork of   %s at message %s (its timeline position %d)\n", snap.ForkOf, orDash(snap.ForkAt), snap.ForkPosition)
+	}
 	if lease != nil {
 		fmt.Fprintf(stdout, "served    by %s (lease expires %s unless renewed)\n", lease.Holder, showTime(lease.Expires))
 	} else {

@@ -179,6 +179,10 @@ type sessionJSON struct {
 	Active    int        `json:"active"`
 	Archived  int64      `json:"archived"`
 	ServedBy  *leaseJSON `json:"served_by,omitempty"`
+	// ForkOf and ForkAt name the session this one is a fork of and the
+	// message it was forked at (omitted for no fork).
+	ForkOf string `json:"fork_of,omitempty"`
+	ForkAt string `json:"fork_at,omitempty"`
 }
 
 // showJSON is the output of show --json, and the head of an export.
@@ -192,6 +196,12 @@ type showJSON struct {
 	Archived int64           `json:"archived"`
 	Active   []messageJSON   `json:"active"`
 	Usage    *usageJSON      `json:"usage,omitempty"` // show only: the usage ledger added up
+	// ForkOf, ForkAt and ForkPosition say what the session is a fork of
+	// (omitted for no fork): the source, the message and the source's
+	// timeline position it was forked at.
+	ForkOf       string `json:"fork_of,omitempty"`
+	ForkAt       string `json:"fork_at,omitempty"`
+	ForkPosition int64  `json:"fork_position,omitempty"`
 }
 
 // exportJSON is the document of export.
@@ -291,6 +301,7 @@ func toShow(snap *history.Snapshot, lease *history.LeaseInfo) showJSON {
 		ID: snap.ID, Title: text(snap.Title), Cwd: text(snap.Cwd), ServedBy: toLease(lease),
 		Settings: settings, Summary: text(snap.Summary), Archived: snap.Archived,
 		Active: toMessages(snap.Active),
+		ForkOf: snap.ForkOf, ForkAt: snap.ForkAt, ForkPosition: snap.ForkPosition,
 	}
 }
 

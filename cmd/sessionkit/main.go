@@ -85,7 +85,7 @@ var usagef = envconfig.Usagef
 const usage = `usage: sessionkit [--store PATH|URL] COMMAND [flags] [ID]
 
 commands:
-  sessions      list the sessions, newest first (--cwd DIR, --limit N)
+  sessions      list the sessions, newest first, each fork under its source (--cwd DIR, --limit N)
   show ID       settings, retained summary and Active history of a session
   segments ID   the Segments of a session (--messages: the archived messages)
   timeline ID   messages and compactions in timeline order
