@@ -74,3 +74,28 @@ func TestSessionsShowsForks(t *testing.T) {
 	assert.Equal(t, src, show["fork_of"])
 	assert.Equal(t, at, show["fork_at"])
 }
+
+// TestServeForkLinks: the inspector's page of a fork links its source and
+// names the fork point; the source's page links its forks; the fork's
+// timeline starts with the source's history up to the fork point.
+func TestServeForkLinks(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sessions.db")
+	st, err := sqlite.Open(path)
+	require.NoError(t, err)
+	src, _ := converse(t, st, "the source", false)
+	snap, err := st.Load(context.Background(), src)
+	require.NoError(t, err)
+	at := snap.Active[1].ID
+	_, err = session.Fork(context.Background(), st, session.ForkRequest{From: src, At: at, ID: "fork-one"})
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+
+	srv, _ := serveStore(t, path)
+	code, body := get(t, srv.URL+"/s/fork-one")
+	require.Equal(t, 200, code, body)
+	assert.Contains(t, body, `<a href="/s/`+src+`" id="fork-of">`+src+`</a> at message <code>`+at+`</code>`)
+	assert.Contains(t, body, snap.Active[0].ID, "the inherited history is on the fork's timeline")
+	code, body = get(t, srv.URL+"/s/"+src)
+	require.Equal(t, 200, code, body)
+	assert.Contains(t, body, `forks: <a href="/s/fork-one" class="fork">fork-one</a> at <code>`+at+`</code>`)
+}

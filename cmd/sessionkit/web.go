@@ -365,6 +365,8 @@ type sessionView struct {
 	LastSeq     uint64
 	Inline      bool
 	Usage       *usageView
+	// Forks are the stored sessions that are forks of this one.
+	Forks []history.SessionInfo
 }
 
 // pageOf is the page (1-based) that shows the entry at index i.
@@ -388,7 +390,32 @@ func (s *server) session(w http.ResponseWriter, req *http.Request) error {
 	from, to := (p-1)*timelinePage, min(n, p*timelinePage)
 	sv := s.sessionView(v, from, to)
 	sv.Page, sv.Pages = p, pages
+	if sv.Forks, err = s.forksOf(req.Context(), v.snap.ID); err != nil {
+		return err
+	}
 	return s.render(w, "session", page{Title: "Session " + v.snap.ID, Body: sv})
+}
+
+// forksOf lists the stored forks of session id, newest first (every page
+// of the store's listing).
+func (s *server) forksOf(ctx context.Context, id string) ([]history.SessionInfo, error) {
+	var out []history.SessionInfo
+	opts := history.ListOptions{Limit: history.MaxListLimit}
+	for {
+		page, err := s.r.st.ListSessions(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, info := range page.Sessions {
+			if info.ForkOf == id {
+				out = append(out, info)
+			}
+		}
+		if page.Next == "" {
+			return out, nil
+		}
+		opts.Cursor = page.Next
+	}
 }
 
 // sessionView is the page of a session with entries [from, to).
