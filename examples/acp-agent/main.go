@@ -360,7 +360,11 @@ func run(args []string) error {
 			TracerProvider:    tel.tracer,
 			MeterProvider:     tel.meter,
 		},
-		SessionTools:  sessionTools(workspace.Options{Sandbox: c.sandbox}, mcp.Options{}, log),
+		// The offline provider has no memory of a file's content: its
+		// edits are the user's words ("replace X with Y in F"), never a
+		// stale recollection, so the guard against stale edits, made for
+		// a model's, stays off for it (docs/compaction.md, "Files").
+		SessionTools:  sessionTools(workspace.Options{Sandbox: c.sandbox, NoFileGuard: name == fromenv.Offline}, mcp.Options{}, log),
 		Instructions:  projectInstructions(c.noProject, log),
 		Modes:         modes(c.allowAll),
 		Models:        offered,
