@@ -227,6 +227,7 @@ func testForkWrites(t *testing.T, h Harness) {
 	}{
 		{"m3", 1, 2, []string{"m2 seg-fc1 2", "m3 seg-fc1 2", "f1-0 seg-fc1 2", "f1-1  0"}},
 		{"f1-0", 2, 1, []string{"m2 seg-fc1 2", "m3 seg-fc1 2", "f1-0 seg-fc1 2", "f1-1  0"}},
+		{"f1-1", 3, 0, []string{"m2 seg-fc1 2", "m3 seg-fc1 2", "f1-0 seg-fc1 2", "f1-1  0"}},
 	} {
 		win, err := s.Window(ctx, "f1", history.WindowQuery{Around: c.around, Before: c.before, After: c.after})
 		require.NoError(t, err)
@@ -356,4 +357,24 @@ func testForkListDelete(t *testing.T, h Harness) {
 	goneFrom(t, s, "f2")
 	create(t, s, "src")
 	_ = src
+}
+
+// testForkToolResult: a tool result a fork appends answers a call its
+// source made before the fork point: search and window name its tool.
+func testForkToolResult(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "src")
+	appendMsgs(t, s, "src", v, []history.Message{
+		text("u0", 0, "Read the ledger."),
+		{ID: "a1", Role: history.RoleAssistant, Text: "Reading.", ToolCalls: []history.ToolCall{{ID: "call1", Name: "read_file", Arguments: json.RawMessage(`{"path":"ledger.go"}`)}}, CreatedAt: t0},
+	})
+	snap := fork(t, s, "f", "src", "a1")
+	appendMsgs(t, s, "f", snap.Version, []history.Message{{ID: "t2", Role: history.RoleTool, ToolCallID: "call1", Text: "package ledger", CreatedAt: t0}})
+	hit := hitOf(t, search(t, s, "f", "package", 10), "t2")
+	assert.Equal(t, "read_file", hit.ToolName)
+	win, err := s.Window(ctx, "f", history.WindowQuery{Around: "t2"})
+	require.NoError(t, err)
+	require.Len(t, win, 1)
+	assert.Equal(t, "read_file", win[0].ToolName)
 }

@@ -132,6 +132,7 @@ func Run(t *testing.T, h Harness) {
 		{"ForkWrites", testForkWrites},
 		{"ForkInvalid", testForkInvalid},
 		{"ForkListDelete", testForkListDelete},
+		{"ForkToolResult", testForkToolResult},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

@@ -24,6 +24,15 @@ type link struct {
 	seqLo, seqHi int64
 }
 
+// upto is the position after the link's last: hi+1, or MaxInt64 for the
+// session read.
+func (l *link) upto() int64 {
+	if l.hi == math.MaxInt64 {
+		return l.hi
+	}
+	return l.hi + 1
+}
+
 // chain is the links of one session, the session itself first and its
 // root last: one link for a session that is no fork.
 type chain []link
@@ -57,10 +66,7 @@ func chainOf(q querier, id string) (chain, error) {
 func (c chain) span(from, to int64, fn func(l *link, from, to int64) error) error {
 	for i := len(c) - 1; i >= 0; i-- {
 		l := &c[i]
-		f, t := max(from, l.lo+1), to
-		if l.hi < math.MaxInt64 {
-			t = min(to, l.hi+1)
-		}
+		f, t := max(from, l.lo+1), min(to, l.upto())
 		if f >= t {
 			continue
 		}

@@ -47,18 +47,32 @@ func (s *Store) index(ctx context.Context, tx *sql.Tx, id string, st *state, msg
 	stmt := tx.StmtContext(ctx, s.c.stmts.indexMessage)
 	var lookErr error
 	before := func(fn func(m *history.Message) bool) {
-		// calls answered by the first messages: read the ones before them
-		lookErr = s.each(ctx, tx, "append", `SELECT body FROM messages WHERE session_id = ? AND pos < ? ORDER BY pos DESC LIMIT ?`,
-			[]any{id, st.nextPos, textsearch.ToolLookback}, func(rows *sql.Rows) error {
-				m, err := decodeMessage(rows, nil)
-				if err != nil {
-					return err
-				}
-				if !fn(&m) {
-					return errStop
-				}
-				return nil
-			})
+		// calls answered by the first messages: read the ones before them,
+		// along a fork's chain (chain.go)
+		c, err := chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: "append"}, id)
+		if err != nil {
+			lookErr = err
+			return
+		}
+		left := textsearch.ToolLookback
+		for i := range c {
+			l := &c[i]
+			lookErr = s.each(ctx, tx, "append", `SELECT body FROM messages WHERE session_id = ? AND pos < ? AND pos > ? ORDER BY pos DESC LIMIT ?`,
+				[]any{l.id, min(st.nextPos, l.upto()), l.lo, left}, func(rows *sql.Rows) error {
+					m, err := decodeMessage(rows, nil)
+					if err != nil {
+						return err
+					}
+					left--
+					if !fn(&m) {
+						return errStop
+					}
+					return nil
+				})
+			if lookErr != nil || left <= 0 {
+				break
+			}
+		}
 		if errors.Is(lookErr, errStop) {
 			lookErr = nil
 		}

@@ -119,7 +119,7 @@ func (s *Store) chainWindow(ctx context.Context, tx *sql.Tx, c chain, at int64, 
 		case after && l.hi > at:
 			got, err = s.windowRange(ctx, tx, `m.pos > ? AND m.pos <= ? ORDER BY m.pos`, l.num, l.id, n, max(at, l.lo), l.hi)
 		case !after && l.lo+1 < at:
-			got, err = s.windowRange(ctx, tx, `m.pos < ? AND m.pos > ? ORDER BY m.pos DESC`, l.num, l.id, n, min(at, l.hi+1), l.lo)
+			got, err = s.windowRange(ctx, tx, `m.pos < ? AND m.pos > ? ORDER BY m.pos DESC`, l.num, l.id, n, min(at, l.upto()), l.lo)
 		}
 		if err != nil {
 			return nil, err
