@@ -86,6 +86,10 @@ func (c chain) messages(q querier, withPos bool, from, to int64) ([]int64, []his
 	)
 	err := c.span(from, to, func(l *link, f, t int64) error {
 		p, m, err := scanIn(q, withPos, 0, whereSpan, l.id, f, t)
+		if msgs == nil { // the first part: no copy
+			positions, msgs = p, m
+			return err
+		}
 		positions, msgs = append(positions, p...), append(msgs, m...)
 		return err
 	})
