@@ -109,3 +109,61 @@ func TestServe_SessionFork(t *testing.T) {
 	assert.Len(t, listed(t, c), n, "no refused fork made a session")
 	c.works(src)
 }
+
+// session/fork on v2: advertised as session.fork; the fork at
+// _meta.sessionkit.messageId holds the source's history up to that message,
+// its response carries the configuration options, it is served at once, and
+// bad input (an unknown source or message, v2 mcpServers that are no list)
+// is refused without making a session.
+func TestServe_SessionForkV2(t *testing.T) {
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	offer := modeOptions(nil)
+	c := hostileServe(t, hostileFake(), store, acp.ServerOptions{Modes: offer.Modes, Models: offer.Models})
+	m := c.call("initialize", v2InitParams)
+	require.Nil(t, m.Error)
+	var caps struct {
+		Agent struct {
+			Session map[string]any `json:"session"`
+		} `json:"capabilities"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &caps))
+	assert.Equal(t, map[string]any{}, caps.Agent.Session["fork"], "capabilities.session.fork")
+
+	src := c.newSessionV2()
+	c.worksV2(src)
+	c.worksV2(src)
+	snap, err := store.Load(t.Context(), src)
+	require.NoError(t, err)
+	require.Len(t, snap.Active, 4)
+	first := snap.Active[1].ID // the first reply
+
+	m = c.call("session/fork", forkParams(src, first))
+	require.Nil(t, m.Error, "session/fork")
+	var r struct {
+		SessionID     string           `json:"sessionId"`
+		ConfigOptions []map[string]any `json:"configOptions"`
+	}
+	require.NoError(t, json.Unmarshal(m.Result, &r))
+	require.NotEmpty(t, r.SessionID)
+	require.Len(t, r.ConfigOptions, 2, "the fork's configuration options")
+	assert.Equal(t, "mode", r.ConfigOptions[0]["configId"])
+	assert.Equal(t, "model", r.ConfigOptions[1]["configId"])
+	fork, err := store.Load(t.Context(), r.SessionID)
+	require.NoError(t, err)
+	assert.Equal(t, src, fork.ForkOf)
+	assert.Equal(t, first, fork.ForkAt)
+	require.Len(t, fork.Active, 2)
+	assert.Equal(t, snap.Active[0].ID, fork.Active[0].ID)
+	assert.Equal(t, first, fork.Active[1].ID)
+	c.worksV2(r.SessionID) // served at once
+
+	n := len(listed(t, c))
+	wantError(t, c.call("session/fork", forkParams("no-such-session", "")), jsonrpc.ResourceNotFound, "unknown source")
+	wantError(t, c.call("session/fork", forkParams(src, "no-such-message")), jsonrpc.InvalidParams, "unknown message")
+	wantError(t, c.call("session/fork", `{"sessionId":"`+src+`","cwd":"/project","mcpServers":{}}`), jsonrpc.InvalidParams, "mcpServers that are no list")
+	wantError(t, c.call("session/fork", `{"sessionId":"`+src+`"}`), jsonrpc.InvalidParams, "no cwd")
+	assert.Len(t, listed(t, c), n, "no refused fork made a session")
+	c.worksV2(src)
+}

@@ -104,6 +104,9 @@ func withInstructions(result any, files []string) any {
 	case schema.ResumeSessionResponseV2:
 		set(&r.Meta)
 		return r
+	case schema.ForkSessionResponseV2:
+		set(&r.Meta)
+		return r
 	}
 	return result
 }

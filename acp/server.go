@@ -343,6 +343,7 @@ var (
 		schema.MethodSessionNew:     typed((*server).newSessionV2),
 		schema.MethodSessionResume:  typed((*server).resumeSessionV2),
 		schema.MethodToolCallCancel: typed((*server).cancelToolCall), // toolcancel.go
+		schema.MethodSessionFork:    typed((*server).forkSessionV2),  // fork.go
 	}
 	methodsShared = map[string]method{
 		schema.MethodSessionPrompt:   typed((*server).prompt), // server_prompt.go

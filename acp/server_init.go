@@ -78,7 +78,7 @@ func (s *server) initializeV2(req *jsonrpc.Request, requested schema.ProtocolVer
 		ProtocolVersion: schema.ProtocolVersion2,
 		Info:            info,
 		Capabilities: schema.AgentCapabilitiesV2{
-			Session: &schema.SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: &schema.Capability{}, Mcp: s.mcpV2(), SystemPrompt: systemPromptCapabilities()},
+			Session: &schema.SessionCapabilitiesV2{Prompt: s.promptCapabilitiesV2(), Delete: &schema.Capability{}, Mcp: s.mcpV2(), SystemPrompt: systemPromptCapabilities(), Fork: &schema.Capability{}},
 			Meta:    extensionMeta(),
 		},
 	}, nil

@@ -118,6 +118,9 @@ func (s *server) withChoice(result any, c choice) any {
 	case schema.ResumeSessionResponseV2:
 		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
 		return r
+	case schema.ForkSessionResponseV2:
+		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
+		return r
 	}
 	return result
 }

@@ -138,7 +138,7 @@ func TestV2_Negotiation(t *testing.T) {
 			assert.EqualValues(t, tt.version, r["protocolVersion"])
 			if tt.version == 2 {
 				assert.Contains(t, r, "info")
-				assert.Equal(t, map[string]any{"prompt": map[string]any{"embeddedContext": map[string]any{}}, "delete": map[string]any{}, "systemPrompt": map[string]any{"mode": map[string]any{"override": map[string]any{}}}}, r["capabilities"].(map[string]any)["session"])
+				assert.Equal(t, map[string]any{"prompt": map[string]any{"embeddedContext": map[string]any{}}, "delete": map[string]any{}, "fork": map[string]any{}, "systemPrompt": map[string]any{"mode": map[string]any{"override": map[string]any{}}}}, r["capabilities"].(map[string]any)["session"])
 				assert.NotContains(t, r, "agentCapabilities")
 			} else {
 				assert.Contains(t, r, "agentCapabilities")

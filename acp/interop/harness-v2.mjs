@@ -63,16 +63,19 @@ const idKey = (id) => JSON.stringify(id);
  * the SDK these tests use (2.4.0), which its validators drop as unknown,
  * checking each field's shape here instead (bad reports a wrong one):
  * initialize's capabilities.session.systemPrompt (stabilized 2026-11-06:
- * `{}` or `{"mode": {"override": {}}}`). Every other field must still be
- * read as written.
+ * `{}` or `{"mode": {"override": {}}}`), and capabilities.session.fork
+ * (session/fork, in the SDK's unstable v2 schema only: `{}`). Every other
+ * field must still be read as written.
  */
 export function withoutNewer(method, result, bad) {
-  const sp = result?.capabilities?.session?.systemPrompt;
-  if (method !== "initialize" || sp === undefined) return result;
-  const { systemPrompt, ...session } = result.capabilities.session;
-  const ok = sp !== null && typeof sp === "object" && Object.keys(sp).every((k) => k === "mode" || k === "_meta") &&
-    (sp.mode === undefined || (sp.mode !== null && typeof sp.mode === "object" && Object.keys(sp.mode).every((k) => k === "override" || k === "_meta")));
-  if (!ok) bad(`initialize result: capabilities.session.systemPrompt is not {} or {"mode":{"override":{}}}: ${JSON.stringify(sp)}`);
+  const caps = result?.capabilities?.session;
+  if (method !== "initialize" || caps === undefined || (caps.systemPrompt === undefined && caps.fork === undefined)) return result;
+  const { systemPrompt: sp, fork, ...session } = caps;
+  const marker = (v, ...keys) => v !== null && typeof v === "object" && Object.keys(v).every((k) => keys.includes(k) || k === "_meta");
+  if (sp !== undefined && !(marker(sp, "mode") && (sp.mode === undefined || marker(sp.mode, "override")))) {
+    bad(`initialize result: capabilities.session.systemPrompt is not {} or {"mode":{"override":{}}}: ${JSON.stringify(sp)}`);
+  }
+  if (fork !== undefined && !marker(fork)) bad(`initialize result: capabilities.session.fork is not {}: ${JSON.stringify(fork)}`);
   return { ...result, capabilities: { ...result.capabilities, session } };
 }
 

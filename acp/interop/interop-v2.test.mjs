@@ -90,7 +90,7 @@ test("v2 a. negotiation: 0, 1, 2, 3, 99, no info, id null, a JSON array", async 
     const two = await a.request("initialize", V2_INIT);
     assert.equal(two.msg.result?.protocolVersion, 2, two.raw);
     assert.equal(two.msg.result.info.name, "sessionkit");
-    assert.deepEqual(two.msg.result.capabilities.session, { prompt: { embeddedContext: {} }, delete: {}, mcp: { stdio: {}, http: {} }, systemPrompt: { mode: { override: {} } } });
+    assert.deepEqual(two.msg.result.capabilities.session, { prompt: { embeddedContext: {} }, delete: {}, mcp: { stdio: {}, http: {} }, systemPrompt: { mode: { override: {} } }, fork: {} });
     assert.equal(two.msg.result.capabilities.loadSession, undefined);
     const mark2 = a.lines.length;
     await a.writeLine(JSON.stringify([{ jsonrpc: "2.0", id: 50, method: "session/list", params: {} }]));

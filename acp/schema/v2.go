@@ -70,7 +70,9 @@ type SessionCapabilitiesV2 struct {
 	// SystemPrompt advertises the systemPrompt field of session/new and
 	// session/resume.
 	SystemPrompt *SystemPromptCapabilities `json:"systemPrompt,omitzero" acp:"lenient"`
-	Meta         map[string]any            `json:"_meta,omitzero" acp:"lenient"`
+	// Fork advertises session/fork ([MethodSessionFork]).
+	Fork *Capability    `json:"fork,omitzero" acp:"lenient"`
+	Meta map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // McpCapabilitiesV2 say which MCP transports a v2 agent takes; each
@@ -127,6 +129,25 @@ type ResumeSessionRequestV2 struct {
 	ReplayFrom            *ReplayFrom     `json:"replayFrom,omitzero"`
 	SystemPrompt          *SystemPrompt   `json:"systemPrompt,omitzero"`
 	Meta                  map[string]any  `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// ForkSessionRequestV2 is the params of a v2 session/fork (unstable in
+// the v2 schema, advertised as session.fork): as [ForkSessionRequest],
+// with v2's mcpServers, kept raw until the server decodes them.
+type ForkSessionRequestV2 struct {
+	SessionID             string          `json:"sessionId" acp:"required"`
+	Cwd                   string          `json:"cwd" acp:"required"`
+	AdditionalDirectories []string        `json:"additionalDirectories,omitzero" acp:"nulldefault"`
+	McpServers            json.RawMessage `json:"mcpServers,omitzero"`
+	Meta                  map[string]any  `json:"_meta,omitzero" acp:"lenient"`
+}
+
+// ForkSessionResponseV2 is the result of a v2 session/fork: the new
+// session's ID and its configuration options. The fork starts idle.
+type ForkSessionResponseV2 struct {
+	SessionID     string                  `json:"sessionId" acp:"required"`
+	ConfigOptions []SessionConfigOptionV2 `json:"configOptions,omitzero" acp:"skipinvalid"`
+	Meta          map[string]any          `json:"_meta,omitzero" acp:"lenient"`
 }
 
 // ReplayFromStart is the ReplayFrom type that replays a session from its
@@ -464,6 +485,9 @@ func (r *NewSessionResponseV2) UnmarshalJSON(data []byte) error { return DecodeO
 
 // UnmarshalJSON decodes r; errors wrap [ErrMalformed].
 func (r *ResumeSessionRequestV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
+
+// UnmarshalJSON decodes r; errors wrap [ErrMalformed].
+func (r *ForkSessionRequestV2) UnmarshalJSON(data []byte) error { return DecodeObject(data, r) }
 
 // UnmarshalJSON decodes f; errors wrap [ErrMalformed].
 func (f *ReplayFrom) UnmarshalJSON(data []byte) error { return DecodeObject(data, f) }

@@ -615,9 +615,10 @@ func (r *DeleteSessionResponse) UnmarshalJSON(data []byte) error { return Decode
 // mean no support, as for [ClientCapabilities.SupportsCompaction].
 func (c ClientCapabilities) SupportsNotices() bool { return c.sessionObject("notices") }
 
-// MethodSessionFork is session/fork (v1, unstable in the schema the
+// MethodSessionFork is session/fork (v1 and v2, unstable in the schemas the
 // official TypeScript SDK 2.4.0 ships; advertised under
-// sessionCapabilities.fork): a new session whose history is another's.
+// sessionCapabilities.fork in v1, session.fork in v2): a new session
+// whose history is another's.
 const MethodSessionFork = "session/fork"
 
 // ForkSessionRequest is the params of session/fork: the session forked
