@@ -17,6 +17,9 @@ export { acp2 };
 
 const v2URL = new URL("../schema/zod.gen.js", import.meta.resolve("@agentclientprotocol/sdk/experimental/v2"));
 export const z2 = await import(v2URL.href);
+// The SDK's unstable v2 validators: session/fork is only there.
+const v2uURL = new URL("../unstable/schema/zod.gen.js", import.meta.resolve("@agentclientprotocol/sdk/experimental/v2"));
+export const zu2 = await import(v2uURL.href);
 const v1URL = new URL("../schema/zod.gen.js", import.meta.resolve("@agentclientprotocol/sdk"));
 export const z1 = await import(v1URL.href);
 
@@ -41,6 +44,7 @@ const RESULTS = {
   "session/delete": z2.zDeleteSessionResponse,
   "session/set_config_option": z2.zSetSessionConfigOptionResponse,
   "tool_call/cancel": z2.zCancelToolCallResponse,
+  "session/fork": zu2.zForkSessionResponse, // unstable
 };
 
 const KNOWN = {

@@ -8,7 +8,7 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 
 import { buildAgent, cleanupBuild, tempStore } from "./harness.mjs";
-import { acp2, V2Agent, v2Client, V2_INIT, v2totals, z2 } from "./harness-v2.mjs";
+import { acp2, V2Agent, v2Client, V2_INIT, v2totals, z2, zu2 } from "./harness-v2.mjs";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -305,6 +305,29 @@ test("v2 e. tools: an edit asks permission in the v2 shape (title, tool_call sub
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("v2 f. session/fork through the SDK's v2 client (its unstable session/fork): advertised as session.fork, a fork at the newest entry that the client can prompt, its answer valid for the unstable v2 schema, an unknown source refused", async (t) => {
+  await withV2Agent(t, {}, async (a) => {
+    await v2Client().connectWith(a.sdkStream(), async (ctx) => {
+      await ctx.request(acp2.methods.agent.initialize, V2_INIT);
+      const init = a.incomingLines().find((l) => l.msg?.result?.protocolVersion === 2);
+      assert.deepEqual(init.msg.result.capabilities.session.fork, {}, "capabilities.session.fork");
+      const s = await ctx.buildSession(CWD).start();
+      await s.prompt(P1);
+      await untilIdle(s);
+      const fork = await ctx.request("session/fork", { sessionId: s.sessionId, cwd: CWD, mcpServers: [] });
+      assert.equal(typeof fork.sessionId, "string");
+      assert.notEqual(fork.sessionId, s.sessionId);
+      const line = a.incomingLines().find((l) => l.msg?.result?.sessionId === fork.sessionId && !l.msg.method);
+      const r = zu2.zForkSessionResponse.safeParse(line.msg.result);
+      assert.ok(r.success, `session/fork answer: ${line.raw}`);
+      const receipt = await ctx.request(acp2.methods.agent.session.prompt, { sessionId: fork.sessionId, prompt: [{ type: "text", text: "And the fork?" }] });
+      assert.equal(typeof receipt.messageId, "string", "the fork takes a prompt at once");
+      await assert.rejects(ctx.request("session/fork", { sessionId: "no-such-session", cwd: CWD, mcpServers: [] }), (err) => err.code === -32002);
+      s.dispose();
+    });
+  });
 });
 
 test("v2 golden files: every v2 wire type sessionkit writes or reads parses with the SDK's v2 validators", async () => {
