@@ -110,7 +110,10 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 				title, cwd, created_at, updated_at, fork_of, fork_pos, fork_seq, fork_at)
 			VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, `+nowNanos+`, `+nowNanos+`, $10, $11, $12, $13)`,
 			key, nullable(config), summary, activeFrom, archived, n, at+1, bin(t), bin(c), from, at, n, bin(string(forkAt)))
-		if err != nil {
+		switch {
+		case isUniqueViolation(err): // created since the check above
+			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
+		case err != nil:
 			return s.fail(ctx, op, err)
 		}
 		if s.l == nil {

@@ -1,0 +1,52 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sessionkit/sessionkit/history"
+)
+
+// TestForkRacesCreate forks to an ID that another transaction creates
+// between the fork's check for the ID and its insert: the fork fails with
+// history.ErrExists, as a Create of a taken ID does, not a bare
+// unique_violation.
+func TestForkRacesCreate(t *testing.T) {
+	t.Parallel()
+	s := newStore(t, WithLockTimeout(time.Minute))
+	ctx := context.Background()
+	_, err := s.Create(ctx, history.NewSession{ID: "src"})
+	require.NoError(t, err)
+
+	// Another transaction inserts the fork's ID and does not commit yet:
+	// the fork's check does not see the row, its insert waits for it.
+	tx, err := s.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `INSERT INTO sessions (id, version) VALUES ($1, 1)`, bin("b"))
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Fork(ctx, history.ForkSpec{From: "src", ID: "b"})
+		done <- err
+	}()
+	require.Eventually(t, func() bool {
+		var waiting int
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO sessions%'`).Scan(&waiting)
+		return err == nil && waiting > 0
+	}, 30*time.Second, 10*time.Millisecond, "the fork's insert never waited for the other transaction")
+	require.NoError(t, tx.Commit(ctx))
+
+	select {
+	case err := <-done:
+		assert.ErrorIs(t, err, history.ErrExists, "got %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fork did not return after the other transaction committed")
+	}
+}
