@@ -17,6 +17,8 @@ import (
 // of the fork's ID (as Create), it reads the source's rows up to the fork
 // point, its sessions row locked FOR SHARE so that a delete of the source
 // waits for the fork or the fork finds no source, and writes the fork's.
+// A wait for the source's row that the lock timeout ends is a
+// *history.BusyError of the source, naming its lease holder.
 func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snapshot, error) {
 	const op = "fork"
 	if err := storekit.CheckFork(&spec); err != nil {
@@ -36,6 +38,9 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		)
 		err := tx.QueryRow(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd FROM sessions WHERE id = $1 FOR SHARE`, from).
 			Scan(&nextPos, &count, &config, &title, &cwd)
+		if isLockTimeout(err) { // the wait was for the source's row
+			return s.busy(ctx, op, spec.From, err)
+		}
 		if err := s.found(ctx, op, spec.From, err); err != nil {
 			return err
 		}

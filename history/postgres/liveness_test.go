@@ -167,6 +167,11 @@ func TestBusyRowLocks(t *testing.T) {
 		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
 			return f.la.Store().(history.Deleter).Delete(ctx, "s")
 		})
+		// A fork of s waits for s's row (FOR SHARE), not for its own ID's.
+		busyWithin(t, "s", "agent-a", func(ctx context.Context) error {
+			_, err := f.b.Fork(ctx, history.ForkSpec{From: "s", ID: "s-fork"})
+			return err
+		})
 		f.appendsOnceGone(t, end)
 	})
 

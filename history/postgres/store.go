@@ -182,9 +182,11 @@ const holderLookup = 2 * time.Second
 // *history.BusyError for op on session id that names the session's lease
 // holder, read afterwards without waiting for any lock (a plain SELECT
 // takes none that a row lock blocks), within holderLookup however short
-// the lock timeout. Other errors pass unchanged.
+// the lock timeout. Other errors, and one busy already turned (for the
+// session whose row the wait was for), pass unchanged.
 func (s *Store) busy(ctx context.Context, op, id string, err error) error {
-	if !isLockTimeout(err) {
+	var turned *history.BusyError
+	if !isLockTimeout(err) || errors.As(err, &turned) {
 		return err
 	}
 	be := &history.BusyError{Session: id, Op: op, Waited: s.lockTimeout}
