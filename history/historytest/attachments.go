@@ -41,21 +41,7 @@ func attachmentMessages() []history.Message {
 func testAttachments(t *testing.T, h Harness) {
 	ctx := context.Background()
 	msgs := attachmentMessages()
-	s, v := h.seeded(t, "att", msgs)
-	snap, err := s.Load(ctx, "att")
-	require.NoError(t, err)
-	EqualMessages(t, msgs, snap.Active)
-
-	v, _ = compact(t, s, "att", v, "c1", 2, "summary")
-	s = h.reopen(t, s)
-	segs, err := s.Segments(ctx, "att")
-	require.NoError(t, err)
-	require.Len(t, segs, 1)
-	EqualMessages(t, msgs[:2], segs[0].Messages)
-	snap, err = s.Load(ctx, "att")
-	require.NoError(t, err)
-	EqualMessages(t, msgs[2:], snap.Active)
-	EqualMessages(t, msgs, timelineMessages(t, s, "att"))
+	s, v := h.roundTrip(t, "att", msgs, 2)
 
 	over := make([]byte, history.MaxAttachmentData+1)
 	bad := map[string]history.Attachment{
@@ -90,8 +76,33 @@ func testAttachments(t *testing.T, h Harness) {
 		_, err := s.Append(ctx, "att", v, []history.Message{msg})
 		assert.ErrorIs(t, err, history.ErrInvalid, name)
 	}
-	snap, err = s.Load(ctx, "att")
+	snap, err := s.Load(ctx, "att")
 	require.NoError(t, err)
 	assert.Equal(t, v, snap.Version, "no refused write changed the session")
 	assert.Equal(t, ids(msgs[2:]), ids(snap.Active))
+}
+
+// roundTrip seeds session id with msgs and checks that they come back
+// exactly from every read: Load; then, after a compaction that archives
+// the first archive of them and a reopening, Segments, Load and Timeline.
+// It returns the reopened store and the session's version.
+func (h Harness) roundTrip(t *testing.T, id string, msgs []history.Message, archive int) (history.Store, uint64) {
+	t.Helper()
+	ctx := context.Background()
+	s, v := h.seeded(t, id, msgs)
+	snap, err := s.Load(ctx, id)
+	require.NoError(t, err)
+	EqualMessages(t, msgs, snap.Active)
+
+	v, _ = compact(t, s, id, v, "c1", archive, "summary")
+	s = h.reopen(t, s)
+	segs, err := s.Segments(ctx, id)
+	require.NoError(t, err)
+	require.Len(t, segs, 1)
+	EqualMessages(t, msgs[:archive], segs[0].Messages)
+	snap, err = s.Load(ctx, id)
+	require.NoError(t, err)
+	EqualMessages(t, msgs[archive:], snap.Active)
+	EqualMessages(t, msgs, timelineMessages(t, s, id))
+	return s, v
 }
