@@ -142,7 +142,10 @@ const MinThinkingBudget = 1024
 // tool use. Summary requests never think. 0 (the default) is off; a
 // budget below [MinThinkingBudget] or not below the max tokens
 // ([WithMaxTokens]) is a configuration error. A request whose own
-// MaxTokens is not above n is sent without thinking.
+// MaxTokens is not above n is sent without thinking, and so is the rest
+// of a turn of tool use whose last assistant message has no signed
+// thinking (begun without a budget, or by another provider): the API
+// refuses thinking there.
 func WithThinkingBudget(n int) Option { return func(o *options) { o.thinking = n } }
 
 // Provider is a [provider.Provider] for Anthropic's Messages API. It is safe

@@ -43,8 +43,9 @@ func (p *Provider) buildParams(req *provider.Request) (sdk.MessageNewParams, err
 		params.MaxTokens = int64(req.MaxTokens)
 	}
 	// Extended thinking, for turns only; its budget must be below the
-	// request's max tokens.
-	thinking := p.o.thinking > 0 && req.Purpose != provider.PurposeSummary && int64(p.o.thinking) < params.MaxTokens
+	// request's max tokens; not in a turn of tool use begun without it.
+	thinking := p.o.thinking > 0 && req.Purpose != provider.PurposeSummary && int64(p.o.thinking) < params.MaxTokens &&
+		!begunWithoutThinking(req.Messages)
 	if thinking {
 		params.Thinking = sdk.ThinkingConfigParamOfEnabled(int64(p.o.thinking))
 	}
@@ -191,6 +192,23 @@ func wireMessages(in []history.Message, thinking bool) ([]sdk.MessageParam, erro
 		}
 	}
 	return out, nil
+}
+
+// begunWithoutThinking reports whether msgs end in a turn of tool use
+// whose last assistant message has no thought the API can check (signed,
+// or redacted): one begun without a thinking budget or by another
+// provider. The API refuses thinking in the rest of such a turn (its last
+// assistant message must begin with a thinking block).
+func begunWithoutThinking(msgs []history.Message) bool {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		switch m := &msgs[i]; m.Role {
+		case history.RoleUser:
+			return false
+		case history.RoleAssistant:
+			return len(m.ToolCalls) > 0 && len(thoughtBlocks(m.Thoughts)) == 0
+		}
+	}
+	return false
 }
 
 // thoughtBlocks are the thinking and redacted_thinking blocks of

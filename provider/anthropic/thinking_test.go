@@ -117,3 +117,28 @@ func TestThinking_BadBudgets(t *testing.T) {
 	_, err := New(WithAPIKey("k"), WithModel("m"), WithMaxTokens(8192), WithThinkingBudget(4096))
 	assert.NoError(t, err)
 }
+
+// TestThinking_OffForTurnBegunWithout: a turn of tool use whose last
+// assistant message carries no thinking the API can check (begun without
+// a budget, by another provider, or in a session reopened with one) is
+// continued without thinking, as the API requires (it refuses thinking
+// then); the next turn thinks again.
+func TestThinking_OffForTurnBegunWithout(t *testing.T) {
+	srv := at.NewServer(t, testKey, at.Reply("Done.", at.Usage{Input: 20, Output: 2}), at.Reply("ok", at.Usage{Input: 5, Output: 1}))
+	p, _ := newTestProvider(t, srv, WithThinkingBudget(2048))
+	req := userRequest("read a.go")
+	req.Messages = append(req.Messages,
+		history.Message{ID: "a1", Role: history.RoleAssistant, ToolCalls: []history.ToolCall{{ID: "toolu_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)}},
+			Thoughts: []history.Thought{{Text: "another provider's"}}},
+		history.Message{ID: "t1", Role: history.RoleTool, ToolCallID: "toolu_1", Text: "package a"})
+	_, err := p.Complete(t.Context(), req, nil)
+	require.NoError(t, err, "the server takes the turn continued without thinking")
+	assert.Nil(t, srv.Requests()[0].Request.Thinking)
+
+	req.Messages = append(req.Messages,
+		history.Message{ID: "a2", Role: history.RoleAssistant, Text: "Done."},
+		history.Message{ID: "u2", Role: history.RoleUser, Text: "thanks"})
+	_, err = p.Complete(t.Context(), req, nil)
+	require.NoError(t, err)
+	require.NotNil(t, srv.Requests()[1].Request.Thinking, "a new turn thinks")
+}
