@@ -15,8 +15,11 @@ import (
 // Fork implements [history.Catalog] as the SQLite store does
 // (docs/storage.md, "Forks"): in one transaction, after the lease check
 // of the fork's ID (as Create), it reads the source's rows up to the fork
-// point, its sessions row locked FOR SHARE so that a delete of the source
-// waits for the fork or the fork finds no source, and writes the fork's.
+// point, its sessions row locked FOR KEY SHARE so that a delete of the
+// source waits for the fork or the fork finds no source, and writes the
+// fork's. The source's writer does not wait for the fork (its UPDATE of
+// the row takes no lock that FOR KEY SHARE blocks): what it commits
+// meanwhile lies past the fork point, which the fork's reads leave out.
 // A wait for the source's row that the lock timeout ends is a
 // *history.BusyError of the source, naming its lease holder.
 func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snapshot, error) {
@@ -36,7 +39,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 			nextPos, count     int64
 			config, title, cwd []byte
 		)
-		err := tx.QueryRow(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd FROM sessions WHERE id = $1 FOR SHARE`, from).
+		err := tx.QueryRow(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd FROM sessions WHERE id = $1 FOR KEY SHARE`, from).
 			Scan(&nextPos, &count, &config, &title, &cwd)
 		if isLockTimeout(err) { // the wait was for the source's row
 			return s.busy(ctx, op, spec.From, err)

@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/historytest"
+	"github.com/sessionkit/sessionkit/internal/pgtest"
 )
 
 // TestForkRacesCreate forks to an ID that another transaction creates
@@ -49,4 +51,49 @@ func TestForkRacesCreate(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the fork did not return after the other transaction committed")
 	}
+}
+
+// TestForkLetsSourceWrite holds a fork's transaction open before it
+// commits: the source's writer appends meanwhile without waiting for the
+// fork (its sessions row is locked FOR KEY SHARE, which an UPDATE of the
+// row does not wait for), the fork inherits none of what the source wrote
+// after the fork point, and a delete of the source still waits for the
+// fork (its lock timeout ends the wait).
+func TestForkLetsSourceWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	paused, release := make(chan struct{}), make(chan struct{})
+	url := pgtest.Database(t)
+	forker := openStore(t, url, WithLockTimeout(time.Minute), withBeforeCommit(func(op string) {
+		if op == "fork" {
+			close(paused)
+			<-release
+		}
+	}))
+	s := openStore(t, url, WithLockTimeout(200*time.Millisecond))
+	snap, err := s.Create(ctx, history.NewSession{ID: "src"})
+	require.NoError(t, err)
+	v, err := s.Append(ctx, "src", snap.Version, historytest.Msgs("m", 2))
+	require.NoError(t, err)
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := forker.Fork(ctx, history.ForkSpec{From: "src", ID: "f"})
+		done <- err
+	}()
+	select {
+	case <-paused:
+	case err := <-done:
+		t.Fatalf("the fork returned before its commit: %v", err)
+	}
+	_, err = s.Append(ctx, "src", v, historytest.Msgs("later", 1))
+	assert.NoError(t, err, "the source's writer does not wait for a fork")
+	err = s.Delete(ctx, "src")
+	assert.ErrorIs(t, err, history.ErrBusy, "a delete of the source waits for the fork")
+	close(release)
+	require.NoError(t, <-done)
+
+	fork, err := s.Load(ctx, "f")
+	require.NoError(t, err)
+	historytest.EqualMessages(t, historytest.Msgs("m", 2), fork.Active)
 }
