@@ -83,29 +83,46 @@ func (s *server) readInstructions(cfg *session.Config, id string, at place) []st
 // withInstructions is result, a response that opens a session, with the
 // project instruction files read for it in its _meta.
 func withInstructions(result any, files []string) any {
-	// withMeta copies: a response's map may be shared with its maker.
-	set := func(m *map[string]any) { *m, _ = withMeta(schema.Value(*m), MetaProjectInstructions, files).Get() }
+	return editOpened(result, func(f openedFields) {
+		// withMeta copies: a response's map may be shared with its maker.
+		*f.meta, _ = withMeta(schema.Value(*f.meta), MetaProjectInstructions, files).Get()
+	})
+}
+
+// openedFields point into a copy of a response that opens a session, at
+// the fields the server fills after its maker: v1 responses have modes
+// and options, v2 ones optionsV2 (the others nil).
+type openedFields struct {
+	meta      *map[string]any
+	modes     **schema.SessionModeState
+	options   *[]schema.SessionConfigOption
+	optionsV2 *[]schema.SessionConfigOptionV2
+}
+
+// editOpened is a copy of result, a response that opens a session (v1 or
+// v2), edited by edit; any other result is returned as it is.
+func editOpened(result any, edit func(openedFields)) any {
 	switch r := result.(type) {
 	case schema.NewSessionResponse:
-		set(&r.Meta)
+		edit(openedFields{meta: &r.Meta, modes: &r.Modes, options: &r.ConfigOptions})
 		return r
 	case schema.LoadSessionResponse:
-		set(&r.Meta)
+		edit(openedFields{meta: &r.Meta, modes: &r.Modes, options: &r.ConfigOptions})
 		return r
 	case schema.ResumeSessionResponse:
-		set(&r.Meta)
+		edit(openedFields{meta: &r.Meta, modes: &r.Modes, options: &r.ConfigOptions})
 		return r
 	case schema.ForkSessionResponse:
-		set(&r.Meta)
+		edit(openedFields{meta: &r.Meta, modes: &r.Modes, options: &r.ConfigOptions})
 		return r
 	case schema.NewSessionResponseV2:
-		set(&r.Meta)
+		edit(openedFields{meta: &r.Meta, optionsV2: &r.ConfigOptions})
 		return r
 	case schema.ResumeSessionResponseV2:
-		set(&r.Meta)
+		edit(openedFields{meta: &r.Meta, optionsV2: &r.ConfigOptions})
 		return r
 	case schema.ForkSessionResponseV2:
-		set(&r.Meta)
+		edit(openedFields{meta: &r.Meta, optionsV2: &r.ConfigOptions})
 		return r
 	}
 	return result

@@ -99,30 +99,13 @@ func (s *server) configOptionsV2(c choice) []schema.SessionConfigOptionV2 {
 // withChoice fills the modes and config options of a response that opens
 // a session (result), as the session stands (c).
 func (s *server) withChoice(result any, c choice) any {
-	switch r := result.(type) {
-	case schema.NewSessionResponse:
-		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
-		return r
-	case schema.LoadSessionResponse:
-		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
-		return r
-	case schema.ResumeSessionResponse:
-		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
-		return r
-	case schema.ForkSessionResponse:
-		r.Modes, r.ConfigOptions = s.modeState(c), s.configOptions(c)
-		return r
-	case schema.NewSessionResponseV2:
-		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
-		return r
-	case schema.ResumeSessionResponseV2:
-		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
-		return r
-	case schema.ForkSessionResponseV2:
-		r.ConfigOptions = nilIfEmpty(s.configOptionsV2(c))
-		return r
-	}
-	return result
+	return editOpened(result, func(f openedFields) {
+		if f.optionsV2 != nil {
+			*f.optionsV2 = nilIfEmpty(s.configOptionsV2(c))
+			return
+		}
+		*f.modes, *f.options = s.modeState(c), s.configOptions(c)
+	})
 }
 
 // validChoice reports whether value is one of the values of config
