@@ -25,6 +25,25 @@ func forkParams(sid, at string) string {
 	return string(b)
 }
 
+// forkSource opens a SQLite store and, on the connection serve makes of
+// it (and initializes), a session (opened by open) with two turns (each
+// by prompt); it returns the connection, the store, the session, its
+// history and the ID of its first reply.
+func forkSource(t *testing.T, serve func(history.Store) *hostileClient, open func(*hostileClient) string, prompt func(*hostileClient, string)) (*hostileClient, history.Store, string, *history.Snapshot, string) {
+	t.Helper()
+	store, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	c := serve(store)
+	src := open(c)
+	prompt(c, src)
+	prompt(c, src)
+	snap, err := store.Load(t.Context(), src)
+	require.NoError(t, err)
+	require.Len(t, snap.Active, 4)
+	return c, store, src, snap, snap.Active[1].ID
+}
+
 // session/fork (v1) on a SQLite store: advertised under
 // sessionCapabilities.fork; a fork of a session open on this connection
 // (leased by it) at _meta.sessionkit.messageId holds the source's history
@@ -33,11 +52,12 @@ func forkParams(sid, at string) string {
 // at the newest entry; the source is unchanged. Bad input is refused and
 // makes no session.
 func TestServe_SessionFork(t *testing.T) {
-	store, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
-	c := hostileServe(t, hostileFake(), store, acp.ServerOptions{})
-	m := c.call("initialize", v1InitParams)
+	var m hostileMsg
+	c, store, src, snap, first := forkSource(t, func(store history.Store) *hostileClient {
+		c := hostileServe(t, hostileFake(), store, acp.ServerOptions{})
+		m = c.call("initialize", v1InitParams)
+		return c
+	}, (*hostileClient).newSession, (*hostileClient).works)
 	require.Nil(t, m.Error)
 	var caps struct {
 		Agent struct {
@@ -46,14 +66,6 @@ func TestServe_SessionFork(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(m.Result, &caps))
 	assert.Equal(t, map[string]any{}, caps.Agent.Session["fork"], "sessionCapabilities.fork")
-
-	src := c.newSession()
-	c.works(src)
-	c.works(src)
-	snap, err := store.Load(t.Context(), src)
-	require.NoError(t, err)
-	require.Len(t, snap.Active, 4)
-	first := snap.Active[1].ID // the first reply
 
 	m = c.call("session/fork", forkParams(src, first))
 	require.Nil(t, m.Error, "session/fork")
@@ -116,12 +128,13 @@ func TestServe_SessionFork(t *testing.T) {
 // bad input (an unknown source or message, v2 mcpServers that are no list)
 // is refused without making a session.
 func TestServe_SessionForkV2(t *testing.T) {
-	store, err := sqlite.Open(filepath.Join(t.TempDir(), "sessions.db"))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = store.Close() })
 	offer := modeOptions(nil)
-	c := hostileServe(t, hostileFake(), store, acp.ServerOptions{Modes: offer.Modes, Models: offer.Models})
-	m := c.call("initialize", v2InitParams)
+	var m hostileMsg
+	c, store, src, snap, first := forkSource(t, func(store history.Store) *hostileClient {
+		c := hostileServe(t, hostileFake(), store, acp.ServerOptions{Modes: offer.Modes, Models: offer.Models})
+		m = c.call("initialize", v2InitParams)
+		return c
+	}, (*hostileClient).newSessionV2, (*hostileClient).worksV2)
 	require.Nil(t, m.Error)
 	var caps struct {
 		Agent struct {
@@ -130,14 +143,6 @@ func TestServe_SessionForkV2(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(m.Result, &caps))
 	assert.Equal(t, map[string]any{}, caps.Agent.Session["fork"], "capabilities.session.fork")
-
-	src := c.newSessionV2()
-	c.worksV2(src)
-	c.worksV2(src)
-	snap, err := store.Load(t.Context(), src)
-	require.NoError(t, err)
-	require.Len(t, snap.Active, 4)
-	first := snap.Active[1].ID // the first reply
 
 	m = c.call("session/fork", forkParams(src, first))
 	require.Nil(t, m.Error, "session/fork")
