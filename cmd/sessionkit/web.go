@@ -100,6 +100,7 @@ var funcs = template.FuncMap{
 	"pathEsc":   pathEsc,
 	"add":       func(a, b int) int { return a + b },
 	"count":     count, // {{count 1 "Segment"}}: 1 Segment
+	"grew":      grew,  // a compaction that did not make the context smaller
 	"lines": func(s string) string {
 		n := strings.Count(strings.TrimRight(s, "\n"), "\n") + 1
 		if s == "" {
