@@ -135,6 +135,7 @@ func (t tools) readSeen(ctx context.Context, l loc, in readFileArgs) (string, hi
 	}
 	ranged := in.StartLine > 0 || in.EndLine > 0
 	start := max(in.StartLine, 1)
+	whole := start == 1 && in.EndLine <= 0 // all of it, unless cut at MaxOutput
 	f, st, err := t.w.open(l, os.O_RDONLY)
 	if ed := t.o.Editor; ed != nil && ed.CanReadFiles() {
 		// The editor sees unsaved changes, also of a file not on the disk
@@ -163,7 +164,7 @@ func (t tools) readSeen(ctx context.Context, l loc, in readFileArgs) (string, hi
 			return "", none, fmt.Errorf("%s has fewer than %d lines; lines from %d on do not exist", in.Path, start, start)
 		}
 		if len(text) <= t.o.MaxOutput {
-			if !ranged {
+			if whole {
 				return text, seenWhole(history.FileRead, text), nil
 			}
 			return text, seenPart(text, start, 0), nil
@@ -205,7 +206,7 @@ func (t tools) readSeen(ctx context.Context, l loc, in readFileArgs) (string, hi
 	}
 	seen := seenPart(string(text), start, st.Size())
 	switch {
-	case cutIn == 0 && !ranged:
+	case cutIn == 0 && whole:
 		return string(text), seenWhole(history.FileRead, string(text)), nil
 	case cutIn == 0:
 		return string(text), seen, nil

@@ -235,3 +235,18 @@ func TestGuardEditorBuffer(t *testing.T) {
 	require.ErrorIs(t, err, workspace.ErrChangedSinceRead)
 	assert.Contains(t, err.Error(), "main.go changed in the editor since you changed it")
 }
+
+// A read from line 1 with no end_line saw the whole file, as a read
+// without lines does: a line added since refuses an edit.
+func TestGuardReadFromLineOneIsWhole(t *testing.T) {
+	f := newLedgered(t, workspace.Options{})
+	f.outsideWrite(t, "a.txt", "alpha\n")
+	_, err := f.call(t, "read_file", map[string]any{"path": "a.txt", "start_line": 1})
+	require.NoError(t, err)
+	st, ok := f.led.Seen("a.txt")
+	require.True(t, ok)
+	assert.True(t, st.Whole())
+
+	f.outsideWrite(t, "a.txt", "alpha\nbeta\n")
+	require.ErrorIs(t, f.edit(t, "a.txt", "alpha", "gamma"), workspace.ErrChangedSinceRead)
+}
