@@ -92,7 +92,7 @@ func (s otlpSignal) enabled(getenv func(string) string) (bool, error) {
 // check checks the signal's OTLP variables: each that is set must be one
 // the exporter honours, or the agent would start without exporting, or
 // export where nobody looks. Errors name the variable; a header's value
-// (a credential, often) is never shown.
+// and an endpoint's password (credentials, often) are never shown.
 func (s otlpSignal) check(getenv func(string) string) error {
 	if v, name := s.lookup(getenv, "ENDPOINT"); name != "" {
 		u, err := url.Parse(v)
@@ -100,9 +100,9 @@ func (s otlpSignal) check(getenv func(string) string) error {
 		case err != nil:
 			return fmt.Errorf("%s: not a URL (%v)", name, redactedParseError(err))
 		case u.Scheme != "http" && u.Scheme != "https":
-			return fmt.Errorf("%s=%q: not an http:// or https:// URL (OTLP/HTTP, port 4318 by default)", name, v)
+			return fmt.Errorf("%s=%q: not an http:// or https:// URL (OTLP/HTTP, port 4318 by default)", name, u.Redacted())
 		case u.Host == "":
-			return fmt.Errorf("%s=%q: names no host", name, v)
+			return fmt.Errorf("%s=%q: names no host", name, u.Redacted())
 		}
 	}
 	if v, name := s.lookup(getenv, "PROTOCOL"); name != "" && v != "http/protobuf" {

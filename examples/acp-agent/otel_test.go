@@ -214,19 +214,20 @@ func TestOTLPBadEnv(t *testing.T) {
 		env  []string
 		want string
 	}{
-		"endpoint scheme": {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318"}, `OTEL_EXPORTER_OTLP_ENDPOINT="localhost:4318": not an http:// or https:// URL`},
-		"endpoint URL":    {[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://[::1"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not a URL"},
-		"no host":         {[]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=http:///v1/metrics"}, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"},
-		"grpc":            {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, `OTEL_EXPORTER_OTLP_PROTOCOL="grpc": acp-agent sends http/protobuf only`},
-		"signal protocol": {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json"}, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"},
-		"timeout":         {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TIMEOUT=10s"}, `OTEL_EXPORTER_OTLP_TIMEOUT="10s": not a number of milliseconds`},
-		"compression":     {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=zstd"}, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"},
-		"headers":         {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%zzsecret"}, `OTEL_EXPORTER_OTLP_HEADERS: the value of "authorization" is not URL-encoded`},
-		"console":         {[]string{"OTEL_TRACES_EXPORTER=console"}, "OTEL_TRACES_EXPORTER=console: the agent's stdout is the ACP channel"},
-		"exporter":        {[]string{"OTEL_METRICS_EXPORTER=prometheus"}, "OTEL_METRICS_EXPORTER"},
-		"disabled":        {[]string{"OTEL_SDK_DISABLED=yes please"}, "OTEL_SDK_DISABLED"},
-		"interval":        {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_METRIC_EXPORT_INTERVAL=-5"}, "OTEL_METRIC_EXPORT_INTERVAL"},
-		"resource":        {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_RESOURCE_ATTRIBUTES=novalue"}, "OTEL_RESOURCE_ATTRIBUTES"},
+		"endpoint scheme":   {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=localhost:4318"}, `OTEL_EXPORTER_OTLP_ENDPOINT="localhost:4318": not an http:// or https:// URL`},
+		"endpoint password": {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=ftp://user:secret@collector:4318"}, `OTEL_EXPORTER_OTLP_ENDPOINT="ftp://user:xxxxx@collector:4318": not an http:// or https:// URL`},
+		"endpoint URL":      {[]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://[::1"}, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: not a URL"},
+		"no host":           {[]string{"OTEL_EXPORTER_OTLP_METRICS_ENDPOINT=http:///v1/metrics"}, "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"},
+		"grpc":              {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, `OTEL_EXPORTER_OTLP_PROTOCOL="grpc": acp-agent sends http/protobuf only`},
+		"signal protocol":   {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL=http/json"}, "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"},
+		"timeout":           {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TIMEOUT=10s"}, `OTEL_EXPORTER_OTLP_TIMEOUT="10s": not a number of milliseconds`},
+		"compression":       {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION=zstd"}, "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION"},
+		"headers":           {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%zzsecret"}, `OTEL_EXPORTER_OTLP_HEADERS: the value of "authorization" is not URL-encoded`},
+		"console":           {[]string{"OTEL_TRACES_EXPORTER=console"}, "OTEL_TRACES_EXPORTER=console: the agent's stdout is the ACP channel"},
+		"exporter":          {[]string{"OTEL_METRICS_EXPORTER=prometheus"}, "OTEL_METRICS_EXPORTER"},
+		"disabled":          {[]string{"OTEL_SDK_DISABLED=yes please"}, "OTEL_SDK_DISABLED"},
+		"interval":          {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_METRIC_EXPORT_INTERVAL=-5"}, "OTEL_METRIC_EXPORT_INTERVAL"},
+		"resource":          {[]string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_RESOURCE_ATTRIBUTES=novalue"}, "OTEL_RESOURCE_ATTRIBUTES"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(bin, "--store", filepath.Join(t.TempDir(), "s.db"))
