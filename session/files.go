@@ -246,18 +246,19 @@ const (
 )
 
 // filesNote is the note after the retained summary that lists the files
-// read and changed before it (segs as standingFiles returns them), newest
-// first, at most maxNoteFiles of them; "" for none.
-func filesNote(segs [][]history.FileState) string {
-	if len(segs) == 0 {
+// read and changed before it (segs, the ledger of the standing Segments'
+// files alone), newest first, at most maxNoteFiles of them; "" for none.
+func filesNote(segs *FileLedger) string {
+	if segs.Len() == 0 {
 		return ""
 	}
-	files := ledgerOf(segs, nil).Newest(0)
+	files := segs.Newest(maxNoteFiles + 1)
+	more := segs.Len() - maxNoteFiles
 	var b strings.Builder
 	b.WriteString("Files read or changed before this summary, newest first (the file tools still know what you saw of each, so an unchanged file needs no new read before edit_file; read_file shows its content now, and a file changed since must be read again):")
 	for i, f := range files {
 		if i == maxNoteFiles {
-			fmt.Fprintf(&b, "\n- and %d more", len(files)-i)
+			fmt.Fprintf(&b, "\n- and %d more", more)
 			break
 		}
 		what := "read"
@@ -273,10 +274,13 @@ func filesNote(segs [][]history.FileState) string {
 }
 
 // setSegFiles adopts segs as the standing Segments' files: the ledger and
-// the summary view's note are made again from them.
+// the summary view's note are made again from them, with one fold of segs
+// (the note is made from it before Active's files are folded in).
 func (l *loop) setSegFiles(segs [][]history.FileState) {
 	l.segFiles = segs
 	l.filesStale = false
-	l.files = ledgerOf(segs, l.active)
-	l.filesNote = filesNote(segs)
+	f := ledgerOf(segs, nil)
+	l.filesNote = filesNote(f)
+	f.foldMessages(l.active)
+	l.files = f
 }

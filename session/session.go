@@ -228,8 +228,6 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		active:   active,
 		summary:  snap.Summary,
 		archived: snap.Archived,
-		files:    ledgerOf(segFiles, active),
-		segFiles: segFiles,
 		nextPos:  nextPos,
 		feed:     newFeed(cfg.EventHistory, start, elog),
 		elog:     elog,
@@ -247,7 +245,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		tel:      newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
 		cost:     cost,
 	}
-	l.filesNote = filesNote(segFiles)
+	l.setSegFiles(segFiles)
 	l.publishSettings()
 	opened = true
 	go l.work()
