@@ -124,6 +124,7 @@ type compaction struct {
 	sum      *compact.Summary     // the summary, once made
 	billed   *history.UsageRecord // the summary call's ledger record; nil when no call answered
 	facts    []compact.Fact       // the prefix's facts, extracted beside the summary call
+	files    []history.FileState  // the prefix's files (segmentFiles), folded in the same job
 }
 
 // newCompaction makes compaction c the running one, with what its phases
@@ -211,8 +212,9 @@ func (l *loop) summarize(k *compaction) {
 			billed = &r
 		}
 		if err == nil {
+			files := segmentFiles(run.in.Prefix) // off the loop: it reads the whole prefix
 			return func(l *loop) {
-				k.sum, k.info, k.facts, k.billed = sum, info, facts, billed
+				k.sum, k.info, k.facts, k.files, k.billed = sum, info, facts, files, billed
 				// §4.6: the canonical commit. From here on it is never torn.
 				l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionRunning, Text: "Compacting: archiving " + plural.Count(k.archive, "message") + ".", CompactID: c.id})
 				l.publish(l.compactionEvent(c, PhaseCommitting))
@@ -337,7 +339,7 @@ func (l *loop) commitCompaction(k *compaction) {
 		SummaryModel:    model,
 		ContextBefore:   k.before,
 		ContextAfter:    after,
-		Files:           segmentFiles(k.in.Prefix),
+		Files:           k.files,
 	}
 	if k.billed != nil {
 		commit.Usage = []history.UsageRecord{*k.billed}
