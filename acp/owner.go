@@ -370,6 +370,9 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 	}
 	if full {
 		a.open, a.summarized = map[string]int64{}, map[string]int{}
+		// The replay sends every call again (a call is committed before
+		// its tool runs), so none of before is kept waiting for a result.
+		a.calls, a.shown = map[string]history.ToolCall{}, map[string]string{}
 		a.lastPos, a.lastSeq, a.draft, a.sent, a.afterText, a.title = -1, 0, "", 0, false, ""
 		a.told = a.srv.defaultChoice() // what the replayed changes start from
 	}
