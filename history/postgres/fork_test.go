@@ -11,6 +11,7 @@ import (
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/historytest"
 	"github.com/sessionkit/sessionkit/internal/pgtest"
+	"github.com/sessionkit/sessionkit/internal/poll"
 )
 
 // TestForkRacesCreate forks to an ID that another transaction creates
@@ -37,12 +38,12 @@ func TestForkRacesCreate(t *testing.T) {
 		_, err := s.Fork(ctx, history.ForkSpec{From: "src", ID: "b"})
 		done <- err
 	}()
-	require.Eventually(t, func() bool {
+	poll.Until(t, 30*time.Second, func() bool {
 		var waiting int
 		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO sessions%'`).Scan(&waiting)
 		return err == nil && waiting > 0
-	}, 30*time.Second, 10*time.Millisecond, "the fork's insert never waited for the other transaction")
+	}, "the fork's insert waiting for the other transaction")
 	require.NoError(t, tx.Commit(ctx))
 
 	select {
