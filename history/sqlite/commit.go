@@ -274,12 +274,12 @@ func prepare(w *sql.DB) (*statements, error) {
 		// and message counters, ?4 the session, ?5 its version, ?6 the
 		// lease's token.
 		{&st.swapFree, `
-			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3
+			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3, indexed = indexed + ?3
 			WHERE id = ?4 AND version = ?5
 				AND NOT EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND expires_at > ?1)
 			RETURNING active_from, archived, message_count, next_pos, num`},
 		{&st.swapLeased, `
-			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3
+			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3, indexed = indexed + ?3
 			WHERE id = ?4 AND version = ?5
 				AND EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND token = ?6 AND expires_at > ?1)
 			RETURNING active_from, archived, message_count, next_pos, num`},

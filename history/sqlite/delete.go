@@ -83,9 +83,9 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64
 		}{
 			{`UPDATE sessions SET num = NULL WHERE id = ?`, []any{id}},
 			{`INSERT INTO sessions (id, version, active_from, archived, message_count, next_pos, created_at, updated_at, num,
-				fork_of, fork_pos, fork_seq, fork_at, deleted)
+				fork_of, fork_pos, fork_seq, fork_at, deleted, indexed)
 				SELECT ?, version, active_from, archived, message_count, next_pos, created_at, updated_at, ?,
-				fork_of, fork_pos, fork_seq, fork_at, 1 FROM sessions WHERE id = ?`, []any{hidden, num, id}},
+				fork_of, fork_pos, fork_seq, fork_at, 1, indexed FROM sessions WHERE id = ?`, []any{hidden, num, id}},
 			{`UPDATE messages SET session_id = ? WHERE session_id = ?`, []any{hidden, id}},
 			{`UPDATE sessions SET fork_of = ? WHERE fork_of = ?`, []any{hidden, id}},
 			{`DELETE FROM sessions WHERE id = ?`, []any{id}},

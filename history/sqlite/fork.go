@@ -115,10 +115,10 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		}
 		now := time.Now().UnixNano()
 		_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
-				title, cwd, created_at, updated_at, num, fork_of, fork_pos, fork_seq, fork_at)
-			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions), ?, ?, ?, ?)`,
+				title, cwd, created_at, updated_at, num, fork_of, fork_pos, fork_seq, fork_at, indexed)
+			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions), ?, ?, ?, ?, ?)`,
 			spec.ID, nullBytes(config), summary, activeFrom, archived, n, at+1, title, cwd, now, now,
-			spec.From, at, n, forkAt)
+			spec.From, at, n, forkAt, n)
 		switch {
 		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
 			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)

@@ -175,6 +175,12 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	// changes: the version makes a sessionkit that does not know the
 	// marker leave the file alone (ErrNewerSchema).
 	`SELECT 1;`,
+	// 16: the search index's watermark (search.go): a session's messages
+	// numbered below indexed have their message_fts rows; the ones after
+	// it are searched from the messages table until the index catches up.
+	// Every existing message is indexed.
+	`ALTER TABLE sessions ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
+UPDATE sessions SET indexed = message_count;`,
 }
 
 // migrationForks is migration 13: the fork columns of sessions.
