@@ -40,6 +40,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		// The children first: their foreign keys name the sessions row.
 		for _, q := range []string{
 			`DELETE FROM messages WHERE session_id = $1`,
+			`DELETE FROM vectors WHERE session_id = $1`,
 			`DELETE FROM compactions WHERE session_id = $1`,
 			`DELETE FROM events WHERE session_id = $1`,
 			`DELETE FROM configs WHERE session_id = $1`,

@@ -180,6 +180,18 @@ ALTER TABLE compactions ADD COLUMN files bytea;
 	// 14: an assistant message's thoughts (history.Thought), a JSON array
 	// (history/internal/sqlstore.Thoughts); NULL means none.
 	`ALTER TABLE messages ADD COLUMN thoughts bytea;`,
+	// 15: the vectors of an embedder (history.VectorIndex, vectors.go):
+	// one per message a session's embedder embedded, keyed by the
+	// message's timeline position in the session that wrote it; vec is
+	// the vecsearch encoding, empty for a message with nothing to embed.
+	`
+CREATE TABLE vectors (
+	session_id bytea  NOT NULL REFERENCES sessions (id),
+	pos        bigint NOT NULL, -- the message's timeline position
+	vec        bytea  NOT NULL,
+	PRIMARY KEY (session_id, pos)
+);
+`,
 }
 
 // migrationForks is migration 12: the fork columns of sessions.

@@ -56,7 +56,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 func deletedID(num int64) string { return fmt.Sprintf("\x00deleted-%d", num) }
 
 // deleteRows removes what session id (number num) stores; with keep, the
-// messages and search rows stay under deletedID (see Delete).
+// messages, vectors and search rows stay under deletedID (see Delete).
 func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64, keep bool) error {
 	const op = "delete"
 	// The children first: their foreign keys name the sessions row.
@@ -66,6 +66,7 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64
 	}{
 		{`DELETE FROM message_fts WHERE rowid BETWEEN ? AND ?`, []any{rowidOf(num, 0), rowidOf(num, 1<<32-1)}},
 		{`DELETE FROM messages WHERE session_id = ?`, []any{id}},
+		{`DELETE FROM vectors WHERE session_id = ?`, []any{id}},
 		{`DELETE FROM compactions WHERE session_id = ?`, []any{id}},
 		{`DELETE FROM events WHERE session_id = ?`, []any{id}},
 		{`DELETE FROM configs WHERE session_id = ?`, []any{id}},
@@ -77,7 +78,7 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64
 		// hidden ID first (its number freed and taken again), then the
 		// messages follow it, then the forks, and the old row goes.
 		hidden := deletedID(num)
-		steps = append(steps[2:len(steps)-1], []struct {
+		steps = append(steps[3:len(steps)-1], []struct {
 			query string
 			args  []any
 		}{
@@ -87,6 +88,7 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64
 				SELECT ?, version, active_from, archived, message_count, next_pos, created_at, updated_at, ?,
 				fork_of, fork_pos, fork_seq, fork_at, 1, indexed FROM sessions WHERE id = ?`, []any{hidden, num, id}},
 			{`UPDATE messages SET session_id = ? WHERE session_id = ?`, []any{hidden, id}},
+			{`UPDATE vectors SET session_id = ? WHERE session_id = ?`, []any{hidden, id}},
 			{`UPDATE sessions SET fork_of = ? WHERE fork_of = ?`, []any{hidden, id}},
 			{`DELETE FROM sessions WHERE id = ?`, []any{id}},
 		}...)

@@ -181,7 +181,24 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 	// Every existing message is indexed.
 	`ALTER TABLE sessions ADD COLUMN indexed INTEGER NOT NULL DEFAULT 0;
 UPDATE sessions SET indexed = message_count;`,
+	// 17: the vectors of an embedder (history.VectorIndex, vectors.go).
+	migrationVectors,
 }
+
+// migrationVectors is migration 17: one vector per message a session's
+// embedder embedded, keyed by the message's timeline position in the
+// session that wrote it (a fork's vectors of messages it inherits are
+// its own rows, its parent's are read along the chain: chain.go). vec is
+// the vecsearch encoding; an empty vec marks a message with nothing to
+// embed.
+const migrationVectors = `
+CREATE TABLE vectors (
+	session_id TEXT    NOT NULL REFERENCES sessions (id),
+	pos        INTEGER NOT NULL, -- the message's timeline position
+	vec        BLOB    NOT NULL,
+	PRIMARY KEY (session_id, pos)
+) WITHOUT ROWID;
+`
 
 // migrationForks is migration 13: the fork columns of sessions.
 const migrationForks = `
