@@ -28,7 +28,10 @@ type SessionInfo struct {
 
 // ListOptions selects and pages the sessions [Catalog.ListSessions] returns.
 type ListOptions struct {
-	Cwd    string // only sessions created with this Cwd; "" = all
+	Cwd string // only sessions created with this Cwd; "" = all
+	// ForkOf lists only the forks of this session (SessionInfo.ForkOf),
+	// its direct forks, not theirs; "" = all sessions.
+	ForkOf string
 	Cursor string // SessionPage.Next of the previous page; "" = the first page
 	Limit  int    // sessions per page; 0 = DefaultListLimit; at most MaxListLimit
 }

@@ -398,20 +398,16 @@ func (s *server) session(w http.ResponseWriter, req *http.Request) error {
 }
 
 // forksOf lists the stored forks of session id, newest first (every page
-// of the store's listing).
+// of the store's listing of its forks, ListOptions.ForkOf).
 func (s *server) forksOf(ctx context.Context, id string) ([]history.SessionInfo, error) {
 	var out []history.SessionInfo
-	opts := history.ListOptions{Limit: history.MaxListLimit}
+	opts := history.ListOptions{ForkOf: id, Limit: history.MaxListLimit}
 	for {
 		page, err := s.r.st.ListSessions(ctx, opts)
 		if err != nil {
 			return nil, err
 		}
-		for _, info := range page.Sessions {
-			if info.ForkOf == id {
-				out = append(out, info)
-			}
-		}
+		out = append(out, page.Sessions...)
 		if page.Next == "" {
 			return out, nil
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -377,4 +378,40 @@ func testForkToolResult(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Len(t, win, 1)
 	assert.Equal(t, "read_file", win[0].ToolName)
+}
+
+// testListForkOf: ListOptions.ForkOf lists the direct forks of one session
+// only, in listing order and pages, with Cwd too.
+func testListForkOf(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "src")
+	appendMsgs(t, s, "src", v, Msgs("m", 2))
+	create(t, s, "other")
+	for _, f := range []struct{ id, from, cwd string }{
+		{"f1", "src", "/a"}, {"f2", "src", "/b"}, {"f3", "f1", "/a"}, {"f4", "src", "/a"},
+	} {
+		_, err := s.Fork(ctx, history.ForkSpec{ID: f.id, From: f.from, Cwd: f.cwd})
+		require.NoError(t, err, f.id)
+	}
+	all := listAll(t, s, history.ListOptions{}, nil)
+	var want []string // the forks of src in listing order
+	for _, id := range all {
+		if id == "f1" || id == "f2" || id == "f4" {
+			want = append(want, id)
+		}
+	}
+	assert.Equal(t, want, listAll(t, s, history.ListOptions{ForkOf: "src", Limit: 1}, nil), "src's forks, a page each")
+	assert.Equal(t, want, listAll(t, s, history.ListOptions{ForkOf: "src"}, nil))
+	assert.Equal(t, []string{"f3"}, listAll(t, s, history.ListOptions{ForkOf: "f1"}, nil), "a fork's forks are not its source's")
+	got := listAll(t, s, history.ListOptions{ForkOf: "src", Cwd: "/a"}, nil)
+	slices.Sort(got)
+	assert.Equal(t, []string{"f1", "f4"}, got)
+	for _, id := range []string{"other", "f3", "nobody"} {
+		assert.Empty(t, listAll(t, s, history.ListOptions{ForkOf: id}, nil), id)
+	}
+	p, err := s.ListSessions(ctx, history.ListOptions{ForkOf: "src", Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, p.Sessions, 1)
+	assert.Equal(t, "src", p.Sessions[0].ForkOf)
 }

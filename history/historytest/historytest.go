@@ -133,6 +133,7 @@ func Run(t *testing.T, h Harness) {
 		{"ForkInvalid", testForkInvalid},
 		{"ForkListDelete", testForkListDelete},
 		{"ForkToolResult", testForkToolResult},
+		{"ListForkOf", testListForkOf},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

@@ -589,7 +589,7 @@ func (s *Store) ListSessions(ctx context.Context, opts history.ListOptions) (his
 	}
 	var all []history.SessionInfo
 	for id, ss := range s.sessions {
-		if opts.Cwd != "" && ss.cwd != opts.Cwd {
+		if opts.Cwd != "" && ss.cwd != opts.Cwd || opts.ForkOf != "" && ss.forkOf != opts.ForkOf {
 			continue
 		}
 		if after != nil && !after.Before(ss.updated.UnixNano(), id) {

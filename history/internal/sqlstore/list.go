@@ -13,7 +13,8 @@ import (
 // a session's title; arg adds a value to the statement's arguments and
 // returns its placeholder; text is the argument value of a string column.
 // The page goes through the (updated_at, id) index, or the (cwd,
-// updated_at, id) index with a Cwd.
+// updated_at, id) index with a Cwd; the forks of one session (ForkOf),
+// few, through the fork_of index.
 // Sessions deleted while forks read them (marked deleted) are left out.
 func ListQuery(opts history.ListOptions, title string, arg func(v any) string, text func(string) any) (q string, limit int, err error) {
 	limit, after, err := storekit.ParseList(opts)
@@ -23,6 +24,9 @@ func ListQuery(opts history.ListOptions, title string, arg func(v any) string, t
 	where := []string{`deleted = ` + arg(false)}
 	if opts.Cwd != "" {
 		where = append(where, `cwd = `+arg(text(opts.Cwd)))
+	}
+	if opts.ForkOf != "" {
+		where = append(where, `fork_of = `+arg(text(opts.ForkOf)))
 	}
 	if after != nil {
 		where = append(where, `(updated_at, id) < (`+arg(after.UpdatedAt)+`, `+arg(text(after.ID))+`)`)
