@@ -227,6 +227,16 @@ func standingFiles(segs []history.Segment) [][]history.FileState {
 	return out
 }
 
+// readStandingFiles reads the Files of session id's standing Segments
+// (standingFiles).
+func readStandingFiles(ctx context.Context, store history.Store, id string) ([][]history.FileState, error) {
+	heads, err := store.SegmentHeaders(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return standingFiles(heads), nil
+}
+
 // segmentFiles are the files msgs (the prefix a compaction archives) read
 // or changed, as the Segment records them: newest first, at most
 // history.MaxFiles.

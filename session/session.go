@@ -131,18 +131,8 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = zap.NewNop()
-	}
-	store := cfg.Store
-	if store == nil {
-		store = memstore.New()
-	}
-	id := cfg.ID
-	if id == "" {
-		id = newID()
-	}
+	cfg = cfg.withDefaults()
+	log, store, id := cfg.Logger, cfg.Store, cfg.ID
 
 	// On a shared store the lease comes first: what follows reads the
 	// session and recovers its interrupted compactions, which is only right
@@ -206,11 +196,9 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	// The file ledger: the files of the standing Segments, then Active's.
 	var segFiles [][]history.FileState
 	if snap.Archived > 0 {
-		heads, err := store.SegmentHeaders(ctx, id)
-		if err != nil {
+		if segFiles, err = readStandingFiles(ctx, store, id); err != nil {
 			return nil, fmt.Errorf("session: read segments: %w", err)
 		}
-		segFiles = standingFiles(heads)
 	}
 
 	s := newSession(id, store, cfg.Provider)
@@ -251,6 +239,21 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	go l.work()
 	go l.run()
 	return s, nil
+}
+
+// withDefaults fills in what cfg left zero and start needs at once: a
+// logger that drops everything, a store in memory and a new session ID.
+func (cfg Config) withDefaults() Config {
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Store == nil {
+		cfg.Store = memstore.New()
+	}
+	if cfg.ID == "" {
+		cfg.ID = newID()
+	}
+	return cfg
 }
 
 // newSession is the Session of session id, whose loop is yet to start.

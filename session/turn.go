@@ -198,13 +198,12 @@ func (l *loop) runTools() {
 			// The archive changed under the session (a resync): its
 			// files are read again, so the guard never forgets a file
 			// for it.
-			var heads []history.Segment
+			var segs [][]history.FileState
 			err := w.call(func(ctx context.Context) (err error) {
-				heads, err = w.store.SegmentHeaders(ctx, w.id)
+				segs, err = readStandingFiles(ctx, w.store, w.id)
 				return err
 			})
 			if err == nil {
-				segs := standingFiles(heads)
 				led = ledgerOf(segs, active)
 				post(func(l *loop) { l.setSegFiles(segs) })
 			}

@@ -157,7 +157,17 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 	case !stopped:
 		return nil, delivered, &truncatedError{missing: "message_stop"}
 	}
-	msg := history.Message{Role: history.RoleAssistant, Text: text.String()}
+	msg, err := streamedMessage(text.String(), thoughts, tools, stopReason)
+	if err != nil {
+		return nil, delivered, err
+	}
+	return &provider.Response{Message: msg, Usage: usageOf(input, write, read, output)}, delivered, nil
+}
+
+// streamedMessage is the assistant message of a finished stream: its text,
+// thinking blocks and tool calls, each tool call's input whole.
+func streamedMessage(text string, thoughts []*thoughtBlock, tools []*toolBlock, stopReason string) (history.Message, error) {
+	msg := history.Message{Role: history.RoleAssistant, Text: text}
 	for _, t := range thoughts {
 		msg.Thoughts = append(msg.Thoughts, history.Thought{Text: t.text.String(), Signature: t.signature, Redacted: t.redacted})
 	}
@@ -165,9 +175,9 @@ func (p *Provider) stream(ctx context.Context, params sdk.MessageNewParams, onDe
 		t.call.Arguments = toolArgs(t.args)
 		if !json.Valid(t.call.Arguments) {
 			// Committed, it would make every later request invalid.
-			return nil, delivered, fmt.Errorf("tool_use %q: input is not valid JSON (stop reason %q)", t.call.ID, stopReason)
+			return history.Message{}, fmt.Errorf("tool_use %q: input is not valid JSON (stop reason %q)", t.call.ID, stopReason)
 		}
 		msg.ToolCalls = append(msg.ToolCalls, t.call)
 	}
-	return &provider.Response{Message: msg, Usage: usageOf(input, write, read, output)}, delivered, nil
+	return msg, nil
 }

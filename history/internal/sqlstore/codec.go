@@ -122,18 +122,29 @@ func Unexact(s string, b []byte) string {
 // validated: a JSON array, or nil for none. The image bytes are in it once,
 // as base64.
 func Attachments(in []history.Attachment) ([]byte, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make([]attachmentJSON, len(in))
-	for i, a := range in {
-		o := &out[i]
-		o.Kind, o.At, o.Data = string(a.Kind), a.At, a.Data
+	return MarshalEach(in, func(a *history.Attachment) (attachmentJSON, error) {
+		o := attachmentJSON{Kind: string(a.Kind), At: a.At, Data: a.Data}
 		o.Name, o.NameBase64 = Exact(a.Name)
 		o.URI, o.URIBase64 = Exact(a.URI)
 		o.MIME, o.MIMEBase64 = Exact(a.MIMEType)
 		o.Text, o.TextBase64 = Exact(a.Text)
 		o.Note, o.NoteBase64 = Exact(a.Note)
+		return o, nil
+	})
+}
+
+// MarshalEach encodes in as a JSON array of their stored forms (each from
+// to), as Marshal does; nil for none. It is the inverse of Unmarshal.
+func MarshalEach[T, S any](in []T, to func(*T) (S, error)) ([]byte, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]S, len(in))
+	for i := range in {
+		var err error
+		if out[i], err = to(&in[i]); err != nil {
+			return nil, err
+		}
 	}
 	return Marshal(out)
 }
@@ -191,17 +202,13 @@ type thoughtJSON struct {
 // Thoughts returns the stored form of an assistant message's thoughts: a
 // JSON array, or nil for none.
 func Thoughts(in []history.Thought) ([]byte, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make([]thoughtJSON, len(in))
-	for i, t := range in {
-		o := &out[i]
+	return MarshalEach(in, func(t *history.Thought) (thoughtJSON, error) {
+		var o thoughtJSON
 		o.Text, o.TextBase64 = Exact(t.Text)
 		o.Signature, o.SignatureBase64 = Exact(t.Signature)
 		o.Redacted, o.RedactedBase64 = Exact(t.Redacted)
-	}
-	return Marshal(out)
+		return o, nil
+	})
 }
 
 // FromThoughts is the inverse of Thoughts (nil for nil).

@@ -48,17 +48,7 @@ func (f *fileJSON) access() history.FileAccess {
 // Files returns the stored form of a message's files, already validated:
 // a JSON array, or nil for none.
 func Files(in []history.FileAccess) ([]byte, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make([]fileJSON, len(in))
-	for i := range in {
-		var err error
-		if out[i], err = fileOf(&in[i]); err != nil {
-			return nil, err
-		}
-	}
-	return Marshal(out)
+	return MarshalEach(in, fileOf)
 }
 
 // FromFiles is the inverse of Files (nil for nil).
@@ -69,18 +59,11 @@ func FromFiles(b []byte) ([]history.FileAccess, error) {
 // FileStates returns the stored form of a Segment's files, already
 // validated: a JSON array, or nil for none.
 func FileStates(in []history.FileState) ([]byte, error) {
-	if len(in) == 0 {
-		return nil, nil
-	}
-	out := make([]fileJSON, len(in))
-	for i := range in {
-		var err error
-		if out[i], err = fileOf(&in[i].FileAccess); err != nil {
-			return nil, err
-		}
-		out[i].Read, out[i].Changed = in[i].Read, in[i].Changed
-	}
-	return Marshal(out)
+	return MarshalEach(in, func(st *history.FileState) (fileJSON, error) {
+		f, err := fileOf(&st.FileAccess)
+		f.Read, f.Changed = st.Read, st.Changed
+		return f, err
+	})
 }
 
 // FromFileStates is the inverse of FileStates (nil for nil).
