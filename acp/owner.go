@@ -374,6 +374,7 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 		// its tool runs), so none of before is kept waiting for a result.
 		a.calls, a.shown = map[string]history.ToolCall{}, map[string]string{}
 		a.lastPos, a.lastSeq, a.draft, a.sent, a.afterText, a.title = -1, 0, "", 0, false, ""
+		a.thinking, a.thought = "", 0
 		a.told = a.srv.defaultChoice() // what the replayed changes start from
 	}
 	a.loading = full
@@ -539,8 +540,12 @@ func (a *agentSession) forward(ev session.Event, replayed bool) {
 		if p.MessageID != a.thinking {
 			a.thinking, a.thought = p.MessageID, 0
 		}
-		if a.enqueueText("t:"+p.MessageID, p.Text, true, a.surf.thoughtChunk(p.MessageID)) {
-			a.thought += len(p.Text)
+		text := p.Text
+		if replayed { // the reasoning so far: send what this client lacks
+			text = unsent(text, a.thought)
+		}
+		if a.enqueueText("t:"+p.MessageID, text, true, a.surf.thoughtChunk(p.MessageID)) {
+			a.thought += len(text)
 		}
 	case *session.MessageEvent:
 		if replayed && p.Position <= a.lastPos {

@@ -144,16 +144,13 @@ type loop struct {
 	// far, and draft the assistant message the turn's step is streaming: a
 	// Replay that finds them hands them on (Session.Replay).
 	runSummary strings.Builder
-	draft      struct {
-		id   string
-		text strings.Builder
-	}
-	cancelJ context.CancelCauseFunc // cancels it, with ErrCancelled or ErrClosed
-	busy    bool                    // a job is in the worker
-	closing bool
-	lease   history.Lease // nil unless the store is shared (history.Leaser)
-	stale   bool          // a failed write could not be read back: reload before the next one
-	storeTO time.Duration // Config.StoreTimeout: the deadline of each store call
+	draft      draft
+	cancelJ    context.CancelCauseFunc // cancels it, with ErrCancelled or ErrClosed
+	busy       bool                    // a job is in the worker
+	closing    bool
+	lease      history.Lease // nil unless the store is shared (history.Leaser)
+	stale      bool          // a failed write could not be read back: reload before the next one
+	storeTO    time.Duration // Config.StoreTimeout: the deadline of each store call
 	// closeTimer ends the store calls closeGrace after the close began.
 	closeTimer *time.Timer
 
@@ -418,8 +415,7 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 			l.turn.messages = append(l.turn.messages, msgs[i])
 		}
 		if msgs[i].ID == l.draft.id {
-			l.draft.id = ""
-			l.draft.text.Reset()
+			l.draft.reset()
 		}
 		l.publish(&MessageEvent{Message: msgs[i], TurnID: l.turnID(), Position: l.nextPos})
 		l.nextPos++

@@ -43,9 +43,10 @@ type Replay struct {
 	// after that message; then, for a compaction running at the cut, its
 	// PhaseStarted event and one PhaseDelta holding the summary streamed
 	// so far; then, for an assistant message being streamed at the cut,
-	// one *DeltaEvent holding its text so far (of both, at most the first
-	// MiB: the committed message and the completed compaction's summary
-	// hold the whole text).
+	// one *ThoughtDeltaEvent holding its reasoning so far and one
+	// *DeltaEvent holding its text so far, each when not empty (of all,
+	// at most the first MiB: the committed message and the completed
+	// compaction's summary hold the whole text).
 	//
 	// They are the durable events with a Seq above ReplayOptions.After,
 	// read from the session's event log (docs/design.md §6.1) and, for the
@@ -93,6 +94,7 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		summary  string
 		draftID  string
 		draftTxt string
+		draftTh  string
 		elog     history.EventLog
 		logged   uint64 // the log holds every durable event up to it
 		recent   []Event
@@ -126,7 +128,7 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 			}
 		}
 		if l.turn != nil && l.draft.id != "" {
-			draftID, draftTxt = l.draft.id, l.draft.text.String()
+			draftID, draftTxt, draftTh = l.draft.id, l.draft.text.String(), l.draft.thoughts.String()
 		}
 	})
 	if err == nil {
@@ -154,6 +156,9 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 				CompactID: running.CompactID, Trigger: running.Trigger, Phase: PhaseDelta, Delta: summary, Position: running.Position,
 			}})
 		}
+	}
+	if draftTh != "" { // the reasoning streams before the text
+		rep.Events = append(rep.Events, Event{Time: time.Now(), Payload: &ThoughtDeltaEvent{MessageID: draftID, Text: draftTh}})
 	}
 	if draftTxt != "" {
 		rep.Events = append(rep.Events, Event{Time: time.Now(), Payload: &DeltaEvent{MessageID: draftID, Text: draftTxt}})
@@ -387,6 +392,20 @@ func (r *repair) events(tl []history.Entry) ([]Event, error) {
 // streamed, for a Replay: the start of it, which the committed message or
 // the completed compaction then completes.
 const maxDraft = 1 << 20
+
+// draft is the assistant message a turn's step is streaming: its ID, and
+// the start (maxDraft bytes each) of its reasoning and of its text.
+type draft struct {
+	id             string
+	thoughts, text strings.Builder
+}
+
+// reset forgets the message: it was committed, or its step failed.
+func (d *draft) reset() {
+	d.id = ""
+	d.thoughts.Reset()
+	d.text.Reset()
+}
 
 // keepDraft appends text to b while b holds less than maxDraft bytes.
 func keepDraft(b *strings.Builder, text string) {

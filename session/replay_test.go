@@ -33,11 +33,23 @@ func replayKinds(evs []session.Event) []string {
 				s += ":" + p.Delta
 			}
 			out = append(out, s)
+		case *session.ThoughtDeltaEvent:
+			out = append(out, "thought:"+p.Text)
 		case *session.DeltaEvent:
 			out = append(out, "delta:"+p.Text)
 		}
 	}
 	return out
+}
+
+// hasDelta reports whether evs hold a DeltaEvent.
+func hasDelta(evs []session.Event) bool {
+	for _, ev := range evs {
+		if _, ok := ev.Payload.(*session.DeltaEvent); ok {
+			return true
+		}
+	}
+	return false
 }
 
 func itoa(n int64) string {
@@ -173,14 +185,7 @@ func TestReplay_StreamingMessage(t *testing.T) {
 	fake.QueueTurn(providertest.Reply{Text: "Hello there", Deltas: []string{"Hello ", "there"}, GateAfter: 1, Gate: gate})
 	rec := record(t, s)
 	turn := mustPrompt(t, s, "hi")
-	rec.until(t, func(evs []session.Event) bool {
-		for _, ev := range evs {
-			if _, ok := ev.Payload.(*session.DeltaEvent); ok {
-				return true
-			}
-		}
-		return false
-	})
+	rec.until(t, hasDelta)
 	rep, err := s.Replay(context.Background(), session.ReplayOptions{})
 	require.NoError(t, err)
 	defer rep.Sub.Close()
@@ -194,6 +199,36 @@ func TestReplay_StreamingMessage(t *testing.T) {
 	require.Len(t, res.Messages, 2)
 	assert.Equal(t, res.Messages[1].ID, draft.MessageID, "the delta names the message it becomes")
 	assert.Equal(t, history.RoleAssistant, res.Messages[1].Role)
+}
+
+// An assistant message streaming at the cut whose reasoning streamed
+// first is replayed with its reasoning so far, then its text so far, both
+// under the ID it will be committed with.
+func TestReplay_StreamingThoughts(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{})
+	gate := make(chan struct{})
+	thoughts := []history.Thought{{Text: "Two and two ", Signature: "s"}, {Redacted: "x"}, {Text: "make four."}}
+	fake.QueueTurn(providertest.Reply{Deltas: []string{"It is ", "4."}, Thoughts: thoughts, GateAfter: 1, Gate: gate})
+	rec := record(t, s)
+	turn := mustPrompt(t, s, "2+2?")
+	rec.until(t, hasDelta)
+	rep, err := s.Replay(context.Background(), session.ReplayOptions{})
+	require.NoError(t, err)
+	defer rep.Sub.Close()
+	assert.Equal(t, []string{"msg:user@0", "thought:Two and two make four.", "delta:It is "}, replayKinds(rep.Events))
+	close(gate)
+	res := wait(t, turn)
+	require.NoError(t, res.Err)
+	require.Len(t, res.Messages, 2)
+	require.Len(t, rep.Events, 4, "the message, its title, the reasoning, the text")
+	assert.Equal(t, res.Messages[1].ID, rep.Events[2].Payload.(*session.ThoughtDeltaEvent).MessageID)
+
+	// Once the message is committed, nothing of it is a draft any more.
+	again, err := s.Replay(context.Background(), session.ReplayOptions{After: rep.Through})
+	require.NoError(t, err)
+	defer again.Sub.Close()
+	assert.Equal(t, []string{"msg:assistant@1"}, replayKinds(again.Events))
 }
 
 // TestReplay_SessionsStoredBeforeTheLogCovered: a session whose store

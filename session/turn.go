@@ -74,8 +74,8 @@ func (l *loop) step() {
 	// The assistant message's ID is chosen before it streams, so that every
 	// delta names the message it belongs to.
 	msgID := newID()
+	l.draft.reset()
 	l.draft.id = msgID
-	l.draft.text.Reset()
 	l.submit(func(post progress) func(*loop) {
 		cctx, span := tel.startChat(ctx, provider.Describe(prov), req.Model)
 		rctx := provider.WithRetryReports(cctx, func(r provider.Retry) {
@@ -83,7 +83,10 @@ func (l *loop) step() {
 			post(func(l *loop) { l.publish(retryEvent(turnID, r)) })
 		})
 		rctx = provider.WithThoughtDeltas(rctx, func(text string) {
-			post(func(l *loop) { l.publish(&ThoughtDeltaEvent{TurnID: turnID, MessageID: msgID, Text: text}) })
+			post(func(l *loop) {
+				keepDraft(&l.draft.thoughts, text)
+				l.publish(&ThoughtDeltaEvent{TurnID: turnID, MessageID: msgID, Text: text})
+			})
 		})
 		resp, err := prov.Complete(rctx, req, func(text string) {
 			if text != "" {
@@ -99,8 +102,7 @@ func (l *loop) step() {
 		if err != nil {
 			span.end(nil, "", err)
 			return func(l *loop) {
-				l.draft.id = ""
-				l.draft.text.Reset()
+				l.draft.reset()
 				if ctx.Err() != nil {
 					l.endWith(context.Cause(ctx))
 					return
@@ -128,8 +130,7 @@ func (l *loop) step() {
 		nv, snap, err := w.append(v, []history.Message{msg}, rec)
 		return func(l *loop) {
 			if err != nil {
-				l.draft.id = ""
-				l.draft.text.Reset()
+				l.draft.reset()
 				l.resync(snap)
 				l.endWith(fmt.Errorf("session: store reply: %w", err))
 				return
