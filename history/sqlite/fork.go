@@ -90,17 +90,9 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		case !errors.Is(err, sql.ErrNoRows):
 			return s.fail(ctx, op, err)
 		}
-		var forkAt string
-		if n > 0 {
-			var body []byte
-			if err := tx.QueryRowContext(ctx, `SELECT body FROM messages WHERE session_id = ? AND seq = ?`, src.bySeq(n-1).id, n-1).Scan(&body); err != nil {
-				return s.fail(ctx, op, err)
-			}
-			var m history.Message
-			if _, err := decodeBody(body, &m); err != nil {
-				return s.fail(ctx, op, err)
-			}
-			forkAt = m.ID
+		forkAt, err := s.messageID(ctx, tx, op, src, n-1)
+		if err != nil {
+			return err
 		}
 		if spec.Config != nil {
 			config = spec.Config
@@ -144,6 +136,23 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		return nil, err
 	}
 	return snap, nil
+}
+
+// messageID is the ID of the message of the session of chain src whose
+// seq is seq ("" for a seq below 0: no message).
+func (s *Store) messageID(ctx context.Context, tx *sql.Tx, op string, src chain, seq int64) (string, error) {
+	if seq < 0 {
+		return "", nil
+	}
+	var body []byte
+	if err := tx.QueryRowContext(ctx, `SELECT body FROM messages WHERE session_id = ? AND seq = ?`, src.bySeq(seq).id, seq).Scan(&body); err != nil {
+		return "", s.fail(ctx, op, err)
+	}
+	var m history.Message
+	if _, err := decodeBody(body, &m); err != nil {
+		return "", s.fail(ctx, op, err)
+	}
+	return m.ID, nil
 }
 
 // copyRows writes the rows of table of session from at positions up to
