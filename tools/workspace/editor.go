@@ -68,13 +68,23 @@ type request struct {
 // when allowed), or why the call is not made: the mode refuses it, the
 // turn was cancelled, or the client cancelled the request.
 func (t tools) permit(ctx context.Context, a action, tool string, r request) (string, error) {
-	switch v, mode := t.o.verdict(a); {
-	case v == refuse:
-		return "", refused(tool, mode, a)
-	case v == allow || t.allowed[tool]:
-		return "", nil
+	if free, err := t.unasked(a, tool); free || err != nil {
+		return "", err
 	}
 	return t.ask(ctx, tool, r)
+}
+
+// unasked reports whether a call of tool, which does a, runs without a
+// permission request (true), is refused by the session's mode (an error
+// saying so), or runs only after one (false).
+func (t tools) unasked(a action, tool string) (bool, error) {
+	switch v, mode := t.o.verdict(a); {
+	case v == refuse:
+		return false, refused(tool, mode, a)
+	case v == allow || t.allowed[tool]:
+		return true, nil
+	}
+	return false, nil
 }
 
 // ask is permit's request, made whatever was allowed before.

@@ -270,6 +270,7 @@ type target struct {
 	links  uint64      // f's hard links
 	text   string      // the text before: the editor's buffer when it reads files, otherwise f's
 	exists bool        // text is a file's or a buffer's
+	asked  bool        // a permission request for the change was made (permitChange)
 }
 
 func (tg *target) close() {
@@ -350,7 +351,11 @@ func (t tools) tooLarge(l loc, size int64) error {
 // nobody can be asked.
 func (t tools) permitChange(ctx context.Context, tool, title string, tg *target, newText string) (string, error) {
 	if tg.links <= 1 {
-		return t.permit(ctx, actEdit, tool, request{title: title, kind: acpschema.ToolKindEdit, path: tg.l.shown(), oldText: tg.text, newText: newText})
+		if free, err := t.unasked(actEdit, tool); free || err != nil {
+			return "", err
+		}
+		tg.asked = true
+		return t.ask(ctx, tool, request{title: title, kind: acpschema.ToolKindEdit, path: tg.l.shown(), oldText: tg.text, newText: newText})
 	}
 	note := fmt.Sprintf("%s has %d hard links", shownName(tg.l.asked), tg.links)
 	v, mode := t.o.verdict(actEdit)
@@ -360,6 +365,7 @@ func (t tools) permitChange(ctx context.Context, tool, title string, tg *target,
 	if t.o.Editor == nil || t.o.AllowAll || mode == ModeFullAuto {
 		return "", fmt.Errorf("%s: changing it changes the file under its other names too, which may lie outside the workspace, so it is changed only when the user allows it in a permission request, and none is made here; nothing was changed", note)
 	}
+	tg.asked = true
 	return t.ask(ctx, tool, request{title: title + " (" + note + ": the file changes under its other names too, which may lie outside the workspace)", kind: acpschema.ToolKindEdit, path: tg.l.shown(), oldText: tg.text, newText: newText})
 }
 
@@ -532,6 +538,9 @@ func (t tools) editFile(ctx context.Context, in editFileArgs) (string, error) {
 func (t tools) change(ctx context.Context, tool, verb string, tg *target, text string) (declined string, err error) {
 	if declined, err := t.permitChange(ctx, tool, verb+" "+shownName(t.w.rel(tg.l)), tg, text); declined != "" || err != nil {
 		return declined, err
+	}
+	if err := t.guardAgain(ctx, tool, tg); err != nil {
+		return "", err
 	}
 	if err := t.commit(ctx, tg, text); err != nil {
 		return "", err

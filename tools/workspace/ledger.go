@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -164,6 +166,46 @@ func (t tools) guard(ctx context.Context, tool string, tg *target) error {
 	}
 	return &guardError{ErrChangedSinceRead, fmt.Sprintf("%s changed %s since you %s it at %s%s: read it again before %s it; nothing was changed",
 		name, where, did, st.At.Local().Format("15:04:05"), size, verb)}
+}
+
+// guardAgain repeats the guard after the permission request, which may
+// have waited long: it refuses the change when tg's file no longer holds
+// the text the guard passed and the request showed (edited meanwhile on
+// the disk or in the editor), since the change was made from that text
+// and writing it would undo the edit. Like guard, only for a file that
+// exists, in a session's tool call, with the guard on; and only after a
+// request (nothing waited otherwise).
+func (t tools) guardAgain(ctx context.Context, tool string, tg *target) error {
+	if t.o.NoFileGuard || session.FileLedgerOf(ctx) == nil || !tg.exists || !tg.asked {
+		return nil
+	}
+	var (
+		now   string
+		err   error
+		where = "on disk"
+	)
+	if ed := t.o.Editor; ed != nil && ed.CanReadFiles() {
+		where = "in the editor"
+		if err = t.w.held(tg.l); err == nil { // just before the editor opens the name
+			now, err = ed.ReadTextFile(ctx, tg.l.shown(), 0, 0)
+		}
+	} else {
+		var data []byte
+		data, err = io.ReadAll(io.LimitReader(io.NewSectionReader(tg.f, 0, math.MaxInt64), int64(t.o.MaxFileSize)+1))
+		now = string(data)
+	}
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: reading it again after the permission request: %w; nothing was changed", tg.l.asked, err)
+	case now == tg.text:
+		return nil
+	}
+	verb := "editing"
+	if tool == "write_file" {
+		verb = "replacing"
+	}
+	return &guardError{ErrChangedSinceRead, fmt.Sprintf("%s changed %s while the permission request waited: read it again before %s it; nothing was changed",
+		shownName(t.w.rel(tg.l)), where, verb)}
 }
 
 // guardError is a refusal of the guard: its text says what happened and

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/session"
 	"github.com/sessionkit/sessionkit/tools/workspace"
@@ -249,4 +250,78 @@ func TestGuardReadFromLineOneIsWhole(t *testing.T) {
 
 	f.outsideWrite(t, "a.txt", "alpha\nbeta\n")
 	require.ErrorIs(t, f.edit(t, "a.txt", "alpha", "gamma"), workspace.ErrChangedSinceRead)
+}
+
+// meddler is a fakeEditor whose permission request runs meanwhile before
+// it answers (the user edits the file while the request waits), and
+// that reads files only when fs is set.
+type meddler struct {
+	*fakeEditor
+	fs        bool
+	meanwhile func()
+}
+
+func (e *meddler) CanReadFiles() bool  { return e.fs }
+func (e *meddler) CanWriteFiles() bool { return e.fs }
+
+func (e *meddler) RequestPermission(ctx context.Context, call schema.ToolCallUpdate, options []schema.PermissionOption) (schema.PermissionOutcome, error) {
+	if e.meanwhile != nil {
+		e.meanwhile()
+	}
+	return e.fakeEditor.RequestPermission(ctx, call, options)
+}
+
+// The guard looks again once the permission request is answered: a file
+// edited while the request waited, on the disk or in the editor, is not
+// changed (the change was made from the text before), and the refusal
+// says so; a file left as it was is changed.
+func TestGuardAfterPermission(t *testing.T) {
+	for _, fs := range []bool{false, true} {
+		t.Run(fmt.Sprintf("editor reads files: %v", fs), func(t *testing.T) {
+			ed := &meddler{fakeEditor: newEditor(), fs: fs}
+			f := &ledgered{fixture: newFixture(t, workspace.Options{Editor: ed}), led: session.NewFileLedger(0)}
+			path := filepath.Join(f.root, "main.go")
+			f.read(t, "main.go")
+			var edited string
+			ed.meanwhile = func() {
+				edited += "// the user's edit\n"
+				if fs {
+					ed.mu.Lock()
+					ed.buffers[path] = edited
+					ed.mu.Unlock()
+				} else {
+					f.outsideWrite(t, "main.go", edited)
+				}
+			}
+			text := func() string {
+				ed.mu.Lock()
+				b, ok := ed.buffers[path]
+				ed.mu.Unlock()
+				if ok {
+					return b
+				}
+				return f.fileText(t, "main.go")
+			}
+			for tool, args := range map[string]map[string]any{
+				"edit_file":  {"path": "main.go", "old_text": "hello", "new_text": "bye"},
+				"write_file": {"path": "main.go", "content": "x"},
+			} {
+				edited = text()
+				_, err := f.call(t, tool, args)
+				require.ErrorIs(t, err, workspace.ErrChangedSinceRead, tool)
+				assert.Regexp(t, `^main\.go changed (on disk|in the editor) while the permission request waited: read it again before (editing|replacing) it; nothing was changed$`, err.Error())
+				assert.NotContains(t, ed.methods(), "fs/write_text_file", "nothing written through the editor")
+				assert.Equal(t, edited, text(), "the user's edit stays")
+				f.read(t, "main.go")
+			}
+			ed.meanwhile = nil
+			ed.calls = nil
+			require.NoError(t, f.edit(t, "main.go", "hello", "bye"), "a file left as it was")
+			assert.Contains(t, text(), "bye")
+			if fs {
+				assert.Equal(t, []string{"fs/read_text_file", "session/request_permission", "fs/read_text_file", "fs/write_text_file", "tool_call_update"}, ed.methods(),
+					"read before the request, and again after it")
+			}
+		})
+	}
 }

@@ -75,7 +75,9 @@
 // content is no longer what the session last saw (changed on the disk, or
 // in the editor when the editor serves the files) with
 // ErrChangedSinceRead, each with a message that says what happened and
-// to read the file again; nothing is changed. A new file needs no read.
+// to read the file again; nothing is changed. It looks again once a
+// permission request is answered: a file edited while the request waited
+// is refused too. A new file needs no read.
 // Options.NoFileGuard switches the guard off. The hash (xxHash64) is of
 // the bytes the model saw, never of more: a part read is compared as a
 // part, so a read of one line of a large file costs that line.
