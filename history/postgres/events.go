@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,31 +77,20 @@ func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history
 	return r, nil
 }
 
-// reserveSeqs raises the recorded Through of the session keyed key by gap
-// inside a write transaction (ReserveSeqs, AcquireReserving) when there is
-// room; a missing session is a reservation whose Found is false. The
-// common case is one statement, whose row lock waits for the session's
-// writes in flight.
+// reserveSeqs is the reservation of ReserveSeqs and AcquireReserving
+// (sqlstore.Reserve) of the session keyed key in tx. The raise's row lock
+// waits for the session's writes in flight.
 func (s *Store) reserveSeqs(ctx context.Context, tx pgx.Tx, op string, key []byte, gap uint64) (history.SeqReservation, error) {
-	var start int64
-	err := tx.QueryRow(ctx, `UPDATE sessions SET last_seq = last_seq + $2 WHERE id = $1 AND last_seq <= $3 RETURNING last_seq`,
-		key, int64(gap), int64(history.MaxSeq-2*gap)).Scan(&start)
-	if err == nil {
-		return history.SeqReservation{Found: true, Last: uint64(start) - gap, Start: uint64(start)}, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return history.SeqReservation{}, s.fail(ctx, op, err)
-	}
-	// No session, or no room.
-	var last int64
-	err = tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1`, key).Scan(&last)
-	switch {
-	case errors.Is(err, pgx.ErrNoRows):
-		return history.SeqReservation{}, nil
-	case err != nil:
-		return history.SeqReservation{}, s.fail(ctx, op, err)
-	}
-	return history.SeqReservation{Found: true, Last: uint64(last)}, nil
+	return sqlstore.Reserve(gap, func(gap, limit uint64) (uint64, error) {
+		var start int64
+		err := tx.QueryRow(ctx, `UPDATE sessions SET last_seq = last_seq + $2 WHERE id = $1 AND last_seq <= $3 RETURNING last_seq`,
+			key, int64(gap), int64(limit)).Scan(&start)
+		return uint64(start), err
+	}, func() (uint64, error) {
+		var last int64
+		err := tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1`, key).Scan(&last)
+		return uint64(last), err
+	}, pgx.ErrNoRows, func(err error) error { return s.fail(ctx, op, err) })
 }
 
 // Events implements [history.EventLog].

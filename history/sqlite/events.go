@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"errors"
 	"fmt"
 	"time"
 
@@ -85,30 +84,19 @@ func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history
 	return r, nil
 }
 
-// reserveSeqs raises the recorded Through of session id by gap inside a
-// write transaction (ReserveSeqs, AcquireReserving) when there is room; a
-// missing session is a reservation whose Found is false. The common case is
-// one statement.
+// reserveSeqs is the reservation of ReserveSeqs and AcquireReserving
+// (sqlstore.Reserve) of session id in tx.
 func (s *Store) reserveSeqs(ctx context.Context, tx *sql.Tx, op, id string, gap uint64) (history.SeqReservation, error) {
-	var start seqColumn
-	err := tx.QueryRowContext(ctx, `UPDATE sessions SET last_seq = last_seq + ? WHERE id = ? AND last_seq <= ? RETURNING last_seq`,
-		seqColumn(gap), id, seqColumn(history.MaxSeq-2*gap)).Scan(&start)
-	if err == nil {
-		return history.SeqReservation{Found: true, Last: uint64(start) - gap, Start: uint64(start)}, nil
-	}
-	if !errors.Is(err, sql.ErrNoRows) {
-		return history.SeqReservation{}, s.fail(ctx, op, err)
-	}
-	// No session, or no room.
-	var last seqColumn
-	err = tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return history.SeqReservation{}, nil
-	case err != nil:
-		return history.SeqReservation{}, s.fail(ctx, op, err)
-	}
-	return history.SeqReservation{Found: true, Last: uint64(last)}, nil
+	return sqlstore.Reserve(gap, func(gap, limit uint64) (uint64, error) {
+		var start seqColumn
+		err := tx.QueryRowContext(ctx, `UPDATE sessions SET last_seq = last_seq + ? WHERE id = ? AND last_seq <= ? RETURNING last_seq`,
+			seqColumn(gap), id, seqColumn(limit)).Scan(&start)
+		return uint64(start), err
+	}, func() (uint64, error) {
+		var last seqColumn
+		err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last)
+		return uint64(last), err
+	}, sql.ErrNoRows, func(err error) error { return s.fail(ctx, op, err) })
 }
 
 // Events implements [history.EventLog], through the store's raw readers

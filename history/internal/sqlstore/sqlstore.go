@@ -2,7 +2,8 @@
 // history/postgres) do alike apart from their SQL: the closed state and the
 // error wrapping of a store, the loop over a result's rows, the range and
 // form of stored times and tool-call arguments, the statement of a
-// ListSessions page and the order of the schema migrations. The stores keep
+// ListSessions page, the order of the schema migrations and the steps of a
+// reservation of sequence numbers (Reserve). The stores keep
 // their SQL, their driver's error mapping and their row scanning.
 //
 // What the two stores still write alike, and why it stays in both:
