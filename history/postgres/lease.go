@@ -156,24 +156,6 @@ func (l *lease) releaseRow(ctx context.Context) error {
 	return err
 }
 
-// mine fails with history.ErrInvalid for a write of a lease's store to
-// another session. A nil lease (the store itself) writes anywhere.
-func (l *lease) mine(id string) error {
-	if l == nil {
-		return nil
-	}
-	return l.Mine(id)
-}
-
-// usable fails with history.ErrFenced if the lease is known to be lost or
-// was released. A nil lease (the store itself) is always usable.
-func (l *lease) usable(op string) error {
-	if l == nil {
-		return nil
-	}
-	return l.Usable(op)
-}
-
 // check scans the result of checkToken inside a fenced write: the lease row
 // must carry this lease's token and be live by the database's clock.
 // Otherwise the lease is lost (another holder took it, or it expired) and

@@ -115,11 +115,10 @@ func (s *Store) inTx(ctx context.Context, op, id string, fn func(tx pgx.Tx) erro
 	if err := s.admit(ctx); err != nil {
 		return err
 	}
-	if err := s.l.mine(id); err != nil {
-		return err
-	}
-	if err := s.l.usable(op); err != nil {
-		return err
+	if s.l != nil {
+		if err := s.l.Writes(op, id); err != nil {
+			return err
+		}
 	}
 	return s.inTxOf(ctx, op, id, false, fn)
 }

@@ -215,24 +215,6 @@ func (l *lease) release(ctx context.Context) error {
 	return nil
 }
 
-// mine fails with history.ErrInvalid for a write of a lease's store to
-// another session. A nil lease (the store itself) writes anywhere.
-func (l *lease) mine(id string) error {
-	if l == nil {
-		return nil
-	}
-	return l.Mine(id)
-}
-
-// usable fails with history.ErrFenced if the lease is known to be lost or
-// was released. A nil lease (the store itself) is always usable.
-func (l *lease) usable(op string) error {
-	if l == nil {
-		return nil
-	}
-	return l.Usable(op)
-}
-
 // renewOnce runs one renewal statement (see leasing.State.Renew), as a
 // write of the committer, batched with the others. It reports whether the
 // lease was extended, to now plus the TTL.

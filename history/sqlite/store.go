@@ -99,11 +99,10 @@ func (s *Store) exec(ctx context.Context, op, id string, swapped bool, fn func(c
 	if err := s.admit(ctx); err != nil {
 		return err
 	}
-	if err := s.l.mine(id); err != nil {
-		return err
-	}
-	if err := s.l.usable(op); err != nil {
-		return err
+	if s.l != nil {
+		if err := s.l.Writes(op, id); err != nil {
+			return err
+		}
 	}
 	err := s.c.submit(ctx, func(tx *sql.Tx) error {
 		tctx := context.Background()

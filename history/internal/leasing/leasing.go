@@ -96,20 +96,17 @@ func CheckSession(id string) error {
 	return nil
 }
 
-// Mine fails with history.ErrInvalid for a write of the lease's store to
-// another session. A nil State (the store itself) writes anywhere.
-func (s *State) Mine(id string) error {
-	if s != nil && id != s.id {
-		return fmt.Errorf("%w: the lease of session %q does not cover session %q", history.ErrInvalid, s.id, id)
-	}
-	return nil
-}
-
-// Usable fails with history.ErrFenced if the lease is known to be lost or
-// was released, without asking the store. A nil State is always usable.
-func (s *State) Usable(op string) error {
+// Writes is the check of a write of op to session id through the lease's
+// store before it starts: a write to another session fails with
+// history.ErrInvalid, and one through a lease known to be lost or released
+// (without asking the store) with history.ErrFenced. A nil State (the
+// store itself) writes anywhere.
+func (s *State) Writes(op, id string) error {
 	if s == nil {
 		return nil
+	}
+	if id != s.id {
+		return fmt.Errorf("%w: the lease of session %q does not cover session %q", history.ErrInvalid, s.id, id)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
