@@ -20,6 +20,7 @@ import (
 type link struct {
 	id           string
 	num          int64 // the session's number (its message_fts rowids)
+	indexed      int64 // its own messages numbered from indexed on are not indexed (indexer.go)
 	lo, hi       int64
 	seqLo, seqHi int64
 }
@@ -50,7 +51,7 @@ func chainOf(q querier, id string) (chain, error) {
 			l      = link{id: id, hi: hi, seqHi: seqHi}
 			forkOf sql.NullString
 		)
-		if err := queryRow(q, `SELECT num, fork_of, fork_pos, fork_seq FROM sessions WHERE id = ?`, []any{id}, &l.num, &forkOf, &l.lo, &l.seqLo); err != nil {
+		if err := queryRow(q, `SELECT num, fork_of, fork_pos, fork_seq, indexed FROM sessions WHERE id = ?`, []any{id}, &l.num, &forkOf, &l.lo, &l.seqLo, &l.indexed); err != nil {
 			return nil, err
 		}
 		c = append(c, l)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/sessionkit/sessionkit/history"
 )
@@ -52,12 +53,22 @@ type committer struct {
 	onBatch func(n int)
 	// readOnly: the store was opened read-only; every write fails
 	readOnly bool
+
+	// Background indexing (indexer.go), owned by the committer's
+	// goroutine: the sessions whose appended messages are not all indexed,
+	// whether they are still to be read from the file (at the first idle
+	// time), and the work of an idle time.
+	pending map[string]struct{}
+	scan    bool
+	idle    func(c *committer)
 }
 
 // startCommitter starts the committer of the writer connection w, which
-// calls onBatch, if not nil, before each batch.
-func startCommitter(w *sql.DB, onBatch func(n int)) *committer {
-	c := &committer{w: w, jobs: make(chan *job), quit: make(chan struct{}), stopped: make(chan struct{}), onBatch: onBatch}
+// calls onBatch, if not nil, before each batch, and idle after idleAfter
+// without a write while it has sessions pending or still to scan for.
+func startCommitter(w *sql.DB, onBatch func(n int), idle func(c *committer)) *committer {
+	c := &committer{w: w, jobs: make(chan *job), quit: make(chan struct{}), stopped: make(chan struct{}), onBatch: onBatch,
+		pending: map[string]struct{}{}, scan: true, idle: idle}
 	go c.loop()
 	return c
 }
@@ -100,12 +111,22 @@ func (c *committer) loop() {
 		}
 	}()
 	batch := make([]*job, 0, maxBatch)
+	timer := time.NewTimer(idleAfter)
+	defer timer.Stop()
 	for {
+		var idle <-chan time.Time // nil: nothing to do when idle
+		if c.idle != nil && (c.scan || len(c.pending) > 0) {
+			timer.Reset(idleAfter)
+			idle = timer.C
+		}
 		select {
 		case j := <-c.jobs:
 			batch = append(batch[:0], j)
 		case <-c.quit:
 			return
+		case <-idle:
+			c.idle(c)
+			continue
 		}
 	more:
 		for len(batch) < maxBatch {
@@ -274,15 +295,15 @@ func prepare(w *sql.DB) (*statements, error) {
 		// and message counters, ?4 the session, ?5 its version, ?6 the
 		// lease's token.
 		{&st.swapFree, `
-			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3, indexed = indexed + ?3
+			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3
 			WHERE id = ?4 AND version = ?5
 				AND NOT EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND expires_at > ?1)
-			RETURNING active_from, archived, message_count, next_pos, num`},
+			RETURNING active_from, archived, message_count, next_pos, num, indexed`},
 		{&st.swapLeased, `
-			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3, indexed = indexed + ?3
+			UPDATE sessions SET version = version + 1, updated_at = ?1, next_pos = next_pos + ?2, message_count = message_count + ?3
 			WHERE id = ?4 AND version = ?5
 				AND EXISTS (SELECT 1 FROM leases WHERE session_id = ?4 AND token = ?6 AND expires_at > ?1)
-			RETURNING active_from, archived, message_count, next_pos, num`},
+			RETURNING active_from, archived, message_count, next_pos, num, indexed`},
 		{&st.insertMessage, `
 			INSERT INTO messages (session_id, pos, seq, body) VALUES (?, ?, ?, ?)`},
 		{&st.indexMessage, `

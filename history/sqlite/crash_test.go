@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,7 +227,13 @@ func runCrashChild(path string, seed uint64, delay time.Duration) ([]historytest
 // model (see [historytest.CrashModel.Verify]). It returns how many
 // interrupted compactions Recover recorded.
 func verifyCrash(path string, model *historytest.CrashModel, ops []historytest.CrashOp, violate func(string, ...any)) (int, error) {
-	s, err := Open(path)
+	indexed := make(chan int, 1)
+	s, err := Open(path, withOnIndexed(func(n int) {
+		select {
+		case indexed <- n:
+		default:
+		}
+	}))
 	if err != nil {
 		return 0, fmt.Errorf("reopen: %w", err)
 	}
@@ -234,29 +242,76 @@ func verifyCrash(path string, model *historytest.CrashModel, ops []historytest.C
 	if err != nil {
 		return 0, err
 	}
-	if err := verifyIndexed(s, crashSession, violate); err != nil {
+	if err := verifyIndexed(s, crashSession, indexed, violate); err != nil {
 		return 0, err
 	}
 	return len(ids), nil
 }
 
-// verifyIndexed checks that every stored message of session id has its row
-// in the search index, and no other row is there: the index is written in
-// the transaction of the message.
-func verifyIndexed(s *Store, id string, violate func(string, ...any)) error {
-	var num, messages, indexed int64
-	if err := s.r.QueryRow(`SELECT num, message_count FROM sessions WHERE id = ?`, id).Scan(&num, &messages); err != nil {
+// verifyIndexed checks the search index of session id in the store s
+// just reopened: every stored message numbered below the session's
+// watermark (sessions.indexed) has its row and no other row is there (the
+// rows and the watermark move in one transaction); the newest message is
+// found by Search, indexed or not; and the store's committer indexes the
+// tail the killed process left (indexer.go) in its idle time, which
+// indexed, a channel the store's withOnIndexed hook signals, tells of.
+func verifyIndexed(s *Store, id string, indexed <-chan int, violate func(string, ...any)) error {
+	ctx := context.Background()
+	check := func() (tail int64, err error) {
+		tx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			return 0, err
+		}
+		defer func() { _ = tx.Rollback() }()
+		var num, messages, mark, below, all int64
+		if err := tx.QueryRow(`SELECT num, message_count, indexed FROM sessions WHERE id = ?`, id).Scan(&num, &messages, &mark); err != nil {
+			return 0, err
+		}
+		if err := tx.QueryRow(`SELECT count(*) FROM message_fts WHERE rowid BETWEEN ? AND ?`, rowidOf(num, 0), rowidOf(num, mark)-1).Scan(&below); err != nil {
+			return 0, err
+		}
+		if err := tx.QueryRow(`SELECT count(*) FROM message_fts WHERE rowid BETWEEN ? AND ?`, rowidOf(num, 0), rowidOf(num+1, 0)-1).Scan(&all); err != nil {
+			return 0, err
+		}
+		if mark > messages || below != mark || all != mark {
+			violate("session %s: %d messages stored, %d below the watermark, %d of them indexed, %d index rows", id, messages, mark, below, all)
+		}
+		return messages - mark, nil
+	}
+	tail, err := check()
+	if err != nil {
 		return err
 	}
-	if err := s.r.QueryRow(`SELECT count(*) FROM message_fts WHERE rowid BETWEEN ? AND ?`, rowidOf(num, 0), rowidOf(num, messages)-1).Scan(&indexed); err != nil {
+	var body []byte
+	err = s.r.QueryRow(`SELECT body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1`, id).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	var all int64
-	if err := s.r.QueryRow(`SELECT count(*) FROM message_fts WHERE rowid BETWEEN ? AND ?`, rowidOf(num, 0), rowidOf(num+1, 0)-1).Scan(&all); err != nil {
+	var newest history.Message
+	if err := decodeBodyCalls(body, &newest); err != nil {
 		return err
 	}
-	if indexed != messages || all != messages {
-		violate("session %s: %d messages stored, %d of them indexed, %d index rows", id, messages, indexed, all)
+	word := strings.Fields(newest.Text)[1] // "message <n> …"
+	page, err := s.Search(ctx, id, history.SearchQuery{Text: word, Limit: 50})
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(page.Hits, func(h history.SearchHit) bool { return h.MessageID == newest.ID }) {
+		violate("session %s: the newest message %s (%d not indexed) is not found by %q", id, newest.ID, tail, word)
+	}
+	for tail > 0 {
+		select {
+		case <-indexed:
+		case <-time.After(time.Minute):
+			violate("session %s: the tail of %d messages is not indexed a minute after the reopen", id, tail)
+			return nil
+		}
+		if tail, err = check(); err != nil {
+			return err
+		}
 	}
 	return nil
 }

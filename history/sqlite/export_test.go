@@ -20,3 +20,21 @@ func withoutIndex() Option {
 
 // stopRenewals makes the holder stop renewing, as a stalled process would.
 func (l *lease) stopRenewals() { l.StopRenewals() }
+
+// withIndexBound makes every Append whose session's unindexed tail grows
+// past n messages index the tail (0: every Append indexes its messages,
+// as before background indexing).
+func withIndexBound(n int) Option {
+	return func(o *options) { o.hooks.indexBound = &n }
+}
+
+// withoutIdleIndex keeps the committer from indexing in its idle time.
+func withoutIdleIndex() Option {
+	return func(o *options) { o.hooks.noIdleIndex = true }
+}
+
+// withOnIndexed makes the committer call f with the messages each
+// idle-time index transaction indexed.
+func withOnIndexed(f func(n int)) Option {
+	return func(o *options) { o.hooks.onIndexed = f }
+}

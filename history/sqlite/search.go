@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"strings"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -14,8 +13,10 @@ import (
 )
 
 // Search (docs/storage.md, "Search"). Every message has one row in the FTS5
-// table message_fts (porter tokenizer), inserted by the Append that stores
-// the message, in its transaction: its rowid is the session's number
+// table message_fts (porter tokenizer), inserted after the Append that
+// stores the message, in the committer's idle time or by a later Append
+// (indexer.go); until then the message is in its session's unindexed tail,
+// which Search reads and matches itself. A row's rowid is the session's number
 // (sessions.num) times 2^32 plus the message's seq, so that a session's
 // rows are one rowid range, which FTS5 searches without visiting other
 // sessions' rows. A commit or an undo writes nothing to the index: which
@@ -37,62 +38,6 @@ const maxCandidates = 512
 
 // rowidOf is the message_fts rowid of message seq of session num.
 func rowidOf(num, seq int64) int64 { return num<<32 | seq }
-
-// index adds msgs, just inserted from seq st.messageCount on, to the
-// search index.
-func (s *Store) index(ctx context.Context, tx *sql.Tx, id string, st *state, msgs []history.Message) error {
-	if s.hooks.noIndex {
-		return nil
-	}
-	stmt := tx.StmtContext(ctx, s.c.stmts.indexMessage)
-	var lookErr error
-	before := func(fn func(m *history.Message) bool) {
-		// calls answered by the first messages: read the ones before them,
-		// along a fork's chain (chain.go)
-		c, err := chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: "append"}, id)
-		if err != nil {
-			lookErr = err
-			return
-		}
-		left := textsearch.ToolLookback
-		for i := range c {
-			l := &c[i]
-			lookErr = s.each(ctx, tx, "append", `SELECT body FROM messages WHERE session_id = ? AND pos < ? AND pos > ? ORDER BY pos DESC LIMIT ?`,
-				[]any{l.id, min(st.nextPos, l.upto()), l.lo, left}, func(rows *sql.Rows) error {
-					m, err := decodeMessage(rows, nil)
-					if err != nil {
-						return err
-					}
-					left--
-					if !fn(&m) {
-						return errStop
-					}
-					return nil
-				})
-			if lookErr != nil || left <= 0 {
-				break
-			}
-		}
-		if errors.Is(lookErr, errStop) {
-			lookErr = nil
-		}
-	}
-	for i := range msgs {
-		doc := textsearch.DocOf(&msgs[i], textsearch.ToolName(msgs, i, before))
-		if lookErr != nil {
-			return lookErr
-		}
-		m := &msgs[i]
-		_, err := stmt.ExecContext(ctx, rowidOf(st.num, st.messageCount+int64(i)), doc.Text, doc.Tool, m.ID, string(m.Role), st.nextPos+int64(i))
-		if err != nil {
-			return s.fail(ctx, "append", err)
-		}
-	}
-	return nil
-}
-
-// errStop ends a look-back early.
-var errStop = errors.New("look-back done")
 
 // ftsPhrase is word as one FTS5 phrase: a double-quoted string, any quote
 // doubled, so that no text is FTS5 syntax.
@@ -163,6 +108,27 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				return seqs, nil
 			}
 		}
+		t, err := s.readTail(ctx, tx, op, c, count, q)
+		if err != nil {
+			return err
+		}
+		indexKeys := keys
+		keys = func(word string, limit int) ([]int64, error) {
+			found, err := indexKeys(word, limit)
+			if err != nil {
+				return nil, err
+			}
+			own := t.match(word)
+			if c.forked() { // the keys are seqs
+				seqs := make([]int64, len(own))
+				for i, r := range own {
+					seqs[i] = r & (1<<32 - 1)
+					rowOf[seqs[i]] = r
+				}
+				own = seqs
+			}
+			return merge(own, found, limit), nil
+		}
 		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, first, keys)
 		if err != nil {
 			return err
@@ -173,7 +139,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				rowids[i] = rowOf[k]
 			}
 		}
-		cands, err := s.candidates(ctx, tx, rowids)
+		cands, err := s.candidates(ctx, tx, rowids, t)
 		if err != nil {
 			return err
 		}
@@ -190,7 +156,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			if c.forked() {
 				return s.chainWindow(ctx, tx, c, pos, limit, after)
 			}
-			return s.windowRange(ctx, tx, where, num, id, limit, pos)
+			return s.windowRange(ctx, tx, where, &c[0], limit, pos)
 		})
 		return err
 	})
@@ -201,17 +167,29 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 }
 
 // candidates reads what the index holds of the messages of the given
-// message_fts rowids: each one's searchable text (as its Text, tool calls
-// included), ID, role, position and tool name.
-func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64) ([]textsearch.Candidate, error) {
-	if len(rowids) == 0 {
-		return nil, nil
+// message_fts rowids, or takes it from the unindexed tail t: each one's
+// searchable text (as its Text, tool calls included), ID, role, position
+// and tool name.
+func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64, t *tail) ([]textsearch.Candidate, error) {
+	var (
+		out     []textsearch.Candidate
+		indexed []int64
+	)
+	for _, r := range rowids {
+		if c, ok := t.cands[r]; ok {
+			out = append(out, c)
+		} else {
+			indexed = append(indexed, r)
+		}
 	}
-	list, err := json.Marshal(rowids)
+	if len(indexed) == 0 {
+		return out, nil
+	}
+	list, err := json.Marshal(indexed)
 	if err != nil {
 		return nil, err
 	}
-	return collect(txQuerier{s: s, ctx: ctx, tx: tx, op: "search"}, `
+	found, err := collect(txQuerier{s: s, ctx: ctx, tx: tx, op: "search"}, `
 		SELECT f.text, f.tool, f.id, f.role, f.pos FROM json_each(?) AS j
 		JOIN message_fts AS f ON f.rowid = j.value`,
 		[]any{string(list)}, func(rows rowScanner) (textsearch.Candidate, error) {
@@ -219,6 +197,7 @@ func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64) ([]t
 			err := rows.Scan(&c.Message.Text, &c.ToolName, &c.Message.ID, &c.Message.Role, &c.Position)
 			return c, err
 		})
+	return append(out, found...), err
 }
 
 // standing reads the session's standing Segments with their compaction

@@ -65,7 +65,7 @@ func TestSearchMigration(t *testing.T) {
 	require.NoError(t, old.Close())
 	migrated := open(t, filepath.Join(dir, "old.db"))
 
-	fresh := open(t, filepath.Join(dir, "fresh.db"))
+	fresh := open(t, filepath.Join(dir, "fresh.db"), withIndexBound(0))
 	snap, err := fresh.Create(ctx, history.NewSession{ID: "s"})
 	require.NoError(t, err)
 	_, err = fresh.Append(ctx, "s", snap.Version, searchMessages)

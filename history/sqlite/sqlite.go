@@ -86,6 +86,15 @@ type hooks struct {
 	// noIndex leaves appended messages out of the search index (for the
 	// benchmark that weighs what the index costs).
 	noIndex bool
+	// indexBound, if set, replaces maxTail: an Append whose session's
+	// unindexed tail grows past it indexes the tail (0: every Append
+	// indexes its messages).
+	indexBound *int
+	// noIdleIndex: the committer never indexes in its idle time.
+	noIdleIndex bool
+	// onIndexed is called by the committer with the number of messages
+	// each idle-time index transaction indexed, after it committed.
+	onIndexed func(n int)
 }
 
 // newOptions is the options of Open and OpenReadOnly: the defaults, then
@@ -193,11 +202,13 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, errors.Join(fmt.Errorf("sqlite: open %s: %w", path, err), r.Close(), w.Close())
 	}
 	host, checkable := whereAmI()
-	return &Store{db: &db{
-		path: abs, w: w, c: startCommitter(w, o.hooks.onBatch), r: r, raw: raw, st: sqlstore.NewState("sqlite", true),
+	s := &Store{db: &db{
+		path: abs, w: w, r: r, raw: raw, st: sqlstore.NewState("sqlite", true),
 		ttl: o.ttl, holder: o.holder, busyTimeout: o.busyTimeout, host: host, pid: os.Getpid(), checkable: checkable,
 		hooks: o.hooks,
-	}}, nil
+	}}
+	s.c = startCommitter(w, o.hooks.onBatch, s.indexIdle)
+	return s, nil
 }
 
 // sqliteNotADB is SQLite's SQLITE_NOTADB: the file is not a database.

@@ -32,25 +32,42 @@ func open(t testing.TB, path string, opts ...Option) *Store {
 	return s
 }
 
-func TestConformance(t *testing.T) {
+func TestConformance(t *testing.T) { conformance(t) }
+
+// TestConformanceUnindexed runs the suite with the search index written
+// by no Append and no idle time: every search and window reads the
+// messages from the unindexed tail (indexer.go), matched in Go.
+func TestConformanceUnindexed(t *testing.T) {
+	conformance(t, withIndexBound(1<<30), withoutIdleIndex())
+}
+
+// TestConformanceHalfIndexed runs the suite with tails of at most three
+// messages and no idle-time indexing: searches, windows and forks read
+// the index and the tail together.
+func TestConformanceHalfIndexed(t *testing.T) {
+	conformance(t, withIndexBound(3), withoutIdleIndex())
+}
+
+// conformance runs historytest on stores opened with opts.
+func conformance(t *testing.T, opts ...Option) {
 	historytest.Run(t, historytest.Harness{
 		New: func(t *testing.T) history.Store {
-			return open(t, filepath.Join(t.TempDir(), "sessions.db"))
+			return open(t, filepath.Join(t.TempDir(), "sessions.db"), opts...)
 		},
 		Reopen: func(t *testing.T, s history.Store) history.Store {
 			st := s.(*Store)
 			require.NoError(t, st.Close())
-			return open(t, st.path)
+			return open(t, st.path, opts...)
 		},
 		// The same file opened twice, as two processes would.
 		Share: func(t *testing.T, s history.Store) history.Store {
-			return open(t, s.(*Store).path)
+			return open(t, s.(*Store).path, opts...)
 		},
 		Leases: &historytest.LeaseHarness{
 			New: func(t *testing.T) func(string, time.Duration) historytest.LeaseStore {
 				path := filepath.Join(t.TempDir(), "sessions.db")
 				return func(holder string, ttl time.Duration) historytest.LeaseStore {
-					opts := []Option{WithHolder(holder)}
+					opts := append([]Option{WithHolder(holder)}, opts...)
 					if ttl > 0 {
 						opts = append(opts, WithLeaseTTL(ttl))
 					}

@@ -55,6 +55,7 @@ type state struct {
 	messageCount int64 // messages ever appended; the next message's seq
 	nextPos      int64 // the next timeline position
 	num          int64 // the session's number (search.go)
+	indexed      int64 // messages numbered from indexed on are not indexed yet (indexer.go)
 }
 
 // active is the number of Active messages.
@@ -158,7 +159,7 @@ func (s *Store) swap(ctx context.Context, tx *sql.Tx, op, id string, version uin
 	} else {
 		row = tx.StmtContext(ctx, s.c.stmts.swapLeased).QueryRowContext(ctx, now, advance, msgs, id, v, int64(s.l.Token()))
 	}
-	err := row.Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos, &st.num)
+	err := row.Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos, &st.num, &st.indexed)
 	if err == nil {
 		st.messageCount -= msgs
 		st.nextPos -= advance
@@ -465,7 +466,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 		if err := s.recordUsage(ctx, tx, "append", id, usage); err != nil {
 			return err
 		}
-		return s.index(ctx, tx, id, st, msgs)
+		return s.afterAppend(ctx, tx, id, st, seq)
 	})
 }
 

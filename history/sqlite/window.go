@@ -7,6 +7,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
+	"github.com/sessionkit/sessionkit/history/internal/textsearch"
 )
 
 // Window implements [history.Reader] (segments.ReadWindow): the message
@@ -26,13 +27,10 @@ func (s *Store) Window(ctx context.Context, id string, q history.WindowQuery) (o
 // windowReads are the reads of Window in tx.
 func (s *Store) windowReads(ctx context.Context, tx *sql.Tx, id string) segments.WindowReads {
 	const op = "window"
-	var (
-		num int64 // the session's number: its messages' rowids in message_fts
-		c   chain // a fork's chain
-	)
+	var c chain // the session's chain: one link unless a fork
 	return segments.WindowReads{
 		Session: func() (activeFrom int64, err error) {
-			if err := s.row(ctx, tx, op, id, "num, active_from", &num, &activeFrom); err != nil {
+			if err := s.row(ctx, tx, op, id, "active_from", &activeFrom); err != nil {
 				return 0, err
 			}
 			if c, err = chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, id); err != nil {
@@ -58,42 +56,58 @@ func (s *Store) windowReads(ctx context.Context, tx *sql.Tx, id string) segments
 			if c.forked() {
 				return s.chainWindow(ctx, tx, c, pos, limit, false)
 			}
-			return s.windowRange(ctx, tx, `m.pos < ? ORDER BY m.pos DESC`, num, id, limit, pos)
+			return s.windowRange(ctx, tx, `m.pos < ? ORDER BY m.pos DESC`, &c[0], limit, pos)
 		},
 		From: func(pos int64, limit int) ([]history.WindowMessage, error) {
 			if c.forked() {
 				return s.chainWindow(ctx, tx, c, pos-1, limit, true)
 			}
-			return s.windowRange(ctx, tx, `m.pos >= ? ORDER BY m.pos`, num, id, limit, pos)
+			return s.windowRange(ctx, tx, `m.pos >= ? ORDER BY m.pos`, &c[0], limit, pos)
 		},
 		Standing: func() (*segments.Standing, error) { return s.standing(ctx, tx, op, id) },
 	}
 }
 
-// windowRange reads at most limit messages of session id (number num)
-// from the position where says (bounds are its parameters) in the direction
-// it says, each with the tool name
-// its message_fts row holds (a LEFT JOIN: a message the index lacks has
-// none).
-func (s *Store) windowRange(ctx context.Context, tx *sql.Tx, where string, num int64, id string, limit int, bounds ...any) ([]history.WindowMessage, error) {
-	var out []history.WindowMessage
+// windowRange reads at most limit messages of link l's own rows from the
+// position where says (bounds are its parameters) in the direction it
+// says, each with the tool name its message_fts row holds (a LEFT JOIN),
+// or for a tool result not indexed yet (indexer.go), the one its
+// look-back finds.
+func (s *Store) windowRange(ctx context.Context, tx *sql.Tx, where string, l *link, limit int, bounds ...any) ([]history.WindowMessage, error) {
+	var (
+		out     []history.WindowMessage
+		unnamed []int // tool results of the tail, in out
+	)
 	err := s.each(ctx, tx, "window", `
-		SELECT m.pos, CAST(m.body AS TEXT), COALESCE(f.tool, '') FROM messages AS m
+		SELECT m.pos, m.seq, CAST(m.body AS TEXT), COALESCE(f.tool, '') FROM messages AS m
 		LEFT JOIN message_fts AS f ON f.rowid = ? + m.seq
-		WHERE m.session_id = ? AND `+where+` LIMIT ?`, append(append([]any{rowidOf(num, 0), id}, bounds...), limit), func(rows *sql.Rows) error {
+		WHERE m.session_id = ? AND `+where+` LIMIT ?`, append(append([]any{rowidOf(l.num, 0), l.id}, bounds...), limit), func(rows *sql.Rows) error {
 		var (
 			w    history.WindowMessage
+			seq  int64
 			body string
 		)
-		if err := rows.Scan(&w.Position, &body, &w.ToolName); err != nil {
+		if err := rows.Scan(&w.Position, &seq, &body, &w.ToolName); err != nil {
 			return err
 		}
 		if err := decodeText(body, &w.Message); err != nil {
 			return err
 		}
+		if seq >= l.indexed && w.Message.Role == history.RoleTool {
+			unnamed = append(unnamed, len(out))
+		}
 		out = append(out, w)
 		return nil
 	})
+	for _, i := range unnamed {
+		if err != nil {
+			break
+		}
+		w := &out[i]
+		before, lookErr := s.lookBack(ctx, tx, "window", l.id, w.Position)
+		w.ToolName = textsearch.ToolName([]history.Message{w.Message}, 0, before)
+		err = *lookErr
+	}
 	return out, err
 }
 
@@ -117,9 +131,9 @@ func (s *Store) chainWindow(ctx context.Context, tx *sql.Tx, c chain, at int64, 
 		)
 		switch {
 		case after && l.hi > at:
-			got, err = s.windowRange(ctx, tx, `m.pos > ? AND m.pos <= ? ORDER BY m.pos`, l.num, l.id, n, max(at, l.lo), l.hi)
+			got, err = s.windowRange(ctx, tx, `m.pos > ? AND m.pos <= ? ORDER BY m.pos`, l, n, max(at, l.lo), l.hi)
 		case !after && l.lo+1 < at:
-			got, err = s.windowRange(ctx, tx, `m.pos < ? AND m.pos > ? ORDER BY m.pos DESC`, l.num, l.id, n, min(at, l.upto()), l.lo)
+			got, err = s.windowRange(ctx, tx, `m.pos < ? AND m.pos > ? ORDER BY m.pos DESC`, l, n, min(at, l.upto()), l.lo)
 		}
 		if err != nil {
 			return nil, err

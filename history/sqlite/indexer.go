@@ -1,0 +1,342 @@
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/textsearch"
+)
+
+// Background indexing (docs/storage.md, "Search"). An Append does not
+// write the search index: its messages are the session's unindexed tail,
+// the messages numbered from sessions.indexed (the watermark) on, and the
+// committer indexes them when it has had no write to run for idleAfter, in
+// one transaction of up to idleBatch messages, one FTS5 segment for many
+// messages instead of one per Append. Search and Window read the tail from
+// the messages table and match it in Go with the words and stems the index
+// uses (textsearch.Words, textsearch.Stem, as FTS5's unicode61 and porter
+// tokenizers split and stem), so a message is found by the search that
+// follows its acknowledged Append, indexed or not. A session's tail stays
+// short: the Append that would make it longer than maxTail indexes the
+// whole tail in its own transaction, so a search reads at most maxTail
+// messages outside the index even under a load that leaves the committer
+// no idle time. A process that stops before its committer indexed leaves
+// a tail behind; the next Open's committer finds it (indexed <
+// message_count) and indexes it in its idle time.
+
+const (
+	// maxTail bounds the unindexed messages of one session.
+	maxTail = 1024
+	// idleAfter is how long the committer waits without a write before it
+	// indexes.
+	idleAfter = 2 * time.Millisecond
+	// idleBatch bounds the messages one background transaction indexes,
+	// and so how long a write that arrives meanwhile waits.
+	idleBatch = 4096
+)
+
+// tailBound is the longest unindexed tail an Append leaves: maxTail, or
+// the test's bound (hooks.indexBound).
+func (s *Store) tailBound() int64 {
+	if s.hooks.indexBound != nil {
+		return int64(*s.hooks.indexBound)
+	}
+	return maxTail
+}
+
+// afterAppend is what an Append that took session id to total messages
+// does about the index: it indexes the whole tail when it has grown past
+// the bound, and otherwise leaves it to the committer's idle time. It runs
+// on the committer (as every write's function does), which owns pending.
+func (s *Store) afterAppend(ctx context.Context, tx *sql.Tx, id string, st *state, total int64) error {
+	if s.hooks.noIndex {
+		return nil
+	}
+	if total-st.indexed > s.tailBound() {
+		return s.indexRange(ctx, tx, "append", id, st.num, st.indexed, total)
+	}
+	s.c.pending[id] = struct{}{}
+	return nil
+}
+
+// indexIdle is the committer's work when it has had no write for
+// idleAfter: at its first idle time, it reads which sessions have a tail
+// (a process that stopped left it); then it indexes up to idleBatch
+// messages of the sessions in pending in one transaction. A failure drops
+// the sessions it was indexing from pending: their tails stay searchable,
+// and the bound or the next Open indexes them.
+func (s *Store) indexIdle(c *committer) {
+	ctx := context.Background()
+	if c.scan {
+		c.scan = false
+		ids, err := unindexed(ctx, c.w)
+		for _, id := range ids {
+			c.pending[id] = struct{}{}
+		}
+		if err != nil {
+			clear(c.pending)
+			return
+		}
+	}
+	if s.hooks.noIdleIndex || len(c.pending) == 0 {
+		clear(c.pending)
+		return
+	}
+	if c.stmts == nil {
+		var err error
+		if c.stmts, err = prepare(c.w); err != nil {
+			clear(c.pending)
+			return
+		}
+	}
+	tx, err := c.w.BeginTx(ctx, nil)
+	if err != nil {
+		clear(c.pending)
+		return
+	}
+	left, done := int64(idleBatch), []string{}
+	for id := range c.pending {
+		if left <= 0 {
+			break
+		}
+		var num, indexed, count int64
+		err := tx.QueryRowContext(ctx, `SELECT num, indexed, message_count FROM sessions WHERE id = ?`, id).Scan(&num, &indexed, &count)
+		if err == nil {
+			to := min(count, indexed+left)
+			err = s.indexRange(ctx, tx, "index", id, num, indexed, to)
+			left -= to - indexed
+			if to == count {
+				done = append(done, id)
+			}
+		}
+		if errors.Is(err, sql.ErrNoRows) { // deleted meanwhile
+			done, err = append(done, id), nil
+		}
+		if err != nil {
+			_ = tx.Rollback()
+			delete(c.pending, id)
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		clear(c.pending)
+		return
+	}
+	for _, id := range done {
+		delete(c.pending, id)
+	}
+	if s.hooks.onIndexed != nil {
+		s.hooks.onIndexed(idleBatch - int(left))
+	}
+}
+
+// indexRange adds the messages of session id (number num) numbered from
+// up to, not including, to to the search index and moves its watermark to
+// to, in tx.
+func (s *Store) indexRange(ctx context.Context, tx *sql.Tx, op, id string, num, from, to int64) error {
+	if from >= to {
+		return nil
+	}
+	pos, msgs, err := s.numbered(ctx, tx, op, id, from, to)
+	if err != nil {
+		return err
+	}
+	docs, err := s.docs(ctx, tx, op, id, pos, msgs)
+	if err != nil {
+		return err
+	}
+	stmt := tx.StmtContext(ctx, s.c.stmts.indexMessage)
+	for i := range msgs {
+		m := &msgs[i]
+		if _, err := stmt.ExecContext(ctx, rowidOf(num, from+int64(i)), docs[i].Text, docs[i].Tool, m.ID, string(m.Role), pos[i]); err != nil {
+			return s.fail(ctx, op, err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET indexed = ? WHERE id = ?`, to, id); err != nil {
+		return s.fail(ctx, op, err)
+	}
+	return nil
+}
+
+// numbered reads the messages of session id's own rows numbered from up
+// to, not including, to, in order, with their positions.
+func (s *Store) numbered(ctx context.Context, tx *sql.Tx, op, id string, from, to int64) ([]int64, []history.Message, error) {
+	var (
+		pos  []int64
+		msgs []history.Message
+	)
+	err := s.each(ctx, tx, op, `SELECT pos, body FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq`,
+		[]any{id, from, to}, func(rows *sql.Rows) error {
+			var p int64
+			m, err := decodeMessage(rows, &p)
+			if err != nil {
+				return err
+			}
+			pos, msgs = append(pos, p), append(msgs, m)
+			return nil
+		})
+	return pos, msgs, err
+}
+
+// docs is the searchable text of msgs, consecutive messages of session id
+// at positions pos: a tool result's tool name is found among the messages
+// before it, and those before msgs[0] along a fork's chain (lookBack).
+func (s *Store) docs(ctx context.Context, tx *sql.Tx, op, id string, pos []int64, msgs []history.Message) ([]textsearch.Doc, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	before, lookErr := s.lookBack(ctx, tx, op, id, pos[0])
+	docs := make([]textsearch.Doc, len(msgs))
+	for i := range msgs {
+		docs[i] = textsearch.DocOf(&msgs[i], textsearch.ToolName(msgs, i, before))
+		if *lookErr != nil {
+			return nil, *lookErr
+		}
+	}
+	return docs, nil
+}
+
+// lookBack is the look-back of textsearch.ToolName for a message of
+// session id at position upto: it reads the messages before it, newest
+// first, along the session's chain (chain.go), at most ToolLookback. Its
+// error is left in the second result.
+func (s *Store) lookBack(ctx context.Context, tx *sql.Tx, op, id string, upto int64) (func(fn func(m *history.Message) bool), *error) {
+	var lookErr error
+	return func(fn func(m *history.Message) bool) {
+		c, err := chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, id)
+		if err != nil {
+			lookErr = err
+			return
+		}
+		left := textsearch.ToolLookback
+		for i := range c {
+			l := &c[i]
+			lookErr = s.each(ctx, tx, op, `SELECT body FROM messages WHERE session_id = ? AND pos < ? AND pos > ? ORDER BY pos DESC LIMIT ?`,
+				[]any{l.id, min(upto, l.upto()), l.lo, left}, func(rows *sql.Rows) error {
+					m, err := decodeMessage(rows, nil)
+					if err != nil {
+						return err
+					}
+					left--
+					if !fn(&m) {
+						return errStop
+					}
+					return nil
+				})
+			if lookErr != nil || left <= 0 {
+				break
+			}
+		}
+		if errors.Is(lookErr, errStop) {
+			lookErr = nil
+		}
+	}, &lookErr
+}
+
+// errStop ends a look-back early.
+var errStop = errors.New("look-back done")
+
+// tail is the unindexed messages of a chain that one search reads: each
+// one's candidate by rowid, and for each stem of the query's words, the
+// rowids of the messages holding a word of that stem, newest first.
+type tail struct {
+	cands map[int64]textsearch.Candidate
+	stems map[string][]int64
+}
+
+// readTail reads the unindexed messages of chain c (whose session holds
+// count messages) and matches them against the words of q as FTS5 would:
+// a message holds a word when one of its words (textsearch.Words) has the
+// word's Porter stem.
+func (s *Store) readTail(ctx context.Context, tx *sql.Tx, op string, c chain, count int64, q textsearch.Query) (*tail, error) {
+	t := &tail{cands: map[int64]textsearch.Candidate{}, stems: map[string][]int64{}}
+	var first [256]bool // the first bytes of the stems: Porter keeps a word's first byte
+	for i := range q.Terms {
+		forms := q.Words[i : i+1]
+		if i < len(q.Forms) {
+			forms = q.Forms[i]
+		}
+		for _, f := range forms {
+			st := textsearch.Stem(f)
+			if st != "" {
+				t.stems[st] = nil
+				first[st[0]] = true
+			}
+		}
+	}
+	for i := range c {
+		l := &c[i]
+		from, to := max(l.indexed, l.seqLo), min(l.seqHi, count)
+		if from >= to {
+			continue
+		}
+		pos, msgs, err := s.numbered(ctx, tx, op, l.id, from, to)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := s.docs(ctx, tx, op, l.id, pos, msgs)
+		if err != nil {
+			return nil, err
+		}
+		for k := len(msgs) - 1; k >= 0; k-- { // newest first
+			r := rowidOf(l.num, from+int64(k))
+			match := func(w string) bool {
+				if !first[w[0]] {
+					return true
+				}
+				if keys, ok := t.stems[textsearch.Stem(w)]; ok && (len(keys) == 0 || keys[len(keys)-1] != r) {
+					t.stems[textsearch.Stem(w)] = append(keys, r)
+				}
+				return true
+			}
+			textsearch.Words(docs[k].Text, match)
+			textsearch.Words(docs[k].Tool, match)
+			m := &msgs[k]
+			t.cands[r] = textsearch.Candidate{
+				Message:  history.Message{ID: m.ID, Role: m.Role, Text: docs[k].Text},
+				ToolName: docs[k].Tool,
+				Position: pos[k],
+			}
+		}
+	}
+	return t, nil
+}
+
+// match returns the rowids of the tail's messages holding word, newest
+// first.
+func (t *tail) match(word string) []int64 { return t.stems[textsearch.Stem(word)] }
+
+// merge returns the keys of a and b (each newest first), newest first, at
+// most limit.
+func merge(a, b []int64, limit int) []int64 {
+	if len(a) == 0 {
+		return b
+	}
+	all := append(slices.Clone(a), b...)
+	slices.SortFunc(all, func(x, y int64) int { return cmp.Compare(y, x) })
+	all = slices.Compact(all)
+	return all[:min(limit, len(all))]
+}
+
+// unindexed lists the sessions of w with a tail.
+func unindexed(ctx context.Context, w *sql.DB) ([]string, error) {
+	rows, err := w.QueryContext(ctx, `SELECT id FROM sessions WHERE indexed < message_count`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
