@@ -255,7 +255,17 @@ type tail struct {
 // word's Porter stem.
 func (s *Store) readTail(ctx context.Context, tx *sql.Tx, op string, c chain, count int64, q textsearch.Query) (*tail, error) {
 	t := &tail{cands: map[int64]textsearch.Candidate{}, stems: map[string][]int64{}}
-	var first [256]bool // the first bytes of the stems: Porter keeps a word's first byte
+	// Only a word that begins as a stem does is stemmed: Porter's stem of
+	// a word shares all its bytes but the last two with the word (a
+	// replaced suffix: "ability" is "able", "happy" "happi"), and
+	// returns a word of fewer than three letters as it is. So a word
+	// whose first byte (for a stem of three bytes or less) or first two
+	// bytes do not begin a stem cannot have it.
+	var (
+		one   [256]bool
+		two   = new([256][256]bool)
+		stems = map[string]string{} // the words stemmed, each once
+	)
 	for i := range q.Terms {
 		forms := q.Words[i : i+1]
 		if i < len(q.Forms) {
@@ -263,10 +273,13 @@ func (s *Store) readTail(ctx context.Context, tx *sql.Tx, op string, c chain, co
 		}
 		for _, f := range forms {
 			st := textsearch.Stem(f)
-			if st != "" {
-				t.stems[st] = nil
-				first[st[0]] = true
+			switch {
+			case len(st) <= 3:
+				one[st[0]] = true
+			default:
+				two[st[0]][st[1]] = true
 			}
+			t.stems[st] = nil
 		}
 	}
 	for i := range c {
@@ -286,11 +299,16 @@ func (s *Store) readTail(ctx context.Context, tx *sql.Tx, op string, c chain, co
 		for k := len(msgs) - 1; k >= 0; k-- { // newest first
 			r := rowidOf(l.num, from+int64(k))
 			match := func(w string) bool {
-				if !first[w[0]] {
+				if !one[w[0]] && (len(w) < 2 || !two[w[0]][w[1]]) {
 					return true
 				}
-				if keys, ok := t.stems[textsearch.Stem(w)]; ok && (len(keys) == 0 || keys[len(keys)-1] != r) {
-					t.stems[textsearch.Stem(w)] = append(keys, r)
+				st, ok := stems[w]
+				if !ok {
+					st = textsearch.Stem(w)
+					stems[w] = st
+				}
+				if keys, ok := t.stems[st]; ok && (len(keys) == 0 || keys[len(keys)-1] != r) {
+					t.stems[st] = append(keys, r)
 				}
 				return true
 			}

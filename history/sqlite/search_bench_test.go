@@ -22,15 +22,23 @@ import (
 // hits, without neighbours and with one on each side (neighbors=1). It
 // reports the latency quantiles (goal: p99 ≤ 10 ms, docs/performance.md)
 // and cpu-ms, the process's CPU time per search, which a loaded machine
-// does not inflate as it does the latencies.
+// does not inflate as it does the latencies. SESSIONKIT_SEARCH_TAIL=n
+// appends n more Active messages that stay out of the index (indexer.go),
+// so that every search also reads and matches them itself.
 func BenchmarkSearch(b *testing.B) {
-	archived, active := 100_000, 1_000
+	archived, active, tail := 100_000, 1_000, 0
 	if n, err := strconv.Atoi(os.Getenv("SESSIONKIT_SEARCH_ARCHIVED")); err == nil && n > 0 {
 		archived = n
 	}
+	if n, err := strconv.Atoi(os.Getenv("SESSIONKIT_SEARCH_TAIL")); err == nil && n > 0 {
+		tail = n
+	}
 	ctx := context.Background()
-	s := benchOpen(b)
-	msgs := historytest.SearchCorpus(archived+active, 1)
+	path := filepath.Join(b.TempDir(), "bench.db")
+	s := open(b, path, withIndexBound(0))
+	msgs := historytest.SearchCorpus(archived+active+tail, 1)
+	all := msgs
+	msgs = msgs[:archived+active]
 	snap, err := s.Create(ctx, history.NewSession{ID: "s"})
 	require.NoError(b, err)
 	v := snap.Version
@@ -40,8 +48,15 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	v, err = s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: time.Now()})
 	require.NoError(b, err)
-	_, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c", SegmentID: "seg-c", Archive: archived, Summary: "S", At: time.Now()})
+	v, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c", SegmentID: "seg-c", Archive: archived, Summary: "S", At: time.Now()})
 	require.NoError(b, err)
+	if tail > 0 {
+		require.NoError(b, s.Close())
+		s = open(b, path, withIndexBound(1<<30), withoutIdleIndex())
+		_, err = s.Append(ctx, "s", v, all[archived+active:])
+		require.NoError(b, err)
+		msgs = all
+	}
 	queries := historytest.SearchQueries(msgs, 200, 2)
 	for _, n := range []int{0, 1} {
 		b.Run(fmt.Sprintf("neighbors=%d", n), func(b *testing.B) {
@@ -91,7 +106,7 @@ func BenchmarkIndexCost(b *testing.B) {
 	next := 2 * n
 	sides := make([]*side, 2)
 	for k := range sides {
-		var opts []Option
+		opts := []Option{withIndexBound(0)} // each Append indexes its messages
 		if k == 1 {
 			opts = append(opts, withoutIndex())
 		}
