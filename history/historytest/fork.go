@@ -187,9 +187,7 @@ func testForkState(t *testing.T, h Harness) {
 func testForkWrites(t *testing.T, h Harness) {
 	ctx := context.Background()
 	s := h.New(t)
-	v := create(t, s, "src")
-	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m0", 0, "alpha"), forkMsg("m1", 1, "bravo"), forkMsg("m2", 2, "charlie"), forkMsg("m3", 3, "alpha")})
-	v, _ = compact(t, s, "src", v, "c1", 2, "S1")
+	v := fourAndCompaction(t, s)
 	srcBefore := captureFork(t, s, "src")
 	snap := fork(t, s, "f1", "src", "")
 	assert.Equal(t, "m3", snap.ForkAt)
@@ -414,4 +412,86 @@ func testListForkOf(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	require.Len(t, p.Sessions, 1)
 	assert.Equal(t, "src", p.Sessions[0].ForkOf)
+}
+
+// testForkDeep: a fork of a fork, to depth 5, each made at a message of
+// its parent that a later compaction of the parent archived, reads as its
+// parent read at that point (its compactions before it included, those
+// after it not), also after it was written as a parent in turn and the
+// store was reopened.
+func testForkDeep(t *testing.T, h Harness) {
+	s := h.New(t)
+	parent, v := "src", create(t, s, "src")
+	want := map[string]forkState{}
+	for d := 1; d <= 5; d++ {
+		msg := func(k int, w string) history.Message {
+			return forkMsg(fmt.Sprintf("d%d-%d", d, k), 10*d+k, w)
+		}
+		v = appendMsgs(t, s, parent, v, []history.Message{msg(0, "alpha"), msg(1, "bravo"), msg(2, "charlie")})
+		v, _ = compact(t, s, parent, v, fmt.Sprintf("c%d", d), 2, fmt.Sprintf("S%d", d))
+		v = appendMsgs(t, s, parent, v, []history.Message{msg(3, "alpha")})
+		at := captureFork(t, s, parent)
+		// The parent goes on: a message and a compaction that archives the
+		// fork point, neither the fork's.
+		v = appendMsgs(t, s, parent, v, []history.Message{msg(4, "later")})
+		v, _ = compact(t, s, parent, v, fmt.Sprintf("c%d-later", d), 3, "later")
+		_ = v
+		id := fmt.Sprintf("f%d", d)
+		snap := fork(t, s, id, parent, fmt.Sprintf("d%d-3", d))
+		sameForkState(t, at, captureFork(t, s, id))
+		want[id] = at
+		parent, v = id, snap.Version
+	}
+	// Each fork but the deepest was written as a parent since: each reads
+	// as it did before the reopen, the deepest as its parent at the point.
+	for d := 1; d < 5; d++ {
+		id := fmt.Sprintf("f%d", d)
+		want[id] = captureFork(t, s, id)
+	}
+	s = h.reopen(t, s)
+	for d := 1; d <= 5; d++ {
+		id := fmt.Sprintf("f%d", d)
+		t.Run(id, func(t *testing.T) { sameForkState(t, want[id], captureFork(t, s, id)) })
+	}
+}
+
+// testForkDeleteRecreate: the ID of a deleted source that forks read may
+// be created again at once; the new session and the fork never see each
+// other's messages, and deleting either, or the fork's own fork's parent,
+// leaves the others whole.
+func testForkDeleteRecreate(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := fourAndCompaction(t, s)
+	_ = v
+	snap := fork(t, s, "f", "src", "m2")
+	appendMsgs(t, s, "f", snap.Version, []history.Message{forkMsg("f0", 4, "bravo")})
+	f := captureFork(t, s, "f")
+	require.NoError(t, s.Delete(ctx, "src"))
+	goneFrom(t, s, "src")
+	sameForkState(t, f, captureFork(t, s, "f"))
+	v = create(t, s, "src")
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m0", 0, "later alpha")})
+	_ = v
+	sameForkState(t, f, captureFork(t, s, "f"))
+	assert.Len(t, search(t, s, "src", "alpha", 10).Hits, 1, "the new src holds its own message only")
+	fork(t, s, "g", "f", "f0")
+	g := captureFork(t, s, "g")
+	require.NoError(t, s.Delete(ctx, "f"))
+	sameForkState(t, g, captureFork(t, s, "g"))
+	require.NoError(t, s.Delete(ctx, "src"))
+	sameForkState(t, g, captureFork(t, s, "g"))
+	require.NoError(t, s.Delete(ctx, "g"))
+	goneFrom(t, s, "g")
+	assert.Empty(t, listAll(t, s, history.ListOptions{}, nil))
+}
+
+// fourAndCompaction creates session src with messages m0 to m3 and a
+// compaction c1 of the first two, and returns its version.
+func fourAndCompaction(t *testing.T, s history.Store) uint64 {
+	t.Helper()
+	v := create(t, s, "src")
+	v = appendMsgs(t, s, "src", v, []history.Message{forkMsg("m0", 0, "alpha"), forkMsg("m1", 1, "bravo"), forkMsg("m2", 2, "charlie"), forkMsg("m3", 3, "alpha")})
+	v, _ = compact(t, s, "src", v, "c1", 2, "S1")
+	return v
 }

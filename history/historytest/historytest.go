@@ -134,6 +134,8 @@ func Run(t *testing.T, h Harness) {
 		{"ForkListDelete", testForkListDelete},
 		{"ForkToolResult", testForkToolResult},
 		{"ListForkOf", testListForkOf},
+		{"ForkDeep", testForkDeep},
+		{"ForkDeleteRecreate", testForkDeleteRecreate},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

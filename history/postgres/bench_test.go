@@ -81,3 +81,19 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFork measures the goals of forks (historytest.BenchFork) with
+// fork-B the bytes of the rows a fork wrote (pg_column_size of every row
+// of the tables a fork writes, before and after).
+func BenchmarkFork(b *testing.B) {
+	s := benchOpen(b)
+	historytest.BenchFork(b, s, func() int64 {
+		var n int64
+		require.NoError(b, s.pool.QueryRow(context.Background(), `SELECT
+			(SELECT COALESCE(sum(pg_column_size(t.*)), 0) FROM sessions t) +
+			(SELECT COALESCE(sum(pg_column_size(t.*)), 0) FROM messages t) +
+			(SELECT COALESCE(sum(pg_column_size(t.*)), 0) FROM compactions t) +
+			(SELECT COALESCE(sum(pg_column_size(t.*)), 0) FROM configs t)`).Scan(&n))
+		return n
+	})
+}

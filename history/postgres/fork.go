@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,10 +15,12 @@ import (
 
 // Fork implements [history.Catalog] as the SQLite store does
 // (docs/storage.md, "Forks"): in one transaction, after the lease check
-// of the fork's ID (as Create), it reads the source's rows up to the fork
-// point, its sessions row locked FOR KEY SHARE so that a delete of the
-// source waits for the fork or the fork finds no source, and writes the
-// fork's. The source's writer does not wait for the fork (its UPDATE of
+// of the fork's ID (as Create), it finds the fork point along the
+// source's chain (chain.go), its sessions row locked FOR KEY SHARE so
+// that a delete of the source waits for the fork or the fork finds no
+// source, and writes the fork's sessions row and its compaction and
+// configuration records up to the fork point (a Segment undone after the
+// fork point stands in the fork): no message, whatever the source's size. The source's writer does not wait for the fork (its UPDATE of
 // the row takes no lock that FOR KEY SHARE blocks): what it commits
 // meanwhile lies past the fork point, which the fork's reads leave out.
 // A wait for the source's row that the lock timeout ends is a
@@ -38,9 +41,11 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		var (
 			nextPos, count     int64
 			config, title, cwd []byte
+			forked             bool
 		)
-		err := tx.QueryRow(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd FROM sessions WHERE id = $1 FOR KEY SHARE`, from).
-			Scan(&nextPos, &count, &config, &title, &cwd)
+		err := tx.QueryRow(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd, fork_of IS NOT NULL FROM sessions
+			WHERE id = $1 AND NOT deleted FOR KEY SHARE`, from).
+			Scan(&nextPos, &count, &config, &title, &cwd, &forked)
 		if isLockTimeout(err) { // the wait was for the source's row
 			return s.busy(ctx, op, spec.From, err)
 		}
@@ -54,19 +59,23 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		case !errors.Is(err, pgx.ErrNoRows):
 			return s.fail(ctx, op, err)
 		}
+		src := chain{{key: from, lo: -1, hi: math.MaxInt64, seqHi: math.MaxInt64}}
+		if forked {
+			if src, err = s.chainOf(ctx, tx, op, spec.From); err != nil {
+				return err
+			}
+		}
 		// at is the fork point, n the number of messages inherited.
 		at, n := nextPos-1, count
 		if spec.At != "" {
-			var seq int64
-			err := tx.QueryRow(ctx, `SELECT pos, seq FROM messages WHERE session_id = $1 AND id = $2 ORDER BY pos DESC LIMIT 1`,
-				from, bin(spec.At)).Scan(&at, &seq)
+			pos, seq, found, err := s.chainFind(ctx, tx, op, src, spec.At)
 			switch {
-			case errors.Is(err, pgx.ErrNoRows):
-				return storekit.UnknownMessage(spec.From, spec.At)
 			case err != nil:
-				return s.fail(ctx, op, err)
+				return err
+			case !found:
+				return storekit.UnknownMessage(spec.From, spec.At)
 			}
-			n = seq + 1
+			at, n = pos, seq+1
 		}
 		var inside []byte
 		err = tx.QueryRow(ctx, `SELECT compact_id FROM compactions WHERE session_id = $1 AND pos <= $2
@@ -87,7 +96,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		switch {
 		case err == nil:
 			var seq int64
-			if err := tx.QueryRow(ctx, `SELECT seq FROM messages WHERE session_id = $1 AND pos = $2`, from, toPos).Scan(&seq); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT seq FROM messages WHERE session_id = $1 AND pos = $2`, src.byPos(toPos), toPos).Scan(&seq); err != nil {
 				return s.fail(ctx, op, err)
 			}
 			activeFrom, archived = toPos+1, seq+1
@@ -96,7 +105,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		}
 		var forkAt []byte
 		if n > 0 {
-			if err := tx.QueryRow(ctx, `SELECT id FROM messages WHERE session_id = $1 AND seq = $2`, from, n-1).Scan(&forkAt); err != nil {
+			if err := tx.QueryRow(ctx, `SELECT id FROM messages WHERE session_id = $1 AND seq = $2`, src.bySeq(n-1), n-1).Scan(&forkAt); err != nil {
 				return s.fail(ctx, op, err)
 			}
 		}
@@ -129,9 +138,9 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 				return err
 			}
 		}
-		for _, table := range []string{"messages", "compactions", "configs"} {
-			if err := s.copyRows(ctx, tx, table, key, from, at); err != nil {
-				return err
+		for _, table := range []string{"compactions", "configs"} {
+			if _, err := tx.Exec(ctx, sqlstore.CopyRows(table, forkCopies[table], "$1", "$2", "$3"), key, from, at); err != nil {
+				return s.fail(ctx, op, err)
 			}
 		}
 		// A Segment undone after the fork point stands in the fork.
@@ -149,25 +158,13 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 	return snap, nil
 }
 
-// copyRows writes the rows of table of session from at positions up to
-// at again, as rows of session to: every column as it is but session_id.
-func (s *Store) copyRows(ctx context.Context, tx pgx.Tx, table string, to, from []byte, at int64) error {
-	var cols []string
-	err := s.each(ctx, tx, "fork", `SELECT column_name FROM information_schema.columns
-		WHERE table_schema = current_schema() AND table_name = $1 AND is_generated = 'NEVER' ORDER BY ordinal_position`, []any{table}, func(rows pgx.Rows) error {
-		var c string
-		if err := rows.Scan(&c); err != nil {
-			return err
-		}
-		cols = append(cols, c)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	_, err = tx.Exec(ctx, sqlstore.CopyRows(table, cols, "$1", "$2", "$3"), to, from, at)
-	if err != nil {
-		return s.fail(ctx, "fork", err)
-	}
-	return nil
+// forkCopies are the columns of the tables whose rows up to the fork
+// point a fork writes again as its own (TestForkCopiesEveryColumn checks
+// them against the schema).
+var forkCopies = map[string][]string{
+	"compactions": {"session_id", "compact_id", "pos", "status", "trigger_kind", "instructions", "summary", "error",
+		"started_at", "finished_at", "segment_id", "from_pos", "to_pos", "input_tokens", "output_tokens",
+		"summary_provider", "summary_model", "context_before", "context_after", "undo_id", "undo_pos", "undone_at",
+		"restored", "commit_version", "fidelity_facts", "fidelity_kept", "fidelity_missing", "files"},
+	"configs": {"session_id", "pos", "at", "data"},
 }

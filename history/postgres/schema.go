@@ -192,7 +192,38 @@ CREATE TABLE vectors (
 	PRIMARY KEY (session_id, pos)
 );
 `,
+	// 16: forks copy no message (chain.go): the copies of messages that
+	// forks made before go (migrationForkChains).
+	migrationForkChains,
 }
+
+// migrationForkChains is migration 16. A fork made before held copies
+// of its source's messages up to its fork point. A fork whose parent is
+// the session it was made from (created before it; a deleted source's
+// messages went with it) reads them from there now: its copies go. Any
+// other fork's copies move to a hidden parent of its own, marked deleted,
+// as Delete leaves a parent that forks read. The decisions are taken on
+// the rows as they were, so the order of a chain's forks does not matter.
+const migrationForkChains = `
+CREATE TEMP TABLE sk_forks ON COMMIT DROP AS
+SELECT f.id, f.fork_pos, f.fork_seq, f.created_at,
+	'\x00'::bytea || convert_to('deleted-fork-', 'UTF8') || f.id AS hidden,
+	EXISTS (SELECT 1 FROM sessions p WHERE p.id = f.fork_of AND p.created_at <= f.created_at) AS parent_holds
+FROM sessions f WHERE f.fork_of IS NOT NULL;
+
+DELETE FROM messages m USING sk_forks f
+WHERE f.parent_holds AND m.session_id = f.id AND m.pos <= f.fork_pos;
+
+INSERT INTO sessions (id, version, message_count, next_pos, created_at, updated_at, deleted)
+SELECT f.hidden, 1, f.fork_seq, f.fork_pos + 1, f.created_at, f.created_at, true
+FROM sk_forks f WHERE NOT f.parent_holds;
+
+UPDATE messages m SET session_id = f.hidden
+FROM sk_forks f WHERE NOT f.parent_holds AND m.session_id = f.id AND m.pos <= f.fork_pos;
+
+UPDATE sessions s SET fork_of = f.hidden
+FROM sk_forks f WHERE NOT f.parent_holds AND s.id = f.id;
+`
 
 // migrationForks is migration 12: the fork columns of sessions.
 const migrationForks = `

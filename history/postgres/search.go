@@ -52,7 +52,19 @@ func (s *Store) searchDocs(ctx context.Context, tx pgx.Tx, id string, st *state,
 			return
 		}
 		var older []history.Message
-		_, older, err = s.messages(ctx, tx, "append", `WHERE session_id = $1 AND pos < $2 ORDER BY pos DESC LIMIT $3`, bin(id), st.nextPos, textsearch.ToolLookback)
+		if st.forked { // along the chain (chain.go)
+			var c chain
+			if c, err = s.chainOf(ctx, tx, "append", id); err != nil {
+				return
+			}
+			var win []history.WindowMessage
+			win, err = s.chainWindow(ctx, tx, c, st.nextPos, textsearch.ToolLookback, false)
+			for _, w := range win {
+				older = append(older, w.Message)
+			}
+		} else {
+			_, older, err = s.messages(ctx, tx, "append", `WHERE session_id = $1 AND pos < $2 ORDER BY pos DESC LIMIT $3`, bin(id), st.nextPos, textsearch.ToolLookback)
+		}
 		for i := range older {
 			if !fn(&older[i]) {
 				return
@@ -80,8 +92,12 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 	}
 	var page history.SearchPage
 	err = s.read(ctx, op, id, func(tx pgx.Tx) error {
-		var activeFrom, count int64
-		err := tx.QueryRow(ctx, `SELECT active_from, message_count FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom, &count)
+		var (
+			activeFrom, count int64
+			forked            bool
+			c                 chain // a fork's chain (chain.go)
+		)
+		err := tx.QueryRow(ctx, `SELECT active_from, message_count, fork_of IS NOT NULL FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom, &count, &forked)
 		if err := s.found(ctx, op, id, err); err != nil {
 			return err
 		}
@@ -89,11 +105,25 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			page = history.SearchPage{Hits: []history.SearchHit{}}
 			return nil
 		}
+		// The statements of a session, and those of a fork: each over its
+		// chain's ranges of message numbers, newest link first.
+		keysSQL := `SELECT seq FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`
+		candsSQL := `SELECT ` + messageColumns + `, tool_name FROM messages WHERE session_id = $1 AND seq = ANY($2)`
+		chainArgs := []any{bin(id)}
+		if forked {
+			if c, err = s.chainOf(ctx, tx, op, id); err != nil {
+				return err
+			}
+			keysSQL = `SELECT m.seq FROM unnest($1::bytea[], $4::bigint[], $5::bigint[]) AS c (id, lo, hi) CROSS JOIN LATERAL (SELECT seq FROM messages WHERE session_id = c.id AND seq >= c.lo AND seq < c.hi
+				AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3) m ORDER BY m.seq DESC LIMIT $3`
+			candsSQL = `SELECT m.* FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS c (id, lo, hi) CROSS JOIN LATERAL (SELECT ` + messageColumns + `, tool_name FROM messages
+				WHERE session_id = c.id AND seq >= c.lo AND seq < c.hi AND seq = ANY($2)) m`
+			keys, los, his := c.seqs()
+			chainArgs = []any{keys, los, his}
+		}
 		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, 0, func(word string, limit int) ([]int64, error) {
 			var keys []int64
-			err := s.each(ctx, tx, op, `
-				SELECT seq FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2)
-				ORDER BY seq DESC LIMIT $3`, []any{bin(id), indexText(word), limit}, func(rows pgx.Rows) error {
+			err := s.each(ctx, tx, op, keysSQL, append([]any{chainArgs[0], indexText(word), limit}, chainArgs[1:]...), func(rows pgx.Rows) error {
 				var seq int64
 				if err := rows.Scan(&seq); err != nil {
 					return err
@@ -109,21 +139,20 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		seqs := textsearch.Prune(lists, st, textsearch.Need(offset, limit, sq.Neighbors))
 		var cands []textsearch.Candidate
 		if len(seqs) > 0 {
-			err = s.each(ctx, tx, op, `SELECT `+messageColumns+`, tool_name FROM messages WHERE session_id = $1 AND seq = ANY($2)`,
-				[]any{bin(id), seqs}, func(rows pgx.Rows) error {
-					var (
-						c    textsearch.Candidate
-						tool []byte
-						err  error
-					)
-					c.Position, c.Message, err = scanMessage(rows, &tool)
-					if err != nil {
-						return err
-					}
-					c.ToolName = string(tool)
-					cands = append(cands, c)
-					return nil
-				})
+			err = s.each(ctx, tx, op, candsSQL, append([]any{chainArgs[0], seqs}, chainArgs[1:]...), func(rows pgx.Rows) error {
+				var (
+					c    textsearch.Candidate
+					tool []byte
+					err  error
+				)
+				c.Position, c.Message, err = scanMessage(rows, &tool)
+				if err != nil {
+					return err
+				}
+				c.ToolName = string(tool)
+				cands = append(cands, c)
+				return nil
+			})
 			if err != nil {
 				return err
 			}
@@ -134,6 +163,12 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		}
 		textsearch.Place(cands, activeFrom, standing)
 		page, err = textsearch.Page(q, offset, limit, sq.Neighbors, cands, st, func(pos int64, limit int, after bool) ([]history.WindowMessage, error) {
+			if c != nil {
+				if after {
+					return s.chainWindow(ctx, tx, c, pos+1, limit, true)
+				}
+				return s.chainWindow(ctx, tx, c, pos, limit, false)
+			}
 			where := `pos < $2 ORDER BY pos DESC`
 			if after {
 				where = `pos > $2 ORDER BY pos`

@@ -45,7 +45,7 @@ const (
 	swapSQL = `
 		UPDATE sessions SET version = version + 1, next_pos = next_pos + $3, message_count = message_count + $4, updated_at = ` + nowNanos + `
 		WHERE id = $1 AND version = $2
-		RETURNING active_from, archived, message_count - $4, next_pos - $3`
+		RETURNING active_from, archived, message_count - $4, next_pos - $3, fork_of IS NOT NULL`
 	// checkToken reads the session's lease for a fenced write. FOR SHARE
 	// keeps an Acquire that would take the lease over (an UPDATE of the row)
 	// waiting until the write has committed or rolled back.
@@ -64,6 +64,16 @@ type state struct {
 	archived     int64 // messages before the watermark
 	messageCount int64 // messages appended before this write; the first new seq
 	nextPos      int64 // the first timeline position this write may use
+	forked       bool  // the session is a fork (chain.go)
+}
+
+// chain is the chain of the session of st when it is a fork, nil
+// otherwise.
+func (s *Store) chain(ctx context.Context, tx pgx.Tx, op, id string, st *state) (chain, error) {
+	if !st.forked {
+		return nil, nil
+	}
+	return s.chainOf(ctx, tx, op, id)
 }
 
 // active is the number of Active messages.
@@ -235,7 +245,7 @@ func (s *Store) swap(ctx context.Context, tx pgx.Tx, op, id string, version uint
 			}
 		}
 		var st state
-		err := br.QueryRow().Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos)
+		err := br.QueryRow().Scan(&st.activeFrom, &st.archived, &st.messageCount, &st.nextPos, &st.forked)
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return nil, false, s.fail(ctx, op, err)
 		}
@@ -372,6 +382,8 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		snap.LastSeq = uint64(lastSeq)
 		if forkOf != nil {
 			snap.ForkOf, snap.ForkAt, snap.ForkPosition = string(forkOf), string(forkAt), forkPos
+			snap.Active, snap.Interrupted, err = s.forkActive(ctx, tx, op, id, activeFrom)
+			return err
 		}
 		if _, snap.Active, err = s.messages(ctx, tx, op, whereActive, bin(id), activeFrom); err != nil {
 			return err
@@ -383,6 +395,39 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 		return nil, err
 	}
 	return snap, nil
+}
+
+// forkActive reads the Active messages of fork id from the watermark
+// activeFrom on, along its chain, and its in-progress compactions: the
+// reads of each link and of the compactions in one batch.
+func (s *Store) forkActive(ctx context.Context, tx pgx.Tx, op, id string, activeFrom int64) ([]history.Message, []string, error) {
+	c, err := s.chainOf(ctx, tx, op, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	b := &pgx.Batch{}
+	n := c.queueMessages(b, activeFrom, math.MaxInt64)
+	b.Queue(selectInProgress, bin(id))
+	br := tx.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	_, active, err := s.readMessages(ctx, br, op, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	var interrupted []string
+	err = s.eachOf(ctx, op, func() (pgx.Rows, error) { return br.Query() }, func(rows pgx.Rows) error {
+		var v []byte
+		err := rows.Scan(&v)
+		interrupted = append(interrupted, string(v))
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := br.Close(); err != nil {
+		return nil, nil, s.fail(ctx, op, err)
+	}
+	return active, interrupted, nil
 }
 
 // messages reads the messages selected by where (a WHERE and ORDER BY
@@ -410,8 +455,13 @@ func (s *Store) messages(ctx context.Context, tx pgx.Tx, op, where string, args 
 // each runs query in tx and calls scan for every row of its result; its
 // errors are wrapped for op.
 func (s *Store) each(ctx context.Context, tx pgx.Tx, op, query string, args []any, scan func(rows pgx.Rows) error) error {
-	return sqlstore.Query(func() (pgx.Rows, error) { return tx.Query(ctx, query, args...) },
-		pgx.Rows.Close, scan, func(err error) error { return s.fail(ctx, op, err) })
+	return s.eachOf(ctx, op, func() (pgx.Rows, error) { return tx.Query(ctx, query, args...) }, scan)
+}
+
+// eachOf calls scan for every row that query returns (a statement's, or
+// one of a batch's results); its errors are wrapped for op.
+func (s *Store) eachOf(ctx context.Context, op string, query func() (pgx.Rows, error), scan func(rows pgx.Rows) error) error {
+	return sqlstore.Query(query, pgx.Rows.Close, scan, func(err error) error { return s.fail(ctx, op, err) })
 }
 
 // collect reads the rows of a query as values, each as read makes it from
@@ -624,9 +674,15 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 		if err != nil {
 			return fmt.Errorf("%w: files: %v", history.ErrInvalid, err)
 		}
-		from := st.activeFrom
+		from, seq := st.activeFrom, st.archived+int64(c.Archive)-1
+		key := bin(id)
+		if ch, err := s.chain(ctx, tx, op, id, st); err != nil {
+			return err
+		} else if ch != nil {
+			key = ch.bySeq(seq)
+		}
 		var to int64
-		if err := tx.QueryRow(ctx, selectPosOfSeq, bin(id), st.archived+int64(c.Archive)-1).Scan(&to); err != nil {
+		if err := tx.QueryRow(ctx, selectPosOfSeq, key, seq).Scan(&to); err != nil {
 			return s.fail(ctx, op, err)
 		}
 		_, err = tx.Exec(ctx, `
@@ -724,7 +780,7 @@ func (s *Store) SegmentHeaders(ctx context.Context, id string) ([]history.Segmen
 func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]history.Segment, error) {
 	var out []history.Segment
 	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
-		activeFrom, err := s.exists(ctx, tx, op, id)
+		activeFrom, c, err := s.session(ctx, tx, op, id)
 		if err != nil {
 			return err
 		}
@@ -774,10 +830,17 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 			return err
 		}
 		out, err = b.Finish(func() ([]int64, []history.Message, error) {
+			if c != nil {
+				return s.chainMessages(ctx, tx, op, c, 0, activeFrom)
+			}
 			return s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos < $2 ORDER BY pos`, bin(id), activeFrom)
 		}, func(err error) error {
 			return fmt.Errorf("postgres: %s: session %q: %w", op, id, err)
 		}, func(sp storekit.SegmentSpan) ([]history.Message, error) {
+			if c != nil {
+				_, msgs, err := s.chainMessages(ctx, tx, op, c, sp.From, sp.To+1)
+				return msgs, err
+			}
 			_, msgs, err := s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos BETWEEN $2 AND $3 ORDER BY pos`, bin(id), sp.From, sp.To)
 			return msgs, err
 		})
@@ -825,8 +888,15 @@ func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u hist
 		}
 		r.CompactID, r.SegmentID = string(compactID), string(segID)
 		var restored int64
-		err = tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE session_id = $1 AND pos BETWEEN $2 AND $3`, bin(id), from, to).Scan(&restored)
+		c, err := s.chain(ctx, tx, op, id, st)
 		if err != nil {
+			return err
+		}
+		if c != nil {
+			if restored, err = s.chainCount(ctx, tx, op, c, from, to); err != nil {
+				return err
+			}
+		} else if err := tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE session_id = $1 AND pos BETWEEN $2 AND $3`, bin(id), from, to).Scan(&restored); err != nil {
 			return s.fail(ctx, op, err)
 		}
 		r.Restored = int(restored)
@@ -885,7 +955,7 @@ func (s *Store) Entries(ctx context.Context, id string, q history.EntryQuery) ([
 func (s *Store) entries(ctx context.Context, op, id string, from, to int64, records bool) ([]history.Entry, error) {
 	var out []history.Entry
 	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
-		activeFrom, err := s.exists(ctx, tx, op, id)
+		activeFrom, c, err := s.session(ctx, tx, op, id)
 		if err != nil {
 			return err
 		}
@@ -893,11 +963,15 @@ func (s *Store) entries(ctx context.Context, op, id string, from, to int64, reco
 			positions []int64
 			msgs      []history.Message
 		)
-		if !records {
+		switch {
+		case records:
+		case c != nil:
+			positions, msgs, err = s.chainMessages(ctx, tx, op, c, from, to)
+		default:
 			positions, msgs, err = s.messages(ctx, tx, op, `WHERE session_id = $1 AND pos >= $2 AND pos < $3 ORDER BY pos`, bin(id), from, to)
-			if err != nil {
-				return err
-			}
+		}
+		if err != nil {
+			return err
 		}
 		recs, err := s.records(ctx, tx, op, id, from, to)
 		if err != nil {

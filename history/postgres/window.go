@@ -18,10 +18,20 @@ func (s *Store) Window(ctx context.Context, id string, q history.WindowQuery) ([
 	const op = "window"
 	var out []history.WindowMessage
 	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
-		var err error
+		var (
+			c   chain // a fork's chain (chain.go)
+			err error
+		)
 		out, err = segments.ReadWindow(id, q, segments.WindowReads{
-			Session: func() (int64, error) { return s.exists(ctx, tx, op, id) },
+			Session: func() (activeFrom int64, err error) {
+				activeFrom, c, err = s.session(ctx, tx, op, id)
+				return activeFrom, err
+			},
 			Find: func(msgID string) (pos int64, found bool, err error) {
+				if c != nil {
+					pos, _, found, err = s.chainFind(ctx, tx, op, c, msgID)
+					return pos, found, err
+				}
 				err = tx.QueryRow(ctx, `SELECT pos FROM messages WHERE session_id = $1 AND id = $2 ORDER BY pos DESC LIMIT 1`, bin(id), bin(msgID)).Scan(&pos)
 				switch {
 				case errors.Is(err, pgx.ErrNoRows):
@@ -32,9 +42,15 @@ func (s *Store) Window(ctx context.Context, id string, q history.WindowQuery) ([
 				return pos, true, nil
 			},
 			Before: func(pos int64, limit int) ([]history.WindowMessage, error) {
+				if c != nil {
+					return s.chainWindow(ctx, tx, c, pos, limit, false)
+				}
 				return s.windowRange(ctx, tx, `pos < $2 ORDER BY pos DESC`, id, pos, limit)
 			},
 			From: func(pos int64, limit int) ([]history.WindowMessage, error) {
+				if c != nil {
+					return s.chainWindow(ctx, tx, c, pos, limit, true)
+				}
 				return s.windowRange(ctx, tx, `pos >= $2 ORDER BY pos`, id, pos, limit)
 			},
 			Standing: func() (*segments.Standing, error) { return s.standing(ctx, tx, op, id) },
@@ -50,17 +66,21 @@ func (s *Store) windowRange(ctx context.Context, tx pgx.Tx, where, id string, at
 	var out []history.WindowMessage
 	err := s.each(ctx, tx, "window", `SELECT `+messageColumns+`, tool_name FROM messages WHERE session_id = $1 AND `+where+` LIMIT $3`,
 		[]any{bin(id), at, limit}, func(rows pgx.Rows) error {
-			var (
-				w    history.WindowMessage
-				tool []byte
-				err  error
-			)
-			if w.Position, w.Message, err = scanMessage(rows, &tool); err != nil {
-				return err
-			}
-			w.ToolName = string(tool)
+			w, err := scanWindow(rows)
 			out = append(out, w)
-			return nil
+			return err
 		})
 	return out, err
+}
+
+// scanWindow scans one row of messageColumns and tool_name.
+func scanWindow(rows pgx.Rows) (history.WindowMessage, error) {
+	var (
+		w    history.WindowMessage
+		tool []byte
+		err  error
+	)
+	w.Position, w.Message, err = scanMessage(rows, &tool)
+	w.ToolName = string(tool)
+	return w, err
 }
