@@ -676,7 +676,7 @@ func (a *agentSession) isPlan(c history.ToolCall) bool {
 // nothing for a call that failed (the model reads why; the plan is as it
 // was).
 func (a *agentSession) planned(c history.ToolCall, m history.Message) {
-	if strings.HasPrefix(m.Text, "error:") {
+	if history.ToolFailed(m.Text) {
 		return
 	}
 	entries, err := session.ParsePlan(c.Arguments)
@@ -729,7 +729,7 @@ func toolResult(c history.ToolCall, m history.Message, d ToolCallDisplay) *schem
 		status = schema.ToolCallCancelled // v1 sends it as failed
 	} else if status == "" {
 		status = schema.ToolCallCompleted
-		if strings.HasPrefix(m.Text, "error:") {
+		if history.ToolFailed(m.Text) {
 			status = schema.ToolCallFailed
 		}
 	}

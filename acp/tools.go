@@ -66,10 +66,11 @@ type Toolset struct {
 // ToolCallDisplay is how a tool call is shown (see [Toolset.Describe]). A
 // zero field keeps the default: the tool's name as the title, kind
 // "other", no locations, no content besides the result's text, and status
-// failed for a result that begins with "error:", completed otherwise. A
-// result that begins with session.ToolCallCancelledText (the call was
-// cancelled, v2 tool_call/cancel) is cancelled whatever Status says (v1,
-// which has no such status: failed).
+// failed for a result that reports a failure (history.ToolFailed),
+// completed otherwise. A result that begins with
+// session.ToolCallCancelledText (the call was cancelled, v2
+// tool_call/cancel) is cancelled whatever Status says (v1, which has no
+// such status: failed).
 type ToolCallDisplay struct {
 	Title     string
 	Kind      schema.ToolKind

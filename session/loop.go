@@ -664,7 +664,7 @@ func notRun(calls []history.ToolCall, why string) []history.Message {
 	out := make([]history.Message, len(calls))
 	now := time.Now()
 	for i, tc := range calls {
-		out[i] = history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: "error: tool " + tc.Name + " did not run: " + why, CreatedAt: now}
+		out[i] = history.Message{ID: newID(), Role: history.RoleTool, ToolCallID: tc.ID, Text: history.ToolErrorPrefix + " tool " + tc.Name + " did not run: " + why, CreatedAt: now}
 	}
 	return out
 }

@@ -182,7 +182,7 @@ func planInActive(active []history.Message) bool {
 // returns the new version and settings. The plan tool checked the
 // arguments, so a call that failed (its result an error) is skipped.
 func keepPlan(w writer, v uint64, set settings, tc history.ToolCall, result string) (uint64, settings, *history.Snapshot, error) {
-	if strings.HasPrefix(result, "error:") {
+	if history.ToolFailed(result) {
 		return v, set, nil, errNoPlan
 	}
 	entries, err := ParsePlan(tc.Arguments)

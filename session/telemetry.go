@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -273,7 +272,7 @@ func endTool(span trace.Span, text string) {
 	if span == nil {
 		return
 	}
-	if strings.HasPrefix(text, "error:") {
+	if history.ToolFailed(text) {
 		span.SetAttributes(keyErrorType.String("tool_error"))
 		span.SetStatus(codes.Error, "tool_error")
 	}

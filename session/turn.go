@@ -266,12 +266,12 @@ func (l *loop) runTools() {
 func runTool(ctx context.Context, log *zap.Logger, tools map[string]Tool, tc history.ToolCall) (text string) {
 	tool, ok := tools[tc.Name]
 	if !ok {
-		return fmt.Sprintf("error: unknown tool %q", tc.Name)
+		return fmt.Sprintf("%s unknown tool %q", history.ToolErrorPrefix, tc.Name)
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("tool panicked", zap.String("tool", tc.Name), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-			text = fmt.Sprintf("error: tool %s failed: panic: %v", tc.Name, r)
+			text = fmt.Sprintf("%s tool %s failed: panic: %v", history.ToolErrorPrefix, tc.Name, r)
 		}
 	}()
 	args := tc.Arguments
@@ -280,7 +280,7 @@ func runTool(ctx context.Context, log *zap.Logger, tools map[string]Tool, tc his
 	}
 	out, err := tool.Run(WithToolCallID(ctx, tc.ID), args)
 	if err != nil {
-		return fmt.Sprintf("error: tool %s failed: %v", tc.Name, err)
+		return fmt.Sprintf("%s tool %s failed: %v", history.ToolErrorPrefix, tc.Name, err)
 	}
 	return out
 }
@@ -321,9 +321,9 @@ var ErrNoToolCall = errors.New("session: no such tool call is running")
 
 // ToolCallCancelledText begins the result of a tool call cancelled with
 // [Session.CancelToolCall]; the tool's own output, if it gave any, follows.
-// It is an error result (it begins with "error:"), and how a client tells a
+// It is an error result (history.ToolFailed), and how a client tells a
 // cancelled call from a failed one in durable history.
-const ToolCallCancelledText = "error: the user cancelled this tool call"
+const ToolCallCancelledText = history.ToolErrorPrefix + " the user cancelled this tool call"
 
 // errToolCallCancelled is the cause of a tool call's context that
 // CancelToolCall ended.

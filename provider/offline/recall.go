@@ -74,7 +74,7 @@ func fromRecall(req *provider.Request) (history.Message, bool) {
 			continue
 		}
 		found = true
-		if strings.HasPrefix(msgs[i].Text, "error:") {
+		if history.ToolFailed(msgs[i].Text) {
 			reply.Text = "I could not search the archive: " + truncate(collapse(msgs[i].Text), quoteChars)
 			return reply, true
 		}

@@ -305,7 +305,7 @@ func toolsUsed(entries []transcript.Entry) []bullet {
 func outcome(result string, command bool) string {
 	first, _, _ := strings.Cut(strings.TrimSpace(result), "\n")
 	switch {
-	case command, strings.HasPrefix(first, "error:"), strings.HasPrefix(strings.ToLower(first), "the user declined"):
+	case command, history.ToolFailed(first), strings.HasPrefix(strings.ToLower(first), "the user declined"):
 		return truncate(collapse(first), outcomeChars)
 	}
 	return ""

@@ -48,7 +48,7 @@ func Describe(cwd string) func(call history.ToolCall, result *history.Message) a
 			Command   string `json:"command"`
 		}
 		_ = json.Unmarshal(call.Arguments, &in) // bad arguments: shown without them
-		failed := result != nil && strings.HasPrefix(result.Text, "error:")
+		failed := result != nil && history.ToolFailed(result.Text)
 		declined := result != nil && strings.HasPrefix(result.Text, Declined)
 		var d acp.ToolCallDisplay
 		if declined {
