@@ -267,9 +267,7 @@ func testForkWrites(t *testing.T, h Harness) {
 // testForkInvalid: each bad fork fails with its error and writes nothing.
 func testForkInvalid(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "src")
-	v = appendMsgs(t, s, "src", v, Msgs("m", 4))
+	s, v := h.seeded(t, "src", Msgs("m", 4))
 	other := create(t, s, "other")
 	appendMsgs(t, s, "other", other, []history.Message{Msg("o-0", 0)})
 	create(t, s, "taken")
@@ -329,9 +327,7 @@ func testForkInvalid(t *testing.T, h Harness) {
 // source whole, and a deleted ID can be created again.
 func testForkListDelete(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "src")
-	v = appendMsgs(t, s, "src", v, Msgs("m", 4))
+	s, v := h.seeded(t, "src", Msgs("m", 4))
 	v, _ = compact(t, s, "src", v, "c1", 2, "S1")
 	_ = v
 	fork(t, s, "f1", "src", "m-3")
@@ -362,9 +358,7 @@ func testForkListDelete(t *testing.T, h Harness) {
 // source made before the fork point: search and window name its tool.
 func testForkToolResult(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "src")
-	appendMsgs(t, s, "src", v, []history.Message{
+	s, _ := h.seeded(t, "src", []history.Message{
 		text("u0", 0, "Read the ledger."),
 		{ID: "a1", Role: history.RoleAssistant, Text: "Reading.", ToolCalls: []history.ToolCall{{ID: "call1", Name: "read_file", Arguments: json.RawMessage(`{"path":"ledger.go"}`)}}, CreatedAt: t0},
 	})
@@ -382,9 +376,7 @@ func testForkToolResult(t *testing.T, h Harness) {
 // only, in listing order and pages, with Cwd too.
 func testListForkOf(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "src")
-	appendMsgs(t, s, "src", v, Msgs("m", 2))
+	s, _ := h.seeded(t, "src", Msgs("m", 2))
 	create(t, s, "other")
 	for _, f := range []struct{ id, from, cwd string }{
 		{"f1", "src", "/a"}, {"f2", "src", "/b"}, {"f3", "f1", "/a"}, {"f4", "src", "/a"},

@@ -169,9 +169,7 @@ func testSearchAttachments(t *testing.T, h Harness) {
 // them in its own Segment.
 func testSearchArchived(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "s")
-	v = appendMsgs(t, s, "s", v, []history.Message{
+	s, v := h.seeded(t, "s", []history.Message{
 		text("m0", 0, "the first migration added a column"),
 		text("m1", 1, "the second migration added an index"),
 		text("m2", 2, "the third migration dropped a table"),
@@ -365,9 +363,7 @@ func testSearchInvalid(t *testing.T, h Harness) {
 // writes nothing.
 func testSegmentFidelity(t *testing.T, h Harness) {
 	ctx := context.Background()
-	s := h.New(t)
-	v := create(t, s, "s")
-	v = appendMsgs(t, s, "s", v, Msgs("m", 8))
+	s, v := h.seeded(t, "s", Msgs("m", 8))
 	v, _ = compact(t, s, "s", v, "c0", 1, "S0")
 	v, err := s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: t0})
 	require.NoError(t, err)
