@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	sdk "github.com/anthropics/anthropic-sdk-go/v2"
 
@@ -125,7 +126,8 @@ func lastBlockCache(m *sdk.MessageParam) *sdk.CacheControlEphemeralParam {
 // tool_result blocks of a user message; consecutive messages of the same
 // wire role are merged into one message (consecutive tool results, a user
 // message after tool results, two user messages in a row), with every
-// tool_result block before any text block of its message, as the API
+// tool_result block before any text block of its message, and every
+// thinking block before any other block of its message, as the API
 // requires. The first message is a user message ([leadText] when history
 // starts with an assistant message). Every message has at least one block,
 // and no text block is empty. With thinking, an assistant message's
@@ -140,11 +142,11 @@ func wireMessages(in []history.Message, thinking bool) ([]sdk.MessageParam, erro
 		if n := len(out); n > 0 {
 			last := &out[n-1]
 			if user && last.OfUser != nil {
-				last.OfUser.Content = mergeUser(last.OfUser.Content, blocks)
+				last.OfUser.Content = mergeLeading(last.OfUser.Content, blocks, isToolResult)
 				return
 			}
 			if !user && last.OfAssistant != nil {
-				last.OfAssistant.Content = append(last.OfAssistant.Content, blocks...)
+				last.OfAssistant.Content = mergeLeading(last.OfAssistant.Content, blocks, isThinking)
 				return
 			}
 		}
@@ -253,21 +255,32 @@ var imageTypes = map[string]bool{"image/jpeg": true, "image/png": true, "image/g
 // JPEG, PNG, GIF and WebP images.
 func (p *Provider) TakesImage(mimeType string) bool { return imageTypes[mimeType] }
 
-// mergeUser appends blocks to a user message's content, keeping its
-// tool_result blocks first.
-func mergeUser(content, blocks []sdk.ContentBlockParamUnion) []sdk.ContentBlockParamUnion {
+// mergeLeading appends blocks to a message's content, keeping the blocks
+// that must lead it (lead: a user message's tool_result blocks, an
+// assistant message's thinking blocks) first, each kind in order.
+func mergeLeading(content, blocks []sdk.ContentBlockParamUnion, lead func(sdk.ContentBlockParamUnion) bool) []sdk.ContentBlockParamUnion {
+	at := 0
+	for at < len(content) && lead(content[at]) {
+		at++
+	}
 	for _, b := range blocks {
-		if b.OfToolResult == nil {
+		if !lead(b) {
 			content = append(content, b)
 			continue
 		}
-		at := 0
-		for at < len(content) && content[at].OfToolResult != nil {
-			at++
-		}
-		content = append(content[:at], append([]sdk.ContentBlockParamUnion{b}, content[at:]...)...)
+		content = slices.Insert(content, at, b)
+		at++
 	}
 	return content
+}
+
+// isToolResult is true of a tool_result block, which leads a user message.
+func isToolResult(b sdk.ContentBlockParamUnion) bool { return b.OfToolResult != nil }
+
+// isThinking is true of a thinking or redacted_thinking block, which leads
+// an assistant message.
+func isThinking(b sdk.ContentBlockParamUnion) bool {
+	return b.OfThinking != nil || b.OfRedactedThinking != nil
 }
 
 func nonEmpty(s string) string {

@@ -142,3 +142,40 @@ func TestThinking_OffForTurnBegunWithout(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, srv.Requests()[1].Request.Thinking, "a new turn thinks")
 }
+
+// TestThinking_MergedMessagesLeadWithThinking: consecutive assistant
+// messages go as one request message whose thinking blocks, of both,
+// lead it in order (the server refuses a request whose last assistant
+// message does not begin with signed thinking, or has thinking after
+// another block).
+func TestThinking_MergedMessagesLeadWithThinking(t *testing.T) {
+	for name, first := range map[string]history.Message{
+		"first without thoughts": {ID: "a0", Role: history.RoleAssistant, Text: "Let me look."},
+		"first with thoughts": {ID: "a0", Role: history.RoleAssistant, Text: "Let me look.",
+			Thoughts: []history.Thought{{Text: "Where is it?", Signature: "sig-0"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := at.NewServer(t, testKey, at.Reply("Done.", at.Usage{Input: 20, Output: 2}))
+			p, _ := newTestProvider(t, srv, WithThinkingBudget(2048))
+			req := userRequest("read a.go")
+			req.Messages = append(req.Messages, first,
+				history.Message{ID: "a1", Role: history.RoleAssistant, Text: "Reading.", Thoughts: []history.Thought{{Text: "Read it first.", Signature: "sig-A"}, {Redacted: "opaque-B"}},
+					ToolCalls: []history.ToolCall{{ID: "toolu_1", Name: "read_file", Arguments: json.RawMessage(`{"path":"a.go"}`)}}},
+				history.Message{ID: "t1", Role: history.RoleTool, ToolCallID: "toolu_1", Text: "package a"})
+			_, err := p.Complete(t.Context(), req, nil)
+			require.NoError(t, err, "the server takes the merged message")
+			sent := srv.Requests()[0].Request
+			require.Len(t, sent.Messages, 3)
+			var types []string
+			for _, b := range sent.Messages[1].Content {
+				types = append(types, b.Type)
+			}
+			want := []string{"thinking", "redacted_thinking", "text", "text", "tool_use"}
+			if len(first.Thoughts) > 0 {
+				want = append([]string{"thinking"}, want...)
+				assert.Equal(t, "sig-0", sent.Messages[1].Content[0].Signature, "in order")
+			}
+			assert.Equal(t, want, types)
+		})
+	}
+}

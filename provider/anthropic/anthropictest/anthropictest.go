@@ -316,7 +316,8 @@ func imageError(req *Request) string {
 // thinkingError is what the API says of a request with thinking whose
 // last assistant message, answered by tool results, does not begin with
 // its signed thinking (the API checks the signature; the server checks
-// there is one), or "". Without thinking, thinking blocks are refused
+// there is one), or that has a thinking block after another block in an
+// assistant message, or "". Without thinking, thinking blocks are refused
 // here too, which the API would ignore: a client sends them only with
 // thinking on.
 func thinkingError(req *Request) string {
@@ -332,6 +333,19 @@ func thinkingError(req *Request) string {
 	}
 	if req.Thinking.Type != "enabled" || req.Thinking.BudgetTokens < 1024 || req.Thinking.BudgetTokens >= req.MaxTokens {
 		return "thinking: enabled with budget_tokens of at least 1024 and below max_tokens"
+	}
+	for i, m := range req.Messages {
+		if m.Role != "assistant" {
+			continue
+		}
+		other := false
+		for j, b := range m.Content {
+			thought := b.Type == "thinking" || b.Type == "redacted_thinking"
+			if thought && other {
+				return fmt.Sprintf("messages.%d.content.%d: thinking blocks must come before every other block of an assistant message", i, j)
+			}
+			other = other || !thought
+		}
 	}
 	n := len(req.Messages)
 	if n < 2 || req.Messages[n-1].Role != "user" || !slices.ContainsFunc(req.Messages[n-1].Content, func(b Block) bool { return b.Type == "tool_result" }) {
