@@ -86,22 +86,9 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		case !errors.Is(err, pgx.ErrNoRows):
 			return s.fail(ctx, op, err)
 		}
-		// The state at the fork point: the newest Segment standing then.
-		var (
-			activeFrom, archived, toPos int64
-			summary                     []byte
-		)
-		err = tx.QueryRow(ctx, `SELECT to_pos, summary FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
-			AND pos <= $2 AND (undo_pos IS NULL OR undo_pos > $2) ORDER BY from_pos DESC LIMIT 1`, from, at).Scan(&toPos, &summary)
-		switch {
-		case err == nil:
-			var seq int64
-			if err := tx.QueryRow(ctx, `SELECT seq FROM messages WHERE session_id = $1 AND pos = $2`, src.byPos(toPos), toPos).Scan(&seq); err != nil {
-				return s.fail(ctx, op, err)
-			}
-			activeFrom, archived = toPos+1, seq+1
-		case !errors.Is(err, pgx.ErrNoRows):
-			return s.fail(ctx, op, err)
+		activeFrom, archived, summary, err := s.standingAt(ctx, tx, op, src, from, at)
+		if err != nil {
+			return err
 		}
 		var forkAt []byte
 		if n > 0 {
@@ -156,6 +143,27 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		return nil, err
 	}
 	return snap, nil
+}
+
+// standingAt is the state of the session of chain src (keyed from) at
+// position at, as a fork there starts: the newest Segment standing then
+// gives its Active's first position, its archived messages and its
+// summary (0, 0 and nil for none).
+func (s *Store) standingAt(ctx context.Context, tx pgx.Tx, op string, src chain, from []byte, at int64) (activeFrom, archived int64, summary []byte, err error) {
+	var toPos int64
+	err = tx.QueryRow(ctx, `SELECT to_pos, summary FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
+		AND pos <= $2 AND (undo_pos IS NULL OR undo_pos > $2) ORDER BY from_pos DESC LIMIT 1`, from, at).Scan(&toPos, &summary)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return 0, 0, nil, nil
+	case err != nil:
+		return 0, 0, nil, s.fail(ctx, op, err)
+	}
+	var seq int64
+	if err := tx.QueryRow(ctx, `SELECT seq FROM messages WHERE session_id = $1 AND pos = $2`, src.byPos(toPos), toPos).Scan(&seq); err != nil {
+		return 0, 0, nil, s.fail(ctx, op, err)
+	}
+	return toPos + 1, seq + 1, summary, nil
 }
 
 // forkCopies are the columns of the tables whose rows up to the fork
