@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -229,6 +230,36 @@ func TestReplay_StreamingThoughts(t *testing.T) {
 	require.NoError(t, err)
 	defer again.Sub.Close()
 	assert.Equal(t, []string{"msg:assistant@1"}, replayKinds(again.Events))
+}
+
+// What a session keeps of a reasoning being streamed, for a Replay, is
+// bounded as the text is: its first MaxDraft bytes.
+func TestReplay_StreamingThoughtsBounded(t *testing.T) {
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{})
+	gate := make(chan struct{})
+	piece := strings.Repeat("r", 32<<10)
+	thoughts := make([]history.Thought, 2*session.MaxDraft/len(piece)+1)
+	for i := range thoughts {
+		thoughts[i].Text = piece
+	}
+	fake.QueueTurn(providertest.Reply{Deltas: []string{"a", "b"}, Thoughts: thoughts, GateAfter: 1, Gate: gate})
+	rec := record(t, s)
+	turn := mustPrompt(t, s, "think")
+	rec.until(t, hasDelta)
+	rep, err := s.Replay(context.Background(), session.ReplayOptions{})
+	require.NoError(t, err)
+	defer rep.Sub.Close()
+	close(gate)
+	require.NoError(t, wait(t, turn).Err)
+	var kept *session.ThoughtDeltaEvent
+	for _, ev := range rep.Events {
+		if p, ok := ev.Payload.(*session.ThoughtDeltaEvent); ok {
+			kept = p
+		}
+	}
+	require.NotNil(t, kept)
+	assert.Equal(t, strings.Repeat("r", session.MaxDraft), kept.Text, "the first MaxDraft bytes")
 }
 
 // TestReplay_SessionsStoredBeforeTheLogCovered: a session whose store
