@@ -32,6 +32,38 @@ type Ledger interface {
 	// Usage returns the session's ledger in the order it was recorded.
 	// It fails with ErrNotFound for an unknown session.
 	Usage(ctx context.Context, id string) ([]UsageRecord, error)
+	// UsageTotals returns the sums of the session's ledger without its
+	// records: one [UsageTotal] for each purpose and currency recorded,
+	// and one for each currency over every purpose (Purpose ""), ordered
+	// by Purpose, then Currency. The store keeps them as it records, so
+	// reading them does not grow with the ledger. It fails with
+	// ErrNotFound for an unknown session.
+	UsageTotals(ctx context.Context, id string) ([]UsageTotal, error)
+}
+
+// UsageTotal sums the records of a session's [Ledger] of one purpose
+// (Purpose "" sums every purpose) and one currency (Currency "" sums the
+// unpriced records, whose Cost is 0). Cost adds the records' costs one at
+// a time in the order they were recorded, as a float64 sum in Go does, so
+// a sum made from [Ledger.Usage] in that order is the same number.
+type UsageTotal struct {
+	Purpose  string
+	Currency string
+	// Requests is how many records the sum holds; the token figures and
+	// Cost are the sums of theirs.
+	Requests                                                     int
+	InputTokens, OutputTokens, CacheReadTokens, CacheWriteTokens int
+	Cost                                                         float64
+}
+
+// Add adds record r to t (whose Purpose and Currency the caller matched).
+func (t *UsageTotal) Add(r *UsageRecord) {
+	t.Requests++
+	t.InputTokens += r.InputTokens
+	t.OutputTokens += r.OutputTokens
+	t.CacheReadTokens += r.CacheReadTokens
+	t.CacheWriteTokens += r.CacheWriteTokens
+	t.Cost += r.Cost
 }
 
 // UsageRecord is one provider response as the ledger keeps it: why it was

@@ -272,16 +272,17 @@ func newSession(id string, store history.Store, prov provider.Provider) *Session
 }
 
 // costSoFar is the cost of session id that the processes before this one
-// recorded (none for a session just created).
+// recorded (none for a session just created): the store's sums of its
+// ledger, a few rows however long the ledger is.
 func costSoFar(ctx context.Context, store history.Store, id string, created bool) (provider.Cost, error) {
 	if created {
 		return provider.Cost{}, nil
 	}
-	recs, err := store.Usage(ctx, id)
+	totals, err := store.UsageTotals(ctx, id)
 	if err != nil {
 		return provider.Cost{}, fmt.Errorf("session: read usage: %w", err)
 	}
-	return TallyUsage(recs).Total.Cost, nil
+	return usageReport(totals).Total.Cost, nil
 }
 
 // checkConfig validates cfg and returns its settings and its tools, by name

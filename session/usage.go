@@ -57,6 +57,57 @@ func TallyUsage(recs []history.UsageRecord) UsageReport {
 	return rep
 }
 
+// usageReport is the UsageReport of a ledger whose sums are totals
+// (history.Ledger.UsageTotals): the same as TallyUsage of its records.
+func usageReport(totals []history.UsageTotal) UsageReport {
+	rep := UsageReport{ByPurpose: make(map[provider.Purpose]UsageTotals)}
+	for i := 0; i < len(totals); {
+		j := i + 1
+		for j < len(totals) && totals[j].Purpose == totals[i].Purpose {
+			j++
+		}
+		t := summed(totals[i:j])
+		if p := totals[i].Purpose; p == "" {
+			rep.Total = t
+		} else {
+			rep.ByPurpose[provider.Purpose(p)] = t
+		}
+		i = j
+	}
+	return rep
+}
+
+// summed is the UsageTotals of one purpose's sums, one per currency: what
+// UsageTotals.Add makes of their records in the order recorded. Its Cost
+// is the one currency's sum, MixedCurrency (Amount 0) over more than one
+// currency, the zero Cost over none; a currency that is MixedCurrency
+// itself keeps the Amount of its record only while it is the only one.
+func summed(rows []history.UsageTotal) UsageTotals {
+	var (
+		t     UsageTotals
+		known []history.UsageTotal // the rows of a currency
+	)
+	for _, r := range rows {
+		t.Requests += r.Requests
+		t.InputTokens += r.InputTokens
+		t.OutputTokens += r.OutputTokens
+		t.CacheReadTokens += r.CacheReadTokens
+		t.CacheWriteTokens += r.CacheWriteTokens
+		if r.Currency != "" {
+			known = append(known, r)
+		}
+	}
+	switch {
+	case len(known) > 1:
+		t.Cost = provider.Cost{Currency: provider.MixedCurrency}
+	case len(known) == 1 && known[0].Currency == provider.MixedCurrency && known[0].Requests > 1:
+		t.Cost = provider.Cost{Currency: provider.MixedCurrency}
+	case len(known) == 1:
+		t.Cost = provider.Cost{Amount: known[0].Cost, Currency: known[0].Currency}
+	}
+	return t
+}
+
 // Usage returns what the session's provider responses used and cost: every
 // response the session recorded in its store's usage ledger, turn steps,
 // summary calls (of compactions that committed, failed or were
@@ -66,11 +117,11 @@ func TallyUsage(recs []history.UsageRecord) UsageReport {
 // without a response (the provider billed nothing) is not counted.
 // Errors: the store's, wrapped.
 func (s *Session) Usage(ctx context.Context) (UsageReport, error) {
-	recs, err := s.store.Usage(ctx, s.id)
+	totals, err := s.store.UsageTotals(ctx, s.id)
 	if err != nil {
 		return UsageReport{}, fmt.Errorf("session: read usage: %w", err)
 	}
-	return TallyUsage(recs), nil
+	return usageReport(totals), nil
 }
 
 // maxReportedTokens bounds a token figure a provider reports for one

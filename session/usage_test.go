@@ -216,3 +216,81 @@ func TestUsage_FailedStoreCountsOnce(t *testing.T) {
 	assert.Equal(t, 2, got.ByPurpose[provider.PurposeSummary].Requests)
 	assert.Equal(t, 360, got.Total.InputTokens)
 }
+
+// ledgerReads is a store that counts the reads of whole ledgers.
+type ledgerReads struct {
+	history.Store
+	reads int
+}
+
+func (s *ledgerReads) Usage(ctx context.Context, id string) ([]history.UsageRecord, error) {
+	s.reads++
+	return s.Store.Usage(ctx, id)
+}
+
+// TestUsage_OpenReadsTotals: an open and Session.Usage read the store's
+// sums of the ledger (history.Ledger.UsageTotals), never its records, and
+// report what TallyUsage makes of the records to the last bit, across
+// turns, a compaction and a reopen; a fork's usage starts at nothing and
+// its source's stays as it was.
+func TestUsage_OpenReadsTotals(t *testing.T) {
+	prices := provider.PriceTable{"m": {Input: 0.3, Output: 1.1, CacheRead: 0.07}}
+	for name, newStore := range allStores(t) {
+		t.Run(name, func(t *testing.T) {
+			inner, reopen := newStore(t)
+			store := &ledgerReads{Store: inner}
+			fake := providertest.New()
+			s := newSession(t, fake, session.Config{Store: store, Pricing: prices})
+			for range 5 {
+				fake.QueueTurn(providertest.Reply{Text: "ok", Usage: provider.Usage{InputTokens: 1234, OutputTokens: 77, CacheReadTokens: 321}, Model: "m"})
+				require.NoError(t, wait(t, mustPrompt(t, s, "q")).Err)
+			}
+			fake.QueueSummary(providertest.Reply{Text: "Summary.", Usage: provider.Usage{InputTokens: 999, OutputTokens: 33}, Model: "m"})
+			require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
+			exact := func(s *session.Session, what string) session.UsageReport {
+				t.Helper()
+				recs, err := inner.Usage(ctxT(t), s.ID())
+				require.NoError(t, err)
+				got, err := s.Usage(ctxT(t))
+				require.NoError(t, err)
+				assert.Equal(t, session.TallyUsage(recs), got, what)
+				return got
+			}
+			live := exact(s, "live")
+			assert.Equal(t, 6, live.Total.Requests)
+			require.NoError(t, s.Close())
+
+			store = &ledgerReads{Store: reopen()}
+			s2, err := session.Open(ctxT(t), session.Config{ID: s.ID(), Provider: fake, Store: store, Pricing: prices})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s2.Close() })
+			assert.Equal(t, live, exact(s2, "reopened"))
+			rec := record(t, s2)
+			fake.QueueTurn(providertest.Reply{Text: "ok", Usage: provider.Usage{InputTokens: 10, OutputTokens: 1}, Model: "m"})
+			require.NoError(t, wait(t, mustPrompt(t, s2, "q")).Err)
+			after := exact(s2, "a turn after the reopen")
+			var last session.UsageEvent
+			rec.until(t, func(evs []session.Event) bool {
+				for _, ev := range evs {
+					if u, ok := ev.Payload.(*session.UsageEvent); ok {
+						last = *u
+						return true
+					}
+				}
+				return false
+			})
+			assert.Equal(t, after.Total.Cost, last.SessionCost, "the live cost goes on from the sums, to the last bit")
+
+			f, err := session.Fork(ctxT(t), store, session.ForkRequest{From: s.ID()})
+			require.NoError(t, err)
+			fs, err := session.Open(ctxT(t), session.Config{ID: f.ID, Provider: fake, Store: store, Pricing: prices})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = fs.Close() })
+			fu, err := fs.Usage(ctxT(t))
+			require.NoError(t, err)
+			assert.Zero(t, fu.Total, "a fork's usage is its own")
+			assert.Equal(t, after, exact(s2, "the source, after its fork"))
+			assert.Zero(t, store.reads, "an open and Session.Usage read no ledger records")
+		})
+	}
+}

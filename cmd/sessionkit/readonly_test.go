@@ -343,12 +343,14 @@ func TestMessagesNameFlagsAsHelp(t *testing.T) {
 }
 
 // undoMigrations5to7 take a store file of the current schema version back
-// to version 4: what the vectors (17), the search index's watermark (16), the segments' files (14), the fork columns (13), the
+// to version 4: what the usage totals (18), the vectors (17), the search index's watermark (16), the segments' files (14), the fork columns (13), the
 // window read's index (12), the usage ledger (11),
 // the log's coverage, the configs migration (recorded settings changes), 7
 // (fidelity), 6 (the search index) and 5 (the event log) added is dropped,
 // so the file is what an older sessionkit wrote.
 var undoMigrations5to7 = []string{
+	`DROP TRIGGER usage_totals_add`,
+	`DROP TABLE usage_totals`,
 	`DROP TABLE vectors`,
 	`ALTER TABLE sessions DROP COLUMN indexed`,
 	`ALTER TABLE compactions DROP COLUMN files`,

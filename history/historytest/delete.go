@@ -57,6 +57,7 @@ type stored struct {
 	timeline []history.Entry
 	events   []history.LoggedEvent
 	usage    []history.UsageRecord
+	totals   []history.UsageTotal
 	hits     []string
 }
 
@@ -78,6 +79,8 @@ func readAll(t *testing.T, s history.Store, id string) stored {
 	st.events, err = s.Events(ctx, id, 0, 0)
 	require.NoError(t, err)
 	st.usage, err = s.Usage(ctx, id)
+	require.NoError(t, err)
+	st.totals, err = s.UsageTotals(ctx, id)
 	require.NoError(t, err)
 	st.hits = hitIDs(search(t, s, id, "ledger", history.MaxSearchLimit).Hits)
 	return st
@@ -102,6 +105,7 @@ func sameStored(t *testing.T, want, got stored) {
 	assert.Equal(t, entryKeys(want.timeline), entryKeys(got.timeline))
 	equalEvents(t, want.events, got.events)
 	equalUsage(t, want.usage, got.usage)
+	assert.Equal(t, want.totals, got.totals, "UsageTotals")
 	assert.Equal(t, want.hits, got.hits)
 }
 
@@ -122,6 +126,8 @@ func goneFrom(t *testing.T, s history.Store, id string) {
 	assert.ErrorIs(t, err, history.ErrNotFound, "Search")
 	_, err = s.Usage(ctx, id)
 	assert.ErrorIs(t, err, history.ErrNotFound, "Usage")
+	_, err = s.UsageTotals(ctx, id)
+	assert.ErrorIs(t, err, history.ErrNotFound, "UsageTotals")
 	_, err = s.Window(ctx, id, history.WindowQuery{Around: "m0"})
 	assert.ErrorIs(t, err, history.ErrNotFound, "Window")
 	assert.NotContains(t, listAll(t, s, history.ListOptions{}, nil), id, "ListSessions")
@@ -142,6 +148,7 @@ func testDelete(t *testing.T, h Harness) {
 	require.NotEmpty(t, gone.segments)
 	require.NotEmpty(t, gone.events)
 	require.NotEmpty(t, gone.usage)
+	require.NotEmpty(t, gone.totals)
 	require.NotEmpty(t, gone.hits, "the session is indexed")
 
 	require.NoError(t, s.Delete(ctx, "gone"))
@@ -172,6 +179,7 @@ func testDelete(t *testing.T, h Harness) {
 	assert.Empty(t, again.timeline)
 	assert.Empty(t, again.events)
 	assert.Empty(t, again.usage, "the usage ledger holds nothing of the deleted session")
+	assert.Empty(t, again.totals, "the usage totals hold nothing of the deleted session")
 	assert.Empty(t, again.hits, "the search index holds nothing of the deleted session")
 	v := appendMsgs(t, s, "gone", snap.Version, []history.Message{text("n0", 0, "a new ledger question")})
 	assert.Equal(t, []string{"n0"}, hitIDs(search(t, s, "gone", "ledger", 0).Hits))

@@ -177,6 +177,9 @@ func testForkState(t *testing.T, h Harness) {
 	u, err := s.Usage(ctx, "f-newest")
 	require.NoError(t, err)
 	assert.Empty(t, u, "a fork's usage ledger is its own and starts empty")
+	tot, err := s.UsageTotals(ctx, "f-newest")
+	require.NoError(t, err)
+	assert.Empty(t, tot, "a fork's usage totals are its own and start empty")
 }
 
 // testForkWrites: a fork and its source are written independently: a

@@ -126,6 +126,7 @@ func Run(t *testing.T, h Harness) {
 		{"SegmentFidelity", testSegmentFidelity},
 		{"UsageLedger", testUsageLedger},
 		{"UsageInvalid", testUsageInvalid},
+		{"UsageTotals", testUsageTotals},
 		{"Delete", testDelete},
 		{"DeleteMissing", testDeleteMissing},
 		{"ForkState", testForkState},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // usageRec returns a usage record for tests.
@@ -19,6 +21,20 @@ func usageRec(id, purpose string, in, out int) history.UsageRecord {
 		ID: id, Purpose: purpose, Provider: "prov", Model: "model-" + id, TurnID: "turn-" + id,
 		InputTokens: in, OutputTokens: out, CacheReadTokens: in / 2, CacheWriteTokens: in / 4,
 		Cost: float64(in) / 1000, Currency: "USD", At: t0.Add(time.Duration(in) * time.Second),
+	}
+}
+
+// UsageMix returns five usage records of two purposes, two currencies
+// and none, whose costs add up to the same float64 in any order: for a
+// store's tests of sums made other than one record at a time (a
+// migration's).
+func UsageMix() []history.UsageRecord {
+	rec := func(id, purpose string, in int, cost float64, currency string) history.UsageRecord {
+		return history.UsageRecord{ID: id, Purpose: purpose, InputTokens: in, OutputTokens: in / 2, CacheReadTokens: in / 4, CacheWriteTokens: in / 8, Cost: cost, Currency: currency}
+	}
+	return []history.UsageRecord{
+		rec("r1", "turn", 100, 0.5, "USD"), rec("r2", "turn", 200, 0, ""), rec("r3", "summary", 300, 0.25, "USD"),
+		rec("r4", "turn", 400, 2, "EUR"), rec("r5", "turn", 500, 0.125, "USD"),
 	}
 }
 
@@ -96,6 +112,103 @@ func testUsageLedger(t *testing.T, h Harness) {
 	got, err = s.Usage(ctx, "s")
 	require.NoError(t, err)
 	assert.Len(t, got, 4)
+}
+
+// testUsageTotals: UsageTotals sums the ledger as it is recorded, by
+// purpose and currency and by currency over every purpose, the costs
+// added one at a time in the order recorded (the sum Go makes of Usage in
+// that order, to the last bit); a repeated ID adds nothing; the totals
+// stay as they are across a compaction, an Uncompact and a reopen; a
+// fork's start empty and leave its source's alone; an unknown session is
+// ErrNotFound.
+func testUsageTotals(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "s")
+	got, err := s.UsageTotals(ctx, "s")
+	require.NoError(t, err)
+	assert.Empty(t, got, "a new session's totals")
+
+	// Costs whose float64 sum depends on the order they are added in:
+	// (0.1 + 0.2) + 0.3 is not 0.1 + (0.2 + 0.3).
+	rec := func(id, purpose string, cost float64, currency string) history.UsageRecord {
+		r := usageRec(id, purpose, len(id)*7, len(id))
+		r.Cost, r.Currency = cost, currency
+		return r
+	}
+	var err2 error
+	v, err2 = s.Append(ctx, "s", v, Msgs("a", 1), rec("t1", "turn", 0.1, "USD"))
+	require.NoError(t, err2)
+	v, err2 = s.Append(ctx, "s", v, Msgs("b", 1), rec("t2", "turn", 0.2, "USD"), rec("t3", "turn", 0, ""))
+	require.NoError(t, err2)
+	require.NoError(t, s.RecordUsage(ctx, "s", []history.UsageRecord{rec("e1", "embed", 0.25, "EUR"), rec("s0", "summary", 0.3, "USD")}))
+	v, err = s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
+	v, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 1, Summary: "S", At: t0,
+		Usage: []history.UsageRecord{rec("s1", "summary", 0.7, "USD")}})
+	require.NoError(t, err)
+	// A retried write: nothing counts twice.
+	require.NoError(t, s.RecordUsage(ctx, "s", []history.UsageRecord{rec("t1", "turn", 0.1, "USD"), rec("t4", "turn", 1e-9, "USD")}))
+
+	recs, err := s.Usage(ctx, "s")
+	require.NoError(t, err)
+	require.Len(t, recs, 7)
+	want := storekit.SumUsage(recs)
+	got, err = s.UsageTotals(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+	// The sums, spelled out: the order of the rows and the float64 sums in
+	// the order recorded.
+	usd := 0.1
+	usd += 0.2
+	usd += 0.3
+	usd += 0.7
+	usd += 1e-9
+	keys := make([]string, len(got))
+	for i, g := range got {
+		keys[i] = g.Purpose + "/" + g.Currency
+	}
+	assert.Equal(t, []string{"/", "/EUR", "/USD", "embed/EUR", "summary/USD", "turn/", "turn/USD"}, keys)
+	if i := slices.Index(keys, "/USD"); assert.GreaterOrEqual(t, i, 0) {
+		assert.Equal(t, usd, got[i].Cost, "every purpose's USD, added in the order recorded")
+		assert.Equal(t, 5, got[i].Requests)
+		assert.Equal(t, (2+2+2+2+2)*7, got[i].InputTokens)
+	}
+	if i := slices.Index(keys, "turn/USD"); assert.GreaterOrEqual(t, i, 0) {
+		assert.Equal(t, 3, got[i].Requests, "t1 once, t2, t4")
+	}
+
+	// Unchanged by a compaction without usage, an Uncompact and a reopen.
+	v, err = s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c2", Trigger: history.TriggerManual, Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
+	v, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c2", SegmentID: "g2", Archive: 1, Summary: "S2", At: t0})
+	require.NoError(t, err)
+	_, _, err = s.Uncompact(ctx, "s", v, history.Uncompaction{ID: "u1", At: t0})
+	require.NoError(t, err)
+	got, err = s.UsageTotals(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "after a compaction and an Uncompact")
+	s = h.reopen(t, s)
+	got, err = s.UsageTotals(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "after a reopen")
+
+	// A fork's totals are its own.
+	_, err = s.Fork(ctx, history.ForkSpec{ID: "f", From: "s"})
+	require.NoError(t, err)
+	got, err = s.UsageTotals(ctx, "f")
+	require.NoError(t, err)
+	assert.Empty(t, got, "a fork's totals start empty")
+	require.NoError(t, s.RecordUsage(ctx, "f", []history.UsageRecord{rec("t1", "turn", 5, "USD")}))
+	got, err = s.UsageTotals(ctx, "f")
+	require.NoError(t, err)
+	assert.Equal(t, storekit.SumUsage([]history.UsageRecord{rec("t1", "turn", 5, "USD")}), got)
+	got, err = s.UsageTotals(ctx, "s")
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "the source's, after its fork recorded")
+
+	_, err = s.UsageTotals(ctx, "nope")
+	assert.ErrorIs(t, err, history.ErrNotFound)
 }
 
 // testUsageInvalid: a malformed record (no ID, no purpose, a negative

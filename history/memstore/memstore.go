@@ -53,6 +53,7 @@ type session struct {
 	logCovers   int64                 // the highest EventBatch.Covers
 	usage       []history.UsageRecord // the ledger, in the order recorded
 	usageIDs    map[string]bool       // the IDs of usage
+	usageTotals []history.UsageTotal  // the sums of usage (storekit.AddUsage)
 	// The word index of Search, kept by Append under the same lock as the
 	// messages: words maps a stem to the indexes into messages of the
 	// messages holding it, ascending; tools[i] is the name of the tool
@@ -632,6 +633,7 @@ func (ss *session) record(recs []history.UsageRecord) {
 		if !ss.usageIDs[r.ID] {
 			ss.usageIDs[r.ID] = true
 			ss.usage = append(ss.usage, r)
+			ss.usageTotals = storekit.AddUsage(ss.usageTotals, &r)
 		}
 	}
 }
@@ -652,6 +654,17 @@ func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, er
 	var out []history.UsageRecord
 	err := s.view(ctx, id, func(ss *session) error {
 		out = slices.Clone(ss.usage)
+		return nil
+	})
+	return out, err
+}
+
+// UsageTotals implements [history.Ledger]: the sums kept as records are
+// added.
+func (s *Store) UsageTotals(ctx context.Context, id string) ([]history.UsageTotal, error) {
+	var out []history.UsageTotal
+	err := s.view(ctx, id, func(ss *session) error {
+		out = slices.Clone(ss.usageTotals)
 		return nil
 	})
 	return out, err

@@ -99,6 +99,7 @@ func (s *Store) deleteRows(ctx context.Context, tx pgx.Tx, key []byte, keep bool
 		{`DELETE FROM events WHERE session_id = $1`, []any{key}},
 		{`DELETE FROM configs WHERE session_id = $1`, []any{key}},
 		{`DELETE FROM usage_records WHERE session_id = $1`, []any{key}},
+		{`DELETE FROM usage_totals WHERE session_id = $1`, []any{key}},
 		{`DELETE FROM sessions WHERE id = $1`, []any{key}},
 	}
 	if keep {

@@ -195,6 +195,10 @@ CREATE TABLE vectors (
 	// 16: forks copy no message (chain.go): the copies of messages that
 	// forks made before go (migrationForkChains).
 	migrationForkChains,
+	// 17: the sums of the usage ledger (history.Ledger.UsageTotals),
+	// kept by a trigger as records are inserted, so that an open reads a
+	// few rows, not the whole ledger.
+	migrationUsageTotals,
 }
 
 // migrationForkChains is migration 16. A fork made before held copies
@@ -223,6 +227,50 @@ FROM sk_forks f WHERE NOT f.parent_holds AND m.session_id = f.id AND m.pos <= f.
 
 UPDATE sessions s SET fork_of = f.hidden
 FROM sk_forks f WHERE NOT f.parent_holds AND s.id = f.id;
+`
+
+// migrationUsageTotals is migration 17: usage_totals holds, for each
+// session, one row per purpose and currency of its ledger and one per
+// currency over every purpose (purpose ”). The trigger adds each inserted
+// record to both as it is inserted (a record left out as a repeat fires
+// nothing; a statement inserts its rows in the order of the batch), so
+// the costs are added one at a time in the order recorded, as
+// history.UsageTotal says. The ledgers recorded before are summed here
+// once, by PostgreSQL's sum.
+const migrationUsageTotals = `
+CREATE TABLE usage_totals (
+	session_id         bytea  NOT NULL REFERENCES sessions (id),
+	purpose            bytea  NOT NULL, -- '' for every purpose
+	currency           bytea  NOT NULL,
+	requests           bigint NOT NULL,
+	input_tokens       bigint NOT NULL,
+	output_tokens      bigint NOT NULL,
+	cache_read_tokens  bigint NOT NULL,
+	cache_write_tokens bigint NOT NULL,
+	cost               float8 NOT NULL,
+	PRIMARY KEY (session_id, purpose, currency)
+);
+
+INSERT INTO usage_totals
+SELECT session_id, p, currency, count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), sum(cost)
+FROM (SELECT *, purpose AS p FROM usage_records UNION ALL SELECT *, ''::bytea AS p FROM usage_records) AS u
+GROUP BY session_id, p, currency;
+
+CREATE FUNCTION sessionkit_usage_totals_add() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO usage_totals AS t VALUES (NEW.session_id, NEW.purpose, NEW.currency, 1,
+		NEW.input_tokens, NEW.output_tokens, NEW.cache_read_tokens, NEW.cache_write_tokens, NEW.cost),
+		(NEW.session_id, ''::bytea, NEW.currency, 1,
+		NEW.input_tokens, NEW.output_tokens, NEW.cache_read_tokens, NEW.cache_write_tokens, NEW.cost)
+	ON CONFLICT (session_id, purpose, currency) DO UPDATE SET requests = t.requests + 1,
+		input_tokens = t.input_tokens + excluded.input_tokens, output_tokens = t.output_tokens + excluded.output_tokens,
+		cache_read_tokens = t.cache_read_tokens + excluded.cache_read_tokens,
+		cache_write_tokens = t.cache_write_tokens + excluded.cache_write_tokens, cost = t.cost + excluded.cost;
+	RETURN NULL;
+END
+$$;
+
+CREATE TRIGGER usage_totals_add AFTER INSERT ON usage_records FOR EACH ROW EXECUTE FUNCTION sessionkit_usage_totals_add();
 `
 
 // migrationForks is migration 12: the fork columns of sessions.

@@ -107,3 +107,34 @@ func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, er
 	}
 	return out, nil
 }
+
+// UsageTotals implements [history.Ledger]: the rows of usage_totals,
+// which the trigger of migration 17 keeps as records are inserted.
+func (s *Store) UsageTotals(ctx context.Context, id string) ([]history.UsageTotal, error) {
+	const op = "usage totals"
+	var out []history.UsageTotal
+	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
+		if _, err := s.exists(ctx, tx, op, id); err != nil {
+			return err
+		}
+		return s.each(ctx, tx, op, `SELECT purpose, currency, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost
+			FROM usage_totals WHERE session_id = $1 ORDER BY purpose, currency`, []any{bin(id)}, func(rows pgx.Rows) error {
+			var (
+				purpose, cur     []byte
+				n, in, o, cr, cw int64
+				t                history.UsageTotal
+			)
+			if err := rows.Scan(&purpose, &cur, &n, &in, &o, &cr, &cw, &t.Cost); err != nil {
+				return err
+			}
+			t.Purpose, t.Currency = string(purpose), string(cur)
+			t.Requests, t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens = int(n), int(in), int(o), int(cr), int(cw)
+			out = append(out, t)
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

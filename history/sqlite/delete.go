@@ -71,6 +71,7 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64
 		{`DELETE FROM events WHERE session_id = ?`, []any{id}},
 		{`DELETE FROM configs WHERE session_id = ?`, []any{id}},
 		{`DELETE FROM usage_records WHERE session_id = ?`, []any{id}},
+		{`DELETE FROM usage_totals WHERE session_id = ?`, []any{id}},
 		{`DELETE FROM sessions WHERE id = ?`, []any{id}},
 	}
 	if keep {

@@ -16,7 +16,7 @@ import (
 func rowCounts(t *testing.T, s *Store) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, table := range []string{"sessions", "messages", "message_fts", "compactions", "configs", "events", "usage_records"} {
+	for _, table := range []string{"sessions", "messages", "message_fts", "compactions", "configs", "events", "usage_records", "usage_totals"} {
 		var n int
 		require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM `+table).Scan(&n), table)
 		out[table] = n

@@ -183,6 +183,10 @@ ALTER TABLE compactions ADD COLUMN fidelity_missing TEXT;  -- NULL means none
 UPDATE sessions SET indexed = message_count;`,
 	// 17: the vectors of an embedder (history.VectorIndex, vectors.go).
 	migrationVectors,
+	// 18: the sums of the usage ledger (history.Ledger.UsageTotals),
+	// kept by a trigger as records are inserted, so that an open reads a
+	// few rows, not the whole ledger.
+	migrationUsageTotals,
 }
 
 // migrationVectors is migration 17: one vector per message a session's
@@ -231,6 +235,49 @@ CREATE TABLE usage_records (
 	UNIQUE (session_id, id)
 );
 `
+
+// migrationUsageTotals is migration 18: usage_totals holds, for each
+// session, one row per purpose and currency of its ledger and one per
+// currency over every purpose (purpose ”). The trigger adds each inserted
+// record to both as it is inserted (a record left out as a repeat fires
+// nothing), so the costs are added one at a time in the order recorded,
+// as history.UsageTotal says. The ledgers recorded before are summed here
+// once, by SQLite's sum.
+const migrationUsageTotals = `
+CREATE TABLE usage_totals (
+	session_id         TEXT    NOT NULL REFERENCES sessions (id),
+	purpose            TEXT    NOT NULL, -- '' for every purpose
+	currency           TEXT    NOT NULL,
+	requests           INTEGER NOT NULL,
+	input_tokens       INTEGER NOT NULL,
+	output_tokens      INTEGER NOT NULL,
+	cache_read_tokens  INTEGER NOT NULL,
+	cache_write_tokens INTEGER NOT NULL,
+	cost               REAL    NOT NULL,
+	PRIMARY KEY (session_id, purpose, currency)
+) WITHOUT ROWID;
+
+INSERT INTO usage_totals
+SELECT session_id, p, currency, count(*), sum(input_tokens), sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), total(cost)
+FROM (SELECT *, purpose AS p FROM usage_records UNION ALL SELECT *, '' AS p FROM usage_records)
+GROUP BY session_id, p, currency;
+
+CREATE TRIGGER usage_totals_add AFTER INSERT ON usage_records BEGIN
+	INSERT INTO usage_totals VALUES (NEW.session_id, NEW.purpose, NEW.currency, 1,
+		NEW.input_tokens, NEW.output_tokens, NEW.cache_read_tokens, NEW.cache_write_tokens, NEW.cost)
+	ON CONFLICT (session_id, purpose, currency) DO UPDATE SET ` + addTotals + `;
+	INSERT INTO usage_totals VALUES (NEW.session_id, '', NEW.currency, 1,
+		NEW.input_tokens, NEW.output_tokens, NEW.cache_read_tokens, NEW.cache_write_tokens, NEW.cost)
+	ON CONFLICT (session_id, purpose, currency) DO UPDATE SET ` + addTotals + `;
+END;
+`
+
+// addTotals adds the row an upsert of usage_totals meant to insert to the
+// row it found.
+const addTotals = `requests = requests + 1,
+		input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
+		cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+		cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, cost = cost + excluded.cost`
 
 // messageIDExpr is a message's ID as the body column holds it (encode.go,
 // encodeBody): the bytes after the header, as many as its first length

@@ -78,3 +78,29 @@ func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, er
 	}
 	return out, nil
 }
+
+// UsageTotals implements [history.Ledger]: the rows of usage_totals,
+// which the trigger of migration 18 keeps as records are inserted.
+func (s *Store) UsageTotals(ctx context.Context, id string) ([]history.UsageTotal, error) {
+	const op = "usage totals"
+	var out []history.UsageTotal
+	err := s.view(ctx, op, func(q querier) error {
+		if _, err := s.existsIn(ctx, q, op, id); err != nil {
+			return err
+		}
+		var err error
+		out, err = collect(q, `SELECT purpose, currency, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost
+			FROM usage_totals WHERE session_id = ? ORDER BY purpose, currency`, []any{id}, func(rows rowScanner) (history.UsageTotal, error) {
+			var t history.UsageTotal
+			var n, in, o, cr, cw int64
+			err := rows.Scan(&t.Purpose, &t.Currency, &n, &in, &o, &cr, &cw, &t.Cost)
+			t.Requests, t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens = int(n), int(in), int(o), int(cr), int(cw)
+			return t, err
+		})
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
