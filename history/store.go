@@ -11,8 +11,9 @@ import (
 // a session needs of its store, and every store implements all of it: a
 // session writes through it ([Writer]), reads and searches it ([Reader]),
 // numbers and logs its events in it ([EventLog]), keeps what every
-// provider response cost in it ([Ledger]), and a program lists and
-// deletes its sessions ([Catalog]). Nothing in it is optional; only
+// provider response cost in it ([Ledger]), keeps the vectors of its
+// embedder in it ([VectorIndex]), and a program lists and deletes its
+// sessions ([Catalog]). Nothing in it is optional; only
 // leasing ([Leaser]) is, because a store used by one process needs none.
 //
 // Every versioned write takes the session version the caller last saw and
@@ -25,6 +26,7 @@ type Store interface {
 	Reader
 	EventLog
 	Ledger
+	VectorIndex
 	Catalog
 }
 

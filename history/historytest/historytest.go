@@ -137,6 +137,9 @@ func Run(t *testing.T, h Harness) {
 		{"ListForkOf", testListForkOf},
 		{"ForkDeep", testForkDeep},
 		{"ForkDeleteRecreate", testForkDeleteRecreate},
+		{"Vectors", testVectors},
+		{"VectorsInvalid", testVectorsInvalid},
+		{"VectorsFork", testVectorsFork},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })

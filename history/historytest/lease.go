@@ -296,6 +296,11 @@ func testLeaseTakeoverAfterExpiry(t *testing.T, h LeaseHarness) {
 	assert.ErrorIs(t, err, history.ErrFenced)
 	err = la.Store().RecordUsage(ctx, "s", []history.UsageRecord{usageRec("stale", "turn", 1, 1)})
 	assert.ErrorIs(t, err, history.ErrFenced, "a stale holder's usage record")
+	err = la.Store().PutVectors(ctx, "s", []history.MessageVector{{Position: positions(t, b, "s")["a-0"], MessageID: "a-0", Vector: []float32{1}}})
+	assert.ErrorIs(t, err, history.ErrFenced, "a stale holder's vectors")
+	if left, err := b.Unembedded(ctx, "s", -1, 10); assert.NoError(t, err) {
+		assert.Len(t, left, 2, "the fenced vector write changed nothing")
+	}
 	if used, err := b.Usage(ctx, "s"); assert.NoError(t, err) {
 		assert.Empty(t, used, "the fenced usage write changed nothing")
 	}
@@ -371,6 +376,7 @@ func testUnfencedStoreRefusedOnLeasedSession(t *testing.T, h LeaseHarness) {
 		_, _, err = s.Recover(ctx, "s", v, time.Now())
 		LeaseError(t, err, "s", "a")
 		LeaseError(t, s.LogEvents(ctx, "s", history.EventBatch{Through: 1}), "s", "a")
+		LeaseError(t, s.PutVectors(ctx, "s", nil), "s", "a")
 		_, err = s.Append(ctx, "s", v+100, Msgs("x", 1))
 		LeaseError(t, err, "s", "a") // the lease is reported before the conflict
 		// Reads work.

@@ -82,6 +82,7 @@ func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snaps
 		}
 	}
 	fork.messages, fork.positions, fork.tools = src.messages[:n:n], src.positions[:n:n], src.tools[:n:n]
+	fork.vecs = slices.Clone(src.vecs[:min(n, len(src.vecs))])
 	fork.words = make(map[string][]int, len(src.words))
 	for t, l := range src.words {
 		if k, _ := slices.BinarySearch(l, n); k > 0 {

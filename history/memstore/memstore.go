@@ -60,6 +60,8 @@ type session struct {
 	// messages[i] answers.
 	words map[string][]int
 	tools []string
+	// vecs are the messages' vectors (vectors.go).
+	vecs [][]byte
 	// forkOf, forkAt and forkPos say what the session is a fork of (fork.go).
 	forkOf, forkAt string
 	forkPos        int64

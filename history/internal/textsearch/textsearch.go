@@ -670,27 +670,7 @@ func ParseCursor(q Query, cursor string) (int, error) {
 // description of a link, the contents of a resource); an image's bytes
 // are never indexed.
 func DocOf(m *history.Message, tool string) Doc {
-	if len(m.ToolCalls) == 0 && len(m.Attachments) == 0 {
-		return Doc{Text: m.Text, Tool: tool}
-	}
-	var b strings.Builder
-	b.WriteString(m.Text)
-	for _, c := range m.ToolCalls {
-		b.WriteByte('\n')
-		b.WriteString(c.Name)
-		b.WriteByte(' ')
-		b.Write(c.Arguments)
-	}
-	for i := range m.Attachments {
-		a := &m.Attachments[i]
-		for _, f := range [...]string{a.Name, a.URI, a.Text} {
-			if f != "" {
-				b.WriteByte('\n')
-				b.WriteString(f)
-			}
-		}
-	}
-	return Doc{Text: b.String(), Tool: tool}
+	return Doc{Text: history.SearchText(m), Tool: tool}
 }
 
 // ToolName returns the name of the call a tool message at index i of msgs
