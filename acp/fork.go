@@ -21,11 +21,11 @@ import (
 // point inside a running compaction are invalid params; an unknown source
 // is the unknown-session error.
 func (s *server) forkSession(ctx context.Context, p schema.ForkSessionRequest) (any, error) {
-	prompt, err := clientPrompt(p.SystemPrompt)
+	at, err := placeOf(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
 	}
-	return s.fork(ctx, p.SessionID, p.Meta, place{p.Cwd, p.AdditionalDirectories, p.McpServers, prompt}, func(id string) any {
+	return s.fork(ctx, p.SessionID, p.Meta, at, func(id string) any {
 		return schema.ForkSessionResponse{SessionID: id}
 	})
 }
@@ -34,11 +34,11 @@ func (s *server) forkSession(ctx context.Context, p schema.ForkSessionRequest) (
 // with v2's mcpServers and response (a v2 session/resume of the fork
 // with replayFrom replays its history).
 func (s *server) forkSessionV2(ctx context.Context, p schema.ForkSessionRequestV2) (any, error) {
-	servers, err := mcpServersV2(p.McpServers)
+	at, err := placeOfV2(p.Cwd, p.AdditionalDirectories, p.McpServers, nil)
 	if err != nil {
 		return nil, err
 	}
-	return s.fork(ctx, p.SessionID, p.Meta, place{p.Cwd, p.AdditionalDirectories, servers, session.ClientPrompt{}}, func(id string) any {
+	return s.fork(ctx, p.SessionID, p.Meta, at, func(id string) any {
 		return schema.ForkSessionResponseV2{SessionID: id}
 	})
 }

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -67,6 +68,26 @@ type place struct {
 	dirs   []string
 	mcp    []schema.McpServer
 	prompt session.ClientPrompt // the client's systemPrompt; zero = none sent
+}
+
+// placeOf is the place a request names: its cwd, additional directories,
+// MCP servers and system prompt (clientPrompt).
+func placeOf(cwd string, dirs []string, mcp []schema.McpServer, prompt *schema.SystemPrompt) (place, error) {
+	p, err := clientPrompt(prompt)
+	if err != nil {
+		return place{}, err
+	}
+	return place{cwd, dirs, mcp, p}, nil
+}
+
+// placeOfV2 is placeOf for a v2 request, whose mcpServers are v2's
+// (mcpServersV2, checked first).
+func placeOfV2(cwd string, dirs []string, mcp json.RawMessage, prompt *schema.SystemPrompt) (place, error) {
+	servers, err := mcpServersV2(mcp)
+	if err != nil {
+		return place{}, err
+	}
+	return placeOf(cwd, dirs, servers, prompt)
 }
 
 // opener is a session being opened: what open prepared on the handler's
@@ -237,11 +258,11 @@ func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, err
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	prompt, err := clientPrompt(p.SystemPrompt)
+	at, err := placeOf(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
 	}
-	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, p.McpServers, prompt}, func(id string) any { return schema.NewSessionResponse{SessionID: id} })
+	return s.create(ctx, at, func(id string) any { return schema.NewSessionResponse{SessionID: id} })
 }
 
 // create opens a new session at at; its response is result(its ID).
@@ -290,11 +311,11 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	prompt, err := clientPrompt(p.SystemPrompt)
+	at, err := placeOf(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers, prompt}, true, schema.LoadSessionResponse{})
+	return s.attach(ctx, p.SessionID, at, true, schema.LoadSessionResponse{})
 }
 
 func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
@@ -302,11 +323,11 @@ func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, 
 	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
 		return nil, err
 	}
-	prompt, err := clientPrompt(p.SystemPrompt)
+	at, err := placeOf(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
 	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, p.McpServers, prompt}, false, schema.ResumeSessionResponse{})
+	return s.attach(ctx, p.SessionID, at, false, schema.ResumeSessionResponse{})
 }
 
 // closeSession handles session/close: the session is forgotten at once (a

@@ -7,15 +7,11 @@ import (
 )
 
 func (s *server) newSessionV2(ctx context.Context, p schema.NewSessionRequestV2) (any, error) {
-	servers, err := mcpServersV2(p.McpServers)
+	at, err := placeOfV2(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := clientPrompt(p.SystemPrompt)
-	if err != nil {
-		return nil, err
-	}
-	return s.create(ctx, place{p.Cwd, p.AdditionalDirectories, servers, prompt}, func(id string) any { return schema.NewSessionResponseV2{SessionID: id} })
+	return s.create(ctx, at, func(id string) any { return schema.NewSessionResponseV2{SessionID: id} })
 }
 
 // resumeSessionV2 handles session/resume: with replayFrom {"type":"start"}
@@ -26,13 +22,9 @@ func (s *server) resumeSessionV2(ctx context.Context, p schema.ResumeSessionRequ
 	if replay && p.ReplayFrom.Type != schema.ReplayFromStart {
 		return nil, invalidParams(`field "replayFrom": replay from %q is not supported (only "start")`, p.ReplayFrom.Type)
 	}
-	servers, err := mcpServersV2(p.McpServers)
+	at, err := placeOfV2(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
 	}
-	prompt, err := clientPrompt(p.SystemPrompt)
-	if err != nil {
-		return nil, err
-	}
-	return s.attach(ctx, p.SessionID, place{p.Cwd, p.AdditionalDirectories, servers, prompt}, replay, schema.ResumeSessionResponseV2{})
+	return s.attach(ctx, p.SessionID, at, replay, schema.ResumeSessionResponseV2{})
 }
