@@ -41,25 +41,30 @@ type chain []link
 // forked reports whether the chain is a fork's.
 func (c chain) forked() bool { return len(c) > 1 }
 
+// selectChain reads the chain of session ?, the session first: one
+// statement however deep, each step through the sessions primary key.
+const selectChain = `
+	WITH RECURSIVE c (depth, id, num, lo, hi, seq_lo, seq_hi, parent) AS (
+		SELECT 0, id, num, fork_pos, 9223372036854775807, fork_seq, 9223372036854775807, fork_of FROM sessions WHERE id = ?
+		UNION ALL
+		SELECT c.depth + 1, s.id, s.num, s.fork_pos, c.lo, s.fork_seq, c.seq_lo, s.fork_of FROM sessions AS s JOIN c ON s.id = c.parent
+	)
+	SELECT id, num, lo, hi, seq_lo, seq_hi FROM c ORDER BY depth`
+
 // chainOf returns the chain of session id through q; sql.ErrNoRows for an
 // unknown session.
 func chainOf(q querier, id string) (chain, error) {
 	var c chain
-	hi, seqHi := int64(math.MaxInt64), int64(math.MaxInt64)
-	for {
-		var (
-			l      = link{id: id, hi: hi, seqHi: seqHi}
-			forkOf sql.NullString
-		)
-		if err := queryRow(q, `SELECT num, fork_of, fork_pos, fork_seq, indexed FROM sessions WHERE id = ?`, []any{id}, &l.num, &forkOf, &l.lo, &l.seqLo, &l.indexed); err != nil {
-			return nil, err
-		}
+	err := q.query(selectChain, []any{id}, func(row rowScanner) error {
+		var l link
+		err := row.Scan(&l.id, &l.num, &l.lo, &l.hi, &l.seqLo, &l.seqHi)
 		c = append(c, l)
-		if !forkOf.Valid {
-			return c, nil
-		}
-		id, hi, seqHi = forkOf.String, l.lo, l.seqLo
+		return err
+	})
+	if err == nil && len(c) == 0 {
+		err = sql.ErrNoRows
 	}
+	return c, err
 }
 
 // span calls fn with each link's part of the positions from up to, not
@@ -79,24 +84,16 @@ func (c chain) span(from, to int64, fn func(l *link, from, to int64) error) erro
 }
 
 // messages reads the chain's messages at positions from up to, not
-// including, to, with their positions when withPos.
-func (c chain) messages(q querier, withPos bool, from, to int64) ([]int64, []history.Message, error) {
-	var (
-		positions []int64
-		msgs      []history.Message
-	)
+// including, to, with their positions when withPos; expect is how many
+// there are likely to be (the room made for them at once).
+func (c chain) messages(q querier, withPos bool, from, to int64, expect int) ([]int64, []history.Message, error) {
+	var positions []int64
+	msgs := make([]history.Message, 0, max(expect, 0))
 	err := c.span(from, to, func(l *link, f, t int64) error {
-		p, m, err := scanIn(q, withPos, 0, whereSpan, l.id, f, t)
-		if msgs == nil { // the first part: no copy
-			positions, msgs = p, m
-			return err
-		}
-		positions, msgs = append(positions, p...), append(msgs, m...)
+		var err error
+		positions, msgs, err = scanAppend(q, withPos, positions, msgs, whereSpan, l.id, f, t)
 		return err
 	})
-	if msgs == nil {
-		msgs = []history.Message{}
-	}
 	return positions, msgs, err
 }
 
@@ -150,12 +147,12 @@ func (c chain) find(q querier, msgID string) (pos, seq int64, found bool, err er
 }
 
 // forkActive reads the Active messages of fork id, from the watermark
-// activeFrom on, along its chain.
-func (s *Store) forkActive(q querier, id string, activeFrom int64) ([]history.Message, error) {
+// activeFrom on, along its chain; active is how many there are.
+func (s *Store) forkActive(q querier, id string, activeFrom int64, active int64) ([]history.Message, error) {
 	c, err := chainOf(q, id)
 	if err != nil {
 		return nil, err
 	}
-	_, msgs, err := c.messages(q, false, activeFrom, math.MaxInt64)
+	_, msgs, err := c.messages(q, false, activeFrom, math.MaxInt64, int(active))
 	return msgs, err
 }

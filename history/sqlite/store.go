@@ -259,7 +259,7 @@ func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) 
 			if _, snap.Active, err = s.scan(ctx, tx, "load", false, int(count-int64(snap.Archived)), whereActive, id, activeFrom); err != nil {
 				return err
 			}
-		} else if snap.Active, err = s.forkActive(txQuerier{s: s, ctx: ctx, tx: tx, op: "load"}, id, activeFrom); err != nil {
+		} else if snap.Active, err = s.forkActive(txQuerier{s: s, ctx: ctx, tx: tx, op: "load"}, id, activeFrom, count-snap.Archived); err != nil {
 			return err
 		}
 		snap.Interrupted, err = s.strings(ctx, tx, "load", selectInProgress, id)
@@ -308,7 +308,7 @@ func (s *Store) loadRaw(ctx context.Context, id string) (*history.Snapshot, erro
 		snap.LastSeq, snap.LogCovers = uint64(seq), row.int64(10)
 		if snap.ForkOf = row.text(11); snap.ForkOf != "" {
 			snap.ForkAt, snap.ForkPosition = row.text(12), row.int64(13)
-			snap.Active, err = s.forkActive(rawQuerier{s: s, ctx: ctx, r: r, op: op}, id, activeFrom)
+			snap.Active, err = s.forkActive(rawQuerier{s: s, ctx: ctx, r: r, op: op}, id, activeFrom, count-snap.Archived)
 			if err != nil {
 				return err
 			}
@@ -388,13 +388,16 @@ func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, e
 
 // scanIn is scan through q.
 func scanIn(q querier, withPos bool, expect int, where string, args ...any) ([]int64, []history.Message, error) {
+	return scanAppend(q, withPos, nil, make([]history.Message, 0, max(expect, 0)), where, args...)
+}
+
+// scanAppend is scanIn appending to positions (withPos) and msgs.
+func scanAppend(q querier, withPos bool, positions []int64, msgs []history.Message, where string, args ...any) ([]int64, []history.Message, error) {
 	var (
-		positions []int64
-		msgs      = make([]history.Message, 0, max(expect, 0))
-		pos       int64
-		body      string         // the driver's string: the message's fields share it
-		dest      = []any{&body} // one for all the rows (no allocation a row)
-		columns   = activeColumns
+		pos     int64
+		body    string         // the driver's string: the message's fields share it
+		dest    = []any{&body} // one for all the rows (no allocation a row)
+		columns = activeColumns
 	)
 	if withPos {
 		columns, dest = messageColumns, []any{&pos, &body}
@@ -806,14 +809,14 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 		}
 		out, err = b.Finish(func() ([]int64, []history.Message, error) {
 			if c.forked() {
-				return c.messages(q, true, 0, activeFrom)
+				return c.messages(q, true, 0, activeFrom, 0)
 			}
 			return s.positioned(ctx, tx, op, `WHERE session_id = ? AND pos < ? ORDER BY pos`, id, activeFrom)
 		}, func(err error) error {
 			return fmt.Errorf("sqlite: %s: session %q: %w", op, id, err)
 		}, func(sp storekit.SegmentSpan) ([]history.Message, error) {
 			if c.forked() {
-				_, m, err := c.messages(q, false, sp.From, sp.To+1)
+				_, m, err := c.messages(q, false, sp.From, sp.To+1, int(sp.To+1-sp.From))
 				return m, err
 			}
 			return s.messages(ctx, tx, op, whereRange, id, sp.From, sp.To)
@@ -941,7 +944,7 @@ func (s *Store) entries(ctx context.Context, op, id string, from, to int64, reco
 				return err
 			}
 			if c.forked() {
-				positions, msgs, err = c.messages(q, true, from, to)
+				positions, msgs, err = c.messages(q, true, from, to, 0)
 			} else {
 				positions, msgs, err = scanIn(q, true, 0, whereSpan, id, from, to)
 			}
