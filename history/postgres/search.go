@@ -114,8 +114,8 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			if c, err = s.chainOf(ctx, tx, op, id); err != nil {
 				return err
 			}
-			keysSQL = `SELECT m.seq FROM unnest($1::bytea[], $4::bigint[], $5::bigint[]) AS c (id, lo, hi) CROSS JOIN LATERAL (SELECT seq FROM messages WHERE session_id = c.id AND seq >= c.lo AND seq < c.hi
-				AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3) m ORDER BY m.seq DESC LIMIT $3`
+			keysSQL = `SELECT seq FROM messages WHERE session_id = $1 AND seq >= $4 AND seq < $5
+				AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`
 			candsSQL = `SELECT m.* FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS c (id, lo, hi) CROSS JOIN LATERAL (SELECT ` + messageColumns + `, tool_name FROM messages
 				WHERE session_id = c.id AND seq >= c.lo AND seq < c.hi AND seq = ANY($2)) m`
 			keys, los, his := c.seqs()
@@ -123,15 +123,33 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		}
 		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, 0, func(word string, limit int) ([]int64, error) {
 			var keys []int64
-			err := s.each(ctx, tx, op, keysSQL, append([]any{chainArgs[0], indexText(word), limit}, chainArgs[1:]...), func(rows pgx.Rows) error {
+			scan := func(rows pgx.Rows) error {
 				var seq int64
-				if err := rows.Scan(&seq); err != nil {
-					return err
+				err := rows.Scan(&seq)
+				if len(keys) < limit {
+					keys = append(keys, seq)
 				}
-				keys = append(keys, seq)
-				return nil
-			})
-			return keys, err
+				return err
+			}
+			if c == nil {
+				return keys, s.each(ctx, tx, op, keysSQL, []any{bin(id), indexText(word), limit}, scan)
+			}
+			// One statement a link, newest first, in one batch: each
+			// planned for its own range of numbers (a LATERAL join over
+			// the links is planned for none, and picks a bitmap of the
+			// range's numbers).
+			b := &pgx.Batch{}
+			for i := range c {
+				b.Queue(keysSQL, c[i].key, indexText(word), limit, c[i].seqLo, c[i].seqHi)
+			}
+			br := tx.SendBatch(ctx, b)
+			defer func() { _ = br.Close() }()
+			for range c {
+				if err := s.eachOf(ctx, op, func() (pgx.Rows, error) { return br.Query() }, scan); err != nil {
+					return nil, err
+				}
+			}
+			return keys, br.Close()
 		})
 		if err != nil {
 			return err
