@@ -114,6 +114,14 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			if c, err = s.chainOf(ctx, tx, op, id); err != nil {
 				return err
 			}
+			// Planned for each link's own numbers every time: a generic
+			// plan of keysSQL (which PostgreSQL picks after five runs, its
+			// range estimated at a few rows) ANDs a bitmap of the whole
+			// range with the word's, 1.3 s against 0.5 ms at 100,000
+			// messages.
+			if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
+				return s.fail(ctx, op, err)
+			}
 			keysSQL = `SELECT seq FROM messages WHERE session_id = $1 AND seq >= $4 AND seq < $5
 				AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`
 			candsSQL = `SELECT m.* FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS c (id, lo, hi) CROSS JOIN LATERAL (SELECT ` + messageColumns + `, tool_name FROM messages
@@ -136,8 +144,8 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			}
 			// One statement a link, newest first, in one batch: each
 			// planned for its own range of numbers (a LATERAL join over
-			// the links is planned for none, and picks a bitmap of the
-			// range's numbers).
+			// the links is planned for none, and ANDs a bitmap of the
+			// range's numbers, 680 ms against 9 ms).
 			b := &pgx.Batch{}
 			for i := range c {
 				b.Queue(keysSQL, c[i].key, indexText(word), limit, c[i].seqLo, c[i].seqHi)
