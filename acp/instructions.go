@@ -2,6 +2,7 @@ package acp
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -67,12 +68,19 @@ func clientPrompt(p *schema.SystemPrompt) (session.ClientPrompt, error) {
 }
 
 // readInstructions reads the project instructions of a session opened at
-// at into cfg, logs the files and returns them.
+// at into cfg, logs the files and returns them. Instructions that are not
+// UTF-8 text (a NUL byte, bytes that are not UTF-8) are left out, with a
+// warning in the log.
 func (s *server) readInstructions(cfg *session.Config, id string, at place) []string {
 	if s.opts.Instructions == nil {
 		return nil
 	}
 	in := s.opts.Instructions(at.cwd, at.dirs)
+	if strings.IndexByte(in.Text, 0) >= 0 || !utf8.ValidString(in.Text) {
+		// Never sent to the model (a binary file, another encoding).
+		s.log.Warn("project instructions are not UTF-8 text: left out", zap.String("session", id), zap.String("cwd", at.cwd), zap.Strings("files", in.Files))
+		return nil
+	}
 	cfg.Instructions = in.Text
 	if len(in.Files) > 0 {
 		s.log.Info("project instructions", zap.String("session", id), zap.String("cwd", at.cwd), zap.Strings("files", in.Files))

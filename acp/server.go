@@ -55,8 +55,10 @@ type ServerOptions struct {
 	// part of its system prompt (after Session.SystemPrompt, before the
 	// client's appended systemPrompt), so never summarized. The files it
 	// names are logged and listed in the _meta of the response that opens
-	// the session, under sessionkit.projectInstructions. examples/acp-agent
-	// reads AGENTS.md files with workspace.ReadInstructions.
+	// the session, under sessionkit.projectInstructions. Text that is not
+	// UTF-8 text (a NUL byte, bytes that are not UTF-8) is left out and
+	// logged as a warning. examples/acp-agent reads AGENTS.md files with
+	// workspace.ReadInstructions.
 	Instructions func(cwd string, dirs []string) Instructions
 	// AgentInfo is reported in the initialize response; zero means
 	// sessionkit and Version.

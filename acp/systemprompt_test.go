@@ -199,3 +199,29 @@ func TestSystemPrompt_Malformed(t *testing.T) {
 		})
 	}
 }
+
+// TestSystemPrompt_InstructionsNotText: project instructions that are not
+// UTF-8 text never reach the prompt, nor the response's _meta.
+func TestSystemPrompt_InstructionsNotText(t *testing.T) {
+	for name, text := range map[string]string{"NUL": "rules\x00", "not UTF-8": "r\xe8gles"} {
+		t.Run(name, func(t *testing.T) {
+			fake := providertest.New()
+			fake.SetDefault(func(*provider.Request) providertest.Reply { return providertest.Reply{Text: "ok"} })
+			var opts acp.ServerOptions
+			opts.Session.Provider, opts.Session.Store, opts.Session.SystemPrompt = fake, memstore.New(), "agent"
+			opts.Instructions = func(cwd string, dirs []string) acp.Instructions {
+				return acp.Instructions{Text: text, Files: []string{cwd + "/AGENTS.md"}}
+			}
+			c := leanServe(t, opts)
+			require.NoError(t, c.call("initialize", initV1, nil))
+			var created struct {
+				SessionID string         `json:"sessionId"`
+				Meta      map[string]any `json:"_meta"`
+			}
+			require.NoError(t, c.call("session/new", `{"cwd":"/project","mcpServers":[]}`, &created))
+			assert.Nil(t, created.Meta["sessionkit"], "no instruction files named")
+			require.NoError(t, c.call("session/prompt", promptParams(created.SessionID, "hi"), nil))
+			assert.Equal(t, "agent", lastSystem(t, fake, 1))
+		})
+	}
+}

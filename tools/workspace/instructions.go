@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -60,9 +61,11 @@ type Instructions struct {
 // note naming what was left out ends Text.
 //
 // cwd must be an absolute path (else the error wraps [ErrBadRoot]). A file
-// that is not a regular file is skipped; a file that cannot be read is
-// skipped and named in the returned error, which joins every such error,
-// while Instructions holds what was read.
+// that is not a regular file is skipped; a file that cannot be read, or
+// that is not UTF-8 text ([ErrNotText]: a NUL byte, bytes that are not
+// UTF-8), is skipped and named in the returned error, which joins every
+// such error, while Instructions holds what was read (the directory's
+// next name, CLAUDE.md after an AGENTS.md skipped, is read).
 func ReadInstructions(cwd string, opts InstructionOptions) (Instructions, error) {
 	if !filepath.IsAbs(cwd) {
 		return Instructions{}, fmt.Errorf("%w: project instructions: %q is not an absolute path", ErrBadRoot, cwd)
@@ -138,7 +141,8 @@ func instructionDirs(cwd string, stops []string) []string {
 
 // readInstructionFile reads at most limit bytes of the first of
 // InstructionFiles in dir, and returns its path; "" when dir has none (or
-// only one that is not a regular file). It reads through an os.Root of
+// only one that is not a regular file, or not UTF-8 text: such a file is
+// named in the error, which may come with a path read). It reads through an os.Root of
 // dir: a file that is a link out of dir (AGENTS.md -> ~/.aws/credentials,
 // committed to a repository) is refused, never sent to the model; a link
 // to another file of dir (CLAUDE.md -> AGENTS.md) is read.
@@ -151,6 +155,7 @@ func readInstructionFile(dir string, limit int) (string, []byte, error) {
 		return "", nil, fmt.Errorf("project instructions in %s: %w", dir, err)
 	}
 	defer root.Close()
+	var skipped error // the files that are not text
 	for _, name := range InstructionFiles {
 		path := filepath.Join(dir, name)
 		st, err := root.Stat(name)
@@ -174,9 +179,43 @@ func readInstructionFile(dir string, limit int) (string, []byte, error) {
 		if err != nil {
 			return "", nil, fmt.Errorf("project instructions %s: %w", path, err)
 		}
-		return path, data, nil
+		if why := notText(data, len(data) == limit); why != "" {
+			// Never sent to the model; said, and the next name is read.
+			skipped = errors.Join(skipped, fmt.Errorf("project instructions %s: %w: %s; skipped", path, ErrNotText, why))
+			continue
+		}
+		return path, data, skipped
 	}
-	return "", nil, nil
+	return "", nil, skipped
+}
+
+// ErrNotText is wrapped by ReadInstructions' error about an instruction
+// file that is not UTF-8 text (a NUL byte, or bytes that are not UTF-8):
+// it is skipped.
+var ErrNotText = errors.New("not UTF-8 text")
+
+// notText says why data, the start of a file (cut: the read stopped at
+// its bound, so its last rune may be incomplete), is not UTF-8 text, or
+// "".
+func notText(data []byte, cut bool) string {
+	if i := bytes.IndexByte(data, 0); i >= 0 {
+		return fmt.Sprintf("it has a NUL byte at offset %d", i)
+	}
+	valid := data
+	if cut {
+		for n := 1; n < utf8.UTFMax && n <= len(data); n++ { // an incomplete last rune
+			if tail := data[len(data)-n:]; utf8.RuneStart(tail[0]) {
+				if !utf8.FullRune(tail) {
+					valid = data[:len(data)-n]
+				}
+				break
+			}
+		}
+	}
+	if !utf8.Valid(valid) {
+		return "it is not valid UTF-8"
+	}
+	return ""
 }
 
 // cutText is text cut to at most n bytes: at the last line end in its last

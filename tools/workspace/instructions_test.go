@@ -127,3 +127,31 @@ func TestReadInstructions_LinkOut(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, got.Text, "inside rules")
 }
+
+// TestReadInstructions_NotText: an instruction file with a NUL byte or
+// bytes that are not UTF-8 is never put in the prompt: it is skipped and
+// named in the error (ErrNotText), and the directory's next name is read;
+// a valid file cut at the bound inside a rune is text.
+func TestReadInstructions_NotText(t *testing.T) {
+	for name, content := range map[string]string{
+		"NUL":       "rules\x00\x01\x02",
+		"not UTF-8": "r\xe8gles en Latin-1\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			top := t.TempDir()
+			writeFiles(t, top, map[string]string{".git/HEAD": "x", "AGENTS.md": content, "CLAUDE.md": "claude rules", "in/AGENTS.md": content})
+			got, err := workspace.ReadInstructions(filepath.Join(top, "in"), workspace.InstructionOptions{})
+			require.ErrorIs(t, err, workspace.ErrNotText)
+			assert.Contains(t, err.Error(), "project instructions "+filepath.Join(top, "AGENTS.md")+": not UTF-8 text: it ")
+			assert.Contains(t, err.Error(), filepath.Join(top, "in/AGENTS.md"))
+			assert.Equal(t, []string{filepath.Join(top, "CLAUDE.md")}, got.Files, "the next name is read")
+			assert.NotContains(t, got.Text, content)
+		})
+	}
+	top := t.TempDir()
+	writeFiles(t, top, map[string]string{".git/HEAD": "x", "AGENTS.md": "règles"})
+	got, err := workspace.ReadInstructions(top, workspace.InstructionOptions{MaxBytes: 1}) // read: "r" and half of "è"
+	require.NoError(t, err)
+	assert.True(t, got.Cut)
+	assert.Equal(t, []string{filepath.Join(top, "AGENTS.md")}, got.Files)
+}
