@@ -119,7 +119,9 @@ func (t tools) readFile(ctx context.Context, in readFileArgs) (string, error) {
 		return "", err
 	}
 	out, seen, err := t.readSeen(ctx, l, in)
-	if err == nil {
+	// A part of no bytes (a range of an empty file) showed nothing of the
+	// file: it is no read, and would let any content pass the guard.
+	if err == nil && (seen.Whole() || seen.Length > 0) {
 		t.record(ctx, l, seen)
 	}
 	return out, err

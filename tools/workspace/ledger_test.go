@@ -325,3 +325,27 @@ func TestGuardAfterPermission(t *testing.T) {
 		})
 	}
 }
+
+// A ranged read that shows no bytes (lines of an empty file) records
+// nothing: the model saw nothing of the file, so an edit after the file
+// got content is refused as of a file never read; a whole read of an
+// empty file is a read of all of it.
+func TestGuardEmptyRangedRead(t *testing.T) {
+	f := newLedgered(t, workspace.Options{})
+	f.outsideWrite(t, "empty.txt", "")
+	out, err := f.call(t, "read_file", map[string]any{"path": "empty.txt", "start_line": 1, "end_line": 5})
+	require.NoError(t, err)
+	assert.Empty(t, out)
+	_, ok := f.led.Seen("empty.txt")
+	assert.False(t, ok, "nothing recorded")
+	f.outsideWrite(t, "empty.txt", "secret = 1\n")
+	require.ErrorIs(t, f.edit(t, "empty.txt", "1", "2"), workspace.ErrNotRead)
+
+	f.outsideWrite(t, "empty.txt", "")
+	f.read(t, "empty.txt")
+	st, ok := f.led.Seen("empty.txt")
+	require.True(t, ok)
+	assert.True(t, st.Whole())
+	f.outsideWrite(t, "empty.txt", "secret = 1\n")
+	require.ErrorIs(t, f.edit(t, "empty.txt", "1", "2"), workspace.ErrChangedSinceRead)
+}
