@@ -95,33 +95,19 @@ func (s *Store) reserveSeqs(ctx context.Context, tx pgx.Tx, op string, key []byt
 
 // Events implements [history.EventLog].
 func (s *Store) Events(ctx context.Context, id string, after uint64, limit int) ([]history.LoggedEvent, error) {
-	const op = "events"
-	var out []history.LoggedEvent
-	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
-		if _, err := s.exists(ctx, tx, op, id); err != nil {
-			return err
-		}
-		q := `SELECT seq, at, kind, data FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq`
-		args := []any{bin(id), sqlstore.SeqAfter(after)}
-		if limit > 0 {
-			q += ` LIMIT $3`
-			args = append(args, limit)
-		}
-		return s.each(ctx, tx, op, q, args, func(rows pgx.Rows) error {
-			var (
-				e       history.LoggedEvent
-				seq, at int64
-			)
-			if err := rows.Scan(&seq, &at, &e.Kind, &e.Data); err != nil {
-				return err
-			}
-			e.Seq, e.Time = uint64(seq), time.Unix(0, at)
-			out = append(out, e)
-			return nil
-		})
-	})
-	if err != nil {
-		return nil, err
+	q := `SELECT seq, at, kind, data FROM events WHERE session_id = $1 AND seq > $2 ORDER BY seq`
+	args := []any{bin(id), sqlstore.SeqAfter(after)}
+	if limit > 0 {
+		q += ` LIMIT $3`
+		args = append(args, limit)
 	}
-	return out, nil
+	return sessionRows(ctx, s, "events", id, q, args, func(rows pgx.Rows) (history.LoggedEvent, error) {
+		var (
+			e       history.LoggedEvent
+			seq, at int64
+		)
+		err := rows.Scan(&seq, &at, &e.Kind, &e.Data)
+		e.Seq, e.Time = uint64(seq), time.Unix(0, at)
+		return e, err
+	})
 }

@@ -458,6 +458,26 @@ func (s *Store) each(ctx context.Context, tx pgx.Tx, op, query string, args []an
 	return s.eachOf(ctx, op, func() (pgx.Rows, error) { return tx.Query(ctx, query, args...) }, scan)
 }
 
+// sessionRows reads the rows of query in one read transaction of session
+// id, once the session is known to exist (history.ErrNotFound otherwise):
+// each a value as read makes it from its row (sqlstore.Collect), nil for
+// no rows.
+func sessionRows[T any](ctx context.Context, s *Store, op, id, query string, args []any, read func(rows pgx.Rows) (T, error)) ([]T, error) {
+	var out []T
+	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
+		if _, err := s.exists(ctx, tx, op, id); err != nil {
+			return err
+		}
+		var err error
+		out, err = sqlstore.Collect(func(scan func(pgx.Rows) error) error { return s.each(ctx, tx, op, query, args, scan) }, read)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // eachOf calls scan for every row that query returns (a statement's, or
 // one of a batch's results); its errors are wrapped for op.
 func (s *Store) eachOf(ctx context.Context, op string, query func() (pgx.Rows, error), scan func(rows pgx.Rows) error) error {

@@ -76,65 +76,39 @@ func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.Usage
 // Usage implements [history.Ledger]: the rows in the order of num, the
 // order they were inserted in.
 func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, error) {
-	const op = "usage"
-	var out []history.UsageRecord
-	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
-		if _, err := s.exists(ctx, tx, op, id); err != nil {
-			return err
-		}
-		return s.each(ctx, tx, op, `SELECT id, purpose, provider, model, turn_id, compact_id,
+	return sessionRows(ctx, s, "usage", id, `SELECT id, purpose, provider, model, turn_id, compact_id,
 			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
-			FROM usage_records WHERE session_id = $1 ORDER BY num`, []any{bin(id)}, func(rows pgx.Rows) error {
-			var (
-				ids, purpose, prov, model, turn, comp, cur []byte
-				in, o, cr, cw                              int64
-				r                                          history.UsageRecord
-				at                                         *int64
-			)
-			if err := rows.Scan(&ids, &purpose, &prov, &model, &turn, &comp, &in, &o, &cr, &cw, &r.Cost, &cur, &at); err != nil {
-				return err
-			}
-			r.ID, r.Purpose, r.Provider, r.Model = string(ids), string(purpose), string(prov), string(model)
-			r.TurnID, r.CompactID, r.Currency = string(turn), string(comp), string(cur)
-			r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens = int(in), int(o), int(cr), int(cw)
-			r.At = decodeTime(at)
-			out = append(out, r)
-			return nil
-		})
+			FROM usage_records WHERE session_id = $1 ORDER BY num`, []any{bin(id)}, func(rows pgx.Rows) (history.UsageRecord, error) {
+		var (
+			ids, purpose, prov, model, turn, comp, cur []byte
+			in, o, cr, cw                              int64
+			r                                          history.UsageRecord
+			at                                         *int64
+		)
+		if err := rows.Scan(&ids, &purpose, &prov, &model, &turn, &comp, &in, &o, &cr, &cw, &r.Cost, &cur, &at); err != nil {
+			return r, err
+		}
+		r.ID, r.Purpose, r.Provider, r.Model = string(ids), string(purpose), string(prov), string(model)
+		r.TurnID, r.CompactID, r.Currency = string(turn), string(comp), string(cur)
+		r.InputTokens, r.OutputTokens, r.CacheReadTokens, r.CacheWriteTokens = int(in), int(o), int(cr), int(cw)
+		r.At = decodeTime(at)
+		return r, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // UsageTotals implements [history.Ledger]: the rows of usage_totals,
 // which the trigger of migration 17 keeps as records are inserted.
 func (s *Store) UsageTotals(ctx context.Context, id string) ([]history.UsageTotal, error) {
-	const op = "usage totals"
-	var out []history.UsageTotal
-	err := s.read(ctx, op, id, func(tx pgx.Tx) error {
-		if _, err := s.exists(ctx, tx, op, id); err != nil {
-			return err
-		}
-		return s.each(ctx, tx, op, `SELECT purpose, currency, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost
-			FROM usage_totals WHERE session_id = $1 ORDER BY purpose, currency`, []any{bin(id)}, func(rows pgx.Rows) error {
-			var (
-				purpose, cur     []byte
-				n, in, o, cr, cw int64
-				t                history.UsageTotal
-			)
-			if err := rows.Scan(&purpose, &cur, &n, &in, &o, &cr, &cw, &t.Cost); err != nil {
-				return err
-			}
-			t.Purpose, t.Currency = string(purpose), string(cur)
-			t.Requests, t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens = int(n), int(in), int(o), int(cr), int(cw)
-			out = append(out, t)
-			return nil
-		})
+	return sessionRows(ctx, s, "usage totals", id, `SELECT purpose, currency, requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost
+			FROM usage_totals WHERE session_id = $1 ORDER BY purpose, currency`, []any{bin(id)}, func(rows pgx.Rows) (history.UsageTotal, error) {
+		var (
+			purpose, cur     []byte
+			n, in, o, cr, cw int64
+			t                history.UsageTotal
+		)
+		err := rows.Scan(&purpose, &cur, &n, &in, &o, &cr, &cw, &t.Cost)
+		t.Purpose, t.Currency = string(purpose), string(cur)
+		t.Requests, t.InputTokens, t.OutputTokens, t.CacheReadTokens, t.CacheWriteTokens = int(n), int(in), int(o), int(cr), int(cw)
+		return t, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
