@@ -60,7 +60,20 @@ func TestSearchFindsUnindexed(t *testing.T) {
 		}
 		w, err := s.Window(ctx, "s", history.WindowQuery{Around: "1t", Before: 3, After: 3})
 		require.NoError(t, err)
-		return ps, [][]history.WindowMessage{w}
+		// The fork made at 1t reads its source's messages up to there,
+		// indexed or not.
+		p, err := s.Search(ctx, "f", history.SearchQuery{Text: "roundHalfEven read_file", Limit: 20})
+		require.NoError(t, err)
+		var ids []string
+		for _, h := range p.Hits {
+			ids = append(ids, h.MessageID)
+		}
+		require.ElementsMatch(t, []string{"0a", "0t", "0r", "1a", "1t"}, ids, "the fork's hits")
+		wf, err := s.Window(ctx, "f", history.WindowQuery{Around: "1t", Before: 1, After: 1})
+		require.NoError(t, err)
+		require.Len(t, wf, 2, "nothing after the fork point")
+		require.Equal(t, "read_file", wf[1].ToolName)
+		return append(ps, p), [][]history.WindowMessage{w, wf}
 	}
 	for k := range 3 {
 		msgs := indexerMessages(fmt.Sprint(k))
@@ -78,6 +91,8 @@ func TestSearchFindsUnindexed(t *testing.T) {
 			assert.True(t, found, "%s not found right after its append", msgs[i].ID)
 		}
 	}
+	_, err = s.Fork(ctx, history.ForkSpec{ID: "f", From: "s", At: "1t"})
+	require.NoError(t, err)
 	indexed, messages, rows := indexState(t, s, "s")
 	require.Equal(t, [3]int64{0, 12, 0}, [3]int64{indexed, messages, rows}, "nothing indexed yet")
 	pages, windows = read(s)
