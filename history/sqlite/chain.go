@@ -44,12 +44,12 @@ func (c chain) forked() bool { return len(c) > 1 }
 // selectChain reads the chain of session ?, the session first: one
 // statement however deep, each step through the sessions primary key.
 const selectChain = `
-	WITH RECURSIVE c (depth, id, num, lo, hi, seq_lo, seq_hi, parent) AS (
-		SELECT 0, id, num, fork_pos, 9223372036854775807, fork_seq, 9223372036854775807, fork_of FROM sessions WHERE id = ?
+	WITH RECURSIVE c (depth, id, num, lo, hi, seq_lo, seq_hi, parent, indexed) AS (
+		SELECT 0, id, num, fork_pos, 9223372036854775807, fork_seq, 9223372036854775807, fork_of, indexed FROM sessions WHERE id = ?
 		UNION ALL
-		SELECT c.depth + 1, s.id, s.num, s.fork_pos, c.lo, s.fork_seq, c.seq_lo, s.fork_of FROM sessions AS s JOIN c ON s.id = c.parent
+		SELECT c.depth + 1, s.id, s.num, s.fork_pos, c.lo, s.fork_seq, c.seq_lo, s.fork_of, s.indexed FROM sessions AS s JOIN c ON s.id = c.parent
 	)
-	SELECT id, num, lo, hi, seq_lo, seq_hi FROM c ORDER BY depth`
+	SELECT id, num, lo, hi, seq_lo, seq_hi, indexed FROM c ORDER BY depth`
 
 // chainOf returns the chain of session id through q; sql.ErrNoRows for an
 // unknown session.
@@ -57,7 +57,7 @@ func chainOf(q querier, id string) (chain, error) {
 	var c chain
 	err := q.query(selectChain, []any{id}, func(row rowScanner) error {
 		var l link
-		err := row.Scan(&l.id, &l.num, &l.lo, &l.hi, &l.seqLo, &l.seqHi)
+		err := row.Scan(&l.id, &l.num, &l.lo, &l.hi, &l.seqLo, &l.seqHi, &l.indexed)
 		c = append(c, l)
 		return err
 	})

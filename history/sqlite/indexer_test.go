@@ -122,6 +122,14 @@ func TestSearchFindsUnindexed(t *testing.T) {
 	gotPages, gotWindows := read(s)
 	assert.Equal(t, pages, gotPages, "the index answers as the tail did")
 	assert.Equal(t, windows, gotWindows)
+	// The reads see the watermarks, and so read no tail now.
+	var c chain
+	require.NoError(t, s.view(ctx, "test", func(q querier) (err error) {
+		c, err = chainOf(q, "f")
+		return err
+	}))
+	require.Len(t, c, 2)
+	assert.Equal(t, [2]int64{7, 12}, [2]int64{c[0].indexed, c[1].indexed}, "the fork's watermark (its first own seq) and its source's")
 }
 
 // TestTailBound: the Append that makes a session's unindexed tail longer
