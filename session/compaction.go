@@ -376,7 +376,7 @@ func (l *loop) commitCompaction(k *compaction) {
 			l.summary = seg.Summary
 			l.archived += int64(k.archive)
 			if len(commit.Files) > 0 {
-				l.setSegFiles(append(slices.Clip(l.segFiles), commit.Files))
+				l.addSegFiles(commit.Files)
 			}
 			l.contextTokens = 0 // stale until the next turn response (§3.3)
 			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural.Count(k.archive, "message") + " into a summary.", CompactID: c.id})

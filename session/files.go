@@ -284,13 +284,32 @@ func filesNote(segs *FileLedger) string {
 }
 
 // setSegFiles adopts segs as the standing Segments' files: the ledger and
-// the summary view's note are made again from them, with one fold of segs
-// (the note is made from it before Active's files are folded in).
+// the summary view's note are made again from them.
 func (l *loop) setSegFiles(segs [][]history.FileState) {
-	l.segFiles = segs
+	l.segLedger = ledgerOf(segs, nil)
+	l.segFilesChanged()
+}
+
+// addSegFiles adds the files of a Segment just committed, the newest
+// standing one, to the standing Segments': one fold of its files, the
+// same as setSegFiles of all of them (the fold is in order, and depends
+// only on the ledger folded so far).
+func (l *loop) addSegFiles(files []history.FileState) {
+	l.segLedger.foldStates(files)
+	l.segFilesChanged()
+}
+
+// segFilesChanged makes the summary view's note and the ledger again from
+// segLedger (and Active).
+func (l *loop) segFilesChanged() {
 	l.filesStale = false
-	f := ledgerOf(segs, nil)
-	l.filesNote = filesNote(f)
+	l.filesNote = filesNote(l.segLedger)
+	l.files = l.activeLedger()
+}
+
+// activeLedger is the ledger of the standing Segments' files and Active's.
+func (l *loop) activeLedger() *FileLedger {
+	f := l.segLedger.clone()
 	f.foldMessages(l.active)
-	l.files = f
+	return f
 }

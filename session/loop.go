@@ -122,13 +122,14 @@ type loop struct {
 	active   []history.Message
 	summary  string
 	archived int64 // messages archived in Segments
-	// files is the file ledger (FileLedger): the fold of segFiles, the
-	// Files of the standing Segments oldest first, and of Active.
-	// filesStale: segFiles may no longer be the store's (a resync changed
-	// the archive); the next runTools reads them again.
+	// files is the file ledger (FileLedger): the fold of segLedger and of
+	// Active. segLedger is the fold of the standing Segments' Files alone,
+	// oldest Segment first: a compaction folds in its Segment's, not all
+	// again. filesStale: segLedger may no longer be the store's (a resync
+	// changed the archive); the next runTools reads the Segments again.
 	files      *FileLedger
-	segFiles   [][]history.FileState
-	filesNote  string // filesNote(segFiles)
+	segLedger  *FileLedger
+	filesNote  string // filesNote(segLedger)
 	filesStale bool
 	nextPos    int64 // the timeline position the next stored entry takes (history.Snapshot.NextPosition)
 	feed       *feed
