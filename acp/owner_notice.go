@@ -38,7 +38,8 @@ func (a *agentSession) sendNotice(n schema.Notice) {
 
 // notices turns the session events the user is told of as notices into
 // notices: automatic compaction suspended and resumed, a provider's retry,
-// a context overflow that a compaction recovered from. Live only (replayed
+// a context overflow that a compaction recovered from, an embedder that
+// fails or works again. Live only (replayed
 // is false): notices are not session history.
 func (a *agentSession) notices(p session.Payload, replayed bool) {
 	if replayed {
@@ -68,6 +69,8 @@ func (a *agentSession) notices(p session.Payload, replayed bool) {
 			Title:       fmt.Sprintf("%s in %s", title, p.Wait.Round(time.Second/10)),
 			Description: fmt.Sprintf("Retry %d of %d after: %s", p.Retry, p.MaxRetries, firstLine(p.Error)),
 		})
+	case *session.EmbedEvent:
+		a.sendNotice(embedNotice(p))
 	case *session.CompactionEvent:
 		if p.Phase == session.PhaseFinished {
 			a.sendHeld() // if its end was not reported
@@ -89,4 +92,17 @@ func (a *agentSession) sendHeld() {
 		a.sendNotice(n)
 	}
 	a.held = nil
+}
+
+// embedNotice tells the user that the session's embedder fails, so that
+// search finds messages by their words only, or that it works again.
+func embedNotice(p *session.EmbedEvent) schema.Notice {
+	if p.Failed {
+		return schema.Notice{
+			Severity:    schema.NoticeWarning,
+			Title:       "The embedding model failed: search finds messages by their words only",
+			Description: "Messages are embedded again when it works; nothing else is affected. The error: " + firstLine(p.Error),
+		}
+	}
+	return schema.Notice{Severity: schema.NoticeInfo, Title: "The embedding model works again", Description: "Messages are found by their meaning as well as their words."}
 }

@@ -18,8 +18,8 @@ type Event struct {
 
 // Payload is one of the event types of this package: *MessageEvent,
 // *DeltaEvent, *ThoughtDeltaEvent, *ActionEvent, *CompactionEvent, *UsageEvent, *TurnEvent,
-// *AutoCompactEvent, *UncompactEvent, *SettingsEvent, *RetryEvent. The set is
-// sealed.
+// *AutoCompactEvent, *UncompactEvent, *SettingsEvent, *RetryEvent, *EmbedEvent. The
+// set is sealed.
 type Payload interface {
 	// Durable reports whether the event can be replayed with
 	// SubscribeOptions.After; deltas are live only.

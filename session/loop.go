@@ -209,6 +209,7 @@ func (l *loop) run() {
 	defer close(l.s.done)
 	defer l.s.stopStore()
 	defer l.release()
+	defer l.s.stopEmbedder() // before the lease goes: its writes are fenced by it
 	defer close(l.jobs)
 	inbox, closing := l.s.inbox, l.s.closing
 	var lost <-chan struct{}
@@ -411,6 +412,9 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 	}
 	l.active = append(l.active, msgs...)
 	l.files.foldMessages(msgs)
+	if l.s.embed != nil {
+		l.s.embed.add(l.nextPos, msgs)
+	}
 	for i := range msgs {
 		if l.turn != nil && l.turn.phase != phaseEnded {
 			l.turn.messages = append(l.turn.messages, msgs[i])

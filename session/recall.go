@@ -59,7 +59,14 @@ type MessagesRequest struct {
 
 // Search searches the session's messages, archived and active, with the
 // store's search (history.Reader.Search): the best hits first, each with
-// the Segment and the compaction that archived it. Like Segments it reads
+// the Segment and the compaction that archived it. With Config.Embedder
+// the query is embedded too, and the ranking by words and the store's
+// nearest vectors (history.VectorIndex.Nearest) are fused by reciprocal
+// rank fusion (docs/compaction.md, "Search with an embedder"); a hit's
+// Score is then its fused score, and a hit found by its vector alone has
+// the start of the message as its Snippet. When the query cannot be
+// embedded, or no message has a vector yet, the ranking is by words, as
+// without an embedder. Like Segments it reads
 // the store in the caller's goroutine, in one store call (a search never
 // holds the session up); it also works after Close while the store is
 // open. Errors: ErrInvalid for a blank query, a negative limit or
@@ -72,6 +79,17 @@ func (s *Session) Search(ctx context.Context, req SearchRequest) ([]SearchHit, e
 		return nil, invalid("search limit %d is negative", req.Limit)
 	case req.Neighbors < 0 || req.Neighbors > history.MaxNeighbors:
 		return nil, invalid("search Neighbors %d is outside 0..%d", req.Neighbors, history.MaxNeighbors)
+	}
+	if s.embed != nil {
+		if vec := s.embed.queryVector(ctx, req.Query); vec != nil {
+			hits, ok, err := s.fusedSearch(ctx, req, vec)
+			if err != nil {
+				return nil, fmt.Errorf("session: search: %w", err)
+			}
+			if ok {
+				return hits, nil
+			}
+		}
 	}
 	page, err := s.store.Search(ctx, s.id, history.SearchQuery{Text: req.Query, Limit: min(req.Limit, history.MaxSearchLimit), Neighbors: req.Neighbors})
 	if err != nil {

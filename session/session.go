@@ -56,6 +56,9 @@ type Session struct {
 	// (loop.beginClose) and once the loop has exited.
 	storeCtx  context.Context
 	stopStore context.CancelFunc
+	// embed is the embedder (Config.Embedder), nil without one; set
+	// before the loop starts, never changed.
+	embed *embedder
 }
 
 // closedErr is the error of a call on a closed session.
@@ -235,9 +238,13 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 	}
 	l.setSegFiles(segFiles)
 	l.publishSettings()
+	s.embed = newEmbedder(cfg, s, l.log)
 	opened = true
 	go l.work()
 	go l.run()
+	if s.embed != nil {
+		s.embed.start()
+	}
 	return s, nil
 }
 
@@ -310,6 +317,9 @@ func checkConfig(cfg Config) (settings, map[string]Tool, []provider.ToolSpec, er
 	}
 	if cfg.MaxQueue < 0 || cfg.EventHistory < 0 || cfg.MaxToolOutput < 0 || cfg.StoreTimeout < 0 {
 		return settings{}, nil, nil, invalid("MaxQueue, EventHistory, MaxToolOutput and StoreTimeout must not be negative")
+	}
+	if cfg.EmbedTimeout < 0 {
+		return settings{}, nil, nil, invalid("EmbedTimeout %v is negative", cfg.EmbedTimeout)
 	}
 	if p := cfg.PruneToolResults; p.KeepRecent < 0 || p.MinBytes < 0 {
 		return settings{}, nil, nil, invalid("PruneToolResults: KeepRecent and MinBytes must not be negative")

@@ -220,6 +220,23 @@ type Config struct {
 	// (docs/acp.md). The tool is offered in every mode. A tool of
 	// Config.Tools cannot be named plan then.
 	Plan bool
+	// Embedder, when set, makes the session keep a vector of each of its
+	// messages in its store (history.VectorIndex), computed on a goroutine
+	// of its own and never on the commit path: an append never waits for
+	// the model, and a message not embedded yet is found by its words.
+	// Messages stored before (by an earlier process, or before the
+	// session had an embedder) are embedded in the background from open.
+	// Search and the recall tool then fuse the ranking by words with the
+	// ranking by vectors (reciprocal rank fusion: docs/compaction.md,
+	// "Search with an embedder"). An embedder that fails, times out or
+	// answers with another count or dimension than asked for, or NaN,
+	// never fails a turn: messages stay found by their words, and the
+	// session publishes an EmbedEvent once, and once more when it works
+	// again. nil = no embedder: nothing is embedded or stored.
+	// provider/openai implements it (WithEmbeddingModel).
+	Embedder provider.Embedder
+	// EmbedTimeout bounds each call of Embedder; 0 = DefaultEmbedTimeout.
+	EmbedTimeout time.Duration
 	// Model is the model the provider is asked for in every turn request
 	// (provider.Request.Model); "" = the provider's configured model.
 	// Summaries are made with their provider's configured model

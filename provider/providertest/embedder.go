@@ -19,9 +19,15 @@ var _ provider.Embedder = (*Embedder)(nil)
 // same vector. Answer, when set, answers instead (to script an error, a
 // wrong count or dimension, NaN, or a wait). It is safe for concurrent
 // use and records every call.
+//
+// Same maps a word (lowercased) to the word whose direction it takes, so
+// that a test can make texts that share no word close, as a real
+// embedding model makes paraphrases close: with Same{"wife": "woman"},
+// "his wife" and "a woman" are near. Set it before the first call.
 type Embedder struct {
 	Dim    int
 	Answer func(ctx context.Context, texts []string) ([][]float32, error)
+	Same   map[string]string
 
 	mu    sync.Mutex
 	calls [][]string
@@ -44,7 +50,7 @@ func (e *Embedder) Embed(ctx context.Context, texts []string) ([][]float32, erro
 	}
 	out := make([][]float32, len(texts))
 	for i, t := range texts {
-		out[i] = e.vector(t)
+		out[i] = e.Vector(t)
 	}
 	return out, nil
 }
@@ -60,9 +66,13 @@ func (e *Embedder) Calls() [][]string {
 	return out
 }
 
-func (e *Embedder) vector(text string) []float32 {
+// Vector is the vector Embed returns for text (without Answer).
+func (e *Embedder) Vector(text string) []float32 {
 	v := make([]float32, max(1, e.Dim))
 	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if same, ok := e.Same[w]; ok {
+			w = same
+		}
 		h := fnv.New64a()
 		h.Write([]byte(w))
 		x := h.Sum64()

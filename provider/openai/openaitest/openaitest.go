@@ -99,3 +99,27 @@ func WriteSSE(w http.ResponseWriter, lines ...string) {
 		}
 	}
 }
+
+// Embeddings returns a handler of POST /v1/embeddings that answers each
+// request's input with embed's vectors, one "data" entry per text with
+// its index (listed in reverse, as a server may list them), and 400 for a
+// request that is not one.
+func Embeddings(embed func(texts []string) [][]float32) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Model string   `json:"model"`
+			Input []string `json:"input"`
+		}
+		if r.URL.Path != "/v1/embeddings" || json.NewDecoder(r.Body).Decode(&req) != nil || req.Model == "" {
+			http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+			return
+		}
+		vecs := embed(req.Input)
+		data := make([]map[string]any, 0, len(vecs))
+		for i := len(vecs) - 1; i >= 0; i-- {
+			data = append(data, map[string]any{"object": "embedding", "index": i, "embedding": vecs[i]})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprint(w, mustJSON(map[string]any{"object": "list", "data": data, "model": req.Model, "usage": map[string]any{"prompt_tokens": len(req.Input), "total_tokens": len(req.Input)}}))
+	}
+}
