@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/logref"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -37,12 +38,16 @@ const (
 	logSettings    = "settings"
 )
 
-// loggedMessage is a *MessageEvent in the log: the message itself is in the
-// store at Position.
-type loggedMessage struct {
-	Position int64  `json:"position"`
-	ID       string `json:"id"`
-	TurnID   string `json:"turn_id,omitempty"`
+// A *MessageEvent is logged as a reference to its message, which is in
+// the store at its position: internal/logref's form (logs written before
+// it hold JSON, which logref reads too). It is neither encoded nor decoded
+// as JSON: a replay reads one for every message.
+
+// msgRef is a logged message reference, read back.
+type msgRef struct {
+	pos    int64
+	id     []byte // in the logged event's Data
+	turnID string
 }
 
 // loggedTurn is a *TurnEvent in the log; its result's messages are named by
@@ -123,7 +128,8 @@ func encodeEvent(ev Event) (history.LoggedEvent, error) {
 	)
 	switch p := ev.Payload.(type) {
 	case *MessageEvent:
-		kind, v = logMessage, loggedMessage{Position: p.Position, ID: p.Message.ID, TurnID: p.TurnID}
+		data := logref.Append(make([]byte, 0, 24+len(p.Message.ID)+len(p.TurnID)), p.Position, p.Message.ID, p.TurnID)
+		return history.LoggedEvent{Seq: ev.Seq, Time: ev.Time, Kind: logMessage, Data: data}, nil
 	case *TurnEvent:
 		lt := loggedTurn{TurnID: p.TurnID, Phase: p.Phase}
 		if r := p.Result; r != nil {
@@ -195,7 +201,8 @@ func replayLog(ctx context.Context, store history.Store, log history.EventLog, i
 	// The messages the events name, by position: their range is read
 	// once, before the events are decoded.
 	kept := logged[:0]
-	msgs := make([]loggedMessage, 0, len(logged))
+	msgs := make([]msgRef, 0, len(logged))
+	turnID := "" // the last turn read: the messages of a turn share its string
 	for _, le := range logged {
 		if le.Seq > upto {
 			break
@@ -207,22 +214,25 @@ func replayLog(ctx context.Context, store history.Store, log history.EventLog, i
 		if le.Kind != logMessage {
 			continue
 		}
-		var lm loggedMessage
-		if err := json.Unmarshal(le.Data, &lm); err != nil {
+		r, err := logref.Parse(le.Data)
+		if err != nil {
 			return nil, fmt.Errorf("session: event %d of the log: %w", le.Seq, err)
 		}
-		msgs = append(msgs, lm)
+		if string(r.TurnID) != turnID {
+			turnID = string(r.TurnID)
+		}
+		msgs = append(msgs, msgRef{pos: r.Position, id: r.ID, turnID: turnID})
 	}
 	if err := d.positions(msgs); err != nil {
 		return nil, err
 	}
 	out := make([]Event, 0, len(kept))
-	next := 0 // the next of msgs
+	slab := make([]MessageEvent, len(msgs)) // the MessageEvents, one allocation
 	for _, le := range kept {
 		var p Payload
 		if le.Kind == logMessage {
-			p, err = d.message(msgs[next])
-			next++
+			p, err = d.message(msgs[0], &slab[0])
+			msgs, slab = msgs[1:], slab[1:]
 		} else {
 			p, err = d.decode(le)
 		}
@@ -255,16 +265,16 @@ type decoder struct {
 
 // positions reads the entries at the positions of msgs, from the lowest
 // to the highest.
-func (d *decoder) positions(msgs []loggedMessage) error {
+func (d *decoder) positions(msgs []msgRef) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	lo, hi := msgs[0].Position, msgs[0].Position
-	for _, lm := range msgs[1:] {
-		lo, hi = min(lo, lm.Position), max(hi, lm.Position)
+	lo, hi := msgs[0].pos, msgs[0].pos
+	for _, r := range msgs[1:] {
+		lo, hi = min(lo, r.pos), max(hi, r.pos)
 	}
 	if lo < 0 {
-		return fmt.Errorf("session: the event log names message %s at position %d", msgs[0].ID, lo)
+		return fmt.Errorf("session: the event log names message %s at position %d", msgs[0].id, lo)
 	}
 	var (
 		entries []history.Entry
@@ -295,16 +305,18 @@ type prefetched struct {
 	err     error
 }
 
-// message is the MessageEvent of lm, its message read by positions.
-func (d *decoder) message(lm loggedMessage) (Payload, error) {
+// message is the MessageEvent of r, its message read by positions, made
+// in ev.
+func (d *decoder) message(r msgRef, ev *MessageEvent) (Payload, error) {
 	var m *history.Message
-	if i := lm.Position - d.lo; i >= 0 && i < int64(len(d.byPos)) {
+	if i := r.pos - d.lo; i >= 0 && i < int64(len(d.byPos)) {
 		m = d.byPos[i]
 	}
-	if m == nil || m.ID != lm.ID {
-		return nil, fmt.Errorf("message %s is not at position %d of the store", lm.ID, lm.Position)
+	if m == nil || m.ID != string(r.id) {
+		return nil, fmt.Errorf("message %s is not at position %d of the store", r.id, r.pos)
 	}
-	return &MessageEvent{Message: *m, TurnID: lm.TurnID, Position: lm.Position}, nil
+	*ev = MessageEvent{Message: *m, TurnID: r.turnID, Position: r.pos}
+	return ev, nil
 }
 
 // timelineKinds are the logged kinds of the events of timeline entries.

@@ -197,7 +197,8 @@ func inTimelineOrder(evs []Event) []Event {
 	}
 	var (
 		out    = make([]keyed, 0, len(evs))
-		seen   = map[int64]bool{}
+		seen   map[int64]bool // the positions in out, made once one is not above top
+		top    = int64(-1)    // the highest position in out
 		last   = int64(-1)
 		repeat bool // the last entry was a repeat
 		sorted = true
@@ -228,11 +229,20 @@ func inTimelineOrder(evs []Event) []Event {
 			}
 			continue
 		}
-		if repeat = seen[pos]; repeat {
+		if pos <= top && seen == nil { // the positions so far, once
+			seen = make(map[int64]bool, len(out))
+			for _, k := range out {
+				seen[k.pos] = true
+			}
+		}
+		if repeat = pos <= top && seen[pos]; repeat {
 			continue
 		}
+		if seen != nil {
+			seen[pos] = true
+		}
 		sorted = sorted && pos > last
-		seen[pos], last = true, pos
+		last, top = pos, max(top, pos)
 		out = append(out, keyed{pos, ev})
 	}
 	if !sorted { // an entry logged again after later ones

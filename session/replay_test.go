@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -374,4 +375,45 @@ func TestReplay_ContextTokens(t *testing.T) {
 	fake.QueueSummary(providertest.Reply{Text: "S"})
 	require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
 	assert.Zero(t, contextAt(), "stale after the compaction")
+}
+
+// TestReplay_OldMessageReferences: a log written before message
+// references took their compact form (internal/logref) holds them as
+// JSON, and replays the same: each message at its position with the Seq,
+// time and turn it was logged with, beside references of the new form.
+func TestReplay_OldMessageReferences(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	snap, err := store.Create(ctx, history.NewSession{ID: "old"})
+	require.NoError(t, err)
+	msgs := []history.Message{
+		{ID: "u 1", Role: history.RoleUser, Text: "question"},
+		{ID: "a1", Role: history.RoleAssistant, Text: "answer"},
+		{ID: "u2", Role: history.RoleUser, Text: "next"},
+	}
+	_, err = store.Append(ctx, "old", snap.Version, msgs)
+	require.NoError(t, err)
+	at := time.Unix(1_700_000_000, 0)
+	require.NoError(t, store.LogEvents(ctx, "old", history.EventBatch{Events: []history.LoggedEvent{
+		{Seq: 1, Time: at, Kind: "message", Data: []byte(`{"position":0,"id":"u 1","turn_id":"t1"}`)},
+		{Seq: 2, Time: at.Add(time.Second), Kind: "message", Data: []byte(`{"position":1,"id":"a1","turn_id":"t1"}`)},
+		{Seq: 3, Time: at.Add(2 * time.Second), Kind: "message", Data: []byte(`2 2 u2t2`)},
+	}, Through: 3, Covers: 3}))
+	s, err := session.Open(ctx, session.Config{ID: "old", Provider: providertest.New(), Store: store})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	rep, err := s.Replay(ctx, session.ReplayOptions{})
+	require.NoError(t, err)
+	rep.Sub.Close()
+	require.Len(t, rep.Events, 3)
+	for i, ev := range rep.Events {
+		m, ok := ev.Payload.(*session.MessageEvent)
+		require.True(t, ok, "event %d: %T", i, ev.Payload)
+		assert.Equal(t, msgs[i].ID, m.Message.ID)
+		assert.Equal(t, msgs[i].Text, m.Message.Text)
+		assert.Equal(t, int64(i), m.Position)
+		assert.Equal(t, uint64(i+1), ev.Seq)
+		assert.True(t, at.Add(time.Duration(i)*time.Second).Equal(ev.Time), "event %d time %v", i, ev.Time)
+		assert.Equal(t, []string{"t1", "t1", "t2"}[i], m.TurnID)
+	}
 }

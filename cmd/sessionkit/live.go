@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/logref"
 )
 
 // Live updates: a session's page follows the store's event log
@@ -37,11 +38,26 @@ type liveRow struct {
 	HTML string `json:"html"`
 }
 
-// loggedPosition is the timeline position a logged message, compaction or
-// undo names ("position"; an undo is logged as "Position", which the
-// decoder matches as well).
+// loggedPosition is the timeline position a logged compaction or undo
+// names ("position"; an undo is logged as "Position", which the decoder
+// matches as well).
 type loggedPosition struct {
 	Position *int64 `json:"position"`
+}
+
+// loggedAt is the timeline position logged event e (a message, a
+// compaction or an undo) names; false when it names none. A message is
+// logged as a reference (internal/logref), the others as JSON.
+func loggedAt(e history.LoggedEvent) (int64, bool) {
+	if e.Kind == "message" {
+		r, err := logref.Parse(e.Data)
+		return r.Position, err == nil
+	}
+	var lp loggedPosition
+	if json.Unmarshal(e.Data, &lp) != nil || lp.Position == nil {
+		return 0, false
+	}
+	return *lp.Position, true
 }
 
 // live streams the updates of session id after ?after=SEQ.
@@ -127,16 +143,12 @@ func (s *server) update(req *http.Request, id string, evs []history.LoggedEvent)
 		default:
 			continue
 		}
-		var lp loggedPosition
-		if json.Unmarshal(e.Data, &lp) != nil {
+		pos, ok := loggedAt(e)
+		if !ok || pos < 0 || seen[pos] {
 			continue
 		}
-		pos := lp.Position
-		if pos == nil || *pos < 0 || seen[*pos] {
-			continue
-		}
-		seen[*pos] = true
-		i := v.index(*pos)
+		seen[pos] = true
+		i := v.index(pos)
 		if i < 0 {
 			continue
 		}
@@ -146,7 +158,7 @@ func (s *server) update(req *http.Request, id string, evs []history.LoggedEvent)
 		if err := tmpl.ExecuteTemplate(&b, "entry", ev); err != nil {
 			return nil, err
 		}
-		up.Rows = append(up.Rows, liveRow{Pos: *pos, HTML: b.String()})
+		up.Rows = append(up.Rows, liveRow{Pos: pos, HTML: b.String()})
 	}
 	up.Chart = string(v.curve.svg(func(pos int64) string { return v.link(pos, false) }, threshold(v.snap.Config)))
 	return up, nil

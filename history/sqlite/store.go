@@ -386,6 +386,10 @@ func (s *Store) scan(ctx context.Context, tx *sql.Tx, op string, withPos bool, e
 	return scanIn(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, withPos, expect, where, args...)
 }
 
+// maxExpect bounds the capacity a read of a range of positions makes for
+// its messages before it reads them.
+const maxExpect = 1 << 16
+
 // scanIn is scan through q.
 func scanIn(q querier, withPos bool, expect int, where string, args ...any) ([]int64, []history.Message, error) {
 	return scanAppend(q, withPos, nil, make([]history.Message, 0, max(expect, 0)), where, args...)
@@ -401,6 +405,9 @@ func scanAppend(q querier, withPos bool, positions []int64, msgs []history.Messa
 	)
 	if withPos {
 		columns, dest = messageColumns, []any{&pos, &body}
+		if positions == nil {
+			positions = make([]int64, 0, cap(msgs)-len(msgs))
+		}
 	}
 	err := q.query(`SELECT `+columns+` FROM messages `+where, args, func(rows rowScanner) error {
 		if err := rows.Scan(dest...); err != nil {
@@ -930,8 +937,9 @@ func (s *Store) Entries(ctx context.Context, id string, q history.EntryQuery) ([
 func (s *Store) entries(ctx context.Context, op, id string, from, to int64, recordsOnly bool) ([]history.Entry, error) {
 	var out []history.Entry
 	err := s.view(ctx, op, func(q querier) error {
-		activeFrom, err := s.existsIn(ctx, q, op, id)
-		if err != nil {
+		var activeFrom, nextPos int64
+		err := queryRow(q, `SELECT active_from, next_pos FROM sessions WHERE id = ?`, []any{id}, &activeFrom, &nextPos)
+		if err := s.found(ctx, op, id, err); err != nil {
 			return err
 		}
 		var (
@@ -946,7 +954,9 @@ func (s *Store) entries(ctx context.Context, op, id string, from, to int64, reco
 			if c.forked() {
 				positions, msgs, err = c.messages(q, true, from, to, 0)
 			} else {
-				positions, msgs, err = scanIn(q, true, 0, whereSpan, id, from, to)
+				// Every position below next_pos holds one entry: at most
+				// that many messages.
+				positions, msgs, err = scanIn(q, true, int(min(min(to, nextPos)-from, maxExpect)), whereSpan, id, from, to)
 			}
 			if err != nil {
 				return err

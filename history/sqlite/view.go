@@ -134,6 +134,12 @@ func (r rawRow) Scan(dest ...any) error {
 			*d = r.st.text(col)
 		case *int64:
 			*d = r.st.int64(col)
+		case *seqColumn: // as its Scan, without boxing the value
+			n := r.st.int64(col)
+			if null || n < 0 {
+				return fmt.Errorf("column %d: sequence number column holds %d", i, n)
+			}
+			*d = seqColumn(n)
 		case *float64:
 			*d = sqlite3.Xsqlite3_column_double(r.st.r.tls, r.st.p, col)
 		case *[]byte:
