@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 	"github.com/sessionkit/sessionkit/history/internal/textsearch"
 	"github.com/sessionkit/sessionkit/history/storekit"
 )
@@ -165,21 +166,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		seqs := textsearch.Prune(lists, st, textsearch.Need(offset, limit, sq.Neighbors))
 		var cands []textsearch.Candidate
 		if len(seqs) > 0 {
-			err = s.each(ctx, tx, op, candsSQL, append([]any{chainArgs[0], seqs}, chainArgs[1:]...), func(rows pgx.Rows) error {
-				var (
-					c    textsearch.Candidate
-					tool []byte
-					err  error
-				)
-				c.Position, c.Message, err = scanMessage(rows, &tool)
-				if err != nil {
-					return err
-				}
-				c.ToolName = string(tool)
-				cands = append(cands, c)
-				return nil
-			})
-			if err != nil {
+			if cands, err = s.candidates(ctx, tx, op, candsSQL, append([]any{chainArgs[0], seqs}, chainArgs[1:]...)); err != nil {
 				return err
 			}
 		}
@@ -207,6 +194,22 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		return history.SearchPage{}, err
 	}
 	return page, nil
+}
+
+// candidates reads the messages of a search's candidates (query, with
+// args, reads their rows and tool names).
+func (s *Store) candidates(ctx context.Context, tx pgx.Tx, op, query string, args []any) ([]textsearch.Candidate, error) {
+	return sqlstore.Collect(func(scan func(pgx.Rows) error) error { return s.each(ctx, tx, op, query, args, scan) },
+		func(rows pgx.Rows) (textsearch.Candidate, error) {
+			var (
+				c    textsearch.Candidate
+				tool []byte
+				err  error
+			)
+			c.Position, c.Message, err = scanMessage(rows, &tool)
+			c.ToolName = string(tool)
+			return c, err
+		})
 }
 
 // standing reads the session's standing Segments with their compaction
