@@ -490,3 +490,23 @@ func fourAndCompaction(t *testing.T, s history.Store) uint64 {
 	v, _ = compact(t, s, "src", v, "c1", 2, "S1")
 	return v
 }
+
+// testForkDeleteSiblings: a deleted source that two forks read stays
+// while either does: deleting one leaves the other whole, deleting the
+// other too leaves nothing listed, and the source's ID free.
+func testForkDeleteSiblings(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	fourAndCompaction(t, s)
+	fork(t, s, "f1", "src", "m2")
+	fork(t, s, "f2", "src", "m3")
+	f2 := captureFork(t, s, "f2")
+	require.NoError(t, s.Delete(ctx, "src"))
+	require.NoError(t, s.Delete(ctx, "f1"))
+	goneFrom(t, s, "f1")
+	sameForkState(t, f2, captureFork(t, s, "f2"))
+	require.NoError(t, s.Delete(ctx, "f2"))
+	goneFrom(t, s, "f2")
+	assert.Empty(t, listAll(t, s, history.ListOptions{}, nil))
+	create(t, s, "src")
+}

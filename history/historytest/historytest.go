@@ -137,6 +137,7 @@ func Run(t *testing.T, h Harness) {
 		{"ListForkOf", testListForkOf},
 		{"ForkDeep", testForkDeep},
 		{"ForkDeleteRecreate", testForkDeleteRecreate},
+		{"ForkDeleteSiblings", testForkDeleteSiblings},
 		{"Vectors", testVectors},
 		{"VectorsInvalid", testVectorsInvalid},
 		{"VectorsFork", testVectorsFork},

@@ -47,7 +47,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		for {
+		for up := false; ; up = true {
 			var (
 				forks int
 				keep  int64 // the newest fork point of its forks
@@ -55,6 +55,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			err := tx.QueryRow(ctx, `SELECT count(*), COALESCE(max(fork_pos), -1) FROM sessions WHERE fork_of = $1`, key).Scan(&forks, &keep)
 			if err != nil {
 				return s.fail(ctx, op, err)
+			}
+			if up && forks > 0 { // hidden already, and read by another fork
+				return nil
 			}
 			if err := s.deleteRows(ctx, tx, key, forks > 0, keep); err != nil {
 				return err

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -273,4 +274,59 @@ func TestMigrationForkChains(t *testing.T) {
 	var hidden int
 	require.NoError(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM sessions WHERE deleted`).Scan(&hidden))
 	assert.Zero(t, hidden, "deleting the forks freed their hidden parents")
+}
+
+// TestForkDeleteConcurrent deletes the two forks of a deleted source at
+// once: the first pauses before its commit, having kept the source (the
+// other fork still read it); the second waits for the source's row and
+// then frees it, so nothing is left behind.
+func TestForkDeleteConcurrent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var (
+		calls           atomic.Int32
+		paused, release = make(chan struct{}), make(chan struct{})
+		secondAtCommit  = make(chan struct{})
+	)
+	url := pgtest.Database(t)
+	s := openStore(t, url, WithLockTimeout(time.Minute), withBeforeCommit(func(op string) {
+		if op != "delete" {
+			return
+		}
+		switch calls.Add(1) {
+		case 2: // src below
+		case 3:
+			close(paused)
+			<-release
+		case 4:
+			close(secondAtCommit)
+		}
+	}))
+	empty := rowCounts(t, s)
+	historytest.ForkSource(t, s, "src", 8)
+	for _, f := range []string{"f1", "f2"} {
+		_, err := s.Fork(ctx, history.ForkSpec{ID: f, From: "src", At: "src-5"})
+		require.NoError(t, err)
+	}
+	calls.Store(1)
+	require.NoError(t, s.Delete(ctx, "src"))
+	errs := make(chan error, 2)
+	go func() { errs <- s.Delete(ctx, "f1") }()
+	<-paused
+	go func() { errs <- s.Delete(ctx, "f2") }()
+	poll.Until(t, 30*time.Second, func() bool {
+		select {
+		case <-secondAtCommit: // it did not wait: the test goes red below
+			return true
+		default:
+		}
+		var waiting int
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		return err == nil && waiting > 0
+	}, "the second delete waiting for the source's row, or at its commit")
+	close(release)
+	require.NoError(t, <-errs)
+	require.NoError(t, <-errs)
+	assert.Equal(t, empty, rowCounts(t, s), "nothing is left behind")
 }

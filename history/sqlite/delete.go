@@ -28,10 +28,13 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		if err := s.row(ctx, tx, op, id, "num, fork_of", &num, &forkOf); err != nil {
 			return err
 		}
-		for {
+		for up := false; ; up = true {
 			var forks int
 			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE fork_of = ?`, id).Scan(&forks); err != nil {
 				return s.fail(ctx, op, err)
+			}
+			if up && forks > 0 { // hidden already, and read by another fork
+				return nil
 			}
 			if err := s.deleteRows(ctx, tx, id, num, forks > 0); err != nil {
 				return err
