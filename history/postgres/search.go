@@ -197,18 +197,12 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 }
 
 // candidates reads the messages of a search's candidates (query, with
-// args, reads their rows and tool names).
+// args, reads their rows and tool names, as scanWindow scans them).
 func (s *Store) candidates(ctx context.Context, tx pgx.Tx, op, query string, args []any) ([]textsearch.Candidate, error) {
 	return sqlstore.Collect(func(scan func(pgx.Rows) error) error { return s.each(ctx, tx, op, query, args, scan) },
 		func(rows pgx.Rows) (textsearch.Candidate, error) {
-			var (
-				c    textsearch.Candidate
-				tool []byte
-				err  error
-			)
-			c.Position, c.Message, err = scanMessage(rows, &tool)
-			c.ToolName = string(tool)
-			return c, err
+			w, err := scanWindow(rows)
+			return textsearch.Candidate(w), err
 		})
 }
 
