@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -271,4 +273,80 @@ func (l *SearchLatencies) Report(b *testing.B) {
 	}
 	b.ReportMetric(q(0.50), "p50-ms")
 	b.ReportMetric(q(0.99), "p99-ms")
+}
+
+// SearchArchived is the number of archived messages of the search
+// benchmarks: def, or the environment's SESSIONKIT_SEARCH_ARCHIVED when it
+// is a positive number (1000000 for issue 43's scale goal).
+func SearchArchived(def int) int {
+	if n, err := strconv.Atoi(os.Getenv("SESSIONKIT_SEARCH_ARCHIVED")); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// SearchSession creates session id in s, appends msgs (SearchCorpus) in
+// batches of 1,000 through Append and archives the first archived of them
+// with one compaction, as a session that ran that long has them. It
+// returns the session's version.
+func SearchSession(b *testing.B, s history.Store, id string, msgs []history.Message, archived int) uint64 {
+	b.Helper()
+	ctx := context.Background()
+	snap, err := s.Create(ctx, history.NewSession{ID: id})
+	require.NoError(b, err)
+	v := snap.Version
+	for i := 0; i < len(msgs); i += 1000 {
+		v, err = s.Append(ctx, id, v, msgs[i:min(i+1000, len(msgs))])
+		require.NoError(b, err)
+	}
+	v, err = s.BeginCompaction(ctx, id, v, history.CompactionRecord{CompactID: "c", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: time.Now()})
+	require.NoError(b, err)
+	v, _, err = s.CommitCompaction(ctx, id, v, history.Commit{CompactID: "c", SegmentID: "seg-c", Archive: archived, Summary: "S", At: time.Now()})
+	require.NoError(b, err)
+	return v
+}
+
+// BenchSearch runs the sub-benchmarks "neighbors=0" and "neighbors=1" on
+// session id of s: each operation is one Search of 10 hits for the next of
+// queries (SearchQueries), without neighbours and with one on each side. It
+// reports the latency quantiles (SearchLatencies) and, for each of cpu, the
+// CPU time per search in milliseconds under that name (each function
+// returns the CPU time used so far by what it measures: the process, a
+// database server's backends).
+func BenchSearch(b *testing.B, s history.Store, id string, queries []string, cpu map[string]func() time.Duration) {
+	ctx := context.Background()
+	for _, n := range []int{0, 1} {
+		b.Run(fmt.Sprintf("neighbors=%d", n), func(b *testing.B) {
+			var lat SearchLatencies
+			i, hits := 0, 0
+			start := make(map[string]time.Duration, len(cpu))
+			for name, f := range cpu {
+				start[name] = f()
+			}
+			for b.Loop() {
+				q := queries[i%len(queries)]
+				i++
+				lat.Time(func() {
+					p, err := s.Search(ctx, id, history.SearchQuery{Text: q, Neighbors: n})
+					if err != nil {
+						b.Fatal(err)
+					}
+					hits += len(p.Hits)
+				})
+			}
+			used := make(map[string]time.Duration, len(cpu))
+			for name, f := range cpu {
+				used[name] = f() - start[name]
+			}
+			if hits == 0 {
+				b.Fatal("no search found anything")
+			}
+			lat.Report(b)
+			for name, d := range used {
+				if d > 0 {
+					b.ReportMetric(float64(d.Nanoseconds())/1e6/float64(b.N), name)
+				}
+			}
+		})
+	}
 }

@@ -26,10 +26,7 @@ import (
 // appends n more Active messages that stay out of the index (indexer.go),
 // so that every search also reads and matches them itself.
 func BenchmarkSearch(b *testing.B) {
-	archived, active, tail := 100_000, 1_000, 0
-	if n, err := strconv.Atoi(os.Getenv("SESSIONKIT_SEARCH_ARCHIVED")); err == nil && n > 0 {
-		archived = n
-	}
+	archived, active, tail := historytest.SearchArchived(100_000), 1_000, 0
 	if n, err := strconv.Atoi(os.Getenv("SESSIONKIT_SEARCH_TAIL")); err == nil && n > 0 {
 		tail = n
 	}
@@ -39,51 +36,15 @@ func BenchmarkSearch(b *testing.B) {
 	msgs := historytest.SearchCorpus(archived+active+tail, 1)
 	all := msgs
 	msgs = msgs[:archived+active]
-	snap, err := s.Create(ctx, history.NewSession{ID: "s"})
-	require.NoError(b, err)
-	v := snap.Version
-	for i := 0; i < len(msgs); i += 1000 {
-		v, err = s.Append(ctx, "s", v, msgs[i:min(i+1000, len(msgs))])
-		require.NoError(b, err)
-	}
-	v, err = s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: time.Now()})
-	require.NoError(b, err)
-	v, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c", SegmentID: "seg-c", Archive: archived, Summary: "S", At: time.Now()})
-	require.NoError(b, err)
+	v := historytest.SearchSession(b, s, "s", msgs, archived)
 	if tail > 0 {
 		require.NoError(b, s.Close())
 		s = open(b, path, withIndexBound(1<<30), withoutIdleIndex())
-		_, err = s.Append(ctx, "s", v, all[archived+active:])
+		_, err := s.Append(ctx, "s", v, all[archived+active:])
 		require.NoError(b, err)
 		msgs = all
 	}
-	queries := historytest.SearchQueries(msgs, 200, 2)
-	for _, n := range []int{0, 1} {
-		b.Run(fmt.Sprintf("neighbors=%d", n), func(b *testing.B) {
-			var lat historytest.SearchLatencies
-			i, hits := 0, 0
-			cpu := processCPU()
-			for b.Loop() {
-				q := queries[i%len(queries)]
-				i++
-				lat.Time(func() {
-					p, err := s.Search(ctx, "s", history.SearchQuery{Text: q, Neighbors: n})
-					if err != nil {
-						b.Fatal(err)
-					}
-					hits += len(p.Hits)
-				})
-			}
-			cpu = processCPU() - cpu
-			if hits == 0 {
-				b.Fatal("no search found anything")
-			}
-			lat.Report(b)
-			if cpu > 0 {
-				b.ReportMetric(float64(cpu.Nanoseconds())/1e6/float64(b.N), "cpu-ms")
-			}
-		})
-	}
+	historytest.BenchSearch(b, s, "s", historytest.SearchQueries(msgs, 200, 2), map[string]func() time.Duration{"cpu-ms": historytest.ProcessCPU})
 }
 
 // BenchmarkIndexCost weighs what the search index costs the writes, in one

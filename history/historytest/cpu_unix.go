@@ -1,14 +1,14 @@
 //go:build unix
 
-package sqlite
+package historytest
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user and system) this process used so far.
-func processCPU() time.Duration {
+// ProcessCPU is the CPU time (user and system) this process used so far.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
