@@ -67,7 +67,8 @@ bench:
 	$(GO) test -run='^$$' -bench='IdleSession' -benchtime=1x ./session/
 	$(GO) test -run='^$$' -bench=. -skip='BenchmarkSearch|IndexCost' -benchtime=50x -benchmem ./history/sqlite/
 	$(GO) test -run='^$$' -bench='BenchmarkSearch|IndexCost' -benchtime=1000x ./history/sqlite/
-	$(GO) test -run='^$$' -bench=. -benchtime=50x -benchmem ./history/postgres/
+	$(GO) test -run='^$$' -bench=. -skip='BenchmarkSearch' -benchtime=50x -benchmem ./history/postgres/
+	$(GO) test -run='^$$' -bench='BenchmarkSearch' -benchtime=1000x ./history/postgres/
 	$(GO) test -run='^$$' -bench=. -benchtime=20x -benchmem ./compact/ ./provider/openai/
 	$(GO) test -run='^$$' -bench='NotificationThroughput|SummaryChunkLatency' -benchtime=20x ./acp/
 	$(GO) test -run='^$$' -bench='IdleSessions' -benchtime=1x ./acp/
