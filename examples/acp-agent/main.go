@@ -150,6 +150,7 @@ type config struct {
 	recall        bool
 	plan          bool           // --plan: the plan tool, shown to the editor as plan updates
 	thinking      int            // --thinking-budget: extended thinking, tokens of reasoning per response; 0 = off
+	embedModel    string         // --embedding-model: the openai provider embeds messages with it; "" = no embedder
 	overflow      bool           // --compact-on-overflow: recover a turn step the model's context cannot hold
 	sandbox       sandbox.Policy // run_command's mode, network and added environment
 	maxSessions   int
@@ -190,6 +191,7 @@ func parseFlags(args []string) (*config, error) {
 	flags.BoolVar(&c.overflow, "compact-on-overflow", true, "when the model rejects a turn step as longer than its context, compact once and retry the step (--compact-on-overflow=false turns it off: the turn fails)")
 	flags.BoolVar(&c.recall, "recall", true, "give the model the recall tool, which searches and reads the archived conversation (-recall=false turns it off)")
 	flags.IntVar(&c.thinking, "thinking-budget", 0, fmt.Sprintf("let Claude (the anthropic provider) think before it answers, with at most this many tokens of reasoning per response (%d to %d; 0 = off); the editor shows the reasoning as the agent's thoughts (OpenAI-compatible servers' reasoning_content is shown without it)", anthropic.MinThinkingBudget, anthropic.DefaultMaxTokens-1))
+	flags.StringVar(&c.embedModel, "embedding-model", "", "with the openai provider, embed every message with this model of the server's /v1/embeddings (for example text-embedding-3-small, or nomic-embed-text on Ollama), so that recall finds what was said in other words; off by default")
 	flags.BoolVar(&c.plan, "plan", true, "give the model the plan tool, whose checklist the editor shows as the agent's plan (--plan=false turns it off)")
 	c.sandbox.Mode = sandbox.Auto
 	flags.Func("sandbox", "run_command's Landlock sandbox: off, auto (confine where the kernel can, warn elsewhere) or required (refuse commands where it cannot) (default auto)", func(s string) error {
@@ -266,6 +268,8 @@ func parseFlags(args []string) (*config, error) {
 		return nil, usagef("--thinking-budget %d is not below the %d tokens a response may have: give at most %d", c.thinking, anthropic.DefaultMaxTokens, anthropic.DefaultMaxTokens-1)
 	case c.waitLog < 0:
 		return nil, usagef("--wait-log-interval %v is negative (0 turns the lines off)", c.waitLog)
+	case c.embedModel != "" && strings.TrimSpace(c.embedModel) != c.embedModel:
+		return nil, usagef("--embedding-model %q has white space around the model name", c.embedModel)
 	case strings.TrimSpace(c.store) == "":
 		return nil, usagef("--store is empty: give a SQLite file path or a postgres:// URL")
 	}
@@ -308,10 +312,17 @@ func run(args []string) error {
 	prov, name, err := fromenv.Select(fromenv.Selection{
 		Name: c.provider, From: "--provider",
 		RequestTimeout: c.reqTimeout, IdleTimeout: c.idleTimeout,
-		Log: log, Notice: &notice, ThinkingBudget: c.thinking,
+		Log: log, Notice: &notice, ThinkingBudget: c.thinking, EmbeddingModel: c.embedModel,
 	})
 	if err != nil {
 		return usagef("%v", err)
+	}
+	var embedder provider.Embedder
+	if c.embedModel != "" {
+		var ok bool
+		if embedder, ok = prov.(provider.Embedder); !ok {
+			return usagef("--embedding-model %s needs the openai provider (an OpenAI-compatible server's /v1/embeddings); the provider is %s", c.embedModel, name)
+		}
 	}
 	prov = logWaits(prov, log, c.waitLog)
 	if c.deltaSize > 0 && name == fromenv.Offline {
@@ -354,6 +365,7 @@ func run(args []string) error {
 			Tools:             demoTools,
 			Logger:            log,
 			Recall:            c.recall,
+			Embedder:          embedder,
 			Plan:              c.plan,
 			CompactOnOverflow: c.overflow,
 			Pricing:           pricing(c.prices),

@@ -100,6 +100,8 @@ func TestStartupErrors(t *testing.T) {
 		{"thinking-budget not below max tokens", []string{"--store", good, "--thinking-budget", "8192"}, nil, []string{"--thinking-budget", "8192", "at most 8191"}},
 		{"non-numeric thinking-budget", []string{"--store", good, "--thinking-budget", "lots"}, nil, []string{"--thinking-budget", `"lots"`}},
 		{"negative wait-log-interval", []string{"--store", good, "--wait-log-interval", "-1s"}, nil, []string{"--wait-log-interval", "negative"}},
+		{"embedding-model with the offline provider", []string{"--store", good, "--embedding-model", "text-embedding-3-small"}, nil, []string{"--embedding-model", "text-embedding-3-small", "needs the openai provider", "offline"}},
+		{"embedding-model with white space", []string{"--store", good, "--embedding-model", " nomic "}, nil, []string{"--embedding-model", "white space"}},
 	}
 	// An unwritable directory: one of mode 0500, unless root runs the test
 	// (root writes anywhere), then sysfs, which even root cannot write to.

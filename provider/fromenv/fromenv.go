@@ -71,6 +71,11 @@ type Selection struct {
 	// thinking); 0 = off. The other providers ignore it (an
 	// OpenAI-compatible server's reasoning_content needs no option).
 	ThinkingBudget int
+	// EmbeddingModel is openai's WithEmbeddingModel: the openai provider
+	// is then also the embedder of sessions (provider.Embedder, against
+	// the server's /v1/embeddings). The other providers ignore it: a
+	// program checks that the provider it got is an embedder.
+	EmbeddingModel string
 }
 
 // Provider is [Select] with the provider named by [ProviderVar] (or chosen
@@ -170,7 +175,11 @@ func buildOpenAI(s Selection, named string) (provider.Provider, string, error) {
 	if !set("OPENAI_API_KEY") && !set("OPENAI_BASE_URL") {
 		return nil, "", fmt.Errorf("%s is openai but neither OPENAI_API_KEY (OpenAI's API) nor OPENAI_BASE_URL (another OpenAI-compatible server) is set", named)
 	}
-	p, err := openai.FromEnv(options(s, openai.WithLogger, openai.WithTimeout, openai.WithIdleTimeout)...)
+	opts := options(s, openai.WithLogger, openai.WithTimeout, openai.WithIdleTimeout)
+	if s.EmbeddingModel != "" {
+		opts = append(opts, openai.WithEmbeddingModel(s.EmbeddingModel))
+	}
+	p, err := openai.FromEnv(opts...)
 	if err != nil {
 		return nil, "", err
 	}
