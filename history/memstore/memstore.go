@@ -194,6 +194,16 @@ func (s *Store) view(ctx context.Context, id string, fn func(ss *session) error)
 	return fn(ss)
 }
 
+// viewed is what get reads of session id, under view.
+func viewed[T any](ctx context.Context, s *Store, id string, get func(ss *session) T) (T, error) {
+	var out T
+	err := s.view(ctx, id, func(ss *session) error {
+		out = get(ss)
+		return nil
+	})
+	return out, err
+}
+
 // Create implements [history.Store].
 func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snapshot, error) {
 	if n.ID == "" {
@@ -256,12 +266,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 
 // Load implements [history.Store].
 func (s *Store) Load(ctx context.Context, id string) (*history.Snapshot, error) {
-	var snap *history.Snapshot
-	err := s.view(ctx, id, func(ss *session) error {
-		snap = ss.snapshot(id)
-		return nil
-	})
-	return snap, err
+	return viewed(ctx, s, id, func(ss *session) *history.Snapshot { return ss.snapshot(id) })
 }
 
 // Append implements [history.Store].
@@ -488,12 +493,7 @@ func (s *Store) Segments(ctx context.Context, id string) ([]history.Segment, err
 
 // Timeline implements [history.Store].
 func (s *Store) Timeline(ctx context.Context, id string) ([]history.Entry, error) {
-	var out []history.Entry
-	err := s.view(ctx, id, func(ss *session) error {
-		out = ss.entries(0, math.MaxInt64, false)
-		return nil
-	})
-	return out, err
+	return viewed(ctx, s, id, func(ss *session) []history.Entry { return ss.entries(0, math.MaxInt64, false) })
 }
 
 // Entries implements [history.Reader]: the messages in the range are
@@ -653,23 +653,13 @@ func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.Usage
 
 // Usage implements [history.Ledger].
 func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, error) {
-	var out []history.UsageRecord
-	err := s.view(ctx, id, func(ss *session) error {
-		out = slices.Clone(ss.usage)
-		return nil
-	})
-	return out, err
+	return viewed(ctx, s, id, func(ss *session) []history.UsageRecord { return slices.Clone(ss.usage) })
 }
 
 // UsageTotals implements [history.Ledger]: the sums kept as records are
 // added.
 func (s *Store) UsageTotals(ctx context.Context, id string) ([]history.UsageTotal, error) {
-	var out []history.UsageTotal
-	err := s.view(ctx, id, func(ss *session) error {
-		out = slices.Clone(ss.usageTotals)
-		return nil
-	})
-	return out, err
+	return viewed(ctx, s, id, func(ss *session) []history.UsageTotal { return slices.Clone(ss.usageTotals) })
 }
 
 // ReserveSeqs implements [history.EventLog].
