@@ -372,6 +372,7 @@ func (l *loop) commitCompaction(k *compaction) {
 			}
 			seg.Messages = k.in.Prefix // the store does not read them back (O(1) commit)
 			l.version = nv
+			l.activePlans -= planCalls(l.active[:k.archive])
 			l.active = slices.Clone(l.active[k.archive:])
 			l.summary = seg.Summary
 			l.archived += int64(k.archive)

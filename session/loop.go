@@ -122,6 +122,10 @@ type loop struct {
 	active   []history.Message
 	summary  string
 	archived int64 // messages archived in Segments
+	// activePlans is planCalls(active), kept as active changes (appended,
+	// a compaction's commit, a resync): a turn request asks it at every
+	// step (requestSummary).
+	activePlans int
 	// files is the file ledger (FileLedger): the fold of segLedger and of
 	// Active. segLedger is the fold of the standing Segments' Files alone,
 	// oldest Segment first: a compaction folds in its Segment's, not all
@@ -411,6 +415,7 @@ func (l *loop) appended(v uint64, msgs ...history.Message) {
 		titled = l.title != ""
 	}
 	l.active = append(l.active, msgs...)
+	l.activePlans += planCalls(msgs)
 	l.files.foldMessages(msgs)
 	if l.s.embed != nil {
 		l.s.embed.add(l.nextPos, msgs)

@@ -160,20 +160,22 @@ func planText(entries []PlanEntry) string {
 	return b.String()
 }
 
-// planInActive reports whether Active holds a call of the plan tool that
-// set a plan: the model then reads the plan it keeps there.
-func planInActive(active []history.Message) bool {
-	for i := len(active) - 1; i >= 0; i-- {
-		for _, c := range active[i].ToolCalls {
+// planCalls counts the calls of the plan tool in msgs that set a plan.
+// The loop keeps the count of Active's (loop.activePlans): while it is
+// not 0 the model reads the plan it keeps there.
+func planCalls(msgs []history.Message) int {
+	n := 0
+	for i := range msgs {
+		for _, c := range msgs[i].ToolCalls {
 			if c.Name != PlanTool {
 				continue
 			}
 			if _, err := ParsePlan(c.Arguments); err == nil {
-				return true
+				n++
 			}
 		}
 	}
-	return false
+	return n
 }
 
 // keepPlan stores the plan of a plan tool call whose result the worker

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -114,4 +115,36 @@ func TestParsePlan(t *testing.T) {
 		_, err := session.ParsePlan(json.RawMessage(bad))
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestPlan_ReopenedWithThePlanInActive: a session reopened (or resynced)
+// whose Active holds the plan's call does not add the plan to the
+// summary view, and does once a compaction archived that call.
+func TestPlan_ReopenedWithThePlanInActive(t *testing.T) {
+	store := memstore.New()
+	fake := providertest.New()
+	s := newSession(t, fake, session.Config{Store: store, Plan: true})
+	converse(t, s, fake, 2)
+	fake.QueueSummary(providertest.Reply{Text: "- earlier"})
+	require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
+	fake.QueueTurn(
+		providertest.Reply{ToolCalls: []history.ToolCall{call("p1", session.PlanTool, twoSteps)}},
+		providertest.Reply{Text: "planned"},
+	)
+	require.NoError(t, wait(t, mustPrompt(t, s, "plan it")).Err)
+	require.NoError(t, s.Close())
+
+	s = newSession(t, fake, session.Config{Store: store, ID: s.ID(), Plan: true})
+	fake.QueueTurn(providertest.Reply{Text: "ok"})
+	before := len(fake.Requests())
+	require.NoError(t, wait(t, mustPrompt(t, s, "go on")).Err)
+	assert.Equal(t, "- earlier", fake.Requests()[before].Summary, "Active has the plan's call")
+
+	converse(t, s, fake, 2)
+	fake.QueueSummary(providertest.Reply{Text: "- planned"})
+	require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
+	fake.QueueTurn(providertest.Reply{Text: "ok"})
+	before = len(fake.Requests())
+	require.NoError(t, wait(t, mustPrompt(t, s, "and now")).Err)
+	assert.True(t, strings.HasPrefix(fake.Requests()[before].Summary, "- planned\n\nYour current plan"), "archived: the summary view has it: %q", fake.Requests()[before].Summary)
 }

@@ -410,7 +410,7 @@ func (l *loop) requestSummary() string {
 	if l.set.Recall && l.archived > 0 {
 		s += "\n\n" + archiveNote(l.archived)
 	}
-	if len(l.set.Plan) > 0 && !planInActive(l.active) {
+	if len(l.set.Plan) > 0 && l.activePlans == 0 {
 		s += "\n\n" + planText(l.set.Plan)
 	}
 	return s

@@ -236,6 +236,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		tel:      newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
 		cost:     cost,
 	}
+	l.activePlans = planCalls(active)
 	l.setSegFiles(segFiles)
 	l.publishSettings()
 	s.embed = newEmbedder(cfg, s, l.log)

@@ -218,6 +218,7 @@ func (l *loop) resync(snap *history.Snapshot) {
 	l.stale = false
 	l.version = snap.Version
 	l.active = snap.Active
+	l.activePlans = planCalls(l.active)
 	l.summary = snap.Summary
 	if snap.Archived != l.archived {
 		l.filesStale = true // the archive changed: its files are read again before the next tool call
