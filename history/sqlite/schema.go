@@ -201,7 +201,8 @@ CREATE TABLE vectors (
 	pos        INTEGER NOT NULL, -- the message's timeline position
 	vec        BLOB    NOT NULL,
 	PRIMARY KEY (session_id, pos)
-) WITHOUT ROWID;
+); -- a rowid table: a vector of 1536 dimensions is a row of 1.5 KiB, which a
+   -- WITHOUT ROWID table would spread over overflow pages
 `
 
 // migrationForks is migration 13: the fork columns of sessions.

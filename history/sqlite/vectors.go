@@ -109,7 +109,7 @@ func (s *Store) Nearest(ctx context.Context, id string, vq history.VectorQuery) 
 				err := rq.query(`SELECT pos, vec FROM vectors WHERE session_id = ? AND pos <= ?`, []any{c[i].id, c[i].hi}, func(row rowScanner) error {
 					var (
 						pos int64
-						vec []byte
+						vec sql.RawBytes // not copied: offer reads it at once
 					)
 					if err := row.Scan(&pos, &vec); err != nil || seen[pos] {
 						return err

@@ -142,6 +142,8 @@ func (r rawRow) Scan(dest ...any) error {
 			*d = seqColumn(n)
 		case *float64:
 			*d = sqlite3.Xsqlite3_column_double(r.st.r.tls, r.st.p, col)
+		case *sql.RawBytes: // SQLite's memory, valid until the next row
+			*d = r.st.mem(col)
 		case *[]byte:
 			*d = r.st.bytes(col)
 		case *json.RawMessage:

@@ -122,12 +122,19 @@ func (q Query) Score(enc []byte) (score float64, ok bool) {
 		return 0, false
 	}
 	scale := math.Float32frombits(binary.LittleEndian.Uint32(enc))
-	var dot float32
-	b := enc[4:]
-	for i, x := range q {
-		dot += x * float32(int8(b[i]))
+	b := enc[4 : 4+len(q)]
+	var d0, d1, d2, d3 float32
+	i := 0
+	for ; i+4 <= len(q); i += 4 {
+		d0 += q[i] * float32(int8(b[i]))
+		d1 += q[i+1] * float32(int8(b[i+1]))
+		d2 += q[i+2] * float32(int8(b[i+2]))
+		d3 += q[i+3] * float32(int8(b[i+3]))
 	}
-	return float64(dot * scale), true
+	for ; i < len(q); i++ {
+		d0 += q[i] * float32(int8(b[i]))
+	}
+	return float64((d0 + d1 + d2 + d3) * scale), true
 }
 
 // Top keeps the best hits offered to it: the highest scores, the later
