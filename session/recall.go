@@ -12,6 +12,7 @@ import (
 	"github.com/sessionkit/sessionkit/compact"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/internal/plural"
+	"github.com/sessionkit/sessionkit/internal/textcut"
 	"github.com/sessionkit/sessionkit/provider"
 )
 
@@ -256,16 +257,10 @@ func neighborText(m *history.Message) string {
 			return "(called " + strings.Join(calls, ", ") + ")"
 		}
 	}
-	if utf8.RuneCountInString(text) <= recallNeighborRunes {
-		return text
+	if kept, cut := textcut.Runes(text, recallNeighborRunes); cut {
+		return kept + "…"
 	}
-	cut, n := 0, 0
-	for cut < len(text) && n < recallNeighborRunes {
-		_, size := utf8.DecodeRuneInString(text[cut:])
-		cut += size
-		n++
-	}
-	return text[:cut] + "…"
+	return text
 }
 
 // dropNeighbors removes the messages of exclude from h's neighbours.

@@ -28,6 +28,18 @@ func Prefix(s string, n int) string {
 	return s[:n]
 }
 
+// Runes returns the longest prefix of s of at most n runes (a byte that
+// is not UTF-8 counts as one), and whether it is shorter than s.
+func Runes(s string, n int) (string, bool) {
+	cut, count := 0, 0
+	for cut < len(s) && count < n {
+		_, size := utf8.DecodeRuneInString(s[cut:])
+		cut += size
+		count++
+	}
+	return s[:cut], cut < len(s)
+}
+
 // Bound returns s when it has at most max bytes, else its Prefix of max
 // bytes followed by a line that says how much of it is shown.
 func Bound(s string, max int) string {

@@ -28,6 +28,28 @@ func TestPrefix(t *testing.T) {
 	}
 }
 
+func TestRunes(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+		cut  bool
+	}{
+		{"hello", 10, "hello", false},
+		{"hello", 5, "hello", false},
+		{"hello", 3, "hel", true},
+		{"hello", 0, "", true},
+		{"", 0, "", false},
+		{"héllo", 2, "hé", true}, // runes, not bytes
+		{"日本語", 2, "日本", true},
+		{"a\xffb", 2, "a\xff", true}, // a byte that is not UTF-8 is one
+	} {
+		got, cut := Runes(tt.s, tt.n)
+		assert.Equal(t, tt.want, got, "Runes(%q, %d)", tt.s, tt.n)
+		assert.Equal(t, tt.cut, cut, "Runes(%q, %d) cut", tt.s, tt.n)
+	}
+}
+
 func TestBound(t *testing.T) {
 	assert.Equal(t, "short", Bound("short", 5))
 	assert.Equal(t, "hél\n[output cut: the first 4 of 6 bytes shown]", Bound("héllo", 4))
