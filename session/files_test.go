@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/memstore"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
 )
@@ -150,4 +151,33 @@ func TestFiles_RecordInvalid(t *testing.T) {
 	assert.NoError(t, none.Record(history.FileAccess{Path: "a", Op: history.FileRead}))
 	_, ok := none.Seen("a")
 	assert.False(t, ok)
+}
+
+// TestFiles_ResyncReadsTheSegmentsAgain: another process compacted the
+// session, archiving files this one never folded; this process learns it
+// at its next write (a conflict: it adopts the store, whose archive
+// changed) and its next tool call reads the standing Segments' files
+// again, so the ledger knows them.
+func TestFiles_ResyncReadsTheSegmentsAgain(t *testing.T) {
+	store := memstore.New()
+	fake := providertest.New()
+	cfg := session.Config{ID: "f", Store: store, Tools: fileTools(), Logger: zaptest.NewLogger(t)}
+	a := newSession(t, fake, cfg)
+	converse(t, a, fake, 1)
+
+	cfg.Provider = fake
+	b, err := session.Open(ctxT(t), cfg)
+	require.NoError(t, err)
+	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{touch("c1", "b.go", "read", "hb")}}, providertest.Reply{Text: "read"})
+	require.NoError(t, wait(t, mustPrompt(t, b, "read b.go")).Err)
+	converse(t, b, fake, 2)
+	fake.QueueSummary(providertest.Reply{Text: "b read b.go"})
+	require.True(t, wait(t, mustCompact(t, b, "")).Compacted)
+	require.NoError(t, b.Close())
+
+	require.ErrorIs(t, wait(t, mustPrompt(t, a, "stale")).Err, history.ErrConflict, "a's write meets b's")
+	fake.QueueTurn(providertest.Reply{ToolCalls: []history.ToolCall{call("c2", "seen", `{"path":"b.go"}`)}}, providertest.Reply{Text: "done"})
+	res := wait(t, mustPrompt(t, a, "what of b.go?"))
+	require.NoError(t, res.Err)
+	assert.Equal(t, "hb read=true changed=false call=c1", lastTool(res), "the archived file, read again after the resync")
 }
