@@ -91,6 +91,7 @@ type embedder struct {
 	failing bool          // an attempt failed and none succeeded since (reported)
 	wait    time.Duration // the last backoff
 	retryAt time.Time     // no attempt before it
+	caught  int64         // the last position a catch-up embedded
 }
 
 // newEmbedder returns the embedder of session s, not started; nil
@@ -104,6 +105,7 @@ func newEmbedder(cfg Config, s *Session, log *zap.Logger) *embedder {
 		timeout: cmp.Or(cfg.EmbedTimeout, DefaultEmbedTimeout),
 		storeTO: cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
 		in:      make(chan history.PositionedMessage, embedQueue),
+		caught:  -1,
 	}
 	e.ctx, e.stop = context.WithCancel(s.storeCtx)
 	e.report = func(ctx context.Context, ev *EmbedEvent) {
@@ -186,11 +188,15 @@ func (e *embedder) run() {
 					break more
 				}
 			}
-			if time.Now().Before(e.retryAt) {
+			// A catch-up read those it embedded from the store already.
+			batch = slices.DeleteFunc(batch, func(m history.PositionedMessage) bool { return m.Position <= e.caught })
+			switch {
+			case len(batch) == 0:
+			case time.Now().Before(e.retryAt):
 				e.behind.Store(true) // backing off: read back when it is tried again
-				continue
+			default:
+				e.embed(batch)
 			}
-			e.embed(batch)
 		case <-retry:
 		}
 	}
@@ -213,6 +219,7 @@ func (e *embedder) catchUp() {
 			return
 		}
 		after = batch[len(batch)-1].Position
+		e.caught = max(e.caught, after)
 	}
 }
 
