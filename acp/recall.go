@@ -76,6 +76,32 @@ func fidelityOf(meta map[string]any) history.Fidelity {
 	return out
 }
 
+// filesOf reads the files a sessionkit agent lists in a completed
+// compaction entity's _meta (filesMeta: path, read, changed; a last entry
+// counting the ones left out is skipped), at most history.MaxFiles; nil
+// for other agents. A file changed is given as changed (the last access
+// is not said).
+func filesOf(meta map[string]any) []history.FileState {
+	m, _ := meta[schema.MetaKey].(map[string]any)
+	list, _ := m["files"].([]any)
+	var out []history.FileState
+	for _, x := range list[:min(len(list), history.MaxFiles)] {
+		f, _ := x.(map[string]any)
+		path, _ := f["path"].(string)
+		if path == "" {
+			continue
+		}
+		st := history.FileState{FileAccess: history.FileAccess{Path: path, Op: history.FileRead}}
+		st.Read, _ = f["read"].(bool)
+		st.Changed, _ = f["changed"].(bool)
+		if st.Changed {
+			st.Op = history.FileChanged
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
 // withMeta returns meta with key set to value under _meta.sessionkit, the
 // other keys of both kept.
 func withMeta(meta schema.Optional[map[string]any], key string, value any) schema.Optional[map[string]any] {

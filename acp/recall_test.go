@@ -95,8 +95,9 @@ func TestRecall_CompletedCompactionCarriesFidelity(t *testing.T) {
 	}}}, done["_meta"])
 }
 
-// A remote session reads the fidelity of a completed compaction, and keeps
-// its trigger (a v1 entity's _meta is replaced by the completed update's).
+// A remote session reads the fidelity and the files of a completed
+// compaction, and keeps its trigger (a v1 entity's _meta is replaced by
+// the completed update's).
 func TestRecall_RemoteReadsFidelity(t *testing.T) {
 	c, ra, _ := dialRaw(t, acp.ClientOptions{}, plainInit)
 	rs := ra.newSession(c, "")
@@ -111,7 +112,8 @@ func TestRecall_RemoteReadsFidelity(t *testing.T) {
 	}
 	update(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"in_progress","_meta":{"sessionkit":{"trigger":"auto"}}}`)
 	update(`{"sessionUpdate":"compaction_update","compactionId":"c1","status":"completed","summary":[{"type":"text","text":"S"}],` +
-		`"_meta":{"sessionkit":{"trigger":"auto","fidelity":{"facts":3,"kept":1,"missing":["path: go.sum","url: https://example.com"]}}}}`)
+		`"_meta":{"sessionkit":{"trigger":"auto","fidelity":{"facts":3,"kept":1,"missing":["path: go.sum","url: https://example.com"]},` +
+		`"files":[{"path":"a.go","read":true,"changed":true},{"path":"b.go","read":true},{"path":""},{"omitted":2}]}}}`)
 	ra.respond(req, `{"stopReason":"end_turn"}`)
 	require.NoError(t, wait(t, turn).Err)
 	for ev := range sub.Events() {
@@ -120,6 +122,10 @@ func TestRecall_RemoteReadsFidelity(t *testing.T) {
 			assert.Equal(t, want, c.Result.Fidelity)
 			assert.Equal(t, want, c.Result.Segment.Fidelity)
 			assert.Equal(t, session.TriggerAuto, c.Result.Trigger)
+			assert.Equal(t, []history.FileState{
+				{FileAccess: history.FileAccess{Path: "a.go", Op: history.FileChanged}, Read: true, Changed: true},
+				{FileAccess: history.FileAccess{Path: "b.go", Op: history.FileRead}, Read: true},
+			}, c.Result.Segment.Files, "the files of _meta.sessionkit.files")
 			return
 		}
 	}

@@ -722,7 +722,8 @@ func (r *RemoteSession) compactionUpdate(v *schema.CompactionUpdate, turnID stri
 	case schema.CompactionCompleted:
 		res.Success, res.Compacted, res.Reason = true, true, session.ReasonCompacted
 		res.Fidelity = fidelityOf(e.Meta)
-		res.Segment = &history.Segment{CompactID: v.CompactionID, Trigger: trigger, Summary: e.SummaryText(), CreatedAt: time.Now(), Fidelity: res.Fidelity}
+		res.Segment = &history.Segment{CompactID: v.CompactionID, Trigger: trigger, Summary: e.SummaryText(), CreatedAt: time.Now(), Fidelity: res.Fidelity,
+			Files: filesOf(e.Meta)}
 	case schema.CompactionCancelled:
 		res.Reason, res.Cancelled, res.Error = session.ReasonCompactFailed, true, session.ErrCancelled.Error()
 	default:
