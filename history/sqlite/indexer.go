@@ -58,7 +58,7 @@ func (s *Store) afterAppend(ctx context.Context, tx *sql.Tx, id string, st *stat
 		return nil
 	}
 	if total-st.indexed > s.tailBound() {
-		return s.indexRange(ctx, tx, "append", id, st.num, st.indexed, total)
+		return s.indexRange(ctx, s.c, tx, "append", id, st.num, st.indexed, total)
 	}
 	s.c.pending[id] = struct{}{}
 	return nil
@@ -108,7 +108,7 @@ func (s *Store) indexIdle(c *committer) {
 		err := tx.QueryRowContext(ctx, `SELECT num, indexed, message_count FROM sessions WHERE id = ?`, id).Scan(&num, &indexed, &count)
 		if err == nil {
 			to := min(count, indexed+left)
-			err = s.indexRange(ctx, tx, "index", id, num, indexed, to)
+			err = s.indexRange(ctx, c, tx, "index", id, num, indexed, to)
 			left -= to - indexed
 			if to == count {
 				done = append(done, id)
@@ -137,8 +137,10 @@ func (s *Store) indexIdle(c *committer) {
 
 // indexRange adds the messages of session id (number num) numbered from
 // up to, not including, to to the search index and moves its watermark to
-// to, in tx.
-func (s *Store) indexRange(ctx context.Context, tx *sql.Tx, op, id string, num, from, to int64) error {
+// to, in tx, with the statements of committer c. It takes c rather than
+// reading s.c: the committer's first idle work may run before Open has
+// stored s.c.
+func (s *Store) indexRange(ctx context.Context, c *committer, tx *sql.Tx, op, id string, num, from, to int64) error {
 	if from >= to {
 		return nil
 	}
@@ -150,7 +152,7 @@ func (s *Store) indexRange(ctx context.Context, tx *sql.Tx, op, id string, num, 
 	if err != nil {
 		return err
 	}
-	stmt := tx.StmtContext(ctx, s.c.stmts.indexMessage)
+	stmt := tx.StmtContext(ctx, c.stmts.indexMessage)
 	for i := range msgs {
 		m := &msgs[i]
 		if _, err := stmt.ExecContext(ctx, rowidOf(num, from+int64(i)), docs[i].Text, docs[i].Tool, m.ID, string(m.Role), pos[i]); err != nil {
