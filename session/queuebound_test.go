@@ -85,10 +85,14 @@ func TestQueueFull_FreedOnFinishCancelInterruptClose(t *testing.T) {
 	full(t, s)
 	closed := make(chan error, 1)
 	go func() { closed <- s.Close() }()
-	close(gate3)
-	require.NoError(t, <-closed)
+	// The queued commands finish as the loop takes the Close, while six
+	// is still held: only then may six end (released earlier, six could
+	// end before the Close arrived, and the queued compaction would run
+	// at the turn's end as it should).
 	assert.ErrorIs(t, wait(t, seven).Err, session.ErrClosed)
 	assert.Equal(t, session.ReasonCompactFailed, wait(t, eight).Reason)
+	close(gate3)
+	require.NoError(t, <-closed)
 	wait(t, six)
 	_, err = s.Prompt(context.Background(), session.PromptRequest{Text: "late"})
 	assert.ErrorIs(t, err, session.ErrClosed, "a closed session says closed, not full")

@@ -21,7 +21,7 @@ import (
 func fullSession(t *testing.T, s history.Store, id string) uint64 {
 	t.Helper()
 	ctx := context.Background()
-	snap, err := s.Create(ctx, history.NewSession{ID: id, Config: json.RawMessage(`{"model":"m-` + id + `"}`), Title: "title " + id, Cwd: "/work/" + id})
+	snap, err := s.Create(ctx, history.NewSession{ID: id, Config: json.RawMessage(`{"model":"m-` + id + `"}`), Title: "title " + id, Cwd: "/home/dev/" + id})
 	require.NoError(t, err)
 	v := appendMsgs(t, s, id, snap.Version, []history.Message{
 		text("u0", 0, "Please fix the rounding in ledger.go."),
@@ -155,7 +155,7 @@ func testDelete(t *testing.T, h Harness) {
 	goneFrom(t, s, "gone")
 	sameStored(t, keep, readAll(t, s, "keep"))
 	assert.Equal(t, []string{"keep"}, listAll(t, s, history.ListOptions{}, nil))
-	assert.Empty(t, listAll(t, s, history.ListOptions{Cwd: "/work/gone"}, nil), "listing by the deleted session's directory")
+	assert.Empty(t, listAll(t, s, history.ListOptions{Cwd: "/home/dev/gone"}, nil), "listing by the deleted session's directory")
 
 	err := s.Delete(ctx, "gone")
 	assert.ErrorIs(t, err, history.ErrNotFound, "deleting twice")
