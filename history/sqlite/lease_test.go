@@ -165,3 +165,44 @@ func TestLeaseOfGoneProcessTakenOver(t *testing.T) {
 		assert.EqualValues(t, 8, l.Token())
 	}
 }
+
+// TestLeaseGoneFencesBeforeTheRow: a lease that is gone in this process
+// fences its writes at once, though its row still reads live with its
+// token, so that the check inside the write transaction would pass:
+// leasing.State.Writes' early check is what fences them. Lost: the
+// renewal loop gives the lease up at its deadline, measured from before
+// its last request was sent, while the row's expiry was measured inside
+// that request's transaction, later. Released: a Release whose update of
+// the row never ran (its context ended first) leaves the row as it was.
+func TestLeaseGoneFencesBeforeTheRow(t *testing.T) {
+	ctx := context.Background()
+	for _, end := range []struct {
+		name string
+		end  func(l history.Lease)
+	}{
+		{"lost", func(l history.Lease) { l.(*lease).Lose() }},
+		{"released", func(l history.Lease) {
+			cancelled, cancel := context.WithCancel(ctx)
+			cancel()
+			_ = l.Release(cancelled)
+		}},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			s := open(t, filepath.Join(t.TempDir(), "sessions.db"))
+			l, err := s.Acquire(ctx, "s")
+			require.NoError(t, err)
+			_, err = l.Store().Create(ctx, history.NewSession{ID: "s"})
+			require.NoError(t, err)
+			end.end(l)
+			var live bool
+			require.NoError(t, s.r.QueryRowContext(ctx, `SELECT expires_at > ? AND holder != '' FROM leases WHERE session_id = ? AND token = ?`,
+				time.Now().UnixNano(), "s", int64(l.Token())).Scan(&live))
+			require.True(t, live, "the row still reads live with the lease's token")
+			_, err = l.Store().Append(ctx, "s", 1, historytest.Msgs("s", 1))
+			assert.ErrorIs(t, err, history.ErrFenced)
+			snap, err := s.Load(ctx, "s")
+			require.NoError(t, err)
+			assert.Empty(t, snap.Active, "nothing was written")
+		})
+	}
+}

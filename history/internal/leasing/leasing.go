@@ -101,6 +101,14 @@ func CheckSession(id string) error {
 // history.ErrInvalid, and one through a lease known to be lost or released
 // (without asking the store) with history.ErrFenced. A nil State (the
 // store itself) writes anywhere.
+//
+// The check of the lease row inside the write transaction does not make
+// this one redundant: the row may still read live with this token after
+// the lease is gone here. Renew gives the lease up at a deadline measured
+// before its last request was sent, and the store measured the row's
+// expiry inside that request's transaction, later; a Release whose update
+// never ran leaves the row as it was. Lost is closed by then, and a write
+// after it must fail.
 func (s *State) Writes(op, id string) error {
 	if s == nil {
 		return nil
