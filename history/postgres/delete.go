@@ -10,13 +10,13 @@ import (
 
 // Delete implements [history.Catalog]: in one transaction, after the
 // lease check of every write, it removes the session's messages (and so
-// its search index, their search column), vectors, compactions (Segments
+// its search index, their search column and postings), vectors, compactions (Segments
 // and undos are their rows), events, configs, usage ledger and sessions
 // row. The leases row stays: tokens only grow.
 //
 // A session that forks read (chain.go) keeps the messages and vectors its
 // forks read (those up to its newest fork point): the rest goes, and its
-// sessions row, those messages and vectors move to a hidden ID
+// sessions row, those messages (with their postings) and vectors move to a hidden ID
 // (deletedID, deleted true) that listing leaves out, so that the ID may
 // be created again; its forks' fork_of follow it. Deleting a fork deletes
 // such a hidden parent with it once no other fork reads it, and so on up
@@ -96,6 +96,7 @@ func (s *Store) deleteRows(ctx context.Context, tx pgx.Tx, key []byte, keep bool
 	}
 	// The children first: their foreign keys name the sessions row.
 	steps := []step{
+		{`DELETE FROM postings WHERE session_id = $1`, []any{key}},
 		{`DELETE FROM messages WHERE session_id = $1`, []any{key}},
 		{`DELETE FROM vectors WHERE session_id = $1`, []any{key}},
 		{`DELETE FROM compactions WHERE session_id = $1`, []any{key}},
@@ -109,16 +110,22 @@ func (s *Store) deleteRows(ctx context.Context, tx pgx.Tx, key []byte, keep bool
 		// The hidden row first, then the kept messages and vectors follow
 		// it, then the forks, and the old row goes.
 		hidden := deletedID()
+		// A session's own rows number its messages in position order, so
+		// the postings of those after upto are those from the first such
+		// message's number on.
 		steps = append([]step{
+			{`DELETE FROM postings WHERE session_id = $1 AND seq >= COALESCE(
+				(SELECT seq FROM messages WHERE session_id = $1 AND pos > $2 ORDER BY pos LIMIT 1), 9223372036854775807)`, []any{key, upto}},
 			{`DELETE FROM messages WHERE session_id = $1 AND pos > $2`, []any{key, upto}},
 			{`DELETE FROM vectors WHERE session_id = $1 AND pos > $2`, []any{key, upto}},
-		}, steps[2:len(steps)-1]...)
+		}, steps[3:len(steps)-1]...)
 		steps = append(steps, []step{
 			{`INSERT INTO sessions (id, version, active_from, archived, message_count, next_pos, created_at, updated_at,
 				fork_of, fork_pos, fork_seq, fork_at, deleted)
 				SELECT $1, version, active_from, archived, message_count, next_pos, created_at, updated_at,
 				fork_of, fork_pos, fork_seq, fork_at, true FROM sessions WHERE id = $2`, []any{hidden, key}},
 			{`UPDATE messages SET session_id = $1 WHERE session_id = $2`, []any{hidden, key}},
+			{`UPDATE postings SET session_id = $1 WHERE session_id = $2`, []any{hidden, key}},
 			{`UPDATE vectors SET session_id = $1 WHERE session_id = $2`, []any{hidden, key}},
 			{`UPDATE sessions SET fork_of = $1 WHERE fork_of = $2`, []any{hidden, key}},
 			{`DELETE FROM sessions WHERE id = $1`, []any{key}},

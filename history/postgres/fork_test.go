@@ -108,7 +108,7 @@ func TestForkLetsSourceWrite(t *testing.T) {
 func rowCounts(t *testing.T, s *Store) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, table := range []string{"sessions", "messages", "vectors", "compactions", "configs", "events", "usage_records", "usage_totals"} {
+	for _, table := range []string{"sessions", "messages", "vectors", "compactions", "configs", "events", "usage_records", "usage_totals", "postings"} {
 		var n int
 		require.NoError(t, s.pool.QueryRow(context.Background(), `SELECT count(*) FROM `+table).Scan(&n), table)
 		out[table] = n

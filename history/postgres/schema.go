@@ -199,7 +199,32 @@ CREATE TABLE vectors (
 	// kept by a trigger as records are inserted, so that an open reads a
 	// few rows, not the whole ledger.
 	migrationUsageTotals,
+	// 18: each session's word postings (search.go): one row per word of a
+	// message's tsvector, so that a word's newest messages are read in
+	// message-number order without the rest (migrationPostings).
+	migrationPostings,
 }
+
+// migrationPostings is migration 18: postings holds, for each message row,
+// one row per lexeme of its search column, keyed by (session_id, word,
+// seq), so that a search reads a word's newest messages with a backward
+// range scan of the primary key (the GIN index must read a word's whole
+// posting list, and a scan of messages_seq filters every newer message
+// without the word). Append writes a message's postings in its INSERT's
+// statement; Delete removes and moves them with the messages. word is
+// compared as bytes (COLLATE "C"): only equality is asked. The rows of
+// the messages stored before are written here from their search column.
+const migrationPostings = `
+CREATE TABLE postings (
+	seq        bigint NOT NULL, -- the message's number in the session that holds its row
+	session_id bytea  NOT NULL,
+	word       text   COLLATE "C" NOT NULL, -- a lexeme of the message's search column
+	PRIMARY KEY (session_id, word, seq)
+);
+
+INSERT INTO postings (seq, session_id, word)
+SELECT m.seq, m.session_id, w FROM messages m, unnest(tsvector_to_array(m.search)) AS w;
+`
 
 // migrationForkChains is migration 16. A fork made before held copies
 // of its source's messages up to its fork point. A fork whose parent is

@@ -109,6 +109,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		// The statements of a session, and those of a fork: each over its
 		// chain's ranges of message numbers, newest link first.
 		keysSQL := `SELECT seq FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`
+		postingsSQL := `SELECT seq FROM postings WHERE session_id = $1 AND word = $2 ORDER BY seq DESC LIMIT $3`
 		candsSQL := `SELECT ` + messageColumns + `, tool_name FROM messages WHERE session_id = $1 AND seq = ANY($2)`
 		chainArgs := []any{bin(id)}
 		if forked {
@@ -125,13 +126,27 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			}
 			keysSQL = `SELECT seq FROM messages WHERE session_id = $1 AND seq >= $4 AND seq < $5
 				AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`
+			postingsSQL = `SELECT seq FROM postings WHERE session_id = $1 AND word = $2 AND seq >= $4 AND seq < $5 ORDER BY seq DESC LIMIT $3`
 			candsSQL = `SELECT m.* FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS c (id, lo, hi) CROSS JOIN LATERAL (SELECT ` + messageColumns + `, tool_name FROM messages
 				WHERE session_id = c.id AND seq >= c.lo AND seq < c.hi AND seq = ANY($2)) m`
 			keys, los, his := c.seqs()
 			chainArgs = []any{keys, los, his}
 		}
+		lex, err := s.lexemes(ctx, tx, op, q)
+		if err != nil {
+			return err
+		}
 		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, 0, func(word string, limit int) ([]int64, error) {
 			var keys []int64
+			query, arg := keysSQL, indexText(word)
+			if l, ok := lex[word]; ok {
+				switch len(l) {
+				case 0: // no lexeme (a stop word of 'english'): matches nothing
+					return nil, nil
+				case 1: // its postings, newest first
+					query, arg = postingsSQL, l[0]
+				}
+			}
 			scan := func(rows pgx.Rows) error {
 				var seq int64
 				err := rows.Scan(&seq)
@@ -141,7 +156,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				return err
 			}
 			if c == nil {
-				return keys, s.each(ctx, tx, op, keysSQL, []any{bin(id), indexText(word), limit}, scan)
+				return keys, s.each(ctx, tx, op, query, []any{bin(id), arg, limit}, scan)
 			}
 			// One statement a link, newest first, in one batch: each
 			// planned for its own range of numbers (a LATERAL join over
@@ -149,7 +164,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			// range's numbers, 680 ms against 9 ms).
 			b := &pgx.Batch{}
 			for i := range c {
-				b.Queue(keysSQL, c[i].key, indexText(word), limit, c[i].seqLo, c[i].seqHi)
+				b.Queue(query, c[i].key, arg, limit, c[i].seqLo, c[i].seqHi)
 			}
 			br := tx.SendBatch(ctx, b)
 			defer func() { _ = br.Close() }()
@@ -194,6 +209,40 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		return history.SearchPage{}, err
 	}
 	return page, nil
+}
+
+// lexemes returns, for each word an index is asked for q (its Words and
+// Forms), the lexemes of 'english' it stands for, as plainto_tsquery
+// would make them: a word of one lexeme matches exactly the messages
+// whose postings hold it; one of none matches nothing.
+func (s *Store) lexemes(ctx context.Context, tx pgx.Tx, op string, q textsearch.Query) (map[string][]string, error) {
+	var words []string
+	for i := range q.Terms {
+		words = append(words, q.Words[i])
+		if i < len(q.Forms) {
+			words = append(words, q.Forms[i]...)
+		}
+	}
+	texts := make([]string, len(words))
+	for i, w := range words {
+		texts[i] = indexText(w)
+	}
+	out := make(map[string][]string, len(words))
+	i := 0
+	err := s.each(ctx, tx, op, `SELECT tsvector_to_array(to_tsvector('english', w)) FROM unnest($1::text[]) WITH ORDINALITY AS u (w, o) ORDER BY o`,
+		[]any{texts}, func(rows pgx.Rows) error {
+			var l []string
+			err := rows.Scan(&l)
+			if i < len(words) {
+				out[words[i]] = l
+			}
+			i++
+			return err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // candidates reads the messages of a search's candidates (query, with

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/historytest"
 	"github.com/sessionkit/sessionkit/internal/pgtest"
 )
 
@@ -105,4 +106,70 @@ func TestLeaseStoreSearches(t *testing.T) {
 	p, err := q.Search(ctx, "s", history.SearchQuery{Text: "ledger"})
 	require.NoError(t, err)
 	assert.Len(t, p.Hits, 3)
+}
+
+// stalePostings counts the differences between the postings table and
+// what the messages' search columns hold: rows missing from it, and rows
+// it holds for no message (or a message without that word).
+func stalePostings(t *testing.T, s *Store) int {
+	t.Helper()
+	var n int
+	require.NoError(t, s.pool.QueryRow(context.Background(), `
+		WITH want AS (SELECT m.seq, m.session_id, w AS word FROM messages m, unnest(tsvector_to_array(m.search)) AS w),
+			have AS (SELECT seq, session_id, word FROM postings)
+		SELECT (SELECT count(*) FROM (SELECT * FROM want EXCEPT ALL SELECT * FROM have) a)
+			+ (SELECT count(*) FROM (SELECT * FROM have EXCEPT ALL SELECT * FROM want) b)`).Scan(&n))
+	return n
+}
+
+// TestPostingsFollowMessages: the postings (migration 18) are the words
+// of the messages rows hold, through appends, forks (whose own rows get
+// their own postings), a deleted source kept for its forks (its postings
+// after the fork point go, the rest move with its rows) and the deletes
+// that free it; nothing is left at the end.
+func TestPostingsFollowMessages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	historytest.ForkSource(t, s, "src", 40)
+	f1, err := s.Fork(ctx, history.ForkSpec{ID: "f1", From: "src", At: "src-9"})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "f1", f1.Version, append(historytest.Msgs("f1", 4), searchMessages...))
+	require.NoError(t, err)
+	_, err = s.Fork(ctx, history.ForkSpec{ID: "f2", From: "f1", At: "f1-1"})
+	require.NoError(t, err)
+	var rows int
+	require.NoError(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM postings`).Scan(&rows))
+	require.Positive(t, rows)
+	assert.Zero(t, stalePostings(t, s), "after appends and forks")
+	for _, id := range []string{"src", "f1", "f2"} {
+		require.NoError(t, s.Delete(ctx, id))
+		assert.Zero(t, stalePostings(t, s), "after deleting %s", id)
+	}
+	require.NoError(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM postings`).Scan(&rows))
+	assert.Zero(t, rows)
+}
+
+// TestPostingsMigration: migration 18 writes the postings of the messages
+// stored before it, as Append writes them, and a search reads them.
+func TestPostingsMigration(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.Database(t)
+	s := openStore(t, url)
+	snap, err := s.Create(ctx, history.NewSession{ID: "s"})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s", snap.Version, append(historytest.Msgs("m", 30), searchMessages...))
+	require.NoError(t, err)
+	want, err := s.Search(ctx, "s", history.SearchQuery{Text: "ledger message"})
+	require.NoError(t, err)
+	require.NotEmpty(t, want.Hits)
+	_, err = s.pool.Exec(ctx, `DROP TABLE postings; UPDATE schema_version SET version = 17`)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	migrated := openStore(t, url)
+	assert.Zero(t, stalePostings(t, migrated))
+	got, err := migrated.Search(ctx, "s", history.SearchQuery{Text: "ledger message"})
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
 }

@@ -518,12 +518,16 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 		if err != nil {
 			return err
 		}
+		// The messages and their postings (search.go), in one statement.
 		_, err = tx.Exec(ctx, `
+			WITH ins AS (
 			INSERT INTO messages (session_id, pos, seq, id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, search, attachments, files, thoughts)
 			SELECT $1, $2 + m.ord - 1, $3 + m.ord - 1, m.id, m.role, m.text, m.tool_calls, m.tool_call_id, m.steer, m.created_at,
 				m.tool_name, to_tsvector('english', m.doc), m.attachments, m.files, m.thoughts
 			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[], $11::bytea[], $12::text[], $13::bytea[], $14::bytea[], $15::bytea[])
-				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, doc, attachments, files, thoughts, ord)`,
+				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, doc, attachments, files, thoughts, ord)
+			RETURNING seq, search)
+			INSERT INTO postings (seq, session_id, word) SELECT ins.seq, $1, w FROM ins, unnest(tsvector_to_array(ins.search)) AS w`,
 			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts, tools, docs, b.attachments, b.files, b.thoughts)
 		if err != nil {
 			return s.fail(ctx, op, err)
