@@ -13,8 +13,8 @@ import (
 // ledger and sessions row.
 // The leases row stays: tokens only grow.
 //
-// A session that forks read (chain.go) keeps its messages and search rows
-// for them: the rest goes, and its sessions row and messages move to a
+// A session that forks read (chain.go) keeps the messages, vectors and
+// search rows they read (those up to its newest fork point): the rest goes, and its sessions row and messages move to a
 // hidden ID (deletedID) that listing leaves out, so that the ID may be
 // created again. Deleting a fork deletes such a hidden parent with it once
 // no other fork reads it, and so on up the chain.
@@ -30,13 +30,16 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 		}
 		for up := false; ; up = true {
 			var forks int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sessions WHERE fork_of = ?`, id).Scan(&forks); err != nil {
+			var keep fork // the newest fork point of its forks
+			err := tx.QueryRowContext(ctx, `SELECT count(*), COALESCE(max(fork_pos), -1), COALESCE(max(fork_seq), 0) FROM sessions WHERE fork_of = ?`, id).
+				Scan(&forks, &keep.pos, &keep.seq)
+			if err != nil {
 				return s.fail(ctx, op, err)
 			}
 			if up && forks > 0 { // hidden already, and read by another fork
 				return nil
 			}
-			if err := s.deleteRows(ctx, tx, id, num, forks > 0); err != nil {
+			if err := s.deleteRows(ctx, tx, id, num, forks > 0, keep); err != nil {
 				return err
 			}
 			if forks > 0 || !forkOf.Valid {
@@ -58,15 +61,21 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 // deletedID is the hidden ID of deleted session num that forks still read.
 func deletedID(num int64) string { return fmt.Sprintf("\x00deleted-%d", num) }
 
+// fork is where forks read a session up to: positions up to pos, and the
+// messages numbered below seq (the first own message of the newest fork).
+type fork struct{ pos, seq int64 }
+
 // deleteRows removes what session id (number num) stores; with keep, the
-// messages, vectors and search rows stay under deletedID (see Delete).
-func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64, keep bool) error {
+// messages, vectors and search rows up to upto stay under deletedID (see
+// Delete).
+func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64, keep bool, upto fork) error {
 	const op = "delete"
-	// The children first: their foreign keys name the sessions row.
-	steps := []struct {
+	type step struct {
 		query string
 		args  []any
-	}{
+	}
+	// The children first: their foreign keys name the sessions row.
+	steps := []step{
 		{`DELETE FROM message_fts WHERE rowid BETWEEN ? AND ?`, []any{rowidOf(num, 0), rowidOf(num, 1<<32-1)}},
 		{`DELETE FROM messages WHERE session_id = ?`, []any{id}},
 		{`DELETE FROM vectors WHERE session_id = ?`, []any{id}},
@@ -78,14 +87,17 @@ func (s *Store) deleteRows(ctx context.Context, tx *sql.Tx, id string, num int64
 		{`DELETE FROM sessions WHERE id = ?`, []any{id}},
 	}
 	if keep {
-		// messages and search rows stay; the sessions row moves to the
+		// Only what forks read stays (messages, vectors and search rows
+		// up to the newest fork point); the sessions row moves to the
 		// hidden ID first (its number freed and taken again), then the
 		// messages follow it, then the forks, and the old row goes.
 		hidden := deletedID(num)
-		steps = append(steps[3:len(steps)-1], []struct {
-			query string
-			args  []any
-		}{
+		steps = append([]step{
+			{`DELETE FROM message_fts WHERE rowid BETWEEN ? AND ?`, []any{rowidOf(num, upto.seq), rowidOf(num, 1<<32-1)}},
+			{`DELETE FROM messages WHERE session_id = ? AND pos > ?`, []any{id, upto.pos}},
+			{`DELETE FROM vectors WHERE session_id = ? AND pos > ?`, []any{id, upto.pos}},
+		}, steps[3:len(steps)-1]...)
+		steps = append(steps, []step{
 			{`UPDATE sessions SET num = NULL WHERE id = ?`, []any{id}},
 			{`INSERT INTO sessions (id, version, active_from, archived, message_count, next_pos, created_at, updated_at, num,
 				fork_of, fork_pos, fork_seq, fork_at, deleted, indexed)

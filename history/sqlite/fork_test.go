@@ -16,7 +16,7 @@ import (
 func rowCounts(t *testing.T, s *Store) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, table := range []string{"sessions", "messages", "message_fts", "compactions", "configs", "events", "usage_records", "usage_totals"} {
+	for _, table := range []string{"sessions", "messages", "message_fts", "compactions", "configs", "events", "usage_records", "usage_totals", "vectors"} {
 		var n int
 		require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM `+table).Scan(&n), table)
 		out[table] = n
@@ -48,6 +48,50 @@ func TestForkCopiesNoMessage(t *testing.T) {
 	var own int
 	require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM messages WHERE session_id = 'f'`).Scan(&own))
 	assert.Equal(t, 3, own)
+}
+
+// TestForkDeleteKeepsWhatForksRead: a deleted source that two forks read
+// keeps its messages, their search rows and vectors up to the newest fork
+// point only, under one hidden ID; the forks read as before.
+func TestForkDeleteKeepsWhatForksRead(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "s.db"), withIndexBound(0))
+	historytest.ForkSource(t, s, "src", 40)
+	msgs, err := s.Unembedded(ctx, "src", -1, 100)
+	require.NoError(t, err)
+	require.Len(t, msgs, 40)
+	vecs := make([]history.MessageVector, len(msgs))
+	for i, m := range msgs {
+		vecs[i] = history.MessageVector{Position: m.Position, MessageID: m.Message.ID, Vector: []float32{1, float32(i)}}
+	}
+	require.NoError(t, s.PutVectors(ctx, "src", vecs))
+	want, found := map[string]*history.Snapshot{}, map[string]history.SearchPage{}
+	q := history.SearchQuery{Text: "text", Limit: history.MaxSearchLimit}
+	for _, at := range []string{"src-9", "src-19"} {
+		_, err := s.Fork(ctx, history.ForkSpec{ID: "f" + at, From: "src", At: at})
+		require.NoError(t, err)
+		want["f"+at], err = s.Load(ctx, "f"+at)
+		require.NoError(t, err)
+		found["f"+at], err = s.Search(ctx, "f"+at, q)
+		require.NoError(t, err)
+		require.NotEmpty(t, found["f"+at].Hits)
+	}
+	require.NoError(t, s.Delete(ctx, "src"))
+	rows := rowCounts(t, s)
+	assert.Equal(t, 20, rows["messages"], "src-0 to src-19")
+	assert.Equal(t, 20, rows["message_fts"])
+	assert.Equal(t, 20, rows["vectors"])
+	var hidden int
+	require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM sessions WHERE deleted`).Scan(&hidden))
+	assert.Equal(t, 1, hidden)
+	for id, w := range want {
+		got, err := s.Load(ctx, id)
+		require.NoError(t, err)
+		historytest.EqualMessages(t, w.Active, got.Active)
+		page, err := s.Search(ctx, id, q)
+		require.NoError(t, err)
+		assert.Equal(t, found[id], page, id)
+	}
 }
 
 // TestForkDeleteLeavesNothing: historytest.ForkDeleteLeavesNothing, with
