@@ -203,6 +203,10 @@ CREATE TABLE vectors (
 	// message's tsvector, so that a word's newest messages are read in
 	// message-number order without the rest (migrationPostings).
 	migrationPostings,
+	// 19: a session's newest ledger record of a purpose
+	// (history.Ledger.LastUsage) is read through this index, without the
+	// rest of the ledger: what an open takes its context figure from.
+	`CREATE INDEX usage_records_purpose ON usage_records (session_id, purpose, num);`,
 }
 
 // migrationPostings is migration 18: postings holds, for each message row,

@@ -187,6 +187,11 @@ UPDATE sessions SET indexed = message_count;`,
 	// kept by a trigger as records are inserted, so that an open reads a
 	// few rows, not the whole ledger.
 	migrationUsageTotals,
+	// 19: a session's newest ledger record of a purpose
+	// (history.Ledger.LastUsage) is read through this index, without the
+	// rest of the ledger: what an open takes its context figure from. The
+	// rowid, the order records were inserted in, ends every index entry.
+	`CREATE INDEX usage_records_purpose ON usage_records (session_id, purpose);`,
 }
 
 // migrationVectors is migration 17: one vector per message a session's
