@@ -70,10 +70,7 @@ func (h Harness) reopen(t *testing.T, s history.Store) history.Store {
 // Run runs the conformance suite: every case of [history.Store] and, when
 // h.Leases is set, every case of [history.Leaser] (named Lease/...).
 func Run(t *testing.T, h Harness) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h Harness)
-	}{
+	runCases(t, h, []testCase[Harness]{
 		{"CreateLoad", testCreateLoad},
 		{"MessageFidelity", testMessageFidelity},
 		{"Attachments", testAttachments},
@@ -141,12 +138,22 @@ func Run(t *testing.T, h Harness) {
 		{"Vectors", testVectors},
 		{"VectorsInvalid", testVectorsInvalid},
 		{"VectorsFork", testVectorsFork},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })
-	}
+	})
 	if h.Leases != nil {
 		t.Run("Lease", func(t *testing.T) { runLeaser(t, *h.Leases) })
+	}
+}
+
+// testCase is one named conformance case of a harness H.
+type testCase[H any] struct {
+	name string
+	fn   func(t *testing.T, h H)
+}
+
+// runCases runs each case as a subtest of t, in order, with h.
+func runCases[H any](t *testing.T, h H, cases []testCase[H]) {
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, h) })
 	}
 }
 
@@ -176,6 +183,19 @@ func (h Harness) seeded(t *testing.T, id string, msgs []history.Message) (histor
 	t.Helper()
 	s := h.New(t)
 	return s, appendMsgs(t, s, id, create(t, s, id), msgs)
+}
+
+// compactedTwice is a new store of h that holds session id with two
+// Segments, and the session's version: msgs[:split] appended and their
+// first a compacted (c1, summary S1), then the rest appended and the first
+// b Active messages compacted (c2, summary S2).
+func (h Harness) compactedTwice(t *testing.T, id string, msgs []history.Message, split, a, b int) (history.Store, uint64) {
+	t.Helper()
+	s, v := h.seeded(t, id, msgs[:split])
+	v, _ = compact(t, s, id, v, "c1", a, "S1")
+	v = appendMsgs(t, s, id, v, msgs[split:])
+	v, _ = compact(t, s, id, v, "c2", b, "S2")
+	return s, v
 }
 
 func create(t *testing.T, s history.Store, id string) uint64 {
@@ -510,16 +530,13 @@ func testFinishAndRecover(t *testing.T, h Harness) {
 func testConsecutiveCompactions(t *testing.T, h Harness) {
 	ctx := context.Background()
 	all := Msgs("m", 10)
-	s, v := h.seeded(t, "cc", all[:6])
-	v, _ = compact(t, s, "cc", v, "c1", 3, "one")
-	v = appendMsgs(t, s, "cc", v, all[6:])
-	v, _ = compact(t, s, "cc", v, "c2", 4, "two")
-	_, _ = compact(t, s, "cc", v, "c3", 1, "three")
+	s, v := h.compactedTwice(t, "cc", all, 6, 3, 4)
+	_, _ = compact(t, s, "cc", v, "c3", 1, "S3")
 
 	s = h.reopen(t, s)
 	snap, err := s.Load(ctx, "cc")
 	require.NoError(t, err)
-	assert.Equal(t, "three", snap.Summary)
+	assert.Equal(t, "S3", snap.Summary)
 	assert.EqualValues(t, 8, snap.Archived)
 	EqualMessages(t, all[8:], snap.Active)
 	segs, err := s.Segments(ctx, "cc")

@@ -55,10 +55,7 @@ func RunLeaser(t *testing.T, h LeaseHarness) { runLeaser(t, h) }
 // and sequence numbers reserved in the transaction that takes the lease
 // ([history.Leaser.AcquireReserving]).
 func runLeaser(t *testing.T, h LeaseHarness) {
-	tests := []struct {
-		name string
-		fn   func(t *testing.T, h LeaseHarness)
-	}{
+	runCases(t, h, []testCase[LeaseHarness]{
 		{"AcquireRace", testAcquireRace},
 		{"LeasedWritersNeverInterleave", testLeasedWritersNeverInterleave},
 		{"TakeoverAfterExpiry", testLeaseTakeoverAfterExpiry},
@@ -69,10 +66,7 @@ func runLeaser(t *testing.T, h LeaseHarness) {
 		{"AcquireReserving", testAcquireReserving},
 		{"ReadLease", testReadLease},
 		{"DeleteLeased", testDeleteLeased},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) { tt.fn(t, h) })
-	}
+	})
 }
 
 // pair opens two stores of h on the same data, holders "a" and "b", with

@@ -50,10 +50,7 @@ func testCommitRecordsControls(t *testing.T, h Harness) {
 func testUncompact(t *testing.T, h Harness) {
 	ctx := context.Background()
 	msgs := Msgs("m", 8)
-	s, v := h.seeded(t, "s", msgs[:6])
-	v, _ = compact(t, s, "s", v, "c1", 2, "S1")
-	v = appendMsgs(t, s, "s", v, msgs[6:])
-	v, _ = compact(t, s, "s", v, "c2", 3, "S2")
+	s, v := h.compactedTwice(t, "s", msgs, 6, 2, 3)
 	snap, err := s.Load(ctx, "s")
 	require.NoError(t, err)
 	require.Equal(t, v, snap.Version)
