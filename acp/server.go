@@ -335,9 +335,9 @@ func typed[P any](h func(s *server, ctx context.Context, p P) (any, error)) meth
 var (
 	methodsV1 = map[string]method{
 		schema.MethodAuthenticate:  typed((*server).authenticate),
-		schema.MethodSessionNew:    (*server).newSession,
-		schema.MethodSessionLoad:   (*server).loadSession,
-		schema.MethodSessionResume: (*server).resumeSession,
+		schema.MethodSessionNew:    typed((*server).newSession),
+		schema.MethodSessionLoad:   typed((*server).loadSession),
+		schema.MethodSessionResume: typed((*server).resumeSession),
 		schema.MethodSessionFork:   typed((*server).forkSession), // fork.go
 		schema.MethodSetMode:       typed((*server).setMode),     // server_modes.go
 	}
@@ -350,8 +350,8 @@ var (
 	methodsShared = map[string]method{
 		schema.MethodSessionPrompt:   typed((*server).prompt), // server_prompt.go
 		schema.MethodSessionCancel:   typed((*server).cancel),
-		schema.MethodSessionClose:    (*server).closeSession, // server_sessions.go
-		schema.MethodSessionList:     (*server).listSessions,
+		schema.MethodSessionClose:    typed((*server).closeSession), // server_sessions.go
+		schema.MethodSessionList:     typed((*server).listSessions),
 		schema.MethodSessionDelete:   typed((*server).deleteSession), // delete.go
 		schema.MethodCompact:         typed((*server).compact),       // server_extension.go
 		schema.MethodUncompact:       typed((*server).uncompact),

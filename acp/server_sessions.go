@@ -38,11 +38,7 @@ func (s *server) release() {
 
 // listSessions handles session/list: one page of the store's listing,
 // newest first, optionally of one cwd.
-func (s *server) listSessions(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.ListSessionsRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) listSessions(ctx context.Context, p schema.ListSessionsRequest) (any, error) {
 	page, err := s.store.ListSessions(ctx, history.ListOptions{Cwd: p.Cwd, Cursor: p.Cursor})
 	if errors.Is(err, history.ErrInvalid) {
 		return nil, invalidParams("%v", err)
@@ -253,11 +249,7 @@ func (s *server) forget(a *agentSession) {
 	}
 }
 
-func (s *server) newSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.NewSessionRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) newSession(ctx context.Context, p schema.NewSessionRequest) (any, error) {
 	at, err := placeOf(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
@@ -306,11 +298,7 @@ func (s *server) attach(ctx context.Context, id string, at place, replay bool, r
 	return nil, nil
 }
 
-func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.LoadSessionRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) loadSession(ctx context.Context, p schema.LoadSessionRequest) (any, error) {
 	at, err := placeOf(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
@@ -318,11 +306,7 @@ func (s *server) loadSession(ctx context.Context, req *jsonrpc.Request) (any, er
 	return s.attach(ctx, p.SessionID, at, true, schema.LoadSessionResponse{})
 }
 
-func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.ResumeSessionRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) resumeSession(ctx context.Context, p schema.ResumeSessionRequest) (any, error) {
 	at, err := placeOf(p.Cwd, p.AdditionalDirectories, p.McpServers, p.SystemPrompt)
 	if err != nil {
 		return nil, err
@@ -334,11 +318,7 @@ func (s *server) resumeSession(ctx context.Context, req *jsonrpc.Request) (any, 
 // later request for it gets the unknown-session error), then closed as
 // session/cancel and Session.Close do it; the response follows every update
 // of what the close finished.
-func (s *server) closeSession(ctx context.Context, req *jsonrpc.Request) (any, error) {
-	var p schema.CloseSessionRequest
-	if err := jsonrpc.UnmarshalParams(req.Params, &p); err != nil {
-		return nil, err
-	}
+func (s *server) closeSession(ctx context.Context, p schema.CloseSessionRequest) (any, error) {
 	a, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err
