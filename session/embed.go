@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/chanbatch"
 	"github.com/sessionkit/sessionkit/internal/textcut"
 	"github.com/sessionkit/sessionkit/provider"
 )
@@ -178,16 +179,7 @@ func (e *embedder) run() {
 		case <-e.ctx.Done():
 			return
 		case m := <-e.in:
-			batch := []history.PositionedMessage{m}
-		more:
-			for len(batch) < embedBatch {
-				select {
-				case m := <-e.in:
-					batch = append(batch, m)
-				default:
-					break more
-				}
-			}
+			batch := chanbatch.Fill([]history.PositionedMessage{m}, e.in, embedBatch)
 			// A catch-up read those it embedded from the store already.
 			batch = slices.DeleteFunc(batch, func(m history.PositionedMessage) bool { return m.Position <= e.caught })
 			switch {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/chanbatch"
 )
 
 // Group commit. Every write of a Store (and of its leases' views) is a job
@@ -128,15 +129,7 @@ func (c *committer) loop() {
 			c.idle(c)
 			continue
 		}
-	more:
-		for len(batch) < maxBatch {
-			select {
-			case j := <-c.jobs:
-				batch = append(batch, j)
-			default:
-				break more
-			}
-		}
+		batch = chanbatch.Fill(batch, c.jobs, maxBatch)
 		if c.onBatch != nil {
 			c.onBatch(len(batch))
 		}
