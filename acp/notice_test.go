@@ -418,3 +418,52 @@ func TestNotice_AutoCompactionHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestNotice_Embedder: an agent whose session's embedder fails tells a
+// client that takes notices once, over the wire, when failing starts (not
+// again when the retry after the backoff fails too), and once when it
+// works again; no turn fails meanwhile.
+func TestNotice_Embedder(t *testing.T) {
+	for _, cl := range noticeClients {
+		if !cl.notices {
+			continue
+		}
+		t.Run(cl.name, func(t *testing.T) {
+			t.Parallel()
+			var failing atomic.Bool
+			failing.Store(true)
+			var failures atomic.Int32
+			works := providertest.NewEmbedder(8)
+			emb := &providertest.Embedder{Answer: func(ctx context.Context, texts []string) ([][]float32, error) {
+				if failing.Load() {
+					failures.Add(1)
+					return nil, errors.New("embedding service unavailable\nsecond line")
+				}
+				return works.Embed(ctx, texts)
+			}}
+			fake := providertest.New()
+			fake.SetDefault(func(*provider.Request) providertest.Reply { return providertest.Reply{Text: "the answer"} })
+			c := hostileServe(t, fake, memstore.New(), acp.ServerOptions{Session: session.Config{Embedder: emb}})
+			sid := openFor(t, c, cl.init, cl.v2)
+			seq := c.lastSeq()
+			isNotice := func(title string) func(n hostileNote) bool {
+				return func(n hostileNote) bool { return n.kind == "notice" && strings.Contains(string(n.update), title) }
+			}
+			promptDone(t, c, cl.v2, sid, "the linker step failed")
+			c.waitNote(seq, "the failure's notice", isNotice("The embedding model failed"))
+			promptDone(t, c, cl.v2, sid, "the queue package test is flaky")
+			require.Eventually(t, func() bool { return failures.Load() >= 2 }, 30*time.Second, 5*time.Millisecond, "the retry after the backoff")
+			failing.Store(false)
+			c.waitNote(seq, "the recovery's notice", isNotice("works again"))
+
+			got := noticesSince(t, c, seq)
+			require.Len(t, got, 2, "one notice when failing starts, one when it works again: %v", got)
+			assert.Equal(t, schema.NoticeWarning, got[0].Severity)
+			assert.Equal(t, "The embedding model failed: search finds messages by their words only", got[0].Title)
+			assert.Contains(t, got[0].Description, "embedding service unavailable")
+			assert.NotContains(t, got[0].Description, "second line")
+			assert.Equal(t, schema.Notice{Severity: schema.NoticeInfo, Title: "The embedding model works again",
+				Description: "Messages are found by their meaning as well as their words."}, got[1])
+		})
+	}
+}
