@@ -383,14 +383,19 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 	}
 	a.loading = false
 	// The timeline holds no usage: a client that loads the session is told
-	// its cost so far, and one that fell behind the cost and the context
-	// size it missed.
+	// its cost so far and its context (in a new process, the last turn
+	// response's, or the estimate of a compaction after it), and one that
+	// fell behind the cost and the context size it missed.
 	resized := rep.ContextTokens > 0 && uint64(rep.ContextTokens) != a.used
 	if resized {
 		a.used = uint64(rep.ContextTokens)
 	}
-	if (full && a.cost.Known()) || rose || (resized && !full) {
-		a.enqueue(a.usageUpdate(nil))
+	if (full && a.cost.Known()) || rose || resized {
+		var meta map[string]any
+		if rep.ContextEstimated {
+			meta = estimated()
+		}
+		a.enqueue(a.usageUpdate(meta))
 	}
 	// Prompts whose command finished before the cut: their end is in
 	// neither the replay nor the new subscription.
@@ -969,5 +974,11 @@ func (a *agentSession) usageAfter(res *session.CompactResult) {
 		return
 	}
 	a.used = uint64(max(res.ContextAfter, 0))
-	a.enqueue(a.usageUpdate(map[string]any{schema.MetaKey: map[string]any{"estimate": true}}))
+	a.enqueue(a.usageUpdate(estimated()))
+}
+
+// estimated is the _meta of a usage_update whose context is the session's
+// estimate, not a provider's figure.
+func estimated() map[string]any {
+	return map[string]any{schema.MetaKey: map[string]any{"estimate": true}}
 }

@@ -388,8 +388,9 @@ func TestServe_LoadReplaysInNewProcess(t *testing.T) {
 		c2.waitFor("available_commands_update")
 		ups := updates(t, c2.take())
 		// The compaction ran after the four messages; it stays at that
-		// position. The commands come after the load response.
-		require.Equal(t, []string{"user_message_chunk", "session_info_update", "agent_message_chunk", "user_message_chunk", "agent_message_chunk", "compaction_update:completed", "available_commands_update"}, kinds(ups))
+		// position. The context it left (the session's estimate) follows
+		// the replay. The commands come after the load response.
+		require.Equal(t, []string{"user_message_chunk", "session_info_update", "agent_message_chunk", "user_message_chunk", "agent_message_chunk", "compaction_update:completed", "usage_update", "available_commands_update"}, kinds(ups))
 		comp := ups[5]
 		assert.Equal(t, liveID, comp["compactionId"])
 		assert.Equal(t, []any{map[string]any{"type": "text", "text": "THE SUMMARY"}}, comp["summary"])

@@ -181,3 +181,92 @@ func TestServe_UsageCostNeverDecreasesBehind(t *testing.T) {
 	}
 	assert.InDelta(t, total, costs[len(costs)-1], 1e-12)
 }
+
+// TestServe_UsageAfterLoadIsTheStoredContext: in a new process, the first
+// usage_update of session/load (v1) and of session/resume with replay
+// (v2) reports the context the stored session held, not 0: the last turn
+// response's (input plus output); after a compaction that came after it,
+// the session's estimate of the context the compaction left, marked as
+// one (as live); after a turn that came after the compaction, that turn's.
+func TestServe_UsageAfterLoadIsTheStoredContext(t *testing.T) {
+	prices := provider.PriceTable{"m": {Input: 3, Output: 15}}
+	opts := acp.ServerOptions{Session: session.Config{Pricing: prices}}
+	t1, t2 := provider.Usage{InputTokens: 1234, OutputTokens: 56}, provider.Usage{InputTokens: 2345, OutputTokens: 67}
+	first := func(t *testing.T, ups []map[string]any) map[string]any {
+		t.Helper()
+		for _, u := range ups {
+			if u["sessionUpdate"] == "usage_update" {
+				return u
+			}
+		}
+		require.Fail(t, "no usage_update", "%v", ups)
+		return nil
+	}
+	check := func(t *testing.T, store *memstore.Store, sid string, prompt func(text string), reopen func() map[string]any) {
+		t.Helper()
+		u := reopen()
+		assert.EqualValues(t, t1.Total(), u["used"], "the last turn response's context")
+		assert.Nil(t, u["_meta"])
+		assert.NotNil(t, u["cost"])
+
+		prompt("/compact")
+		segs, err := store.Segments(context.Background(), sid)
+		require.NoError(t, err)
+		require.Len(t, segs, 1)
+		require.Positive(t, segs[0].ContextAfter)
+		u = reopen()
+		assert.EqualValues(t, segs[0].ContextAfter, u["used"], "a compaction came after the turn: its estimate")
+		assert.Equal(t, map[string]any{schema.MetaKey: map[string]any{"estimate": true}}, u["_meta"])
+
+		prompt("second")
+		u = reopen()
+		assert.EqualValues(t, t2.Total(), u["used"], "a turn came after the compaction")
+		assert.Nil(t, u["_meta"])
+	}
+	queue := func(fake *providertest.Fake) {
+		fake.QueueTurn(providertest.Reply{Text: "one", Usage: t1, Model: "m"})
+		fake.QueueSummary(providertest.Reply{Text: "S", Usage: provider.Usage{InputTokens: 10, OutputTokens: 1}, Model: "m"})
+		fake.QueueTurn(providertest.Reply{Text: "two", Usage: t2, Model: "m"})
+	}
+
+	t.Run("v1 session/load", func(t *testing.T) {
+		fake, store := providertest.New(), memstore.New()
+		queue(fake)
+		c := serve(t, fake, store, opts)
+		c.initialize(`{"session":{"compaction":{}}}`)
+		sid := c.newSession()
+		prompt := func(text string) { require.Equal(t, "end_turn", c.prompt(sid, text)) }
+		prompt("first")
+		check(t, store, sid, prompt, func() map[string]any {
+			c2 := serve(t, fake, store, opts)
+			c2.initialize(`{}`)
+			c2.mustCall("session/load", map[string]any{"sessionId": sid, "cwd": "/project", "mcpServers": []any{}}, nil)
+			return first(t, updates(t, c2.take()))
+		})
+	})
+
+	t.Run("v2 session/resume", func(t *testing.T) {
+		fake, store := providertest.New(), memstore.New()
+		queue(fake)
+		c := hostileServe(t, fake, store, opts)
+		c.initV2()
+		sid := c.newSessionV2()
+		prompt := func(text string) {
+			seq := c.lastSeq()
+			require.Nil(t, c.call("session/prompt", promptParams(sid, text)).Error)
+			c.waitNote(seq, "idle", isIdle)
+		}
+		prompt("first")
+		check(t, store, sid, prompt, func() map[string]any {
+			c2 := hostileServe(t, fake, store, opts)
+			c2.initV2()
+			m := c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/project","replayFrom":{"type":"start"}}`)
+			require.Nil(t, m.Error)
+			var ups []map[string]any
+			for _, n := range c2.notesSince(0) {
+				ups = append(ups, field(t, n))
+			}
+			return first(t, ups)
+		})
+	})
+}

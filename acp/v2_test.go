@@ -331,7 +331,8 @@ func TestV2_CompactPrompt(t *testing.T) {
 
 // session/resume with replayFrom start in a fresh connection replays the
 // session (each compaction once, materialized, at its position), then the
-// current state_update, then the response; without replayFrom nothing is
+// context of its last response (usage_update), the current state_update,
+// then the response; without replayFrom nothing is
 // replayed. session/list and session/close work on v2.
 func TestV2_ResumeListClose(t *testing.T) {
 	fake := hostileFake()
@@ -382,7 +383,7 @@ func TestV2_ResumeListClose(t *testing.T) {
 	}
 	assert.Equal(t, []string{"user_message", "session_info_update", "agent_message_chunk", "user_message", "agent_message_chunk",
 		"compaction_update:completed",
-		"user_message", "agent_message_chunk", "state_update"}, kinds, "the replay")
+		"user_message", "agent_message_chunk", "usage_update", "state_update"}, kinds, "the replay, then the context of its last response")
 	require.Len(t, completed, 1, "each compaction exactly once")
 	assert.Equal(t, live["summary"], completed[0]["summary"], "the replayed summary is the live one")
 	assert.Equal(t, live["compactionId"], completed[0]["compactionId"])

@@ -39,6 +39,13 @@ type Ledger interface {
 	// reading them does not grow with the ledger. It fails with
 	// ErrNotFound for an unknown session.
 	UsageTotals(ctx context.Context, id string) ([]UsageTotal, error)
+	// LastUsage returns the newest record of the session's ledger whose
+	// Purpose is purpose, and whether there is one: a session opened again
+	// takes the context its conversation held from its last turn
+	// response's record. Reading it does not grow with the ledger. It
+	// fails with ErrNotFound for an unknown session and with an error
+	// wrapping ErrInvalid for an empty purpose.
+	LastUsage(ctx context.Context, id, purpose string) (UsageRecord, bool, error)
 }
 
 // UsageTotal sums the records of a session's [Ledger] of one purpose

@@ -20,7 +20,7 @@ import (
 // usage records the provider-reported usage of a turn response and queues an
 // automatic compaction when it reaches the threshold (docs/design.md §3).
 func (l *loop) usage(r *history.UsageRecord) {
-	l.contextTokens = usageOf(r).Total()
+	l.contextTokens, l.ctxEstimate = usageOf(r).Total(), 0
 	l.spent(r, l.contextTokens)
 	thr := l.set.threshold()
 	l.measureHold(thr)
@@ -379,7 +379,7 @@ func (l *loop) commitCompaction(k *compaction) {
 			if len(commit.Files) > 0 {
 				l.addSegFiles(commit.Files)
 			}
-			l.contextTokens = 0 // stale until the next turn response (§3.3)
+			l.contextTokens, l.ctxEstimate = 0, after // stale until the next turn response (§3.3)
 			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural.Count(k.archive, "message") + " into a summary.", CompactID: c.id})
 			res := CompactResult{
 				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,

@@ -167,10 +167,15 @@ type loop struct {
 	cost     provider.Cost // the session's cumulative cost (UsageEvent.SessionCost)
 
 	// Automatic compaction state (docs/design.md §3).
-	contextTokens int  // input+output of the latest turn response; 0 when stale
-	autoQueued    bool // an automatic compaction is queued or running
-	autoBlocked   bool // an automatic compaction of this turn failed or had nothing to do; cleared when a turn starts
-	autoFailures  int  // consecutive failed automatic compactions; suspended at maxAutoFailures
+	contextTokens int // input+output of the latest turn response; 0 when stale
+	// ctxEstimate is the session's estimate of the context while
+	// contextTokens is stale after a compaction (CompactResult.ContextAfter;
+	// at open, that of a compaction after the last turn response); 0 when
+	// none. Only Replay reports it.
+	ctxEstimate  int
+	autoQueued   bool // an automatic compaction is queued or running
+	autoBlocked  bool // an automatic compaction of this turn failed or had nothing to do; cleared when a turn starts
+	autoFailures int  // consecutive failed automatic compactions; suspended at maxAutoFailures
 	// The guard against compactions that cannot get the context under the
 	// threshold (docs/compaction.md "When compaction cannot help").
 	autoCheck *CompactResult // an automatic compaction committed: the next usage report measures it

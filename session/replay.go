@@ -66,11 +66,16 @@ type Replay struct {
 	Pending []string
 	// ContextTokens is the context the conversation held at the cut, in
 	// tokens, as the provider last reported it (the ContextTokens of the
-	// newest [UsageEvent] that had one); 0 when no fresh figure exists:
-	// before the first response of this process, and after a compaction
-	// until the next turn response. The event log holds no usage, so a
-	// subscriber that continues from it learns the context here.
-	ContextTokens int
+	// newest [UsageEvent] that had one, or, in a process that has seen no
+	// response yet, the last turn response's ledger record); after a
+	// compaction, until the next turn response, it is the session's
+	// estimate (CompactResult.ContextAfter) and ContextEstimated is true.
+	// 0 when no figure exists: a session without a turn response, or
+	// after an Uncompact in this process until the next one. The event log holds no
+	// usage, so a subscriber that continues from it learns the context
+	// here.
+	ContextTokens    int
+	ContextEstimated bool
 	// Sub delivers the live events published after the cut, with the
 	// behaviour of [Session.Subscribe].
 	Sub *Subscription
@@ -115,6 +120,9 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 			return
 		}
 		rep.Through, rep.ContextTokens = l.feed.Seq(), l.contextTokens
+		if rep.ContextTokens == 0 && l.ctxEstimate > 0 {
+			rep.ContextTokens, rep.ContextEstimated = l.ctxEstimate, true
+		}
 		rep.Pending = l.q.IDs()
 		if l.turn != nil {
 			rep.Pending = append(rep.Pending, l.turn.cmd.id)

@@ -356,25 +356,52 @@ func TestReplay_UnloggedCompactionWithoutArchive(t *testing.T) {
 
 // Replay carries the context the provider last reported, which the event
 // log does not hold: a subscriber that continues from the log learns it
-// there. A compaction makes it stale (0) until the next turn response.
+// there. A compaction makes it stale until the next turn response: then
+// it is the session's estimate (CompactResult.ContextAfter), marked as
+// one.
 func TestReplay_ContextTokens(t *testing.T) {
 	fake := providertest.New()
 	s := newSession(t, fake, session.Config{})
-	contextAt := func() int {
-		t.Helper()
-		rep, err := s.Replay(ctxT(t), session.ReplayOptions{})
-		require.NoError(t, err)
-		rep.Sub.Close()
-		return rep.ContextTokens
-	}
-	assert.Zero(t, contextAt(), "no response yet")
-	converse(t, s, fake, 2)
+	n, est := contextOf(t, s)
+	assert.Zero(t, n, "no response yet")
+	assert.False(t, est)
+	contextSteps(t, fake, func() *session.Session { return s }, func() (int, bool) { return contextOf(t, s) })
+}
+
+// contextOf is what Replay reports of s's context: ContextTokens and
+// ContextEstimated.
+func contextOf(t *testing.T, s *session.Session) (int, bool) {
+	t.Helper()
+	rep, err := s.Replay(ctxT(t), session.ReplayOptions{})
+	require.NoError(t, err)
+	rep.Sub.Close()
+	return rep.ContextTokens, rep.ContextEstimated
+}
+
+// contextSteps runs a conversation, a turn, a compaction and another turn
+// on the session cur returns, and checks after each step what at reports
+// (contextOf): the turn's figure, the compaction's estimate, the next
+// turn's figure.
+func contextSteps(t *testing.T, fake *providertest.Fake, cur func() *session.Session, at func() (int, bool)) {
+	t.Helper()
+	converse(t, cur(), fake, 2)
 	fake.QueueTurn(providertest.Reply{Text: "sized", Usage: provider.Usage{InputTokens: 700, OutputTokens: 42}})
-	wait(t, mustPrompt(t, s, "how big?"))
-	assert.Equal(t, 742, contextAt())
-	fake.QueueSummary(providertest.Reply{Text: "S"})
-	require.True(t, wait(t, mustCompact(t, s, "")).Compacted)
-	assert.Zero(t, contextAt(), "stale after the compaction")
+	wait(t, mustPrompt(t, cur(), "how big?"))
+	n, est := at()
+	assert.Equal(t, 742, n)
+	assert.False(t, est)
+	fake.QueueSummary(providertest.Reply{Text: "S", Usage: provider.Usage{InputTokens: 5000, OutputTokens: 3}})
+	res := wait(t, mustCompact(t, cur(), ""))
+	require.True(t, res.Compacted)
+	require.Positive(t, res.ContextAfter)
+	n, est = at()
+	assert.Equal(t, res.ContextAfter, n, "stale after the compaction: the session's estimate")
+	assert.True(t, est)
+	fake.QueueTurn(providertest.Reply{Text: "again", Usage: provider.Usage{InputTokens: 300, OutputTokens: 1}})
+	wait(t, mustPrompt(t, cur(), "and now?"))
+	n, est = at()
+	assert.Equal(t, 301, n)
+	assert.False(t, est)
 }
 
 // TestReplay_OldMessageReferences: a log written before message
@@ -415,5 +442,38 @@ func TestReplay_OldMessageReferences(t *testing.T) {
 		assert.Equal(t, uint64(i+1), ev.Seq)
 		assert.True(t, at.Add(time.Duration(i)*time.Second).Equal(ev.Time), "event %d time %v", i, ev.Time)
 		assert.Equal(t, []string{"t1", "t1", "t2"}[i], m.TurnID)
+	}
+}
+
+// TestReplay_ContextTokensAfterReopen: a session opened again (in every
+// store) reports the context of its last turn response, from its usage
+// ledger; after a compaction that came right after it, the compaction's
+// estimate; after a turn after that, the turn's again. A fork's ledger is
+// its own: it reports none until its first response.
+func TestReplay_ContextTokensAfterReopen(t *testing.T) {
+	for name, newStore := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			store := newStore()
+			fake := providertest.New()
+			s := newSession(t, fake, session.Config{Store: store})
+			t.Cleanup(func() { _ = s.Close() })
+			id := s.ID()
+			contextSteps(t, fake, func() *session.Session { return s }, func() (int, bool) {
+				t.Helper()
+				require.NoError(t, s.Close())
+				var err error
+				s, err = session.Open(ctxT(t), session.Config{ID: id, Provider: fake, Store: store})
+				require.NoError(t, err)
+				return contextOf(t, s)
+			})
+
+			f, err := session.Fork(ctxT(t), store, session.ForkRequest{From: id})
+			require.NoError(t, err)
+			fs, err := session.Open(ctxT(t), session.Config{ID: f.ID, Provider: fake, Store: store})
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = fs.Close() })
+			n, _ := contextOf(t, fs)
+			assert.Zero(t, n, "a fork's ledger is its own")
+		})
 	}
 }

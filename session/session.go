@@ -189,55 +189,55 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		start = repairLog(ctx, store, &elog, id, snap.LogCovers, nextPos, start, set, snap.Title, snap.Cwd, log)
 	}
 
-	// The cost so far, which every UsageEvent carries on from: what the
-	// processes before this one recorded.
-	cost, err := costSoFar(ctx, store, id, created)
+	// The Segments: the file ledger starts from the standing ones' files
+	// (then Active's), and the context figure may come from the newest.
+	var heads []history.Segment
+	if snap.Archived > 0 {
+		if heads, err = store.SegmentHeaders(ctx, id); err != nil {
+			return nil, fmt.Errorf("session: read segments: %w", err)
+		}
+	}
+	was, err := usageSoFar(ctx, store, id, created, heads)
 	if err != nil {
 		return nil, err
 	}
 
-	// The file ledger: the files of the standing Segments, then Active's.
-	var segFiles [][]history.FileState
-	if snap.Archived > 0 {
-		if segFiles, err = readStandingFiles(ctx, store, id); err != nil {
-			return nil, fmt.Errorf("session: read segments: %w", err)
-		}
-	}
-
 	s := newSession(id, store, cfg.Provider)
 	l := &loop{
-		s:        s,
-		log:      log.With(zap.String("session", id)),
-		store:    store,
-		prov:     cfg.Provider,
-		sumProv:  cfg.SummaryProvider,
-		hook:     cfg.BeforeCompact,
-		tools:    tools,
-		specs:    specs,
-		set:      set,
-		version:  version,
-		active:   active,
-		summary:  snap.Summary,
-		archived: snap.Archived,
-		nextPos:  nextPos,
-		feed:     newFeed(cfg.EventHistory, start, elog),
-		elog:     elog,
-		maxTool:  cfg.MaxToolOutput,
-		planOn:   cfg.Plan,
-		maxQueue: cmp.Or(cfg.MaxQueue, DefaultMaxQueue),
-		prune:    cfg.PruneToolResults,
-		jobs:     make(chan func()),
-		results:  make(chan func(*loop)),
-		lease:    lease,
-		storeTO:  cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
-		title:    snap.Title,
-		cwd:      snap.Cwd,
-		meter:    meter{pricing: cfg.Pricing, log: log},
-		tel:      newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
-		cost:     cost,
+		s:             s,
+		log:           log.With(zap.String("session", id)),
+		store:         store,
+		prov:          cfg.Provider,
+		sumProv:       cfg.SummaryProvider,
+		hook:          cfg.BeforeCompact,
+		tools:         tools,
+		specs:         specs,
+		set:           set,
+		version:       version,
+		active:        active,
+		summary:       snap.Summary,
+		archived:      snap.Archived,
+		nextPos:       nextPos,
+		feed:          newFeed(cfg.EventHistory, start, elog),
+		elog:          elog,
+		maxTool:       cfg.MaxToolOutput,
+		planOn:        cfg.Plan,
+		maxQueue:      cmp.Or(cfg.MaxQueue, DefaultMaxQueue),
+		prune:         cfg.PruneToolResults,
+		jobs:          make(chan func()),
+		results:       make(chan func(*loop)),
+		lease:         lease,
+		storeTO:       cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
+		title:         snap.Title,
+		cwd:           snap.Cwd,
+		meter:         meter{pricing: cfg.Pricing, log: log},
+		tel:           newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
+		cost:          was.cost,
+		contextTokens: was.context,
+		ctxEstimate:   was.estimate,
 	}
 	l.activePlans = planCalls(active)
-	l.setSegFiles(segFiles)
+	l.setSegFiles(standingFiles(heads))
 	l.publishSettings()
 	s.embed = newEmbedder(cfg, s, l.log)
 	opened = true
@@ -279,18 +279,54 @@ func newSession(id string, store history.Store, prov provider.Provider) *Session
 	return s
 }
 
-// costSoFar is the cost of session id that the processes before this one
-// recorded (none for a session just created): the store's sums of its
-// ledger, a few rows however long the ledger is.
-func costSoFar(ctx context.Context, store history.Store, id string, created bool) (provider.Cost, error) {
+// soFar is what the processes before this one left of a session's usage
+// (usageSoFar).
+type soFar struct {
+	cost provider.Cost // the cost so far, which every UsageEvent carries on from
+	// context is the context the conversation held at the last turn
+	// response (its ledger record's figures); estimate, when a compaction
+	// committed after that response, is the
+	// context the newest standing Segment left by the session's estimate
+	// (Segment.ContextAfter), and context is 0, as after a compaction in
+	// a live session: stale until the next turn response.
+	context, estimate int
+}
+
+// usageSoFar reads what the processes before this one left of session
+// id's usage: its cost from the ledger's totals, its context from the
+// last turn response's record (history.Ledger.LastUsage) and heads, the
+// session's Segment headers (nil when none stands). Without a turn
+// response recorded (a fork's ledger starts empty) there is no figure. An
+// Uncompact is not
+// looked at: it restored the context a compaction had cut, which is the
+// last figure again.
+func usageSoFar(ctx context.Context, store history.Store, id string, created bool, heads []history.Segment) (soFar, error) {
 	if created {
-		return provider.Cost{}, nil
+		return soFar{}, nil
 	}
 	totals, err := store.UsageTotals(ctx, id)
 	if err != nil {
-		return provider.Cost{}, fmt.Errorf("session: read usage: %w", err)
+		return soFar{}, fmt.Errorf("session: read usage: %w", err)
 	}
-	return usageReport(totals).Total.Cost, nil
+	was := soFar{cost: usageReport(totals).Total.Cost}
+	rec, ok, err := store.LastUsage(ctx, id, string(provider.PurposeTurn))
+	if err != nil {
+		return soFar{}, fmt.Errorf("session: read usage: %w", err)
+	}
+	var newest *history.Segment
+	for i := range heads {
+		if !heads[i].Undone() {
+			newest = &heads[i]
+		}
+	}
+	switch {
+	case !ok: // no turn response (a fork's ledger starts empty)
+	case newest != nil && newest.CreatedAt.After(rec.At):
+		was.estimate = newest.ContextAfter
+	default:
+		was.context = usageOf(&rec).Total()
+	}
+	return was, nil
 }
 
 // checkConfig validates cfg and returns its settings and its tools, by name

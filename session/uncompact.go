@@ -70,7 +70,7 @@ func (l *loop) startUncompact(c *command) {
 			if err != nil {
 				err = fmt.Errorf("session: uncompact: %w", err)
 			} else {
-				l.contextTokens = 0 // stale until the next turn response, as after a compaction
+				l.contextTokens, l.ctxEstimate = 0, 0 // stale until the next turn response, as after a compaction
 			}
 			l.finishUncompact(c, rec, err)
 		}

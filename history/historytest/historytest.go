@@ -124,6 +124,7 @@ func Run(t *testing.T, h Harness) {
 		{"UsageLedger", testUsageLedger},
 		{"UsageInvalid", testUsageInvalid},
 		{"UsageTotals", testUsageTotals},
+		{"LastUsage", testLastUsage},
 		{"Delete", testDelete},
 		{"DeleteMissing", testDeleteMissing},
 		{"ForkState", testForkState},

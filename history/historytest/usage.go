@@ -114,6 +114,62 @@ func testUsageLedger(t *testing.T, h Harness) {
 	assert.Len(t, got, 4)
 }
 
+// testLastUsage: LastUsage returns the newest record of a purpose, by the
+// order recorded (a repeated ID is no newer record), across a compaction
+// and a reopen; none for a purpose never recorded, a new session or a
+// fork (whose ledger is its own); ErrNotFound for an unknown session and
+// ErrInvalid for an empty purpose.
+func testLastUsage(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	v := create(t, s, "s")
+	last := func(s history.Store, id, purpose string) (history.UsageRecord, bool) {
+		t.Helper()
+		r, ok, err := s.LastUsage(ctx, id, purpose)
+		require.NoError(t, err)
+		return r, ok
+	}
+	_, ok := last(s, "s", "turn")
+	assert.False(t, ok, "a new session's ledger")
+
+	r1, r2 := usageRec("r1", "turn", 100, 10), usageRec("r2", "turn", 200, 20)
+	v, err := s.Append(ctx, "s", v, Msgs("a", 2), r1)
+	require.NoError(t, err)
+	v, err = s.Append(ctx, "s", v, Msgs("b", 2), r2)
+	require.NoError(t, err)
+	sum := usageRec("sum1", "summary", 300, 30)
+	sum.TurnID, sum.CompactID = "", "c1"
+	v, err = s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
+	_, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 2, Summary: "S", At: t0, Usage: []history.UsageRecord{sum}})
+	require.NoError(t, err)
+	require.NoError(t, s.RecordUsage(ctx, "s", []history.UsageRecord{r1}), "a retried write")
+
+	for _, reopened := range []bool{false, true} {
+		if reopened {
+			s = h.reopen(t, s)
+		}
+		got, ok := last(s, "s", "turn")
+		require.True(t, ok)
+		equalUsage(t, []history.UsageRecord{r2}, []history.UsageRecord{got})
+		got, ok = last(s, "s", "summary")
+		require.True(t, ok)
+		equalUsage(t, []history.UsageRecord{sum}, []history.UsageRecord{got})
+		_, ok = last(s, "s", "fidelity")
+		assert.False(t, ok, "a purpose never recorded")
+	}
+
+	_, err = s.Fork(ctx, history.ForkSpec{ID: "f", From: "s"})
+	require.NoError(t, err)
+	_, ok = last(s, "f", "turn")
+	assert.False(t, ok, "a fork's ledger is its own")
+	_, _, err = s.LastUsage(ctx, "nope", "turn")
+	assert.ErrorIs(t, err, history.ErrNotFound)
+	_, _, err = s.LastUsage(ctx, "s", "")
+	assert.ErrorIs(t, err, history.ErrInvalid)
+	assert.ErrorContains(t, err, "purpose")
+}
+
 // testUsageTotals: UsageTotals sums the ledger as it is recorded, by
 // purpose and currency and by currency over every purpose, the costs
 // added one at a time in the order recorded (the sum Go makes of Usage in

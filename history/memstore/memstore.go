@@ -662,6 +662,21 @@ func (s *Store) UsageTotals(ctx context.Context, id string) ([]history.UsageTota
 	return viewed(ctx, s, id, func(ss *session) []history.UsageTotal { return slices.Clone(ss.usageTotals) })
 }
 
+// LastUsage implements [history.Ledger].
+func (s *Store) LastUsage(ctx context.Context, id, purpose string) (history.UsageRecord, bool, error) {
+	if err := storekit.CheckPurpose(purpose); err != nil {
+		return history.UsageRecord{}, false, err
+	}
+	return storekit.Last(viewed(ctx, s, id, func(ss *session) []history.UsageRecord {
+		for i := len(ss.usage) - 1; i >= 0; i-- {
+			if ss.usage[i].Purpose == purpose {
+				return []history.UsageRecord{ss.usage[i]}
+			}
+		}
+		return nil
+	}))
+}
+
 // ReserveSeqs implements [history.EventLog].
 func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
 	if err := storekit.CheckSeqGap(gap); err != nil {

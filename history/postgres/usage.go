@@ -76,9 +76,24 @@ func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.Usage
 // Usage implements [history.Ledger]: the rows in the order of num, the
 // order they were inserted in.
 func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, error) {
-	return sessionRows(ctx, s, "usage", id, `SELECT id, purpose, provider, model, turn_id, compact_id,
+	return s.usageRows(ctx, "usage", id, `ORDER BY num`)
+}
+
+// LastUsage implements [history.Ledger]: one backward step of the index
+// of migration 19.
+func (s *Store) LastUsage(ctx context.Context, id, purpose string) (history.UsageRecord, bool, error) {
+	if err := storekit.CheckPurpose(purpose); err != nil {
+		return history.UsageRecord{}, false, err
+	}
+	return storekit.Last(s.usageRows(ctx, "last usage", id, `AND purpose = $2 ORDER BY num DESC LIMIT 1`, bin(purpose)))
+}
+
+// usageRows reads the ledger rows of session id that the condition and
+// order tail (after session_id = $1) selects.
+func (s *Store) usageRows(ctx context.Context, op, id, tail string, args ...any) ([]history.UsageRecord, error) {
+	return sessionRows(ctx, s, op, id, `SELECT id, purpose, provider, model, turn_id, compact_id,
 			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
-			FROM usage_records WHERE session_id = $1 ORDER BY num`, []any{bin(id)}, func(rows pgx.Rows) (history.UsageRecord, error) {
+			FROM usage_records WHERE session_id = $1 `+tail, append([]any{bin(id)}, args...), func(rows pgx.Rows) (history.UsageRecord, error) {
 		var (
 			ids, purpose, prov, model, turn, comp, cur []byte
 			in, o, cr, cw                              int64

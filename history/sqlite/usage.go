@@ -51,7 +51,21 @@ func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.Usage
 // Usage implements [history.Ledger]: the rows in rowid order, the order
 // they were inserted in.
 func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, error) {
-	const op = "usage"
+	return s.usageRows(ctx, "usage", id, `ORDER BY rowid`)
+}
+
+// LastUsage implements [history.Ledger]: one backward step of the index
+// of migration 19.
+func (s *Store) LastUsage(ctx context.Context, id, purpose string) (history.UsageRecord, bool, error) {
+	if err := storekit.CheckPurpose(purpose); err != nil {
+		return history.UsageRecord{}, false, err
+	}
+	return storekit.Last(s.usageRows(ctx, "last usage", id, `AND purpose = ? ORDER BY rowid DESC LIMIT 1`, purpose))
+}
+
+// usageRows reads the ledger rows of session id that the condition and
+// order tail (after session_id = ?) selects.
+func (s *Store) usageRows(ctx context.Context, op, id, tail string, args ...any) ([]history.UsageRecord, error) {
 	var out []history.UsageRecord
 	err := s.read(ctx, op, func(tx *sql.Tx) error {
 		if _, err := s.exists(ctx, tx, op, id); err != nil {
@@ -59,7 +73,7 @@ func (s *Store) Usage(ctx context.Context, id string) ([]history.UsageRecord, er
 		}
 		return s.each(ctx, tx, op, `SELECT id, purpose, provider, model, turn_id, compact_id,
 			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
-			FROM usage_records WHERE session_id = ? ORDER BY rowid`, []any{id}, func(rows *sql.Rows) error {
+			FROM usage_records WHERE session_id = ? `+tail, append([]any{id}, args...), func(rows *sql.Rows) error {
 			var (
 				r  history.UsageRecord
 				at sql.NullInt64

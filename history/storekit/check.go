@@ -160,6 +160,24 @@ func CheckUsage(recs []history.UsageRecord) error {
 	return nil
 }
 
+// CheckPurpose validates the purpose of history.Ledger.LastUsage: not
+// empty.
+func CheckPurpose(purpose string) error {
+	if purpose == "" {
+		return fmt.Errorf("%w: LastUsage: purpose is empty", history.ErrInvalid)
+	}
+	return nil
+}
+
+// Last returns the first of recs (a read of at most one record), and
+// whether there is one, or err.
+func Last(recs []history.UsageRecord, err error) (history.UsageRecord, bool, error) {
+	if err != nil || len(recs) == 0 {
+		return history.UsageRecord{}, false, err
+	}
+	return recs[0], true, nil
+}
+
 // CheckWindow validates q, passed to [history.Reader.Window]: an Around,
 // and Before and After in 0..[history.MaxWindow].
 func CheckWindow(q history.WindowQuery) error {
