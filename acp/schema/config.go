@@ -132,24 +132,16 @@ var (
 )
 
 // MarshalJSON encodes u with "sessionUpdate":"config_option_update".
-func (u ConfigOptionUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateConfigOption, u)
-}
+func (u ConfigOptionUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *ConfigOptionUpdate) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateConfigOption)
-}
+func (u *ConfigOptionUpdate) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"config_option_update".
-func (u ConfigOptionUpdateV2) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateConfigOption, u)
-}
+func (u ConfigOptionUpdateV2) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *ConfigOptionUpdateV2) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateConfigOption)
-}
+func (u *ConfigOptionUpdateV2) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // SetSessionModeRequest is the params of the v1 session/set_mode.
 type SetSessionModeRequest struct {

@@ -402,6 +402,18 @@ func decodeSessionUpdate(data []byte, newUpdate func(kind string) SessionUpdate)
 	return u, nil
 }
 
+// marshalUpdate encodes the session update u points to with its
+// "sessionUpdate" discriminator first: the MarshalJSON of every variant.
+func marshalUpdate(u SessionUpdate) ([]byte, error) {
+	return marshalVariant("sessionUpdate", u.SessionUpdateKind(), reflect.ValueOf(u).Elem().Interface())
+}
+
+// decodeUpdate decodes the session update u points to; a "sessionUpdate"
+// member, if present, must be u's kind: the UnmarshalJSON of every variant.
+func decodeUpdate(data []byte, u SessionUpdate) error {
+	return decodeVariant(data, u, "sessionUpdate", u.SessionUpdateKind())
+}
+
 // decodeVariant decodes the payload of a union variant whose discriminator
 // is tag and checks that a discriminator present in data agrees.
 func decodeVariant(data []byte, v any, key, tag string) error {

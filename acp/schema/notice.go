@@ -46,15 +46,13 @@ func (n Notice) MarshalJSON() ([]byte, error) {
 	if err := n.Validate(); err != nil {
 		return nil, err
 	}
-	type plain Notice
-	return marshalVariant("sessionUpdate", UpdateNotice, plain(n))
+	return marshalUpdate(&n)
 }
 
 // UnmarshalJSON decodes n; a "sessionUpdate" member, if present, must
 // match. Errors wrap [ErrMalformed].
 func (n *Notice) UnmarshalJSON(data []byte) error {
-	type plain Notice
-	if err := decodeVariant(data, (*plain)(n), "sessionUpdate", UpdateNotice); err != nil {
+	if err := decodeUpdate(data, n); err != nil {
 		return err
 	}
 	if err := n.Validate(); err != nil {

@@ -91,21 +91,13 @@ func (*PlanUpdate) isSessionUpdate()  {}
 func (*PlanRemoved) isSessionUpdate() {}
 
 // MarshalJSON encodes u with "sessionUpdate":"plan_update".
-func (u PlanUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdatePlanUpdate, u)
-}
+func (u PlanUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *PlanUpdate) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdatePlanUpdate)
-}
+func (u *PlanUpdate) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"plan_removed".
-func (u PlanRemoved) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdatePlanRemoved, u)
-}
+func (u PlanRemoved) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *PlanRemoved) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdatePlanRemoved)
-}
+func (u *PlanRemoved) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }

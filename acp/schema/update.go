@@ -409,14 +409,10 @@ func (*SessionInfoUpdate) SessionUpdateKind() string { return UpdateSessionInfo 
 func (*SessionInfoUpdate) isSessionUpdate() {}
 
 // MarshalJSON encodes u with "sessionUpdate":"session_info_update".
-func (u SessionInfoUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateSessionInfo, u)
-}
+func (u SessionInfoUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *SessionInfoUpdate) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateSessionInfo)
-}
+func (u *SessionInfoUpdate) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // UsageUpdate is the usage_update update: context window use and cost.
 type UsageUpdate struct {
@@ -580,113 +576,71 @@ func (*CompactionUpdate) isSessionUpdate()        {}
 func (*CompactionSummaryChunk) isSessionUpdate()  {}
 
 // MarshalJSON encodes u with "sessionUpdate":"user_message_chunk".
-func (u UserMessageChunk) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateUserMessageChunk, ContentChunk(u))
-}
+func (u UserMessageChunk) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *UserMessageChunk) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, (*ContentChunk)(u), "sessionUpdate", UpdateUserMessageChunk)
-}
+func (u *UserMessageChunk) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"agent_message_chunk".
-func (u AgentMessageChunk) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateAgentMessageChunk, ContentChunk(u))
-}
+func (u AgentMessageChunk) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *AgentMessageChunk) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, (*ContentChunk)(u), "sessionUpdate", UpdateAgentMessageChunk)
-}
+func (u *AgentMessageChunk) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"agent_thought_chunk".
-func (u AgentThoughtChunk) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateAgentThoughtChunk, ContentChunk(u))
-}
+func (u AgentThoughtChunk) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *AgentThoughtChunk) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, (*ContentChunk)(u), "sessionUpdate", UpdateAgentThoughtChunk)
-}
+func (u *AgentThoughtChunk) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"tool_call".
-func (u ToolCall) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateToolCall, u)
-}
+func (u ToolCall) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *ToolCall) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateToolCall)
-}
+func (u *ToolCall) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"tool_call_update".
-func (u ToolCallUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateToolCallUpdate, u)
-}
+func (u ToolCallUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *ToolCallUpdate) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateToolCallUpdate)
-}
+func (u *ToolCallUpdate) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"plan".
-func (u Plan) MarshalJSON() ([]byte, error) { return marshalVariant("sessionUpdate", UpdatePlan, u) }
+func (u Plan) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *Plan) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdatePlan)
-}
+func (u *Plan) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"available_commands_update".
-func (u AvailableCommandsUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateAvailableCommands, u)
-}
+func (u AvailableCommandsUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *AvailableCommandsUpdate) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateAvailableCommands)
-}
+func (u *AvailableCommandsUpdate) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"current_mode_update".
-func (u CurrentModeUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateCurrentMode, u)
-}
+func (u CurrentModeUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *CurrentModeUpdate) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateCurrentMode)
-}
+func (u *CurrentModeUpdate) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"usage_update".
-func (u UsageUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateUsage, u)
-}
+func (u UsageUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *UsageUpdate) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateUsage)
-}
+func (u *UsageUpdate) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"compaction_update". Omitted
 // patch fields produce no key.
-func (u CompactionUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateCompaction, u)
-}
+func (u CompactionUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *CompactionUpdate) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateCompaction)
-}
+func (u *CompactionUpdate) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes c with "sessionUpdate":"compaction_summary_chunk".
-func (c CompactionSummaryChunk) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateCompactionSummaryChunk, c)
-}
+func (c CompactionSummaryChunk) MarshalJSON() ([]byte, error) { return marshalUpdate(&c) }
 
 // UnmarshalJSON decodes c; a "sessionUpdate" member, if present, must match.
-func (c *CompactionSummaryChunk) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, c, "sessionUpdate", UpdateCompactionSummaryChunk)
-}
+func (c *CompactionSummaryChunk) UnmarshalJSON(data []byte) error { return decodeUpdate(data, c) }
 
 // UnmarshalJSON decodes c; errors wrap [ErrMalformed].
 func (c *ContentChunk) UnmarshalJSON(data []byte) error { return DecodeObject(data, c) }

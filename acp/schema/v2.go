@@ -358,19 +358,13 @@ func (*AgentThoughtChunkV2) isSessionUpdate()       {}
 func (*AvailableCommandsUpdateV2) isSessionUpdate() {}
 
 // MarshalJSON encodes u with "sessionUpdate":"user_message".
-func (u UserMessage) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateUserMessage, u)
-}
+func (u UserMessage) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *UserMessage) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateUserMessage)
-}
+func (u *UserMessage) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"state_update".
-func (u StateUpdate) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateState, u)
-}
+func (u StateUpdate) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
 // An unknown state or stop reason is kept verbatim.
@@ -389,44 +383,28 @@ func (u *StateUpdate) UnmarshalJSON(data []byte) error {
 }
 
 // MarshalJSON encodes u with "sessionUpdate":"user_message_chunk".
-func (u UserMessageChunkV2) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateUserMessageChunk, ContentChunkV2(u))
-}
+func (u UserMessageChunkV2) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *UserMessageChunkV2) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, (*ContentChunkV2)(u), "sessionUpdate", UpdateUserMessageChunk)
-}
+func (u *UserMessageChunkV2) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"agent_message_chunk".
-func (u AgentMessageChunkV2) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateAgentMessageChunk, ContentChunkV2(u))
-}
+func (u AgentMessageChunkV2) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *AgentMessageChunkV2) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, (*ContentChunkV2)(u), "sessionUpdate", UpdateAgentMessageChunk)
-}
+func (u *AgentMessageChunkV2) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"agent_thought_chunk".
-func (u AgentThoughtChunkV2) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateAgentThoughtChunk, ContentChunkV2(u))
-}
+func (u AgentThoughtChunkV2) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *AgentThoughtChunkV2) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, (*ContentChunkV2)(u), "sessionUpdate", UpdateAgentThoughtChunk)
-}
+func (u *AgentThoughtChunkV2) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes u with "sessionUpdate":"available_commands_update".
-func (u AvailableCommandsUpdateV2) MarshalJSON() ([]byte, error) {
-	return marshalVariant("sessionUpdate", UpdateAvailableCommands, u)
-}
+func (u AvailableCommandsUpdateV2) MarshalJSON() ([]byte, error) { return marshalUpdate(&u) }
 
 // UnmarshalJSON decodes u; a "sessionUpdate" member, if present, must match.
-func (u *AvailableCommandsUpdateV2) UnmarshalJSON(data []byte) error {
-	return decodeVariant(data, u, "sessionUpdate", UpdateAvailableCommands)
-}
+func (u *AvailableCommandsUpdateV2) UnmarshalJSON(data []byte) error { return decodeUpdate(data, u) }
 
 // MarshalJSON encodes c with "type":"command".
 func (c CommandV2) MarshalJSON() ([]byte, error) { return marshalVariant("type", "command", c) }
