@@ -157,7 +157,11 @@ func pinResult(target any, data []byte) string {
 		err = json.Unmarshal(data, target)
 	}
 	if err != nil {
-		return fmt.Sprintf("err malformed=%t %s", errors.Is(err, ErrMalformed), err)
+		left := "zero"
+		if !reflect.ValueOf(target).Elem().IsZero() {
+			left = "set"
+		}
+		return fmt.Sprintf("err malformed=%t left %s: %s", errors.Is(err, ErrMalformed), left, err)
 	}
 	if su, ok := target.(*[2]SessionUpdate); ok {
 		target = su[1]
