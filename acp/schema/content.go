@@ -43,85 +43,27 @@ func (b ContentBlock) Type() string {
 	return tag
 }
 
-func (b ContentBlock) variant() (tag string, v any, n int) {
-	set := func(t string, x any) {
-		tag, v = t, x
-		n++
-	}
-	if b.Text != nil {
-		set(ContentText, b.Text)
-	}
-	if b.Image != nil {
-		set(ContentImage, b.Image)
-	}
-	if b.Audio != nil {
-		set(ContentAudio, b.Audio)
-	}
-	if b.ResourceLink != nil {
-		set(ContentResourceLink, b.ResourceLink)
-	}
-	if b.Resource != nil {
-		set(ContentResource, b.Resource)
-	}
-	if b.Unknown != nil {
-		set(b.Unknown.Tag, b.Unknown)
-	}
-	return tag, v, n
+// contentBlocks is the codec of [ContentBlock].
+var contentBlocks = unionCodec[ContentBlock]{
+	key: "type", name: "content block", one: "a content block",
+	variants: []unionVariant[ContentBlock]{
+		variantField(ContentText, func(b *ContentBlock) **TextContent { return &b.Text }),
+		variantField(ContentImage, func(b *ContentBlock) **ImageContent { return &b.Image }),
+		variantField(ContentAudio, func(b *ContentBlock) **AudioContent { return &b.Audio }),
+		variantField(ContentResourceLink, func(b *ContentBlock) **ResourceLink { return &b.ResourceLink }),
+		variantField(ContentResource, func(b *ContentBlock) **EmbeddedResource { return &b.Resource }),
+	},
+	unknown: func(b *ContentBlock) **UnknownVariant { return &b.Unknown },
 }
+
+func (b ContentBlock) variant() (tag string, v any, n int) { return contentBlocks.variant(&b) }
 
 // MarshalJSON encodes the variant that is set, with its "type". It fails
 // unless exactly one variant is set.
-func (b ContentBlock) MarshalJSON() ([]byte, error) {
-	tag, v, n := b.variant()
-	if n != 1 {
-		return nil, fmt.Errorf("acp: a content block needs exactly one variant set, has %d", n)
-	}
-	switch v := v.(type) {
-	case *UnknownVariant:
-		return v.MarshalJSON()
-	case *TextContent:
-		return marshalVariant("type", tag, *v)
-	case *ImageContent:
-		return marshalVariant("type", tag, *v)
-	case *AudioContent:
-		return marshalVariant("type", tag, *v)
-	case *ResourceLink:
-		return marshalVariant("type", tag, *v)
-	case *EmbeddedResource:
-		return marshalVariant("type", tag, *v)
-	}
-	panic("unreachable")
-}
+func (b ContentBlock) MarshalJSON() ([]byte, error) { return contentBlocks.marshal(&b) }
 
 // UnmarshalJSON decodes a content block by its "type".
-func (b *ContentBlock) UnmarshalJSON(data []byte) error {
-	*b = ContentBlock{}
-	unknown, err := decodeUnion(data, "type", "content block", func(tag string) any {
-		switch tag {
-		case ContentText:
-			b.Text = new(TextContent)
-			return b.Text
-		case ContentImage:
-			b.Image = new(ImageContent)
-			return b.Image
-		case ContentAudio:
-			b.Audio = new(AudioContent)
-			return b.Audio
-		case ContentResourceLink:
-			b.ResourceLink = new(ResourceLink)
-			return b.ResourceLink
-		case ContentResource:
-			b.Resource = new(EmbeddedResource)
-			return b.Resource
-		}
-		return nil
-	})
-	b.Unknown = unknown
-	if err != nil {
-		*b = ContentBlock{}
-	}
-	return err
-}
+func (b *ContentBlock) UnmarshalJSON(data []byte) error { return contentBlocks.unmarshal(data, b) }
 
 // validate checks that b is something a client accepts: exactly one known
 // variant (the official SDK drops unknown or invalid blocks).

@@ -383,6 +383,91 @@ func decodeUnion(data []byte, key, union string, variant func(tag string) any) (
 	return nil, nil
 }
 
+// unionCodec encodes and decodes a union held as one pointer field per
+// variant, exactly one of them set (ContentBlock, ToolCallContent): key is
+// the discriminator, name names the union in decoding errors and one in
+// encoding errors, variants are the known variants and unknown the field
+// that keeps any other tag.
+type unionCodec[U any] struct {
+	key, name, one string
+	variants       []unionVariant[U]
+	unknown        func(*U) **UnknownVariant
+}
+
+// unionVariant is one known variant of a unionCodec: get returns its field
+// (nil when unset) and set stores a new one to decode into.
+type unionVariant[U any] struct {
+	tag      string
+	get, set func(*U) any
+}
+
+// variantField is the variant tag held in the field that field returns.
+func variantField[U, V any](tag string, field func(*U) **V) unionVariant[U] {
+	return unionVariant[U]{
+		tag: tag,
+		get: func(u *U) any {
+			if p := *field(u); p != nil {
+				return p
+			}
+			return nil
+		},
+		set: func(u *U) any {
+			p := new(V)
+			*field(u) = p
+			return p
+		},
+	}
+}
+
+// variant returns the tag and field of the variant set in u (the last one
+// when several are) and how many are set.
+func (c *unionCodec[U]) variant(u *U) (tag string, v any, n int) {
+	for _, vr := range c.variants {
+		if p := vr.get(u); p != nil {
+			tag, v = vr.tag, p
+			n++
+		}
+	}
+	if p := *c.unknown(u); p != nil {
+		tag, v = p.Tag, p
+		n++
+	}
+	return tag, v, n
+}
+
+// marshal encodes the variant set in u with its discriminator first; an
+// unknown one is its raw JSON.
+func (c *unionCodec[U]) marshal(u *U) ([]byte, error) {
+	tag, v, n := c.variant(u)
+	if n != 1 {
+		return nil, fmt.Errorf("acp: %s needs exactly one variant set, has %d", c.one, n)
+	}
+	if unknown, ok := v.(*UnknownVariant); ok {
+		return unknown.MarshalJSON()
+	}
+	return marshalVariant(c.key, tag, reflect.ValueOf(v).Elem().Interface())
+}
+
+// unmarshal decodes data into u by its discriminator; u is left zero on
+// error.
+func (c *unionCodec[U]) unmarshal(data []byte, u *U) error {
+	var zero U
+	*u = zero
+	unknown, err := decodeUnion(data, c.key, c.name, func(tag string) any {
+		for _, vr := range c.variants {
+			if vr.tag == tag {
+				return vr.set(u)
+			}
+		}
+		return nil
+	})
+	*c.unknown(u) = unknown
+	if err != nil {
+		*u = zero
+	}
+	return err
+}
+
 // decodeSessionUpdate decodes a SessionUpdate by its "sessionUpdate"
 // discriminator; newUpdate returns the variant of a known kind, or nil.
 func decodeSessionUpdate(data []byte, newUpdate func(kind string) SessionUpdate) (SessionUpdate, error) {

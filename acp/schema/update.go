@@ -269,49 +269,23 @@ type ToolTerminal struct {
 	Meta       map[string]any `json:"_meta,omitzero" acp:"lenient"`
 }
 
-// MarshalJSON encodes the variant that is set, with its "type".
-func (c ToolCallContent) MarshalJSON() ([]byte, error) {
-	n := 0
-	for _, set := range []bool{c.Content != nil, c.Diff != nil, c.Terminal != nil, c.Unknown != nil} {
-		if set {
-			n++
-		}
-	}
-	switch {
-	case n != 1:
-		return nil, fmt.Errorf("acp: tool call content needs exactly one variant set, has %d", n)
-	case c.Content != nil:
-		return marshalVariant("type", "content", *c.Content)
-	case c.Diff != nil:
-		return marshalVariant("type", "diff", *c.Diff)
-	case c.Terminal != nil:
-		return marshalVariant("type", "terminal", *c.Terminal)
-	}
-	return c.Unknown.MarshalJSON()
+// toolCallContents is the codec of [ToolCallContent].
+var toolCallContents = unionCodec[ToolCallContent]{
+	key: "type", name: "tool call content", one: "tool call content",
+	variants: []unionVariant[ToolCallContent]{
+		variantField("content", func(c *ToolCallContent) **ToolContent { return &c.Content }),
+		variantField("diff", func(c *ToolCallContent) **ToolDiff { return &c.Diff }),
+		variantField("terminal", func(c *ToolCallContent) **ToolTerminal { return &c.Terminal }),
+	},
+	unknown: func(c *ToolCallContent) **UnknownVariant { return &c.Unknown },
 }
+
+// MarshalJSON encodes the variant that is set, with its "type".
+func (c ToolCallContent) MarshalJSON() ([]byte, error) { return toolCallContents.marshal(&c) }
 
 // UnmarshalJSON decodes tool call content by its "type".
 func (c *ToolCallContent) UnmarshalJSON(data []byte) error {
-	*c = ToolCallContent{}
-	unknown, err := decodeUnion(data, "type", "tool call content", func(tag string) any {
-		switch tag {
-		case "content":
-			c.Content = new(ToolContent)
-			return c.Content
-		case "diff":
-			c.Diff = new(ToolDiff)
-			return c.Diff
-		case "terminal":
-			c.Terminal = new(ToolTerminal)
-			return c.Terminal
-		}
-		return nil
-	})
-	c.Unknown = unknown
-	if err != nil {
-		*c = ToolCallContent{}
-	}
-	return err
+	return toolCallContents.unmarshal(data, c)
 }
 
 // ToolCallLocation is a file a tool call works on.
