@@ -304,11 +304,12 @@ func plainOf(t reflect.Type) reflect.Type {
 	return p
 }
 
-// marshalObject encodes a wire struct (passed by value; its own MarshalJSON,
-// if any, is not called) after replacing nil required arrays and objects
-// with empty ones, so that a required field never goes out as null.
+// marshalObject encodes a wire struct (passed by value or by pointer; its
+// own MarshalJSON, if any, is not called) after replacing nil required
+// arrays and objects with empty ones, so that a required field never goes
+// out as null.
 func marshalObject(v any) ([]byte, error) {
-	rv := reflect.ValueOf(v)
+	rv := reflect.Indirect(reflect.ValueOf(v))
 	cp := reflect.New(plainOf(rv.Type())).Elem()
 	cp.Set(rv.Convert(cp.Type()))
 	for _, f := range specsOf(rv.Type()) {
@@ -445,7 +446,7 @@ func (c *unionCodec[U]) marshal(u *U) ([]byte, error) {
 	if unknown, ok := v.(*UnknownVariant); ok {
 		return unknown.MarshalJSON()
 	}
-	return marshalVariant(c.key, tag, reflect.ValueOf(v).Elem().Interface())
+	return marshalVariant(c.key, tag, v)
 }
 
 // unmarshal decodes data into u by its discriminator; u is left zero on
@@ -490,7 +491,7 @@ func decodeSessionUpdate(data []byte, newUpdate func(kind string) SessionUpdate)
 // marshalUpdate encodes the session update u points to with its
 // "sessionUpdate" discriminator first: the MarshalJSON of every variant.
 func marshalUpdate(u SessionUpdate) ([]byte, error) {
-	return marshalVariant("sessionUpdate", u.SessionUpdateKind(), reflect.ValueOf(u).Elem().Interface())
+	return marshalVariant("sessionUpdate", u.SessionUpdateKind(), u)
 }
 
 // decodeUpdate decodes the session update u points to; a "sessionUpdate"
