@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -30,10 +31,28 @@ import (
 // not safe for concurrent use.
 type FileLedger struct {
 	max     int
-	files   map[string]*list.Element // of order
-	order   *list.List               // of history.FileState, oldest access first
+	set     *fileSet // shared with other ledgers until one changes (own)
 	evicted int
 	pending []history.FileAccess // recorded by the call running, not yet stored
+}
+
+// fileSet is the files of one or more FileLedgers: the loop's ledger and
+// the view it hands a tool batch's worker (share) hold the same set, and
+// whichever changes it first while the other still holds it changes a
+// copy (own). A set held by one ledger is changed in place. Only the
+// loop shares a set (refs rises on its goroutine alone); refs falls
+// where a holder copies or lets go.
+type fileSet struct {
+	files map[string]*list.Element // of order
+	order *list.List               // of history.FileState, oldest access first
+	refs  atomic.Int32             // the ledgers that hold it
+}
+
+// newFileSet is an empty set held by one ledger.
+func newFileSet() *fileSet {
+	s := &fileSet{files: make(map[string]*list.Element), order: list.New()}
+	s.refs.Store(1)
+	return s
 }
 
 // NewFileLedger returns an empty ledger that keeps the newest max paths
@@ -43,7 +62,7 @@ func NewFileLedger(max int) *FileLedger {
 	if max <= 0 || max > history.MaxFiles {
 		max = history.MaxFiles
 	}
-	return &FileLedger{max: max, files: make(map[string]*list.Element), order: list.New()}
+	return &FileLedger{max: max, set: newFileSet()}
 }
 
 type fileLedgerKey struct{}
@@ -69,7 +88,7 @@ func (f *FileLedger) Seen(path string) (history.FileState, bool) {
 	if f == nil {
 		return history.FileState{}, false
 	}
-	e, ok := f.files[path]
+	e, ok := f.set.files[path]
 	if !ok {
 		return history.FileState{}, false
 	}
@@ -119,7 +138,7 @@ func (f *FileLedger) Len() int {
 	if f == nil {
 		return 0
 	}
-	return len(f.files)
+	return len(f.set.files)
 }
 
 // Newest returns up to n of the ledger's files, newest access first (all
@@ -128,11 +147,11 @@ func (f *FileLedger) Newest(n int) []history.FileState {
 	if f == nil {
 		return nil
 	}
-	if n <= 0 || n > len(f.files) {
-		n = len(f.files)
+	if n <= 0 || n > len(f.set.files) {
+		n = len(f.set.files)
 	}
 	out := make([]history.FileState, 0, n)
-	for e := f.order.Back(); e != nil && len(out) < n; e = e.Prev() {
+	for e := f.set.order.Back(); e != nil && len(out) < n; e = e.Prev() {
 		out = append(out, e.Value.(history.FileState))
 	}
 	return out
@@ -144,21 +163,38 @@ func stateOf(a history.FileAccess) history.FileState {
 
 // fold adds st, newer than everything folded before.
 func (f *FileLedger) fold(st history.FileState) {
-	if e, ok := f.files[st.Path]; ok {
+	f.own()
+	s := f.set
+	if e, ok := s.files[st.Path]; ok {
 		was := e.Value.(history.FileState)
 		st.Read = st.Read || was.Read
 		st.Changed = st.Changed || was.Changed
 		e.Value = st
-		f.order.MoveToBack(e)
+		s.order.MoveToBack(e)
 		return
 	}
-	f.files[st.Path] = f.order.PushBack(st)
-	if len(f.files) > f.max {
-		oldest := f.order.Front()
-		delete(f.files, oldest.Value.(history.FileState).Path)
-		f.order.Remove(oldest)
+	s.files[st.Path] = s.order.PushBack(st)
+	if len(s.files) > f.max {
+		oldest := s.order.Front()
+		delete(s.files, oldest.Value.(history.FileState).Path)
+		s.order.Remove(oldest)
 		f.evicted++
 	}
+}
+
+// own makes f's set its own to change: while another ledger holds it too,
+// f takes a copy and lets go of it.
+func (f *FileLedger) own() {
+	if f.set.refs.Load() == 1 {
+		return
+	}
+	c := newFileSet()
+	for e := f.set.order.Front(); e != nil; e = e.Next() {
+		st := e.Value.(history.FileState)
+		c.files[st.Path] = c.order.PushBack(st)
+	}
+	f.set.refs.Add(-1)
+	f.set = c
 }
 
 // foldStates folds a Segment's files, which list the newest first.
@@ -180,15 +216,25 @@ func (f *FileLedger) foldMessages(msgs []history.Message) {
 	}
 }
 
-// clone is a copy of f for the worker, without pending accesses.
+// clone is a copy of f, without pending accesses.
 func (f *FileLedger) clone() *FileLedger {
-	c := NewFileLedger(f.max)
-	c.evicted = f.evicted
-	for e := f.order.Front(); e != nil; e = e.Next() {
-		st := e.Value.(history.FileState)
-		c.files[st.Path] = c.order.PushBack(st)
-	}
+	c := f.share()
+	c.own()
 	return c
+}
+
+// share is a ledger of f's files, without pending accesses, that holds
+// f's set until one of the two changes it (copy on write): what the loop
+// hands a tool batch's worker, which lets go of it (release) when done.
+// Call it on the goroutine that owns f.
+func (f *FileLedger) share() *FileLedger {
+	f.set.refs.Add(1)
+	return &FileLedger{max: f.max, set: f.set, evicted: f.evicted}
+}
+
+// release lets go of f's set: f is not used again.
+func (f *FileLedger) release() {
+	f.set.refs.Add(-1)
 }
 
 // take returns the accesses recorded since the last take, for the result

@@ -182,9 +182,11 @@ func (l *loop) runTools() {
 	calls := unanswered(l.active)
 	w, v, ctx, tools, log, tel := l.writer(), l.version, t.ctx, l.runnable(), l.log, l.tel
 	set, planOn := l.set, l.planOn
-	// The worker's own copy of the file ledger, which the calls read and
-	// record into; the loop folds the same accesses from the results.
-	led, stale, active := l.files.clone(), l.filesStale, l.shareActive(len(l.active))
+	// The worker's view of the file ledger, which the calls read and
+	// record into: it shares the loop's files until a call records one
+	// (copy on write), so a batch that records nothing copies nothing; the
+	// loop folds the same accesses from the results.
+	led, stale, active := l.files.share(), l.filesStale, l.shareActive(len(l.active))
 	// Each call runs on a context of its own, made here on the loop so
 	// that CancelToolCall finds it before the worker starts the call.
 	states := make([]*toolCall, len(calls))
@@ -195,6 +197,7 @@ func (l *loop) runTools() {
 		states[i], t.toolCalls[tc.ID] = c, c
 	}
 	l.submit(func(post progress) func(*loop) {
+		defer func() { led.release() }()
 		if stale {
 			// The archive changed under the session (a resync): its
 			// files are read again, so the guard never forgets a file
@@ -205,6 +208,7 @@ func (l *loop) runTools() {
 				return err
 			})
 			if err == nil {
+				led.release()
 				led = ledgerOf(segs, active)
 				post(func(l *loop) { l.setSegFiles(segs) })
 			}
