@@ -404,12 +404,14 @@ func TestStoredForm(t *testing.T) {
 
 // TestQueryPlans checks that the statements the cost guarantees depend on
 // use the intended indexes in a database of many sessions with many
-// archived messages: Load and the commit never scan archived rows.
+// archived messages: Load and the commit never scan archived rows, and
+// LastUsage reads one entry of its index, not the session's ledger.
 func TestQueryPlans(t *testing.T) {
 	t.Parallel()
 	s := newStore(t)
 	ctx := context.Background()
-	// 200 sessions of 500 messages (490 archived) and 50 compaction records.
+	// 200 sessions of 500 messages (490 archived), 50 compaction records
+	// and 50 usage records of two purposes.
 	for _, q := range []string{
 		`INSERT INTO sessions (id, version, active_from, archived, message_count, next_pos)
 			SELECT convert_to('s' || i, 'UTF8'), 1, 490, 490, 500, 550 FROM generate_series(1, 200) i`,
@@ -419,6 +421,11 @@ func TestQueryPlans(t *testing.T) {
 		`INSERT INTO compactions (session_id, compact_id, pos, status, trigger_kind)
 			SELECT convert_to('s' || i, 'UTF8'), convert_to('c' || j, 'UTF8'), 500 + j,
 				CASE WHEN j = 49 THEN 'in_progress' ELSE 'failed' END, 'auto'
+			FROM generate_series(1, 200) i, generate_series(0, 49) j`,
+		`INSERT INTO usage_records (session_id, id, purpose, provider, model, turn_id, compact_id,
+				input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency)
+			SELECT convert_to('s' || i, 'UTF8'), convert_to('u' || j, 'UTF8'),
+				convert_to(CASE WHEN j % 2 = 0 THEN 'turn' ELSE 'summary' END, 'UTF8'), '', '', '', '', 1, 1, 0, 0, 0, ''
 			FROM generate_series(1, 200) i, generate_series(0, 49) j`,
 		`ANALYZE`,
 	} {
@@ -433,6 +440,7 @@ func TestQueryPlans(t *testing.T) {
 		{`SELECT ` + messageColumns + ` FROM messages ` + whereActive, []any{bin("s7"), int64(490)}, "messages_pkey"},
 		{selectPosOfSeq, []any{bin("s7"), int64(7)}, "messages_seq"},
 		{selectInProgress, []any{bin("s7")}, "compactions_in_progress"},
+		{selectUsage + lastUsageTail, []any{bin("s7"), bin("turn")}, "Index Scan Backward using usage_records_purpose"},
 	} {
 		rows, err := s.pool.Query(ctx, `EXPLAIN `+tt.query, tt.args...)
 		require.NoError(t, err)

@@ -85,15 +85,24 @@ func (s *Store) LastUsage(ctx context.Context, id, purpose string) (history.Usag
 	if err := storekit.CheckPurpose(purpose); err != nil {
 		return history.UsageRecord{}, false, err
 	}
-	return storekit.Last(s.usageRows(ctx, "last usage", id, `AND purpose = $2 ORDER BY num DESC LIMIT 1`, bin(purpose)))
+	return storekit.Last(s.usageRows(ctx, "last usage", id, lastUsageTail, bin(purpose)))
 }
+
+// selectUsage reads the ledger rows of a session (session_id = $1) that
+// the condition and order tail after it selects.
+const selectUsage = `SELECT id, purpose, provider, model, turn_id, compact_id,
+	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
+	FROM usage_records WHERE session_id = $1 `
+
+// lastUsageTail is LastUsage's tail of selectUsage: the newest record of
+// a purpose, one backward step of the index of migration 19
+// (TestQueryPlans).
+const lastUsageTail = `AND purpose = $2 ORDER BY num DESC LIMIT 1`
 
 // usageRows reads the ledger rows of session id that the condition and
 // order tail (after session_id = $1) selects.
 func (s *Store) usageRows(ctx context.Context, op, id, tail string, args ...any) ([]history.UsageRecord, error) {
-	return sessionRows(ctx, s, op, id, `SELECT id, purpose, provider, model, turn_id, compact_id,
-			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
-			FROM usage_records WHERE session_id = $1 `+tail, append([]any{bin(id)}, args...), func(rows pgx.Rows) (history.UsageRecord, error) {
+	return sessionRows(ctx, s, op, id, selectUsage+tail, append([]any{bin(id)}, args...), func(rows pgx.Rows) (history.UsageRecord, error) {
 		var (
 			ids, purpose, prov, model, turn, comp, cur []byte
 			in, o, cr, cw                              int64

@@ -329,7 +329,8 @@ func TestStoredForm(t *testing.T) {
 }
 
 // TestQueryPlans checks that the statements the cost guarantees depend on
-// use the intended keys: Load and the commit never visit archived rows.
+// use the intended keys: Load and the commit never visit archived rows,
+// and LastUsage reads one entry of its index, not the session's ledger.
 func TestQueryPlans(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "sessions.db"))
 	ctx := context.Background()
@@ -343,6 +344,7 @@ func TestQueryPlans(t *testing.T) {
 		{selectPosOfSeq, []any{"a", 7}, "SEARCH messages USING COVERING INDEX messages_seq (session_id=? AND seq=?)"},
 		{selectInProgress, []any{"a"}, "SEARCH compactions USING COVERING INDEX compactions_in_progress (session_id=?)"},
 		{selectPosOfID, []any{"a", []byte("m1")}, "SEARCH messages USING COVERING INDEX messages_id (session_id=? AND <expr>=?)"},
+		{selectUsage + lastUsageTail, []any{"a", "turn"}, "SEARCH usage_records USING INDEX usage_records_purpose (session_id=? AND purpose=?)"},
 	} {
 		rows, err := s.r.QueryContext(ctx, `EXPLAIN QUERY PLAN `+tt.query, tt.args...)
 		require.NoError(t, err)

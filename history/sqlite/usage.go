@@ -60,8 +60,19 @@ func (s *Store) LastUsage(ctx context.Context, id, purpose string) (history.Usag
 	if err := storekit.CheckPurpose(purpose); err != nil {
 		return history.UsageRecord{}, false, err
 	}
-	return storekit.Last(s.usageRows(ctx, "last usage", id, `AND purpose = ? ORDER BY rowid DESC LIMIT 1`, purpose))
+	return storekit.Last(s.usageRows(ctx, "last usage", id, lastUsageTail, purpose))
 }
+
+// selectUsage reads the ledger rows of a session (session_id = ?) that
+// the condition and order tail after it selects.
+const selectUsage = `SELECT id, purpose, provider, model, turn_id, compact_id,
+	input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
+	FROM usage_records WHERE session_id = ? `
+
+// lastUsageTail is LastUsage's tail of selectUsage: the newest record of
+// a purpose, one backward step of the index of migration 19
+// (TestQueryPlans).
+const lastUsageTail = `AND purpose = ? ORDER BY rowid DESC LIMIT 1`
 
 // usageRows reads the ledger rows of session id that the condition and
 // order tail (after session_id = ?) selects.
@@ -71,9 +82,7 @@ func (s *Store) usageRows(ctx context.Context, op, id, tail string, args ...any)
 		if _, err := s.exists(ctx, tx, op, id); err != nil {
 			return err
 		}
-		return s.each(ctx, tx, op, `SELECT id, purpose, provider, model, turn_id, compact_id,
-			input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost, currency, at
-			FROM usage_records WHERE session_id = ? `+tail, append([]any{id}, args...), func(rows *sql.Rows) error {
+		return s.each(ctx, tx, op, selectUsage+tail, append([]any{id}, args...), func(rows *sql.Rows) error {
 			var (
 				r  history.UsageRecord
 				at sql.NullInt64
