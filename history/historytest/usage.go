@@ -115,7 +115,8 @@ func testUsageLedger(t *testing.T, h Harness) {
 }
 
 // testLastUsage: LastUsage returns the newest record of a purpose, by the
-// order recorded (a repeated ID is no newer record), across a compaction
+// order recorded (not by ID, time or figures; a repeated ID is no newer
+// record), across a compaction
 // and a reopen; none for a purpose never recorded, a new session or a
 // fork (whose ledger is its own); ErrNotFound for an unknown session and
 // ErrInvalid for an empty purpose.
@@ -132,7 +133,9 @@ func testLastUsage(t *testing.T, h Harness) {
 	_, ok := last(s, "s", "turn")
 	assert.False(t, ok, "a new session's ledger")
 
-	r1, r2 := usageRec("r1", "turn", 100, 10), usageRec("r2", "turn", 200, 20)
+	// r2, recorded after r1, is first in no other order: its ID, its
+	// time and its figures are all below r1's.
+	r1, r2 := usageRec("r2", "turn", 200, 20), usageRec("r1", "turn", 100, 10)
 	v, err := s.Append(ctx, "s", v, Msgs("a", 2), r1)
 	require.NoError(t, err)
 	v, err = s.Append(ctx, "s", v, Msgs("b", 2), r2)
