@@ -24,6 +24,22 @@ func usageRec(id, purpose string, in, out int) history.UsageRecord {
 	}
 }
 
+// compactSummarized commits compaction c1 (Segment g1, summary S) of
+// session id at version v, archiving archive messages, with the summary
+// call's ledger record (sum1), and returns the new version and that
+// record.
+func compactSummarized(t *testing.T, s history.Store, id string, v uint64, archive int) (uint64, history.UsageRecord) {
+	t.Helper()
+	ctx := context.Background()
+	sum := usageRec("sum1", "summary", 300, 30)
+	sum.TurnID, sum.CompactID = "", "c1"
+	v, err := s.BeginCompaction(ctx, id, v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: t0})
+	require.NoError(t, err)
+	v, _, err = s.CommitCompaction(ctx, id, v, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: archive, Summary: "S", At: t0, Usage: []history.UsageRecord{sum}})
+	require.NoError(t, err)
+	return v, sum
+}
+
 // UsageMix returns five usage records of two purposes, two currencies
 // and none, whose costs add up to the same float64 in any order: for a
 // store's tests of sums made other than one record at a time (a
@@ -75,12 +91,7 @@ func testUsageLedger(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	v = nv
 
-	sum := usageRec("sum1", "summary", 300, 30)
-	sum.TurnID, sum.CompactID = "", "c1"
-	v, err = s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: t0})
-	require.NoError(t, err)
-	v, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 3, Summary: "S", At: t0, Usage: []history.UsageRecord{sum}})
-	require.NoError(t, err)
+	v, sum := compactSummarized(t, s, "s", v, 3)
 
 	failed := usageRec("sum2", "summary", 400, 0)
 	failed.CompactID = "c2"
@@ -140,12 +151,7 @@ func testLastUsage(t *testing.T, h Harness) {
 	require.NoError(t, err)
 	v, err = s.Append(ctx, "s", v, Msgs("b", 2), r2)
 	require.NoError(t, err)
-	sum := usageRec("sum1", "summary", 300, 30)
-	sum.TurnID, sum.CompactID = "", "c1"
-	v, err = s.BeginCompaction(ctx, "s", v, history.CompactionRecord{CompactID: "c1", Trigger: history.TriggerAuto, Status: history.StatusInProgress, StartedAt: t0})
-	require.NoError(t, err)
-	_, _, err = s.CommitCompaction(ctx, "s", v, history.Commit{CompactID: "c1", SegmentID: "g1", Archive: 2, Summary: "S", At: t0, Usage: []history.UsageRecord{sum}})
-	require.NoError(t, err)
+	_, sum := compactSummarized(t, s, "s", v, 2)
 	require.NoError(t, s.RecordUsage(ctx, "s", []history.UsageRecord{r1}), "a retried write")
 
 	for _, reopened := range []bool{false, true} {
