@@ -283,6 +283,21 @@ func (s *Store) checkLease(ctx context.Context, tx pgx.Tx, op, id string) error 
 	return s.checkUnleased(ctx, op, id, tx.QueryRow(ctx, checkLive, bin(id)))
 }
 
+// fenced runs its function in one write transaction of session id (inTx)
+// after the lease check of every write (checkLease): the writes without
+// the version compare-and-swap (sqlstore's ReserveSeqs, RecordUsage,
+// PutVectors, LogEvents).
+func (s *Store) fenced(ctx context.Context, op, id string) func(func(pgx.Tx) error) error {
+	return func(fn func(pgx.Tx) error) error {
+		return s.inTx(ctx, op, id, func(tx pgx.Tx) error {
+			if err := s.checkLease(ctx, tx, op, id); err != nil {
+				return err
+			}
+			return fn(tx)
+		})
+	}
+}
+
 // checkUnleased scans the result of checkLive: a live lease of anyone makes
 // an unfenced write fail with a *history.LeaseError.
 func (s *Store) checkUnleased(ctx context.Context, op, id string, row pgx.Row) error {
@@ -555,28 +570,18 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 // next timeline position.
 func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
 	const op = "record config"
-	if err := storekit.CheckConfigChange(&c); err != nil {
-		return 0, nil, err
-	}
-	at, err := encodeTime(c.At)
-	if err != nil {
-		return 0, nil, err
-	}
-	var rec *history.ConfigRecord
-	v, err := s.write(ctx, op, id, version, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
-		if _, err := tx.Exec(ctx, `UPDATE sessions SET config = $2 WHERE id = $1`, bin(id), nullable(c.Config)); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO configs (session_id, pos, at, data) VALUES ($1, $2, $3, $4)`, bin(id), st.nextPos, at, []byte(c.Data)); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		rec = &history.ConfigRecord{Data: slices.Clone(c.Data), At: decodeTime(at), Position: st.nextPos}
-		return nil
+	return sqlstore.Record(storekit.CheckConfigChange(&c), &c.At, encodeTime, func(at *int64, rec **history.ConfigRecord) (uint64, error) {
+		return s.write(ctx, op, id, version, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
+			if _, err := tx.Exec(ctx, `UPDATE sessions SET config = $2 WHERE id = $1`, bin(id), nullable(c.Config)); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO configs (session_id, pos, at, data) VALUES ($1, $2, $3, $4)`, bin(id), st.nextPos, at, []byte(c.Data)); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			*rec = &history.ConfigRecord{Data: slices.Clone(c.Data), At: decodeTime(at), Position: st.nextPos}
+			return nil
+		})
 	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return v, rec, nil
 }
 
 // configs reads a session's configuration records in timeline order.
@@ -718,11 +723,8 @@ func (s *Store) CommitCompaction(ctx context.Context, id string, version uint64,
 			bin(id), bin(c.CompactID), bin(c.Summary), at, bin(c.SegmentID), from, to, int64(c.InputTokens), int64(c.OutputTokens),
 			bin(c.SummaryProvider), bin(c.SummaryModel), int64(c.ContextBefore), int64(c.ContextAfter), int64(version)+1,
 			int64(c.Fidelity.Facts), int64(c.Fidelity.Kept), encodeMissing(c.Fidelity.Missing), files)
-		switch {
-		case isUniqueViolation(err):
-			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
-		case err != nil:
-			return s.fail(ctx, op, err)
+		if err := s.st.Conflict(ctx, op, err, isUniqueViolation(err), "segment %q is already recorded", c.SegmentID); err != nil {
+			return err
 		}
 		_, err = tx.Exec(ctx, `
 			UPDATE sessions SET active_from = $2, archived = archived + $3, summary = $4 WHERE id = $1`,
@@ -886,74 +888,61 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 // primary key).
 func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
 	const op = "uncompact"
-	if err := storekit.CheckUncompaction(&u); err != nil {
-		return 0, nil, err
-	}
-	at, err := encodeTime(u.At)
-	if err != nil {
-		return 0, nil, err
-	}
-	var rec *history.UncompactionRecord
-	v, err := s.write(ctx, op, id, version, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
-		r := history.UncompactionRecord{ID: u.ID, At: decodeTime(at), Position: st.nextPos}
-		var (
-			compactID, segID []byte
-			from, to         int64
-		)
-		err := tx.QueryRow(ctx, `
-			SELECT compact_id, segment_id, from_pos, to_pos FROM compactions
-			WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos DESC LIMIT 1`, bin(id)).
-			Scan(&compactID, &segID, &from, &to)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
-			return fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
-		case err != nil:
-			return s.fail(ctx, op, err)
-		}
-		r.CompactID, r.SegmentID = string(compactID), string(segID)
-		var restored int64
-		c, err := s.chain(ctx, tx, op, id, st)
-		if err != nil {
-			return err
-		}
-		if c != nil {
-			if restored, err = s.chainCount(ctx, tx, op, c, from, to); err != nil {
+	return sqlstore.Record(storekit.CheckUncompaction(&u), &u.At, encodeTime, func(at *int64, rec **history.UncompactionRecord) (uint64, error) {
+		return s.write(ctx, op, id, version, reserve{pos: 1}, func(tx pgx.Tx, st *state) error {
+			r := history.UncompactionRecord{ID: u.ID, At: decodeTime(at), Position: st.nextPos}
+			var (
+				compactID, segID []byte
+				from, to         int64
+			)
+			err := tx.QueryRow(ctx, `
+				SELECT compact_id, segment_id, from_pos, to_pos FROM compactions
+				WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos DESC LIMIT 1`, bin(id)).
+				Scan(&compactID, &segID, &from, &to)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
+			case err != nil:
+				return s.fail(ctx, op, err)
+			}
+			r.CompactID, r.SegmentID = string(compactID), string(segID)
+			var restored int64
+			c, err := s.chain(ctx, tx, op, id, st)
+			if err != nil {
 				return err
 			}
-		} else if err := tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE session_id = $1 AND pos BETWEEN $2 AND $3`, bin(id), from, to).Scan(&restored); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		r.Restored = int(restored)
-		prev := []byte{}
-		err = tx.QueryRow(ctx, `
-			SELECT summary FROM compactions
-			WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL AND compact_id <> $2 ORDER BY from_pos DESC LIMIT 1`,
-			bin(id), compactID).Scan(&prev)
-		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return s.fail(ctx, op, err)
-		}
-		_, err = tx.Exec(ctx, `
-			UPDATE compactions SET undo_id = $3, undo_pos = $4, undone_at = $5, restored = $6
-			WHERE session_id = $1 AND compact_id = $2`, bin(id), compactID, bin(u.ID), st.nextPos, at, restored)
-		switch {
-		case isUniqueViolation(err):
-			return fmt.Errorf("%w: uncompaction %q is already recorded", history.ErrExists, u.ID)
-		case err != nil:
-			return s.fail(ctx, op, err)
-		}
-		_, err = tx.Exec(ctx, `
-			UPDATE sessions SET active_from = $2, archived = archived - $3, summary = $4 WHERE id = $1`,
-			bin(id), from, restored, prev)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		rec = &r
-		return nil
+			if c != nil {
+				if restored, err = s.chainCount(ctx, tx, op, c, from, to); err != nil {
+					return err
+				}
+			} else if err := tx.QueryRow(ctx, `SELECT count(*) FROM messages WHERE session_id = $1 AND pos BETWEEN $2 AND $3`, bin(id), from, to).Scan(&restored); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			r.Restored = int(restored)
+			prev := []byte{}
+			err = tx.QueryRow(ctx, `
+				SELECT summary FROM compactions
+				WHERE session_id = $1 AND segment_id IS NOT NULL AND undo_id IS NULL AND compact_id <> $2 ORDER BY from_pos DESC LIMIT 1`,
+				bin(id), compactID).Scan(&prev)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return s.fail(ctx, op, err)
+			}
+			_, err = tx.Exec(ctx, `
+				UPDATE compactions SET undo_id = $3, undo_pos = $4, undone_at = $5, restored = $6
+				WHERE session_id = $1 AND compact_id = $2`, bin(id), compactID, bin(u.ID), st.nextPos, at, restored)
+			if err := s.st.Conflict(ctx, op, err, isUniqueViolation(err), "uncompaction %q is already recorded", u.ID); err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `
+				UPDATE sessions SET active_from = $2, archived = archived - $3, summary = $4 WHERE id = $1`,
+				bin(id), from, restored, prev)
+			if err != nil {
+				return s.fail(ctx, op, err)
+			}
+			*rec = &r
+			return nil
+		})
 	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return v, rec, nil
 }
 
 // Timeline implements [history.Store]. It reads every message and

@@ -121,6 +121,18 @@ func (s *Store) exec(ctx context.Context, op, id string, swapped bool, fn func(c
 	return err
 }
 
+// fenced runs its function as one write of the committer on session id
+// (exec, with the lease check of every write): the writes without the
+// version compare-and-swap (sqlstore's ReserveSeqs, RecordUsage,
+// PutVectors).
+func (s *Store) fenced(ctx context.Context, op, id string) func(func(txQuerier) error) error {
+	return func(fn func(txQuerier) error) error {
+		return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
+			return fn(txQuerier{s: s, ctx: ctx, tx: tx, op: op})
+		})
+	}
+}
+
 // busy turns err, when it is SQLITE_BUSY (another connection, most likely
 // another process, kept the file's write lock past the busy timeout), into
 // a *history.BusyError for op on session id that names the session's lease
@@ -211,13 +223,7 @@ func (s *Store) Create(ctx context.Context, n history.NewSession) (*history.Snap
 		_, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, title, cwd, created_at, updated_at, num)
 			VALUES (?, 1, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions))`,
 			n.ID, nullBytes(n.Config), n.Title, n.Cwd, now, now)
-		switch {
-		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
-			return fmt.Errorf("%w: %q", history.ErrExists, n.ID)
-		case err != nil:
-			return s.fail(ctx, "create", err)
-		}
-		return nil
+		return s.st.Conflict(ctx, "create", err, isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY), "%q", n.ID)
 	})
 	if err != nil {
 		return nil, err
@@ -498,28 +504,18 @@ func (s *Store) SetConfig(ctx context.Context, id string, version uint64, config
 // next timeline position.
 func (s *Store) RecordConfig(ctx context.Context, id string, version uint64, c history.ConfigChange) (uint64, *history.ConfigRecord, error) {
 	const op = "record config"
-	if err := storekit.CheckConfigChange(&c); err != nil {
-		return 0, nil, err
-	}
-	at, err := encodeTime(c.At)
-	if err != nil {
-		return 0, nil, err
-	}
-	var rec *history.ConfigRecord
-	v, err := s.write(ctx, op, id, version, 1, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET config = ? WHERE id = ?`, nullBytes(c.Config), id); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO configs (session_id, pos, at, data) VALUES (?, ?, ?, ?)`, id, st.nextPos, at, []byte(c.Data)); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		rec = &history.ConfigRecord{Data: slices.Clone(c.Data), At: decodeTime(at), Position: st.nextPos}
-		return nil
+	return sqlstore.Record(storekit.CheckConfigChange(&c), &c.At, encodeTime, func(at sql.NullInt64, rec **history.ConfigRecord) (uint64, error) {
+		return s.write(ctx, op, id, version, 1, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
+			if _, err := tx.ExecContext(ctx, `UPDATE sessions SET config = ? WHERE id = ?`, nullBytes(c.Config), id); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO configs (session_id, pos, at, data) VALUES (?, ?, ?, ?)`, id, st.nextPos, at, []byte(c.Data)); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			*rec = &history.ConfigRecord{Data: slices.Clone(c.Data), At: decodeTime(at), Position: st.nextPos}
+			return nil
+		})
 	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return v, rec, nil
 }
 
 // configs reads a session's configuration records in timeline order.
@@ -556,13 +552,7 @@ func (s *Store) BeginCompaction(ctx context.Context, id string, version uint64, 
 			INSERT INTO compactions (session_id, compact_id, pos, status, trigger_kind, instructions, started_at, finished_at)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, rec.CompactID, st.nextPos, string(rec.Status), rec.Trigger, rec.Instructions, started, finished)
-		switch {
-		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
-			return fmt.Errorf("%w: compaction %q is already recorded", history.ErrExists, rec.CompactID)
-		case err != nil:
-			return s.fail(ctx, "begin compaction", err)
-		}
-		return nil
+		return s.st.Conflict(ctx, "begin compaction", err, isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY), "compaction %q is already recorded", rec.CompactID)
 	})
 }
 
@@ -675,11 +665,8 @@ func (s *Store) commit(ctx context.Context, id string, version uint64, c history
 			c.Summary, at, c.SegmentID, from, to, c.InputTokens, c.OutputTokens,
 			c.SummaryProvider, c.SummaryModel, c.ContextBefore, c.ContextAfter, int64(version)+1,
 			c.Fidelity.Facts, c.Fidelity.Kept, missing, sql.NullString{String: string(files), Valid: files != nil}, id, c.CompactID)
-		switch {
-		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE):
-			return fmt.Errorf("%w: segment %q is already recorded", history.ErrExists, c.SegmentID)
-		case err != nil:
-			return s.fail(ctx, op, err)
+		if err := s.st.Conflict(ctx, op, err, isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE), "segment %q is already recorded", c.SegmentID); err != nil {
+			return err
 		}
 		_, err = tx.ExecContext(ctx, `
 			UPDATE sessions SET active_from = ?, archived = archived + ?, summary = ? WHERE id = ?`,
@@ -846,72 +833,59 @@ func (s *Store) segments(ctx context.Context, op, id string, messages bool) ([]h
 // primary key).
 func (s *Store) Uncompact(ctx context.Context, id string, version uint64, u history.Uncompaction) (uint64, *history.UncompactionRecord, error) {
 	const op = "uncompact"
-	if err := storekit.CheckUncompaction(&u); err != nil {
-		return 0, nil, err
-	}
-	at, err := encodeTime(u.At)
-	if err != nil {
-		return 0, nil, err
-	}
-	var rec *history.UncompactionRecord
-	// The undo takes the next timeline position (advance 1, no message).
-	v, err := s.write(ctx, op, id, version, 1, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
-		r := history.UncompactionRecord{ID: u.ID, At: decodeTime(at), Position: st.nextPos}
-		var from, to int64
-		err := tx.QueryRowContext(ctx, `
-			SELECT compact_id, segment_id, from_pos, to_pos FROM compactions
-			WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos DESC LIMIT 1`, id).
-			Scan(&r.CompactID, &r.SegmentID, &from, &to)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
-		case err != nil:
-			return s.fail(ctx, op, err)
-		}
-		q := txQuerier{s: s, ctx: ctx, tx: tx, op: op}
-		c, err := chainOf(q, id)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		var restored int64
-		if c.forked() {
-			if restored, err = c.count(q, from, to); err != nil {
+	return sqlstore.Record(storekit.CheckUncompaction(&u), &u.At, encodeTime, func(at sql.NullInt64, rec **history.UncompactionRecord) (uint64, error) {
+		// The undo takes the next timeline position (advance 1, no message).
+		return s.write(ctx, op, id, version, 1, 0, func(ctx context.Context, tx *sql.Tx, st *state) error {
+			r := history.UncompactionRecord{ID: u.ID, At: decodeTime(at), Position: st.nextPos}
+			var from, to int64
+			err := tx.QueryRowContext(ctx, `
+				SELECT compact_id, segment_id, from_pos, to_pos FROM compactions
+				WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL ORDER BY from_pos DESC LIMIT 1`, id).
+				Scan(&r.CompactID, &r.SegmentID, &from, &to)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return fmt.Errorf("%w: session %q", history.ErrNothingToUndo, id)
+			case err != nil:
+				return s.fail(ctx, op, err)
+			}
+			q := txQuerier{s: s, ctx: ctx, tx: tx, op: op}
+			c, err := chainOf(q, id)
+			if err != nil {
+				return s.fail(ctx, op, err)
+			}
+			var restored int64
+			if c.forked() {
+				if restored, err = c.count(q, from, to); err != nil {
+					return err
+				}
+			} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM messages `+whereRange, id, from, to).Scan(&restored); err != nil {
+				return s.fail(ctx, op, err)
+			}
+			r.Restored = int(restored)
+			var prev string
+			err = tx.QueryRowContext(ctx, `
+				SELECT summary FROM compactions
+				WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL AND compact_id <> ? ORDER BY from_pos DESC LIMIT 1`, id, r.CompactID).
+				Scan(&prev)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return s.fail(ctx, op, err)
+			}
+			_, err = tx.ExecContext(ctx, `
+				UPDATE compactions SET undo_id = ?, undo_pos = ?, undone_at = ?, restored = ?
+				WHERE session_id = ? AND compact_id = ?`, u.ID, st.nextPos, at, restored, id, r.CompactID)
+			if err := s.st.Conflict(ctx, op, err, isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE), "uncompaction %q is already recorded", u.ID); err != nil {
 				return err
 			}
-		} else if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM messages `+whereRange, id, from, to).Scan(&restored); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		r.Restored = int(restored)
-		var prev string
-		err = tx.QueryRowContext(ctx, `
-			SELECT summary FROM compactions
-			WHERE session_id = ? AND segment_id IS NOT NULL AND undo_id IS NULL AND compact_id <> ? ORDER BY from_pos DESC LIMIT 1`, id, r.CompactID).
-			Scan(&prev)
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return s.fail(ctx, op, err)
-		}
-		_, err = tx.ExecContext(ctx, `
-			UPDATE compactions SET undo_id = ?, undo_pos = ?, undone_at = ?, restored = ?
-			WHERE session_id = ? AND compact_id = ?`, u.ID, st.nextPos, at, restored, id, r.CompactID)
-		switch {
-		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_UNIQUE):
-			return fmt.Errorf("%w: uncompaction %q is already recorded", history.ErrExists, u.ID)
-		case err != nil:
-			return s.fail(ctx, op, err)
-		}
-		_, err = tx.ExecContext(ctx, `
-			UPDATE sessions SET active_from = ?, archived = archived - ?, summary = ? WHERE id = ?`,
-			from, restored, prev, id)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		rec = &r
-		return nil
+			_, err = tx.ExecContext(ctx, `
+				UPDATE sessions SET active_from = ?, archived = archived - ?, summary = ? WHERE id = ?`,
+				from, restored, prev, id)
+			if err != nil {
+				return s.fail(ctx, op, err)
+			}
+			*rec = &r
+			return nil
+		})
 	})
-	if err != nil {
-		return 0, nil, err
-	}
-	return v, rec, nil
 }
 
 // Timeline implements [history.Store]. It reads every message and

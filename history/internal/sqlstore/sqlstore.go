@@ -2,22 +2,26 @@
 // history/postgres) do alike apart from their SQL: the closed state and the
 // error wrapping of a store, the loop over a result's rows, the range and
 // form of stored times and tool-call arguments, the statement of a
-// ListSessions page, the order of the schema migrations and the steps of a
-// reservation of sequence numbers (Reserve). The stores keep
-// their SQL, their driver's error mapping and their row scanning.
+// ListSessions page, the order of the schema migrations, and the steps of
+// the operations written once over the store's transaction: a reservation
+// of sequence numbers (Reserve, ReserveSeqs), LogEvents, RecordUsage,
+// PutVectors, Fork, and the writes of one timeline record (Record). The
+// stores keep their SQL, their driver's error mapping and their row
+// scanning.
 //
 // What the two stores still write alike, and why it stays in both:
 //
-//   - The methods of history.Store, history.Lister and history.EventLog
-//     (store.go, list.go, events.go): each is a sequence of statements whose
-//     text, placeholders, argument values (bytea through bin in PostgreSQL,
-//     text in SQLite), scan targets and constraint errors (ON CONFLICT DO
-//     NOTHING against SQLite's constraint codes) differ statement by
-//     statement; what lies between the statements is shared already
-//     (storekit's Check functions and MergeEntries, CommittedSegment,
-//     segments.Builder, Query, Found, ListQuery). Sharing the sequences would
-//     need a callback per statement. What stands twice are their
-//     signatures, the order of the shared calls and Go's error returns.
+//   - The other methods of history.Store, history.Lister and
+//     history.EventLog (store.go, list.go, events.go): each is a sequence
+//     of statements whose text, placeholders, argument values (bytea
+//     through bin in PostgreSQL, text in SQLite), scan targets and
+//     constraint errors differ statement by statement; what lies between
+//     the statements is shared already (storekit's Check functions and
+//     MergeEntries, CommittedSegment, segments.Builder, Query, Found,
+//     Conflict, ListQuery). Where the steps are more than a few shared
+//     calls, the operation is written here once over the store's
+//     transaction with a function per statement (ForkSteps); what stands
+//     twice are their signatures and Go's error returns.
 //   - The migrations (schema.go): each database's own DDL; their order and
 //     the version bookkeeping are [Schema.Migrate].
 //   - Acquire, Release and ReadLease (lease.go, readlease.go): the lease
@@ -39,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/sessionkit/sessionkit/history"
 )
@@ -91,6 +96,42 @@ func (s *State) Fail(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("%s: %s: %w (%v)", s.name, op, ctx.Err(), err)
 	}
 	return fmt.Errorf("%s: %s: %w", s.name, op, err)
+}
+
+// Conflict maps the error of a statement that may break a uniqueness
+// constraint (an insert of a new ID): dup, the store's reading of err as
+// that violation, is [history.ErrExists] with what format and args name;
+// any other error is wrapped for op as Fail wraps it, and nil stays nil.
+func (s *State) Conflict(ctx context.Context, op string, err error, dup bool, format string, args ...any) error {
+	switch {
+	case dup:
+		return fmt.Errorf("%w: "+format, append([]any{history.ErrExists}, args...)...)
+	case err != nil:
+		return s.Fail(ctx, op, err)
+	}
+	return nil
+}
+
+// Record runs a write that records one R at the next timeline position
+// (RecordConfig, Uncompact): checked is the check of its input, which
+// fails the write first; at is the record's time, which encode turns into
+// the store's column value (rejecting a time out of range); write runs the
+// store's write transaction with it, sets the record and returns the
+// session's new version.
+func Record[T, R any](checked error, at *time.Time, encode func(time.Time) (T, error), write func(at T, rec **R) (uint64, error)) (uint64, *R, error) {
+	if checked != nil {
+		return 0, nil, checked
+	}
+	t, err := encode(*at)
+	if err != nil {
+		return 0, nil, err
+	}
+	var rec *R
+	v, err := write(t, &rec)
+	if err != nil {
+		return 0, nil, err
+	}
+	return v, rec, nil
 }
 
 // Rows is a driver's result set as Query reads it (*sql.Rows, pgx.Rows).
