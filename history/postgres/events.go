@@ -8,7 +8,6 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
-	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // LogEvents implements [history.EventLog]: the events and the session's
@@ -17,37 +16,28 @@ import (
 func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
 	const op = "log events"
 	key := bin(id)
-	return s.inTx(ctx, op, id, func(tx pgx.Tx) error {
-		if err := s.checkLease(ctx, tx, op, id); err != nil {
-			return err
-		}
-		var last int64
-		err := tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
-		if err := s.found(ctx, op, id, err); err != nil {
-			return err
-		}
-		if err := storekit.CheckEventBatch(&b, uint64(last)); err != nil {
-			return err
-		}
-		if len(b.Events) > 0 {
+	return s.fenced(ctx, op, id)(func(tx pgx.Tx) error {
+		return sqlstore.LogEvents(&b, func() (uint64, error) {
+			var last int64
+			err := tx.QueryRow(ctx, `SELECT last_seq FROM sessions WHERE id = $1 FOR UPDATE`, key).Scan(&last)
+			return uint64(last), err
+		}, func(events []history.LoggedEvent) error {
 			// One statement, not COPY: a holder frozen halfway through a
 			// COPY would leave the server waiting for its data, which no
 			// idle_in_transaction_session_timeout ends (see idleInTx).
-			seqs, ats := make([]int64, len(b.Events)), make([]int64, len(b.Events))
-			kinds, data := make([]string, len(b.Events)), make([][]byte, len(b.Events))
-			for i, e := range b.Events {
+			seqs, ats := make([]int64, len(events)), make([]int64, len(events))
+			kinds, data := make([]string, len(events)), make([][]byte, len(events))
+			for i, e := range events {
 				seqs[i], ats[i], kinds[i], data[i] = int64(e.Seq), e.Time.UnixNano(), e.Kind, sqlstore.NotNull(e.Data)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO events (session_id, seq, at, kind, data)
+			_, err := tx.Exec(ctx, `INSERT INTO events (session_id, seq, at, kind, data)
 				SELECT $1, e.seq, e.at, e.kind, e.data FROM unnest($2::bigint[], $3::bigint[], $4::text[], $5::bytea[]) AS e (seq, at, kind, data)`,
-				key, seqs, ats, kinds, data); err != nil {
-				return s.fail(ctx, op, err)
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2, log_covers = GREATEST(log_covers, $3) WHERE id = $1`, key, int64(b.Through), b.Covers); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		return nil
+				key, seqs, ats, kinds, data)
+			return err
+		}, func(through uint64, covers int64) error {
+			_, err := tx.Exec(ctx, `UPDATE sessions SET last_seq = $2, log_covers = GREATEST(log_covers, $3) WHERE id = $1`, key, int64(through), covers)
+			return err
+		}, func(err error) error { return s.found(ctx, op, id, err) }, func(err error) error { return s.fail(ctx, op, err) })
 	})
 }
 
@@ -56,25 +46,9 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 // like LogEvents.
 func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
 	const op = "reserve sequence numbers"
-	if err := storekit.CheckSeqGap(gap); err != nil {
-		return history.SeqReservation{}, err
-	}
-	key := bin(id)
-	var r history.SeqReservation
-	err := s.inTx(ctx, op, id, func(tx pgx.Tx) error {
-		if err := s.checkLease(ctx, tx, op, id); err != nil {
-			return err
-		}
-		var err error
-		if r, err = s.reserveSeqs(ctx, tx, op, key, gap); err == nil && !r.Found {
-			err = s.found(ctx, op, id, pgx.ErrNoRows)
-		}
-		return err
-	})
-	if err != nil {
-		return history.SeqReservation{}, err
-	}
-	return r, nil
+	return sqlstore.ReserveSeqs(gap, s.fenced(ctx, op, id), func(tx pgx.Tx) (history.SeqReservation, error) {
+		return s.reserveSeqs(ctx, tx, op, bin(id), gap)
+	}, func() error { return s.found(ctx, op, id, pgx.ErrNoRows) })
 }
 
 // reserveSeqs is the reservation of ReserveSeqs and AcquireReserving

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
@@ -57,20 +58,11 @@ func (s *Store) recordUsage(ctx context.Context, tx pgx.Tx, op, id string, recs 
 // LogEvents.
 func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.UsageRecord) error {
 	const op = "record usage"
-	if err := storekit.CheckUsage(recs); err != nil {
-		return err
-	}
-	return s.inTx(ctx, op, id, func(tx pgx.Tx) error {
-		if err := s.checkLease(ctx, tx, op, id); err != nil {
-			return err
-		}
+	return sqlstore.RecordUsage(recs, s.fenced(ctx, op, id), func(tx pgx.Tx) error {
 		var one int
 		err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1 FOR UPDATE`, bin(id)).Scan(&one)
-		if err := s.found(ctx, op, id, err); err != nil {
-			return err
-		}
-		return s.recordUsage(ctx, tx, op, id, recs)
-	})
+		return s.found(ctx, op, id, err)
+	}, func(tx pgx.Tx, recs []history.UsageRecord) error { return s.recordUsage(ctx, tx, op, id, recs) })
 }
 
 // Usage implements [history.Ledger]: the rows in the order of num, the

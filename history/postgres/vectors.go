@@ -2,14 +2,12 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 	"github.com/sessionkit/sessionkit/history/internal/vecsearch"
-	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // The vectors of history.VectorIndex (migration 15), as the SQLite store
@@ -37,33 +35,19 @@ const withChain = `WITH RECURSIVE chain (cid, hi, depth) AS (
 // fenced by the lease like every write.
 func (s *Store) PutVectors(ctx context.Context, id string, vecs []history.MessageVector) error {
 	const op = "put vectors"
-	if err := vecsearch.Check(vecs); err != nil {
-		return err
-	}
 	key := bin(id)
-	return s.inTx(ctx, op, id, func(tx pgx.Tx) error {
-		if err := s.checkLease(ctx, tx, op, id); err != nil {
-			return err
+	return sqlstore.PutVectors(id, vecs, s.fenced(ctx, op, id), func(tx pgx.Tx) error {
+		_, err := s.exists(ctx, tx, op, id)
+		return err
+	}, func(tx pgx.Tx, v *history.MessageVector) (bool, error) {
+		tag, err := tx.Exec(ctx, `INSERT INTO vectors (session_id, pos, vec)
+			SELECT $1::bytea, $2::bigint, $4::bytea WHERE EXISTS (`+withChain+`SELECT 1 FROM chain c JOIN messages m ON m.session_id = c.cid AND m.pos = $2 AND m.pos <= c.hi
+				WHERE m.id = $3)
+			ON CONFLICT (session_id, pos) DO UPDATE SET vec = EXCLUDED.vec`, key, v.Position, bin(v.MessageID), vecsearch.Encode(v.Vector))
+		if err != nil {
+			return false, s.fail(ctx, op, err)
 		}
-		if _, err := s.exists(ctx, tx, op, id); err != nil {
-			return err
-		}
-		for _, v := range vecs {
-			var one int
-			err := tx.QueryRow(ctx, withChain+`SELECT 1 FROM chain c JOIN messages m ON m.session_id = c.cid AND m.pos = $2 AND m.pos <= c.hi
-				WHERE m.id = $3 LIMIT 1`, key, v.Position, bin(v.MessageID)).Scan(&one)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return storekit.UnknownMessage(id, fmt.Sprintf("%s at %d", v.MessageID, v.Position))
-			}
-			if err != nil {
-				return s.fail(ctx, op, err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO vectors (session_id, pos, vec) VALUES ($1, $2, $3)
-				ON CONFLICT (session_id, pos) DO UPDATE SET vec = EXCLUDED.vec`, key, v.Position, vecsearch.Encode(v.Vector)); err != nil {
-				return s.fail(ctx, op, err)
-			}
-		}
-		return nil
+		return tag.RowsAffected() == 1, nil
 	})
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
-	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // seqColumn scans a sequence number, which the schema keeps in a signed
@@ -35,29 +34,26 @@ func (c seqColumn) Value() (driver.Value, error) { return int64(c), nil }
 func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) error {
 	const op = "log events"
 	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
-		var last seqColumn
-		if err := s.row(ctx, tx, op, id, "last_seq", &last); err != nil {
-			return err
-		}
-		if err := storekit.CheckEventBatch(&b, uint64(last)); err != nil {
-			return err
-		}
-		if len(b.Events) > 0 {
+		return sqlstore.LogEvents(&b, func() (uint64, error) {
+			var last seqColumn
+			err := tx.QueryRowContext(ctx, `SELECT last_seq FROM sessions WHERE id = ?`, id).Scan(&last)
+			return uint64(last), err
+		}, func(events []history.LoggedEvent) error {
 			stmt, err := tx.PrepareContext(ctx, `INSERT INTO events (session_id, seq, at, kind, data) VALUES (?, ?, ?, ?, ?)`)
 			if err != nil {
-				return s.fail(ctx, op, err)
+				return err
 			}
 			defer func() { _ = stmt.Close() }()
-			for _, e := range b.Events {
+			for _, e := range events {
 				if _, err := stmt.ExecContext(ctx, id, seqColumn(e.Seq), e.Time.UnixNano(), e.Kind, sqlstore.NotNull(e.Data)); err != nil {
-					return s.fail(ctx, op, err)
+					return err
 				}
 			}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, log_covers = max(log_covers, ?) WHERE id = ?`, seqColumn(b.Through), b.Covers, id); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		return nil
+			return nil
+		}, func(through uint64, covers int64) error {
+			_, err := tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, log_covers = max(log_covers, ?) WHERE id = ?`, seqColumn(through), covers, id)
+			return err
+		}, func(err error) error { return s.found(ctx, op, id, err) }, func(err error) error { return s.fail(ctx, op, err) })
 	})
 }
 
@@ -66,22 +62,9 @@ func (s *Store) LogEvents(ctx context.Context, id string, b history.EventBatch) 
 // compare-and-swap, like LogEvents.
 func (s *Store) ReserveSeqs(ctx context.Context, id string, gap uint64) (history.SeqReservation, error) {
 	const op = "reserve sequence numbers"
-	if err := storekit.CheckSeqGap(gap); err != nil {
-		return history.SeqReservation{}, err
-	}
-	var r history.SeqReservation
-	err := s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
-		var err error
-		r, err = s.reserveSeqs(ctx, tx, op, id, gap)
-		if err == nil && !r.Found {
-			err = s.found(ctx, op, id, sql.ErrNoRows)
-		}
-		return err
-	})
-	if err != nil {
-		return history.SeqReservation{}, err
-	}
-	return r, nil
+	return sqlstore.ReserveSeqs(gap, s.fenced(ctx, op, id), func(q txQuerier) (history.SeqReservation, error) {
+		return s.reserveSeqs(q.ctx, q.tx, op, id, gap)
+	}, func() error { return s.found(ctx, op, id, sql.ErrNoRows) })
 }
 
 // reserveSeqs is the reservation of ReserveSeqs and AcquireReserving

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
@@ -36,16 +37,10 @@ func (s *Store) recordUsage(ctx context.Context, tx *sql.Tx, op, id string, recs
 // compare-and-swap, like LogEvents.
 func (s *Store) RecordUsage(ctx context.Context, id string, recs []history.UsageRecord) error {
 	const op = "record usage"
-	if err := storekit.CheckUsage(recs); err != nil {
-		return err
-	}
-	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
+	return sqlstore.RecordUsage(recs, s.fenced(ctx, op, id), func(q txQuerier) error {
 		var one int
-		if err := s.row(ctx, tx, op, id, "1", &one); err != nil {
-			return err
-		}
-		return s.recordUsage(ctx, tx, op, id, recs)
-	})
+		return s.row(q.ctx, q.tx, op, id, "1", &one)
+	}, func(q txQuerier, recs []history.UsageRecord) error { return s.recordUsage(q.ctx, q.tx, op, id, recs) })
 }
 
 // Usage implements [history.Ledger]: the rows in rowid order, the order

@@ -4,12 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
 	"github.com/sessionkit/sessionkit/history/internal/vecsearch"
-	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // The vectors of history.VectorIndex (migration 17): one row per message
@@ -25,30 +23,24 @@ import (
 // fenced by the lease like every write.
 func (s *Store) PutVectors(ctx context.Context, id string, vecs []history.MessageVector) error {
 	const op = "put vectors"
-	if err := vecsearch.Check(vecs); err != nil {
-		return err
-	}
-	return s.exec(ctx, op, id, false, func(ctx context.Context, tx *sql.Tx) error {
-		q := txQuerier{s: s, ctx: ctx, tx: tx, op: op}
-		c, err := chainOf(q, id)
-		if err := s.found(ctx, op, id, err); err != nil {
-			return err
+	var c chain
+	return sqlstore.PutVectors(id, vecs, s.fenced(ctx, op, id), func(q txQuerier) error {
+		var err error
+		c, err = chainOf(q, id)
+		return s.found(q.ctx, op, id, err)
+	}, func(q txQuerier, v *history.MessageVector) (bool, error) {
+		l := c.byPos(v.Position)
+		if v.Position <= l.lo || v.Position > l.hi {
+			return false, nil
 		}
-		for _, v := range vecs {
-			l := c.byPos(v.Position)
-			var one int
-			err := queryRow(q, `SELECT 1 FROM messages WHERE session_id = ? AND pos = ? AND `+messageIDExpr+` = ?`, []any{l.id, v.Position, []byte(v.MessageID)}, &one)
-			if errors.Is(err, sql.ErrNoRows) || err == nil && (v.Position <= l.lo || v.Position > l.hi) {
-				return storekit.UnknownMessage(id, fmt.Sprintf("%s at %d", v.MessageID, v.Position))
-			}
-			if err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO vectors (session_id, pos, vec) VALUES (?, ?, ?)`, id, v.Position, vecsearch.Encode(v.Vector)); err != nil {
-				return s.fail(ctx, op, err)
-			}
+		res, err := q.tx.ExecContext(q.ctx, `INSERT OR REPLACE INTO vectors (session_id, pos, vec)
+			SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM messages WHERE session_id = ? AND pos = ? AND `+messageIDExpr+` = ?)`,
+			id, v.Position, vecsearch.Encode(v.Vector), l.id, v.Position, []byte(v.MessageID))
+		if err != nil {
+			return false, s.fail(q.ctx, op, err)
 		}
-		return nil
+		n, err := res.RowsAffected()
+		return n == 1, err
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // Reserve is the reservation of gap sequence numbers (history.EventLog's
@@ -34,4 +35,30 @@ func Reserve(gap uint64, raise func(gap, limit uint64) (uint64, error), last fun
 		return history.SeqReservation{}, fail(err)
 	}
 	return history.SeqReservation{Found: true, Last: through}, nil
+}
+
+// LogEvents is history.EventLog's LogEvents inside a store's write
+// transaction, after its lease check: last reads the session's last
+// sequence number and locks its row, the batch is checked against it
+// (storekit.CheckEventBatch), insert writes its events (when it has any)
+// and mark records its Through and Covers. found maps the error of last
+// (a missing session is history.ErrNotFound); fail wraps the errors of
+// insert and mark, which come from the driver, for the store's operation.
+func LogEvents(b *history.EventBatch, last func() (uint64, error), insert func([]history.LoggedEvent) error, mark func(through uint64, covers int64) error, found, fail func(error) error) error {
+	n, err := last()
+	if err := found(err); err != nil {
+		return err
+	}
+	if err := storekit.CheckEventBatch(b, n); err != nil {
+		return err
+	}
+	if len(b.Events) > 0 {
+		if err := insert(b.Events); err != nil {
+			return fail(err)
+		}
+	}
+	if err := mark(b.Through, b.Covers); err != nil {
+		return fail(err)
+	}
+	return nil
 }
