@@ -510,3 +510,35 @@ func testForkDeleteSiblings(t *testing.T, h Harness) {
 	assert.Empty(t, listAll(t, s, history.ListOptions{}, nil))
 	create(t, s, "src")
 }
+
+// testForkSettings: a fork takes the configuration, title and working
+// directory its spec gives, and its source's for each it leaves empty, in
+// its snapshot, its Load and its listing.
+func testForkSettings(t *testing.T, h Harness) {
+	ctx := context.Background()
+	s := h.New(t)
+	snap, err := s.Create(ctx, history.NewSession{ID: "src", Config: json.RawMessage(`{"k":1}`), Title: "Source", Cwd: "/src"})
+	require.NoError(t, err)
+	appendMsgs(t, s, "src", snap.Version, Msgs("m", 2))
+	for _, tc := range []struct {
+		spec               history.ForkSpec
+		config, title, cwd string
+	}{
+		{history.ForkSpec{ID: "same", From: "src"}, `{"k":1}`, "Source", "/src"},
+		{history.ForkSpec{ID: "own", From: "src", Config: json.RawMessage(`{"k":9}`), Title: "Fork", Cwd: "/fork"}, `{"k":9}`, "Fork", "/fork"},
+	} {
+		got, err := s.Fork(ctx, tc.spec)
+		require.NoError(t, err, tc.spec.ID)
+		loaded, err := s.Load(ctx, tc.spec.ID)
+		require.NoError(t, err, tc.spec.ID)
+		for _, snap := range []*history.Snapshot{got, loaded} {
+			assert.JSONEq(t, tc.config, string(snap.Config), tc.spec.ID)
+			assert.Equal(t, tc.title, snap.Title, tc.spec.ID)
+			assert.Equal(t, tc.cwd, snap.Cwd, tc.spec.ID)
+		}
+		page, err := s.ListSessions(ctx, history.ListOptions{ForkOf: "src", Cwd: tc.cwd})
+		require.NoError(t, err, tc.spec.ID)
+		require.Len(t, page.Sessions, 1, tc.spec.ID)
+		assert.Equal(t, tc.title, page.Sessions[0].Title, tc.spec.ID)
+	}
+}

@@ -136,6 +136,7 @@ func Run(t *testing.T, h Harness) {
 		{"ForkDeep", testForkDeep},
 		{"ForkDeleteRecreate", testForkDeleteRecreate},
 		{"ForkDeleteSiblings", testForkDeleteSiblings},
+		{"ForkSettings", testForkSettings},
 		{"Vectors", testVectors},
 		{"VectorsInvalid", testVectorsInvalid},
 		{"VectorsFork", testVectorsFork},

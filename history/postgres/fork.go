@@ -3,14 +3,12 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
-	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // Fork implements [history.Catalog] as the SQLite store does
@@ -27,143 +25,126 @@ import (
 // *history.BusyError of the source, naming its lease holder.
 func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snapshot, error) {
 	const op = "fork"
-	if err := storekit.CheckFork(&spec); err != nil {
-		return nil, err
-	}
 	from, key := bin(spec.From), bin(spec.ID)
-	var snap *history.Snapshot
-	err := s.inTx(ctx, op, spec.ID, func(tx pgx.Tx) error {
-		if s.l != nil {
-			if err := s.l.check(ctx, op, tx.QueryRow(ctx, checkToken, key)); err != nil {
-				return err
+	var src chain
+	return sqlstore.Fork(spec, func(fn func(pgx.Tx) error) error {
+		return s.inTx(ctx, op, spec.ID, func(tx pgx.Tx) error {
+			if s.l != nil {
+				if err := s.l.check(ctx, op, tx.QueryRow(ctx, checkToken, key)); err != nil {
+					return err
+				}
 			}
-		}
-		var (
-			nextPos, count     int64
-			config, title, cwd []byte
-			forked             bool
-		)
-		err := tx.QueryRow(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd, fork_of IS NOT NULL FROM sessions
-			WHERE id = $1 AND NOT deleted FOR KEY SHARE`, from).
-			Scan(&nextPos, &count, &config, &title, &cwd, &forked)
-		if isLockTimeout(err) { // the wait was for the source's row
-			return s.busy(ctx, op, spec.From, err)
-		}
-		if err := s.found(ctx, op, spec.From, err); err != nil {
-			return err
-		}
-		var one int
-		switch err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1`, key).Scan(&one); {
-		case err == nil:
-			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
-		case !errors.Is(err, pgx.ErrNoRows):
-			return s.fail(ctx, op, err)
-		}
-		src := chain{{key: from, lo: -1, hi: math.MaxInt64, seqHi: math.MaxInt64}}
-		if forked {
-			if src, err = s.chainOf(ctx, tx, op, spec.From); err != nil {
-				return err
+			return fn(tx)
+		})
+	}, sqlstore.ForkSteps[pgx.Tx]{
+		Source: func(tx pgx.Tx) (sqlstore.ForkSource, error) {
+			var (
+				r                  sqlstore.ForkSource
+				config, title, cwd []byte
+				forked             bool
+			)
+			err := tx.QueryRow(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd, fork_of IS NOT NULL FROM sessions
+				WHERE id = $1 AND NOT deleted FOR KEY SHARE`, from).
+				Scan(&r.NextPos, &r.Count, &config, &title, &cwd, &forked)
+			if isLockTimeout(err) { // the wait was for the source's row
+				return r, s.busy(ctx, op, spec.From, err)
 			}
-		}
-		// at is the fork point, n the number of messages inherited.
-		at, n := nextPos-1, count
-		if spec.At != "" {
-			pos, seq, found, err := s.chainFind(ctx, tx, op, src, spec.At)
-			switch {
+			if err := s.found(ctx, op, spec.From, err); err != nil {
+				return r, err
+			}
+			r.Config, r.Title, r.Cwd = config, defaultTitle(title), string(cwd)
+			src = chain{{key: from, lo: -1, hi: math.MaxInt64, seqHi: math.MaxInt64}}
+			if forked {
+				src, err = s.chainOf(ctx, tx, op, spec.From)
+			}
+			return r, err
+		},
+		Taken: func(tx pgx.Tx) (bool, error) {
+			var one int
+			switch err := tx.QueryRow(ctx, `SELECT 1 FROM sessions WHERE id = $1`, key).Scan(&one); {
+			case errors.Is(err, pgx.ErrNoRows):
+				return false, nil
 			case err != nil:
-				return err
-			case !found:
-				return storekit.UnknownMessage(spec.From, spec.At)
+				return false, s.fail(ctx, op, err)
 			}
-			at, n = pos, seq+1
-		}
-		var inside []byte
-		err = tx.QueryRow(ctx, `SELECT compact_id FROM compactions WHERE session_id = $1 AND pos <= $2
-			AND (status = 'in_progress' OR (segment_id IS NOT NULL AND to_pos > $2)) ORDER BY pos LIMIT 1`, from, at).Scan(&inside)
-		switch {
-		case err == nil:
-			return storekit.ForkInCompaction(spec.From, at, string(inside))
-		case !errors.Is(err, pgx.ErrNoRows):
-			return s.fail(ctx, op, err)
-		}
-		activeFrom, archived, summary, err := s.standingAt(ctx, tx, op, src, from, at)
-		if err != nil {
-			return err
-		}
-		var forkAt []byte
-		if n > 0 {
-			if err := tx.QueryRow(ctx, `SELECT id FROM messages WHERE session_id = $1 AND seq = $2`, src.bySeq(n-1), n-1).Scan(&forkAt); err != nil {
-				return s.fail(ctx, op, err)
+			return true, nil
+		},
+		Find: func(tx pgx.Tx, msgID string) (int64, int64, bool, error) {
+			return s.chainFind(ctx, tx, op, src, msgID)
+		},
+		Inside: func(tx pgx.Tx, at int64) (string, bool, error) {
+			var inside []byte
+			err := tx.QueryRow(ctx, `SELECT compact_id FROM compactions WHERE session_id = $1 AND pos <= $2
+				AND (status = 'in_progress' OR (segment_id IS NOT NULL AND to_pos > $2)) ORDER BY pos LIMIT 1`, from, at).Scan(&inside)
+			switch {
+			case errors.Is(err, pgx.ErrNoRows):
+				return "", false, nil
+			case err != nil:
+				return "", false, s.fail(ctx, op, err)
 			}
-		}
-		if summary == nil {
-			summary = []byte{}
-		}
-		if spec.Config != nil {
-			config = spec.Config
-		}
-		t := defaultTitle(title)
-		if spec.Title != "" {
-			t = spec.Title
-		}
-		c := string(cwd)
-		if spec.Cwd != "" {
-			c = spec.Cwd
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
-				title, cwd, created_at, updated_at, fork_of, fork_pos, fork_seq, fork_at)
-			VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, `+nowNanos+`, `+nowNanos+`, $10, $11, $12, $13)`,
-			key, nullable(config), summary, activeFrom, archived, n, at+1, bin(t), bin(c), from, at, n, bin(string(forkAt)))
-		switch {
-		case isUniqueViolation(err): // created since the check above
-			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
-		case err != nil:
-			return s.fail(ctx, op, err)
-		}
-		if s.l == nil {
-			if err := s.checkUnleased(ctx, op, spec.ID, tx.QueryRow(ctx, checkLive, key)); err != nil {
+			return string(inside), true, nil
+		},
+		Standing: func(tx pgx.Tx, at int64) (int64, int64, string, error) {
+			return s.standingAt(ctx, tx, op, src, from, at)
+		},
+		MessageID: func(tx pgx.Tx, seq int64) (string, error) {
+			var id []byte
+			if err := tx.QueryRow(ctx, `SELECT id FROM messages WHERE session_id = $1 AND seq = $2`, src.bySeq(seq), seq).Scan(&id); err != nil {
+				return "", s.fail(ctx, op, err)
+			}
+			return string(id), nil
+		},
+		Write: func(tx pgx.Tx, r *sqlstore.ForkRow) error {
+			_, err := tx.Exec(ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
+					title, cwd, created_at, updated_at, fork_of, fork_pos, fork_seq, fork_at)
+				VALUES ($1, 1, $2, $3, $4, $5, $6, $7, $8, $9, `+nowNanos+`, `+nowNanos+`, $10, $11, $12, $13)`,
+				key, nullable(r.Config), bin(r.Summary), r.ActiveFrom, r.Archived, r.N, r.At+1, bin(r.Title), bin(r.Cwd), from, r.At, r.N, bin(r.ForkAt))
+			// A unique violation: created since the check of Taken.
+			if err := s.st.Conflict(ctx, op, err, isUniqueViolation(err), "%q", spec.ID); err != nil {
 				return err
 			}
-		}
-		for _, table := range []string{"compactions", "configs"} {
-			if _, err := tx.Exec(ctx, sqlstore.CopyRows(table, forkCopies[table], "$1", "$2", "$3"), key, from, at); err != nil {
+			if s.l == nil {
+				if err := s.checkUnleased(ctx, op, spec.ID, tx.QueryRow(ctx, checkLive, key)); err != nil {
+					return err
+				}
+			}
+			for _, table := range []string{"compactions", "configs"} {
+				if _, err := tx.Exec(ctx, sqlstore.CopyRows(table, forkCopies[table], "$1", "$2", "$3"), key, from, r.At); err != nil {
+					return s.fail(ctx, op, err)
+				}
+			}
+			// A Segment undone after the fork point stands in the fork.
+			if _, err := tx.Exec(ctx, `UPDATE compactions SET undo_id = NULL, undo_pos = NULL, undone_at = NULL, restored = NULL
+					WHERE session_id = $1 AND undo_pos > $2`, key, r.At); err != nil {
 				return s.fail(ctx, op, err)
 			}
-		}
-		// A Segment undone after the fork point stands in the fork.
-		if _, err := tx.Exec(ctx, `UPDATE compactions SET undo_id = NULL, undo_pos = NULL, undone_at = NULL, restored = NULL
-				WHERE session_id = $1 AND undo_pos > $2`, key, at); err != nil {
-			return s.fail(ctx, op, err)
-		}
-		snap = &history.Snapshot{ID: spec.ID, Version: 1, Config: config, Summary: string(summary), Title: t, Cwd: c,
-			Archived: archived, NextPosition: at + 1, ForkOf: spec.From, ForkAt: string(forkAt), ForkPosition: at}
-		return nil
+			return nil
+		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	return snap, nil
 }
 
 // standingAt is the state of the session of chain src (keyed from) at
 // position at, as a fork there starts: the newest Segment standing then
 // gives its Active's first position, its archived messages and its
-// summary (0, 0 and nil for none).
-func (s *Store) standingAt(ctx context.Context, tx pgx.Tx, op string, src chain, from []byte, at int64) (activeFrom, archived int64, summary []byte, err error) {
-	var toPos int64
+// summary (0, 0 and "" for none).
+func (s *Store) standingAt(ctx context.Context, tx pgx.Tx, op string, src chain, from []byte, at int64) (activeFrom, archived int64, summary string, err error) {
+	var (
+		toPos int64
+		sum   []byte
+	)
 	err = tx.QueryRow(ctx, `SELECT to_pos, summary FROM compactions WHERE session_id = $1 AND segment_id IS NOT NULL
-		AND pos <= $2 AND (undo_pos IS NULL OR undo_pos > $2) ORDER BY from_pos DESC LIMIT 1`, from, at).Scan(&toPos, &summary)
+		AND pos <= $2 AND (undo_pos IS NULL OR undo_pos > $2) ORDER BY from_pos DESC LIMIT 1`, from, at).Scan(&toPos, &sum)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return 0, 0, nil, nil
+		return 0, 0, "", nil
 	case err != nil:
-		return 0, 0, nil, s.fail(ctx, op, err)
+		return 0, 0, "", s.fail(ctx, op, err)
 	}
 	var seq int64
 	if err := tx.QueryRow(ctx, `SELECT seq FROM messages WHERE session_id = $1 AND pos = $2`, src.byPos(toPos), toPos).Scan(&seq); err != nil {
-		return 0, 0, nil, s.fail(ctx, op, err)
+		return 0, 0, "", s.fail(ctx, op, err)
 	}
-	return toPos + 1, seq + 1, summary, nil
+	return toPos + 1, seq + 1, string(sum), nil
 }
 
 // forkCopies are the columns of the tables whose rows up to the fork

@@ -4,14 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/sqlstore"
-	"github.com/sessionkit/sessionkit/history/storekit"
 )
 
 // Fork implements [history.Catalog]: one write of the committer, after the
@@ -24,118 +22,88 @@ import (
 // after the fork point stands in the fork) and its configuration records.
 func (s *Store) Fork(ctx context.Context, spec history.ForkSpec) (*history.Snapshot, error) {
 	const op = "fork"
-	if err := storekit.CheckFork(&spec); err != nil {
-		return nil, err
-	}
-	var snap *history.Snapshot
-	err := s.exec(ctx, op, spec.ID, false, func(ctx context.Context, tx *sql.Tx) error {
-		var (
-			nextPos, count int64
-			config         []byte
-			title, cwd     string
-		)
-		err := tx.QueryRowContext(ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd FROM sessions WHERE id = ?`, spec.From).
-			Scan(&nextPos, &count, &config, &title, &cwd)
-		if err := s.found(ctx, op, spec.From, err); err != nil {
-			return err
-		}
-		var exists int
-		switch err := tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, spec.ID).Scan(&exists); {
-		case err == nil:
-			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
-		case !errors.Is(err, sql.ErrNoRows):
-			return s.fail(ctx, op, err)
-		}
-		q := txQuerier{s: s, ctx: ctx, tx: tx, op: op}
-		src, err := chainOf(q, spec.From)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		// at is the fork point, n the number of messages inherited.
-		at, n := nextPos-1, count
-		if spec.At != "" {
-			pos, seq, found, err := src.find(q, spec.At)
-			switch {
+	var src chain
+	return sqlstore.Fork(spec, s.fenced(ctx, op, spec.ID), sqlstore.ForkSteps[txQuerier]{
+		Source: func(q txQuerier) (sqlstore.ForkSource, error) {
+			var (
+				r     sqlstore.ForkSource
+				title string
+			)
+			err := q.tx.QueryRowContext(q.ctx, `SELECT next_pos, message_count, config, `+titleColumn+`, cwd FROM sessions WHERE id = ?`, spec.From).
+				Scan(&r.NextPos, &r.Count, &r.Config, &title, &r.Cwd)
+			if err := s.found(q.ctx, op, spec.From, err); err != nil {
+				return r, err
+			}
+			r.Title = defaultTitle(title)
+			if src, err = chainOf(q, spec.From); err != nil {
+				return r, s.fail(q.ctx, op, err)
+			}
+			return r, nil
+		},
+		Taken: func(q txQuerier) (bool, error) {
+			var exists int
+			switch err := q.tx.QueryRowContext(q.ctx, `SELECT 1 FROM sessions WHERE id = ?`, spec.ID).Scan(&exists); {
+			case errors.Is(err, sql.ErrNoRows):
+				return false, nil
 			case err != nil:
-				return err
-			case !found:
-				return storekit.UnknownMessage(spec.From, spec.At)
+				return false, s.fail(q.ctx, op, err)
 			}
-			at, n = pos, seq+1
-		}
-		var inside string
-		err = tx.QueryRowContext(ctx, `SELECT compact_id FROM compactions WHERE session_id = ? AND pos <= ?
-			AND (status = 'in_progress' OR (segment_id IS NOT NULL AND to_pos > ?)) ORDER BY pos LIMIT 1`, spec.From, at, at).Scan(&inside)
-		switch {
-		case err == nil:
-			return storekit.ForkInCompaction(spec.From, at, inside)
-		case !errors.Is(err, sql.ErrNoRows):
-			return s.fail(ctx, op, err)
-		}
-		// The state at the fork point: the newest Segment standing then.
-		var (
-			activeFrom, archived int64
-			summary              string
-			toPos                sql.NullInt64
-		)
-		err = tx.QueryRowContext(ctx, `SELECT to_pos, summary FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL
-			AND pos <= ? AND (undo_pos IS NULL OR undo_pos > ?) ORDER BY from_pos DESC LIMIT 1`, spec.From, at, at).Scan(&toPos, &summary)
-		switch {
-		case err == nil:
+			return true, nil
+		},
+		Find: func(q txQuerier, msgID string) (int64, int64, bool, error) { return src.find(q, msgID) },
+		Inside: func(q txQuerier, at int64) (string, bool, error) {
+			var inside string
+			err := q.tx.QueryRowContext(q.ctx, `SELECT compact_id FROM compactions WHERE session_id = ? AND pos <= ?
+				AND (status = 'in_progress' OR (segment_id IS NOT NULL AND to_pos > ?)) ORDER BY pos LIMIT 1`, spec.From, at, at).Scan(&inside)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return "", false, nil
+			case err != nil:
+				return "", false, s.fail(q.ctx, op, err)
+			}
+			return inside, true, nil
+		},
+		Standing: func(q txQuerier, at int64) (activeFrom, archived int64, summary string, err error) {
+			var toPos sql.NullInt64
+			err = q.tx.QueryRowContext(q.ctx, `SELECT to_pos, summary FROM compactions WHERE session_id = ? AND segment_id IS NOT NULL
+				AND pos <= ? AND (undo_pos IS NULL OR undo_pos > ?) ORDER BY from_pos DESC LIMIT 1`, spec.From, at, at).Scan(&toPos, &summary)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				return 0, 0, "", nil
+			case err != nil:
+				return 0, 0, "", s.fail(q.ctx, op, err)
+			}
 			var seq int64
-			if err := tx.QueryRowContext(ctx, `SELECT seq FROM messages WHERE session_id = ? AND pos = ?`, src.byPos(toPos.Int64).id, toPos.Int64).Scan(&seq); err != nil {
-				return s.fail(ctx, op, err)
+			if err := q.tx.QueryRowContext(q.ctx, `SELECT seq FROM messages WHERE session_id = ? AND pos = ?`, src.byPos(toPos.Int64).id, toPos.Int64).Scan(&seq); err != nil {
+				return 0, 0, "", s.fail(q.ctx, op, err)
 			}
-			activeFrom, archived = toPos.Int64+1, seq+1
-		case !errors.Is(err, sql.ErrNoRows):
-			return s.fail(ctx, op, err)
-		}
-		forkAt, err := s.messageID(ctx, tx, op, src, n-1)
-		if err != nil {
-			return err
-		}
-		if spec.Config != nil {
-			config = spec.Config
-		}
-		if spec.Title != "" {
-			title = spec.Title
-		} else {
-			title = defaultTitle(title)
-		}
-		if spec.Cwd != "" {
-			cwd = spec.Cwd
-		}
-		now := time.Now().UnixNano()
-		_, err = tx.ExecContext(ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
-				title, cwd, created_at, updated_at, num, fork_of, fork_pos, fork_seq, fork_at, indexed)
-			VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions), ?, ?, ?, ?, ?)`,
-			spec.ID, nullBytes(config), summary, activeFrom, archived, n, at+1, title, cwd, now, now,
-			spec.From, at, n, forkAt, n)
-		switch {
-		case isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY):
-			return fmt.Errorf("%w: %q", history.ErrExists, spec.ID)
-		case err != nil:
-			return s.fail(ctx, op, err)
-		}
-		for _, table := range []string{"compactions", "configs"} {
-			if err := s.copyRows(ctx, tx, table, spec.ID, spec.From, at); err != nil {
+			return toPos.Int64 + 1, seq + 1, summary, nil
+		},
+		MessageID: func(q txQuerier, seq int64) (string, error) { return s.messageID(q.ctx, q.tx, op, src, seq) },
+		Write: func(q txQuerier, r *sqlstore.ForkRow) error {
+			now := time.Now().UnixNano()
+			_, err := q.tx.ExecContext(q.ctx, `INSERT INTO sessions (id, version, config, summary, active_from, archived, message_count, next_pos,
+					title, cwd, created_at, updated_at, num, fork_of, fork_pos, fork_seq, fork_at, indexed)
+				VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT COALESCE(max(num), 0) + 1 FROM sessions), ?, ?, ?, ?, ?)`,
+				spec.ID, nullBytes(r.Config), r.Summary, r.ActiveFrom, r.Archived, r.N, r.At+1, r.Title, r.Cwd, now, now,
+				spec.From, r.At, r.N, r.ForkAt, r.N)
+			if err := s.st.Conflict(q.ctx, op, err, isConstraint(err, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY), "%q", spec.ID); err != nil {
 				return err
 			}
-		}
-		// A Segment undone after the fork point stands in the fork.
-		_, err = tx.ExecContext(ctx, `UPDATE compactions SET undo_id = NULL, undo_pos = NULL, undone_at = NULL, restored = NULL
-			WHERE session_id = ? AND undo_pos > ?`, spec.ID, at)
-		if err != nil {
-			return s.fail(ctx, op, err)
-		}
-		snap = &history.Snapshot{ID: spec.ID, Version: 1, Config: config, Summary: summary, Title: title, Cwd: cwd,
-			Archived: archived, NextPosition: at + 1, ForkOf: spec.From, ForkAt: forkAt, ForkPosition: at}
-		return nil
+			for _, table := range []string{"compactions", "configs"} {
+				if err := s.copyRows(q.ctx, q.tx, table, spec.ID, spec.From, r.At); err != nil {
+					return err
+				}
+			}
+			// A Segment undone after the fork point stands in the fork.
+			_, err = q.tx.ExecContext(q.ctx, `UPDATE compactions SET undo_id = NULL, undo_pos = NULL, undone_at = NULL, restored = NULL
+				WHERE session_id = ? AND undo_pos > ?`, spec.ID, r.At)
+			if err != nil {
+				return s.fail(q.ctx, op, err)
+			}
+			return nil
+		},
 	})
-	if err != nil {
-		return nil, err
-	}
-	return snap, nil
 }
 
 // messageID is the ID of the message of the session of chain src whose
