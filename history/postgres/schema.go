@@ -206,7 +206,7 @@ CREATE TABLE vectors (
 	// 19: a session's newest ledger record of a purpose
 	// (history.Ledger.LastUsage) is read through this index, without the
 	// rest of the ledger: what an open takes its context figure from.
-	`CREATE INDEX IF NOT EXISTS usage_records_purpose ON usage_records (session_id, purpose, num);`,
+	`CREATE INDEX usage_records_purpose ON usage_records (session_id, purpose, num);`,
 }
 
 // migrationPostings is migration 18: postings holds, for each message row,

@@ -151,12 +151,15 @@ func TestPostingsFollowMessages(t *testing.T) {
 }
 
 // TestPostingsMigration: migration 18 writes the postings of the messages
-// stored before it, as Append writes them, and a search reads them.
+// stored before it, as Append writes them, and a search reads them. The
+// store runs the schema up to 18 only, so that setting the version back
+// to 17 runs migration 18 again and no later one.
 func TestPostingsMigration(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.Database(t)
-	s := openStore(t, url)
+	upTo18 := withMigrations(migrations[:18])
+	s := openStore(t, url, upTo18)
 	snap, err := s.Create(ctx, history.NewSession{ID: "s"})
 	require.NoError(t, err)
 	_, err = s.Append(ctx, "s", snap.Version, append(historytest.Msgs("m", 30), searchMessages...))
@@ -167,7 +170,7 @@ func TestPostingsMigration(t *testing.T) {
 	_, err = s.pool.Exec(ctx, `DROP TABLE postings; DROP INDEX usage_records_purpose; UPDATE schema_version SET version = 17`)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	migrated := openStore(t, url)
+	migrated := openStore(t, url, upTo18)
 	assert.Zero(t, stalePostings(t, migrated))
 	got, err := migrated.Search(ctx, "s", history.SearchQuery{Text: "ledger message"})
 	require.NoError(t, err)

@@ -191,7 +191,7 @@ UPDATE sessions SET indexed = message_count;`,
 	// (history.Ledger.LastUsage) is read through this index, without the
 	// rest of the ledger: what an open takes its context figure from. The
 	// rowid, the order records were inserted in, ends every index entry.
-	`CREATE INDEX IF NOT EXISTS usage_records_purpose ON usage_records (session_id, purpose);`,
+	`CREATE INDEX usage_records_purpose ON usage_records (session_id, purpose);`,
 }
 
 // migrationVectors is migration 17: one vector per message a session's
