@@ -167,7 +167,7 @@ func TestPostingsMigration(t *testing.T) {
 	want, err := s.Search(ctx, "s", history.SearchQuery{Text: "ledger message"})
 	require.NoError(t, err)
 	require.NotEmpty(t, want.Hits)
-	_, err = s.pool.Exec(ctx, `DROP TABLE postings; DROP INDEX usage_records_purpose; UPDATE schema_version SET version = 17`)
+	_, err = s.pool.Exec(ctx, `DROP TABLE postings; UPDATE schema_version SET version = 17`)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	migrated := openStore(t, url, upTo18)
