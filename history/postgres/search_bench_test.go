@@ -24,7 +24,8 @@ import (
 // reports the latency quantiles (goal at 1,000,000: p99 ≤ 30 ms,
 // docs/performance.md), cpu-ms, this process's CPU time per search, and
 // server-cpu-ms, the CPU time per search of the database's backends (Linux,
-// from /proc; not reported elsewhere).
+// from /proc; not reported elsewhere). It logs the bytes a message takes in
+// the messages table and in the postings table, each with its indexes.
 func BenchmarkSearch(b *testing.B) {
 	archived, active := historytest.SearchArchived(100_000), 1_000
 	ctx := context.Background()
@@ -33,6 +34,11 @@ func BenchmarkSearch(b *testing.B) {
 	historytest.SearchSession(b, s, "s", msgs, archived)
 	_, err := s.pool.Exec(ctx, `VACUUM ANALYZE`)
 	require.NoError(b, err)
+	var msgBytes, postBytes, n, posts int64
+	require.NoError(b, s.pool.QueryRow(ctx, `SELECT pg_total_relation_size('messages'), pg_total_relation_size('postings'),
+		(SELECT count(*) FROM messages), (SELECT count(*) FROM postings)`).Scan(&msgBytes, &postBytes, &n, &posts))
+	b.Logf("per message: messages %d bytes (with their indexes), postings %d bytes in %.1f rows (with their index)",
+		msgBytes/n, postBytes/n, float64(posts)/float64(n))
 	historytest.BenchSearch(b, s, "s", historytest.SearchQueries(msgs, 200, 2), map[string]func() time.Duration{
 		"cpu-ms":        historytest.ProcessCPU,
 		"server-cpu-ms": func() time.Duration { return backendCPU(b, s) },

@@ -176,3 +176,24 @@ func TestPostingsMigration(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, want, got)
 }
+
+// TestSearchReadsPostings: a word of one lexeme is looked up in the
+// postings, not in the tsvector column: with its postings gone, the
+// messages that hold it are not found.
+func TestSearchReadsPostings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	snap, err := s.Create(ctx, history.NewSession{ID: "s"})
+	require.NoError(t, err)
+	_, err = s.Append(ctx, "s", snap.Version, searchMessages)
+	require.NoError(t, err)
+	p, err := s.Search(ctx, "s", history.SearchQuery{Text: "ledger"})
+	require.NoError(t, err)
+	assert.Len(t, p.Hits, 3)
+	_, err = s.pool.Exec(ctx, `DELETE FROM postings WHERE word = 'ledger'`)
+	require.NoError(t, err)
+	p, err = s.Search(ctx, "s", history.SearchQuery{Text: "ledger"})
+	require.NoError(t, err)
+	assert.Empty(t, p.Hits, "read from the postings")
+}
