@@ -30,6 +30,37 @@ func BenchmarkAppend(b *testing.B) {
 	}
 }
 
+// BenchmarkAppendWords appends messages of the search corpus
+// (historytest.SearchCorpus: prose of 200 to 600 bytes, about 36 distinct
+// words each, every fourth a tool call and its result) to one session:
+// per=1 appends one message per operation, per=64 sixty-four; each
+// operation is one durable transaction. It reports msgs/s, and the CPU
+// time per message of this process and of the database's backends.
+func BenchmarkAppendWords(b *testing.B) {
+	corpus := historytest.SearchCorpus(64*64, 1)
+	for _, per := range []int{1, 64} {
+		b.Run(fmt.Sprintf("per=%d", per), func(b *testing.B) {
+			ctx := context.Background()
+			s := newStore(b)
+			snap, err := s.Create(ctx, history.NewSession{ID: "a"})
+			require.NoError(b, err)
+			v, i := snap.Version, 0
+			cpu, server := historytest.ProcessCPU(), backendCPU(b, s)
+			for b.Loop() {
+				batch := corpus[i%len(corpus):][:per]
+				if v, err = s.Append(ctx, "a", v, batch); err != nil {
+					b.Fatal(err)
+				}
+				i += per
+			}
+			cpu, server = historytest.ProcessCPU()-cpu, backendCPU(b, s)-server
+			b.ReportMetric(float64(i)/b.Elapsed().Seconds(), "msgs/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(i), "cpu-µs/msg")
+			b.ReportMetric(float64(server.Microseconds())/float64(i), "server-cpu-µs/msg")
+		})
+	}
+}
+
 // BenchmarkCommit commits a compaction that archives N messages of a session
 // that has N archived already, and undoes it outside the timer (the
 // watermark makes that two row updates). The time must not grow with N.
