@@ -24,16 +24,20 @@ import (
 // reports the latency quantiles (goal at 1,000,000: p99 ≤ 30 ms,
 // docs/performance.md), cpu-ms, this process's CPU time per search, and
 // server-cpu-ms, the CPU time per search of the database's backends (Linux,
-// from /proc; not reported elsewhere). It logs the bytes a message takes in
+// from /proc; not reported elsewhere). It logs how long the fill and the
+// VACUUM took, and the bytes a message takes in
 // the messages table and in the postings table, each with its indexes.
 func BenchmarkSearch(b *testing.B) {
 	archived, active := historytest.SearchArchived(100_000), 1_000
 	ctx := context.Background()
 	s := benchOpen(b)
 	msgs := historytest.SearchCorpus(archived+active, 1)
+	start := time.Now()
 	historytest.SearchSession(b, s, "s", msgs, archived)
+	filled := time.Since(start)
 	_, err := s.pool.Exec(ctx, `VACUUM ANALYZE`)
 	require.NoError(b, err)
+	b.Logf("filled in %s, vacuumed in %s", filled.Round(time.Second), (time.Since(start) - filled).Round(time.Second))
 	var msgBytes, postBytes, n, posts int64
 	require.NoError(b, s.pool.QueryRow(ctx, `SELECT pg_total_relation_size('messages'), pg_total_relation_size('postings'),
 		(SELECT count(*) FROM messages), (SELECT count(*) FROM postings)`).Scan(&msgBytes, &postBytes, &n, &posts))
