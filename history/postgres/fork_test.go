@@ -268,6 +268,7 @@ func TestMigrationForkChains(t *testing.T) {
 	for id, w := range want {
 		assert.Equal(t, w, readOf(s, id), id)
 	}
+	assert.Zero(t, stalePostings(t, s), "migration 18 after 16")
 	var copies int
 	require.NoError(t, s.pool.QueryRow(ctx, `SELECT count(*) FROM messages m JOIN sessions f ON f.id = m.session_id
 		WHERE NOT f.deleted AND f.fork_of IS NOT NULL AND m.pos <= f.fork_pos`).Scan(&copies))
