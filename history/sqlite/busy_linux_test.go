@@ -27,7 +27,10 @@ const busyEnvDB = "SESSIONKIT_SQLITE_BUSY_CHILD_DB"
 // does nothing unless started by it. As "agent-a" it takes the lease of
 // session "s", stores two messages, then begins a write transaction on a
 // connection of its own (the file's write lock), prints "ready" and waits
-// to be stopped.
+// to be stopped. That connection waits for the lock as a store's writer
+// does (a busy timeout): its own store's committer indexes the two
+// messages in its idle time (indexer.go), and may hold the lock when the
+// transaction begins.
 func TestBusyWriterChild(t *testing.T) {
 	path := os.Getenv(busyEnvDB)
 	if path == "" {
@@ -54,7 +57,7 @@ func TestBusyWriterChild(t *testing.T) {
 	if err != nil {
 		fail(err)
 	}
-	db, err := sql.Open("sqlite", dsn(path, "_txlock=immediate"))
+	db, err := sql.Open("sqlite", dsn(path, "_pragma=busy_timeout(5000)", "_txlock=immediate"))
 	if err != nil {
 		fail(err)
 	}
