@@ -98,7 +98,10 @@ func TestServe_SlowResumeDoesNotStallConnection(t *testing.T) {
 func TestServe_BusyStoreRefusalNamesHolder(t *testing.T) {
 	c, fake, path, sid := servedThenClosed(t, acp.ServerOptions{}, sqlite.WithBusyTimeout(200*time.Millisecond))
 	lease := leaseElsewhere(t, path, sid)
-	db, err := sql.Open("sqlite", "file:"+path+"?_txlock=immediate")
+	// The lock's holder waits for the lock as a store's writer does: the
+	// served store's committer may be indexing what the session wrote in
+	// its idle time (a short write transaction of its own).
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_txlock=immediate")
 	require.NoError(t, err)
 	defer db.Close()
 	tx, err := db.BeginTx(t.Context(), nil)
