@@ -146,8 +146,10 @@ func newAgentSession(srv *server, sess *session.Session, surf surface, set Tools
 
 // opened queues, on the owner, how the session answers o: with o.replay the
 // whole timeline (and on v2 the session's current state_update), then the
-// response, then the commands the session offers.
-func (a *agentSession) opened(o opening) error {
+// response, then the commands the session offers. fresh says the owner has
+// told this client nothing yet (start): a session it resumes on v2 without
+// a replay has its stored usage follow the response.
+func (a *agentSession) opened(o opening, fresh bool) error {
 	if o.replay {
 		if err := a.resubscribe(0, true); err != nil {
 			return err
@@ -158,6 +160,9 @@ func (a *agentSession) opened(o opening) error {
 	}
 	a.told = a.choice()
 	a.respond(o.resp, a.srv.withChoice(o.result(a.id), a.told), nil)
+	if fresh && !o.replay && !o.created && a.surf.states() {
+		a.storedUsage() // v2 only: v1's session/resume is left as it was
+	}
 	a.advertise()
 	if o.replay || o.created {
 		// A title the session had from the start (Config.Title) was never
@@ -391,11 +396,7 @@ func (a *agentSession) resubscribe(after uint64, full bool) error {
 		a.used = uint64(rep.ContextTokens)
 	}
 	if (full && a.cost.Known()) || rose || resized {
-		var meta map[string]any
-		if rep.ContextEstimated {
-			meta = estimated()
-		}
-		a.enqueue(a.usageUpdate(meta))
+		a.enqueue(a.usageUpdate(estimatedIf(rep.ContextEstimated)))
 	}
 	// Prompts whose command finished before the cut: their end is in
 	// neither the replay nor the new subscription.
@@ -981,4 +982,12 @@ func (a *agentSession) usageAfter(res *session.CompactResult) {
 // estimate, not a provider's figure.
 func estimated() map[string]any {
 	return map[string]any{schema.MetaKey: map[string]any{"estimate": true}}
+}
+
+// estimatedIf is estimated() when est, otherwise no _meta.
+func estimatedIf(est bool) map[string]any {
+	if est {
+		return estimated()
+	}
+	return nil
 }

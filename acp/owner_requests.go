@@ -50,7 +50,7 @@ func (a *agentSession) start(o opening) error {
 				return err
 			}
 		}
-		return a.opened(o)
+		return a.opened(o, true)
 	}, started)
 	err := <-started
 	if err != nil {
@@ -86,7 +86,7 @@ func (a *agentSession) prompt(ctx context.Context, resp *jsonrpc.Responder, in s
 // and the live updates continue exactly after it.
 func (a *agentSession) attach(ctx context.Context, o opening) (any, error) {
 	return a.admit(ctx, o.resp, func() {
-		if err := a.opened(o); err != nil {
+		if err := a.opened(o, false); err != nil {
 			a.respond(o.resp, nil, err)
 		}
 	})

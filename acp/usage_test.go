@@ -183,8 +183,8 @@ func TestServe_UsageCostNeverDecreasesBehind(t *testing.T) {
 }
 
 // TestServe_UsageAfterLoadIsTheStoredContext: in a new process, the first
-// usage_update of session/load (v1) and of session/resume with replay
-// (v2) reports the context the stored session held, not 0: the last turn
+// usage_update of session/load (v1) and of session/resume (v2, with
+// replay and without) reports the context the stored session held, not 0: the last turn
 // response's (input plus output); after a compaction that came after it,
 // the session's estimate of the context the compaction left, marked as
 // one (as live); after a turn that came after the compaction, that turn's.
@@ -245,28 +245,57 @@ func TestServe_UsageAfterLoadIsTheStoredContext(t *testing.T) {
 		})
 	})
 
-	t.Run("v2 session/resume", func(t *testing.T) {
-		fake, store := providertest.New(), memstore.New()
-		queue(fake)
-		c := hostileServe(t, fake, store, opts)
-		c.initV2()
-		sid := c.newSessionV2()
-		prompt := func(text string) {
-			seq := c.lastSeq()
-			require.Nil(t, c.call("session/prompt", promptParams(sid, text)).Error)
-			c.waitNote(seq, "idle", isIdle)
-		}
-		prompt("first")
-		check(t, store, sid, prompt, func() map[string]any {
-			c2 := hostileServe(t, fake, store, opts)
-			c2.initV2()
-			m := c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/project","replayFrom":{"type":"start"}}`)
-			require.Nil(t, m.Error)
-			var ups []map[string]any
-			for _, n := range c2.notesSince(0) {
-				ups = append(ups, field(t, n))
+	// v2 session/resume with replay: the usage_update follows the replay,
+	// before the response; without replay it follows the response, before
+	// the commands, and a resume of the session open on the connection
+	// sends none (the client has the figure).
+	for _, replay := range []bool{true, false} {
+		t.Run(fmt.Sprintf("v2 session/resume replay=%v", replay), func(t *testing.T) {
+			fake, store := providertest.New(), memstore.New()
+			queue(fake)
+			c := hostileServe(t, fake, store, opts)
+			c.initV2()
+			sid := c.newSessionV2()
+			prompt := func(text string) {
+				seq := c.lastSeq()
+				require.Nil(t, c.call("session/prompt", promptParams(sid, text)).Error)
+				c.waitNote(seq, "idle", isIdle)
 			}
-			return first(t, ups)
+			prompt("first")
+			check(t, store, sid, prompt, func() map[string]any {
+				c2 := hostileServe(t, fake, store, opts)
+				c2.initV2()
+				params := `{"sessionId":"` + sid + `","cwd":"/project"}`
+				if replay {
+					params = `{"sessionId":"` + sid + `","cwd":"/project","replayFrom":{"type":"start"}}`
+				}
+				m := c2.call("session/resume", params)
+				require.Nil(t, m.Error)
+				if replay {
+					var ups []map[string]any
+					for _, n := range c2.notesSince(0) {
+						ups = append(ups, field(t, n))
+					}
+					return first(t, ups)
+				}
+				isCommands := func(n hostileNote) bool { return n.kind == "available_commands_update" }
+				c2.waitNote(m.seq, "the commands", isCommands)
+				noteKinds := func(notes []hostileNote) (out []string) {
+					for _, n := range notes {
+						out = append(out, n.kind)
+					}
+					return out
+				}
+				notes := c2.notesSince(0)
+				require.Equal(t, []string{"usage_update", "available_commands_update"}, noteKinds(notes), "after the response, nothing before it")
+				require.Greater(t, notes[0].seq, m.seq)
+
+				seq := c2.lastSeq()
+				require.Nil(t, c2.call("session/resume", params).Error)
+				c2.waitNote(seq, "the commands", isCommands)
+				assert.Equal(t, []string{"available_commands_update"}, noteKinds(c2.notesSince(seq)), "open on the connection: only the commands")
+				return field(t, notes[0])
+			})
 		})
-	})
+	}
 }

@@ -171,7 +171,7 @@ type loop struct {
 	// ctxEstimate is the session's estimate of the context while
 	// contextTokens is stale after a compaction (CompactResult.ContextAfter;
 	// at open, that of a compaction after the last turn response); 0 when
-	// none. Only Replay reports it.
+	// none. Only Replay and Session.ContextTokens report it.
 	ctxEstimate  int
 	autoQueued   bool // an automatic compaction is queued or running
 	autoBlocked  bool // an automatic compaction of this turn failed or had nothing to do; cleared when a turn starts

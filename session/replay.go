@@ -81,6 +81,27 @@ type Replay struct {
 	Sub *Subscription
 }
 
+// ContextTokens returns the context the conversation holds now, in tokens,
+// and whether that figure is the session's estimate: what
+// Replay.ContextTokens and Replay.ContextEstimated would say of a cut made
+// now (in a process that has seen no response yet, the last turn
+// response's ledger record, or the estimate of a compaction after it), for
+// a subscriber that starts live rather than from a Replay. 0 when no
+// figure exists. Errors: ErrClosed, ctx's error.
+func (s *Session) ContextTokens(ctx context.Context) (tokens int, estimated bool, err error) {
+	err = s.read(ctx, func(l *loop) { tokens, estimated = l.context() })
+	return tokens, estimated, err
+}
+
+// context is the context the conversation holds now and whether it is the
+// session's estimate (Replay.ContextTokens, ContextEstimated).
+func (l *loop) context() (int, bool) {
+	if l.contextTokens == 0 && l.ctxEstimate > 0 {
+		return l.ctxEstimate, true
+	}
+	return l.contextTokens, false
+}
+
 // Replay returns the session's timeline after opts.After and a live
 // subscription that continues exactly after it (docs/design.md §7.6, §7.9).
 // The cut is made by the session's loop; the event log and the store are
@@ -119,10 +140,8 @@ func (s *Session) Replay(ctx context.Context, opts ReplayOptions) (*Replay, erro
 		if subErr != nil {
 			return
 		}
-		rep.Through, rep.ContextTokens = l.feed.Seq(), l.contextTokens
-		if rep.ContextTokens == 0 && l.ctxEstimate > 0 {
-			rep.ContextTokens, rep.ContextEstimated = l.ctxEstimate, true
-		}
+		rep.Through = l.feed.Seq()
+		rep.ContextTokens, rep.ContextEstimated = l.context()
 		rep.Pending = l.q.IDs()
 		if l.turn != nil {
 			rep.Pending = append(rep.Pending, l.turn.cmd.id)
