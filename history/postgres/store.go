@@ -542,7 +542,7 @@ func (s *Store) Append(ctx context.Context, id string, version uint64, msgs []hi
 			FROM unnest($4::bytea[], $5::text[], $6::bytea[], $7::bytea[], $8::bytea[], $9::boolean[], $10::bigint[], $11::bytea[], $12::text[], $13::bytea[], $14::bytea[], $15::bytea[])
 				WITH ORDINALITY AS m (id, role, text, tool_calls, tool_call_id, steer, created_at, tool_name, doc, attachments, files, thoughts, ord)
 			RETURNING seq, search)
-			INSERT INTO postings (seq, session_id, word) SELECT ins.seq, $1, w FROM ins, unnest(tsvector_to_array(ins.search)) AS w ORDER BY w, ins.seq`,
+			INSERT INTO postings (seq, session_id, word) SELECT ins.seq, $1, w FROM ins, unnest(tsvector_to_array(ins.search)) AS w ORDER BY w COLLATE "C", ins.seq`,
 			bin(id), st.nextPos, st.messageCount, b.ids, b.roles, b.texts, b.toolCalls, b.toolCallIDs, b.steers, b.createdAts, tools, docs, b.attachments, b.files, b.thoughts)
 		if err != nil {
 			return s.fail(ctx, op, err)
