@@ -206,6 +206,22 @@ test("v2 b. a conversation through the SDK's v2 client: prompts, /compact, an au
         );
       });
     });
+
+    // A fresh agent process, session/resume without replayFrom: the stored
+    // context follows the response, before the commands.
+    await withV2Agent(t, { store }, async (a) => {
+      await v2Client().connectWith(a.sdkStream(), async (ctx) => {
+        await ctx.request(acp2.methods.agent.initialize, V2_INIT);
+        const mark = a.lines.length;
+        await ctx.request(acp2.methods.agent.session.resume, { sessionId: sid, cwd: CWD });
+        const req = a.lines.find((l) => l.seq > mark && l.msg?.method === "session/resume");
+        const resp = await a.waitFor(() => a.incomingLines().find((l) => l.msg?.id === req.msg.id && !l.msg.method), "the resume response");
+        await a.waitFor(() => a.updates(resp.seq).find((u) => u.sessionUpdate === "available_commands_update"), "the commands after the resume");
+        assert.deepEqual(a.updates(mark).map((u) => u.sessionUpdate), ["usage_update", "available_commands_update"], "resume without replayFrom in a fresh agent");
+        const usage = a.updates(resp.seq)[0];
+        assert.ok(usage.used > 0, `the stored context, not 0: ${JSON.stringify(usage)}`);
+      });
+    });
   } finally {
     store.cleanup();
   }
