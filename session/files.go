@@ -350,7 +350,17 @@ func (l *loop) addSegFiles(files []history.FileState) {
 func (l *loop) segFilesChanged() {
 	l.filesStale = false
 	l.filesNote = filesNote(l.segLedger)
-	l.files = l.activeLedger()
+	l.setFiles(l.activeLedger())
+}
+
+// setFiles makes f the loop's ledger and lets go of the one before, so
+// that a tool batch's worker still holding that one's set (share) changes
+// it in place instead of copying it for nobody.
+func (l *loop) setFiles(f *FileLedger) {
+	if l.files != nil {
+		l.files.release()
+	}
+	l.files = f
 }
 
 // activeLedger is the ledger of the standing Segments' files and Active's.

@@ -78,3 +78,20 @@ func TestFileLedger_CopyOnWrite(t *testing.T) {
 	assert.EqualValues(t, 1, before.refs.Load(), "the worker let go of the set")
 	assert.Equal(t, "known", res.Messages[len(res.Messages)-2].Text)
 }
+
+// TestFileLedger_ReplacedLetsGo: when the loop makes its ledger again (a
+// compaction's files, a resync) while a tool batch's worker holds a view
+// of the one before, the loop lets go of that one's set, so the worker's
+// record changes the set in place instead of copying it for nobody.
+func TestFileLedger_ReplacedLetsGo(t *testing.T) {
+	l := &loop{segLedger: NewFileLedger(0)}
+	l.segFilesChanged()
+	old := l.files.set
+	w := l.files.share()
+	l.segFilesChanged()
+	assert.NotSame(t, old, l.files.set)
+	require.NoError(t, w.Record(history.FileAccess{Path: "a.go", Op: history.FileRead, Hash: "xxh64:0123456789abcdef", Size: 1}))
+	assert.Same(t, old, w.set, "the worker, alone on the set, changed it in place")
+	w.release()
+	assert.Zero(t, old.refs.Load())
+}

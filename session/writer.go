@@ -224,7 +224,7 @@ func (l *loop) resync(snap *history.Snapshot) {
 		l.filesStale = true // the archive changed: its files are read again before the next tool call
 	}
 	l.archived = snap.Archived
-	l.files = l.activeLedger()
+	l.setFiles(l.activeLedger())
 	l.nextPos = snap.NextPosition
 	if len(snap.Config) > 0 {
 		var set settings
