@@ -107,7 +107,6 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		var (
 			activeFrom, count int64
 			forked            bool
-			c                 chain // a fork's chain (chain.go)
 		)
 		err := tx.QueryRow(ctx, `SELECT active_from, message_count, fork_of IS NOT NULL FROM sessions WHERE id = $1`, bin(id)).Scan(&activeFrom, &count, &forked)
 		if err := s.found(ctx, op, id, err); err != nil {
@@ -117,74 +116,18 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			page = history.SearchPage{Hits: []history.SearchHit{}}
 			return nil
 		}
-		// The statements of a session, and those of a fork: each over its
-		// chain's ranges of message numbers, newest link first.
-		keysSQL := `SELECT seq FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`
-		postingsSQL := `SELECT seq FROM postings WHERE session_id = $1 AND word = $2 ORDER BY seq DESC LIMIT $3`
-		candsSQL := `SELECT ` + messageColumns + `, tool_name FROM messages WHERE session_id = $1 AND seq = ANY($2)`
-		chainArgs := []any{bin(id)}
-		if forked {
-			if c, err = s.chainOf(ctx, tx, op, id); err != nil {
-				return err
-			}
-			// Planned for each link's own numbers every time: a generic
-			// plan of keysSQL (which PostgreSQL picks after five runs, its
-			// range estimated at a few rows) ANDs a bitmap of the whole
-			// range with the word's, 1.3 s against 0.5 ms at 100,000
-			// messages.
-			if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
-				return s.fail(ctx, op, err)
-			}
-			keysSQL = `SELECT seq FROM messages WHERE session_id = $1 AND seq >= $4 AND seq < $5
-				AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`
-			postingsSQL = `SELECT seq FROM postings WHERE session_id = $1 AND word = $2 AND seq >= $4 AND seq < $5 ORDER BY seq DESC LIMIT $3`
-			candsSQL = `SELECT m.* FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS c (id, lo, hi) CROSS JOIN LATERAL (SELECT ` + messageColumns + `, tool_name FROM messages
-				WHERE session_id = c.id AND seq >= c.lo AND seq < c.hi AND seq = ANY($2)) m`
-			keys, los, his := c.seqs()
-			chainArgs = []any{keys, los, his}
+		stmts, err := s.searchStatements(ctx, tx, op, id, forked)
+		if err != nil {
+			return err
 		}
+		c := stmts.chain
 		lex, err := s.lexemes(ctx, tx, op, q)
 		if err != nil {
 			return err
 		}
 		lists, st, err := textsearch.Gather(q, int(count), maxCandidates, 0, func(word string, limit int) ([]int64, error) {
-			var keys []int64
-			query, arg := keysSQL, indexText(word)
-			if l, ok := lex[word]; ok {
-				switch len(l) {
-				case 0: // no lexeme (a stop word of 'english'): matches nothing
-					return nil, nil
-				case 1: // its postings, newest first
-					query, arg = postingsSQL, l[0]
-				}
-			}
-			scan := func(rows pgx.Rows) error {
-				var seq int64
-				err := rows.Scan(&seq)
-				if len(keys) < limit {
-					keys = append(keys, seq)
-				}
-				return err
-			}
-			if c == nil {
-				return keys, s.each(ctx, tx, op, query, []any{bin(id), arg, limit}, scan)
-			}
-			// One statement a link, newest first, in one batch: each
-			// planned for its own range of numbers (a LATERAL join over
-			// the links is planned for none, and ANDs a bitmap of the
-			// range's numbers, 680 ms against 9 ms).
-			b := &pgx.Batch{}
-			for i := range c {
-				b.Queue(query, c[i].key, arg, limit, c[i].seqLo, c[i].seqHi)
-			}
-			br := tx.SendBatch(ctx, b)
-			defer func() { _ = br.Close() }()
-			for range c {
-				if err := s.eachOf(ctx, op, func() (pgx.Rows, error) { return br.Query() }, scan); err != nil {
-					return nil, err
-				}
-			}
-			return keys, br.Close()
+			l, asked := lex[word]
+			return s.wordKeys(ctx, tx, op, &stmts, id, word, l, asked, limit)
 		})
 		if err != nil {
 			return err
@@ -192,7 +135,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		seqs := textsearch.Prune(lists, st, textsearch.Need(offset, limit, sq.Neighbors))
 		var cands []textsearch.Candidate
 		if len(seqs) > 0 {
-			if cands, err = s.candidates(ctx, tx, op, candsSQL, append([]any{chainArgs[0], seqs}, chainArgs[1:]...)); err != nil {
+			if cands, err = s.candidates(ctx, tx, op, stmts.cands, append([]any{stmts.chainArgs[0], seqs}, stmts.chainArgs[1:]...)); err != nil {
 				return err
 			}
 		}
@@ -220,6 +163,95 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		return history.SearchPage{}, err
 	}
 	return page, nil
+}
+
+// searchSQL is what a search of one session or fork reads with: the
+// statements of its per-word keys (by the search column or by the
+// postings) and of its candidates, each over a fork's chain of ranges of
+// message numbers, newest link first.
+type searchSQL struct {
+	keys, postings, cands string
+	chain                 chain // a fork's chain (chain.go); nil for a session of its own
+	chainArgs             []any // the candidates' statement's arguments besides the numbers
+}
+
+// searchStatements returns the statements that search session id (a
+// fork when forked) reads with.
+func (s *Store) searchStatements(ctx context.Context, tx pgx.Tx, op, id string, forked bool) (searchSQL, error) {
+	if !forked {
+		return searchSQL{
+			keys:      `SELECT seq FROM messages WHERE session_id = $1 AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`,
+			postings:  `SELECT seq FROM postings WHERE session_id = $1 AND word = $2 ORDER BY seq DESC LIMIT $3`,
+			cands:     `SELECT ` + messageColumns + `, tool_name FROM messages WHERE session_id = $1 AND seq = ANY($2)`,
+			chainArgs: []any{bin(id)},
+		}, nil
+	}
+	c, err := s.chainOf(ctx, tx, op, id)
+	if err != nil {
+		return searchSQL{}, err
+	}
+	// Planned for each link's own numbers every time: a generic plan of
+	// the keys' statement (which PostgreSQL picks after five runs, its
+	// range estimated at a few rows) ANDs a bitmap of the whole range with
+	// the word's, 1.3 s against 0.5 ms at 100,000 messages.
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_custom_plan`); err != nil {
+		return searchSQL{}, s.fail(ctx, op, err)
+	}
+	keys, los, his := c.seqs()
+	return searchSQL{
+		keys: `SELECT seq FROM messages WHERE session_id = $1 AND seq >= $4 AND seq < $5
+			AND search @@ plainto_tsquery('english', $2) ORDER BY seq DESC LIMIT $3`,
+		postings: `SELECT seq FROM postings WHERE session_id = $1 AND word = $2 AND seq >= $4 AND seq < $5 ORDER BY seq DESC LIMIT $3`,
+		cands: `SELECT m.* FROM unnest($1::bytea[], $3::bigint[], $4::bigint[]) AS c (id, lo, hi) CROSS JOIN LATERAL (SELECT ` + messageColumns + `, tool_name FROM messages
+			WHERE session_id = c.id AND seq >= c.lo AND seq < c.hi AND seq = ANY($2)) m`,
+		chain:     c,
+		chainArgs: []any{keys, los, his},
+	}, nil
+}
+
+// wordKeys returns the numbers of the newest limit messages that hold
+// word (whose lexemes are lex, when the index was asked for them), newest
+// first: through its postings when it is one lexeme, else through the
+// search column.
+func (s *Store) wordKeys(ctx context.Context, tx pgx.Tx, op string, q *searchSQL, id, word string, lex []string, asked bool, limit int) ([]int64, error) {
+	var keys []int64
+	query, arg := q.keys, indexText(word)
+	if asked {
+		switch len(lex) {
+		case 0: // no lexeme (a stop word of 'english'): matches nothing
+			return nil, nil
+		case 1: // its postings, newest first
+			query, arg = q.postings, lex[0]
+		}
+	}
+	scan := func(rows pgx.Rows) error {
+		var seq int64
+		err := rows.Scan(&seq)
+		if len(keys) < limit {
+			keys = append(keys, seq)
+		}
+		return err
+	}
+	c := q.chain
+	if c == nil {
+		return keys, s.each(ctx, tx, op, query, []any{bin(id), arg, limit}, scan)
+	}
+	// One statement a link, newest first, in one batch: each planned for
+	// its own range of numbers (a LATERAL join over the links is planned
+	// for none, and ANDs a bitmap of the range's numbers, 680 ms against
+	// 9 ms).
+	b := &pgx.Batch{}
+	for i := range c {
+		b.Queue(query, c[i].key, arg, limit, c[i].seqLo, c[i].seqHi)
+	}
+	br := tx.SendBatch(ctx, b)
+	defer func() { _ = br.Close() }()
+	for range c {
+		if err := s.eachOf(ctx, op, func() (pgx.Rows, error) { return br.Query() }, scan); err != nil {
+			return nil, err
+		}
+	}
+	return keys, br.Close()
 }
 
 // lexemes returns, for each word an index is asked for q (its Words and
