@@ -17,6 +17,7 @@ import (
 	"github.com/sessionkit/sessionkit/acp/schema"
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/memstore"
+	"github.com/sessionkit/sessionkit/internal/poll"
 	"github.com/sessionkit/sessionkit/provider"
 	"github.com/sessionkit/sessionkit/provider/providertest"
 	"github.com/sessionkit/sessionkit/session"
@@ -452,7 +453,7 @@ func TestNotice_Embedder(t *testing.T) {
 			promptDone(t, c, cl.v2, sid, "the linker step failed")
 			c.waitNote(seq, "the failure's notice", isNotice("The embedding model failed"))
 			promptDone(t, c, cl.v2, sid, "the queue package test is flaky")
-			require.Eventually(t, func() bool { return failures.Load() >= 2 }, 30*time.Second, 5*time.Millisecond, "the retry after the backoff")
+			poll.Until(t, 30*time.Second, func() bool { return failures.Load() >= 2 }, "the retry after the backoff")
 			failing.Store(false)
 			c.waitNote(seq, "the recovery's notice", isNotice("works again"))
 
