@@ -50,13 +50,40 @@ async function nextJSON(it) {
 async function startServe(args) {
   const child = spawn(bin, ["--store", store, "serve", ...args], { stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
-  child.stderr.on("data", (d) => (stderr += d));
+  let ended = false;
+  const waiting = new Set(); // of stderrMatch's checks, run as stderr grows and when it ends
+  const check = () => waiting.forEach((f) => f());
+  child.stderr.on("data", (d) => {
+    stderr += d;
+    check();
+  });
+  child.stderr.on("end", () => {
+    ended = true;
+    check();
+  });
+  // stderrMatch resolves to stderr once it matches re: stdout and stderr
+  // are two pipes, so what serve wrote to stderr before its URL may reach
+  // this process after the URL.
+  const stderrMatch = (re) =>
+    new Promise((resolve, reject) => {
+      const f = () => {
+        if (re.test(stderr)) {
+          waiting.delete(f);
+          resolve(stderr);
+        } else if (ended) {
+          waiting.delete(f);
+          reject(new Error(`serve's stderr ended without ${re}: ${stderr}`));
+        }
+      };
+      waiting.add(f);
+      f();
+    });
   const it = lines(child);
   const { value, done } = await it.next();
   assert.ok(!done, "sessionkit serve ended: " + stderr);
   const url = value.match(/http:\/\/\S+/);
   assert.ok(url, "serve printed no URL: " + value);
-  return { child, url: url[0], stderr: () => stderr };
+  return { child, url: url[0], stderrMatch };
 }
 
 before(async () => {
@@ -238,10 +265,11 @@ test("live: a message arrives while the agent runs", opts, async () => {
   await shot(page, "live");
 });
 
-test("the token: refused without it on a non-loopback address", opts, async () => {
+// Bounded: a serve that never prints its token leaves stderrMatch waiting.
+test("the token: refused without it on a non-loopback address", { ...opts, timeout: 60_000 }, async () => {
   const guarded = await startServe(["--addr", "0.0.0.0:0"]);
   try {
-    assert.match(guarded.stderr(), /the token is \S+/);
+    assert.match(await guarded.stderrMatch(/the token is \S+/), /the token is \S+/);
     const url = new URL(guarded.url);
     const plain = `http://127.0.0.1:${url.port}/`;
     page = await newPage();
