@@ -343,12 +343,14 @@ func TestMessagesNameFlagsAsHelp(t *testing.T) {
 }
 
 // undoMigrations5to7 take a store file of the current schema version back
-// to version 4: what the usage totals (18), the vectors (17), the search index's watermark (16), the segments' files (14), the fork columns (13), the
-// window read's index (12), the usage ledger (11),
+// to version 4: what the message IDs (20, which dropped the window read's
+// index of 12, so neither is left), the usage totals (18), the vectors (17), the search index's watermark (16), the segments' files (14), the fork columns (13),
+// the usage ledger (11, its index of 19 with it),
 // the log's coverage, the configs migration (recorded settings changes), 7
 // (fidelity), 6 (the search index) and 5 (the event log) added is dropped,
 // so the file is what an older sessionkit wrote.
 var undoMigrations5to7 = []string{
+	`DROP TABLE message_ids`,
 	`DROP TRIGGER usage_totals_add`,
 	`DROP TABLE usage_totals`,
 	`DROP TABLE vectors`,
@@ -360,7 +362,6 @@ var undoMigrations5to7 = []string{
 	`ALTER TABLE sessions DROP COLUMN fork_seq`,
 	`ALTER TABLE sessions DROP COLUMN fork_at`,
 	`ALTER TABLE sessions DROP COLUMN deleted`,
-	`DROP INDEX messages_id`,
 	`DROP TABLE usage_records`,
 	`ALTER TABLE sessions DROP COLUMN log_covers`,
 	`DROP TABLE configs`,

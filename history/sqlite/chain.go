@@ -130,17 +130,31 @@ func (c chain) byPos(pos int64) *link {
 }
 
 // find returns the position and number of the newest message of the
-// chain with ID msgID; found is false when there is none.
+// chain with ID msgID; found is false when there is none. Each link, newest
+// first, is looked up in its unindexed tail (selectTailID: the messages
+// numbered from its watermark on, which message_ids does not hold yet),
+// then in message_ids (selectIndexedID): every tail message is newer than
+// every indexed one. The watermarks are the chain's, read in q's
+// transaction, as message_ids is, so that a message the indexer moves
+// meanwhile is seen in exactly one of the two.
 func (c chain) find(q querier, msgID string) (pos, seq int64, found bool, err error) {
+	id := []byte(msgID)
 	for i := range c {
 		l := &c[i]
-		err := queryRow(q, `SELECT pos, seq FROM messages WHERE session_id = ? AND `+messageIDExpr+` = ? AND pos > ? AND pos <= ?
-			ORDER BY pos DESC LIMIT 1`, []any{l.id, []byte(msgID), l.lo, l.hi}, &pos, &seq)
-		switch {
-		case err == nil:
-			return pos, seq, true, nil
-		case !errors.Is(err, sql.ErrNoRows):
-			return 0, 0, false, err
+		for _, st := range [...]struct {
+			query string
+			args  []any
+		}{
+			{selectTailID, []any{l.id, max(l.indexed, l.seqLo), l.seqHi, id}},
+			{selectIndexedID, []any{l.id, id, l.lo, l.hi}},
+		} {
+			err := queryRow(q, st.query, st.args, &pos, &seq)
+			switch {
+			case err == nil:
+				return pos, seq, true, nil
+			case !errors.Is(err, sql.ErrNoRows):
+				return 0, 0, false, err
+			}
 		}
 	}
 	return 0, 0, false, nil

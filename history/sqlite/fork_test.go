@@ -16,7 +16,7 @@ import (
 func rowCounts(t *testing.T, s *Store) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, table := range []string{"sessions", "messages", "message_fts", "compactions", "configs", "events", "usage_records", "usage_totals", "vectors"} {
+	for _, table := range []string{"sessions", "messages", "message_fts", "message_ids", "compactions", "configs", "events", "usage_records", "usage_totals", "vectors"} {
 		var n int
 		require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM `+table).Scan(&n), table)
 		out[table] = n
@@ -51,8 +51,9 @@ func TestForkCopiesNoMessage(t *testing.T) {
 }
 
 // TestForkDeleteKeepsWhatForksRead: a deleted source that two forks read
-// keeps its messages, their search rows and vectors up to the newest fork
-// point only, under one hidden ID; the forks read as before.
+// keeps its messages, their search rows, message_ids rows and vectors up to
+// the newest fork point only, under one hidden ID; the forks read as
+// before, and find the source's messages by ID.
 func TestForkDeleteKeepsWhatForksRead(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "s.db"), withIndexBound(0))
@@ -80,6 +81,7 @@ func TestForkDeleteKeepsWhatForksRead(t *testing.T) {
 	rows := rowCounts(t, s)
 	assert.Equal(t, 20, rows["messages"], "src-0 to src-19")
 	assert.Equal(t, 20, rows["message_fts"])
+	assert.Equal(t, 20, rows["message_ids"])
 	assert.Equal(t, 20, rows["vectors"])
 	var hidden int
 	require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM sessions WHERE deleted`).Scan(&hidden))
@@ -91,12 +93,22 @@ func TestForkDeleteKeepsWhatForksRead(t *testing.T) {
 		page, err := s.Search(ctx, id, q)
 		require.NoError(t, err)
 		assert.Equal(t, found[id], page, id)
+		w, err := s.Window(ctx, id, history.WindowQuery{Around: "src-5"})
+		require.NoError(t, err)
+		require.Len(t, w, 1)
+		assert.Equal(t, "src-5", w[0].Message.ID)
 	}
 }
 
 // TestForkDeleteLeavesNothing: historytest.ForkDeleteLeavesNothing, with
-// every table's rows counted.
+// every table's rows counted, on a store as shipped and on one that
+// indexes every message as it is appended (so that every message has its
+// search and message_ids rows to delete).
 func TestForkDeleteLeavesNothing(t *testing.T) {
-	historytest.ForkDeleteLeavesNothing(t, func(t *testing.T) history.Store { return open(t, filepath.Join(t.TempDir(), "s.db")) },
-		func(t *testing.T, s history.Store) map[string]int { return rowCounts(t, s.(*Store)) })
+	for name, opts := range map[string][]Option{"shipped": nil, "indexed": {withIndexBound(0)}} {
+		t.Run(name, func(t *testing.T) {
+			historytest.ForkDeleteLeavesNothing(t, func(t *testing.T) history.Store { return open(t, filepath.Join(t.TempDir(), "s.db"), opts...) },
+				func(t *testing.T, s history.Store) map[string]int { return rowCounts(t, s.(*Store)) })
+		})
+	}
 }

@@ -136,8 +136,9 @@ func (s *Store) indexIdle(c *committer) {
 }
 
 // indexRange adds the messages of session id (number num) numbered from
-// up to, not including, to to the search index and moves its watermark to
-// to, in tx, with the statements of committer c. It takes c rather than
+// up to, not including, to to the search index and to message_ids (the
+// IDs a Window or a fork looks up: chain.go, find) and moves its watermark
+// to to, in tx, with the statements of committer c. It takes c rather than
 // reading s.c: the committer's first idle work may run before Open has
 // stored s.c.
 func (s *Store) indexRange(ctx context.Context, c *committer, tx *sql.Tx, op, id string, num, from, to int64) error {
@@ -158,6 +159,9 @@ func (s *Store) indexRange(ctx context.Context, c *committer, tx *sql.Tx, op, id
 		if _, err := stmt.ExecContext(ctx, rowidOf(num, from+int64(i)), docs[i].Text, docs[i].Tool, m.ID, string(m.Role), pos[i]); err != nil {
 			return s.fail(ctx, op, err)
 		}
+	}
+	if _, err := tx.ExecContext(ctx, insertMessageIDs, id, from, to); err != nil {
+		return s.fail(ctx, op, err)
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE sessions SET indexed = ? WHERE id = ?`, to, id); err != nil {
 		return s.fail(ctx, op, err)

@@ -192,7 +192,34 @@ UPDATE sessions SET indexed = message_count;`,
 	// rest of the ledger: what an open takes its context figure from. The
 	// rowid, the order records were inserted in, ends every index entry.
 	`CREATE INDEX usage_records_purpose ON usage_records (session_id, purpose);`,
+	// 20: a message is found by its ID (history.Reader.Window, a fork's
+	// point) through message_ids, which the indexer writes (indexer.go)
+	// with the search rows, not through the index messages_id, which
+	// every Append paid for (one more B-tree leaf per message). The
+	// messages indexed for search (seq below the watermark) have their
+	// rows here; the unindexed tail is looked up in messages (chain.go,
+	// find).
+	migrationMessageIDs,
 }
+
+// migrationMessageIDs is migration 20: one row per indexed message, its
+// ID (as messageIDExpr reads it, a BLOB) and its timeline position, in the
+// session whose rows hold it (a fork's inherited messages are its
+// parent's rows, as in messages).
+const migrationMessageIDs = `
+CREATE TABLE message_ids (
+	session_id TEXT    NOT NULL,
+	id         BLOB    NOT NULL, -- the ID inside the message's body
+	pos        INTEGER NOT NULL, -- the message's timeline position
+	PRIMARY KEY (session_id, id, pos)
+) WITHOUT ROWID;
+
+INSERT INTO message_ids (session_id, id, pos)
+SELECT m.session_id, ` + messageIDExpr + `, m.pos FROM messages AS m JOIN sessions AS s ON s.id = m.session_id
+WHERE m.seq < s.indexed;
+
+DROP INDEX messages_id;
+`
 
 // migrationVectors is migration 17: one vector per message a session's
 // embedder embedded, keyed by the message's timeline position in the
@@ -288,8 +315,10 @@ const addTotals = `requests = requests + 1,
 // messageIDExpr is a message's ID as the body column holds it (encode.go,
 // encodeBody): the bytes after the header, as many as its first length
 // says. It is a BLOB (migration 4 left TEXT bodies, and substr counts bytes
-// only in a BLOB). The index messages_id and selectPosOfID spell it alike,
-// so that SQLite finds the one through the other.
+// only in a BLOB). The index messages_id (migrations 12 to 19) and its
+// lookup spelled it alike, so that SQLite found the one through the other;
+// message_ids (migration 20) and the tail's lookup (chain.go, find) hold
+// and compare the same bytes.
 const messageIDExpr = `substr(CAST(body AS BLOB), 60, CAST(CAST(substr(CAST(body AS BLOB), 20, 10) AS TEXT) AS INTEGER))`
 
 // migrationConfigs records configuration changes at their timeline

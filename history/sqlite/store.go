@@ -42,9 +42,21 @@ const (
 	selectPosOfSeq = `SELECT pos FROM messages WHERE session_id = ? AND seq = ?`
 	// selectInProgress lists in-progress compactions through a partial index.
 	selectInProgress = `SELECT compact_id FROM compactions WHERE session_id = ? AND status = 'in_progress' ORDER BY pos`
-	// selectPosOfID finds the position of the newest message with an ID
-	// (bound as a BLOB) through the messages_id index (window.go).
-	selectPosOfID = `SELECT pos FROM messages WHERE session_id = ? AND ` + messageIDExpr + ` = ? ORDER BY pos DESC LIMIT 1`
+	// selectTailID finds the newest message with an ID (bound as a BLOB)
+	// among a link's own messages numbered from ? below ? (its unindexed
+	// tail): a range of the (session_id, seq) index, newest first, each
+	// row's ID read from its body (chain.go, find).
+	selectTailID = `SELECT pos, seq FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? AND ` + messageIDExpr + ` = ?
+		ORDER BY seq DESC LIMIT 1`
+	// selectIndexedID finds the newest indexed message with an ID (bound
+	// as a BLOB) among a link's own messages at positions above ? up to ?:
+	// one entry of message_ids, and its number through the primary key.
+	selectIndexedID = `SELECT i.pos, m.seq FROM message_ids AS i JOIN messages AS m ON m.session_id = i.session_id AND m.pos = i.pos
+		WHERE i.session_id = ? AND i.id = ? AND i.pos > ? AND i.pos <= ? ORDER BY i.pos DESC LIMIT 1`
+	// insertMessageIDs writes the message_ids rows of a session's
+	// messages numbered from ? below ? (indexer.go, indexRange).
+	insertMessageIDs = `INSERT INTO message_ids (session_id, id, pos)
+		SELECT session_id, ` + messageIDExpr + `, pos FROM messages WHERE session_id = ? AND seq >= ? AND seq < ?`
 )
 
 // state is the sessions row as a write transaction sees it after its version

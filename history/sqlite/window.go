@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"errors"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
@@ -11,11 +10,13 @@ import (
 )
 
 // Window implements [history.Reader] (segments.ReadWindow): the message
-// is found through the messages_id index (selectPosOfID), the window's
-// messages are two ranges of the primary key from there, each message with
-// its tool name from the search index (the message_fts row of its
-// number), all in one read transaction whose cost does not grow with the
-// session.
+// is found by its ID along the session's chain (chain.find: in each link's
+// unindexed tail, then in message_ids, which the indexer writes; an Append
+// writes no index of IDs), the window's messages are two ranges of the
+// primary key from there, each message with its tool name from the search
+// index (the message_fts row of its number), all in one read transaction
+// whose cost does not grow with the session (the tail a lookup reads is
+// bounded, as a search's is: indexer.go).
 func (s *Store) Window(ctx context.Context, id string, q history.WindowQuery) (out []history.WindowMessage, err error) {
 	err = s.read(ctx, "window", func(tx *sql.Tx) error {
 		out, err = segments.ReadWindow(id, q, s.windowReads(ctx, tx, id))
@@ -39,18 +40,8 @@ func (s *Store) windowReads(ctx context.Context, tx *sql.Tx, id string) segments
 			return activeFrom, nil
 		},
 		Find: func(msgID string) (pos int64, found bool, err error) {
-			if c.forked() {
-				pos, _, found, err = c.find(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, msgID)
-				return pos, found, err
-			}
-			err = tx.QueryRowContext(ctx, selectPosOfID, id, []byte(msgID)).Scan(&pos)
-			if errors.Is(err, sql.ErrNoRows) {
-				return 0, false, nil
-			}
-			if err != nil {
-				return 0, false, s.fail(ctx, op, err)
-			}
-			return pos, true, nil
+			pos, _, found, err = c.find(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, msgID)
+			return pos, found, err
 		},
 		Before: func(pos int64, limit int) ([]history.WindowMessage, error) {
 			if c.forked() {
