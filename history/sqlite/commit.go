@@ -61,15 +61,21 @@ type committer struct {
 	// time), and the work of an idle time.
 	pending map[string]struct{}
 	scan    bool
-	idle    func(c *committer)
+	idle    func(c *committer, urgent bool)
+	// urgent holds the sessions a search found a long tail in (hurry),
+	// which the committer indexes between its batches, idle or not.
+	urgent map[string]struct{}
+	hurry  chan string
 }
 
 // startCommitter starts the committer of the writer connection w, which
-// calls onBatch, if not nil, before each batch, and idle after idleAfter
-// without a write while it has sessions pending or still to scan for.
-func startCommitter(w *sql.DB, onBatch func(n int), idle func(c *committer)) *committer {
+// calls onBatch, if not nil, before each batch, idle(c, false) after
+// idleAfter without a write while it has sessions pending or still to
+// scan for, and idle(c, true) before taking a batch while it has urgent
+// sessions.
+func startCommitter(w *sql.DB, onBatch func(n int), idle func(c *committer, urgent bool)) *committer {
 	c := &committer{w: w, jobs: make(chan *job), quit: make(chan struct{}), stopped: make(chan struct{}), onBatch: onBatch,
-		pending: map[string]struct{}{}, scan: true, idle: idle}
+		pending: map[string]struct{}{}, scan: true, idle: idle, urgent: map[string]struct{}{}, hurry: make(chan string, hurryQueue)}
 	go c.loop()
 	return c
 }
@@ -115,6 +121,9 @@ func (c *committer) loop() {
 	timer := time.NewTimer(idleAfter)
 	defer timer.Stop()
 	for {
+		if c.idle != nil && len(c.urgent) > 0 {
+			c.idle(c, true)
+		}
 		var idle <-chan time.Time // nil: nothing to do when idle
 		if c.idle != nil && (c.scan || len(c.pending) > 0) {
 			timer.Reset(idleAfter)
@@ -126,7 +135,10 @@ func (c *committer) loop() {
 		case <-c.quit:
 			return
 		case <-idle:
-			c.idle(c)
+			c.idle(c, false)
+			continue
+		case id := <-c.hurry:
+			c.urgent[id], c.pending[id] = struct{}{}, struct{}{}
 			continue
 		}
 		batch = chanbatch.Fill(batch, c.jobs, maxBatch)

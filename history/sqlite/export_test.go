@@ -28,6 +28,12 @@ func withIndexBound(n int) Option {
 	return func(o *options) { o.hooks.indexBound = &n }
 }
 
+// withoutHurry keeps a search that reads a long tail from asking the
+// committer to index it.
+func withoutHurry() Option {
+	return func(o *options) { o.hooks.noHurry = true }
+}
+
 // withoutIdleIndex keeps the committer from indexing in its idle time.
 func withoutIdleIndex() Option {
 	return func(o *options) { o.hooks.noIdleIndex = true }

@@ -21,23 +21,38 @@ import (
 // the messages table and match it in Go with the words and stems the index
 // uses (textsearch.Words, textsearch.Stem, as FTS5's unicode61 and porter
 // tokenizers split and stem), so a message is found by the search that
-// follows its acknowledged Append, indexed or not. A session's tail stays
-// short: the Append that would make it longer than maxTail indexes the
-// whole tail in its own transaction, so a search reads at most maxTail
-// messages outside the index even under a load that leaves the committer
-// no idle time. A process that stops before its committer indexed leaves
+// follows its acknowledged Append, indexed or not. A session's tail is
+// bounded: the Append that would make it longer than maxTail indexes its
+// oldest messages in its own transaction, so a search reads at most
+// maxTail messages outside the index even under a load that leaves the
+// committer no idle time (a bulk load; an agent's appends leave it idle
+// between them). A process that stops before its committer indexed leaves
 // a tail behind; the next Open's committer finds it (indexed <
 // message_count) and indexes it in its idle time.
 
 const (
-	// maxTail bounds the unindexed messages of one session.
-	maxTail = 1024
+	// maxTail bounds the unindexed messages of one session: a bulk load of
+	// up to this many messages into a session runs at the rate of appends
+	// that write no index, and a longer one at the index's rate past it.
+	maxTail = 1 << 18
+	// overChunk is how far below maxTail (or the test's bound, if
+	// smaller) the Append that passes it brings the tail: it indexes
+	// its session's oldest messages in chunks of about this many, each
+	// one FTS5 segment, instead of a few messages at every Append.
+	overChunk = 1024
 	// idleAfter is how long the committer waits without a write before it
 	// indexes.
 	idleAfter = 2 * time.Millisecond
 	// idleBatch bounds the messages one background transaction indexes,
 	// and so how long a write that arrives meanwhile waits.
 	idleBatch = 4096
+	// hurryTail is the tail a search reads past which it asks the
+	// committer to index the session without waiting for idle time
+	// (Store.hurry): the searches that follow read less of it.
+	hurryTail = tailChunk
+	// hurryQueue bounds the hurry requests waiting for the committer; a
+	// search whose request finds the queue full does not wait.
+	hurryQueue = 64
 )
 
 // tailBound is the longest unindexed tail an Append leaves: maxTail, or
@@ -50,31 +65,44 @@ func (s *Store) tailBound() int64 {
 }
 
 // afterAppend is what an Append that took session id to total messages
-// does about the index: it indexes the whole tail when it has grown past
-// the bound, and otherwise leaves it to the committer's idle time. It runs
-// on the committer (as every write's function does), which owns pending.
+// does about the index: when the tail has grown past the bound, it
+// indexes its oldest messages, leaving overChunk fewer than the bound (the
+// whole tail for a bound of at most overChunk), and it leaves the rest to
+// the committer's idle time. It runs on the committer (as every write's
+// function does), which owns pending.
 func (s *Store) afterAppend(ctx context.Context, tx *sql.Tx, id string, st *state, total int64) error {
 	if s.hooks.noIndex {
 		return nil
 	}
-	if total-st.indexed > s.tailBound() {
-		return s.indexRange(ctx, s.c, tx, "append", id, st.num, st.indexed, total)
+	if bound := s.tailBound(); total-st.indexed > bound {
+		to := total - bound + min(overChunk, bound)
+		if err := s.indexRange(ctx, s.c, tx, "append", id, st.num, st.indexed, to); err != nil {
+			return err
+		}
+		if to == total {
+			return nil
+		}
 	}
 	s.c.pending[id] = struct{}{}
 	return nil
 }
 
 // indexIdle is the committer's work when it has had no write for
-// idleAfter: at its first idle time, it reads which sessions have a tail
-// (a process that stopped left it); then it indexes up to idleBatch
-// messages of the sessions in pending in one transaction. A failure drops
-// the sessions it was indexing from pending: their tails stay searchable,
-// and the bound or the next Open indexes them.
-func (s *Store) indexIdle(c *committer) {
-	ctx := context.Background()
+// idleAfter (urgent false): at its first idle time, it reads which
+// sessions have a tail (a process that stopped left it); then it indexes
+// up to idleBatch messages of the sessions in pending in one transaction.
+// With urgent, it does the same for the sessions in c.urgent, between
+// batches of writes. A failure drops the sessions it was indexing from
+// pending (and urgent): their tails stay searchable, and the bound or the
+// next Open indexes them.
+func (s *Store) indexIdle(c *committer, urgent bool) {
+	if urgent {
+		s.indexSome(c, c.urgent)
+		return
+	}
 	if c.scan {
 		c.scan = false
-		ids, err := unindexed(ctx, c.w)
+		ids, err := unindexed(context.Background(), c.w)
 		for _, id := range ids {
 			c.pending[id] = struct{}{}
 		}
@@ -87,20 +115,37 @@ func (s *Store) indexIdle(c *committer) {
 		clear(c.pending)
 		return
 	}
+	s.indexSome(c, c.pending)
+}
+
+// indexSome indexes up to idleBatch messages of the sessions in set (the
+// committer's pending or urgent) in one transaction, and drops from both
+// the sessions whose tails it indexed whole.
+func (s *Store) indexSome(c *committer, set map[string]struct{}) {
+	ctx := context.Background()
+	drop := func(id string) {
+		delete(c.pending, id)
+		delete(c.urgent, id)
+	}
+	fail := func() {
+		for id := range set {
+			drop(id)
+		}
+	}
 	if c.stmts == nil {
 		var err error
 		if c.stmts, err = prepare(c.w); err != nil {
-			clear(c.pending)
+			fail()
 			return
 		}
 	}
 	tx, err := c.w.BeginTx(ctx, nil)
 	if err != nil {
-		clear(c.pending)
+		fail()
 		return
 	}
 	left, done := int64(idleBatch), []string{}
-	for id := range c.pending {
+	for id := range set {
 		if left <= 0 {
 			break
 		}
@@ -119,19 +164,39 @@ func (s *Store) indexIdle(c *committer) {
 		}
 		if err != nil {
 			_ = tx.Rollback()
-			delete(c.pending, id)
+			drop(id)
 			return
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		clear(c.pending)
+		fail()
 		return
 	}
 	for _, id := range done {
-		delete(c.pending, id)
+		drop(id)
 	}
 	if s.hooks.onIndexed != nil {
 		s.hooks.onIndexed(idleBatch - int(left))
+	}
+}
+
+// hurry asks the committer to index the sessions of chain c whose tails
+// (read lists how many messages of each link's tail a search read) reach
+// hurryTail between its batches, without waiting for idle time. It never
+// waits: a request that finds the queue full is dropped (a later search
+// asks again).
+func (s *Store) hurry(c chain, read []int64) {
+	if s.hooks.noHurry || s.c.readOnly {
+		return
+	}
+	for i, n := range read {
+		if n < hurryTail {
+			continue
+		}
+		select {
+		case s.c.hurry <- c[i].id:
+		default:
+		}
 	}
 }
 
@@ -253,12 +318,14 @@ var errStop = errors.New("look-back done")
 type tail struct {
 	cands map[int64]textsearch.Candidate
 	stems map[string][]int64
+	read  []int64 // the messages read of each link's tail
 }
 
 // readTail reads the unindexed messages of chain c (whose session holds
 // count messages) and matches them against the words of q as FTS5 would:
 // a message holds a word when one of its words (textsearch.Words) has the
-// word's Porter stem.
+// word's Porter stem. Only the messages that hold a word are kept, as
+// candidates.
 func (s *Store) readTail(ctx context.Context, tx *sql.Tx, op string, c chain, count int64, q textsearch.Query) (*tail, error) {
 	t := &tail{cands: map[int64]textsearch.Candidate{}, stems: map[string][]int64{}}
 	// Only a word that begins as a stem does is stemmed: Porter's stem of
@@ -288,47 +355,71 @@ func (s *Store) readTail(ctx context.Context, tx *sql.Tx, op string, c chain, co
 			t.stems[st] = nil
 		}
 	}
+	// match adds message r to the lists of the query's stems that word w
+	// has, and reports whether it did.
+	match := func(r int64, w string) bool {
+		if !one[w[0]] && (len(w) < 2 || !two[w[0]][w[1]]) {
+			return false
+		}
+		st, ok := stems[w]
+		if !ok {
+			st = textsearch.Stem(w)
+			stems[w] = st
+		}
+		if keys, ok := t.stems[st]; ok && (len(keys) == 0 || keys[len(keys)-1] != r) {
+			t.stems[st] = append(keys, r)
+			return true
+		}
+		return false
+	}
 	for i := range c {
 		l := &c[i]
-		from, to := max(l.indexed, l.seqLo), min(l.seqHi, count)
-		if from >= to {
-			continue
-		}
-		pos, msgs, err := s.numbered(ctx, tx, op, l.id, from, to)
-		if err != nil {
-			return nil, err
-		}
-		docs, err := s.docs(ctx, tx, op, l.id, pos, msgs)
-		if err != nil {
-			return nil, err
-		}
-		for k := len(msgs) - 1; k >= 0; k-- { // newest first
-			r := rowidOf(l.num, from+int64(k))
-			match := func(w string) bool {
-				if !one[w[0]] && (len(w) < 2 || !two[w[0]][w[1]]) {
-					return true
-				}
-				st, ok := stems[w]
-				if !ok {
-					st = textsearch.Stem(w)
-					stems[w] = st
-				}
-				if keys, ok := t.stems[st]; ok && (len(keys) == 0 || keys[len(keys)-1] != r) {
-					t.stems[st] = append(keys, r)
-				}
-				return true
-			}
-			textsearch.Words(docs[k].Text, match)
-			textsearch.Words(docs[k].Tool, match)
-			m := &msgs[k]
-			t.cands[r] = textsearch.Candidate{
-				Message:  history.Message{ID: m.ID, Role: m.Role, Text: docs[k].Text},
-				ToolName: docs[k].Tool,
-				Position: pos[k],
+		lo, hi := max(l.indexed, l.seqLo), min(l.seqHi, count)
+		t.read = append(t.read, max(0, hi-lo))
+		for to := hi; to > lo; to -= tailChunk { // newest first
+			from := max(lo, to-tailChunk)
+			if err := s.matchTail(ctx, tx, op, l, from, to, t, match); err != nil {
+				return nil, err
 			}
 		}
 	}
 	return t, nil
+}
+
+// tailChunk is how many messages of a tail a search reads at once.
+const tailChunk = 4096
+
+// matchTail matches the messages of link l numbered from up to, not
+// including, to, newest first, with match (readTail), and adds the ones
+// that hold a word of the query to t's candidates.
+func (s *Store) matchTail(ctx context.Context, tx *sql.Tx, op string, l *link, from, to int64, t *tail, match func(r int64, w string) bool) error {
+	pos, msgs, err := s.numbered(ctx, tx, op, l.id, from, to)
+	if err != nil {
+		return err
+	}
+	docs, err := s.docs(ctx, tx, op, l.id, pos, msgs)
+	if err != nil {
+		return err
+	}
+	for k := len(msgs) - 1; k >= 0; k-- { // newest first
+		r, held := rowidOf(l.num, from+int64(k)), false
+		words := func(w string) bool {
+			held = match(r, w) || held
+			return true
+		}
+		textsearch.Words(docs[k].Text, words)
+		textsearch.Words(docs[k].Tool, words)
+		if !held {
+			continue
+		}
+		m := &msgs[k]
+		t.cands[r] = textsearch.Candidate{
+			Message:  history.Message{ID: m.ID, Role: m.Role, Text: docs[k].Text},
+			ToolName: docs[k].Tool,
+			Position: pos[k],
+		}
+	}
+	return nil
 }
 
 // match returns the rowids of the tail's messages holding word, newest

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/internal/poll"
 )
 
 // indexState is the watermark of session id and how many of its messages
@@ -133,7 +134,8 @@ func TestSearchFindsUnindexed(t *testing.T) {
 }
 
 // TestTailBound: the Append that makes a session's unindexed tail longer
-// than the bound indexes the whole tail in its transaction.
+// than a bound of at most overChunk indexes the whole tail in its
+// transaction.
 func TestTailBound(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "s.db"), withIndexBound(4), withoutIdleIndex())
@@ -197,4 +199,109 @@ func TestIdleIndexAfterDelete(t *testing.T) {
 	var rows int64
 	require.NoError(t, s.r.QueryRow(`SELECT count(*) FROM message_fts`).Scan(&rows))
 	assert.Equal(t, int64(4), rows, "only the kept session's messages")
+}
+
+// TestTailBoundChunks: past a bound above overChunk, the Append that makes
+// the tail longer indexes its oldest messages in its transaction, leaving
+// overChunk fewer than the bound, and the search finds messages on both
+// sides of the watermark.
+func TestTailBoundChunks(t *testing.T) {
+	ctx := context.Background()
+	const bound = overChunk + 6
+	s := open(t, filepath.Join(t.TempDir(), "s.db"), withIndexBound(bound), withoutIdleIndex())
+	snap, err := s.Create(ctx, history.NewSession{ID: "s"})
+	require.NoError(t, err)
+	v := snap.Version
+	msgs := make([]history.Message, bound+10)
+	for i := range msgs {
+		msgs[i] = history.Message{ID: fmt.Sprint("m", i), Role: history.RoleUser, Text: fmt.Sprintf("note %d of the ledger", i)}
+	}
+	msgs[0].Text, msgs[len(msgs)-1].Text = "the oldest zebra", "the newest zebra"
+	for i := 0; i < bound; i += 64 {
+		v, err = s.Append(ctx, "s", v, msgs[i:min(i+64, bound)])
+		require.NoError(t, err)
+	}
+	indexed, _, rows := indexState(t, s, "s")
+	assert.Equal(t, [2]int64{0, 0}, [2]int64{indexed, rows}, "a tail of the bound stays")
+	_, err = s.Append(ctx, "s", v, msgs[bound:])
+	require.NoError(t, err)
+	indexed, _, rows = indexState(t, s, "s")
+	want := int64(bound + 10 - bound + overChunk)
+	assert.Equal(t, [2]int64{want, want}, [2]int64{indexed, rows}, "the oldest indexed, overChunk below the bound left")
+	p, err := s.Search(ctx, "s", history.SearchQuery{Text: "zebra", Limit: 20})
+	require.NoError(t, err)
+	var ids []string
+	for _, h := range p.Hits {
+		ids = append(ids, h.MessageID)
+	}
+	assert.ElementsMatch(t, []string{"m0", fmt.Sprint("m", bound+9)}, ids, "from the index and the tail")
+}
+
+// TestSearchLongTail: a tail longer than a search reads at once
+// (tailChunk) is matched chunk by chunk, newest first, and a search of it
+// finds what a search of the same messages through the index finds.
+func TestSearchLongTail(t *testing.T) {
+	ctx := context.Background()
+	msgs := make([]history.Message, tailChunk+100)
+	for i := range msgs {
+		msgs[i] = history.Message{ID: fmt.Sprint("m", i), Role: history.RoleUser, Text: fmt.Sprintf("note %d of the ledger, round %d", i, i%7)}
+	}
+	msgs[0].Text, msgs[len(msgs)-1].Text = "the oldest zebra", "the newest zebra"
+	queries := []string{"zebra", "ledger", "note round", "oldest", "6"}
+	search := func(opts ...Option) [][]string {
+		s := open(t, filepath.Join(t.TempDir(), "s.db"), opts...)
+		snap, err := s.Create(ctx, history.NewSession{ID: "s"})
+		require.NoError(t, err)
+		_, err = s.Append(ctx, "s", snap.Version, msgs)
+		require.NoError(t, err)
+		var out [][]string
+		for _, q := range queries {
+			p, err := s.Search(ctx, "s", history.SearchQuery{Text: q, Limit: 10})
+			require.NoError(t, err)
+			var ids []string
+			for _, h := range p.Hits {
+				ids = append(ids, h.MessageID)
+			}
+			out = append(out, ids)
+		}
+		return out
+	}
+	tail := search(withIndexBound(1<<30), withoutIdleIndex(), withoutHurry())
+	index := search(withIndexBound(0))
+	assert.Equal(t, index, tail)
+	assert.ElementsMatch(t, []string{"m0", fmt.Sprint("m", len(msgs)-1)}, tail[0], "both chunks")
+}
+
+// TestSearchHurriesALongTail: a search that reads a tail of hurryTail
+// messages or more asks the committer to index it without waiting for
+// idle time (there is none here: withoutIdleIndex), and the session is
+// then indexed whole; a shorter tail is left alone.
+func TestSearchHurriesALongTail(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "s.db"), withIndexBound(1<<30), withoutIdleIndex())
+	msgs := make([]history.Message, hurryTail)
+	for i := range msgs {
+		msgs[i] = history.Message{ID: fmt.Sprint("m", i), Role: history.RoleUser, Text: fmt.Sprintf("note %d of the ledger", i)}
+	}
+	for _, id := range []string{"short", "long"} {
+		snap, err := s.Create(ctx, history.NewSession{ID: id})
+		require.NoError(t, err)
+		n := len(msgs)
+		if id == "short" {
+			n--
+		}
+		_, err = s.Append(ctx, id, snap.Version, msgs[:n])
+		require.NoError(t, err)
+		p, err := s.Search(ctx, id, history.SearchQuery{Text: "ledger note"})
+		require.NoError(t, err)
+		require.NotEmpty(t, p.Hits)
+	}
+	poll.Until(t, time.Minute, func() bool {
+		indexed, _, _ := indexState(t, s, "long")
+		return indexed == hurryTail
+	}, "the long tail indexed")
+	_, _, rows := indexState(t, s, "long")
+	assert.Equal(t, int64(hurryTail), rows)
+	indexed, _, _ := indexState(t, s, "short")
+	assert.Zero(t, indexed, "a short tail waits for idle time")
 }

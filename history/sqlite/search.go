@@ -112,6 +112,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		if err != nil {
 			return err
 		}
+		defer s.hurry(c, t.read)
 		indexKeys := keys
 		keys = func(word string, limit int) ([]int64, error) {
 			found, err := indexKeys(word, limit)

@@ -39,7 +39,7 @@ func BenchmarkSearch(b *testing.B) {
 	v := historytest.SearchSession(b, s, "s", msgs, archived)
 	if tail > 0 {
 		require.NoError(b, s.Close())
-		s = open(b, path, withIndexBound(1<<30), withoutIdleIndex())
+		s = open(b, path, withIndexBound(1<<30), withoutIdleIndex(), withoutHurry())
 		_, err := s.Append(ctx, "s", v, all[archived+active:])
 		require.NoError(b, err)
 		msgs = all

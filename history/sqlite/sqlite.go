@@ -92,6 +92,9 @@ type hooks struct {
 	indexBound *int
 	// noIdleIndex: the committer never indexes in its idle time.
 	noIdleIndex bool
+	// noHurry: a search that reads a long tail does not ask the committer
+	// to index it (Store.hurry).
+	noHurry bool
 	// onIndexed is called by the committer with the number of messages
 	// each idle-time index transaction indexed, after it committed.
 	onIndexed func(n int)
