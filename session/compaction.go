@@ -20,7 +20,8 @@ import (
 // usage records the provider-reported usage of a turn response and queues an
 // automatic compaction when it reaches the threshold (docs/design.md §3).
 func (l *loop) usage(r *history.UsageRecord) {
-	l.contextTokens, l.ctxEstimate = usageOf(r).Total(), 0
+	l.lastTurn, l.afterTurn = usageOf(r).Total(), nil
+	l.settleContext()
 	l.spent(r, l.contextTokens)
 	thr := l.set.threshold()
 	l.measureHold(thr)
@@ -30,6 +31,27 @@ func (l *loop) usage(r *history.UsageRecord) {
 	l.autoQueued = true
 	l.log.Debug("automatic compaction queued", zap.Int("context_tokens", l.contextTokens), zap.Int("threshold", thr))
 	l.queueCompaction(TriggerAuto)
+}
+
+// segContext is a standing Segment committed after the latest turn
+// response (loop.afterTurn): its ID and its ContextAfter.
+type segContext struct {
+	id    string
+	after int
+}
+
+// settleContext sets contextTokens and ctxEstimate from lastTurn and
+// afterTurn: while a Segment committed after the latest turn response
+// stands, the figure is stale and the newest such Segment's ContextAfter
+// is the estimate; otherwise it is the latest turn response's figure (0
+// when none). Opening a session decides the same from the store
+// (usageSoFar).
+func (l *loop) settleContext() {
+	if n := len(l.afterTurn); n > 0 {
+		l.contextTokens, l.ctxEstimate = 0, l.afterTurn[n-1].after
+		return
+	}
+	l.contextTokens, l.ctxEstimate = l.lastTurn, 0
 }
 
 // queueCompaction queues a compaction of the session's own (automatic or
@@ -379,7 +401,9 @@ func (l *loop) commitCompaction(k *compaction) {
 			if len(commit.Files) > 0 {
 				l.addSegFiles(commit.Files)
 			}
-			l.contextTokens, l.ctxEstimate = 0, after // stale until the next turn response (§3.3)
+			// Stale until the next turn response (§3.3): the estimate.
+			l.afterTurn = append(l.afterTurn, segContext{id: seg.ID, after: after})
+			l.settleContext()
 			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural.Count(k.archive, "message") + " into a summary.", CompactID: c.id})
 			res := CompactResult{
 				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,

@@ -171,8 +171,19 @@ type loop struct {
 	// ctxEstimate is the session's estimate of the context while
 	// contextTokens is stale after a compaction (CompactResult.ContextAfter;
 	// at open, that of a compaction after the last turn response); 0 when
-	// none. Only Replay and Session.ContextTokens report it.
-	ctxEstimate  int
+	// none. Only Replay and Session.ContextTokens report it. Both follow
+	// from lastTurn and afterTurn (settleContext).
+	ctxEstimate int
+	// lastTurn is the context of the latest turn response (at open, of the
+	// last one in the usage ledger), 0 when none; it stays while a
+	// compaction makes it stale, for an Uncompact to bring back.
+	// afterTurn are the standing Segments committed after that response,
+	// oldest first (at open, those usageSoFar found after it): a turn
+	// response empties it, a commit appends to it, an Uncompact takes out
+	// the Segment it undid: live, the order of events in the loop decides,
+	// never the clock.
+	lastTurn     int
+	afterTurn    []segContext
 	autoQueued   bool // an automatic compaction is queued or running
 	autoBlocked  bool // an automatic compaction of this turn failed or had nothing to do; cleared when a turn starts
 	autoFailures int  // consecutive failed automatic compactions; suspended at maxAutoFailures

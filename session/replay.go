@@ -70,10 +70,13 @@ type Replay struct {
 	// response yet, the last turn response's ledger record); after a
 	// compaction, until the next turn response, it is the session's
 	// estimate (CompactResult.ContextAfter) and ContextEstimated is true.
-	// 0 when no figure exists: a session without a turn response, or
-	// after an Uncompact in this process until the next one. The event log holds no
-	// usage, so a subscriber that continues from it learns the context
-	// here.
+	// An Uncompact takes its compaction's estimate away: the figure is
+	// then that of the newest Segment still standing that was committed
+	// after the latest turn response (estimated), or else that response's
+	// figure again, as opening the session again reports it. 0 when no
+	// figure exists: a session without a turn response. The event log
+	// holds no usage, so a subscriber that continues from it learns the
+	// context here.
 	ContextTokens    int
 	ContextEstimated bool
 	// Sub delivers the live events published after the cut, with the

@@ -204,38 +204,38 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 
 	s := newSession(id, store, cfg.Provider)
 	l := &loop{
-		s:             s,
-		log:           log.With(zap.String("session", id)),
-		store:         store,
-		prov:          cfg.Provider,
-		sumProv:       cfg.SummaryProvider,
-		hook:          cfg.BeforeCompact,
-		tools:         tools,
-		specs:         specs,
-		set:           set,
-		version:       version,
-		active:        active,
-		summary:       snap.Summary,
-		archived:      snap.Archived,
-		nextPos:       nextPos,
-		feed:          newFeed(cfg.EventHistory, start, elog),
-		elog:          elog,
-		maxTool:       cfg.MaxToolOutput,
-		planOn:        cfg.Plan,
-		maxQueue:      cmp.Or(cfg.MaxQueue, DefaultMaxQueue),
-		prune:         cfg.PruneToolResults,
-		jobs:          make(chan func()),
-		results:       make(chan func(*loop)),
-		lease:         lease,
-		storeTO:       cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
-		title:         snap.Title,
-		cwd:           snap.Cwd,
-		meter:         meter{pricing: cfg.Pricing, log: log},
-		tel:           newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
-		cost:          was.cost,
-		contextTokens: was.context,
-		ctxEstimate:   was.estimate,
+		s:        s,
+		log:      log.With(zap.String("session", id)),
+		store:    store,
+		prov:     cfg.Provider,
+		sumProv:  cfg.SummaryProvider,
+		hook:     cfg.BeforeCompact,
+		tools:    tools,
+		specs:    specs,
+		set:      set,
+		version:  version,
+		active:   active,
+		summary:  snap.Summary,
+		archived: snap.Archived,
+		nextPos:  nextPos,
+		feed:     newFeed(cfg.EventHistory, start, elog),
+		elog:     elog,
+		maxTool:  cfg.MaxToolOutput,
+		planOn:   cfg.Plan,
+		maxQueue: cmp.Or(cfg.MaxQueue, DefaultMaxQueue),
+		prune:    cfg.PruneToolResults,
+		jobs:     make(chan func()),
+		results:  make(chan func(*loop)),
+		lease:    lease,
+		storeTO:  cmp.Or(cfg.StoreTimeout, DefaultStoreTimeout),
+		title:    snap.Title,
+		cwd:      snap.Cwd,
+		meter:    meter{pricing: cfg.Pricing, log: log},
+		tel:      newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
+		cost:     was.cost,
 	}
+	l.lastTurn, l.afterTurn = was.last, was.after
+	l.settleContext() // the context as usageSoFar found it
 	l.activePlans = planCalls(active)
 	l.setSegFiles(standingFiles(heads))
 	l.publishSettings()
@@ -283,23 +283,23 @@ func newSession(id string, store history.Store, prov provider.Provider) *Session
 // (usageSoFar).
 type soFar struct {
 	cost provider.Cost // the cost so far, which every UsageEvent carries on from
-	// context is the context the conversation held at the last turn
-	// response (its ledger record's figures); estimate, when a compaction
-	// committed after that response, is the
-	// context the newest standing Segment left by the session's estimate
-	// (Segment.ContextAfter), and context is 0, as after a compaction in
-	// a live session: stale until the next turn response.
-	context, estimate int
+	// last is the context the conversation held at the last turn response
+	// (its ledger record's figures), 0 without one; after are the standing
+	// Segments committed after that response, oldest first (loop.afterTurn):
+	// while one stands the figure is stale, as after a compaction in a live
+	// session, and the newest one's ContextAfter is the estimate.
+	last  int
+	after []segContext
 }
 
 // usageSoFar reads what the processes before this one left of session
 // id's usage: its cost from the ledger's totals, its context from the
 // last turn response's record (history.Ledger.LastUsage) and heads, the
 // session's Segment headers (nil when none stands). Without a turn
-// response recorded (a fork's ledger starts empty) there is no figure. An
-// Uncompact is not
-// looked at: it restored the context a compaction had cut, which is the
-// last figure again.
+// response recorded (a fork's ledger starts empty) there is no figure and
+// no Segment counts. An Uncompact is not looked at: it restored the
+// context a compaction had cut, which is the last figure again, or the
+// estimate of a Segment that still stands after it.
 func usageSoFar(ctx context.Context, store history.Store, id string, created bool, heads []history.Segment) (soFar, error) {
 	if created {
 		return soFar{}, nil
@@ -313,19 +313,23 @@ func usageSoFar(ctx context.Context, store history.Store, id string, created boo
 	if err != nil {
 		return soFar{}, fmt.Errorf("session: read usage: %w", err)
 	}
-	var newest *history.Segment
-	for i := range heads {
-		if !heads[i].Undone() {
-			newest = &heads[i]
+	if !ok { // no turn response (a fork's ledger starts empty)
+		return was, nil
+	}
+	was.last = usageOf(&rec).Total()
+	// The standing Segments committed after the record: from the newest
+	// back to the first one committed before it.
+	for i := len(heads) - 1; i >= 0; i-- {
+		g := &heads[i]
+		if g.Undone() {
+			continue
 		}
+		if !g.CreatedAt.After(rec.At) {
+			break
+		}
+		was.after = append(was.after, segContext{id: g.ID, after: g.ContextAfter})
 	}
-	switch {
-	case !ok: // no turn response (a fork's ledger starts empty)
-	case newest != nil && newest.CreatedAt.After(rec.At):
-		was.estimate = newest.ContextAfter
-	default:
-		was.context = usageOf(&rec).Total()
-	}
+	slices.Reverse(was.after)
 	return was, nil
 }
 

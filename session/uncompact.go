@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sessionkit/sessionkit/history"
@@ -70,11 +71,20 @@ func (l *loop) startUncompact(c *command) {
 			if err != nil {
 				err = fmt.Errorf("session: uncompact: %w", err)
 			} else {
-				l.contextTokens, l.ctxEstimate = 0, 0 // stale until the next turn response, as after a compaction
+				l.uncompacted(rec.SegmentID)
 			}
 			l.finishUncompact(c, rec, err)
 		}
 	})
+}
+
+// uncompacted settles the context after an Uncompact undid Segment id:
+// the estimate of the newest Segment still standing that was committed
+// after the latest turn response, or else that response's figure again
+// (what opening the session reports then).
+func (l *loop) uncompacted(id string) {
+	l.afterTurn = slices.DeleteFunc(l.afterTurn, func(g segContext) bool { return g.id == id })
+	l.settleContext()
 }
 
 // finishUncompact publishes the outcome of Uncompact c and finishes its

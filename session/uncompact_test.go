@@ -225,3 +225,143 @@ func TestUncompact_SQLiteReopen(t *testing.T) {
 	assert.True(t, segs[0].Undone())
 	assert.Equal(t, u.SegmentID, segs[0].ID)
 }
+
+// ctxFigure is a context figure a session reports (Session.ContextTokens).
+type ctxFigure struct {
+	Tokens    int
+	Estimated bool
+}
+
+// reopener holds a session on a store, to read its context live and
+// again after opening it anew.
+type reopener struct {
+	t     *testing.T
+	fake  *providertest.Fake
+	store history.Store
+	s     *session.Session
+}
+
+// live is what the open session reports of its context.
+func (r *reopener) live() ctxFigure {
+	r.t.Helper()
+	n, est, err := r.s.ContextTokens(ctxT(r.t))
+	require.NoError(r.t, err)
+	return ctxFigure{n, est}
+}
+
+// reopen closes the session, opens it again on the same store and
+// returns what it reports there, which must be what Replay reports too.
+func (r *reopener) reopen() ctxFigure {
+	r.t.Helper()
+	id := r.s.ID()
+	require.NoError(r.t, r.s.Close())
+	s, err := session.Open(ctxT(r.t), session.Config{ID: id, Provider: r.fake, Store: r.store})
+	require.NoError(r.t, err)
+	r.t.Cleanup(func() { _ = s.Close() })
+	r.s = s
+	got := r.live()
+	n, est := contextOf(r.t, s)
+	assert.Equal(r.t, got, ctxFigure{n, est}, "Replay reports what ContextTokens does")
+	return got
+}
+
+// agree asserts that the live session reports want and that the session
+// opened again reports the same.
+func (r *reopener) agree(want ctxFigure, msg string) {
+	r.t.Helper()
+	assert.Equal(r.t, want, r.live(), "live: "+msg)
+	assert.Equal(r.t, want, r.reopen(), "reopened: "+msg)
+}
+
+// turn runs a prompt whose response reports in+out tokens.
+func (r *reopener) turn(in, out int) {
+	r.t.Helper()
+	r.fake.QueueTurn(providertest.Reply{Text: "sized", Usage: provider.Usage{InputTokens: in, OutputTokens: out}})
+	require.NoError(r.t, wait(r.t, mustPrompt(r.t, r.s, "how big?")).Err)
+}
+
+// compact runs a compaction that must commit.
+func (r *reopener) compact(summary string) session.CompactResult {
+	r.t.Helper()
+	r.fake.QueueSummary(providertest.Reply{Text: summary, Usage: provider.Usage{InputTokens: 5000, OutputTokens: 3}})
+	res := wait(r.t, mustCompact(r.t, r.s, ""))
+	require.True(r.t, res.Compacted, res.Error)
+	require.Positive(r.t, res.ContextAfter)
+	return res
+}
+
+// uncompact undoes the newest compaction, which must be seg.
+func (r *reopener) uncompact(seg *history.Segment) {
+	r.t.Helper()
+	u := mustUncompact(r.t, r.s)
+	require.NoError(r.t, u.Err)
+	require.Equal(r.t, seg.ID, u.SegmentID)
+}
+
+// forEachStore runs f on a new session with a conversation behind it, in
+// every store.
+func forEachStore(t *testing.T, f func(r *reopener)) {
+	for name, newStore := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			fake := providertest.New()
+			r := &reopener{t: t, fake: fake, store: newStore()}
+			r.s = newSession(t, fake, session.Config{Store: r.store})
+			converse(t, r.s, fake, 4)
+			f(r)
+		})
+	}
+}
+
+// TestUncompact_ContextIsTheTurnsAgain: an Uncompact of the only
+// compaction after a turn response brings back that response's figure,
+// not an estimate, live as a reopened session reports it (it was 0 live
+// until the next turn response).
+func TestUncompact_ContextIsTheTurnsAgain(t *testing.T) {
+	forEachStore(t, func(r *reopener) {
+		r.turn(700, 42)
+		a := r.compact("A")
+		r.agree(ctxFigure{a.ContextAfter, true}, "after the compaction")
+		r.uncompact(a.Segment)
+		r.agree(ctxFigure{742, false}, "after the Uncompact")
+	})
+}
+
+// TestUncompact_ContextIsTheLatestTurns: turn, compaction A, turn,
+// compaction B, Uncompact of B: the second turn's figure, not the first
+// one's nor A's estimate (A came before that turn; the session was opened
+// again in between, so A is a Segment from the process before).
+func TestUncompact_ContextIsTheLatestTurns(t *testing.T) {
+	forEachStore(t, func(r *reopener) {
+		r.turn(700, 42)
+		a := r.compact("A")
+		require.Equal(t, ctxFigure{a.ContextAfter, true}, r.reopen())
+		r.turn(300, 1)
+		b := r.compact("B")
+		r.uncompact(b.Segment)
+		r.agree(ctxFigure{301, false}, "after undoing B")
+	})
+}
+
+// TestUncompact_ContextIsTheStandingEstimate: turn, compaction A,
+// compaction B, Uncompact of B: A still stands and came after the turn, so
+// the figure is A's estimate; undoing A too (in the session opened again,
+// whose Segments came from the process before) brings back the turn's.
+// Once more with the session opened again before the first Uncompact.
+func TestUncompact_ContextIsTheStandingEstimate(t *testing.T) {
+	for _, reopen := range []bool{false, true} {
+		t.Run(map[bool]string{false: "live", true: "reopened"}[reopen], func(t *testing.T) {
+			forEachStore(t, func(r *reopener) {
+				r.turn(700, 42)
+				a := r.compact("A")
+				b := r.compact("B")
+				if reopen {
+					require.Equal(t, ctxFigure{b.ContextAfter, true}, r.reopen())
+				}
+				r.uncompact(b.Segment)
+				r.agree(ctxFigure{a.ContextAfter, true}, "after undoing B")
+				r.uncompact(a.Segment)
+				r.agree(ctxFigure{742, false}, "after undoing A")
+			})
+		})
+	}
+}
