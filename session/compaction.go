@@ -21,15 +21,14 @@ import (
 // automatic compaction when it reaches the threshold (docs/design.md §3).
 func (l *loop) usage(r *history.UsageRecord) {
 	l.lastTurn, l.afterTurn = usageOf(r).Total(), nil
-	l.settleContext()
-	l.spent(r, l.contextTokens)
+	l.spent(r, l.contextTokens())
 	thr := l.set.threshold()
 	l.measureHold(thr)
-	if thr == 0 || l.contextTokens < thr || l.autoQueued || l.autoBlocked || l.autoFailures >= maxAutoFailures || l.contextTokens < l.autoHold {
+	if thr == 0 || l.contextTokens() < thr || l.autoQueued || l.autoBlocked || l.autoFailures >= maxAutoFailures || l.contextTokens() < l.autoHold {
 		return
 	}
 	l.autoQueued = true
-	l.log.Debug("automatic compaction queued", zap.Int("context_tokens", l.contextTokens), zap.Int("threshold", thr))
+	l.log.Debug("automatic compaction queued", zap.Int("context_tokens", l.contextTokens()), zap.Int("threshold", thr))
 	l.queueCompaction(TriggerAuto)
 }
 
@@ -40,18 +39,15 @@ type segContext struct {
 	after int
 }
 
-// settleContext sets contextTokens and ctxEstimate from lastTurn and
-// afterTurn: while a Segment committed after the latest turn response
-// stands, the figure is stale and the newest such Segment's ContextAfter
-// is the estimate; otherwise it is the latest turn response's figure (0
-// when none). Opening a session decides the same from the store
-// (usageSoFar).
-func (l *loop) settleContext() {
-	if n := len(l.afterTurn); n > 0 {
-		l.contextTokens, l.ctxEstimate = 0, l.afterTurn[n-1].after
-		return
+// contextTokens is the context of the latest turn response, or 0 while a
+// Segment committed after it stands: the figure is stale then until the
+// next turn response (§3.3). It follows from lastTurn and afterTurn, as
+// opening the session decides it from the store (usageSoFar).
+func (l *loop) contextTokens() int {
+	if len(l.afterTurn) > 0 {
+		return 0
 	}
-	l.contextTokens, l.ctxEstimate = l.lastTurn, 0
+	return l.lastTurn
 }
 
 // queueCompaction queues a compaction of the session's own (automatic or
@@ -161,7 +157,7 @@ func (l *loop) newCompaction(c *command, plan compact.Cut, rec history.Compactio
 		}
 		ctx, l.compSpan = l.tel.start(ctx, CompactionSpanName, trace.SpanKindInternal,
 			keyOperation.String(CompactionSpanName), keyCompactID.String(c.id), keyTrigger.String(string(c.trigger)),
-			keyArchived.Int(plan.Archive), keyCtxBefore.Int(l.contextTokens), l.tel.conv)
+			keyArchived.Int(plan.Archive), keyCtxBefore.Int(l.contextTokens()), l.tel.conv)
 	}
 	l.runSummary.Reset()
 	composer := l.composer()
@@ -173,7 +169,7 @@ func (l *loop) newCompaction(c *command, plan compact.Cut, rec history.Compactio
 		composer: *composer,
 		info:     provider.Describe(composer.Provider),
 		system:   l.set.system(),
-		before:   l.contextTokens,
+		before:   l.contextTokens(),
 		hook:     l.hook,
 		tel:      l.tel,
 		actionID: newID(),
@@ -403,7 +399,6 @@ func (l *loop) commitCompaction(k *compaction) {
 			}
 			// Stale until the next turn response (§3.3): the estimate.
 			l.afterTurn = append(l.afterTurn, segContext{id: seg.ID, after: after})
-			l.settleContext()
 			l.publish(&ActionEvent{ID: k.actionID, Kind: ActionKindCompact, Status: ActionCompleted, Text: "Compacted: archived " + plural.Count(k.archive, "message") + " into a summary.", CompactID: c.id})
 			res := CompactResult{
 				CompactID: c.id, Success: true, Compacted: true, Reason: ReasonCompacted, Trigger: c.trigger, Segment: seg, Usage: sum.Usage,
@@ -613,23 +608,23 @@ func autoHoldMargin(thr int) int { return max(thr/4, 1) }
 func (l *loop) measureHold(thr int) {
 	check := l.autoCheck
 	l.autoCheck = nil
-	if thr == 0 || l.contextTokens < thr {
+	if thr == 0 || l.contextTokens() < thr {
 		l.releaseHold()
 		return
 	}
 	if check == nil {
 		return
 	}
-	l.autoHold = l.contextTokens + autoHoldMargin(thr)
+	l.autoHold = l.contextTokens() + autoHoldMargin(thr)
 	if l.autoTold {
-		l.log.Debug("automatic compaction held again", zap.Int("context_tokens", l.contextTokens), zap.Int("resume_at", l.autoHold))
+		l.log.Debug("automatic compaction held again", zap.Int("context_tokens", l.contextTokens()), zap.Int("resume_at", l.autoHold))
 		return
 	}
 	l.autoTold = true
 	ev := &AutoCompactEvent{
 		Held: true, CompactID: check.CompactID, Threshold: thr, ResumeAt: l.autoHold,
-		ContextBefore: check.ContextBefore, ContextAfter: l.contextTokens,
-		Grew: check.ContextBefore > 0 && l.contextTokens >= check.ContextBefore, TurnID: l.turnID(),
+		ContextBefore: check.ContextBefore, ContextAfter: l.contextTokens(),
+		Grew: check.ContextBefore > 0 && l.contextTokens() >= check.ContextBefore, TurnID: l.turnID(),
 	}
 	l.log.Warn("automatic compaction held: the last one left the context above the threshold",
 		zap.Int("context_before", ev.ContextBefore), zap.Int("context_after", ev.ContextAfter), zap.Int("threshold", thr), zap.Int("resume_at", ev.ResumeAt))

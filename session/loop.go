@@ -167,13 +167,6 @@ type loop struct {
 	cost     provider.Cost // the session's cumulative cost (UsageEvent.SessionCost)
 
 	// Automatic compaction state (docs/design.md §3).
-	contextTokens int // input+output of the latest turn response; 0 when stale
-	// ctxEstimate is the session's estimate of the context while
-	// contextTokens is stale after a compaction (CompactResult.ContextAfter;
-	// at open, that of a compaction after the last turn response); 0 when
-	// none. Only Replay and Session.ContextTokens report it. Both follow
-	// from lastTurn and afterTurn (settleContext).
-	ctxEstimate int
 	// lastTurn is the context of the latest turn response (at open, of the
 	// last one in the usage ledger), 0 when none; it stays while a
 	// compaction makes it stale, for an Uncompact to bring back.
@@ -181,7 +174,8 @@ type loop struct {
 	// oldest first (at open, those usageSoFar found after it): a turn
 	// response empties it, a commit appends to it, an Uncompact takes out
 	// the Segment it undid: live, the order of events in the loop decides,
-	// never the clock.
+	// never the clock. The context figures follow from both
+	// (contextTokens, context).
 	lastTurn     int
 	afterTurn    []segContext
 	autoQueued   bool // an automatic compaction is queued or running

@@ -99,10 +99,10 @@ func (s *Session) ContextTokens(ctx context.Context) (tokens int, estimated bool
 // context is the context the conversation holds now and whether it is the
 // session's estimate (Replay.ContextTokens, ContextEstimated).
 func (l *loop) context() (int, bool) {
-	if l.contextTokens == 0 && l.ctxEstimate > 0 {
-		return l.ctxEstimate, true
+	if n := len(l.afterTurn); n > 0 && l.afterTurn[n-1].after > 0 {
+		return l.afterTurn[n-1].after, true
 	}
-	return l.contextTokens, false
+	return l.contextTokens(), false
 }
 
 // Replay returns the session's timeline after opts.After and a live

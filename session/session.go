@@ -234,8 +234,7 @@ func start(ctx context.Context, cfg Config, create bool) (*Session, error) {
 		tel:      newTelemetry(cfg.TracerProvider, cfg.MeterProvider, id),
 		cost:     was.cost,
 	}
-	l.lastTurn, l.afterTurn = was.last, was.after
-	l.settleContext() // the context as usageSoFar found it
+	l.lastTurn, l.afterTurn = was.last, was.after // the context as usageSoFar found it
 	l.activePlans = planCalls(active)
 	l.setSegFiles(standingFiles(heads))
 	l.publishSettings()

@@ -84,7 +84,6 @@ func (l *loop) startUncompact(c *command) {
 // (what opening the session reports then).
 func (l *loop) uncompacted(id string) {
 	l.afterTurn = slices.DeleteFunc(l.afterTurn, func(g segContext) bool { return g.id == id })
-	l.settleContext()
 }
 
 // finishUncompact publishes the outcome of Uncompact c and finishes its
