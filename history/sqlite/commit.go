@@ -70,9 +70,9 @@ type committer struct {
 
 // startCommitter starts the committer of the writer connection w, which
 // calls onBatch, if not nil, before each batch, idle(c, false) after
-// idleAfter without a write while it has sessions pending or still to
-// scan for, and idle(c, true) before taking a batch while it has urgent
-// sessions.
+// idleAfter without a write while it has sessions pending, urgent or still
+// to scan for, and idle(c, true) before taking a batch while it has urgent
+// sessions (so urgent work goes on with or without writes).
 func startCommitter(w *sql.DB, onBatch func(n int), idle func(c *committer, urgent bool)) *committer {
 	c := &committer{w: w, jobs: make(chan *job), quit: make(chan struct{}), stopped: make(chan struct{}), onBatch: onBatch,
 		pending: map[string]struct{}{}, scan: true, idle: idle, urgent: map[string]struct{}{}, hurry: make(chan string, hurryQueue)}
@@ -125,7 +125,7 @@ func (c *committer) loop() {
 			c.idle(c, true)
 		}
 		var idle <-chan time.Time // nil: nothing to do when idle
-		if c.idle != nil && (c.scan || len(c.pending) > 0) {
+		if c.idle != nil && (c.scan || len(c.pending) > 0 || len(c.urgent) > 0) {
 			timer.Reset(idleAfter)
 			idle = timer.C
 		}
@@ -138,7 +138,7 @@ func (c *committer) loop() {
 			c.idle(c, false)
 			continue
 		case id := <-c.hurry:
-			c.urgent[id], c.pending[id] = struct{}{}, struct{}{}
+			c.urgent[id] = struct{}{}
 			continue
 		}
 		batch = chanbatch.Fill(batch, c.jobs, maxBatch)

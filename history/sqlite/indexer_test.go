@@ -275,11 +275,13 @@ func TestSearchLongTail(t *testing.T) {
 // TestSearchHurriesALongTail: a search that reads a tail of hurryTail
 // messages or more asks the committer to index it without waiting for
 // idle time (there is none here: withoutIdleIndex), and the session is
-// then indexed whole; a shorter tail is left alone.
+// then indexed whole, over three transactions (idleBatch) with no
+// write between them; a shorter tail is left alone.
 func TestSearchHurriesALongTail(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "s.db"), withIndexBound(1<<30), withoutIdleIndex())
-	msgs := make([]history.Message, hurryTail)
+	long := 2*max(hurryTail, idleBatch) + 100
+	msgs := make([]history.Message, long)
 	for i := range msgs {
 		msgs[i] = history.Message{ID: fmt.Sprint("m", i), Role: history.RoleUser, Text: fmt.Sprintf("note %d of the ledger", i)}
 	}
@@ -288,7 +290,7 @@ func TestSearchHurriesALongTail(t *testing.T) {
 		require.NoError(t, err)
 		n := len(msgs)
 		if id == "short" {
-			n--
+			n = hurryTail - 1
 		}
 		_, err = s.Append(ctx, id, snap.Version, msgs[:n])
 		require.NoError(t, err)
@@ -298,10 +300,10 @@ func TestSearchHurriesALongTail(t *testing.T) {
 	}
 	poll.Until(t, time.Minute, func() bool {
 		indexed, _, _ := indexState(t, s, "long")
-		return indexed == hurryTail
+		return indexed == int64(long)
 	}, "the long tail indexed")
 	_, _, rows := indexState(t, s, "long")
-	assert.Equal(t, int64(hurryTail), rows)
+	assert.Equal(t, int64(long), rows)
 	indexed, _, _ := indexState(t, s, "short")
 	assert.Zero(t, indexed, "a short tail waits for idle time")
 }
