@@ -7,15 +7,31 @@ package textsearch
 // longer than 64 bytes or holding anything but the letters a to z are
 // returned as they are.
 func Stem(word string) string {
-	if len(word) < 3 || len(word) > 64 {
+	if !stemmable(word) {
 		return word
+	}
+	return string(stem([]byte(word)))
+}
+
+// stemmable reports whether Stem rewrites word at all: three to 64
+// letters a to z.
+func stemmable[T string | []byte](word T) bool {
+	if len(word) < 3 || len(word) > 64 {
+		return false
 	}
 	for i := 0; i < len(word); i++ {
 		if word[i] < 'a' || word[i] > 'z' {
-			return word
+			return false
 		}
 	}
-	p := porter{b: []byte(word)}
+	return true
+}
+
+// stem is Stem of a word that is stemmable, in place: it returns b
+// rewritten to its stem (b's array, unless a step grows it past its
+// capacity).
+func stem(b []byte) []byte {
+	p := porter{b: b}
 	p.step1a()
 	p.step1b()
 	p.step1c()
@@ -23,7 +39,7 @@ func Stem(word string) string {
 	p.step3()
 	p.step4()
 	p.step5()
-	return string(p.b)
+	return p.b
 }
 
 // porter is one word being stemmed.

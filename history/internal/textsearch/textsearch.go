@@ -23,6 +23,7 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
@@ -282,8 +283,12 @@ func union(words []string, per int, keys func(word string, limit int) ([]int64, 
 // messages, all are kept.
 func Prune(lists []TermHits, st Stats, need int) []int64 {
 	w := weights(len(lists), st)
-	lb := map[int64]float64{}
-	var keys []int64
+	total := 0
+	for _, l := range lists {
+		total += len(l.Keys)
+	}
+	lb := make(map[int64]float64, total)
+	keys := make([]int64, 0, total)
 	for i, l := range lists {
 		for _, k := range l.Keys {
 			if _, ok := lb[k]; !ok {
@@ -382,25 +387,32 @@ func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
 	if len(q.Terms) == 0 {
 		return nil
 	}
-	m := newMatcher(q.Terms)
-	w := weights(len(q.Terms), st)
-	idfs := idf(len(q.Terms), st)
+	return rank(newMatcher(q.Terms), docs, order, st)
+}
+
+// rank is Rank with the matcher of the query's terms.
+func rank(m *matcher, docs []Doc, order []int64, st Stats) []Ranked {
+	terms := len(m.terms)
+	w := weights(terms, st)
+	idfs := idf(terms, st)
 	avg := float64(AvgWords)
-	tf := make([]int, len(q.Terms))
-	var hits []posTerm
+	tf := make([]int, 2*terms)
+	tf, have := tf[:terms], tf[terms:]
+	hits := make([]posTerm, 0, 64)
 	var out []Ranked
+	n := 0
+	count := func(word string) bool {
+		if i := m.match(word); i >= 0 {
+			tf[i]++
+			hits = append(hits, posTerm{n, i})
+		}
+		n++
+		return true
+	}
 	for d := range docs {
 		clear(tf)
 		hits = hits[:0]
-		n := 0
-		count := func(word string) bool {
-			if i := m.match(word); i >= 0 {
-				tf[i]++
-				hits = append(hits, posTerm{n, i})
-			}
-			n++
-			return true
-		}
+		n = 0
 		scan(docs[d].Text, count)
 		scan(docs[d].Tool, count)
 		cover, bm, matched := 0.0, 0.0, 0
@@ -416,7 +428,10 @@ func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
 		if matched == 0 {
 			continue
 		}
-		prox := float64(matched) / float64(span(hits, matched, len(q.Terms))) // 1: side by side
+		if out == nil {
+			out = make([]Ranked, 0, len(docs)-d)
+		}
+		prox := float64(matched) / float64(span(hits, matched, have)) // 1: side by side
 		out = append(out, Ranked{Index: d, Cover: cover, Score: min(cover, 1) + tieRoom*(0.9*prox+0.09*bm/(1+bm))})
 	}
 	slices.SortStableFunc(out, func(a, b Ranked) int {
@@ -439,12 +454,13 @@ func Rank(q Query, docs []Doc, order []int64, st Stats) []Ranked {
 type posTerm struct{ pos, term int }
 
 // span returns the length in words of the shortest run of hits (in
-// position order) that holds each of the matched distinct terms once.
-func span(hits []posTerm, matched, terms int) int {
+// position order) that holds each of the matched distinct terms once;
+// have, one count a term, is scratch space.
+func span(hits []posTerm, matched int, have []int) int {
 	if matched <= 1 {
 		return 1
 	}
-	have := make([]int, terms)
+	clear(have)
 	best, distinct, lo := math.MaxInt, 0, 0
 	for _, h := range hits {
 		if have[h.term] == 0 {
@@ -468,38 +484,54 @@ func span(hits []posTerm, matched, terms int) int {
 // its last letter is a prefix of the word (the rewrites keep the letters
 // before the suffix, and change at most the last one of those: "y" to
 // "i", "biliti" to "ble"). A word whose start no term's prefix matches
-// cannot stem to a term.
+// cannot stem to a term. A word that does is stemmed once: the matcher
+// remembers the term of each such word it was asked about. A matcher is
+// built once a query (by Page for its Rank and every Snippet) and used by
+// one goroutine.
 type matcher struct {
-	irr   map[string]int // irregular forms (lemmas) of the terms
-	idx   map[string]int
-	first [256][]int // terms by their first byte
-	pre   []string   // pre[i]: Terms[i] without its last letter (one letter at least)
+	terms  []string
+	pre    []string       // pre[i]: terms[i] without its last letter (one letter at least)
+	firsts [4]uint64      // the terms' first bytes, a bit each
+	irr    map[string]int // irregular forms (lemmas) of the terms
+	irrLen [2]int         // the shortest and longest of irr's forms, in bytes
+	seen   map[string]int // words that start like a term: the term they stem to, or -1
+	// volatile: the words matched now lie in scratch space, and are not
+	// remembered in seen
+	volatile bool
+	buf      []byte // scratch for lowercasing and stemming a word
+	text     []byte // scratch for a snippet's window of text
+	word     [MaxWordBytes + 16]byte
 }
 
+// maxSeen bounds the words a matcher remembers.
+const maxSeen = 1 << 12
+
 func newMatcher(terms []string) *matcher {
-	m := &matcher{idx: make(map[string]int, len(terms)), pre: make([]string, len(terms))}
+	m := &matcher{terms: terms, pre: make([]string, len(terms))}
+	m.buf = m.word[:0]
 	for i, t := range terms {
 		for _, f := range formsOf[t] {
 			if Stem(f) != t { // a form the stem and prefix do not find
 				if m.irr == nil {
 					m.irr = map[string]int{}
+					m.irrLen = [2]int{len(f), len(f)}
 				}
 				m.irr[f] = i
+				m.irrLen = [2]int{min(m.irrLen[0], len(f)), max(m.irrLen[1], len(f))}
 			}
 		}
-		m.idx[t] = i
 		m.pre[i] = t[:max(1, len(t)-1)]
-		m.first[t[0]] = append(m.first[t[0]], i)
+		m.firsts[t[0]>>6] |= 1 << (t[0] & 63)
 	}
 	return m
 }
 
 // match returns the index of the term w, a word of scan (any case),
 // stems to, or -1. It lowercases and stems only a word that starts like a
-// term.
+// term, and each such word once.
 func (m *matcher) match(w string) int {
 	if m.irr != nil {
-		if i, ok := m.irr[lower(w)]; ok {
+		if i, ok := m.irregular(w); ok {
 			return i
 		}
 	}
@@ -510,15 +542,94 @@ func (m *matcher) match(w string) int {
 	} else if 'A' <= c && c <= 'Z' {
 		c += 'a' - 'A'
 	}
-	for _, i := range m.first[c] {
-		if prefixFold(w, m.pre[i]) {
-			if j, ok := m.idx[Term(lower(w))]; ok {
-				return j
-			}
-			return -1
+	if m.firsts[c>>6]&(1<<(c&63)) == 0 {
+		return -1
+	}
+	for i, t := range m.terms { // in the order of the terms: the first whose prefix w has decides
+		if t[0] == c && prefixFold(w, m.pre[i]) {
+			return m.stemmed(w)
 		}
 	}
 	return -1
+}
+
+// irregular looks w (any case) up among the irregular forms of the terms.
+func (m *matcher) irregular(w string) (int, bool) {
+	if len(w) < m.irrLen[0] || len(w) > m.irrLen[1] { // lowercasing keeps an ASCII word's length
+		for i := 0; i < len(w); i++ {
+			if w[i] >= utf8.RuneSelf {
+				i, ok := m.irr[lower(w)]
+				return i, ok
+			}
+		}
+		return 0, false
+	}
+	b, ascii := m.lowerASCII(w)
+	if !ascii {
+		i, ok := m.irr[lower(w)]
+		return i, ok
+	}
+	i, ok := m.irr[string(b)]
+	return i, ok
+}
+
+// stemmed returns the index of the term w stems to, or -1, as remembered
+// for w or found and remembered now.
+func (m *matcher) stemmed(w string) int {
+	if i, ok := m.seen[w]; ok {
+		return i
+	}
+	i := m.term(w)
+	if m.volatile {
+		return i
+	}
+	if m.seen == nil {
+		m.seen = make(map[string]int, 64)
+	}
+	if len(m.seen) < maxSeen {
+		m.seen[w] = i
+	}
+	return i
+}
+
+// term returns the index of Term(lower(w)) among the terms, or -1,
+// stemming in m's scratch space when w is ASCII.
+func (m *matcher) term(w string) int {
+	b, ascii := m.lowerASCII(w)
+	if !ascii {
+		return slices.Index(m.terms, Term(lower(w)))
+	}
+	if l, ok := lemmas[string(b)]; ok {
+		b = append(b[:0], l...)
+	}
+	if stemmable(b) {
+		b = stem(b)
+	}
+	m.buf = b[:0]
+	for i, t := range m.terms {
+		if t == string(b) {
+			return i
+		}
+	}
+	return -1
+}
+
+// lowerASCII returns w lowercased in m's scratch space (valid until the
+// next use of it), and true; or false when w is not ASCII.
+func (m *matcher) lowerASCII(w string) ([]byte, bool) {
+	b := m.buf[:0]
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= utf8.RuneSelf {
+			return nil, false
+		}
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	m.buf = b[:0]
+	return b, true
 }
 
 // prefixFold reports whether w starts with p, a lowercase string, ASCII
@@ -551,81 +662,220 @@ const (
 // Snippet returns an excerpt of text around its first word that matches a
 // term of q, with every matching word in it marked «word», "…" where it is
 // cut. With no matching word it is the start of text. White space runs
-// become one space.
+// become one space, NUL bytes are white space, and each run of invalid
+// UTF-8 becomes one U+FFFD.
 func Snippet(q Query, text string) string {
-	text = strings.Join(strings.Fields(strings.ToValidUTF8(strings.ReplaceAll(text, "\x00", " "), "\uFFFD")), " ")
-	m := newMatcher(q.Terms)
-	// word spans in bytes
-	type span struct{ from, to int }
-	var spans []span
-	for i := 0; i < len(text); {
-		r, n := utf8.DecodeRuneInString(text[i:])
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			i += n
-			continue
+	return newMatcher(q.Terms).snippet(text)
+}
+
+// snippet is Snippet for m's terms. It reads text only around the first
+// match: the excerpt is the same as if the whole text were made clean
+// first (white space folded, NULs and invalid UTF-8 replaced), but only
+// the window it comes from is.
+func (m *matcher) snippet(text string) string {
+	from := -1 // the first matching word, in text
+	for i := 0; len(m.terms) > 0 && i < len(text); {
+		w, j := nextWord(text, i)
+		if w == j {
+			break
 		}
-		j := i
-		for j < len(text) {
-			r, n := utf8.DecodeRuneInString(text[j:])
-			if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !unicode.Is(unicode.Mn, r) {
-				break
-			}
-			j += n
-		}
-		w := text[i:j]
-		if len(w) > MaxWordBytes {
-			w = w[:MaxWordBytes]
-		}
-		if len(q.Terms) > 0 && m.match(w) >= 0 {
-			spans = append(spans, span{i, j})
+		if m.match(text[w:min(j, w+MaxWordBytes)]) >= 0 {
+			from = w
+			break
 		}
 		i = j
 	}
+	// The window [a, c) of text holds snippetBefore+1 runes of the clean
+	// text before the match (or all there are), snippetLen+1 from it on,
+	// and the whole word at its end: enough for the excerpt's start, its
+	// end and a marked word the end would cut.
+	a := max(from, 0)
+	for k := 0; k <= snippetBefore && a > 0; {
+		r, n := utf8.DecodeLastRuneInString(text[:a])
+		if a -= n; solid(r, n) {
+			k++
+		}
+	}
+	c := max(from, 0)
+	for k := 0; k <= snippetLen && c < len(text); {
+		r, n := utf8.DecodeRuneInString(text[c:])
+		if c += n; solid(r, n) {
+			k++
+		}
+	}
+	for c < len(text) {
+		r, n := utf8.DecodeRuneInString(text[c:])
+		if !inWord(r) {
+			break
+		}
+		c += n
+	}
+	win, at, scratch := m.clean(text[a:c], from-a)
+	more := c < len(text) && strings.TrimLeftFunc(text[c:], func(r rune) bool { return r == 0 || unicode.IsSpace(r) }) != ""
 	start := 0
-	if len(spans) > 0 {
-		start = spans[0].from
+	if from >= 0 {
+		start = at
 		for k := 0; k < snippetBefore && start > 0; k++ {
-			_, n := utf8.DecodeLastRuneInString(text[:start])
+			_, n := utf8.DecodeLastRuneInString(win[:start])
 			start -= n
 		}
 		if start > 0 { // begin at a word boundary
-			if sp := strings.IndexByte(text[start:spans[0].from], ' '); sp >= 0 {
+			if sp := strings.IndexByte(win[start:at], ' '); sp >= 0 {
 				start += sp + 1
 			}
 		}
 	}
 	end := start
-	for k := 0; k < snippetLen && end < len(text); k++ {
-		_, n := utf8.DecodeRuneInString(text[end:])
+	for k := 0; k < snippetLen && end < len(win); k++ {
+		_, n := utf8.DecodeRuneInString(win[end:])
 		end += n
 	}
-	for _, s := range spans { // a marked word is never cut
-		if s.from < end && s.to > end {
-			end = s.to
-		}
-	}
 	var b strings.Builder
+	b.Grow(end - start + 2*len("…") + 8*len("«»"))
 	if start > 0 {
 		b.WriteString("…")
 	}
-	at := start
-	for _, s := range spans {
-		if s.from < start || s.from >= end {
-			continue
+	done := start
+	m.volatile = scratch // a word of win is then no key for m.seen
+	for i := at; from >= 0 && i < end; {
+		w, j := nextWord(win, i)
+		if w == j || w >= end {
+			break
 		}
-		to := s.to
-		b.WriteString(text[at:s.from])
-		b.WriteString("«")
-		b.WriteString(text[s.from:to])
-		b.WriteString("»")
-		at = to
+		if m.match(win[w:min(j, w+MaxWordBytes)]) >= 0 {
+			b.WriteString(win[done:w])
+			b.WriteString("«")
+			b.WriteString(win[w:j])
+			b.WriteString("»")
+			done = j
+			end = max(end, j) // a marked word is never cut
+		}
+		i = j
 	}
-	b.WriteString(text[at:end])
-	if end < len(text) {
+	m.volatile = false
+	b.WriteString(win[done:end])
+	if end < len(win) || more {
 		b.WriteString("…")
 	}
 	return b.String()
 }
+
+// solid reports whether the rune r, n bytes of text, stays one rune of
+// the clean text (see [matcher.clean]): valid, not white space, not NUL.
+func solid(r rune, n int) bool {
+	if r < utf8.RuneSelf {
+		return r != 0 && r != ' ' && !asciiSpace[r]
+	}
+	return !(r == utf8.RuneError && n == 1) && !unicode.IsSpace(r)
+}
+
+// inWord reports whether r continues a word of nextWord.
+func inWord(r rune) bool {
+	if r < utf8.RuneSelf {
+		return wordByte[r]
+	}
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+}
+
+// nextWord returns the first word of s at or after byte i as s[from:to],
+// or from == to when there is none: a letter or digit and the letters,
+// digits and nonspacing marks after it. Unlike scan it does not cut the
+// word to MaxWordBytes.
+func nextWord(s string, i int) (from, to int) {
+	for i < len(s) {
+		r, n := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[i:])
+		}
+		if r < utf8.RuneSelf && wordByte[r] || r >= utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			break
+		}
+		i += n
+	}
+	j := i
+	for j < len(s) {
+		r, n := rune(s[j]), 1
+		if r >= utf8.RuneSelf {
+			r, n = utf8.DecodeRuneInString(s[j:])
+		}
+		if !inWord(r) {
+			break
+		}
+		j += n
+	}
+	return i, j
+}
+
+// clean returns s with every run of white space (NUL bytes included) one
+// space, none at either end, and every run of invalid UTF-8 one U+FFFD,
+// as strings.Fields and ToValidUTF8 make it; and where byte at of s (the
+// start of a rune that is not white space; or negative) is in it. It is s
+// itself when s is clean already; otherwise it is built in m's scratch
+// space (scratch true), valid until the next call.
+func (m *matcher) clean(s string, at int) (clean string, pos int, scratch bool) {
+	if isClean(s) {
+		return s, at, false
+	}
+	if cap(m.text) < len(s)+len(s)/2 {
+		m.text = make([]byte, 0, len(s)+len(s)/2) // room for many an invalid byte's U+FFFD
+	}
+	b, space, invalid := m.text[:0], false, false
+	pos = -1
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			if !invalid {
+				if space && len(b) > 0 {
+					b = append(b, ' ')
+				}
+				b = append(b, "\uFFFD"...)
+			}
+			space, invalid = false, true
+		case r == 0 || unicode.IsSpace(r):
+			space, invalid = true, false
+		default:
+			if space && len(b) > 0 {
+				b = append(b, ' ')
+			}
+			if i == at {
+				pos = len(b)
+			}
+			b = append(b, s[i:i+n]...)
+			space, invalid = false, false
+		}
+		i += n
+	}
+	m.text = b
+	return unsafe.String(unsafe.SliceData(b), len(b)), pos, true
+}
+
+// isClean reports whether clean would return s as it is.
+func isClean(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 || unicode.IsSpace(r) {
+				return false
+			}
+			i += n
+			continue
+		}
+		if c == ' ' {
+			if i == 0 || i == len(s)-1 || s[i+1] == ' ' {
+				return false
+			}
+		} else if c == 0 || asciiSpace[c] {
+			return false
+		}
+		i++
+	}
+	return true
+}
+
+// asciiSpace tells the ASCII white space bytes but the space itself.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true}
 
 // Cursor is the opaque SearchPage.Next of the page after offset hits of
 // query q.
@@ -764,11 +1014,15 @@ func Page(q Query, offset, limit, n int, cands []Candidate, st Stats, read Aroun
 		docs[i] = DocOf(&cands[i].Message, cands[i].ToolName)
 		order[i] = cands[i].Position
 	}
-	ranked := Rank(q, docs, order, st)
-	page := history.SearchPage{Hits: []history.SearchHit{}}
+	var ranked []Ranked
+	m := newMatcher(q.Terms) // for Rank and every Snippet
+	if len(q.Terms) > 0 {
+		ranked = rank(m, docs, order, st)
+	}
+	page := history.SearchPage{Hits: make([]history.SearchHit, 0, max(0, min(limit, len(ranked)-offset)))}
 	var taken map[int64]bool // the page's messages, by position
 	if n > 0 {
-		taken = map[int64]bool{}
+		taken = make(map[int64]bool, min(limit, len(ranked))*(2*n+1))
 	}
 	end := offset
 	for ; end < len(ranked) && len(page.Hits) < limit; end++ {
@@ -784,7 +1038,7 @@ func Page(q Query, offset, limit, n int, cands []Candidate, st Stats, read Aroun
 			Position:   c.Position,
 			Role:       c.Message.Role,
 			ToolName:   c.ToolName,
-			Snippet:    Snippet(q, docs[r.Index].Text),
+			Snippet:    m.snippet(docs[r.Index].Text),
 			Score:      r.Score,
 		}
 		if n > 0 {
