@@ -323,7 +323,7 @@ const (
 // decodeMessage scans one row of messageColumns, or of activeColumns (or
 // the body column alone) when pos is nil: a row at a time, where Store.scan
 // reads many with decodeText.
-func decodeMessage(rows *sql.Rows, pos *int64) (history.Message, error) {
+func decodeMessage(rows rowScanner, pos *int64) (history.Message, error) {
 	var (
 		m    history.Message
 		body sql.RawBytes // valid until the next row: decoded at once

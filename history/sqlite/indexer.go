@@ -210,11 +210,12 @@ func (s *Store) indexRange(ctx context.Context, c *committer, tx *sql.Tx, op, id
 	if from >= to {
 		return nil
 	}
-	pos, msgs, err := s.numbered(ctx, tx, op, id, from, to)
+	q := txQuerier{s: s, ctx: ctx, tx: tx, op: op}
+	pos, msgs, err := s.numbered(q, id, from, to)
 	if err != nil {
 		return err
 	}
-	docs, err := s.docs(ctx, tx, op, id, pos, msgs)
+	docs, err := s.docs(q, id, pos, msgs)
 	if err != nil {
 		return err
 	}
@@ -236,13 +237,13 @@ func (s *Store) indexRange(ctx context.Context, c *committer, tx *sql.Tx, op, id
 
 // numbered reads the messages of session id's own rows numbered from up
 // to, not including, to, in order, with their positions.
-func (s *Store) numbered(ctx context.Context, tx *sql.Tx, op, id string, from, to int64) ([]int64, []history.Message, error) {
+func (s *Store) numbered(q querier, id string, from, to int64) ([]int64, []history.Message, error) {
 	var (
 		pos  []int64
 		msgs []history.Message
 	)
-	err := s.each(ctx, tx, op, `SELECT pos, body FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq`,
-		[]any{id, from, to}, func(rows *sql.Rows) error {
+	err := q.query(`SELECT pos, body FROM messages WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq`,
+		[]any{id, from, to}, func(rows rowScanner) error {
 			var p int64
 			m, err := decodeMessage(rows, &p)
 			if err != nil {
@@ -257,11 +258,11 @@ func (s *Store) numbered(ctx context.Context, tx *sql.Tx, op, id string, from, t
 // docs is the searchable text of msgs, consecutive messages of session id
 // at positions pos: a tool result's tool name is found among the messages
 // before it, and those before msgs[0] along a fork's chain (lookBack).
-func (s *Store) docs(ctx context.Context, tx *sql.Tx, op, id string, pos []int64, msgs []history.Message) ([]textsearch.Doc, error) {
+func (s *Store) docs(q querier, id string, pos []int64, msgs []history.Message) ([]textsearch.Doc, error) {
 	if len(msgs) == 0 {
 		return nil, nil
 	}
-	before, lookErr := s.lookBack(ctx, tx, op, id, pos[0])
+	before, lookErr := s.lookBack(q, id, pos[0])
 	docs := make([]textsearch.Doc, len(msgs))
 	for i := range msgs {
 		docs[i] = textsearch.DocOf(&msgs[i], textsearch.ToolName(msgs, i, before))
@@ -276,10 +277,10 @@ func (s *Store) docs(ctx context.Context, tx *sql.Tx, op, id string, pos []int64
 // session id at position upto: it reads the messages before it, newest
 // first, along the session's chain (chain.go), at most ToolLookback. Its
 // error is left in the second result.
-func (s *Store) lookBack(ctx context.Context, tx *sql.Tx, op, id string, upto int64) (func(fn func(m *history.Message) bool), *error) {
+func (s *Store) lookBack(q querier, id string, upto int64) (func(fn func(m *history.Message) bool), *error) {
 	var lookErr error
 	return func(fn func(m *history.Message) bool) {
-		c, err := chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, id)
+		c, err := chainOf(q, id)
 		if err != nil {
 			lookErr = err
 			return
@@ -287,8 +288,8 @@ func (s *Store) lookBack(ctx context.Context, tx *sql.Tx, op, id string, upto in
 		left := textsearch.ToolLookback
 		for i := range c {
 			l := &c[i]
-			lookErr = s.each(ctx, tx, op, `SELECT body FROM messages WHERE session_id = ? AND pos < ? AND pos > ? ORDER BY pos DESC LIMIT ?`,
-				[]any{l.id, min(upto, l.upto()), l.lo, left}, func(rows *sql.Rows) error {
+			lookErr = q.query(`SELECT body FROM messages WHERE session_id = ? AND pos < ? AND pos > ? ORDER BY pos DESC LIMIT ?`,
+				[]any{l.id, min(upto, l.upto()), l.lo, left}, func(rows rowScanner) error {
 					m, err := decodeMessage(rows, nil)
 					if err != nil {
 						return err
@@ -326,7 +327,7 @@ type tail struct {
 // a message holds a word when one of its words (textsearch.Words) has the
 // word's Porter stem. Only the messages that hold a word are kept, as
 // candidates.
-func (s *Store) readTail(ctx context.Context, tx *sql.Tx, op string, c chain, count int64, q textsearch.Query) (*tail, error) {
+func (s *Store) readTail(rq querier, c chain, count int64, q textsearch.Query) (*tail, error) {
 	t := &tail{cands: map[int64]textsearch.Candidate{}, stems: map[string][]int64{}}
 	// Only a word that begins as a stem does is stemmed: Porter's stem of
 	// a word shares all its bytes but the last two with the word (a
@@ -378,7 +379,7 @@ func (s *Store) readTail(ctx context.Context, tx *sql.Tx, op string, c chain, co
 		t.read = append(t.read, max(0, hi-lo))
 		for to := hi; to > lo; to -= tailChunk { // newest first
 			from := max(lo, to-tailChunk)
-			if err := s.matchTail(ctx, tx, op, l, from, to, t, match); err != nil {
+			if err := s.matchTail(rq, l, from, to, t, match); err != nil {
 				return nil, err
 			}
 		}
@@ -392,12 +393,12 @@ const tailChunk = 4096
 // matchTail matches the messages of link l numbered from up to, not
 // including, to, newest first, with match (readTail), and adds the ones
 // that hold a word of the query to t's candidates.
-func (s *Store) matchTail(ctx context.Context, tx *sql.Tx, op string, l *link, from, to int64, t *tail, match func(r int64, w string) bool) error {
-	pos, msgs, err := s.numbered(ctx, tx, op, l.id, from, to)
+func (s *Store) matchTail(q querier, l *link, from, to int64, t *tail, match func(r int64, w string) bool) error {
+	pos, msgs, err := s.numbered(q, l.id, from, to)
 	if err != nil {
 		return err
 	}
-	docs, err := s.docs(ctx, tx, op, l.id, pos, msgs)
+	docs, err := s.docs(q, l.id, pos, msgs)
 	if err != nil {
 		return err
 	}

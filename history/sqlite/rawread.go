@@ -151,6 +151,25 @@ func openRawReader(uri string, busyMs int32) (*rawReader, error) {
 		_ = r.close()
 		return nil, err
 	}
+	// The query planner's stability guarantee: a plan does not depend on
+	// the values bound to its parameters. Without it, SQLite marks a
+	// statement whose planning looked at a bound value to be prepared
+	// again at its next step after a new binding, and its planner looks at
+	// them for most of the store's reads (to compare a parameter with a
+	// partial index's condition, or the LIMIT of a query of the FTS5
+	// table): that undid the statement cache below, and a search spent
+	// about a tenth of its time preparing statements again
+	// (docs/performance.md; TestRawStatementsStayPrepared). No read of the
+	// store needs a bound value to get its plan (TestQueryPlans checks the
+	// plans on these readers too).
+	va := libc.NewVaList(int32(1), uintptr(0))
+	rc = sqlite3.Xsqlite3_db_config(r.tls, r.db, sqlite3.SQLITE_DBCONFIG_ENABLE_QPSG, va)
+	libc.Xfree(r.tls, va)
+	if rc != sqlite3.SQLITE_OK {
+		err := r.err(rc)
+		_ = r.close()
+		return nil, err
+	}
 	return r, nil
 }
 
@@ -201,7 +220,7 @@ func (r *rawReader) close() error {
 }
 
 // stmt returns the prepared statement of query, reset and bound to args
-// (strings and int64s).
+// (strings, int64s, ints and byte slices).
 func (r *rawReader) stmt(query string, args ...any) (rawStmt, error) {
 	p, ok := r.stmts[query]
 	if !ok {
@@ -222,9 +241,13 @@ func (r *rawReader) stmt(query string, args ...any) (rawStmt, error) {
 		var rc int32
 		switch v := a.(type) {
 		case string:
-			rc = s.bindText(int32(i+1), v)
+			rc = bind(s, int32(i+1), v, false)
 		case int64:
 			rc = sqlite3.Xsqlite3_bind_int64(r.tls, p, int32(i+1), v)
+		case int:
+			rc = sqlite3.Xsqlite3_bind_int64(r.tls, p, int32(i+1), int64(v))
+		case []byte:
+			rc = bind(s, int32(i+1), v, true)
 		default:
 			return rawStmt{}, fmt.Errorf("sqlite: argument %d of type %T", i+1, a)
 		}
@@ -252,14 +275,19 @@ type rawStmt struct {
 	p uintptr
 }
 
-// bindText binds v to parameter i; SQLite copies it (SQLITE_TRANSIENT).
-func (s rawStmt) bindText(i int32, v string) int32 {
+// bind binds v to parameter i, as text or as a blob; SQLite copies it
+// (SQLITE_TRANSIENT).
+func bind[T string | []byte](s rawStmt, i int32, v T, blob bool) int32 {
 	p := libc.Xmalloc(s.r.tls, types.Size_t(max(len(v), 1))) // never NULL, for ""
 	if p == 0 {
 		return sqlite3.SQLITE_NOMEM
 	}
 	copy(unsafe.Slice((*byte)(at(p)), len(v)), v)
-	rc := sqlite3.Xsqlite3_bind_text(s.r.tls, s.p, i, p, int32(len(v)), ^uintptr(0)) // SQLITE_TRANSIENT
+	f := sqlite3.Xsqlite3_bind_text
+	if blob {
+		f = sqlite3.Xsqlite3_bind_blob
+	}
+	rc := f(s.r.tls, s.p, i, p, int32(len(v)), ^uintptr(0)) // SQLITE_TRANSIENT
 	libc.Xfree(s.r.tls, p)
 	return rc
 }

@@ -13,7 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	sqlite3 "modernc.org/sqlite/lib"
+
 	"github.com/sessionkit/sessionkit/history"
+	"github.com/sessionkit/sessionkit/history/historytest"
 )
 
 // TestLoad_ConcurrentReaders: Loads in many goroutines at once, while one
@@ -131,4 +134,55 @@ func (c *endsAfter) Err() error {
 		return context.Canceled
 	}
 	return nil
+}
+
+// TestRawStatementsStayPrepared: searches (with neighbours, over indexed
+// messages, a tail and standing Segments), windows and loads, each run
+// again with other values, prepare each statement of the raw readers
+// once. A statement SQLite marks to be prepared again after a new binding
+// (a plan that looked at a bound value: see openRawReader) would pay the
+// parse on every use.
+func TestRawStatementsStayPrepared(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "sessions.db"), WithReadConns(1), withIndexBound(20), withoutIdleIndex())
+	snap, err := s.Create(ctx, history.NewSession{ID: "a"})
+	require.NoError(t, err)
+	msgs := historytest.SearchCorpus(60, 1)
+	v, err := s.Append(ctx, "a", snap.Version, msgs)
+	require.NoError(t, err)
+	v, err = s.BeginCompaction(ctx, "a", v, history.CompactionRecord{CompactID: "c", Trigger: history.TriggerManual, Status: history.StatusInProgress, StartedAt: time.Now()})
+	require.NoError(t, err)
+	_, _, err = s.CommitCompaction(ctx, "a", v, history.Commit{CompactID: "c", SegmentID: "seg", Archive: 20, Summary: "S", At: time.Now()})
+	require.NoError(t, err)
+	reads := func(i int, q string) {
+		p, err := s.Search(ctx, "a", history.SearchQuery{Text: q, Neighbors: 1 + i%2, Limit: 3 + i})
+		require.NoError(t, err)
+		require.NotEmpty(t, p.Hits, q)
+		_, err = s.Window(ctx, "a", history.WindowQuery{Around: msgs[10*i+5].ID, Before: 1 + i, After: 2 + i})
+		require.NoError(t, err)
+		_, err = s.Load(ctx, "a")
+		require.NoError(t, err)
+	}
+	reprepared := func() map[string]int32 {
+		s.raw.mu.Lock()
+		defer s.raw.mu.Unlock()
+		require.Len(t, s.raw.idle, 1, "one reader did every read")
+		r := s.raw.idle[0]
+		out := map[string]int32{}
+		for query, p := range r.stmts {
+			out[query] = sqlite3.Xsqlite3_stmt_status(r.tls, p, sqlite3.SQLITE_STMTSTATUS_REPREPARE, 0)
+		}
+		return out
+	}
+	queries := historytest.SearchQueries(msgs, 4, 7)
+	reads(0, queries[0]) // a first use may prepare again once, as the connection reads the schema
+	before := reprepared()
+	for i := 1; i < len(queries); i++ {
+		reads(i, queries[i])
+	}
+	after := reprepared()
+	require.Len(t, after, len(before), "the later reads ran the first one's statements")
+	for query, n := range after {
+		assert.Equal(t, before[query], n, "prepared again: %s", query)
+	}
 }

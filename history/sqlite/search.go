@@ -52,9 +52,9 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		return history.SearchPage{}, err
 	}
 	var page history.SearchPage
-	err = s.read(ctx, op, func(tx *sql.Tx) error {
+	err = s.view(ctx, op, func(rq querier) error {
 		var num, activeFrom, count int64
-		err := tx.QueryRowContext(ctx, `SELECT num, active_from, message_count FROM sessions WHERE id = ?`, id).Scan(&num, &activeFrom, &count)
+		err := queryRow(rq, `SELECT num, active_from, message_count FROM sessions WHERE id = ?`, []any{id}, &num, &activeFrom, &count)
 		if err := s.found(ctx, op, id, err); err != nil {
 			return err
 		}
@@ -62,7 +62,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 			page = history.SearchPage{Hits: []history.SearchHit{}}
 			return nil
 		}
-		c, err := chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, id)
+		c, err := chainOf(rq, id)
 		if err != nil {
 			return s.fail(ctx, op, err)
 		}
@@ -70,8 +70,8 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 		var rowOf map[int64]int64 // a fork's keys are seqs: their rowids
 		keys := func(word string, limit int) ([]int64, error) {
 			var keys []int64
-			err := s.each(ctx, tx, op, `SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
-				[]any{ftsPhrase(word), lo, hi, limit}, func(rows *sql.Rows) error {
+			err := rq.query(`SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
+				[]any{ftsPhrase(word), lo, hi, limit}, func(rows rowScanner) error {
 					var r int64
 					if err := rows.Scan(&r); err != nil {
 						return err
@@ -91,8 +91,8 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 					if len(seqs) >= limit {
 						break
 					}
-					err := s.each(ctx, tx, op, `SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
-						[]any{ftsPhrase(word), rowidOf(l.num, l.seqLo), rowidOf(l.num, min(l.seqHi, 1<<32)-1), limit - len(seqs)}, func(rows *sql.Rows) error {
+					err := rq.query(`SELECT rowid FROM message_fts WHERE message_fts MATCH ? AND rowid BETWEEN ? AND ? ORDER BY rowid DESC LIMIT ?`,
+						[]any{ftsPhrase(word), rowidOf(l.num, l.seqLo), rowidOf(l.num, min(l.seqHi, 1<<32)-1), limit - len(seqs)}, func(rows rowScanner) error {
 							var r int64
 							if err := rows.Scan(&r); err != nil {
 								return err
@@ -108,7 +108,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				return seqs, nil
 			}
 		}
-		t, err := s.readTail(ctx, tx, op, c, count, q)
+		t, err := s.readTail(rq, c, count, q)
 		if err != nil {
 			return err
 		}
@@ -140,11 +140,11 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				rowids[i] = rowOf[k]
 			}
 		}
-		cands, err := s.candidates(ctx, tx, rowids, t)
+		cands, err := s.candidates(rq, rowids, t)
 		if err != nil {
 			return err
 		}
-		standing, err := s.standing(ctx, tx, op, id)
+		standing, err := s.standing(rq, id)
 		if err != nil {
 			return err
 		}
@@ -155,9 +155,9 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 				where = `m.pos > ? ORDER BY m.pos`
 			}
 			if c.forked() {
-				return s.chainWindow(ctx, tx, c, pos, limit, after)
+				return s.chainWindow(rq, c, pos, limit, after)
 			}
-			return s.windowRange(ctx, tx, where, &c[0], limit, pos)
+			return s.windowRange(rq, where, &c[0], limit, pos)
 		})
 		return err
 	})
@@ -171,7 +171,7 @@ func (s *Store) Search(ctx context.Context, id string, sq history.SearchQuery) (
 // message_fts rowids, or takes it from the unindexed tail t: each one's
 // searchable text (as its Text, tool calls included), ID, role, position
 // and tool name.
-func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64, t *tail) ([]textsearch.Candidate, error) {
+func (s *Store) candidates(q querier, rowids []int64, t *tail) ([]textsearch.Candidate, error) {
 	var (
 		out     []textsearch.Candidate
 		indexed []int64
@@ -190,7 +190,7 @@ func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64, t *t
 	if err != nil {
 		return nil, err
 	}
-	found, err := collect(txQuerier{s: s, ctx: ctx, tx: tx, op: "search"}, `
+	found, err := collect(q, `
 		SELECT f.text, f.tool, f.id, f.role, f.pos FROM json_each(?) AS j
 		JOIN message_fts AS f ON f.rowid = j.value`,
 		[]any{string(list)}, func(rows rowScanner) (textsearch.Candidate, error) {
@@ -203,9 +203,9 @@ func (s *Store) candidates(ctx context.Context, tx *sql.Tx, rowids []int64, t *t
 
 // standing reads the session's standing Segments with their compaction
 // numbers (segments.StandingQuery).
-func (s *Store) standing(ctx context.Context, tx *sql.Tx, op, id string) (*segments.Standing, error) {
+func (s *Store) standing(q querier, id string) (*segments.Standing, error) {
 	var st segments.Standing
-	err := s.each(ctx, tx, op, segments.StandingQuery, []any{id}, func(rows *sql.Rows) error {
+	err := q.query(segments.StandingQuery, []any{id}, func(rows rowScanner) error {
 		var (
 			g   string
 			sp  storekit.SegmentSpan

@@ -329,8 +329,9 @@ func TestStoredForm(t *testing.T) {
 }
 
 // TestQueryPlans checks that the statements the cost guarantees depend on
-// use the intended keys: Load and the commit never visit archived rows,
-// and LastUsage reads one entry of its index, not the session's ledger.
+// use the intended keys, on the store's readers of database/sql and on its
+// raw readers alike: Load and the commit never visit archived rows, and
+// LastUsage reads one entry of its index, not the session's ledger.
 func TestQueryPlans(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "sessions.db"))
 	ctx := context.Background()
@@ -361,6 +362,21 @@ func TestQueryPlans(t *testing.T) {
 		require.NoError(t, rows.Err())
 		require.NoError(t, rows.Close())
 		assert.Equal(t, strings.Split(tt.plan, "\n"), plan, tt.query)
+		// The same plan on the raw readers (Load, Search, Window), whose
+		// plans never look at the bound values (openRawReader).
+		var raw []string
+		require.NoError(t, s.view(ctx, "plan", func(q querier) error {
+			return q.query(`EXPLAIN QUERY PLAN `+tt.query, tt.args, func(row rowScanner) error {
+				var id, parent, notused int64
+				var detail string
+				if err := row.Scan(&id, &parent, &notused, &detail); err != nil {
+					return err
+				}
+				raw = append(raw, detail)
+				return nil
+			})
+		}))
+		assert.Equal(t, strings.Split(tt.plan, "\n"), raw, "raw reader: %s", tt.query)
 	}
 }
 

@@ -121,7 +121,7 @@ func (s *Store) existsIn(ctx context.Context, q querier, op, id string) (activeF
 
 // rawRow is the current row of a raw statement. Its Scan takes the
 // destinations the store's reads use: strings (and types of kind
-// string), int64s, float64s, byte slices (and json.RawMessage), sql.NullInt64, sql.NullString and
+// string), int64s, ints, float64s, byte slices (and json.RawMessage), sql.NullInt64, sql.NullString and
 // sql.Scanners; values are copied out of SQLite's memory.
 type rawRow struct{ st rawStmt }
 
@@ -134,6 +134,8 @@ func (r rawRow) Scan(dest ...any) error {
 			*d = r.st.text(col)
 		case *int64:
 			*d = r.st.int64(col)
+		case *int:
+			*d = int(r.st.int64(col))
 		case *seqColumn: // as its Scan, without boxing the value
 			n := r.st.int64(col)
 			if null || n < 0 {

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/sessionkit/sessionkit/history"
 	"github.com/sessionkit/sessionkit/history/internal/segments"
@@ -18,44 +17,45 @@ import (
 // whose cost does not grow with the session (the tail a lookup reads is
 // bounded, as a search's is: indexer.go).
 func (s *Store) Window(ctx context.Context, id string, q history.WindowQuery) (out []history.WindowMessage, err error) {
-	err = s.read(ctx, "window", func(tx *sql.Tx) error {
-		out, err = segments.ReadWindow(id, q, s.windowReads(ctx, tx, id))
+	const op = "window"
+	err = s.view(ctx, op, func(rq querier) error {
+		out, err = segments.ReadWindow(id, q, s.windowReads(ctx, rq, op, id))
 		return err
 	})
 	return out, err
 }
 
-// windowReads are the reads of Window in tx.
-func (s *Store) windowReads(ctx context.Context, tx *sql.Tx, id string) segments.WindowReads {
-	const op = "window"
+// windowReads are the reads of Window through q, for operation op.
+func (s *Store) windowReads(ctx context.Context, q querier, op, id string) segments.WindowReads {
 	var c chain // the session's chain: one link unless a fork
 	return segments.WindowReads{
 		Session: func() (activeFrom int64, err error) {
-			if err := s.row(ctx, tx, op, id, "active_from", &activeFrom); err != nil {
+			err = queryRow(q, `SELECT active_from FROM sessions WHERE id = ?`, []any{id}, &activeFrom)
+			if err := s.found(ctx, op, id, err); err != nil {
 				return 0, err
 			}
-			if c, err = chainOf(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, id); err != nil {
+			if c, err = chainOf(q, id); err != nil {
 				return 0, s.fail(ctx, op, err)
 			}
 			return activeFrom, nil
 		},
 		Find: func(msgID string) (pos int64, found bool, err error) {
-			pos, _, found, err = c.find(txQuerier{s: s, ctx: ctx, tx: tx, op: op}, msgID)
+			pos, _, found, err = c.find(q, msgID)
 			return pos, found, err
 		},
 		Before: func(pos int64, limit int) ([]history.WindowMessage, error) {
 			if c.forked() {
-				return s.chainWindow(ctx, tx, c, pos, limit, false)
+				return s.chainWindow(q, c, pos, limit, false)
 			}
-			return s.windowRange(ctx, tx, `m.pos < ? ORDER BY m.pos DESC`, &c[0], limit, pos)
+			return s.windowRange(q, `m.pos < ? ORDER BY m.pos DESC`, &c[0], limit, pos)
 		},
 		From: func(pos int64, limit int) ([]history.WindowMessage, error) {
 			if c.forked() {
-				return s.chainWindow(ctx, tx, c, pos-1, limit, true)
+				return s.chainWindow(q, c, pos-1, limit, true)
 			}
-			return s.windowRange(ctx, tx, `m.pos >= ? ORDER BY m.pos`, &c[0], limit, pos)
+			return s.windowRange(q, `m.pos >= ? ORDER BY m.pos`, &c[0], limit, pos)
 		},
-		Standing: func() (*segments.Standing, error) { return s.standing(ctx, tx, op, id) },
+		Standing: func() (*segments.Standing, error) { return s.standing(q, id) },
 	}
 }
 
@@ -64,15 +64,15 @@ func (s *Store) windowReads(ctx context.Context, tx *sql.Tx, id string) segments
 // says, each with the tool name its message_fts row holds (a LEFT JOIN),
 // or for a tool result not indexed yet (indexer.go), the one its
 // look-back finds.
-func (s *Store) windowRange(ctx context.Context, tx *sql.Tx, where string, l *link, limit int, bounds ...any) ([]history.WindowMessage, error) {
+func (s *Store) windowRange(q querier, where string, l *link, limit int, bounds ...any) ([]history.WindowMessage, error) {
 	var (
 		out     []history.WindowMessage
 		unnamed []int // tool results of the tail, in out
 	)
-	err := s.each(ctx, tx, "window", `
+	err := q.query(`
 		SELECT m.pos, m.seq, CAST(m.body AS TEXT), COALESCE(f.tool, '') FROM messages AS m
 		LEFT JOIN message_fts AS f ON f.rowid = ? + m.seq
-		WHERE m.session_id = ? AND `+where+` LIMIT ?`, append(append([]any{rowidOf(l.num, 0), l.id}, bounds...), limit), func(rows *sql.Rows) error {
+		WHERE m.session_id = ? AND `+where+` LIMIT ?`, append(append([]any{rowidOf(l.num, 0), l.id}, bounds...), limit), func(rows rowScanner) error {
 		var (
 			w    history.WindowMessage
 			seq  int64
@@ -95,7 +95,7 @@ func (s *Store) windowRange(ctx context.Context, tx *sql.Tx, where string, l *li
 			break
 		}
 		w := &out[i]
-		before, lookErr := s.lookBack(ctx, tx, "window", l.id, w.Position)
+		before, lookErr := s.lookBack(q, l.id, w.Position)
 		w.ToolName = textsearch.ToolName([]history.Message{w.Message}, 0, before)
 		err = *lookErr
 	}
@@ -105,7 +105,7 @@ func (s *Store) windowRange(ctx context.Context, tx *sql.Tx, where string, l *li
 // chainWindow reads at most limit messages of chain c next to position
 // at: before it, newest first, or after it (after), oldest first; each
 // link's range of positions is read from its own rows.
-func (s *Store) chainWindow(ctx context.Context, tx *sql.Tx, c chain, at int64, limit int, after bool) ([]history.WindowMessage, error) {
+func (s *Store) chainWindow(q querier, c chain, at int64, limit int, after bool) ([]history.WindowMessage, error) {
 	var out []history.WindowMessage
 	for k := range c {
 		l := &c[k]
@@ -122,9 +122,9 @@ func (s *Store) chainWindow(ctx context.Context, tx *sql.Tx, c chain, at int64, 
 		)
 		switch {
 		case after && l.hi > at:
-			got, err = s.windowRange(ctx, tx, `m.pos > ? AND m.pos <= ? ORDER BY m.pos`, l, n, max(at, l.lo), l.hi)
+			got, err = s.windowRange(q, `m.pos > ? AND m.pos <= ? ORDER BY m.pos`, l, n, max(at, l.lo), l.hi)
 		case !after && l.lo+1 < at:
-			got, err = s.windowRange(ctx, tx, `m.pos < ? AND m.pos > ? ORDER BY m.pos DESC`, l, n, min(at, l.upto()), l.lo)
+			got, err = s.windowRange(q, `m.pos < ? AND m.pos > ? ORDER BY m.pos DESC`, l, n, min(at, l.upto()), l.lo)
 		}
 		if err != nil {
 			return nil, err
