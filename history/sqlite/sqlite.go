@@ -37,7 +37,7 @@ type db struct {
 	w      *sql.DB     // the one writer connection
 	c      *committer  // runs every write transaction of the Store and its leases
 	r      *sql.DB     // read-only pool
-	raw    *rawReaders // Load's readers; nil for a copy in memory (OpenReadOnly)
+	raw    *rawReaders // the readers of Load, Search, Window and replays (view.go); nil for a copy in memory (OpenReadOnly)
 	st     *sqlstore.State
 	ttl    time.Duration
 	holder string
@@ -147,8 +147,9 @@ func WithBusyTimeout(d time.Duration) Option {
 }
 
 // WithReadConns sets the maximum number of connections of each of the
-// store's two read pools: Load's, and that of every other read. The default
-// is the larger of 4 and GOMAXPROCS.
+// store's two read pools: the raw readers of Load, Search, Window and a
+// replay's reads, and the pool of every other read. The default is the
+// larger of 4 and GOMAXPROCS.
 func WithReadConns(n int) Option {
 	return func(o *options) { o.readConns = n }
 }

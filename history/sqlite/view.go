@@ -10,12 +10,14 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 )
 
-// The reads of a replay (Entries, Timeline, Events) run their statements
-// through a querier: on the store's raw readers (rawread.go) when it has
-// them, as Load does, otherwise in a read transaction of database/sql.
-// A replay reads every message and logged event of its range: through the
-// raw readers each row costs what it costs SQLite, not the driver's and
-// database/sql's locking and boxing besides.
+// The reads of a replay (Entries, Timeline, Events), of Search and of
+// Window run their statements through a querier: on the store's raw
+// readers (rawread.go) when it has them, as Load does, otherwise in a read
+// transaction of database/sql. A replay reads every message and logged
+// event of its range: through the raw readers each row costs what it costs
+// SQLite, not the driver's and database/sql's locking and boxing besides.
+// A search runs some thirty statements, which the raw readers keep
+// prepared.
 
 // rowScanner is one row of a result: *sql.Rows, or a rawRow.
 type rowScanner interface {
