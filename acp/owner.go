@@ -145,18 +145,20 @@ func newAgentSession(srv *server, sess *session.Session, surf surface, set Tools
 }
 
 // opened queues, on the owner, how the session answers o: with o.replay the
-// whole timeline (and on v2 the session's current state_update), then the
-// response, then the commands the session offers. fresh says the owner has
-// told this client nothing yet (start): a session it resumes on v2 without
-// a replay has its stored usage follow the response.
+// whole timeline; on v2, for a session it resumes (with a replay or
+// without), the session's current state_update, which the protocol
+// requires before the response; then the response, then the commands the
+// session offers. fresh says the owner has told this client nothing yet
+// (start): a session it resumes on v2 without a replay has its stored
+// usage follow the response.
 func (a *agentSession) opened(o opening, fresh bool) error {
 	if o.replay {
 		if err := a.resubscribe(0, true); err != nil {
 			return err
 		}
-		if a.surf.states() {
-			a.currentState()
-		}
+	}
+	if a.surf.states() && !o.created {
+		a.currentState()
 	}
 	a.told = a.choice()
 	a.respond(o.resp, a.srv.withChoice(o.result(a.id), a.told), nil)

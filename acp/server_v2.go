@@ -15,8 +15,9 @@ func (s *server) newSessionV2(ctx context.Context, p schema.NewSessionRequestV2)
 }
 
 // resumeSessionV2 handles session/resume: with replayFrom {"type":"start"}
-// the whole session is replayed, then its current state_update, then the
-// response; without replayFrom nothing is replayed.
+// the whole session is replayed; with or without a replay, the session's
+// current state_update comes before the response, as the protocol
+// requires ("even without replay").
 func (s *server) resumeSessionV2(ctx context.Context, p schema.ResumeSessionRequestV2) (any, error) {
 	replay := p.ReplayFrom != nil
 	if replay && p.ReplayFrom.Type != schema.ReplayFromStart {

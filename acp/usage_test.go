@@ -246,9 +246,10 @@ func TestServe_UsageAfterLoadIsTheStoredContext(t *testing.T) {
 	})
 
 	// v2 session/resume with replay: the usage_update follows the replay,
-	// before the response; without replay it follows the response, before
-	// the commands, and a resume of the session open on the connection
-	// sends none (the client has the figure).
+	// before the response; without replay it follows the response (which
+	// the current state_update precedes, as with replay), before the
+	// commands, and a resume of the session open on the connection sends
+	// none (the client has the figure).
 	for _, replay := range []bool{true, false} {
 		t.Run(fmt.Sprintf("v2 session/resume replay=%v", replay), func(t *testing.T) {
 			fake, store := providertest.New(), memstore.New()
@@ -287,14 +288,19 @@ func TestServe_UsageAfterLoadIsTheStoredContext(t *testing.T) {
 					return out
 				}
 				notes := c2.notesSince(0)
-				require.Equal(t, []string{"usage_update", "available_commands_update"}, noteKinds(notes), "after the response, nothing before it")
-				require.Greater(t, notes[0].seq, m.seq)
+				require.Equal(t, []string{"state_update", "usage_update", "available_commands_update"}, noteKinds(notes),
+					"the state before the response (the protocol's snapshot), the usage after it")
+				require.Less(t, notes[0].seq, m.seq)
+				require.Greater(t, notes[1].seq, m.seq)
 
 				seq := c2.lastSeq()
-				require.Nil(t, c2.call("session/resume", params).Error)
+				m = c2.call("session/resume", params)
+				require.Nil(t, m.Error)
 				c2.waitNote(seq, "the commands", isCommands)
-				assert.Equal(t, []string{"available_commands_update"}, noteKinds(c2.notesSince(seq)), "open on the connection: only the commands")
-				return field(t, notes[0])
+				again := c2.notesSince(seq)
+				assert.Equal(t, []string{"state_update", "available_commands_update"}, noteKinds(again), "open on the connection: the state and the commands, no usage")
+				assert.Less(t, again[0].seq, m.seq)
+				return field(t, notes[1])
 			})
 		})
 	}

@@ -332,8 +332,9 @@ func TestV2_CompactPrompt(t *testing.T) {
 // session/resume with replayFrom start in a fresh connection replays the
 // session (each compaction once, materialized, at its position), then the
 // context of its last response (usage_update), the current state_update,
-// then the response; without replayFrom nothing is
-// replayed. session/list and session/close work on v2.
+// then the response; without replayFrom nothing is replayed, and the
+// current state_update still comes before the response. session/list and
+// session/close work on v2.
 func TestV2_ResumeListClose(t *testing.T) {
 	fake := hostileFake()
 	store := memstore.New()
@@ -389,13 +390,22 @@ func TestV2_ResumeListClose(t *testing.T) {
 	assert.Equal(t, live["compactionId"], completed[0]["compactionId"])
 	assert.Equal(t, []map[string]any{{"sessionUpdate": "state_update", "state": "idle"}}, state)
 
-	// Resume without replay on an open session: nothing replayed.
+	// Resume without replay on an open session: nothing replayed, but the
+	// current state before the response ("even without replay").
+	isCommands := func(n hostileNote) bool { return n.kind == "available_commands_update" }
+	c2.waitNote(m.seq, "the commands after the replay's response", isCommands)
 	seq := c2.lastSeq()
 	m = c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/project"}`)
 	require.Nil(t, m.Error)
+	var before []map[string]any
 	for _, n := range c2.notesSince(seq) {
+		if n.seq < m.seq {
+			before = append(before, field(t, n))
+			continue
+		}
 		assert.Equal(t, "available_commands_update", n.kind, "nothing replayed")
 	}
+	assert.Equal(t, []map[string]any{{"sessionUpdate": "state_update", "state": "idle"}}, before, "the state snapshot, then the response")
 	wantError(t, c2.call("session/resume", `{"sessionId":"`+sid+`","cwd":"/project","replayFrom":{"type":"_elsewhere"}}`), jsonrpc.InvalidParams, "an unsupported replayFrom")
 
 	require.Nil(t, c2.call("session/close", `{"sessionId":"`+sid+`"}`).Error)

@@ -193,22 +193,27 @@ test("v2 b. a conversation through the SDK's v2 client: prompts, /compact, an au
           assert.equal(c.chunks, "", "no summary chunks on replay: the client gets the summary once");
         }
         assert.ok(replay.some((u) => u.sessionUpdate === "user_message"), "user messages replayed");
-        // Without replayFrom: nothing replayed. (The commands update of the
+        // Without replayFrom: nothing replayed, but the current state before
+        // the response ("even without replay"). (The commands update of the
         // resume above follows its response: wait for it first.)
         await a.waitFor(() => a.updates(resp.seq).find((u) => u.sessionUpdate === "available_commands_update"), "the commands after the first resume");
         const mark2 = a.lines.length;
         await ctx.request(acp2.methods.agent.session.resume, { sessionId: sid, cwd: CWD });
-        await new Promise((r) => setTimeout(r, 100));
+        const req2 = a.lines.find((l) => l.seq > mark2 && l.msg?.method === "session/resume");
+        const resp2 = await a.waitFor(() => a.incomingLines().find((l) => l.msg?.id === req2.msg.id && !l.msg.method), "the second resume's response");
+        await a.waitFor(() => a.updates(resp2.seq).find((u) => u.sessionUpdate === "available_commands_update"), "the commands after the second resume");
+        assert.deepEqual(a.updates(mark2, resp2.seq).map(({ seq, ...u }) => u), [{ sessionUpdate: "state_update", state: "idle" }], "resume without replayFrom: the state snapshot, then the response");
         assert.deepEqual(
           a.updates(mark2).map((u) => u.sessionUpdate),
-          ["available_commands_update"],
-          "resume without replayFrom",
+          ["state_update", "available_commands_update"],
+          "resume without replayFrom: nothing replayed",
         );
       });
     });
 
-    // A fresh agent process, session/resume without replayFrom: the stored
-    // context follows the response, before the commands.
+    // A fresh agent process, session/resume without replayFrom: the current
+    // state before the response, the stored context after it, before the
+    // commands.
     await withV2Agent(t, { store }, async (a) => {
       await v2Client().connectWith(a.sdkStream(), async (ctx) => {
         await ctx.request(acp2.methods.agent.initialize, V2_INIT);
@@ -217,7 +222,8 @@ test("v2 b. a conversation through the SDK's v2 client: prompts, /compact, an au
         const req = a.lines.find((l) => l.seq > mark && l.msg?.method === "session/resume");
         const resp = await a.waitFor(() => a.incomingLines().find((l) => l.msg?.id === req.msg.id && !l.msg.method), "the resume response");
         await a.waitFor(() => a.updates(resp.seq).find((u) => u.sessionUpdate === "available_commands_update"), "the commands after the resume");
-        assert.deepEqual(a.updates(mark).map((u) => u.sessionUpdate), ["usage_update", "available_commands_update"], "resume without replayFrom in a fresh agent");
+        assert.deepEqual(a.updates(mark).map((u) => u.sessionUpdate), ["state_update", "usage_update", "available_commands_update"], "resume without replayFrom in a fresh agent");
+        assert.deepEqual(a.updates(mark, resp.seq).map(({ seq, ...u }) => u), [{ sessionUpdate: "state_update", state: "idle" }], "the state snapshot before the response");
         const usage = a.updates(resp.seq)[0];
         assert.ok(usage.used > 0, `the stored context, not 0: ${JSON.stringify(usage)}`);
       });
