@@ -156,8 +156,8 @@ func openRawReader(uri string, busyMs int32) (*rawReader, error) {
 	// statement whose planning looked at a bound value to be prepared
 	// again at its next step after a new binding, and its planner looks at
 	// them for most of the store's reads (to compare a parameter with a
-	// partial index's condition, or the LIMIT of a query of the FTS5
-	// table): that undid the statement cache below, and a search spent
+	// partial index's condition, for one; the queries of the FTS5 table
+	// were marked too): that undid the statement cache below, and a search spent
 	// about a tenth of its time preparing statements again
 	// (docs/performance.md; TestRawStatementsStayPrepared). No read of the
 	// store needs a bound value to get its plan (TestQueryPlans checks the
