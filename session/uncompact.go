@@ -78,10 +78,10 @@ func (l *loop) startUncompact(c *command) {
 	})
 }
 
-// uncompacted settles the context after an Uncompact undid Segment id:
-// the estimate of the newest Segment still standing that was committed
-// after the latest turn response, or else that response's figure again
-// (what opening the session reports then).
+// uncompacted takes Segment id, which an Uncompact undid, out of the
+// Segments committed after the latest turn response; the context follows
+// (loop.context): the estimate of the newest one still standing, or else
+// that response's figure again, as opening the session reports then.
 func (l *loop) uncompacted(id string) {
 	l.afterTurn = slices.DeleteFunc(l.afterTurn, func(g segContext) bool { return g.id == id })
 }

@@ -241,13 +241,13 @@ func (r *rawReader) stmt(query string, args ...any) (rawStmt, error) {
 		var rc int32
 		switch v := a.(type) {
 		case string:
-			rc = bind(s, int32(i+1), v, false)
+			rc = bind(s, int32(i+1), v, sqlite3.Xsqlite3_bind_text)
 		case int64:
 			rc = sqlite3.Xsqlite3_bind_int64(r.tls, p, int32(i+1), v)
 		case int:
 			rc = sqlite3.Xsqlite3_bind_int64(r.tls, p, int32(i+1), int64(v))
 		case []byte:
-			rc = bind(s, int32(i+1), v, true)
+			rc = bind(s, int32(i+1), v, sqlite3.Xsqlite3_bind_blob)
 		default:
 			return rawStmt{}, fmt.Errorf("sqlite: argument %d of type %T", i+1, a)
 		}
@@ -275,18 +275,14 @@ type rawStmt struct {
 	p uintptr
 }
 
-// bind binds v to parameter i, as text or as a blob; SQLite copies it
-// (SQLITE_TRANSIENT).
-func bind[T string | []byte](s rawStmt, i int32, v T, blob bool) int32 {
+// bind binds v to parameter i with f (sqlite3_bind_text or
+// sqlite3_bind_blob); SQLite copies it (SQLITE_TRANSIENT).
+func bind[T string | []byte](s rawStmt, i int32, v T, f func(*libc.TLS, uintptr, int32, uintptr, int32, uintptr) int32) int32 {
 	p := libc.Xmalloc(s.r.tls, types.Size_t(max(len(v), 1))) // never NULL, for ""
 	if p == 0 {
 		return sqlite3.SQLITE_NOMEM
 	}
 	copy(unsafe.Slice((*byte)(at(p)), len(v)), v)
-	f := sqlite3.Xsqlite3_bind_text
-	if blob {
-		f = sqlite3.Xsqlite3_bind_blob
-	}
 	rc := f(s.r.tls, s.p, i, p, int32(len(v)), ^uintptr(0)) // SQLITE_TRANSIENT
 	libc.Xfree(s.r.tls, p)
 	return rc

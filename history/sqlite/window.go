@@ -30,8 +30,7 @@ func (s *Store) windowReads(ctx context.Context, q querier, op, id string) segme
 	var c chain // the session's chain: one link unless a fork
 	return segments.WindowReads{
 		Session: func() (activeFrom int64, err error) {
-			err = queryRow(q, `SELECT active_from FROM sessions WHERE id = ?`, []any{id}, &activeFrom)
-			if err := s.found(ctx, op, id, err); err != nil {
+			if activeFrom, err = s.existsIn(ctx, q, op, id); err != nil {
 				return 0, err
 			}
 			if c, err = chainOf(q, id); err != nil {
